@@ -1,0 +1,78 @@
+// Shape checks shared by the pe and attn verifiers. Each returns failure after
+// emitting a message that names the operand and the rule; dynamic dims (?)
+// are never reported as mismatches, since the JIT specializes on real shapes.
+#ifndef PEJIT_DIALECTS_SHAPECHECKS_H
+#define PEJIT_DIALECTS_SHAPECHECKS_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace pejit {
+
+/// True when both dims are static and differ.
+inline bool dimsConflict(int64_t a, int64_t b) {
+  return !mlir::ShapedType::isDynamic(a) && !mlir::ShapedType::isDynamic(b) && a != b;
+}
+
+/// Prints a dim for a message: "?" for dynamic.
+inline std::string dimToString(int64_t dim) {
+  return mlir::ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim);
+}
+
+/// `name` must be a ranked tensor of rank `rank`; `layout` (e.g. "[b, h, s, d]")
+/// is quoted in the message.
+inline mlir::LogicalResult requireRank(mlir::Operation *op, llvm::StringRef name,
+                                       mlir::Type type, int64_t rank,
+                                       llvm::StringRef layout) {
+  auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
+  if (!tensor || tensor.getRank() != rank)
+    return op->emitOpError() << name << " must be " << layout << " (rank " << rank
+                             << "), got " << type;
+  return mlir::success();
+}
+
+/// Dim `index` of `name` (called `dimName`) must equal `expected`, which is
+/// `what` (e.g. "the input's s").
+inline mlir::LogicalResult requireDim(mlir::Operation *op, llvm::StringRef name,
+                                      mlir::Type type, unsigned index,
+                                      llvm::StringRef dimName, int64_t expected,
+                                      llvm::StringRef what) {
+  int64_t actual = mlir::cast<mlir::RankedTensorType>(type).getDimSize(index);
+  if (dimsConflict(actual, expected))
+    return op->emitOpError() << name << " " << dimName << " (dim " << index << ") is "
+                             << actual << " but " << what << " is " << expected;
+  return mlir::success();
+}
+
+/// Position ids: element type i32 or i64; shape [s] or [b, s], or with
+/// `numAxes` > 0 (M-RoPE) [numAxes, s] or [numAxes, b, s].
+inline mlir::LogicalResult verifyPositionIds(mlir::Operation *op, llvm::StringRef name,
+                                             mlir::Type type, int64_t batch,
+                                             int64_t seq, int64_t numAxes = 0) {
+  auto tensor = mlir::cast<mlir::RankedTensorType>(type);
+  if (!tensor.getElementType().isSignlessInteger(32) &&
+      !tensor.getElementType().isSignlessInteger(64))
+    return op->emitOpError() << name << " must have element type i32 or i64, got "
+                             << tensor.getElementType();
+  int64_t lead = numAxes > 0 ? 1 : 0;
+  int64_t rank = tensor.getRank();
+  if (rank != 1 + lead && rank != 2 + lead)
+    return op->emitOpError()
+           << name << " must be " << (numAxes > 0 ? "[axes, s] or [axes, b, s]" : "[s] or [b, s]")
+           << " (rank " << 1 + lead << " or " << 2 + lead << "), got " << type;
+  if (numAxes > 0 && dimsConflict(tensor.getDimSize(0), numAxes))
+    return op->emitOpError() << name << " has " << tensor.getDimSize(0)
+                             << " axes (dim 0) but the encoding has " << numAxes
+                             << " sections";
+  if (failed(requireDim(op, name, type, rank - 1, "s", seq, "the sequence length")))
+    return mlir::failure();
+  if (rank == 2 + lead &&
+      failed(requireDim(op, name, type, lead, "b", batch, "the batch size")))
+    return mlir::failure();
+  return mlir::success();
+}
+
+} // namespace pejit
+
+#endif // PEJIT_DIALECTS_SHAPECHECKS_H

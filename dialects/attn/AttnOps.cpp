@@ -1,0 +1,119 @@
+// Verifier of attn.attention: the shape contract between Q, K, V, the result
+// and the optional terms, with messages that name the mismatch.
+#include "dialects/attn/AttnOps.h"
+#include "dialects/ShapeChecks.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include <cmath>
+
+using namespace mlir;
+using namespace pejit;
+using namespace pejit::attn;
+
+namespace {
+int64_t dim(Value value, unsigned index) {
+  return cast<RankedTensorType>(value.getType()).getDimSize(index);
+}
+} // namespace
+
+double AttentionOp::getEffectiveScale() {
+  if (FloatAttr scale = getScaleAttr())
+    return scale.getValueAsDouble();
+  return 1.0 / std::sqrt(static_cast<double>(dim(getQuery(), 3)));
+}
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  Value q = getQuery(), k = getKey(), v = getValue();
+  if (failed(requireRank(op, "query", q.getType(), 4, "[b, hq, sq, d]")) ||
+      failed(requireRank(op, "key", k.getType(), 4, "[b, hkv, skv, d]")) ||
+      failed(requireRank(op, "value", v.getType(), 4, "[b, hkv, skv, dv]")) ||
+      failed(requireRank(op, "result", getResult().getType(), 4, "[b, hq, sq, dv]")))
+    return failure();
+
+  Type elementType = cast<RankedTensorType>(q.getType()).getElementType();
+  for (auto [name, value] : {std::pair<StringRef, Value>{"key", k}, {"value", v}})
+    if (cast<RankedTensorType>(value.getType()).getElementType() != elementType)
+      return emitOpError() << name << " element type "
+                           << cast<RankedTensorType>(value.getType()).getElementType()
+                           << " does not match query element type " << elementType;
+
+  int64_t b = dim(q, 0), hq = dim(q, 1), sq = dim(q, 2), d = dim(q, 3);
+  int64_t hkv = dim(k, 1), skv = dim(k, 2), dv = dim(v, 3);
+  if (failed(requireDim(op, "key", k.getType(), 0, "b", b, "the query's b")) ||
+      failed(requireDim(op, "key", k.getType(), 3, "d", d, "the query's d")) ||
+      failed(requireDim(op, "value", v.getType(), 0, "b", b, "the query's b")) ||
+      failed(requireDim(op, "value", v.getType(), 1, "hkv", hkv, "the key's hkv")) ||
+      failed(requireDim(op, "value", v.getType(), 2, "skv", skv, "the key's skv")))
+    return failure();
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "hq (" << hq << ") is not a multiple of hkv (" << hkv
+                         << ")";
+  Type resultType = getResult().getType();
+  if (failed(requireDim(op, "result", resultType, 0, "b", b, "the query's b")) ||
+      failed(requireDim(op, "result", resultType, 1, "hq", hq, "the query's hq")) ||
+      failed(requireDim(op, "result", resultType, 2, "sq", sq, "the query's sq")) ||
+      failed(requireDim(op, "result", resultType, 3, "dv", dv, "the value's dv")))
+    return failure();
+
+  if (getQueryPositions() &&
+      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(),
+                               b, sq)))
+    return failure();
+  if (getKeyPositions() &&
+      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b,
+                               skv)))
+    return failure();
+
+  if (Value bias = getBias()) {
+    if (failed(requireRank(op, "bias", bias.getType(), 4, "[1|b, 1|hq, sq, skv]")))
+      return failure();
+    if (dim(bias, 0) != 1 &&
+        failed(requireDim(op, "bias", bias.getType(), 0, "b", b, "the query's b (or 1)")))
+      return failure();
+    if (dim(bias, 1) != 1 &&
+        failed(requireDim(op, "bias", bias.getType(), 1, "h", hq, "the query's hq (or 1)")))
+      return failure();
+    if (failed(requireDim(op, "bias", bias.getType(), 2, "sq", sq, "the query's sq")) ||
+        failed(requireDim(op, "bias", bias.getType(), 3, "skv", skv, "the key's skv")))
+      return failure();
+  }
+  if (Value term = getKeyTerm()) {
+    if (failed(requireRank(op, "key_term", term.getType(), 4, "[b, hq, sq, skv]")))
+      return failure();
+    int64_t expected[] = {b, hq, sq, skv};
+    const char *names[] = {"b", "hq", "sq", "skv"};
+    for (unsigned i = 0; i < 4; ++i)
+      if (failed(requireDim(op, "key_term", term.getType(), i, names[i], expected[i],
+                            "the attention's")))
+        return failure();
+  }
+  if (Value term = getValueTerm()) {
+    if (failed(requireRank(op, "value_term", term.getType(), 3, "[sq, skv, dv]")) ||
+        failed(requireDim(op, "value_term", term.getType(), 0, "sq", sq, "the query's sq")) ||
+        failed(requireDim(op, "value_term", term.getType(), 1, "skv", skv, "the key's skv")) ||
+        failed(requireDim(op, "value_term", term.getType(), 2, "dv", dv, "the value's dv")))
+      return failure();
+  }
+
+  if (FloatAttr scaleAttr = getScaleAttr()) {
+    double scale = scaleAttr.getValueAsDouble();
+    if (!(scale > 0.0) || !std::isfinite(scale))
+      return emitOpError() << "scale must be positive and finite, got " << scale;
+  } else if (ShapedType::isDynamic(d)) {
+    return emitOpError() << "scale is required when the head dim d is dynamic";
+  }
+  if (std::optional<int64_t> window = getWindow(); window && *window < 0)
+    return emitOpError() << "window must be non-negative, got " << *window;
+  if (FloatAttr softcapAttr = getSoftcapAttr()) {
+    double softcap = softcapAttr.getValueAsDouble();
+    if (!(softcap > 0.0 && std::isfinite(softcap)))
+      return emitOpError() << "softcap must be positive and finite, got " << softcap;
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/attn/AttnOps.cpp.inc"

@@ -1,0 +1,69 @@
+#ifndef PEJIT_ATTN_OPS_TD
+#define PEJIT_ATTN_OPS_TD
+
+include "dialects/attn/AttnDialect.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Attn_FloatTensor : RankedTensorOf<[AnyFloat]>;
+
+def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "softmax(scale * Q K^T + terms, masked) V";
+  let description = [{
+    Q is [b, hq, sq, d], K is [b, hkv, skv, d], V is [b, hkv, skv, dv] and the
+    result [b, hq, sq, dv]; hq is a multiple of hkv (GQA/MQA: query head h
+    reads KV head h / (hq / hkv)). For query row i and key j, with
+    off = skv - sq (bottom-right alignment, FlashAttention >= 2.1):
+
+    ```
+    s_ij = scale * (q_i . k_j + key_term_ij)      scale defaults to 1/sqrt(d)
+    s_ij = softcap * tanh(s_ij / softcap)         if softcap
+    s_ij = s_ij + bias_ij                         bias is [1|b, 1|hq, sq, skv]
+    visible(i, j) = (!causal || j <= i + off) && (!window || j >= i + off - window)
+    p_i = softmax over visible j;  o_i = sum_j p_ij (v_j + value_term_ij)
+    ```
+    A row that sees no key outputs zeros. `key_term` ([b, hq, sq, skv], Shaw
+    key) comes from pe.relative_key and `value_term` ([sq, skv, dv], Shaw
+    value) from pe.relative_value. Position ids ([s] or [b, s], i32/i64) are
+    used by encodings fused into the op; masks never read them.
+
+    ```mlir
+    %o = attn.attention %q, %k, %v bias(%alibi : tensor<1x12x64x64xf32>)
+        causal scale(0.125)
+        : tensor<1x12x64x64xf32>, tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32>
+        -> tensor<1x12x64x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Attn_FloatTensor:$query, Attn_FloatTensor:$key, Attn_FloatTensor:$value,
+    Optional<AnyRankedTensor>:$query_positions,
+    Optional<AnyRankedTensor>:$key_positions,
+    Optional<Attn_FloatTensor>:$bias,
+    Optional<Attn_FloatTensor>:$key_term,
+    Optional<Attn_FloatTensor>:$value_term,
+    OptionalAttr<F64Attr>:$scale,
+    UnitAttr:$causal,
+    OptionalAttr<I64Attr>:$window,
+    OptionalAttr<F64Attr>:$softcap);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    (`query_positions` `(` $query_positions^ `:` type($query_positions) `)`)?
+    (`key_positions` `(` $key_positions^ `:` type($key_positions) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`key_term` `(` $key_term^ `:` type($key_term) `)`)?
+    (`value_term` `(` $value_term^ `:` type($value_term) `)`)?
+    (`causal` $causal^)?
+    (`window` `(` $window^ `)`)?
+    (`softcap` `(` $softcap^ `)`)?
+    (`scale` `(` $scale^ `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `scale` if given, else 1/sqrt(d) (d static; the verifier ensures it
+    /// whenever scale is absent).
+    double getEffectiveScale();
+  }];
+}
+
+#endif // PEJIT_ATTN_OPS_TD

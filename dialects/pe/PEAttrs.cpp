@@ -1,0 +1,295 @@
+// Parsing, printing and verification of pe attributes. The rules checked here
+// depend only on an attribute's own parameters; rules that need operand
+// shapes (e.g. rotary_dim <= head_dim) live in the op verifiers.
+#include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/PEDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace mlir;
+using namespace pejit::pe;
+
+#include "dialects/pe/PEEnums.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Parameter parsing and printing
+//===----------------------------------------------------------------------===//
+
+FailureOr<F64> pejit::pe::parseF64(AsmParser &parser) {
+  double value = 0;
+  if (parser.parseFloat(value))
+    return failure();
+  return F64(value);
+}
+
+FailureOr<std::optional<F64>> pejit::pe::parseOptionalF64(AsmParser &parser) {
+  FailureOr<F64> value = parseF64(parser);
+  if (failed(value))
+    return failure();
+  return std::optional<F64>(*value);
+}
+
+FailureOr<llvm::SmallVector<F64>> pejit::pe::parseF64Array(AsmParser &parser) {
+  llvm::SmallVector<F64> values;
+  auto parseOne = [&]() -> ParseResult {
+    FailureOr<F64> value = parseF64(parser);
+    if (failed(value))
+      return failure();
+    values.push_back(*value);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseOne))
+    return failure();
+  return values;
+}
+
+FailureOr<bool> pejit::pe::parseBool(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(), "expected true or false");
+}
+
+// Shortest "%.Ng" that reads back as the same double, always with a '.' so
+// the MLIR lexer sees a float literal (10000 -> 10000.0, 1e-06 -> 1.0e-06).
+std::string pejit::pe::formatF64(double value) {
+  char buffer[40];
+  // Whole numbers print in full (theta = 500000.0, not 5.0e+05).
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
+    std::snprintf(buffer, sizeof(buffer), "%.1f", value);
+    return buffer;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text(buffer);
+  if (std::isfinite(value) && text.find('.') == std::string::npos) {
+    size_t exponent = text.find('e');
+    text.insert(exponent == std::string::npos ? text.size() : exponent, ".0");
+  }
+  return text;
+}
+
+void pejit::pe::printF64(AsmPrinter &printer, double value) {
+  printer << formatF64(value);
+}
+
+void pejit::pe::printF64Array(AsmPrinter &printer, llvm::ArrayRef<F64> values) {
+  printer << '[';
+  llvm::interleaveComma(values, printer, [&](double v) { printF64(printer, v); });
+  printer << ']';
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE scalings
+//===----------------------------------------------------------------------===//
+
+namespace {
+using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
+
+LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name,
+                              double value) {
+  if (!(value > 0.0))
+    return emitError() << name << " must be positive, got " << formatF64(value);
+  return success();
+}
+
+LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name,
+                              int64_t value) {
+  if (value <= 0)
+    return emitError() << name << " must be positive, got " << value;
+  return success();
+}
+} // namespace
+
+LogicalResult LinearScalingAttr::verify(EmitErrorFn emitError, F64 factor) {
+  return requirePositive(emitError, "linear scaling factor", factor);
+}
+
+LogicalResult NtkScalingAttr::verify(EmitErrorFn emitError, F64 factor) {
+  return requirePositive(emitError, "ntk scaling factor", factor);
+}
+
+LogicalResult DynamicNtkScalingAttr::verify(EmitErrorFn emitError, F64 factor,
+                                            int64_t originalMaxPosition) {
+  if (failed(requirePositive(emitError, "dynamic_ntk factor", factor)))
+    return failure();
+  return requirePositive(emitError, "dynamic_ntk original_max_position",
+                         originalMaxPosition);
+}
+
+LogicalResult YarnScalingAttr::verify(EmitErrorFn emitError, F64 factor,
+                                      int64_t originalMaxPosition, F64 betaFast,
+                                      F64 betaSlow, std::optional<F64> mscale,
+                                      std::optional<F64> mscaleAllDim,
+                                      std::optional<F64> attentionFactor,
+                                      bool truncate) {
+  if (failed(requirePositive(emitError, "yarn factor", factor)) ||
+      failed(requirePositive(emitError, "yarn original_max_position",
+                             originalMaxPosition)) ||
+      failed(requirePositive(emitError, "yarn beta_slow", betaSlow)))
+    return failure();
+  if (!(betaFast > betaSlow))
+    return emitError() << "yarn beta_fast (" << formatF64(betaFast)
+                       << ") must be greater than beta_slow ("
+                       << formatF64(betaSlow) << ")";
+  if (attentionFactor &&
+      failed(requirePositive(emitError, "yarn attention_factor", *attentionFactor)))
+    return failure();
+  return success();
+}
+
+LogicalResult Llama3ScalingAttr::verify(EmitErrorFn emitError, F64 factor,
+                                        F64 lowFreqFactor, F64 highFreqFactor,
+                                        int64_t originalMaxPosition) {
+  if (failed(requirePositive(emitError, "llama3 factor", factor)) ||
+      failed(requirePositive(emitError, "llama3 low_freq_factor", lowFreqFactor)) ||
+      failed(requirePositive(emitError, "llama3 original_max_position",
+                             originalMaxPosition)))
+    return failure();
+  if (!(highFreqFactor > lowFreqFactor))
+    return emitError() << "llama3 high_freq_factor ("
+                       << formatF64(highFreqFactor)
+                       << ") must be greater than low_freq_factor ("
+                       << formatF64(lowFreqFactor) << ")";
+  return success();
+}
+
+LogicalResult LongRopeScalingAttr::verify(EmitErrorFn emitError,
+                                          llvm::ArrayRef<F64> shortFactor,
+                                          llvm::ArrayRef<F64> longFactor,
+                                          int64_t originalMaxPosition, F64 factor,
+                                          std::optional<F64> attentionFactor) {
+  if (shortFactor.size() != longFactor.size())
+    return emitError() << "longrope short_factor has " << shortFactor.size()
+                       << " entries but long_factor has " << longFactor.size();
+  for (F64 f : shortFactor)
+    if (failed(requirePositive(emitError, "longrope short_factor entry", f)))
+      return failure();
+  for (F64 f : longFactor)
+    if (failed(requirePositive(emitError, "longrope long_factor entry", f)))
+      return failure();
+  if (failed(requirePositive(emitError, "longrope original_max_position",
+                             originalMaxPosition)) ||
+      failed(requirePositive(emitError, "longrope factor", factor)))
+    return failure();
+  if (attentionFactor &&
+      failed(requirePositive(emitError, "longrope attention_factor", *attentionFactor)))
+    return failure();
+  return success();
+}
+
+LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim,
+                                                   EmitErrorFn emitError) const {
+  if (static_cast<int64_t>(getShortFactor().size()) != rotaryDim / 2)
+    return emitError() << "longrope factor lists have " << getShortFactor().size()
+                       << " entries but rotary_dim/2 is " << rotaryDim / 2;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Positional encodings
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout,
+                               F64 theta, std::optional<int64_t> rotaryDim,
+                               RopeScalingAttrInterface scaling,
+                               llvm::ArrayRef<int64_t> sections) {
+  if (failed(requirePositive(emitError, "rope theta", theta)))
+    return failure();
+  if (rotaryDim) {
+    if (failed(requirePositive(emitError, "rope rotary_dim", *rotaryDim)))
+      return failure();
+    if (*rotaryDim % 2 != 0)
+      return emitError() << "rope rotary_dim must be even, got " << *rotaryDim;
+    if (scaling && failed(scaling.verifyRotaryDim(*rotaryDim, emitError)))
+      return failure();
+  }
+  int64_t sectionSum = 0;
+  for (int64_t section : sections) {
+    if (failed(requirePositive(emitError, "rope section", section)))
+      return failure();
+    sectionSum += section;
+  }
+  if (rotaryDim && !sections.empty() && sectionSum != *rotaryDim / 2)
+    return emitError() << "rope sections sum to " << sectionSum
+                       << " but rotary_dim/2 is " << *rotaryDim / 2;
+  return success();
+}
+
+LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads,
+                                int64_t headOffset, AlibiForm form,
+                                llvm::ArrayRef<F64> slopes) {
+  if (failed(requirePositive(emitError, "alibi num_heads", numHeads)))
+    return failure();
+  if (headOffset < 0 || headOffset >= numHeads)
+    return emitError() << "alibi head_offset (" << headOffset
+                       << ") must be in [0, num_heads = " << numHeads << ")";
+  if (!slopes.empty() && static_cast<int64_t>(slopes.size()) != numHeads)
+    return emitError() << "alibi slopes has " << slopes.size()
+                       << " entries but num_heads is " << numHeads;
+  return success();
+}
+
+LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets,
+                                 int64_t maxDistance, bool bidirectional) {
+  // T5's _relative_position_bucket: buckets per sign (halved when
+  // bidirectional), half of those exact, the rest logarithmic up to
+  // max_distance; the log needs max_distance > max_exact >= 1.
+  int64_t perSign = bidirectional ? numBuckets / 2 : numBuckets;
+  int64_t maxExact = perSign / 2;
+  if (numBuckets < (bidirectional ? 4 : 2) || (bidirectional && numBuckets % 2))
+    return emitError() << "t5_bias num_buckets (" << numBuckets << ") must be "
+                       << (bidirectional ? "even and >= 4 when bidirectional"
+                                         : ">= 2");
+  if (maxDistance <= maxExact)
+    return emitError() << "t5_bias max_distance (" << maxDistance
+                       << ") must exceed the exact bucket range (" << maxExact << ")";
+  return success();
+}
+
+LogicalResult RelativeKeyAttr::verify(EmitErrorFn emitError, int64_t clip) {
+  if (clip < 0)
+    return emitError() << "relative_key clip must be non-negative, got " << clip;
+  return success();
+}
+
+LogicalResult RelativeValueAttr::verify(EmitErrorFn emitError, int64_t clip) {
+  if (clip < 0)
+    return emitError() << "relative_value clip must be non-negative, got " << clip;
+  return success();
+}
+
+LogicalResult SinusoidalAttr::verify(EmitErrorFn emitError, F64 base) {
+  return requirePositive(emitError, "sinusoidal base", base);
+}
+
+LogicalResult LearnedAttr::verify(EmitErrorFn emitError, int64_t maxPositions) {
+  return requirePositive(emitError, "learned max_positions", maxPositions);
+}
+
+EncodingKind RopeAttr::getEncodingKind() const { return EncodingKind::QKTransform; }
+EncodingKind AlibiAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }
+EncodingKind T5BiasAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }
+EncodingKind RelativeKeyAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }
+EncodingKind RelativeValueAttr::getEncodingKind() const { return EncodingKind::ValueTerm; }
+EncodingKind SinusoidalAttr::getEncodingKind() const { return EncodingKind::Additive; }
+EncodingKind LearnedAttr::getEncodingKind() const { return EncodingKind::Additive; }
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/pe/PEAttrs.cpp.inc"
+
+void PEDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/pe/PEAttrs.cpp.inc"
+      >();
+}

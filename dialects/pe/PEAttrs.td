@@ -1,0 +1,187 @@
+#ifndef PEJIT_PE_ATTRS_TD
+#define PEJIT_PE_ATTRS_TD
+
+include "dialects/pe/PEDialect.td"
+include "dialects/pe/PEInterfaces.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def PE_RopeLayout : I32EnumAttr<"RopeLayout", "which channels RoPE pairs", [
+    I32EnumAttrCase<"Half", 0, "half">,
+    I32EnumAttrCase<"Interleaved", 1, "interleaved">]> {
+  let cppNamespace = "::pejit::pe";
+  let genSpecializedAttr = 0;
+}
+
+def PE_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi distance form", [
+    I32EnumAttrCase<"Causal", 0, "causal">,
+    I32EnumAttrCase<"Symmetric", 1, "symmetric">]> {
+  let cppNamespace = "::pejit::pe";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE scalings (HF transformers' rope utilities; CONVENTIONS.md "RoPE")
+//===----------------------------------------------------------------------===//
+
+class PE_ScalingAttr<string name, string mnemonic, list<string> overrides = []>
+    : PE_Attr<name, mnemonic,
+              [DeclareAttrInterfaceMethods<PE_RopeScalingAttrInterface, overrides>]> {
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def PE_LinearScalingAttr : PE_ScalingAttr<"LinearScaling", "linear"> {
+  let summary = "position interpolation: inv_freq / factor";
+  let parameters = (ins PE_F64Parameter<"interpolation factor">:$factor);
+}
+
+def PE_NtkScalingAttr : PE_ScalingAttr<"NtkScaling", "ntk"> {
+  let summary = "static NTK-aware: base = theta * factor^(rd / (rd - 2))";
+  let parameters = (ins PE_F64Parameter<"context extension factor">:$factor);
+}
+
+def PE_DynamicNtkScalingAttr : PE_ScalingAttr<"DynamicNtkScaling", "dynamic_ntk"> {
+  let summary = "dynamic NTK (HF _compute_dynamic_ntk_parameters)";
+  let description = [{
+    Stateless: seq_len = max(position) + 1 over the call. When seq_len >
+    original_max_position, base = theta * ((factor * seq_len / original) -
+    (factor - 1))^(rd / (rd - 2)); otherwise frequencies are unscaled.
+  }];
+  let parameters = (ins PE_F64Parameter<"scaling factor">:$factor,
+                        "int64_t":$original_max_position);
+}
+
+def PE_YarnScalingAttr : PE_ScalingAttr<"YarnScaling", "yarn"> {
+  let summary = "YaRN (HF _compute_yarn_parameters)";
+  let description = [{
+    Blends interpolated (inv_freq / factor) and extrapolated frequencies with a
+    linear ramp over the correction range derived from beta_fast/beta_slow and
+    original_max_position (floor/ceil of the range when `truncate`). cos and
+    sin of rotated channels are multiplied by the attention factor:
+    `attention_factor` if given, else get_mscale(factor, mscale) /
+    get_mscale(factor, mscale_all_dim) when both are given, else
+    get_mscale(factor), where get_mscale(s, m) = 0.1 m ln(s) + 1 (1 if s <= 1).
+  }];
+  let parameters = (ins
+    PE_F64Parameter<"scaling factor">:$factor,
+    "int64_t":$original_max_position,
+    PE_DefaultF64Parameter<"fast rotation boundary", "32.0">:$beta_fast,
+    PE_DefaultF64Parameter<"slow rotation boundary", "1.0">:$beta_slow,
+    PE_OptionalF64Parameter<"mscale">:$mscale,
+    PE_OptionalF64Parameter<"mscale_all_dim">:$mscale_all_dim,
+    PE_OptionalF64Parameter<"explicit attention factor">:$attention_factor,
+    PE_BoolParameter<"floor/ceil the correction range", "true">:$truncate);
+}
+
+def PE_Llama3ScalingAttr : PE_ScalingAttr<"Llama3Scaling", "llama3"> {
+  let summary = "Llama 3.1 (HF _compute_llama3_parameters)";
+  let description = [{
+    Wavelengths longer than original_max_position / low_freq_factor are
+    divided by factor, shorter than original_max_position / high_freq_factor
+    are kept, and the ones between are interpolated smoothly.
+  }];
+  let parameters = (ins
+    PE_F64Parameter<"scaling factor">:$factor,
+    PE_F64Parameter<"low frequency factor">:$low_freq_factor,
+    PE_F64Parameter<"high frequency factor">:$high_freq_factor,
+    "int64_t":$original_max_position);
+}
+
+def PE_LongRopeScalingAttr : PE_ScalingAttr<"LongRopeScaling", "longrope",
+                                             ["verifyRotaryDim"]> {
+  let summary = "LongRoPE / Phi-3 (HF _compute_longrope_parameters)";
+  let description = [{
+    inv_freq[c] = 1 / (ext[c] * theta^(2c/rd)) with ext = long_factor when
+    max(position) + 1 > original_max_position, else short_factor. cos and sin
+    are multiplied by `attention_factor` if given, else
+    sqrt(1 + ln(factor) / ln(original_max_position)) (1 when factor <= 1).
+  }];
+  let parameters = (ins
+    PE_F64ArrayParameter<"per-frequency factors for short contexts">:$short_factor,
+    PE_F64ArrayParameter<"per-frequency factors for long contexts">:$long_factor,
+    "int64_t":$original_max_position,
+    PE_DefaultF64Parameter<"context extension factor", "1.0">:$factor,
+    PE_OptionalF64Parameter<"explicit attention factor">:$attention_factor);
+}
+
+//===----------------------------------------------------------------------===//
+// Positional encodings
+//===----------------------------------------------------------------------===//
+
+class PE_EncodingAttr<string name, string mnemonic>
+    : PE_Attr<name, mnemonic,
+              [DeclareAttrInterfaceMethods<PE_PositionalEncodingAttrInterface>]> {
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope"> {
+  let summary = "rotary position embedding (Su et al. 2021)";
+  let description = [{
+    Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
+    1 / theta^(2c / rotary_dim), c in [0, rotary_dim/2). `half` pairs c with
+    c + rotary_dim/2 (NeoX/LLaMA rotate_half); `interleaved` pairs 2c with 2c+1
+    (GPT-J/RoFormer). Channels >= rotary_dim pass through; rotary_dim defaults
+    to the head dim. `sections` (M-RoPE, Qwen2-VL; 2-D image RoPE) splits the
+    frequency indices into consecutive groups, group a using position ids of
+    axis a; its entries sum to rotary_dim/2.
+  }];
+  let parameters = (ins
+    EnumParameter<PE_RopeLayout>:$layout,
+    PE_F64Parameter<"frequency base">:$theta,
+    OptionalParameter<"std::optional<int64_t>", "rotated channels">:$rotary_dim,
+    OptionalParameter<"::pejit::pe::RopeScalingAttrInterface",
+                      "frequency scaling">:$scaling,
+    OptionalArrayRefParameter<"int64_t", "M-RoPE sections">:$sections);
+}
+
+def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi"> {
+  let summary = "attention with linear biases (Press et al. 2022)";
+  let description = [{
+    bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j
+    (causal) or |i + skv - sq - j| (symmetric). Slopes follow the paper's
+    get_slopes(num_heads) over the full head count (non-powers of two
+    included) unless `slopes` lists them.
+  }];
+  let parameters = (ins
+    "int64_t":$num_heads,
+    DefaultValuedParameter<"int64_t", "0", "first head of this shard">:$head_offset,
+    EnumParameter<PE_AlibiForm>:$form,
+    PE_OptionalF64ArrayParameter<"explicit slopes, one per head">:$slopes);
+}
+
+def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias"> {
+  let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";
+  let description = [{
+    bias(h, i, j) = table[bucket(j - (i + skv - sq)), h] with T5's
+    _relative_position_bucket.
+  }];
+  let parameters = (ins "int64_t":$num_buckets, "int64_t":$max_distance,
+                        PE_BoolParameter<"buckets on both signs", "true">:$bidirectional);
+}
+
+def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key"> {
+  let summary = "Shaw et al. 2018 key term q_i . a^K[clip(j - i) + k]";
+  let parameters = (ins "int64_t":$clip);
+}
+
+def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value"> {
+  let summary = "Shaw et al. 2018 value term sum_j p_ij a^V[clip(j - i) + k]";
+  let parameters = (ins "int64_t":$clip);
+}
+
+def PE_SinusoidalAttr : PE_EncodingAttr<"Sinusoidal", "sinusoidal"> {
+  let summary = "absolute sinusoidal embedding (Vaswani et al. 2017)";
+  let parameters = (ins PE_DefaultF64Parameter<"frequency base", "10000.0">:$base);
+}
+
+def PE_LearnedAttr : PE_EncodingAttr<"Learned", "learned"> {
+  let summary = "learned absolute position embedding table";
+  let parameters = (ins "int64_t":$max_positions);
+}
+
+#endif // PEJIT_PE_ATTRS_TD

@@ -1,0 +1,161 @@
+// Verifiers of the pe ops: the shape rules that tie an encoding's parameters
+// to its operands. Messages name the operand or attribute and the rule.
+#include "dialects/pe/PEOps.h"
+#include "dialects/ShapeChecks.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace pejit;
+using namespace pejit::pe;
+
+namespace {
+int64_t dim(Value value, unsigned index) {
+  return cast<RankedTensorType>(value.getType()).getDimSize(index);
+}
+
+LogicalResult requireSameElementType(Operation *op, StringRef name, Value a,
+                                     StringRef otherName, Value b) {
+  Type ea = cast<RankedTensorType>(a.getType()).getElementType();
+  Type eb = cast<RankedTensorType>(b.getType()).getElementType();
+  if (ea != eb)
+    return op->emitOpError() << name << " element type " << ea << " does not match "
+                             << otherName << " element type " << eb;
+  return success();
+}
+
+/// Score-bias results are [b or 1, h, sq, skv].
+LogicalResult verifyBiasResult(Operation *op, Value result) {
+  return requireRank(op, "result", result.getType(), 4, "[b, h, sq, skv]");
+}
+} // namespace
+
+LogicalResult RopeOp::verify() {
+  Operation *op = getOperation();
+  if (failed(requireRank(op, "input", getInput().getType(), 4, "[b, h, s, d]")))
+    return failure();
+  RopeAttr encoding = getEncoding();
+  int64_t headDim = dim(getInput(), 3);
+  if (!ShapedType::isDynamic(headDim)) {
+    std::optional<int64_t> explicitRotaryDim = encoding.getRotaryDim();
+    if (explicitRotaryDim && *explicitRotaryDim > headDim)
+      return emitOpError() << "rotary_dim (" << *explicitRotaryDim
+                           << ") exceeds head_dim (" << headDim << ") of input";
+    if (!explicitRotaryDim && headDim % 2 != 0)
+      return emitOpError() << "head_dim (" << headDim
+                           << ") must be even when rotary_dim is absent";
+    int64_t rotaryDim = explicitRotaryDim.value_or(headDim);
+    auto emitError = [&]() { return emitOpError(); };
+    if (encoding.getScaling() &&
+        failed(encoding.getScaling().verifyRotaryDim(rotaryDim, emitError)))
+      return failure();
+    if (!encoding.getSections().empty()) {
+      int64_t sum = 0;
+      for (int64_t s : encoding.getSections())
+        sum += s;
+      if (sum != rotaryDim / 2)
+        return emitOpError() << "sections sum to " << sum << " but rotary_dim/2 is "
+                             << rotaryDim / 2;
+    }
+  }
+  return verifyPositionIds(op, "positions", getPositions().getType(),
+                           dim(getInput(), 0), dim(getInput(), 2),
+                           encoding.getSections().size());
+}
+
+LogicalResult AlibiOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyBiasResult(op, getResult())))
+    return failure();
+  AlibiAttr encoding = getEncoding();
+  int64_t heads = dim(getResult(), 1);
+  if (!ShapedType::isDynamic(heads) &&
+      encoding.getHeadOffset() + heads > encoding.getNumHeads())
+    return emitOpError() << "head_offset (" << encoding.getHeadOffset()
+                         << ") + heads of the result (" << heads
+                         << ") exceeds num_heads (" << encoding.getNumHeads() << ")";
+  return success();
+}
+
+LogicalResult T5BiasOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyBiasResult(op, getResult())) ||
+      failed(requireRank(op, "table", getTable().getType(), 2, "[num_buckets, h]")) ||
+      failed(requireSameElementType(op, "table", getTable(), "result", getResult())))
+    return failure();
+  if (failed(requireDim(op, "table", getTable().getType(), 0, "num_buckets",
+                        getEncoding().getNumBuckets(), "num_buckets")) ||
+      failed(requireDim(op, "table", getTable().getType(), 1, "h",
+                        dim(getResult(), 1), "the heads of the result")))
+    return failure();
+  return success();
+}
+
+LogicalResult RelativeKeyOp::verify() {
+  Operation *op = getOperation();
+  Type tableType = getTable().getType();
+  if (failed(requireRank(op, "query", getQuery().getType(), 4, "[b, h, sq, d]")) ||
+      failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, d]")) ||
+      failed(verifyBiasResult(op, getResult())) ||
+      failed(requireSameElementType(op, "table", getTable(), "query", getQuery())))
+    return failure();
+  int64_t clip = getEncoding().getClip();
+  if (failed(requireDim(op, "table", tableType, 0, "rows", 2 * clip + 1,
+                        "2 * clip + 1")) ||
+      failed(requireDim(op, "table", tableType, 1, "d", dim(getQuery(), 3),
+                        "the query's head_dim")))
+    return failure();
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(requireDim(op, "result", getResult().getType(), i,
+                          i == 0 ? "b" : i == 1 ? "h" : "sq", dim(getQuery(), i),
+                          "the query's")))
+      return failure();
+  return success();
+}
+
+LogicalResult RelativeValueOp::verify() {
+  Operation *op = getOperation();
+  Type tableType = getTable().getType();
+  if (failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, dv]")) ||
+      failed(requireRank(op, "result", getResult().getType(), 3, "[sq, skv, dv]")) ||
+      failed(requireSameElementType(op, "table", getTable(), "result", getResult())))
+    return failure();
+  if (failed(requireDim(op, "table", tableType, 0, "rows",
+                        2 * getEncoding().getClip() + 1, "2 * clip + 1")) ||
+      failed(requireDim(op, "result", getResult().getType(), 2, "dv",
+                        dim(getTable(), 1), "the table's dv")))
+    return failure();
+  return success();
+}
+
+LogicalResult SinusoidalOp::verify() {
+  Operation *op = getOperation();
+  if (failed(requireRank(op, "input", getInput().getType(), 3, "[b, s, d]")))
+    return failure();
+  int64_t modelDim = dim(getInput(), 2);
+  if (!ShapedType::isDynamic(modelDim) && modelDim % 2 != 0)
+    return emitOpError() << "input d (" << modelDim
+                         << ") must be even: channels pair as (sin, cos)";
+  return verifyPositionIds(op, "positions", getPositions().getType(),
+                           dim(getInput(), 0), dim(getInput(), 1));
+}
+
+LogicalResult LearnedOp::verify() {
+  Operation *op = getOperation();
+  Type tableType = getTable().getType();
+  if (failed(requireRank(op, "input", getInput().getType(), 3, "[b, s, d]")) ||
+      failed(requireRank(op, "table", tableType, 2, "[max_positions, d]")) ||
+      failed(requireSameElementType(op, "table", getTable(), "input", getInput())))
+    return failure();
+  if (failed(requireDim(op, "table", tableType, 0, "rows",
+                        getEncoding().getMaxPositions(), "max_positions")) ||
+      failed(requireDim(op, "table", tableType, 1, "d", dim(getInput(), 2),
+                        "the input's d")))
+    return failure();
+  return verifyPositionIds(op, "positions", getPositions().getType(),
+                           dim(getInput(), 0), dim(getInput(), 1));
+}
+
+#define GET_OP_CLASSES
+#include "dialects/pe/PEOps.cpp.inc"
