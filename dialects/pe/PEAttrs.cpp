@@ -48,6 +48,16 @@ FailureOr<llvm::SmallVector<F64>> pejit::pe::parseF64Array(AsmParser &parser) {
   return values;
 }
 
+FailureOr<llvm::SmallVector<int64_t>> pejit::pe::parseI64Array(AsmParser &parser) {
+  llvm::SmallVector<int64_t> values;
+  auto parseOne = [&]() -> ParseResult {
+    return parser.parseInteger(values.emplace_back());
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseOne))
+    return failure();
+  return values;
+}
+
 FailureOr<bool> pejit::pe::parseBool(AsmParser &parser) {
   if (succeeded(parser.parseOptionalKeyword("true")))
     return true;

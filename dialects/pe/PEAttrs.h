@@ -39,6 +39,7 @@ inline llvm::hash_code hash_value(F64 v) {
 mlir::FailureOr<F64> parseF64(mlir::AsmParser &parser);
 mlir::FailureOr<std::optional<F64>> parseOptionalF64(mlir::AsmParser &parser);
 mlir::FailureOr<llvm::SmallVector<F64>> parseF64Array(mlir::AsmParser &parser);
+mlir::FailureOr<llvm::SmallVector<int64_t>> parseI64Array(mlir::AsmParser &parser);
 mlir::FailureOr<bool> parseBool(mlir::AsmParser &parser);
 std::string formatF64(double value);
 void printF64(mlir::AsmPrinter &printer, double value);

@@ -136,7 +136,7 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope"> {
     OptionalParameter<"std::optional<int64_t>", "rotated channels">:$rotary_dim,
     OptionalParameter<"::pejit::pe::RopeScalingAttrInterface",
                       "frequency scaling">:$scaling,
-    OptionalArrayRefParameter<"int64_t", "M-RoPE sections">:$sections);
+    PE_OptionalI64ArrayParameter<"M-RoPE sections">:$sections);
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi"> {

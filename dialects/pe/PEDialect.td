@@ -60,6 +60,11 @@ class PE_OptionalF64ArrayParameter<string desc> : PE_F64ArrayParameter<desc> {
   let comparator = "::llvm::ArrayRef<::pejit::pe::F64>($_lhs) == "
                    "::llvm::ArrayRef<::pejit::pe::F64>($_rhs)";
 }
+class PE_OptionalI64ArrayParameter<string desc>
+    : OptionalArrayRefParameter<"int64_t", desc> {
+  let parser = [{ ::pejit::pe::parseI64Array($_parser) }];
+  let printer = [{ $_printer << '[' << $_self << ']' }];
+}
 class PE_BoolParameter<string desc, string value> : AttrParameter<"bool", desc> {
   let defaultValue = value;
   let parser = [{ ::pejit::pe::parseBool($_parser) }];

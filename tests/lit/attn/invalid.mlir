@@ -1,0 +1,168 @@
+// Every verifier rule of attn.attention, each with the message it gives.
+// RUN: pejit-opt %s --split-input-file --verify-diagnostics
+
+func.func @gqa_not_multiple(%q: tensor<1x12x8x64xf32>, %k: tensor<1x5x8x64xf32>, %v: tensor<1x5x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op hq (12) is not a multiple of hkv (5)}}
+  %o = attn.attention %q, %k, %v : tensor<1x12x8x64xf32>, tensor<1x5x8x64xf32>, tensor<1x5x8x64xf32> -> tensor<1x12x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @query_rank(%q: tensor<12x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op query must be [b, hq, sq, d] (rank 4), got 'tensor<12x8x64xf32>'}}
+  %o = attn.attention %q, %k, %v : tensor<12x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x12x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @head_dim(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x128xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op key d (dim 3) is 128 but the query's d is 64}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x64xf32>, tensor<1x4x8x128xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @batch(%q: tensor<2x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op key b (dim 0) is 1 but the query's b is 2}}
+  %o = attn.attention %q, %k, %v : tensor<2x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<2x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @value_length(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x15x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op value skv (dim 2) is 15 but the key's skv is 16}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x15x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @value_heads(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x2x16x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op value hkv (dim 1) is 2 but the key's hkv is 4}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @element_types(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf16>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op key element type 'f16' does not match query element type 'f32'}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @result_dv(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x32xf32>) {
+  // expected-error @+1 {{'attn.attention' op result dv (dim 3) is 64 but the value's dv is 32}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x32xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @result_heads(%q: tensor<1x8x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op result hq (dim 1) is 4 but the query's hq is 8}}
+  %o = attn.attention %q, %k, %v : tensor<1x8x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @query_positions_length(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %qp: tensor<16xi32>) {
+  // expected-error @+1 {{'attn.attention' op query_positions s (dim 0) is 16 but the sequence length is 8}}
+  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<16xi32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @key_positions_type(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %kp: tensor<16xf32>) {
+  // expected-error @+1 {{'attn.attention' op key_positions must have element type i32 or i64, got 'f32'}}
+  %o = attn.attention %q, %k, %v key_positions(%kp : tensor<16xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @key_positions_rank(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %kp: tensor<1x1x16xi32>) {
+  // expected-error @+1 {{'attn.attention' op key_positions must be [s] or [b, s] (rank 1 or 2), got 'tensor<1x1x16xi32>'}}
+  %o = attn.attention %q, %k, %v key_positions(%kp : tensor<1x1x16xi32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @bias_heads(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %b: tensor<1x3x8x16xf32>) {
+  // expected-error @+1 {{'attn.attention' op bias h (dim 1) is 3 but the query's hq (or 1) is 4}}
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x3x8x16xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @bias_keys(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %b: tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{'attn.attention' op bias skv (dim 3) is 8 but the key's skv is 16}}
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x8x8xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @key_term_shape(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %t: tensor<1x1x8x16xf32>) {
+  // expected-error @+1 {{'attn.attention' op key_term hq (dim 1) is 1 but the attention's is 4}}
+  %o = attn.attention %q, %k, %v key_term(%t : tensor<1x1x8x16xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @value_term_shape(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %t: tensor<8x16x32xf32>) {
+  // expected-error @+1 {{'attn.attention' op value_term dv (dim 2) is 32 but the value's dv is 64}}
+  %o = attn.attention %q, %k, %v value_term(%t : tensor<8x16x32xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @scale(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op scale must be positive and finite}}
+  %o = attn.attention %q, %k, %v scale(-1.0) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @scale_needed(%q: tensor<1x4x8x?xf32>, %k: tensor<1x4x8x?xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op scale is required when the head dim d is dynamic}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x?xf32>, tensor<1x4x8x?xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @window(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op window must be non-negative, got -4}}
+  %o = attn.attention %q, %k, %v causal window(-4) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @softcap(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op softcap must be positive and finite}}
+  %o = attn.attention %q, %k, %v softcap(0.0) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @integer_query(%q: tensor<1x4x8x64xi32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op operand #0 must be ranked tensor of floating-point values}}
+  %o = attn.attention %q, %k, %v : tensor<1x4x8x64xi32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}

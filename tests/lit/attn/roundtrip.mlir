@@ -1,0 +1,56 @@
+// attn.attention in all its forms parses, prints, and parses back.
+// RUN: pejit-opt %s | pejit-opt | FileCheck %s
+// RUN: pejit-opt %s --mlir-print-op-generic | pejit-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @plain
+func.func @plain(%q: tensor<2x8x64x64xf32>, %k: tensor<2x8x80x64xf32>, %v: tensor<2x8x80x32xf32>) -> tensor<2x8x64x32xf32> {
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x64x64xf32>, tensor<2x8x80x64xf32>, tensor<2x8x80x32xf32> -> tensor<2x8x64x32xf32>
+  %o = attn.attention %q, %k, %v : tensor<2x8x64x64xf32>, tensor<2x8x80x64xf32>, tensor<2x8x80x32xf32> -> tensor<2x8x64x32xf32>
+  return %o : tensor<2x8x64x32xf32>
+}
+
+// GQA 32/8, causal with sq < skv (bottom-right aligned), explicit scale.
+// CHECK-LABEL: func.func @gqa_causal
+func.func @gqa_causal(%q: tensor<1x32x16x128xbf16>, %k: tensor<1x8x1024x128xbf16>, %v: tensor<1x8x1024x128xbf16>) -> tensor<1x32x16x128xbf16> {
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal scale(1.250000e-01) : tensor<1x32x16x128xbf16>
+  %o = attn.attention %q, %k, %v causal scale(1.250000e-01) : tensor<1x32x16x128xbf16>, tensor<1x8x1024x128xbf16>, tensor<1x8x1024x128xbf16> -> tensor<1x32x16x128xbf16>
+  return %o : tensor<1x32x16x128xbf16>
+}
+
+// MQA, sliding window, softcap, positions (as the fused form will carry them).
+// CHECK-LABEL: func.func @mqa_window_softcap_positions
+func.func @mqa_window_softcap_positions(%q: tensor<2x8x1x64xf16>, %k: tensor<2x1x100x64xf16>, %v: tensor<2x1x100x64xf16>, %qp: tensor<2x1xi64>, %kp: tensor<100xi32>) -> tensor<2x8x1x64xf16> {
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} query_positions(%{{.*}} : tensor<2x1xi64>) key_positions(%{{.*}} : tensor<100xi32>) causal window(32) softcap(5.000000e+01) :
+  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<2x1xi64>) key_positions(%kp : tensor<100xi32>) causal window(32) softcap(50.0) : tensor<2x8x1x64xf16>, tensor<2x1x100x64xf16>, tensor<2x1x100x64xf16> -> tensor<2x8x1x64xf16>
+  return %o : tensor<2x8x1x64xf16>
+}
+
+// Score bias broadcast over batch, Shaw key and value terms.
+// CHECK-LABEL: func.func @terms
+func.func @terms(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x32xf32>, %v: tensor<2x4x24x48xf32>, %b: tensor<1x4x16x24xf32>, %kt: tensor<2x4x16x24xf32>, %vt: tensor<16x24x48xf32>) -> tensor<2x4x16x48xf32> {
+  // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<1x4x16x24xf32>) key_term(%{{.*}} : tensor<2x4x16x24xf32>) value_term(%{{.*}} : tensor<16x24x48xf32>) :
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x16x24xf32>) key_term(%kt : tensor<2x4x16x24xf32>) value_term(%vt : tensor<16x24x48xf32>) : tensor<2x4x16x32xf32>, tensor<2x4x24x32xf32>, tensor<2x4x24x48xf32> -> tensor<2x4x16x48xf32>
+  return %o : tensor<2x4x16x48xf32>
+}
+
+// Dynamic sequence lengths (the JIT specializes per shape).
+// CHECK-LABEL: func.func @dynamic
+func.func @dynamic(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>) -> tensor<1x4x?x64xf32> {
+  // CHECK: attn.attention {{.*}} : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  %o = attn.attention %q, %k, %v : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return %o : tensor<1x4x?x64xf32>
+}
+
+// The whole unfused source of a RoPE + ALiBi model layer.
+// CHECK-LABEL: func.func @rope_alibi_source
+func.func @rope_alibi_source(%q: tensor<1x12x64x64xf32>, %k: tensor<1x12x64x64xf32>, %v: tensor<1x12x64x64xf32>, %pos: tensor<64xi32>) -> tensor<1x12x64x64xf32> {
+  // CHECK: %[[QR:.*]] = pe.rope
+  // CHECK: %[[KR:.*]] = pe.rope
+  // CHECK: %[[B:.*]] = pe.alibi
+  // CHECK: attn.attention %[[QR]], %[[KR]], %{{.*}} bias(%[[B]] : tensor<1x12x64x64xf32>) causal
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x12x64x64xf32>, tensor<64xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x12x64x64xf32>, tensor<64xi32>
+  %b = pe.alibi <num_heads = 12, form = causal> : tensor<1x12x64x64xf32>
+  %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x12x64x64xf32>) causal : tensor<1x12x64x64xf32>, tensor<1x12x64x64xf32>, tensor<1x12x64x64xf32> -> tensor<1x12x64x64xf32>
+  return %o : tensor<1x12x64x64xf32>
+}

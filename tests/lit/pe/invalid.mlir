@@ -1,0 +1,413 @@
+// Every verifier rule of the pe dialect, each with the message it gives.
+// RUN: pejit-opt %s --split-input-file --verify-diagnostics
+
+func.func @rope_odd_rotary_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{rope rotary_dim must be even, got 63}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 63> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_rotary_dim_exceeds_head_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'pe.rope' op rotary_dim (128) exceeds head_dim (64) of input}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 128> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_head_dim(%x: tensor<1x4x8x63xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'pe.rope' op head_dim (63) must be even when rotary_dim is absent}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x63xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_zero_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{rope theta must be positive, got 0.0}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 0.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_negative_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{rope theta must be positive, got -10000.0}}
+  %0 = pe.rope %x, %pos <layout = half, theta = -10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_unknown_layout(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{expected ::pejit::pe::RopeLayout to be one of: half, interleaved}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'layout'}}
+  %0 = pe.rope %x, %pos <layout = neox, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_input_rank(%x: tensor<4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'pe.rope' op input must be [b, h, s, d] (rank 4), got 'tensor<4x8x64xf32>'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_float(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xf32>) {
+  // expected-error @+1 {{'pe.rope' op positions must have element type i32 or i64, got 'f32'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_rank(%x: tensor<1x4x8x64xf32>, %pos: tensor<1x1x8xi32>) {
+  // expected-error @+1 {{'pe.rope' op positions must be [s] or [b, s] (rank 1 or 2), got 'tensor<1x1x8xi32>'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<1x1x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_length(%x: tensor<1x4x8x64xf32>, %pos: tensor<9xi32>) {
+  // expected-error @+1 {{'pe.rope' op positions s (dim 0) is 9 but the sequence length is 8}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<9xi32>
+  return
+}
+
+// -----
+
+func.func @rope_positions_batch(%x: tensor<2x4x8x64xf32>, %pos: tensor<3x8xi64>) {
+  // expected-error @+1 {{'pe.rope' op positions b (dim 0) is 3 but the batch size is 2}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<2x4x8x64xf32>, tensor<3x8xi64>
+  return
+}
+
+// -----
+
+func.func @rope_sections_axes(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{'pe.rope' op positions has 2 axes (dim 0) but the encoding has 3 sections}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x8x64xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_sum(%x: tensor<1x4x8x64xf32>, %pos: tensor<3x8xi32>) {
+  // expected-error @+1 {{'pe.rope' op sections sum to 30 but rotary_dim/2 is 32}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, sections = [8, 10, 12]> : tensor<1x4x8x64xf32>, tensor<3x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_sections_sum_explicit(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{rope sections sum to 32 but rotary_dim/2 is 16}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 32, sections = [16, 16]> : tensor<1x4x8x64xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @linear_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{linear scaling factor must be positive, got 0.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.linear<factor = 0.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @ntk_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{ntk scaling factor must be positive, got -2.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.ntk<factor = -2.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @dynamic_ntk_original(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{dynamic_ntk original_max_position must be positive, got 0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @dynamic_ntk_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{dynamic_ntk factor must be positive, got -1.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = -1.0, original_max_position = 2048>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @yarn_betas(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{yarn beta_fast (1.0) must be greater than beta_slow (32.0)}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, beta_fast = 1.0, beta_slow = 32.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @yarn_betas_equal(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{yarn beta_fast (2.0) must be greater than beta_slow (2.0)}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, beta_fast = 2.0, beta_slow = 2.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @yarn_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{yarn factor must be positive, got 0.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 0.0, original_max_position = 4096>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @yarn_attention_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{yarn attention_factor must be positive, got -1.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, attention_factor = -1.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @llama3_freq_factors(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{llama3 high_freq_factor (1.0) must be greater than low_freq_factor (4.0)}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = 4.0, high_freq_factor = 1.0, original_max_position = 8192>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @llama3_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{llama3 factor must be positive, got -8.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 500000.0, scaling = #pe.llama3<factor = -8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @longrope_length_vs_head_dim(%x: tensor<1x4x8x8xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'pe.rope' op longrope factor lists have 3 entries but rotary_dim/2 is 4}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.longrope<short_factor = [1.0, 1.0, 1.0], long_factor = [2.0, 2.0, 2.0], original_max_position = 4096>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @longrope_length_vs_rotary_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{longrope factor lists have 4 entries but rotary_dim/2 is 2}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 4, scaling = #pe.longrope<short_factor = [1.0, 1.0, 1.0, 1.0], long_factor = [2.0, 2.0, 2.0, 2.0], original_max_position = 4096>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @longrope_lists_differ(%x: tensor<1x4x8x8xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{longrope short_factor has 4 entries but long_factor has 3}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.longrope<short_factor = [1.0, 1.0, 1.0, 1.0], long_factor = [2.0, 2.0, 2.0], original_max_position = 4096>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @longrope_entry(%x: tensor<1x4x8x4xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+2 {{longrope long_factor entry must be positive, got 0.0}}
+  // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.longrope<short_factor = [1.0, 1.0], long_factor = [2.0, 0.0], original_max_position = 4096>> : tensor<1x4x8x4xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @alibi_num_heads() {
+  // expected-error @+1 {{alibi num_heads must be positive, got 0}}
+  %0 = pe.alibi <num_heads = 0, form = causal> : tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_head_offset() {
+  // expected-error @+1 {{alibi head_offset (12) must be in [0, num_heads = 12)}}
+  %0 = pe.alibi <num_heads = 12, head_offset = 12, form = causal> : tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_shard_overflow() {
+  // expected-error @+1 {{'pe.alibi' op head_offset (8) + heads of the result (8) exceeds num_heads (12)}}
+  %0 = pe.alibi <num_heads = 12, head_offset = 8, form = causal> : tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_slopes_count() {
+  // expected-error @+1 {{alibi slopes has 3 entries but num_heads is 2}}
+  %0 = pe.alibi <num_heads = 2, form = causal, slopes = [0.5, 0.25, 0.125]> : tensor<1x2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_rank() {
+  // expected-error @+1 {{'pe.alibi' op result must be [b, h, sq, skv] (rank 4), got 'tensor<2x8x8xf32>'}}
+  %0 = pe.alibi <num_heads = 2, form = causal> : tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @t5_buckets_vs_table(%table: tensor<16x8xf32>) {
+  // expected-error @+1 {{'pe.t5_bias' op table num_buckets (dim 0) is 16 but num_buckets is 32}}
+  %0 = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<16x8xf32> -> tensor<1x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @t5_heads_vs_table(%table: tensor<32x8xf32>) {
+  // expected-error @+1 {{'pe.t5_bias' op table h (dim 1) is 8 but the heads of the result is 12}}
+  %0 = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x8xf32> -> tensor<1x12x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @t5_odd_buckets(%table: tensor<31x8xf32>) {
+  // expected-error @+1 {{t5_bias num_buckets (31) must be even and >= 4 when bidirectional}}
+  %0 = pe.t5_bias %table <num_buckets = 31, max_distance = 128> : tensor<31x8xf32> -> tensor<1x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @t5_max_distance(%table: tensor<32x8xf32>) {
+  // expected-error @+1 {{t5_bias max_distance (8) must exceed the exact bucket range (8)}}
+  %0 = pe.t5_bias %table <num_buckets = 32, max_distance = 8> : tensor<32x8xf32> -> tensor<1x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @t5_element_type(%table: tensor<32x8xf16>) {
+  // expected-error @+1 {{'pe.t5_bias' op table element type 'f16' does not match result element type 'f32'}}
+  %0 = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x8xf16> -> tensor<1x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_rows(%q: tensor<1x8x16x32xf32>, %table: tensor<8x32xf32>) {
+  // expected-error @+1 {{'pe.relative_key' op table rows (dim 0) is 8 but 2 * clip + 1 is 9}}
+  %0 = pe.relative_key %q, %table <clip = 4> : tensor<1x8x16x32xf32>, tensor<8x32xf32> -> tensor<1x8x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_width(%q: tensor<1x8x16x32xf32>, %table: tensor<9x64xf32>) {
+  // expected-error @+1 {{'pe.relative_key' op table d (dim 1) is 64 but the query's head_dim is 32}}
+  %0 = pe.relative_key %q, %table <clip = 4> : tensor<1x8x16x32xf32>, tensor<9x64xf32> -> tensor<1x8x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_result(%q: tensor<1x8x16x32xf32>, %table: tensor<9x32xf32>) {
+  // expected-error @+1 {{'pe.relative_key' op result sq (dim 2) is 15 but the query's is 16}}
+  %0 = pe.relative_key %q, %table <clip = 4> : tensor<1x8x16x32xf32>, tensor<9x32xf32> -> tensor<1x8x15x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_clip(%q: tensor<1x8x16x32xf32>, %table: tensor<9x32xf32>) {
+  // expected-error @+1 {{relative_key clip must be non-negative, got -1}}
+  %0 = pe.relative_key %q, %table <clip = -1> : tensor<1x8x16x32xf32>, tensor<9x32xf32> -> tensor<1x8x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_value_rows(%table: tensor<5x32xf32>) {
+  // expected-error @+1 {{'pe.relative_value' op table rows (dim 0) is 5 but 2 * clip + 1 is 9}}
+  %0 = pe.relative_value %table <clip = 4> : tensor<5x32xf32> -> tensor<16x16x32xf32>
+  return
+}
+
+// -----
+
+func.func @relative_value_width(%table: tensor<9x32xf32>) {
+  // expected-error @+1 {{'pe.relative_value' op result dv (dim 2) is 16 but the table's dv is 32}}
+  %0 = pe.relative_value %table <clip = 4> : tensor<9x32xf32> -> tensor<16x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_odd(%x: tensor<2x16x63xf32>, %pos: tensor<16xi32>) {
+  // expected-error @+1 {{'pe.sinusoidal' op input d (63) must be even: channels pair as (sin, cos)}}
+  %0 = pe.sinusoidal %x, %pos <> : tensor<2x16x63xf32>, tensor<16xi32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_base(%x: tensor<2x16x64xf32>, %pos: tensor<16xi32>) {
+  // expected-error @+1 {{sinusoidal base must be positive, got 0.0}}
+  %0 = pe.sinusoidal %x, %pos <base = 0.0> : tensor<2x16x64xf32>, tensor<16xi32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_positions(%x: tensor<2x16x64xf32>, %pos: tensor<16xi16>) {
+  // expected-error @+1 {{'pe.sinusoidal' op positions must have element type i32 or i64, got 'i16'}}
+  %0 = pe.sinusoidal %x, %pos <> : tensor<2x16x64xf32>, tensor<16xi16>
+  return
+}
+
+// -----
+
+func.func @learned_rows(%x: tensor<2x16x64xf32>, %pos: tensor<16xi32>, %table: tensor<256x64xf32>) {
+  // expected-error @+1 {{'pe.learned' op table rows (dim 0) is 256 but max_positions is 512}}
+  %0 = pe.learned %x, %pos, %table <max_positions = 512> : tensor<2x16x64xf32>, tensor<16xi32>, tensor<256x64xf32>
+  return
+}
+
+// -----
+
+func.func @learned_width(%x: tensor<2x16x64xf32>, %pos: tensor<16xi32>, %table: tensor<512x32xf32>) {
+  // expected-error @+1 {{'pe.learned' op table d (dim 1) is 32 but the input's d is 64}}
+  %0 = pe.learned %x, %pos, %table <max_positions = 512> : tensor<2x16x64xf32>, tensor<16xi32>, tensor<512x32xf32>
+  return
+}
+
+// -----
+
+func.func @learned_max_positions(%x: tensor<2x16x64xf32>, %pos: tensor<16xi32>, %table: tensor<512x64xf32>) {
+  // expected-error @+1 {{learned max_positions must be positive, got 0}}
+  %0 = pe.learned %x, %pos, %table <max_positions = 0> : tensor<2x16x64xf32>, tensor<16xi32>, tensor<512x64xf32>
+  return
+}

@@ -1,0 +1,107 @@
+// Every pe op and attribute parses, prints, and parses back to the same text,
+// in both the custom and the generic form.
+// RUN: pejit-opt %s | pejit-opt | FileCheck %s
+// RUN: pejit-opt %s --mlir-print-op-generic | pejit-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @rope_half
+func.func @rope_half(%x: tensor<1x32x128x128xf32>, %pos: tensor<128xi32>) -> tensor<1x32x128x128xf32> {
+  // CHECK: pe.rope %{{.*}}, %{{.*}} <layout = half, theta = 500000.0> : tensor<1x32x128x128xf32>, tensor<128xi32>
+  %0 = pe.rope %x, %pos <layout = half, theta = 500000.0> : tensor<1x32x128x128xf32>, tensor<128xi32>
+  return %0 : tensor<1x32x128x128xf32>
+}
+
+// CHECK-LABEL: func.func @rope_interleaved_partial_batched_positions
+func.func @rope_interleaved_partial_batched_positions(%x: tensor<2x8x16x64xbf16>, %pos: tensor<2x16xi64>) -> tensor<2x8x16x64xbf16> {
+  // CHECK: pe.rope %{{.*}}, %{{.*}} <layout = interleaved, theta = 10000.0, rotary_dim = 32> : tensor<2x8x16x64xbf16>, tensor<2x16xi64>
+  %0 = pe.rope %x, %pos <layout = interleaved, theta = 1.0e4, rotary_dim = 32> : tensor<2x8x16x64xbf16>, tensor<2x16xi64>
+  return %0 : tensor<2x8x16x64xbf16>
+}
+
+// CHECK-LABEL: func.func @rope_dynamic_shapes
+func.func @rope_dynamic_shapes(%x: tensor<?x?x?x128xf16>, %pos: tensor<?xi32>) -> tensor<?x?x?x128xf16> {
+  // CHECK: pe.rope {{.*}} <layout = half, theta = 10000.0> : tensor<?x?x?x128xf16>, tensor<?xi32>
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<?x?x?x128xf16>, tensor<?xi32>
+  return %0 : tensor<?x?x?x128xf16>
+}
+
+// CHECK-LABEL: func.func @rope_scalings
+func.func @rope_scalings(%x: tensor<1x4x8x8xf32>, %pos: tensor<8xi32>) {
+  // CHECK: scaling = #pe.linear<factor = 2.0>
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.linear<factor = 2.0>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // CHECK: scaling = #pe.ntk<factor = 4.0>
+  %1 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 4.0>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // CHECK: scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 2048>
+  %2 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 2048>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // Defaults (beta_fast = 32, beta_slow = 1, truncate = true) are not printed.
+  // CHECK: scaling = #pe.yarn<factor = 4.0, original_max_position = 4096>>
+  %3 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, beta_fast = 32.0, beta_slow = 1.0, truncate = true>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // CHECK: scaling = #pe.yarn<factor = 40.0, original_max_position = 4096, beta_fast = 16.0, beta_slow = 0.5, mscale = 1.0, mscale_all_dim = 0.707, truncate = false>
+  %4 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 40.0, original_max_position = 4096, beta_fast = 16.0, beta_slow = 0.5, mscale = 1.0, mscale_all_dim = 0.707, truncate = false>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // CHECK: scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, attention_factor = 1.25>
+  %5 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, attention_factor = 1.25>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // CHECK: scaling = #pe.llama3<factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>
+  %6 = pe.rope %x, %pos <layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  // CHECK: scaling = #pe.longrope<short_factor = [1.0, 1.5, 2.0, 3.25], long_factor = [1.0, 4.0, 8.0, 16.0], original_max_position = 4096, factor = 32.0>
+  %7 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.longrope<short_factor = [1.0, 1.5, 2.0, 3.25], long_factor = [1.0, 4.0, 8.0, 16.0], original_max_position = 4096, factor = 32.0>> : tensor<1x4x8x8xf32>, tensor<8xi32>
+  return
+}
+
+// M-RoPE (Qwen2-VL): three position axes (t, h, w), sections over the
+// rotary_dim/2 = 64 frequency indices.
+// CHECK-LABEL: func.func @rope_mrope_sections
+func.func @rope_mrope_sections(%x: tensor<1x4x16x128xf32>, %pos: tensor<3x16xi64>, %bpos: tensor<3x1x16xi32>) {
+  // CHECK: pe.rope {{.*}} <layout = half, theta = 1000000.0, sections = [16, 24, 24]> : tensor<1x4x16x128xf32>, tensor<3x16xi64>
+  %0 = pe.rope %x, %pos <layout = half, theta = 1000000.0, sections = [16, 24, 24]> : tensor<1x4x16x128xf32>, tensor<3x16xi64>
+  // CHECK: pe.rope {{.*}} <layout = half, theta = 10000.0, rotary_dim = 64, sections = [8, 12, 12]> : tensor<1x4x16x128xf32>, tensor<3x1x16xi32>
+  %1 = pe.rope %x, %bpos <layout = half, theta = 10000.0, rotary_dim = 64, sections = [8, 12, 12]> : tensor<1x4x16x128xf32>, tensor<3x1x16xi32>
+  return
+}
+
+// CHECK-LABEL: func.func @alibi
+func.func @alibi() {
+  // CHECK: pe.alibi <num_heads = 12, form = causal> : tensor<1x12x64x80xf32>
+  %0 = pe.alibi <num_heads = 12, form = causal> : tensor<1x12x64x80xf32>
+  // A tensor-parallel shard: heads [8, 12) of 12.
+  // CHECK: pe.alibi <num_heads = 12, head_offset = 8, form = symmetric> : tensor<2x4x64x64xf16>
+  %1 = pe.alibi <num_heads = 12, head_offset = 8, form = symmetric> : tensor<2x4x64x64xf16>
+  // CHECK: pe.alibi <num_heads = 2, form = causal, slopes = [0.5, 0.25]> : tensor<1x2x8x8xf32>
+  %2 = pe.alibi <num_heads = 2, form = causal, slopes = [0.5, 0.25]> : tensor<1x2x8x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @t5_bias
+func.func @t5_bias(%table: tensor<32x8xf32>) {
+  // CHECK: pe.t5_bias %{{.*}} <num_buckets = 32, max_distance = 128> : tensor<32x8xf32> -> tensor<1x8x64x64xf32>
+  %0 = pe.t5_bias %table <num_buckets = 32, max_distance = 128, bidirectional = true> : tensor<32x8xf32> -> tensor<1x8x64x64xf32>
+  // CHECK: pe.t5_bias %{{.*}} <num_buckets = 32, max_distance = 128, bidirectional = false> : tensor<32x8xf32> -> tensor<1x8x1x64xf32>
+  %1 = pe.t5_bias %table <num_buckets = 32, max_distance = 128, bidirectional = false> : tensor<32x8xf32> -> tensor<1x8x1x64xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @shaw
+func.func @shaw(%q: tensor<1x8x64x32xf32>, %ak: tensor<9x32xf32>, %av: tensor<9x48xf32>) {
+  // CHECK: pe.relative_key %{{.*}}, %{{.*}} <clip = 4> : tensor<1x8x64x32xf32>, tensor<9x32xf32> -> tensor<1x8x64x80xf32>
+  %0 = pe.relative_key %q, %ak <clip = 4> : tensor<1x8x64x32xf32>, tensor<9x32xf32> -> tensor<1x8x64x80xf32>
+  // CHECK: pe.relative_value %{{.*}} <clip = 4> : tensor<9x48xf32> -> tensor<64x80x48xf32>
+  %1 = pe.relative_value %av <clip = 4> : tensor<9x48xf32> -> tensor<64x80x48xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @absolute
+func.func @absolute(%x: tensor<2x16x64xf32>, %pos: tensor<16xi64>, %table: tensor<512x64xf32>) {
+  // CHECK: pe.sinusoidal %{{.*}}, %{{.*}} <> : tensor<2x16x64xf32>, tensor<16xi64>
+  %0 = pe.sinusoidal %x, %pos <> : tensor<2x16x64xf32>, tensor<16xi64>
+  // CHECK: pe.sinusoidal %{{.*}}, %{{.*}} <base = 500.0> : tensor<2x16x64xf32>, tensor<16xi64>
+  %1 = pe.sinusoidal %x, %pos <base = 500.0> : tensor<2x16x64xf32>, tensor<16xi64>
+  // CHECK: pe.learned %{{.*}}, %{{.*}}, %{{.*}} <max_positions = 512> : tensor<2x16x64xf32>, tensor<16xi64>, tensor<512x64xf32>
+  %2 = pe.learned %x, %pos, %table <max_positions = 512> : tensor<2x16x64xf32>, tensor<16xi64>, tensor<512x64xf32>
+  return
+}
+
+// Small decimals round-trip exactly.
+// CHECK-LABEL: func.func @float_printing
+func.func @float_printing(%x: tensor<1x1x4x4xf32>, %pos: tensor<4xi32>) {
+  // CHECK: theta = 0.1, scaling = #pe.linear<factor = 1.0e-06>
+  %0 = pe.rope %x, %pos <layout = half, theta = 0.1, scaling = #pe.linear<factor = 0.000001>> : tensor<1x1x4x4xf32>, tensor<4xi32>
+  return
+}
