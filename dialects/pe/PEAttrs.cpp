@@ -128,6 +128,25 @@ LogicalResult NtkScalingAttr::verify(EmitErrorFn emitError, F64 factor) {
   return requirePositive(emitError, "ntk scaling factor", factor);
 }
 
+// The NTK base exponent rd / (rd - 2) needs rd > 2.
+static LogicalResult verifyNtkRotaryDim(llvm::StringRef name, int64_t rotaryDim,
+                                        EmitErrorFn emitError) {
+  if (rotaryDim <= 2)
+    return emitError() << name << " needs rotary_dim > 2 (base exponent rd/(rd-2)), got "
+                       << rotaryDim;
+  return success();
+}
+
+LogicalResult NtkScalingAttr::verifyRotaryDim(int64_t rotaryDim,
+                                              EmitErrorFn emitError) const {
+  return verifyNtkRotaryDim("ntk scaling", rotaryDim, emitError);
+}
+
+LogicalResult DynamicNtkScalingAttr::verifyRotaryDim(int64_t rotaryDim,
+                                                     EmitErrorFn emitError) const {
+  return verifyNtkRotaryDim("dynamic_ntk scaling", rotaryDim, emitError);
+}
+
 LogicalResult DynamicNtkScalingAttr::verify(EmitErrorFn emitError, F64 factor,
                                             int64_t originalMaxPosition) {
   if (failed(requirePositive(emitError, "dynamic_ntk factor", factor)))

@@ -39,12 +39,13 @@ def PE_LinearScalingAttr : PE_ScalingAttr<"LinearScaling", "linear"> {
   let parameters = (ins PE_F64Parameter<"interpolation factor">:$factor);
 }
 
-def PE_NtkScalingAttr : PE_ScalingAttr<"NtkScaling", "ntk"> {
+def PE_NtkScalingAttr : PE_ScalingAttr<"NtkScaling", "ntk", ["verifyRotaryDim"]> {
   let summary = "static NTK-aware: base = theta * factor^(rd / (rd - 2))";
   let parameters = (ins PE_F64Parameter<"context extension factor">:$factor);
 }
 
-def PE_DynamicNtkScalingAttr : PE_ScalingAttr<"DynamicNtkScaling", "dynamic_ntk"> {
+def PE_DynamicNtkScalingAttr : PE_ScalingAttr<"DynamicNtkScaling", "dynamic_ntk",
+                                                 ["verifyRotaryDim"]> {
   let summary = "dynamic NTK (HF _compute_dynamic_ntk_parameters)";
   let description = [{
     Stateless: seq_len = max(position) + 1 over the call. When seq_len >

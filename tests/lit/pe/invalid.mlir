@@ -411,3 +411,19 @@ func.func @learned_max_positions(%x: tensor<2x16x64xf32>, %pos: tensor<16xi32>, 
   %0 = pe.learned %x, %pos, %table <max_positions = 0> : tensor<2x16x64xf32>, tensor<16xi32>, tensor<512x64xf32>
   return
 }
+
+// -----
+
+func.func @ntk_rotary_dim(%x: tensor<1x4x8x2xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'pe.rope' op ntk scaling needs rotary_dim > 2 (base exponent rd/(rd-2)), got 2}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 2.0>> : tensor<1x4x8x2xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @dynamic_ntk_rotary_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{dynamic_ntk scaling needs rotary_dim > 2 (base exponent rd/(rd-2)), got 2}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 2, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 16>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
