@@ -2,6 +2,7 @@
 // and the optional terms, with messages that name the mismatch.
 #include "dialects/attn/AttnOps.h"
 #include "dialects/ShapeChecks.h"
+#include "dialects/pe/PEAttrs.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -111,6 +112,35 @@ LogicalResult AttentionOp::verify() {
     double softcap = softcapAttr.getValueAsDouble();
     if (!(softcap > 0.0 && std::isfinite(softcap)))
       return emitOpError() << "softcap must be positive and finite, got " << softcap;
+  }
+  return verifyEncodings();
+}
+
+// The fused encodings: pe attributes of a kind attention can apply, at most
+// one QK transform, each valid for this attention's heads and head dim.
+LogicalResult AttentionOp::verifyEncodings() {
+  ArrayAttr encodings = getEncodingsAttr();
+  if (!encodings)
+    return success();
+  int64_t queryHeads = dim(getQuery(), 1), headDim = dim(getQuery(), 3);
+  int numQKTransforms = 0;
+  for (auto [index, attr] : llvm::enumerate(encodings)) {
+    auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
+    if (!encoding)
+      return emitOpError() << "encodings[" << index << "] (" << attr
+                           << ") is not a positional encoding attribute";
+    pe::EncodingKind kind = encoding.getEncodingKind();
+    if (kind == pe::EncodingKind::Additive)
+      return emitOpError() << "encodings[" << index << "] (" << attr
+                           << ") is additive: it applies to embeddings, not attention";
+    if (kind == pe::EncodingKind::QKTransform && ++numQKTransforms > 1)
+      return emitOpError() << "encodings[" << index
+                           << "] is a second QK transform; at most one is allowed";
+    auto emitError = [&, index = index]() {
+      return emitOpError() << "encodings[" << index << "]: ";
+    };
+    if (failed(encoding.verifyForAttention(queryHeads, headDim, emitError)))
+      return failure();
   }
   return success();
 }

@@ -26,6 +26,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     value) from pe.relative_value. Position ids ([s] or [b, s], i32/i64) are
     used by encodings fused into the op; masks never read them.
 
+    Fused form: `encodings` lists positional encodings (pe attributes) that
+    the op applies itself, so no rotated Q/K and no bias tensor exist: a QK
+    transform (at most one, e.g. #pe.rope) rotates Q at `query_positions` and
+    K at `key_positions` (defaults: keys 0..skv-1, queries skv-sq..skv-1) and
+    a score bias (e.g. #pe.alibi) is added where `bias` would be.
+
     ```mlir
     %o = attn.attention %q, %k, %v bias(%alibi : tensor<1x12x64x64xf32>)
         causal scale(0.125)
@@ -43,7 +49,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     OptionalAttr<F64Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
-    OptionalAttr<F64Attr>:$softcap);
+    OptionalAttr<F64Attr>:$softcap,
+    OptionalAttr<ArrayAttr>:$encodings);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
@@ -56,6 +63,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`window` `(` $window^ `)`)?
     (`softcap` `(` $softcap^ `)`)?
     (`scale` `(` $scale^ `)`)?
+    (`encodings` `(` $encodings^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -63,6 +71,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     /// `scale` if given, else 1/sqrt(d) (d static; the verifier ensures it
     /// whenever scale is absent).
     double getEffectiveScale();
+    /// Checks the fused `encodings` (part of the verifier).
+    ::llvm::LogicalResult verifyEncodings();
   }];
 }
 

@@ -5,6 +5,7 @@
 #include "dialects/pe/PEDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <cmath>
 #include <cstdio>
@@ -304,6 +305,46 @@ LogicalResult SinusoidalAttr::verify(EmitErrorFn emitError, F64 base) {
 LogicalResult LearnedAttr::verify(EmitErrorFn emitError, int64_t maxPositions) {
   return requirePositive(emitError, "learned max_positions", maxPositions);
 }
+
+LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
+                                           EmitErrorFn emitError) const {
+  if (ShapedType::isDynamic(headDim))
+    return success();
+  std::optional<int64_t> explicitRotaryDim = getRotaryDim();
+  if (explicitRotaryDim && *explicitRotaryDim > headDim)
+    return emitError() << "rotary_dim (" << *explicitRotaryDim
+                       << ") exceeds head_dim (" << headDim << ") of input";
+  if (!explicitRotaryDim && headDim % 2 != 0)
+    return emitError() << "head_dim (" << headDim
+                       << ") must be even when rotary_dim is absent";
+  int64_t rotaryDim = explicitRotaryDim.value_or(headDim);
+  if (getScaling() && failed(getScaling().verifyRotaryDim(rotaryDim, emitError)))
+    return failure();
+  if (!getSections().empty()) {
+    int64_t sum = 0;
+    for (int64_t section : getSections())
+      sum += section;
+    if (sum != rotaryDim / 2)
+      return emitError() << "sections sum to " << sum << " but rotary_dim/2 is "
+                         << rotaryDim / 2;
+  }
+  return success();
+}
+
+LogicalResult AlibiAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
+                                            EmitErrorFn emitError) const {
+  if (!ShapedType::isDynamic(queryHeads) &&
+      getHeadOffset() + queryHeads > getNumHeads())
+    return emitError() << "head_offset (" << getHeadOffset() << ") + heads ("
+                       << queryHeads << ") exceeds num_heads (" << getNumHeads()
+                       << ")";
+  return success();
+}
+
+// Fused RoPE reads [s] or [b, s] positions; M-RoPE sections need axis
+// position ids, which the kernels do not take yet.
+bool RopeAttr::isFusable() const { return getSections().empty(); }
+bool AlibiAttr::isFusable() const { return true; }
 
 EncodingKind RopeAttr::getEncodingKind() const { return EncodingKind::QKTransform; }
 EncodingKind AlibiAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }

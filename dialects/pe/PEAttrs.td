@@ -113,14 +113,15 @@ def PE_LongRopeScalingAttr : PE_ScalingAttr<"LongRopeScaling", "longrope",
 // Positional encodings
 //===----------------------------------------------------------------------===//
 
-class PE_EncodingAttr<string name, string mnemonic>
+class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
     : PE_Attr<name, mnemonic,
-              [DeclareAttrInterfaceMethods<PE_PositionalEncodingAttrInterface>]> {
+              [DeclareAttrInterfaceMethods<PE_PositionalEncodingAttrInterface,
+                                           overrides>]> {
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
 
-def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope"> {
+def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
@@ -140,7 +141,7 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope"> {
     PE_OptionalI64ArrayParameter<"M-RoPE sections">:$sections);
 }
 
-def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi"> {
+def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j

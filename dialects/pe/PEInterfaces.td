@@ -17,6 +17,20 @@ def PE_PositionalEncodingAttrInterface
   let methods = [
     InterfaceMethod<"Where this encoding enters attention.",
                     "::pejit::pe::EncodingKind", "getEncodingKind">,
+    InterfaceMethod<[{
+        Checks the encoding against the attention it is fused into (query
+        heads hq, head dim d); used by the pe op verifiers and by
+        attn.attention's verifier for its fused `encodings`.
+      }],
+      "::llvm::LogicalResult", "verifyForAttention",
+      (ins "int64_t":$queryHeads, "int64_t":$headDim,
+           "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError),
+      /*methodBody=*/"", /*defaultImplementation=*/"return ::mlir::success();">,
+    InterfaceMethod<[{
+        Whether attn.attention can apply this encoding itself (its kernels
+        implement the hooks for it).
+      }],
+      "bool", "isFusable", (ins), "", "return false;">,
   ];
 }
 
@@ -56,7 +70,19 @@ def PE_PositionalEncodingOpInterface
       }]>,
     InterfaceMethod<"Where this encoding enters attention.",
       "::pejit::pe::EncodingKind", "getEncodingKind", (ins), "",
-      [{ return getPositionalEncoding().getEncodingKind(); }]>,
+      [{ return $_op.getPositionalEncoding().getEncodingKind(); }]>,
+    InterfaceMethod<[{
+        For a QK transform: the tensor it transforms (Q or K), which the
+        fused attention reads instead. Null for other kinds.
+      }],
+      "::mlir::Value", "getTransformedInput", (ins), "",
+      [{ return nullptr; }]>,
+    InterfaceMethod<[{
+        The position ids the encoding reads ([s] or [b, s]), which become the
+        fused attention's query or key positions. Null if it reads none.
+      }],
+      "::mlir::Value", "getPositionIds", (ins), "",
+      [{ return nullptr; }]>,
   ];
 }
 

@@ -36,46 +36,25 @@ LogicalResult RopeOp::verify() {
   if (failed(requireRank(op, "input", getInput().getType(), 4, "[b, h, s, d]")))
     return failure();
   RopeAttr encoding = getEncoding();
-  int64_t headDim = dim(getInput(), 3);
-  if (!ShapedType::isDynamic(headDim)) {
-    std::optional<int64_t> explicitRotaryDim = encoding.getRotaryDim();
-    if (explicitRotaryDim && *explicitRotaryDim > headDim)
-      return emitOpError() << "rotary_dim (" << *explicitRotaryDim
-                           << ") exceeds head_dim (" << headDim << ") of input";
-    if (!explicitRotaryDim && headDim % 2 != 0)
-      return emitOpError() << "head_dim (" << headDim
-                           << ") must be even when rotary_dim is absent";
-    int64_t rotaryDim = explicitRotaryDim.value_or(headDim);
-    auto emitError = [&]() { return emitOpError(); };
-    if (encoding.getScaling() &&
-        failed(encoding.getScaling().verifyRotaryDim(rotaryDim, emitError)))
-      return failure();
-    if (!encoding.getSections().empty()) {
-      int64_t sum = 0;
-      for (int64_t s : encoding.getSections())
-        sum += s;
-      if (sum != rotaryDim / 2)
-        return emitOpError() << "sections sum to " << sum << " but rotary_dim/2 is "
-                             << rotaryDim / 2;
-    }
-  }
+  auto emitError = [&]() { return emitOpError(); };
+  if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3),
+                                         emitError)))
+    return failure();
   return verifyPositionIds(op, "positions", getPositions().getType(),
                            dim(getInput(), 0), dim(getInput(), 2),
                            encoding.getSections().size());
 }
 
+Value RopeOp::getTransformedInput() { return getInput(); }
+Value RopeOp::getPositionIds() { return getPositions(); }
+
 LogicalResult AlibiOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyBiasResult(op, getResult())))
     return failure();
-  AlibiAttr encoding = getEncoding();
-  int64_t heads = dim(getResult(), 1);
-  if (!ShapedType::isDynamic(heads) &&
-      encoding.getHeadOffset() + heads > encoding.getNumHeads())
-    return emitOpError() << "head_offset (" << encoding.getHeadOffset()
-                         << ") + heads of the result (" << heads
-                         << ") exceeds num_heads (" << encoding.getNumHeads() << ")";
-  return success();
+  auto emitError = [&]() { return emitOpError(); };
+  return getEncoding().verifyForAttention(dim(getResult(), 1), ShapedType::kDynamic,
+                                          emitError);
 }
 
 LogicalResult T5BiasOp::verify() {

@@ -10,13 +10,16 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def PE_PositionTensor : RankedTensorOf<[AnyType]>;
 def PE_FloatTensor : RankedTensorOf<[AnyFloat]>;
 
-class PE_EncodingOp<string mnemonic, list<Trait> traits = []>
+class PE_EncodingOp<string mnemonic, list<Trait> traits = [],
+                    list<string> overrides = []>
     : PE_Op<mnemonic, !listconcat(traits,
-        [Pure, DeclareOpInterfaceMethods<PE_PositionalEncodingOpInterface>])> {
+        [Pure, DeclareOpInterfaceMethods<PE_PositionalEncodingOpInterface,
+                                         overrides>])> {
   let hasVerifier = 1;
 }
 
-def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>]> {
+def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>],
+                              ["getTransformedInput", "getPositionIds"]> {
   let summary = "rotate Q or K by position (RoPE)";
   let description = [{
     `input` is [b, h, s, d]; `positions` is [s] or [b, s] (or [A, s] /

@@ -166,3 +166,43 @@ func.func @integer_query(%q: tensor<1x4x8x64xi32>, %k: tensor<1x4x8x64xf32>, %v:
   %o = attn.attention %q, %k, %v : tensor<1x4x8x64xi32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
   return
 }
+
+// -----
+
+func.func @encoding_not_pe(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[0] (1 : i64) is not a positional encoding attribute}}
+  %o = attn.attention %q, %k, %v encodings([1]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @encoding_additive(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[0] (#pe.sinusoidal<>) is additive: it applies to embeddings, not attention}}
+  %o = attn.attention %q, %k, %v encodings([#pe.sinusoidal<>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @two_qk_transforms(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[1] is a second QK transform; at most one is allowed}}
+  %o = attn.attention %q, %k, %v encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.rope<layout = interleaved, theta = 10000.0>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_rope_rotary_dim(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[0]: rotary_dim (96) exceeds head_dim (64) of input}}
+  %o = attn.attention %q, %k, %v encodings([#pe.rope<layout = half, theta = 10000.0, rotary_dim = 96>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_alibi_heads(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[0]: head_offset (6) + heads (4) exceeds num_heads (8)}}
+  %o = attn.attention %q, %k, %v encodings([#pe.alibi<num_heads = 8, head_offset = 6, form = causal>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}

@@ -54,3 +54,11 @@ func.func @rope_alibi_source(%q: tensor<1x12x64x64xf32>, %k: tensor<1x12x64x64xf
   %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x12x64x64xf32>) causal : tensor<1x12x64x64xf32>, tensor<1x12x64x64xf32>, tensor<1x12x64x64xf32> -> tensor<1x12x64x64xf32>
   return %o : tensor<1x12x64x64xf32>
 }
+
+// The fused form: encodings applied by the attention itself.
+// CHECK-LABEL: func.func @fused
+func.func @fused(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %p: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  // CHECK: attn.attention {{.*}} query_positions({{.*}}) key_positions({{.*}}) causal scale(1.250000e-01) encodings([#pe.rope<layout = half, theta = 10000.0, scaling = #pe.linear<factor = 2.0>>, #pe.alibi<num_heads = 8, head_offset = 4, form = symmetric>])
+  %o = attn.attention %q, %k, %v query_positions(%p : tensor<16xi32>) key_positions(%p : tensor<16xi32>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0, scaling = #pe.linear<factor = 2.0>>, #pe.alibi<num_heads = 8, head_offset = 4, form = symmetric>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}

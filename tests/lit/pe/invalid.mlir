@@ -255,7 +255,7 @@ func.func @alibi_head_offset() {
 // -----
 
 func.func @alibi_shard_overflow() {
-  // expected-error @+1 {{'pe.alibi' op head_offset (8) + heads of the result (8) exceeds num_heads (12)}}
+  // expected-error @+1 {{'pe.alibi' op head_offset (8) + heads (8) exceeds num_heads (12)}}
   %0 = pe.alibi <num_heads = 12, head_offset = 8, form = causal> : tensor<1x8x8x8xf32>
   return
 }

@@ -1,0 +1,106 @@
+// pe-fuse-into-attention moves pe.rope (on Q and K) and index-only score
+// biases (pe.alibi) into attn.attention, and makes the scale explicit.
+//   rope(Q, qp), rope(K, kp), alibi -> attention(Q, K) positions(qp, kp)
+//                                      encodings([rope, alibi]) scale(1/sqrt(d))
+// RUN: pejit-opt %s --pe-fuse-into-attention --split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @rope_and_alibi
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x4x16x64xf32>, %[[K:.*]]: tensor<1x4x16x64xf32>, %[[V:.*]]: tensor<1x4x16x64xf32>, %[[P:.*]]: tensor<16xi32>)
+// CHECK-NOT: pe.
+// CHECK: attn.attention %[[Q]], %[[K]], %[[V]] query_positions(%[[P]] : tensor<16xi32>) key_positions(%[[P]] : tensor<16xi32>) causal scale(1.250000e-01) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>])
+// CHECK-NOT: bias(
+func.func @rope_and_alibi(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x16x16xf32>
+  %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x4x16x16xf32>) causal : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// Decode with GQA: one query at position 99, keys 0..99 (separate positions).
+// CHECK-LABEL: func.func @decode_gqa
+// CHECK: attn.attention %arg0, %arg1, %arg2 query_positions(%arg3 : tensor<1xi64>) key_positions(%arg4 : tensor<100xi64>) scale(3.000000e-01) encodings([#pe.rope<layout = interleaved, theta = 500000.0, rotary_dim = 32, scaling = #pe.yarn<factor = 4.0, original_max_position = 64>>])
+func.func @decode_gqa(%q: tensor<1x8x1x64xf32>, %k: tensor<1x2x100x64xf32>, %v: tensor<1x2x100x64xf32>, %qp: tensor<1xi64>, %kp: tensor<100xi64>) -> tensor<1x8x1x64xf32> {
+  %qr = pe.rope %q, %qp <layout = interleaved, theta = 500000.0, rotary_dim = 32, scaling = #pe.yarn<factor = 4.0, original_max_position = 64>> : tensor<1x8x1x64xf32>, tensor<1xi64>
+  %kr = pe.rope %k, %kp <layout = interleaved, theta = 500000.0, rotary_dim = 32, scaling = #pe.yarn<factor = 4.0, original_max_position = 64>> : tensor<1x2x100x64xf32>, tensor<100xi64>
+  %o = attn.attention %qr, %kr, %v scale(0.3) : tensor<1x8x1x64xf32>, tensor<1x2x100x64xf32>, tensor<1x2x100x64xf32> -> tensor<1x8x1x64xf32>
+  return %o : tensor<1x8x1x64xf32>
+}
+
+// -----
+
+// The rotated K is also returned: it is materialized anyway, so neither
+// rope fuses (Q and K must share the fused transform) and the IR is unchanged
+// apart from the explicit scale.
+// CHECK-LABEL: func.func @rotated_key_has_another_user
+// CHECK: %[[QR:.*]] = pe.rope
+// CHECK: %[[KR:.*]] = pe.rope
+// CHECK: attn.attention %[[QR]], %[[KR]], %{{.*}} scale(1.250000e-01) :
+// CHECK-NOT: encodings
+// CHECK: return %{{.*}}, %[[KR]]
+func.func @rotated_key_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>) {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o, %kr : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// Q and K rotated with different encodings: not one QK transform, no fusion.
+// CHECK-LABEL: func.func @different_encodings
+// CHECK-COUNT-2: pe.rope
+// CHECK: attn.attention
+// CHECK-NOT: encodings
+func.func @different_encodings(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = interleaved, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// Only K is rotated: nothing to fuse as a QK transform.
+// CHECK-LABEL: func.func @only_key_rotated
+// CHECK: pe.rope
+// CHECK: attn.attention %arg0,
+// CHECK-NOT: encodings
+func.func @only_key_rotated(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %q, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// The ALiBi bias is also returned: it stays a tensor; the rope still fuses.
+// CHECK-LABEL: func.func @bias_has_another_user
+// CHECK: %[[B:.*]] = pe.alibi
+// CHECK: attn.attention {{.*}} bias(%[[B]] : tensor<1x4x16x16xf32>) {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0>])
+func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>) {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x16x16xf32>
+  %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o, %b : tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>
+}
+
+// -----
+
+// A T5 bias reads a learned table; it has no fused kernel hook yet and stays.
+// M-RoPE sections are not fusable yet either.
+// CHECK-LABEL: func.func @not_fusable_yet
+// CHECK: pe.rope
+// CHECK: pe.t5_bias
+// CHECK: attn.attention {{.*}} bias(
+// CHECK-NOT: encodings
+func.func @not_fusable_yet(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %table: tensor<32x4xf32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
+  %b = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x16x16xf32>
+  %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
