@@ -5,9 +5,14 @@
 
 namespace pejit {
 
-/// Registers `pejit-simplify` (canonicalize, then cse): the clean-up run
-/// between pejit's own stages.
+/// Registers pejit's passes and named pipelines:
+///  - `pejit-simplify`: canonicalize, then cse (clean-up between stages);
+///  - `pejit-lower-to-llvm`: the tiled stage (scf/vector/memref/arith/math)
+///    down to the LLVM dialect.
 void registerPipelines();
+
+/// The `pejit-lower-to-llvm` pipeline as text (upstream passes only).
+const char *lowerToLLVMPipeline();
 
 } // namespace pejit
 

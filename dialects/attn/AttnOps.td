@@ -76,4 +76,57 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Template hook ops: where a kernel template lets the fused encodings in.
+// attn-instantiate-template replaces each with the code that the encodings'
+// PositionalEncodingAttrInterface hooks emit (nothing, if no encoding of that
+// kind is fused). Templates hold loop structure only; these are the seams.
+//===----------------------------------------------------------------------===//
+
+def Attn_QKPrologueOp : Attn_Op<"qk_prologue"> {
+  let summary = "once per call: the QK transform's per-position tables";
+  let description = [{
+    Runs once per kernel call, before any tile. A QK transform (RoPE) fills
+    its tables in `scratch` from the position ids: `query_positions` is
+    [1|b, sq] and `key_positions` [1|b, skv] (i64).
+  }];
+  let arguments = (ins AnyMemRef:$query_positions, AnyMemRef:$key_positions,
+                       AnyMemRef:$scratch);
+  let assemblyFormat = [{
+    $query_positions `,` $key_positions `,` $scratch attr-dict `:`
+    type($query_positions) `,` type($key_positions) `,` type($scratch)
+  }];
+}
+
+def Attn_QKTransformOp : Attn_Op<"qk_transform"> {
+  let summary = "transform rows of a Q or K tile in place";
+  let description = [{
+    Rows [0, rows) of `tile` ([R, d], f32) are sequence indices
+    seq_start + r of batch `batch` of the query (`is_key` unset) or the key
+    operand. A QK transform (RoPE) rotates them in place using the tables its
+    prologue left in `scratch`.
+  }];
+  let arguments = (ins AnyMemRef:$tile, Index:$rows, Index:$seq_start,
+                       Index:$batch, AnyMemRef:$scratch, UnitAttr:$is_key);
+  let assemblyFormat = [{
+    $tile `,` $rows `,` $seq_start `,` $batch `,` $scratch (`key` $is_key^)?
+    attr-dict `:` type($tile) `,` type($scratch)
+  }];
+}
+
+def Attn_ScoreModOp : Attn_Op<"score_mod"> {
+  let summary = "modify a transposed score tile (softcap, score biases)";
+  let description = [{
+    `scores` is St [BN, BM] (f32): St[jr, ir] is the scaled score of query
+    row i0 + ir and key row j0 + jr, for query head `head`. Expands to the
+    softcap (if the attention has one), then each fused score bias, in
+    CONVENTIONS.md's order. Masking stays in the template.
+  }];
+  let arguments = (ins AnyMemRef:$scores, Index:$head, Index:$query_start,
+                       Index:$key_start);
+  let assemblyFormat = [{
+    $scores `,` $head `,` $query_start `,` $key_start attr-dict `:` type($scores)
+  }];
+}
+
 #endif // PEJIT_ATTN_OPS_TD

@@ -1,0 +1,99 @@
+//===- NpyFile.cpp - reading and atomically writing .npy files -------------===//
+//
+// POSIX file I/O around parseNpy/serializeNpy. Every failure becomes a
+// message with the path and strerror; nothing throws or aborts.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/npy/Npy.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace pejit::npy {
+
+Expected<Array> readNpy(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Expected<Array>::failure(path + ": cannot open: " +
+                                    std::strerror(errno));
+  std::vector<uint8_t> contents;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    contents.reserve(static_cast<size_t>(st.st_size));
+  uint8_t chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return Expected<Array>::failure(path + ": cannot read: " +
+                                      std::strerror(err));
+    }
+    if (n == 0)
+      break;
+    contents.insert(contents.end(), chunk, chunk + n);
+  }
+  ::close(fd);
+  return parseNpy(contents.data(), contents.size(), path);
+}
+
+std::string writeNpy(const std::string &path, const Array &array) {
+  if (std::string invalid = validateArray(array); !invalid.empty())
+    return path + ": cannot write: " + invalid;
+  std::vector<uint8_t> bytes = serializeNpy(array);
+  if (path.empty() || path.back() == '/')
+    return path + ": cannot write: not a file name";
+  size_t slash = path.rfind('/');
+  std::string dirPrefix = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  // Hidden, unique, beside the target so the rename stays in one filesystem;
+  // the base is shortened so a long target name still leaves room (NAME_MAX).
+  std::string tempPrefix = dirPrefix + "." + path.substr(dirPrefix.size(), 200) +
+                           ".tmp-" + std::to_string(::getpid()) + "-";
+  static std::atomic<unsigned> counter{0};
+  std::string temp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    temp = tempPrefix + std::to_string(counter++);
+    // Mode 0666 lets the umask decide, as for a plain create.
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      break;
+  }
+  if (fd < 0)
+    return path + ": cannot create a temporary file in '" +
+           (dirPrefix.empty() ? "." : dirPrefix) + "': " + std::strerror(errno);
+
+  auto abandon = [&](const char *what, int err) {
+    if (fd >= 0)
+      ::close(fd);
+    ::unlink(temp.c_str());
+    return path + ": " + what + ": " + std::strerror(err);
+  };
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return abandon("cannot write", errno);
+    done += static_cast<size_t>(n);
+  }
+  // fsync before rename: otherwise a crash can leave the new name pointing
+  // at an empty file.
+  if (::fsync(fd) != 0 && errno != EINVAL)
+    return abandon("cannot write", errno);
+  int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0)
+    return abandon("cannot write", errno);
+  if (::rename(temp.c_str(), path.c_str()) != 0)
+    return abandon("cannot replace the file", errno);
+  return "";
+}
+
+} // namespace pejit::npy

@@ -1,0 +1,451 @@
+// x86 AVX2 flash-attention forward template (f32, 8-lane vectors).
+//
+// One work item = (batch b, query head h, query tile qt); the runtime runs
+// items on all cores. Per item:
+//   Qs = Q[b, h, i0 : i0+BM]            qk_transform (RoPE once per Q tile)
+//   Qt = transpose(Qs) * scale           [D, BM]: 8 query rows per vector
+//   for each KV tile that the causal/window mask does not hide entirely:
+//     Ks, Vs = K, V[b, h / GROUP, j0 : j0+BN]   qk_transform on Ks
+//     St = Ks . Qt                       [BN, BM], 4 x 24 register block
+//     score_mod(St)                      softcap, ALiBi, ... (hooks)
+//     mask(St)                           causal, window, key tail -> -inf
+//     m' = max(m, max_j St); P = exp(St - m'); l = l*exp(m - m') + sum_j P
+//     Os = Os * exp(m - m') + P^T . Vs   6 x 16 register block
+//   O[b, h, i0 : i0+nq] = Os / l         (l = 0: the row saw no key -> 0)
+// Keeping the score tile transposed makes the softmax reductions plain
+// elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
+//
+// Parameters, substituted as text before parsing (attn-instantiate-template):
+//   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
+//   ${BM} (multiple of 24) ${BN} (multiple of 4)  D % 8 == 0, DV % 16 == 0
+//   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
+//   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
+
+!Q = memref<${B}x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!K = memref<${B}x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!V = memref<${B}x${HKV}x${SKV}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!O = memref<${B}x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!QPOS = memref<${QPB}x${SQ}xi64>
+!KPOS = memref<${KPB}x${SKV}xi64>
+!SCRATCH = memref<?xf32>
+!V8 = vector<8xf32>
+
+// Once per call, before any item.
+func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH)
+    attributes {llvm.emit_c_interface} {
+  attn.qk_prologue %qpos, %kpos, %scratch : !QPOS, !KPOS, !SCRATCH
+  return
+}
+
+// 2^x for x <= 128: x clamped to [-127, 128], split x = n + f (n = round(x)),
+// 2^f by a degree-6 polynomial (|f| <= 1/2, rel. error ~2e-7), 2^n from the
+// exponent bits. x <= -127 gives exactly 0, so masked scores (-inf) add
+// nothing and a row with no visible key keeps l = 0.
+func.func private @exp2_v8(%x: !V8) -> !V8 {
+  %lo = arith.constant dense<-127.0> : !V8
+  %hi = arith.constant dense<128.0> : !V8
+  %c1 = arith.constant dense<1.0> : !V8
+  %p1 = arith.constant dense<0.693147180559945> : !V8
+  %p2 = arith.constant dense<0.240226506959101> : !V8
+  %p3 = arith.constant dense<0.0555041086648216> : !V8
+  %p4 = arith.constant dense<0.00961812910762848> : !V8
+  %p5 = arith.constant dense<0.00133335581464284> : !V8
+  %p6 = arith.constant dense<0.000154035303933816> : !V8
+  %bias = arith.constant dense<127> : vector<8xi32>
+  %shift = arith.constant dense<23> : vector<8xi32>
+  %xc0 = arith.maximumf %x, %lo : !V8
+  %xc = arith.minimumf %xc0, %hi : !V8
+  %n = math.roundeven %xc : !V8
+  %f = arith.subf %xc, %n : !V8
+  %t6 = math.fma %p6, %f, %p5 : !V8
+  %t5 = math.fma %t6, %f, %p4 : !V8
+  %t4 = math.fma %t5, %f, %p3 : !V8
+  %t3 = math.fma %t4, %f, %p2 : !V8
+  %t2 = math.fma %t3, %f, %p1 : !V8
+  %t1 = math.fma %t2, %f, %c1 : !V8
+  %ni = arith.fptosi %n : !V8 to vector<8xi32>
+  %eb = arith.addi %ni, %bias : vector<8xi32>
+  %bits = arith.shli %eb, %shift : vector<8xi32>
+  %pow2n = arith.bitcast %bits : vector<8xi32> to !V8
+  %r = arith.mulf %t1, %pow2n : !V8
+  return %r : !V8
+}
+
+func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item: index)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c24 = arith.constant 24 : index
+  %BM = arith.constant ${BM} : index
+  %BN = arith.constant ${BN} : index
+  %D = arith.constant ${D} : index
+  %DV = arith.constant ${DV} : index
+  %SQ = arith.constant ${SQ} : index
+  %SKV = arith.constant ${SKV} : index
+  %HQ = arith.constant ${HQ} : index
+  %GROUP = arith.constant ${GROUP} : index
+  %NQT = arith.constant ${NQT} : index
+  %OFF = arith.constant ${OFF} : index
+  %WINDOW = arith.constant ${WINDOW} : index
+  %causal = arith.constant ${CAUSAL}
+  %has_window = arith.constant ${HAS_WINDOW}
+  %scale = arith.constant ${SCALE} : f32
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %zv = arith.constant dense<0.0> : !V8
+  %ninf = arith.constant dense<0xFF800000> : !V8
+  %log2e = arith.constant dense<1.44269504088896> : !V8
+  %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
+  %true_v = arith.constant dense<true> : vector<8xi1>
+
+  // item -> (b, h, qt); query rows [i0, i0 + nq) of this tile.
+  %qt = arith.remui %item, %NQT : index
+  %bh = arith.divui %item, %NQT : index
+  %h = arith.remui %bh, %HQ : index
+  %b = arith.divui %bh, %HQ : index
+  %hk = arith.divui %h, %GROUP : index
+  %i0 = arith.muli %qt, %BM : index
+  %q_left = arith.subi %SQ, %i0 : index
+  %nq = arith.minui %q_left, %BM : index
+
+  %Qs = memref.alloca() {alignment = 64 : i64} : memref<${BM}x${D}xf32>
+  %Qt = memref.alloca() {alignment = 64 : i64} : memref<${D}x${BM}xf32>
+  %Ks = memref.alloca() {alignment = 64 : i64} : memref<${BN}x${D}xf32>
+  %Vs = memref.alloca() {alignment = 64 : i64} : memref<${BN}x${DV}xf32>
+  %St = memref.alloca() {alignment = 64 : i64} : memref<${BN}x${BM}xf32>
+  %Os = memref.alloca() {alignment = 64 : i64} : memref<${BM}x${DV}xf32>
+  %M = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
+  %L = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
+  %A = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
+
+  // Q tile (rows past SQ are zero), transformed once.
+  scf.for %r = %c0 to %BM step %c1 {
+    %valid = arith.cmpi ult, %r, %nq : index
+    %i = arith.addi %i0, %r : index
+    scf.for %d = %c0 to %D step %c8 {
+      %x = scf.if %valid -> !V8 {
+        %x = vector.load %q[%b, %h, %i, %d] : !Q, !V8
+        scf.yield %x : !V8
+      } else {
+        scf.yield %zv : !V8
+      }
+      vector.store %x, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
+    }
+  }
+  attn.qk_transform %Qs, %nq, %i0, %b, %scratch : memref<${BM}x${D}xf32>, !SCRATCH
+
+  // Qt = transpose(Qs) * scale; running max -inf, sum 0, output 0.
+  scf.for %r = %c0 to %BM step %c1 {
+    scf.for %d = %c0 to %D step %c1 {
+      %x = memref.load %Qs[%r, %d] : memref<${BM}x${D}xf32>
+      %xs = arith.mulf %x, %scale : f32
+      memref.store %xs, %Qt[%d, %r] : memref<${D}x${BM}xf32>
+    }
+  }
+  scf.for %r = %c0 to %BM step %c8 {
+    vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
+    vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8
+  }
+  scf.for %r = %c0 to %BM step %c1 {
+    scf.for %d = %c0 to %DV step %c8 {
+      vector.store %zv, %Os[%r, %d] : memref<${BM}x${DV}xf32>, !V8
+    }
+  }
+
+  // KV tiles: causal stops after the last key the tile's last row sees;
+  // a window starts at the first key its first row sees.
+  %last_row = arith.addi %i0, %nq : index
+  %causal_end0 = arith.addi %last_row, %OFF : index
+  %causal_end1 = arith.maxsi %causal_end0, %c0 : index
+  %causal_end = arith.minsi %causal_end1, %SKV : index
+  %kv_end = arith.select %causal, %causal_end, %SKV : index
+  %win_begin0 = arith.addi %i0, %OFF : index
+  %win_begin1 = arith.subi %win_begin0, %WINDOW : index
+  %win_begin = arith.maxsi %win_begin1, %c0 : index
+  %kv_begin = arith.select %has_window, %win_begin, %c0 : index
+  %jt_begin = arith.divui %kv_begin, %BN : index
+  %kv_end_up = arith.addi %kv_end, %BN : index
+  %kv_end_up1 = arith.subi %kv_end_up, %c1 : index
+  %jt_end = arith.divui %kv_end_up1, %BN : index
+
+  scf.for %jt = %jt_begin to %jt_end step %c1 {
+    %j0 = arith.muli %jt, %BN : index
+    %k_left = arith.subi %SKV, %j0 : index
+    %nk = arith.minui %k_left, %BN : index
+
+    // K and V tiles (rows past SKV are zero), K transformed as loaded.
+    scf.for %r = %c0 to %BN step %c1 {
+      %valid = arith.cmpi ult, %r, %nk : index
+      %j = arith.addi %j0, %r : index
+      scf.for %d = %c0 to %D step %c8 {
+        %x = scf.if %valid -> !V8 {
+          %x = vector.load %k[%b, %hk, %j, %d] : !K, !V8
+          scf.yield %x : !V8
+        } else {
+          scf.yield %zv : !V8
+        }
+        vector.store %x, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
+      }
+      scf.for %d = %c0 to %DV step %c8 {
+        %x = scf.if %valid -> !V8 {
+          %x = vector.load %v[%b, %hk, %j, %d] : !V, !V8
+          scf.yield %x : !V8
+        } else {
+          scf.yield %zv : !V8
+        }
+        vector.store %x, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
+      }
+    }
+    attn.qk_transform %Ks, %nk, %j0, %b, %scratch key : memref<${BN}x${D}xf32>, !SCRATCH
+
+    // St = Ks . Qt in 4 x 24 blocks: 12 accumulators, 3 loads of Qt and 4
+    // broadcasts of Ks per step of d.
+    scf.for %jr = %c0 to %BN step %c4 {
+      %jr1 = arith.addi %jr, %c1 : index
+      %jr2 = arith.addi %jr, %c2 : index
+      %jr3 = arith.addi %jr, %c3 : index
+      scf.for %ic = %c0 to %BM step %c24 {
+        %ic1 = arith.addi %ic, %c8 : index
+        %ic2 = arith.addi %ic, %c16 : index
+        %acc:12 = scf.for %d = %c0 to %D step %c1
+            iter_args(%a00 = %zv, %a01 = %zv, %a02 = %zv, %a10 = %zv, %a11 = %zv, %a12 = %zv,
+                      %a20 = %zv, %a21 = %zv, %a22 = %zv, %a30 = %zv, %a31 = %zv, %a32 = %zv)
+            -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+          %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !V8
+          %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !V8
+          %q2 = vector.load %Qt[%d, %ic2] : memref<${D}x${BM}xf32>, !V8
+          %k0s = memref.load %Ks[%jr, %d] : memref<${BN}x${D}xf32>
+          %k1s = memref.load %Ks[%jr1, %d] : memref<${BN}x${D}xf32>
+          %k2s = memref.load %Ks[%jr2, %d] : memref<${BN}x${D}xf32>
+          %k3s = memref.load %Ks[%jr3, %d] : memref<${BN}x${D}xf32>
+          %k0 = vector.broadcast %k0s : f32 to !V8
+          %k1 = vector.broadcast %k1s : f32 to !V8
+          %k2 = vector.broadcast %k2s : f32 to !V8
+          %k3 = vector.broadcast %k3s : f32 to !V8
+          %b00 = vector.fma %k0, %q0, %a00 : !V8
+          %b01 = vector.fma %k0, %q1, %a01 : !V8
+          %b02 = vector.fma %k0, %q2, %a02 : !V8
+          %b10 = vector.fma %k1, %q0, %a10 : !V8
+          %b11 = vector.fma %k1, %q1, %a11 : !V8
+          %b12 = vector.fma %k1, %q2, %a12 : !V8
+          %b20 = vector.fma %k2, %q0, %a20 : !V8
+          %b21 = vector.fma %k2, %q1, %a21 : !V8
+          %b22 = vector.fma %k2, %q2, %a22 : !V8
+          %b30 = vector.fma %k3, %q0, %a30 : !V8
+          %b31 = vector.fma %k3, %q1, %a31 : !V8
+          %b32 = vector.fma %k3, %q2, %a32 : !V8
+          scf.yield %b00, %b01, %b02, %b10, %b11, %b12, %b20, %b21, %b22, %b30, %b31, %b32
+              : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+        }
+        vector.store %acc#0, %St[%jr, %ic] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#1, %St[%jr, %ic1] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#2, %St[%jr, %ic2] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#3, %St[%jr1, %ic] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#4, %St[%jr1, %ic1] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#5, %St[%jr1, %ic2] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#6, %St[%jr2, %ic] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#7, %St[%jr2, %ic1] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#8, %St[%jr2, %ic2] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#9, %St[%jr3, %ic] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#10, %St[%jr3, %ic1] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %acc#11, %St[%jr3, %ic2] : memref<${BN}x${BM}xf32>, !V8
+      }
+    }
+
+    attn.score_mod %St, %h, %i0, %j0 : memref<${BN}x${BM}xf32>
+
+    // Mask: key j is visible to row i iff j < SKV, (causal) i >= j - OFF and
+    // (window) i <= j - OFF + WINDOW. Only tiles that cross a bound pay.
+    %j_last = arith.addi %j0, %BN : index
+    %crosses_end = arith.cmpi ugt, %j_last, %SKV : index
+    %diag = arith.addi %i0, %OFF : index
+    %j_last1 = arith.subi %j_last, %c1 : index
+    %crosses_diag0 = arith.cmpi sgt, %j_last1, %diag : index
+    %crosses_diag = arith.andi %causal, %crosses_diag0 : i1
+    %row_last = arith.addi %diag, %BM : index
+    %win_first = arith.subi %row_last, %WINDOW : index
+    %crosses_win0 = arith.cmpi slt, %j0, %win_first : index
+    %crosses_win = arith.andi %has_window, %crosses_win0 : i1
+    %m0 = arith.ori %crosses_end, %crosses_diag : i1
+    %needs_mask = arith.ori %m0, %crosses_win : i1
+    scf.if %needs_mask {
+      scf.for %jr = %c0 to %BN step %c1 {
+        %j = arith.addi %j0, %jr : index
+        %key_in = arith.cmpi ult, %j, %SKV : index
+        %row_min = arith.subi %j, %OFF : index
+        %row_max = arith.addi %row_min, %WINDOW : index
+        scf.for %iv = %c0 to %BM step %c8 {
+          %ib = arith.addi %i0, %iv : index
+          %ibv = vector.broadcast %ib : index to vector<8xindex>
+          %iv8 = arith.addi %ibv, %iota : vector<8xindex>
+          %minv = vector.broadcast %row_min : index to vector<8xindex>
+          %maxv = vector.broadcast %row_max : index to vector<8xindex>
+          %after = arith.cmpi sge, %iv8, %minv : vector<8xindex>
+          %before = arith.cmpi sle, %iv8, %maxv : vector<8xindex>
+          %causal_v = vector.broadcast %causal : i1 to vector<8xi1>
+          %window_v = vector.broadcast %has_window : i1 to vector<8xi1>
+          %not_causal = arith.xori %causal_v, %true_v : vector<8xi1>
+          %not_window = arith.xori %window_v, %true_v : vector<8xi1>
+          %ok_c = arith.ori %not_causal, %after : vector<8xi1>
+          %ok_w = arith.ori %not_window, %before : vector<8xi1>
+          %key_v = vector.broadcast %key_in : i1 to vector<8xi1>
+          %ok0 = arith.andi %ok_c, %ok_w : vector<8xi1>
+          %ok = arith.andi %ok0, %key_v : vector<8xi1>
+          %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+          %sm = arith.select %ok, %s, %ninf : vector<8xi1>, !V8
+          vector.store %sm, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+        }
+      }
+    }
+
+    // Online softmax down the columns of St (8 query rows per vector):
+    // St <- P = 2^((s - m') log2 e), A <- alpha = 2^((m - m') log2 e).
+    scf.for %iv = %c0 to %BM step %c8 {
+      %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !V8
+      %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
+        %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+        %mx1 = arith.maximumf %mx, %s : !V8
+        scf.yield %mx1 : !V8
+      }
+      %m_new = arith.maximumf %m_old, %m_tile : !V8
+      // All keys masked so far: subtract 0 instead of -inf (no NaN).
+      %none = arith.cmpf oeq, %m_new, %ninf : !V8
+      %m_safe = arith.select %none, %zv, %m_new : vector<8xi1>, !V8
+      %m_scaled = arith.mulf %m_safe, %log2e : !V8
+      %neg_m = arith.negf %m_scaled : !V8
+      %alpha_arg = math.fma %m_old, %log2e, %neg_m : !V8
+      %alpha = func.call @exp2_v8(%alpha_arg) : (!V8) -> !V8
+      %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!V8) {
+        %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+        %e = math.fma %s, %log2e, %neg_m : !V8
+        %p = func.call @exp2_v8(%e) : (!V8) -> !V8
+        vector.store %p, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+        %sum1 = arith.addf %sum, %p : !V8
+        scf.yield %sum1 : !V8
+      }
+      %l_old = vector.load %L[%iv] : memref<${BM}xf32>, !V8
+      %l_new = math.fma %l_old, %alpha, %l_tile : !V8
+      vector.store %l_new, %L[%iv] : memref<${BM}xf32>, !V8
+      vector.store %m_new, %M[%iv] : memref<${BM}xf32>, !V8
+      vector.store %alpha, %A[%iv] : memref<${BM}xf32>, !V8
+    }
+
+    // Os = Os * alpha + P^T . Vs in 6 x 16 blocks: the rescale is folded
+    // into loading the accumulators; 2 loads of Vs and 6 broadcasts of P per
+    // key.
+    scf.for %ir = %c0 to %BM step %c6 {
+      %ir1 = arith.addi %ir, %c1 : index
+      %ir2 = arith.addi %ir, %c2 : index
+      %ir3 = arith.addi %ir, %c3 : index
+      %ir4 = arith.addi %ir, %c4 : index
+      %ir5 = arith.addi %ir, %c5 : index
+      %al0s = memref.load %A[%ir] : memref<${BM}xf32>
+      %al1s = memref.load %A[%ir1] : memref<${BM}xf32>
+      %al2s = memref.load %A[%ir2] : memref<${BM}xf32>
+      %al3s = memref.load %A[%ir3] : memref<${BM}xf32>
+      %al4s = memref.load %A[%ir4] : memref<${BM}xf32>
+      %al5s = memref.load %A[%ir5] : memref<${BM}xf32>
+      %al0 = vector.broadcast %al0s : f32 to !V8
+      %al1 = vector.broadcast %al1s : f32 to !V8
+      %al2 = vector.broadcast %al2s : f32 to !V8
+      %al3 = vector.broadcast %al3s : f32 to !V8
+      %al4 = vector.broadcast %al4s : f32 to !V8
+      %al5 = vector.broadcast %al5s : f32 to !V8
+      scf.for %dc = %c0 to %DV step %c16 {
+        %dc1 = arith.addi %dc, %c8 : index
+        %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        %s00 = arith.mulf %o00, %al0 : !V8
+        %s01 = arith.mulf %o01, %al0 : !V8
+        %s10 = arith.mulf %o10, %al1 : !V8
+        %s11 = arith.mulf %o11, %al1 : !V8
+        %s20 = arith.mulf %o20, %al2 : !V8
+        %s21 = arith.mulf %o21, %al2 : !V8
+        %s30 = arith.mulf %o30, %al3 : !V8
+        %s31 = arith.mulf %o31, %al3 : !V8
+        %s40 = arith.mulf %o40, %al4 : !V8
+        %s41 = arith.mulf %o41, %al4 : !V8
+        %s50 = arith.mulf %o50, %al5 : !V8
+        %s51 = arith.mulf %o51, %al5 : !V8
+        %acc:12 = scf.for %j = %c0 to %BN step %c1
+            iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
+                      %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
+            -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+          %v0 = vector.load %Vs[%j, %dc] : memref<${BN}x${DV}xf32>, !V8
+          %v1 = vector.load %Vs[%j, %dc1] : memref<${BN}x${DV}xf32>, !V8
+          %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
+          %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
+          %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>
+          %p3s = memref.load %St[%j, %ir3] : memref<${BN}x${BM}xf32>
+          %p4s = memref.load %St[%j, %ir4] : memref<${BN}x${BM}xf32>
+          %p5s = memref.load %St[%j, %ir5] : memref<${BN}x${BM}xf32>
+          %p0 = vector.broadcast %p0s : f32 to !V8
+          %p1 = vector.broadcast %p1s : f32 to !V8
+          %p2 = vector.broadcast %p2s : f32 to !V8
+          %p3 = vector.broadcast %p3s : f32 to !V8
+          %p4 = vector.broadcast %p4s : f32 to !V8
+          %p5 = vector.broadcast %p5s : f32 to !V8
+          %b00 = vector.fma %p0, %v0, %a00 : !V8
+          %b01 = vector.fma %p0, %v1, %a01 : !V8
+          %b10 = vector.fma %p1, %v0, %a10 : !V8
+          %b11 = vector.fma %p1, %v1, %a11 : !V8
+          %b20 = vector.fma %p2, %v0, %a20 : !V8
+          %b21 = vector.fma %p2, %v1, %a21 : !V8
+          %b30 = vector.fma %p3, %v0, %a30 : !V8
+          %b31 = vector.fma %p3, %v1, %a31 : !V8
+          %b40 = vector.fma %p4, %v0, %a40 : !V8
+          %b41 = vector.fma %p4, %v1, %a41 : !V8
+          %b50 = vector.fma %p5, %v0, %a50 : !V8
+          %b51 = vector.fma %p5, %v1, %a51 : !V8
+          scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
+              : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+        }
+        vector.store %acc#0, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#1, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#2, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#3, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#4, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#5, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#6, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#7, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#8, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#9, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#10, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+        vector.store %acc#11, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      }
+    }
+  }
+
+  // O = Os / l; a row that saw no key (l = 0) is 0.
+  scf.for %r = %c0 to %nq step %c1 {
+    %l = memref.load %L[%r] : memref<${BM}xf32>
+    %empty = arith.cmpf oeq, %l, %zero : f32
+    %inv0 = arith.divf %one, %l : f32
+    %inv = arith.select %empty, %zero, %inv0 : f32
+    %invv = vector.broadcast %inv : f32 to !V8
+    %i = arith.addi %i0, %r : index
+    scf.for %d = %c0 to %DV step %c8 {
+      %x = vector.load %Os[%r, %d] : memref<${BM}x${DV}xf32>, !V8
+      %y = arith.mulf %x, %invv : !V8
+      vector.store %y, %o[%b, %h, %i, %d] : !O, !V8
+    }
+  }
+  return
+}
