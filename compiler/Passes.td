@@ -21,4 +21,29 @@ def FuseIntoAttention : Pass<"pe-fuse-into-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::pejit::attn::AttnDialect", "::pejit::pe::PEDialect"];
 }
 
+def InstantiateTemplate : Pass<"attn-instantiate-template", "::mlir::ModuleOp"> {
+  let summary = "Instantiate the kernel template for the fused attention";
+  let description = [{
+    The module's one function (a fused attn.attention on its arguments, static
+    f32 shapes) is replaced by the kernel functions of the x86 AVX2 template
+    (templates/x86/avx2_attention.mlir): @pejit_prologue, run once per call,
+    and @pejit_item, run once per (batch, query head, query tile). Shapes,
+    tiles, mask flags and the scale are substituted into the template; its
+    hook ops (attn.qk_prologue, attn.qk_transform, attn.score_mod) are
+    expanded by the fused encodings' PositionalEncodingAttrInterface hooks
+    (and the softcap). The module attribute `pejit.kernel` describes the
+    kernel to the runtime.
+  }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"96",
+           "query rows per work item (multiple of 24)">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"64",
+           "keys per KV tile (multiple of 4)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif // PEJIT_COMPILER_PASSES_TD

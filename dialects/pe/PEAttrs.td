@@ -121,7 +121,8 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
   let genVerifyDecl = 1;
 }
 
-def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable"]> {
+def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
+    "getScratchFloats", "emitQKPrologue", "emitQKTileTransform"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
@@ -141,7 +142,8 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     PE_OptionalI64ArrayParameter<"M-RoPE sections">:$sections);
 }
 
-def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable"]> {
+def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
+    "emitScoreBias"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j

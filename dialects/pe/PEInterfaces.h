@@ -2,7 +2,9 @@
 #ifndef PEJIT_DIALECTS_PE_PEINTERFACES_H
 #define PEJIT_DIALECTS_PE_PEINTERFACES_H
 
+#include "dialects/pe/KernelHooks.h"
 #include "mlir/IR/Attributes.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/StringRef.h"

@@ -31,6 +31,27 @@ def PE_PositionalEncodingAttrInterface
         implement the hooks for it).
       }],
       "bool", "isFusable", (ins), "", "return false;">,
+    InterfaceMethod<[{
+        f32 scratch entries the encoding's hooks share across one call (e.g.
+        RoPE's cos/sin tables), laid out by the encoding itself.
+      }],
+      "int64_t", "getScratchFloats",
+      (ins "const ::pejit::pe::AttentionShape &":$shape), "", "return 0;">,
+    InterfaceMethod<"Emits the once-per-call prologue (attn.qk_prologue).",
+      "void", "emitQKPrologue",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::QKPrologueArgs &":$args), "", "return;">,
+    InterfaceMethod<"Emits the in-place Q/K tile transform (attn.qk_transform).",
+      "void", "emitQKTileTransform",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
+    InterfaceMethod<"Emits the score bias added to a score tile (attn.score_mod).",
+      "void", "emitScoreBias",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ScoreTileArgs &":$args), "", "return;">,
   ];
 }
 

@@ -1,0 +1,31 @@
+// attn-instantiate-template as a function: the fused attention function of a
+// module becomes the kernel of a target template (today: x86 AVX2).
+#ifndef PEJIT_COMPILER_INSTANTIATETEMPLATE_H
+#define PEJIT_COMPILER_INSTANTIATETEMPLATE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include <cstdint>
+
+namespace pejit {
+
+struct TileConfig {
+  int64_t queryTile = 96; ///< BM: query rows per work item (multiple of 24)
+  int64_t keyTile = 64;   ///< BN: keys per KV tile (multiple of 4)
+};
+
+/// Name of the module attribute (a dictionary) that describes the kernel to
+/// the runtime: items, scratch_floats, query_position_rows,
+/// key_position_rows, tile_m, tile_n, and `arguments`, the role of each
+/// argument of the source function ("query", "key", "value",
+/// "query_positions", "key_positions").
+inline constexpr const char *kKernelInfoAttr = "pejit.kernel";
+
+/// Replaces the module's one function (one fused attn.attention on function
+/// arguments, static f32 shapes) by the kernel functions @pejit_prologue and
+/// @pejit_item of the template, with the encodings' hooks expanded. Emits a
+/// diagnostic naming the problem and fails on anything it cannot compile.
+mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const TileConfig &tiles);
+
+} // namespace pejit
+
+#endif // PEJIT_COMPILER_INSTANTIATETEMPLATE_H

@@ -1,0 +1,44 @@
+// What a kernel template hands to the positional-encoding hooks when
+// attn-instantiate-template expands its hook ops (attn.qk_prologue,
+// attn.qk_transform, attn.score_mod). The hooks emit IR at the builder's
+// insertion point; they know the encoding, the template knows the loops.
+#ifndef PEJIT_DIALECTS_PE_KERNELHOOKS_H
+#define PEJIT_DIALECTS_PE_KERNELHOOKS_H
+
+#include "mlir/IR/Value.h"
+#include <cstdint>
+
+namespace pejit::pe {
+
+/// Static facts of the attention being compiled (all dims static).
+struct AttentionShape {
+  int64_t batch = 0, queryHeads = 0, kvHeads = 0;
+  int64_t querySeq = 0, keySeq = 0, headDim = 0, valueDim = 0;
+  /// Batch rows of the i64 position ids the kernel receives: 1 (shared) or batch.
+  int64_t queryPositionRows = 1, keyPositionRows = 1;
+  /// f32 lanes of the target's vectors (8 for AVX2).
+  int64_t vectorWidth = 8;
+};
+
+/// attn.qk_prologue: runs once per call. Positions are memref<rows x s x i64>;
+/// scratch is memref<?xf32> of getScratchFloats() entries.
+struct QKPrologueArgs {
+  mlir::Value queryPositions, keyPositions, scratch;
+};
+
+/// attn.qk_transform: rows [0, rows) of tile (memref<R x d x f32>) are
+/// sequence indices seqStart + r of batch `batch`, of Q or (isKey) K.
+struct QKTileArgs {
+  mlir::Value tile, rows, seqStart, batch, scratch;
+  bool isKey = false;
+};
+
+/// attn.score_mod: scores is St (memref<BN x BM x f32>), St[jr, ir] the score
+/// of query row queryStart + ir and key row keyStart + jr, for query `head`.
+struct ScoreTileArgs {
+  mlir::Value scores, head, queryStart, keyStart;
+};
+
+} // namespace pejit::pe
+
+#endif // PEJIT_DIALECTS_PE_KERNELHOOKS_H

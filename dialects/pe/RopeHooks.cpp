@@ -1,0 +1,284 @@
+// RoPE's kernel hooks (PositionalEncodingAttrInterface on #pe.rope).
+//
+// Math (CONVENTIONS.md "RoPE"): pair (a, b) of channels rotates by
+// angle = position * inv_freq[c]:
+//   out_a = x_a cos - x_b sin,   out_b = x_b cos + x_a sin
+// with cos and sin scaled by the scaling's attention factor (yarn, longrope).
+// inv_freq comes from the float64 reference (runtime/reference/Rope.cpp), so
+// every scaling variant changes only a table: static scalings are constants,
+// dynamic_ntk and longrope pick theirs per call from max(position) + 1.
+//
+// Prologue (once per call): cos/sin tables per (batch row, sequence index)
+// for Q and for K, angles in float64 (exact at positions >= 1e6), stored f32.
+// Layout in scratch, W = rd/2 (half) or rd (interleaved, entries duplicated
+// per channel with sin signed -/+ so that out = x cos + swap_pairs(x) sin):
+//   [Q cos | Q sin | K cos | K sin], each [rows, s, W].
+// Tile transform: per row, vectors of W channels, 2 loads of tables + 2 FMA.
+#include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/RopeConfig.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "runtime/reference/Rope.h"
+
+using namespace mlir;
+using namespace pejit::pe;
+
+namespace {
+
+struct TableLayout {
+  int64_t half = 0;  // rd / 2 frequencies
+  int64_t width = 0; // W entries per (row, s)
+  bool interleaved = false;
+  int64_t queryTable = 0, keyTable = 0; // floats per cos (or sin) table
+
+  TableLayout(RopeAttr rope, const AttentionShape &shape) {
+    int64_t rotaryDim = rope.getRotaryDim().value_or(shape.headDim);
+    half = rotaryDim / 2;
+    interleaved = rope.getLayout() == RopeLayout::Interleaved;
+    width = interleaved ? rotaryDim : half;
+    queryTable = shape.queryPositionRows * shape.querySeq * width;
+    keyTable = shape.keyPositionRows * shape.keySeq * width;
+  }
+  int64_t cosBase(bool isKey) const { return isKey ? 2 * queryTable : 0; }
+  int64_t sinBase(bool isKey) const {
+    return cosBase(isKey) + (isKey ? keyTable : queryTable);
+  }
+};
+
+Value indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+Value f64VectorConst(OpBuilder &b, Location loc, llvm::ArrayRef<double> values) {
+  auto type = VectorType::get({static_cast<int64_t>(values.size())}, b.getF64Type());
+  return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, values));
+}
+
+/// max(position) + 1 over both position tensors (dynamic scalings only).
+Value emitSeqLen(OpBuilder &b, Location loc, const QKPrologueArgs &args) {
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value maxPos = arith::ConstantIntOp::create(b, loc, b.getI64Type(), -1);
+  for (Value positions : {args.queryPositions, args.keyPositions}) {
+    auto type = cast<MemRefType>(positions.getType());
+    auto rows = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(0)),
+                                   one, ValueRange{maxPos});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(rows.getBody());
+      auto cols = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(1)),
+                                     one, ValueRange{rows.getRegionIterArgs()[0]});
+      b.setInsertionPointToStart(cols.getBody());
+      Value p = memref::LoadOp::create(b, loc, positions,
+                                       ValueRange{rows.getInductionVar(), cols.getInductionVar()});
+      Value m = arith::MaxSIOp::create(b, loc, cols.getRegionIterArgs()[0], p);
+      scf::YieldOp::create(b, loc, m);
+      b.setInsertionPointAfter(cols);
+      scf::YieldOp::create(b, loc, cols.getResult(0));
+    }
+    maxPos = rows.getResult(0);
+  }
+  Value oneI64 = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+  return arith::AddIOp::create(b, loc, maxPos, oneI64);
+}
+
+/// Fills invFreq (memref<half x f64>) for this call.
+void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
+                            const AttentionShape &shape, const QKPrologueArgs &args,
+                            Value invFreq) {
+  pejit::ref::RopeConfig config = toReferenceConfig(rope);
+  Value zero = indexConst(b, loc, 0);
+  auto store = [&](llvm::ArrayRef<double> values) {
+    vector::StoreOp::create(b, loc, f64VectorConst(b, loc, values), invFreq, ValueRange{zero});
+  };
+  int64_t original = config.scaling.originalMaxPosition;
+  // Frequencies when max(position) + 1 <= original (seqLen = 0 selects them).
+  std::vector<double> base =
+      pejit::ref::computeRopeFrequencies(config, shape.headDim, 0).invFreq;
+  store(base);
+  using Kind = pejit::ref::RopeScaling::Kind;
+  if (config.scaling.kind != Kind::DynamicNtk && config.scaling.kind != Kind::LongRope)
+    return;
+  Value seqLen = emitSeqLen(b, loc, args);
+  Value limit = arith::ConstantIntOp::create(b, loc, b.getI64Type(), original);
+  Value longContext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, seqLen, limit);
+  auto ifOp = scf::IfOp::create(b, loc, longContext, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  if (config.scaling.kind == Kind::LongRope) {
+    store(pejit::ref::computeRopeFrequencies(config, shape.headDim, original + 1).invFreq);
+    return;
+  }
+  // HF _compute_dynamic_ntk_parameters: base = theta * ((factor * seqLen /
+  // original) - (factor - 1))^(rd / (rd - 2)); inv_freq[c] = base^(-2c/rd).
+  double factor = config.scaling.factor;
+  double rd = 2.0 * static_cast<double>(base.size());
+  auto f64 = [&](double v) { return arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(v)); };
+  Value len = arith::SIToFPOp::create(b, loc, b.getF64Type(), seqLen);
+  Value ratio = arith::MulFOp::create(b, loc, len, f64(factor / original));
+  ratio = arith::SubFOp::create(b, loc, ratio, f64(factor - 1.0));
+  Value scaled = math::PowFOp::create(b, loc, ratio, f64(rd / (rd - 2.0)));
+  Value newBase = arith::MulFOp::create(b, loc, scaled, f64(config.theta));
+  Value logBase = math::LogOp::create(b, loc, newBase);
+  for (size_t c = 0; c < base.size(); ++c) {
+    Value exponent = arith::MulFOp::create(b, loc, logBase, f64(-2.0 * c / rd));
+    Value freq = math::ExpOp::create(b, loc, exponent);
+    memref::StoreOp::create(b, loc, freq, invFreq, ValueRange{indexConst(b, loc, c)});
+  }
+}
+
+/// cos/sin tables of one position tensor into scratch.
+void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
+                Value invFreq, double attentionFactor, int64_t cosBase, int64_t sinBase,
+                Value scratch) {
+  auto type = cast<MemRefType>(positions.getType());
+  int64_t rows = type.getDimSize(0), seq = type.getDimSize(1);
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value factor = arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(attentionFactor));
+  auto rowLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, rows * seq), one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value flat = rowLoop.getInductionVar();
+  Value row = arith::DivUIOp::create(b, loc, flat, indexConst(b, loc, seq));
+  Value col = arith::RemUIOp::create(b, loc, flat, indexConst(b, loc, seq));
+  Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{row, col});
+  Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
+  Value rowBase = arith::MulIOp::create(b, loc, flat, indexConst(b, loc, layout.width));
+  auto freqLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.half), one);
+  b.setInsertionPointToStart(freqLoop.getBody());
+  Value c = freqLoop.getInductionVar();
+  Value freq = memref::LoadOp::create(b, loc, invFreq, ValueRange{c});
+  Value angle = arith::MulFOp::create(b, loc, posF, freq);
+  Value cosV = arith::MulFOp::create(b, loc, math::CosOp::create(b, loc, angle), factor);
+  Value sinV = arith::MulFOp::create(b, loc, math::SinOp::create(b, loc, angle), factor);
+  Value cos32 = arith::TruncFOp::create(b, loc, b.getF32Type(), cosV);
+  Value sin32 = arith::TruncFOp::create(b, loc, b.getF32Type(), sinV);
+  auto storeAt = [&](Value value, int64_t base, Value offset) {
+    Value index = arith::AddIOp::create(b, loc, rowBase, offset);
+    index = arith::AddIOp::create(b, loc, index, indexConst(b, loc, base));
+    memref::StoreOp::create(b, loc, value, scratch, ValueRange{index});
+  };
+  if (!layout.interleaved) {
+    storeAt(cos32, cosBase, c);
+    storeAt(sin32, sinBase, c);
+    return;
+  }
+  Value even = arith::MulIOp::create(b, loc, c, indexConst(b, loc, 2));
+  Value odd = arith::AddIOp::create(b, loc, even, one);
+  storeAt(cos32, cosBase, even);
+  storeAt(cos32, cosBase, odd);
+  storeAt(arith::NegFOp::create(b, loc, sin32), sinBase, even);
+  storeAt(sin32, sinBase, odd);
+}
+
+} // namespace
+
+int64_t RopeAttr::getScratchFloats(const AttentionShape &shape) const {
+  TableLayout layout(*this, shape);
+  return 2 * (layout.queryTable + layout.keyTable);
+}
+
+void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
+                              const QKPrologueArgs &args) const {
+  TableLayout layout(*this, shape);
+  auto freqType = MemRefType::get({layout.half}, b.getF64Type());
+  Value invFreq = memref::AllocaOp::create(b, loc, freqType);
+  emitInverseFrequencies(b, loc, *this, shape, args, invFreq);
+  double attentionFactor =
+      pejit::ref::computeRopeFrequencies(toReferenceConfig(*this), shape.headDim, 0)
+          .attentionFactor;
+  emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor,
+             layout.cosBase(false), layout.sinBase(false), args.scratch);
+  emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor,
+             layout.cosBase(true), layout.sinBase(true), args.scratch);
+}
+
+void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                   const QKTileArgs &args) const {
+  TableLayout layout(*this, shape);
+  int64_t lanes = shape.vectorWidth;
+  int64_t positionRows = args.isKey ? shape.keyPositionRows : shape.queryPositionRows;
+  int64_t seq = args.isKey ? shape.keySeq : shape.querySeq;
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value batchRow = positionRows == 1 ? zero : args.batch;
+  Value firstRow = arith::MulIOp::create(b, loc, batchRow, indexConst(b, loc, seq));
+  firstRow = arith::AddIOp::create(b, loc, firstRow, args.seqStart);
+  bool vectorized = layout.width % lanes == 0;
+  auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value r = rowLoop.getInductionVar();
+  Value tableRow = arith::AddIOp::create(b, loc, firstRow, r);
+  Value rowBase = arith::MulIOp::create(b, loc, tableRow, indexConst(b, loc, layout.width));
+  Value cosRow = arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.cosBase(args.isKey)));
+  Value sinRow = arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.sinBase(args.isKey)));
+  Value halfOffset = indexConst(b, loc, layout.half);
+  auto chanLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.width),
+                                     indexConst(b, loc, vectorized ? lanes : 1));
+  b.setInsertionPointToStart(chanLoop.getBody());
+  Value c = chanLoop.getInductionVar();
+  Value cosAt = arith::AddIOp::create(b, loc, cosRow, c);
+  Value sinAt = arith::AddIOp::create(b, loc, sinRow, c);
+  if (vectorized) {
+    auto vecType = VectorType::get({lanes}, b.getF32Type());
+    auto load = [&](Value mem, ValueRange idx) { return vector::LoadOp::create(b, loc, vecType, mem, idx); };
+    Value cosV = load(args.scratch, cosAt), sinV = load(args.scratch, sinAt);
+    if (layout.interleaved) {
+      // out = x cos + swap_pairs(x) sin, sin signed -/+ in the table.
+      Value x = load(args.tile, ValueRange{r, c});
+      SmallVector<int64_t> swap;
+      for (int64_t i = 0; i < lanes; ++i)
+        swap.push_back(i ^ 1);
+      Value swapped = vector::ShuffleOp::create(b, loc, x, x, swap);
+      Value t = arith::MulFOp::create(b, loc, swapped, sinV);
+      Value out = vector::FMAOp::create(b, loc, x, cosV, t);
+      vector::StoreOp::create(b, loc, out, args.tile, ValueRange{r, c});
+      return;
+    }
+    Value cHi = arith::AddIOp::create(b, loc, c, halfOffset);
+    Value xa = load(args.tile, ValueRange{r, c}), xb = load(args.tile, ValueRange{r, cHi});
+    Value negXbSin = arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, sinV));
+    Value outA = vector::FMAOp::create(b, loc, xa, cosV, negXbSin);
+    Value xaSin = arith::MulFOp::create(b, loc, xa, sinV);
+    Value outB = vector::FMAOp::create(b, loc, xb, cosV, xaSin);
+    vector::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, c});
+    vector::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, cHi});
+    return;
+  }
+  // Scalar path (W not a multiple of the vector width): channel pair of
+  // table entry c is (c, c + half) or, interleaved, (c, c ^ 1) for even c.
+  if (layout.interleaved) {
+    Value two = indexConst(b, loc, 2);
+    Value isEven = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         arith::RemUIOp::create(b, loc, c, two), zero);
+    auto ifEven = scf::IfOp::create(b, loc, isEven, false);
+    b.setInsertionPointToStart(ifEven.thenBlock());
+    Value odd = arith::AddIOp::create(b, loc, c, one);
+    Value xa = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, c});
+    Value xb = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, odd});
+    Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosAt});
+    Value sn = memref::LoadOp::create(b, loc, args.scratch,
+                                      ValueRange{arith::AddIOp::create(b, loc, sinAt, one)});
+    Value outA = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, xa, cs),
+                                       arith::MulFOp::create(b, loc, xb, sn));
+    Value outB = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, cs),
+                                       arith::MulFOp::create(b, loc, xa, sn));
+    memref::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, c});
+    memref::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, odd});
+    return;
+  }
+  Value cHi = arith::AddIOp::create(b, loc, c, halfOffset);
+  Value xa = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, c});
+  Value xb = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, cHi});
+  Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosAt});
+  Value sn = memref::LoadOp::create(b, loc, args.scratch, ValueRange{sinAt});
+  Value outA = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, xa, cs),
+                                     arith::MulFOp::create(b, loc, xb, sn));
+  Value outB = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, cs),
+                                     arith::MulFOp::create(b, loc, xa, sn));
+  memref::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, c});
+  memref::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, cHi});
+}
