@@ -146,7 +146,7 @@ void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64
 
 } // namespace
 
-LogicalResult pejit::instantiateX86Template(ModuleOp module, const TileConfig &tiles) {
+LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles &tiles) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();

@@ -8,7 +8,7 @@
 
 namespace pejit {
 
-struct TileConfig {
+struct TemplateTiles {
   int64_t queryTile = 96; ///< BM: query rows per work item (multiple of 24)
   int64_t keyTile = 64;   ///< BN: keys per KV tile (multiple of 4)
 };
@@ -24,7 +24,7 @@ inline constexpr const char *kKernelInfoAttr = "pejit.kernel";
 /// arguments, static f32 shapes) by the kernel functions @pejit_prologue and
 /// @pejit_item of the template, with the encodings' hooks expanded. Emits a
 /// diagnostic naming the problem and fails on anything it cannot compile.
-mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const TileConfig &tiles);
+mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const TemplateTiles &tiles);
 
 } // namespace pejit
 

@@ -14,12 +14,12 @@
 // finalize-memref-to-llvm handles the strided user buffers; ub-to-llvm
 // catches the ub.poison that vector lowering can leave.
 const char *pejit::lowerToLLVMPipeline() {
-  return "builtin.module(canonicalize,cse,"
+  return "canonicalize,cse,"
          "convert-vector-to-scf{full-unroll=true},convert-scf-to-cf,"
          "convert-vector-to-llvm,convert-math-to-llvm,expand-strided-metadata,"
          "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
          "convert-func-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
-         "reconcile-unrealized-casts,canonicalize)";
+         "reconcile-unrealized-casts,canonicalize";
 }
 
 void pejit::registerPipelines() {
@@ -37,11 +37,7 @@ void pejit::registerPipelines() {
   mlir::PassPipelineRegistration<>(
       "pejit-lower-to-llvm", "lower pejit's tiled stage to the LLVM dialect",
       [](mlir::OpPassManager &pm) {
-        // The text names a module pipeline; nest its body into `pm`.
-        std::string text = lowerToLLVMPipeline();
-        text = text.substr(std::string("builtin.module(").size());
-        text.pop_back();
-        if (failed(mlir::parsePassPipeline(text, pm)))
+        if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), pm)))
           llvm::errs() << "pejit-lower-to-llvm: bad pipeline text\n";
       });
 }

@@ -11,7 +11,8 @@ namespace pejit {
 ///    down to the LLVM dialect.
 void registerPipelines();
 
-/// The `pejit-lower-to-llvm` pipeline as text (upstream passes only).
+/// The `pejit-lower-to-llvm` pipeline as text (upstream passes only, to run
+/// on a builtin.module; no anchor op in the text).
 const char *lowerToLLVMPipeline();
 
 } // namespace pejit

@@ -1,0 +1,66 @@
+// A compiled kernel: the text of every stage, the JIT-compiled entry points
+// and what the runtime needs to call them (runtime-internal).
+#ifndef PEJIT_RUNTIME_COMPILEDKERNEL_H
+#define PEJIT_RUNTIME_COMPILEDKERNEL_H
+
+#include "runtime/Pejit.h"
+#include "runtime/ThreadPool.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace mlir {
+class ExecutionEngine;
+}
+
+namespace pejit {
+
+/// MLIR's memref descriptor as the C interface (_mlir_ciface_*) takes it.
+template <typename T, int Rank> struct MemRefDescriptor {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+
+using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
+                            MemRefDescriptor<float, 1> *);
+using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                        MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                        MemRefDescriptor<float, 1> *, int64_t);
+
+class CompiledKernel {
+public:
+  /// Runs every stage from the source to machine code; an error names the
+  /// stage and carries the compiler's diagnostics.
+  static Expected<std::shared_ptr<const CompiledKernel>>
+  compile(const Spec &spec, const TileConfig &tiles, std::shared_ptr<ThreadPool> pool);
+  ~CompiledKernel();
+
+  Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  Expected<std::string> stage(const std::string &name) const;
+
+  Shape shape;
+  std::vector<std::string> arguments;
+  int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  double compileMs = 0;
+
+private:
+  CompiledKernel() = default;
+  std::map<std::string, std::string> stages_;
+  mutable std::map<std::string, std::string> derivedStages_; // llvm-ir, asm: on demand
+  mutable std::mutex derivedMutex_;
+  std::unique_ptr<mlir::ExecutionEngine> engine_;
+  PrologueFn prologue_ = nullptr;
+  ItemFn item_ = nullptr;
+  std::shared_ptr<ThreadPool> pool_;
+};
+
+/// LLVM IR after O3, or host assembly, of an LLVM-dialect module's text.
+Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool assembly);
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_COMPILEDKERNEL_H

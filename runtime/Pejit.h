@@ -1,0 +1,180 @@
+// pejit's public C++ API: describe attention with its positional encoding,
+// get a kernel JIT-compiled for one shape, run it on your buffers, and read
+// the IR of every compilation stage.
+//
+//   pejit::Runtime rt;
+//   pejit::AttentionSpec spec;                 // or Spec::fromFile("x.mlir")
+//   spec.rope = pejit::ref::RopeConfig{...};   // fused RoPE on Q and K
+//   spec.causal = true;
+//   pejit::Shape shape{1, 32, 8, 2048, 2048, 128, 128};
+//   auto kernel = rt.get(pejit::Spec::fromBuilder(spec, shape));
+//   if (!kernel) { std::cerr << kernel.error(); ... }
+//   pejit::Status s = kernel->run({q, k, v}, out);  // TensorViews
+//   std::cout << kernel->ir("tiled");
+//
+// Errors are values with a message that names what is wrong; nothing here
+// throws or aborts on bad input.
+#ifndef PEJIT_RUNTIME_PEJIT_H
+#define PEJIT_RUNTIME_PEJIT_H
+
+#include "runtime/reference/Rope.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pejit {
+
+/// Success, or an error message.
+class Status {
+public:
+  Status() = default;
+  static Status error(std::string message) { return Status(std::move(message)); }
+  bool ok() const { return !message_; }
+  explicit operator bool() const { return ok(); }
+  const std::string &message() const;
+
+private:
+  explicit Status(std::string message) : message_(std::move(message)) {}
+  std::optional<std::string> message_;
+};
+
+/// A value, or an error message.
+template <typename T> class Expected {
+public:
+  Expected(T value) : value_(std::move(value)) {}
+  static Expected error(std::string message) { return Expected(Status::error(std::move(message))); }
+  Expected(Status status) : status_(std::move(status)) {}
+  bool ok() const { return value_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const std::string &error() const { return status_.message(); }
+  T &operator*() { return *value_; }
+  T *operator->() { return &*value_; }
+  const T &operator*() const { return *value_; }
+  const T *operator->() const { return &*value_; }
+
+private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+enum class DType { F32, F16, BF16, I32, I64 };
+const char *dtypeName(DType dtype);
+
+/// A user buffer: element pointer, dtype, shape and strides in elements.
+/// Empty strides mean contiguous (row-major).
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+};
+
+/// The static shape of one attention call.
+struct Shape {
+  int64_t batch = 1, queryHeads = 1, kvHeads = 1;
+  int64_t querySeq = 1, keySeq = 1, headDim = 64, valueDim = 64;
+  bool operator==(const Shape &other) const;
+  std::string str() const;
+};
+
+/// ALiBi over `numHeads` heads in total; this attention's heads are
+/// [headOffset, headOffset + queryHeads) of them.
+struct AlibiSpec {
+  int64_t numHeads = 0;
+  int64_t headOffset = 0;
+  bool symmetric = false;
+};
+
+/// What the C++ builder describes: attention and its fused encodings.
+struct AttentionSpec {
+  std::optional<ref::RopeConfig> rope; ///< RoPE on Q and K (sections unsupported)
+  std::optional<AlibiSpec> alibi;
+  bool causal = false;
+  std::optional<int64_t> window;
+  std::optional<double> softcap;
+  std::optional<double> scale; ///< default 1/sqrt(d)
+  /// Whether run() takes query/key position ids ([s] shared, or [b, s] when
+  /// positionsPerBatch); otherwise the CONVENTIONS.md defaults are used.
+  bool queryPositions = false, keyPositions = false, positionsPerBatch = false;
+};
+
+/// A compilable description: MLIR source text (pe + attn dialects) with
+/// static shapes. Build it from the C++ builder or from a .mlir file.
+class Spec {
+public:
+  static Spec fromBuilder(const AttentionSpec &spec, const Shape &shape);
+  static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
+  static Expected<Spec> fromFile(const std::string &path);
+  const std::string &source() const { return source_; }
+  const std::string &name() const { return name_; }
+
+private:
+  Spec(std::string source, std::string name)
+      : source_(std::move(source)), name_(std::move(name)) {}
+  std::string source_, name_;
+};
+
+/// Tile sizes of the x86 template: tile_m a multiple of 24, tile_n of 4.
+struct TileConfig {
+  int64_t queryTile = 96;
+  int64_t keyTile = 64;
+};
+
+class CompiledKernel;
+
+/// A JIT-compiled kernel for one (spec, shape, target, tile config).
+/// Cheap to copy; copies share the compiled code.
+class Kernel {
+public:
+  /// Inputs bound in the order of the source function's arguments (query,
+  /// key, value and the position ids it declares); `out` is [b, hq, sq, dv].
+  Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// Text of a stage: "source", "fused", "tiled", "llvm" (LLVM dialect),
+  /// "llvm-ir" (optimized LLVM IR) or "asm"; an error for other names.
+  Expected<std::string> ir(const std::string &stage) const;
+  static const std::vector<std::string> &stageNames();
+  /// The argument roles, in order ("query", "key", ...).
+  const std::vector<std::string> &arguments() const;
+  const Shape &shape() const;
+  /// Milliseconds spent compiling (0 for a cache hit's original compile).
+  double compileMilliseconds() const;
+  /// Identity of the compiled code (equal for the same cache entry).
+  const void *id() const { return impl_.get(); }
+
+private:
+  friend class Runtime;
+  explicit Kernel(std::shared_ptr<const CompiledKernel> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const CompiledKernel> impl_;
+};
+
+struct RuntimeOptions {
+  int threads = 0; ///< worker threads for run(); 0 = all cores (or PEJIT_NUM_THREADS)
+};
+
+/// Compiles and caches kernels. Thread-safe: concurrent get() calls for the
+/// same key compile it once and all receive that kernel.
+class Runtime {
+public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime &) = delete;
+  Runtime &operator=(const Runtime &) = delete;
+
+  Expected<Kernel> get(const Spec &spec, TileConfig tiles = {});
+  /// Number of compilations done (cache misses).
+  int64_t compileCount() const;
+  /// The host CPU name and features that are part of every kernel key.
+  static std::string hostTarget();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_PEJIT_H

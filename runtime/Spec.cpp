@@ -1,0 +1,158 @@
+// Spec: the MLIR source of one attention, from the C++ builder (generated
+// text in the pe + attn dialects, unfused, as a user would write it) or from
+// a file.
+#include "runtime/Pejit.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace pejit {
+
+namespace {
+
+// A float literal MLIR reads back exactly ("10000.0", "1.0e-06").
+std::string literal(double value) {
+  char buffer[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value)
+      break;
+  }
+  std::string text(buffer);
+  if (text.find_first_of(".en") == std::string::npos)
+    text += ".0";
+  else if (text.find('.') == std::string::npos && text.find('e') != std::string::npos)
+    text.insert(text.find('e'), ".0");
+  return text;
+}
+
+std::string list(const std::vector<double> &values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    out += (i ? ", " : "") + literal(values[i]);
+  return out + "]";
+}
+
+std::string scalingText(const ref::RopeScaling &s) {
+  using Kind = ref::RopeScaling::Kind;
+  std::string orig = "original_max_position = " + std::to_string(s.originalMaxPosition);
+  switch (s.kind) {
+  case Kind::None:
+    return "";
+  case Kind::Linear:
+    return "#pe.linear<factor = " + literal(s.factor) + ">";
+  case Kind::Ntk:
+    return "#pe.ntk<factor = " + literal(s.factor) + ">";
+  case Kind::DynamicNtk:
+    return "#pe.dynamic_ntk<factor = " + literal(s.factor) + ", " + orig + ">";
+  case Kind::Yarn: {
+    std::string text = "#pe.yarn<factor = " + literal(s.factor) + ", " + orig +
+                       ", beta_fast = " + literal(s.betaFast) +
+                       ", beta_slow = " + literal(s.betaSlow);
+    if (s.mscale)
+      text += ", mscale = " + literal(*s.mscale);
+    if (s.mscaleAllDim)
+      text += ", mscale_all_dim = " + literal(*s.mscaleAllDim);
+    if (s.attentionFactor)
+      text += ", attention_factor = " + literal(*s.attentionFactor);
+    return text + ", truncate = " + (s.truncate ? "true" : "false") + ">";
+  }
+  case Kind::Llama3:
+    return "#pe.llama3<factor = " + literal(s.factor) + ", low_freq_factor = " +
+           literal(s.lowFreqFactor) + ", high_freq_factor = " + literal(s.highFreqFactor) +
+           ", " + orig + ">";
+  case Kind::LongRope: {
+    std::string text = "#pe.longrope<short_factor = " + list(s.shortFactor) +
+                       ", long_factor = " + list(s.longFactor) + ", " + orig +
+                       ", factor = " + literal(s.factor);
+    if (s.attentionFactor)
+      text += ", attention_factor = " + literal(*s.attentionFactor);
+    return text + ">";
+  }
+  }
+  return "";
+}
+
+std::string ropeText(const ref::RopeConfig &rope) {
+  std::string text = std::string("<layout = ") +
+                     (rope.layout == ref::RopeLayout::Half ? "half" : "interleaved") +
+                     ", theta = " + literal(rope.theta);
+  if (rope.rotaryDim)
+    text += ", rotary_dim = " + std::to_string(rope.rotaryDim);
+  std::string scaling = scalingText(rope.scaling);
+  if (!scaling.empty())
+    text += ", scaling = " + scaling;
+  return text + ">";
+}
+
+std::string tensor(std::initializer_list<int64_t> dims, const char *element) {
+  std::string text = "tensor<";
+  for (int64_t d : dims)
+    text += std::to_string(d) + "x";
+  return text + element + ">";
+}
+
+} // namespace
+
+Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
+  std::string q = tensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, "f32");
+  std::string k = tensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, "f32");
+  std::string v = tensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, "f32");
+  std::string o = tensor({s.batch, s.queryHeads, s.querySeq, s.valueDim}, "f32");
+  std::string qp = spec.positionsPerBatch ? tensor({s.batch, s.querySeq}, "i64")
+                                          : tensor({s.querySeq}, "i64");
+  std::string kp = spec.positionsPerBatch ? tensor({s.batch, s.keySeq}, "i64")
+                                          : tensor({s.keySeq}, "i64");
+  std::ostringstream out;
+  out << "func.func @attention(%q: " << q << ", %k: " << k << ", %v: " << v;
+  if (spec.rope)
+    out << ", %q_pos: " << qp << ", %k_pos: " << kp;
+  out << ") -> " << o << " {\n";
+  std::string qIn = "%q", kIn = "%k";
+  if (spec.rope) {
+    std::string attr = ropeText(*spec.rope);
+    out << "  %q_rot = pe.rope %q, %q_pos " << attr << " : " << q << ", " << qp << "\n";
+    out << "  %k_rot = pe.rope %k, %k_pos " << attr << " : " << k << ", " << kp << "\n";
+    qIn = "%q_rot";
+    kIn = "%k_rot";
+  }
+  std::string bias;
+  if (spec.alibi) {
+    std::string biasType = tensor({1, s.queryHeads, s.querySeq, s.keySeq}, "f32");
+    out << "  %bias = pe.alibi <num_heads = " << spec.alibi->numHeads
+        << ", head_offset = " << spec.alibi->headOffset
+        << ", form = " << (spec.alibi->symmetric ? "symmetric" : "causal") << "> : "
+        << biasType << "\n";
+    bias = " bias(%bias : " + biasType + ")";
+  }
+  out << "  %o = attn.attention " << qIn << ", " << kIn << ", %v" << bias;
+  if (spec.causal)
+    out << " causal";
+  if (spec.window)
+    out << " window(" << *spec.window << ")";
+  if (spec.softcap)
+    out << " softcap(" << literal(*spec.softcap) << ")";
+  if (spec.scale)
+    out << " scale(" << literal(*spec.scale) << ")";
+  out << " : " << q << ", " << k << ", " << v << " -> " << o << "\n";
+  out << "  return %o : " << o << "\n}\n";
+  return Spec(out.str(), "<builder>");
+}
+
+Expected<Spec> Spec::fromText(std::string mlirText, std::string name) {
+  if (mlirText.find("attn.attention") == std::string::npos)
+    return Expected<Spec>::error(name + ": no attn.attention in the source");
+  return Spec(std::move(mlirText), std::move(name));
+}
+
+Expected<Spec> Spec::fromFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Expected<Spec>::error(path + ": cannot open the file");
+  std::ostringstream text;
+  text << file.rdbuf();
+  return fromText(text.str(), path);
+}
+
+} // namespace pejit

@@ -1,0 +1,59 @@
+#include "runtime/ThreadPool.h"
+
+namespace pejit {
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread &worker : workers_)
+    worker.join();
+}
+
+// Takes items until none are left; mutex_ is held on entry and exit.
+void ThreadPool::drain() {
+  while (next_ < count_) {
+    int64_t item = next_++;
+    const std::function<void(int64_t)> *body = body_;
+    mutex_.unlock();
+    (*body)(item);
+    mutex_.lock();
+  }
+}
+
+void ThreadPool::workerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  int64_t seen = generation_;
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_)
+      return;
+    seen = generation_;
+    ++busy_;
+    drain(); // the unique_lock holds mutex_, as drain() expects
+    if (--busy_ == 0)
+      done_.notify_all();
+  }
+}
+
+void ThreadPool::parallelFor(int64_t count, const std::function<void(int64_t)> &body) {
+  std::lock_guard<std::mutex> call(callMutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  body_ = &body;
+  count_ = count;
+  next_ = 0;
+  ++generation_;
+  wake_.notify_all();
+  drain();
+  done_.wait(lock, [&] { return busy_ == 0; });
+  body_ = nullptr;
+}
+
+} // namespace pejit

@@ -1,0 +1,45 @@
+// A fixed pool of worker threads for running a kernel's work items.
+#ifndef PEJIT_RUNTIME_THREADPOOL_H
+#define PEJIT_RUNTIME_THREADPOOL_H
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pejit {
+
+class ThreadPool {
+public:
+  /// `threads` workers in total, counting the calling thread (>= 1).
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool &) = delete;
+  ThreadPool &operator=(const ThreadPool &) = delete;
+
+  /// Runs body(i) for i in [0, count), items handed out one at a time (so
+  /// uneven items, like causal tiles, balance), the caller working too.
+  /// One parallelFor at a time per pool; concurrent callers are serialized.
+  void parallelFor(int64_t count, const std::function<void(int64_t)> &body);
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+
+private:
+  void workerLoop();
+  void drain();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::mutex callMutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int64_t)> *body_ = nullptr;
+  int64_t count_ = 0, next_ = 0;
+  int64_t generation_ = 0;
+  int busy_ = 0;
+  bool stop_ = false;
+};
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_THREADPOOL_H

@@ -1,0 +1,133 @@
+// Runs a fused pejit kernel and the float64 reference on the same fresh
+// random inputs and reports the error: max |out - ref| / max |ref|.
+// The output is poisoned with NaN before every run, so an element the kernel
+// fails to write shows up as an error, never as a stale value.
+#ifndef PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
+#define PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
+
+#include "runtime/Pejit.h"
+#include "runtime/reference/Attention.h"
+#include "runtime/reference/Rope.h"
+#include "runtime/reference/ScoreBias.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace pejit::testing {
+
+struct Case {
+  AttentionSpec spec;
+  Shape shape;
+  TileConfig tiles;
+  /// Explicit position ids ([s] or [b, s] per spec.positionsPerBatch); empty
+  /// means the kernel's defaults.
+  std::vector<int64_t> queryPositions, keyPositions;
+};
+
+struct Outcome {
+  std::string error;   ///< non-empty if compiling or running failed
+  double relativeError = std::numeric_limits<double>::infinity();
+  uint32_t seed = 0;
+};
+
+inline std::mt19937 &rng(uint32_t *seedOut) {
+  static uint32_t seed = std::random_device{}();
+  static std::mt19937 engine(seed);
+  if (seedOut)
+    *seedOut = seed;
+  return engine;
+}
+
+inline ref::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &engine) {
+  ref::Tensor t(std::move(shape));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (double &x : t.data)
+    x = dist(engine); // float values, so f32 inputs equal the reference's
+  return t;
+}
+
+inline std::vector<float> toFloat(const ref::Tensor &t) {
+  return std::vector<float>(t.data.begin(), t.data.end());
+}
+
+inline Outcome runCase(Runtime &runtime, const Case &c) {
+  Outcome outcome;
+  std::mt19937 &engine = rng(&outcome.seed);
+  const Shape &s = c.shape;
+  ref::Tensor q = randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine);
+  ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine);
+  ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
+  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v);
+  std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
+                         std::numeric_limits<float>::quiet_NaN());
+
+  Expected<Kernel> kernel = runtime.get(Spec::fromBuilder(c.spec, s), c.tiles);
+  if (!kernel) {
+    outcome.error = kernel.error();
+    return outcome;
+  }
+  std::vector<TensorView> inputs = {
+      {qf.data(), DType::F32, q.shape, {}},
+      {kf.data(), DType::F32, k.shape, {}},
+      {vf.data(), DType::F32, v.shape, {}}};
+  std::vector<int64_t> qp = c.queryPositions, kp = c.keyPositions;
+  auto positionShape = [&](int64_t seq) {
+    return c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq}
+                                    : std::vector<int64_t>{seq};
+  };
+  if (c.spec.rope && !qp.empty())
+    inputs.push_back({qp.data(), DType::I64, positionShape(s.querySeq), {}});
+  if (c.spec.rope && !kp.empty())
+    inputs.push_back({kp.data(), DType::I64, positionShape(s.keySeq), {}});
+  TensorView outView{out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}};
+  if (Status status = kernel->run(inputs, outView); !status) {
+    outcome.error = status.message();
+    return outcome;
+  }
+
+  // Reference: rotate, bias, attend, all in float64.
+  ref::Tensor qr = q, kr = k;
+  if (c.spec.rope) {
+    auto ids = [&](const std::vector<int64_t> &given, ref::PositionIds fallback, int64_t seq) {
+      if (given.empty())
+        return fallback;
+      return ref::PositionIds(positionShape(seq), given);
+    };
+    ref::PositionIds qIds = ids(qp, ref::defaultQueryPositions(s.querySeq, s.keySeq), s.querySeq);
+    ref::PositionIds kIds = ids(kp, ref::defaultKeyPositions(s.keySeq), s.keySeq);
+    int64_t seqLen = ref::maxPositionPlusOne(qIds, kIds);
+    qr = ref::applyRope(*c.spec.rope, q, qIds, seqLen);
+    kr = ref::applyRope(*c.spec.rope, k, kIds, seqLen);
+  }
+  ref::Tensor bias;
+  ref::AttentionOptions options;
+  options.scale = c.spec.scale;
+  options.causal = c.spec.causal;
+  options.window = c.spec.window;
+  options.softcap = c.spec.softcap;
+  if (c.spec.alibi) {
+    bias = ref::alibiBias(c.spec.alibi->numHeads, c.spec.alibi->headOffset, s.queryHeads,
+                          c.spec.alibi->symmetric ? ref::AlibiForm::Symmetric
+                                                  : ref::AlibiForm::Causal,
+                          s.querySeq, s.keySeq);
+    options.bias = &bias;
+  }
+  ref::Tensor expected = ref::attention(qr, kr, v, options);
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+    double err = std::fabs(static_cast<double>(out[i]) - expected.data[i]);
+    if (std::isnan(out[i]))
+      err = std::numeric_limits<double>::infinity();
+    maxErr = std::max(maxErr, err);
+  }
+  outcome.relativeError = maxErr / std::max(maxRef, 1e-30);
+  return outcome;
+}
+
+} // namespace pejit::testing
+
+#endif // PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
