@@ -182,10 +182,10 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
-  if (tiles.queryTile <= 0 || tiles.queryTile % 24 != 0 || tiles.keyTile <= 0 ||
-      tiles.keyTile % 4 != 0)
+  if (tiles.queryTile <= 0 || tiles.queryTile % 48 != 0 || tiles.keyTile <= 0 ||
+      tiles.keyTile % 6 != 0)
     return op.emitError() << "tile config (" << tiles.queryTile << ", " << tiles.keyTile
-                          << ") is invalid: tile_m must be a multiple of 24, tile_n of 4";
+                          << ") is invalid: tile_m must be a multiple of 48, tile_n of 6";
 
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;

@@ -9,8 +9,8 @@
 namespace pejit {
 
 struct TemplateTiles {
-  int64_t queryTile = 96; ///< BM: query rows per work item (multiple of 24)
-  int64_t keyTile = 64;   ///< BN: keys per KV tile (multiple of 4)
+  int64_t queryTile = 96; ///< BM: query rows per work item (multiple of 48)
+  int64_t keyTile = 72;   ///< BN: keys per KV tile (multiple of 6)
 };
 
 /// Name of the module attribute (a dictionary) that describes the kernel to

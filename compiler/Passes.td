@@ -36,9 +36,9 @@ def InstantiateTemplate : Pass<"attn-instantiate-template", "::mlir::ModuleOp"> 
   }];
   let options = [
     Option<"tileM", "tile-m", "int64_t", /*default=*/"96",
-           "query rows per work item (multiple of 24)">,
-    Option<"tileN", "tile-n", "int64_t", /*default=*/"64",
-           "keys per KV tile (multiple of 4)">,
+           "query rows per work item (multiple of 48)">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"72",
+           "keys per KV tile (multiple of 6)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

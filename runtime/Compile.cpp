@@ -28,6 +28,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 
 namespace pejit {
@@ -169,6 +170,8 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
   mlir::ExecutionEngineOptions options;
   options.transformer = optimizer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  // PEJIT_PERF=1: jitdump records for `perf record -k 1` + `perf inject --jit`.
+  options.enablePerfNotificationListener = std::getenv("PEJIT_PERF") != nullptr;
   auto engine = mlir::ExecutionEngine::create(*module, options, std::move(machine));
   if (!engine) {
     std::string message = llvm::toString(engine.takeError());

@@ -118,10 +118,10 @@ private:
   std::string source_, name_;
 };
 
-/// Tile sizes of the x86 template: tile_m a multiple of 24, tile_n of 4.
+/// Tile sizes of the x86 template: tile_m a multiple of 48, tile_n of 6.
 struct TileConfig {
   int64_t queryTile = 96;
-  int64_t keyTile = 64;
+  int64_t keyTile = 72;
 };
 
 class CompiledKernel;
