@@ -16,7 +16,7 @@
 const char *pejit::lowerToLLVMPipeline() {
   return "canonicalize,cse,"
          "convert-vector-to-scf{full-unroll=true},convert-scf-to-cf,"
-         "convert-vector-to-llvm,convert-math-to-llvm,expand-strided-metadata,"
+         "convert-vector-to-llvm,convert-math-to-llvm,expand-strided-metadata,lower-affine,"
          "finalize-memref-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
          "convert-func-to-llvm,convert-cf-to-llvm,convert-ub-to-llvm,"
          "reconcile-unrealized-casts,canonicalize";

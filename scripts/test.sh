@@ -22,7 +22,8 @@ rm -f "$lit_log"
 # GoogleTest binaries: every executable named *-tests under the build dir.
 while IFS= read -r binary; do
   log=$(mktemp)
-  "$binary" --gtest_brief=1 >"$log" 2>&1; rc=$?
+  # A hung binary fails the run instead of blocking it.
+  timeout 1200 "$binary" --gtest_brief=1 >"$log" 2>&1; rc=$?
   grep -E "^\[  (FAILED|SKIPPED) |Failure|error" "$log" | head -40
   p=$(grep -E "^\[  PASSED  \] [0-9]+ test" "$log" | awk '{print $4}')
   f=$(grep -E "^\[  FAILED  \] [0-9]+ test" "$log" | awk '{print $4}')

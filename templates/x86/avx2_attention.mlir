@@ -5,7 +5,8 @@
 //   Qs = Q[b, h, i0 : i0+BM]            qk_transform (RoPE once per Q tile)
 //   Qt = transpose(Qs) * scale           [D, BM]: 8 query rows per vector
 //   for each KV tile that the causal/window mask does not hide entirely:
-//     Ks, Vs = K, V[b, h / GROUP, j0 : j0+BN]   qk_transform on Ks
+//     Ks, Vs = K, V[b, h / GROUP, j0 : j0+BN]   qk_transform on Ks; the next
+//                                               tile is prefetched
 //     St = Ks . Qt                       [BN, BM], 4 x 24 register block
 //     score_mod(St)                      softcap, ALiBi, ... (hooks)
 //     mask(St)                           causal, window, key tail -> -inf
@@ -80,6 +81,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %c5 = arith.constant 5 : index
   %c6 = arith.constant 6 : index
   %c8 = arith.constant 8 : index
+  %c15 = arith.constant 15 : index
   %c16 = arith.constant 16 : index
   %c24 = arith.constant 24 : index
   %BM = arith.constant ${BM} : index
@@ -104,8 +106,12 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
   %true_v = arith.constant dense<true> : vector<8xi1>
 
-  // item -> (b, h, qt); query rows [i0, i0 + nq) of this tile.
-  %qt = arith.remui %item, %NQT : index
+  // item -> (b, h, qt); query rows [i0, i0 + nq) of this tile. Items hand
+  // out the last query tile first: under a causal mask it has the most keys,
+  // so the big items start early and the small ones fill the end.
+  %qt_rev = arith.remui %item, %NQT : index
+  %nqt1 = arith.subi %NQT, %c1 : index
+  %qt = arith.subi %nqt1, %qt_rev : index
   %bh = arith.divui %item, %NQT : index
   %h = arith.remui %bh, %HQ : index
   %b = arith.divui %bh, %HQ : index
@@ -113,6 +119,14 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %i0 = arith.muli %qt, %BM : index
   %q_left = arith.subi %SQ, %i0 : index
   %nq = arith.minui %q_left, %BM : index
+
+  // A partial last tile only computes its rows, rounded up to the blocks.
+  %nq15 = arith.addi %nq, %c15 : index
+  %nq_b16 = arith.divui %nq15, %c16 : index
+  %nq16 = arith.muli %nq_b16, %c16 : index
+  %nq5 = arith.addi %nq, %c5 : index
+  %nq_b6 = arith.divui %nq5, %c6 : index
+  %nq6 = arith.muli %nq_b6, %c6 : index
 
   %Qs = memref.alloca() {alignment = 64 : i64} : memref<${BM}x${D}xf32>
   %Qt = memref.alloca() {alignment = 64 : i64} : memref<${D}x${BM}xf32>
@@ -202,14 +216,39 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
         vector.store %x, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
       }
     }
+    // Prefetch the next KV tile into L2 while this one is computed, so its
+    // copy does not stall on L3 (one prefetch per 64-byte line).
+    %jn = arith.addi %j0, %BN : index
+    %jn_end0 = arith.addi %jn, %BN : index
+    %jn_end = arith.minui %jn_end0, %SKV : index
+    scf.for %j = %jn to %jn_end step %c1 {
+      scf.for %d = %c0 to %D step %c16 {
+        memref.prefetch %k[%b, %hk, %j, %d], read, locality<2>, data : !K
+      }
+      scf.for %d = %c0 to %DV step %c16 {
+        memref.prefetch %v[%b, %hk, %j, %d], read, locality<2>, data : !V
+      }
+    }
     attn.qk_transform %Ks, %nk, %j0, %b, %scratch key : memref<${BN}x${D}xf32>, !SCRATCH
 
     // St = Ks . Qt in 6 x 16 blocks: 12 accumulators, 2 loads of Qt and 6
     // broadcasts of Ks per step of d. The 16-query column block of Qt (8 KB
     // for D = 128) stays in L1 while all key rows stream past it.
-    scf.for %ic = %c0 to %BM step %c16 {
+    // Under a causal mask, key rows past the last one this 16-query block
+    // sees are skipped (the mask below sets them to -inf).
+    %diag_rel = arith.subi %OFF, %j0 : index
+    scf.for %ic = %c0 to %nq16 step %c16 {
       %ic1 = arith.addi %ic, %c8 : index
-      scf.for %jr = %c0 to %BN step %c6 {
+      %seen0 = arith.addi %i0, %ic : index
+      %seen1 = arith.addi %seen0, %diag_rel : index
+      %seen = arith.addi %seen1, %c16 : index
+      %seen_up0 = arith.addi %seen, %c5 : index
+      %seen_up1 = arith.divsi %seen_up0, %c6 : index
+      %seen_up = arith.muli %seen_up1, %c6 : index
+      %seen_lo = arith.maxsi %seen_up, %c0 : index
+      %seen_hi = arith.minsi %seen_lo, %BN : index
+      %jr_end = arith.select %causal, %seen_hi, %BN : index
+      scf.for %jr = %c0 to %jr_end step %c6 {
         %jr1 = arith.addi %jr, %c1 : index
         %jr2 = arith.addi %jr, %c2 : index
         %jr3 = arith.addi %jr, %c3 : index
@@ -311,7 +350,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
 
     // Online softmax down the columns of St (8 query rows per vector):
     // St <- P = 2^((s - m') log2 e), A <- alpha = 2^((m - m') log2 e).
-    scf.for %iv = %c0 to %BM step %c8 {
+    scf.for %iv = %c0 to %nq16 step %c8 {
       %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !V8
       %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
         %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
@@ -344,7 +383,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     // Os = Os * alpha + P^T . Vs in 6 x 16 blocks: the rescale is folded
     // into loading the accumulators; 2 loads of Vs and 6 broadcasts of P per
     // key.
-    scf.for %ir = %c0 to %BM step %c6 {
+    scf.for %ir = %c0 to %nq6 step %c6 {
       %ir1 = arith.addi %ir, %c1 : index
       %ir2 = arith.addi %ir, %c2 : index
       %ir3 = arith.addi %ir, %c3 : index
@@ -362,6 +401,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
       %al3 = vector.broadcast %al3s : f32 to !V8
       %al4 = vector.broadcast %al4s : f32 to !V8
       %al5 = vector.broadcast %al5s : f32 to !V8
+      // Causal: P is exactly 0 past the last key these 6 rows see.
+      %pv_seen0 = arith.addi %i0, %ir : index
+      %pv_seen1 = arith.addi %pv_seen0, %diag_rel : index
+      %pv_seen = arith.addi %pv_seen1, %c6 : index
+      %pv_lo = arith.maxsi %pv_seen, %c0 : index
+      %pv_hi = arith.minsi %pv_lo, %BN : index
+      %j_end = arith.select %causal, %pv_hi, %BN : index
       scf.for %dc = %c0 to %DV step %c16 {
         %dc1 = arith.addi %dc, %c8 : index
         %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
@@ -388,7 +434,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
         %s41 = arith.mulf %o41, %al4 : !V8
         %s50 = arith.mulf %o50, %al5 : !V8
         %s51 = arith.mulf %o51, %al5 : !V8
-        %acc:12 = scf.for %j = %c0 to %BN step %c1
+        %acc:12 = scf.for %j = %c0 to %j_end step %c1
             iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
                       %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
             -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {

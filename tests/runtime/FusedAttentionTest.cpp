@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 using namespace pejit;
 using namespace pejit::testing;
@@ -15,10 +16,19 @@ namespace {
 
 constexpr double kTolerance = 1e-4;
 
-Runtime &sharedRuntime() {
-  static Runtime runtime;
-  return runtime;
-}
+// One runtime for the suite (kernels are cached across tests), destroyed by
+// the gtest environment before static destruction: JIT engines must not
+// outlive LLVM's own globals.
+std::unique_ptr<Runtime> suiteRuntime;
+
+class RuntimeEnvironment : public ::testing::Environment {
+public:
+  void SetUp() override { suiteRuntime = std::make_unique<Runtime>(); }
+  void TearDown() override { suiteRuntime.reset(); }
+};
+const auto *environment = ::testing::AddGlobalTestEnvironment(new RuntimeEnvironment);
+
+Runtime &sharedRuntime() { return *suiteRuntime; }
 
 void expectMatches(const Case &c) {
   Outcome outcome = runCase(sharedRuntime(), c);
