@@ -1,6 +1,6 @@
 // Numerics of the fused x86 kernels against the float64 reference, fresh
-// random inputs per run. Tolerance (f32 kernel): max |out - ref| <= 1e-4 *
-// max |ref|.
+// random inputs per run, output poisoned with NaN before each run.
+// Tolerance (f32 kernel): max |out - ref| <= 1e-4 * max |ref|.
 #include "tests/runtime/FusedAttentionHarness.h"
 
 #include "gtest/gtest.h"
@@ -28,46 +28,233 @@ public:
 };
 const auto *environment = ::testing::AddGlobalTestEnvironment(new RuntimeEnvironment);
 
-Runtime &sharedRuntime() { return *suiteRuntime; }
-
 void expectMatches(const Case &c) {
-  Outcome outcome = runCase(sharedRuntime(), c);
+  Outcome outcome = runCase(*suiteRuntime, c);
   SCOPED_TRACE("seed " + std::to_string(outcome.seed) + ", " + c.shape.str());
   ASSERT_EQ(outcome.error, "");
   EXPECT_LE(outcome.relativeError, kTolerance);
-  ::testing::Test::RecordProperty("relative_error", std::to_string(outcome.relativeError));
   if (std::getenv("PEJIT_TEST_VERBOSE"))
     std::printf("  relative error %.3g (%s)\n", outcome.relativeError, c.shape.str().c_str());
 }
 
-ref::RopeConfig halfRope(double theta = 10000.0) {
-  ref::RopeConfig rope;
-  rope.layout = ref::RopeLayout::Half;
-  rope.theta = theta;
-  return rope;
+ref::RopeConfig rope(ref::RopeLayout layout = ref::RopeLayout::Half, double theta = 10000.0,
+                     int64_t rotaryDim = 0) {
+  ref::RopeConfig config;
+  config.layout = layout;
+  config.theta = theta;
+  config.rotaryDim = rotaryDim;
+  return config;
 }
 
-TEST(FusedAttention, PlainAttentionSmall) {
+Case shaped(int64_t b, int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d) {
   Case c;
-  c.shape = {1, 2, 2, 37, 45, 64, 64};
+  c.shape = {b, hq, hkv, sq, skv, d, d};
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Lengths, tails, heads, head dims, masks (plain attention and RoPE)
+//===----------------------------------------------------------------------===//
+
+struct LengthCase {
+  int64_t sq, skv;
+  bool causal;
+};
+
+class Lengths : public ::testing::TestWithParam<LengthCase> {};
+
+TEST_P(Lengths, RopeAttentionMatchesReference) {
+  LengthCase p = GetParam();
+  Case c = shaped(1, 4, 2, p.sq, p.skv, 64);
+  c.spec.rope = rope();
+  c.spec.causal = p.causal;
   expectMatches(c);
 }
 
-TEST(FusedAttention, RopeCausal) {
-  Case c;
-  c.shape = {1, 4, 4, 100, 100, 64, 64};
-  c.spec.rope = halfRope();
+// 1, 7, 63, 64, 65, 257, 1000: below, at and past the tile sizes (96 x 72),
+// sq < skv (bottom-right causal), sq > skv (rows that see no key: zeros).
+INSTANTIATE_TEST_SUITE_P(
+    FusedAttention, Lengths,
+    ::testing::Values(LengthCase{1, 1, false}, LengthCase{7, 7, true},
+                      LengthCase{63, 63, true}, LengthCase{64, 64, false},
+                      LengthCase{65, 65, true}, LengthCase{257, 257, true},
+                      LengthCase{1000, 1000, true}, LengthCase{1000, 1000, false},
+                      LengthCase{7, 257, true}, LengthCase{65, 1000, true},
+                      LengthCase{257, 63, true}, LengthCase{257, 63, false},
+                      LengthCase{1, 1000, false}, LengthCase{63, 7, true}));
+
+TEST(FusedAttention, HeadDims) {
+  for (int64_t d : {64, 96, 128}) {
+    Case c = shaped(1, 2, 2, 65, 130, d);
+    c.spec.rope = rope();
+    c.spec.causal = true;
+    expectMatches(c);
+  }
+}
+
+TEST(FusedAttention, HeadGroupings) {
+  // MHA, MQA (hkv = 1) and GQA, with hq, hkv in {1, 4, 8}.
+  for (auto [hq, hkv] : {std::pair<int64_t, int64_t>{1, 1}, {4, 4}, {8, 1}, {8, 4}, {4, 1}}) {
+    Case c = shaped(2, hq, hkv, 63, 65, 64);
+    c.spec.rope = rope();
+    c.spec.causal = true;
+    expectMatches(c);
+  }
+}
+
+TEST(FusedAttention, SlidingWindowAndSoftcap) {
+  Case c = shaped(1, 2, 2, 200, 257, 64);
+  c.spec.causal = true;
+  c.spec.window = 50;
+  expectMatches(c);
+  c.spec.window.reset();
+  c.spec.softcap = 5.0;
+  c.spec.scale = 0.5;
+  expectMatches(c);
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE layouts, partial rotary, positions
+//===----------------------------------------------------------------------===//
+
+TEST(FusedAttention, RopeLayouts) {
+  for (ref::RopeLayout layout : {ref::RopeLayout::Half, ref::RopeLayout::Interleaved}) {
+    for (int64_t rotaryDim : {0, 48}) { // whole head, partial (d/2 of 96)
+      Case c = shaped(1, 4, 2, 70, 70, 96);
+      c.spec.rope = rope(layout, 10000.0, rotaryDim);
+      c.spec.causal = true;
+      expectMatches(c);
+    }
+  }
+}
+
+TEST(FusedAttention, ExplicitNonContiguousPositionsPerBatch) {
+  Case c = shaped(2, 4, 4, 40, 40, 64);
+  c.spec.rope = rope(ref::RopeLayout::Interleaved);
+  c.spec.positionsPerBatch = true;
+  c.spec.causal = true;
+  // Packed sequences / gaps: positions restart and jump; masks still use
+  // sequence indices (CONVENTIONS.md).
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t s = 0; s < 40; ++s) {
+      int64_t position = b == 0 ? (s < 20 ? s : s - 20) : 3 * s + 7;
+      c.queryPositions.push_back(position);
+      c.keyPositions.push_back(position);
+    }
+  expectMatches(c);
+}
+
+TEST(FusedAttention, DecodeWithPositionOffset) {
+  // One query at position 999 over 1000 cached keys (the default), then the
+  // same with explicit shifted positions (a KV cache starting at 5000).
+  Case c = shaped(1, 8, 2, 1, 1000, 128);
+  c.spec.rope = rope(ref::RopeLayout::Half, 500000.0);
+  expectMatches(c);
+  c.queryPositions = {5999};
+  for (int64_t j = 0; j < 1000; ++j)
+    c.keyPositions.push_back(5000 + j);
+  expectMatches(c);
+}
+
+TEST(FusedAttention, LargePositionsNearOneMillion) {
+  // angle = position * inv_freq must be formed without f32 loss (CONVENTIONS).
+  Case c = shaped(1, 2, 2, 64, 64, 64);
+  c.spec.rope = rope();
+  for (int64_t s = 0; s < 64; ++s) {
+    c.queryPositions.push_back(1000000 + 17 * s);
+    c.keyPositions.push_back(1000000 + 17 * s);
+  }
+  expectMatches(c);
+}
+
+//===----------------------------------------------------------------------===//
+// RoPE scalings: each changes only frequencies (and yarn/longrope magnitude)
+//===----------------------------------------------------------------------===//
+
+Case scaled(ref::RopeScaling scaling, int64_t seq = 90, int64_t firstPosition = 0) {
+  Case c = shaped(1, 2, 2, seq, seq, 64);
+  c.spec.rope = rope();
+  c.spec.rope->scaling = scaling;
+  c.spec.causal = true;
+  if (firstPosition)
+    for (int64_t s = 0; s < seq; ++s) {
+      c.queryPositions.push_back(firstPosition + s);
+      c.keyPositions.push_back(firstPosition + s);
+    }
+  return c;
+}
+
+TEST(FusedAttention, RopeScalings) {
+  using Kind = ref::RopeScaling::Kind;
+  ref::RopeScaling linear{Kind::Linear, 4.0};
+  expectMatches(scaled(linear));
+  ref::RopeScaling ntk{Kind::Ntk, 4.0};
+  expectMatches(scaled(ntk));
+  ref::RopeScaling dynamic{Kind::DynamicNtk, 2.0, 64};
+  expectMatches(scaled(dynamic, 40));        // max position + 1 <= 64: unscaled
+  expectMatches(scaled(dynamic, 90));        // 90 > 64: base grows with seq_len
+  expectMatches(scaled(dynamic, 30, 1000));  // offsets count: seq_len = 1030
+  ref::RopeScaling yarn{Kind::Yarn, 8.0, 128};
+  expectMatches(scaled(yarn));
+  yarn.mscale = 1.0;
+  yarn.mscaleAllDim = 0.5;
+  yarn.truncate = false;
+  expectMatches(scaled(yarn));
+  ref::RopeScaling llama3{Kind::Llama3, 8.0, 64};
+  llama3.lowFreqFactor = 1.0;
+  llama3.highFreqFactor = 4.0;
+  expectMatches(scaled(llama3, 90, 5000));
+}
+
+TEST(FusedAttention, LongRopeSwitchesFactorsWithLength) {
+  ref::RopeScaling longrope;
+  longrope.kind = ref::RopeScaling::Kind::LongRope;
+  longrope.originalMaxPosition = 64;
+  longrope.factor = 16.0;
+  for (int i = 0; i < 32; ++i) {
+    longrope.shortFactor.push_back(1.0 + 0.05 * i);
+    longrope.longFactor.push_back(1.0 + 0.5 * i);
+  }
+  expectMatches(scaled(longrope, 50));  // short factors
+  expectMatches(scaled(longrope, 100)); // long factors
+}
+
+//===----------------------------------------------------------------------===//
+// ALiBi, and RoPE with ALiBi
+//===----------------------------------------------------------------------===//
+
+TEST(FusedAttention, AlibiEightAndTwelveHeads) {
+  for (int64_t heads : {8, 12}) {
+    Case c = shaped(1, heads, heads, 100, 130, 64);
+    c.spec.alibi = AlibiSpec{heads, 0, false};
+    c.spec.causal = true;
+    expectMatches(c);
+  }
+}
+
+TEST(FusedAttention, AlibiShardSymmetricNonCausal) {
+  // Heads [8, 12) of a 12-head model (tensor-parallel shard), |i - j| form.
+  Case c = shaped(1, 4, 4, 70, 90, 64);
+  c.spec.alibi = AlibiSpec{12, 8, true};
+  expectMatches(c);
+}
+
+TEST(FusedAttention, RopeAndAlibiTogether) {
+  Case c = shaped(2, 12, 4, 65, 130, 64);
+  c.spec.rope = rope();
+  c.spec.alibi = AlibiSpec{12, 0, false};
   c.spec.causal = true;
   expectMatches(c);
 }
 
-TEST(FusedAttention, RopeAlibiGqa) {
-  Case c;
-  c.shape = {2, 4, 2, 65, 130, 64, 64};
-  c.spec.rope = halfRope();
-  c.spec.alibi = AlibiSpec{4, 0, false};
-  c.spec.causal = true;
-  expectMatches(c);
+TEST(FusedAttention, TileConfigsAgree) {
+  for (TileConfig tiles : {TileConfig{48, 6}, TileConfig{96, 72}, TileConfig{144, 48}}) {
+    Case c = shaped(1, 2, 2, 150, 150, 64);
+    c.spec.rope = rope();
+    c.spec.causal = true;
+    c.tiles = tiles;
+    expectMatches(c);
+  }
 }
 
 } // namespace
