@@ -1,0 +1,203 @@
+// The runtime's contract: per-shape cache (hits, misses, one compile under
+// concurrency), IR of every stage, and errors as values for bad input.
+#include "runtime/Pejit.h"
+
+#include "gtest/gtest.h"
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <thread>
+#include <vector>
+
+using namespace pejit;
+
+namespace {
+
+Spec ropeSpec(Shape shape, bool causal = true) {
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = causal;
+  return Spec::fromBuilder(spec, shape);
+}
+
+const Shape kShape{1, 2, 2, 40, 40, 64, 64};
+
+// Each test owns its Runtime: counts start at zero, and the JIT engines die
+// before main returns.
+TEST(Runtime, CacheHitReturnsTheSameKernel) {
+  Runtime runtime;
+  Expected<Kernel> first = runtime.get(ropeSpec(kShape));
+  ASSERT_TRUE(first) << first.error();
+  Expected<Kernel> second = runtime.get(ropeSpec(kShape));
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_EQ(first->id(), second->id());
+  EXPECT_EQ(runtime.compileCount(), 1);
+}
+
+TEST(Runtime, NewShapeOrTileConfigCompilesAnew) {
+  Runtime runtime;
+  Expected<Kernel> base = runtime.get(ropeSpec(kShape));
+  Shape longer = kShape;
+  longer.keySeq = 41;
+  Expected<Kernel> otherShape = runtime.get(ropeSpec(longer));
+  Expected<Kernel> otherTiles = runtime.get(ropeSpec(kShape), TileConfig{48, 48});
+  Expected<Kernel> otherMask = runtime.get(ropeSpec(kShape, /*causal=*/false));
+  ASSERT_TRUE(base && otherShape && otherTiles && otherMask);
+  EXPECT_NE(base->id(), otherShape->id());
+  EXPECT_NE(base->id(), otherTiles->id());
+  EXPECT_NE(base->id(), otherMask->id());
+  EXPECT_EQ(runtime.compileCount(), 4);
+  EXPECT_EQ(otherShape->shape().keySeq, 41);
+}
+
+TEST(Runtime, EightThreadsAskingForOneKeyCompileOnce) {
+  Runtime runtime;
+  Spec spec = ropeSpec(kShape);
+  std::vector<const void *> ids(8, nullptr);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready.load() < 8) {
+      } // start together
+      Expected<Kernel> kernel = runtime.get(spec);
+      if (kernel)
+        ids[t] = kernel->id();
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(runtime.compileCount(), 1);
+  for (const void *id : ids) {
+    EXPECT_NE(id, nullptr);
+    EXPECT_EQ(id, ids[0]);
+  }
+}
+
+TEST(Runtime, EveryStageHasItsIR) {
+  Runtime runtime;
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.alibi = AlibiSpec{2, 0, false};
+  Expected<Kernel> kernel = runtime.get(Spec::fromBuilder(spec, kShape));
+  ASSERT_TRUE(kernel) << kernel.error();
+  auto stage = [&](const char *name) {
+    Expected<std::string> text = kernel->ir(name);
+    EXPECT_TRUE(text) << name << ": " << text.error();
+    return text ? *text : std::string();
+  };
+  EXPECT_NE(stage("source").find("pe.rope"), std::string::npos);
+  EXPECT_NE(stage("source").find("pe.alibi"), std::string::npos);
+  std::string fused = stage("fused");
+  EXPECT_EQ(fused.find("= pe.rope"), std::string::npos); // the op is gone, its attribute fused
+  EXPECT_NE(fused.find("encodings([#pe.rope"), std::string::npos);
+  EXPECT_NE(fused.find("#pe.alibi"), std::string::npos);
+  std::string tiled = stage("tiled");
+  EXPECT_NE(tiled.find("func.func @pejit_item"), std::string::npos);
+  EXPECT_EQ(tiled.find("attn.qk_transform"), std::string::npos) // hooks expanded
+      << tiled.substr(0, 600);
+  EXPECT_NE(stage("llvm").find("llvm.func @pejit_item"), std::string::npos);
+  EXPECT_NE(stage("llvm-ir").find("define"), std::string::npos);
+  EXPECT_NE(stage("asm").find("vfmadd"), std::string::npos);
+  Expected<std::string> unknown = kernel->ir("ptx");
+  EXPECT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("unknown stage 'ptx'"), std::string::npos);
+}
+
+TEST(Runtime, BadSourcesAreErrorValues) {
+  Runtime runtime;
+  Expected<Spec> noAttention = Spec::fromText("func.func @f() { return }");
+  EXPECT_FALSE(noAttention);
+  Expected<Spec> bad = Spec::fromText(R"(
+    func.func @f(%q: tensor<1x12x8x64xf32>, %k: tensor<1x5x8x64xf32>, %v: tensor<1x5x8x64xf32>) -> tensor<1x12x8x64xf32> {
+      %o = attn.attention %q, %k, %v : tensor<1x12x8x64xf32>, tensor<1x5x8x64xf32>, tensor<1x5x8x64xf32> -> tensor<1x12x8x64xf32>
+      return %o : tensor<1x12x8x64xf32>
+    })",
+                                      "gqa.mlir");
+  ASSERT_TRUE(bad);
+  Expected<Kernel> kernel = runtime.get(*bad);
+  ASSERT_FALSE(kernel);
+  EXPECT_NE(kernel.error().find("hq (12) is not a multiple of hkv (5)"), std::string::npos)
+      << kernel.error();
+  Expected<Spec> missing = Spec::fromFile("/nonexistent/x.mlir");
+  EXPECT_FALSE(missing);
+  EXPECT_NE(missing.error().find("cannot open"), std::string::npos);
+}
+
+TEST(Runtime, UnfusableEncodingIsNamed) {
+  Runtime runtime;
+  Expected<Spec> spec = Spec::fromText(R"(
+    func.func @t5(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %t: tensor<32x2xf32>) -> tensor<1x2x8x64xf32> {
+      %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x2xf32> -> tensor<1x2x8x8xf32>
+      %o = attn.attention %q, %k, %v bias(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+      return %o : tensor<1x2x8x64xf32>
+    })");
+  ASSERT_TRUE(spec);
+  Expected<Kernel> kernel = runtime.get(*spec);
+  ASSERT_FALSE(kernel);
+  EXPECT_NE(kernel.error().find("'pe.t5_bias' cannot be compiled"), std::string::npos)
+      << kernel.error();
+}
+
+TEST(Runtime, BadBuffersAreErrorValues) {
+  Runtime runtime;
+  Expected<Kernel> kernel = runtime.get(ropeSpec(kShape));
+  ASSERT_TRUE(kernel) << kernel.error();
+  std::vector<float> q(2 * 40 * 64), k(q.size()), v(q.size());
+  std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN());
+  std::vector<int64_t> dims{1, 2, 40, 64};
+  TensorView qv{q.data(), DType::F32, dims, {}}, kv{k.data(), DType::F32, dims, {}},
+      vv{v.data(), DType::F32, dims, {}}, ov{out.data(), DType::F32, dims, {}};
+  auto expectError = [&](std::vector<TensorView> inputs, TensorView output, const char *phrase) {
+    Status status = kernel->run(inputs, output);
+    ASSERT_FALSE(status) << "expected an error containing: " << phrase;
+    EXPECT_NE(status.message().find(phrase), std::string::npos) << status.message();
+  };
+  expectError({qv, kv}, ov, "expected 3 to 5 inputs");
+  TensorView nullKey = kv;
+  nullKey.data = nullptr;
+  expectError({qv, nullKey, vv}, ov, "input 1 (key): data pointer is null");
+  TensorView halfValue = vv;
+  halfValue.dtype = DType::F16;
+  expectError({qv, kv, halfValue}, ov, "input 2 (value): dtype float16 is not supported");
+  TensorView wrongShape = qv;
+  wrongShape.shape = {1, 2, 41, 64};
+  expectError({wrongShape, kv, vv}, ov, "input 0 (query): shape [1, 2, 41, 64] does not match the kernel's [1, 2, 40, 64]");
+  TensorView strided = qv;
+  strided.strides = {5120, 2560, 64, 2};
+  expectError({strided, kv, vv}, ov, "the last dimension must be contiguous");
+  std::vector<int64_t> positions(41);
+  TensorView badPositions{positions.data(), DType::I64, {41}, {}};
+  expectError({qv, kv, vv, badPositions}, ov, "input 3 (query_positions): shape [41]");
+  TensorView floatPositions{q.data(), DType::F32, {40}, {}};
+  expectError({qv, kv, vv, floatPositions}, ov, "dtype float32 is not supported here (expected int64 or int32)");
+  // Nothing was written on any failure.
+  for (float x : out)
+    ASSERT_TRUE(std::isnan(x));
+}
+
+TEST(Runtime, StridedViewsMatchContiguousOnes) {
+  // Q stored inside a wider buffer ([b, h, s, 2d] with the head in the first
+  // half): strides are honoured, not assumed.
+  Runtime runtime;
+  Expected<Kernel> kernel = runtime.get(ropeSpec(kShape));
+  ASSERT_TRUE(kernel) << kernel.error();
+  size_t n = 2 * 40 * 64;
+  std::vector<float> q(n), k(n), v(n), wide(2 * n, 7.0f), out1(n), out2(n);
+  for (size_t i = 0; i < n; ++i) {
+    q[i] = std::sin(0.37f * i);
+    k[i] = std::cos(0.11f * i);
+    v[i] = std::sin(0.05f * i + 1.0f);
+    wide[(i / 64) * 128 + i % 64] = q[i];
+  }
+  std::vector<int64_t> dims{1, 2, 40, 64};
+  TensorView kv{k.data(), DType::F32, dims, {}}, vv{v.data(), DType::F32, dims, {}};
+  ASSERT_TRUE(kernel->run({{q.data(), DType::F32, dims, {}}, kv, vv},
+                          {out1.data(), DType::F32, dims, {}}));
+  ASSERT_TRUE(kernel->run({{wide.data(), DType::F32, dims, {10240, 5120, 128, 1}}, kv, vv},
+                          {out2.data(), DType::F32, dims, {}}));
+  EXPECT_EQ(out1, out2);
+}
+
+} // namespace
