@@ -110,6 +110,9 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     for (auto [value, name] : operandRoles)
       if (value == arg && role.empty())
         role = name;
+    // One tensor of position ids for both Q and K (e.g. LLaMA's position_ids).
+    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
+      role = "positions";
     if (role.empty())
       return fused.func.emitError() << "argument #" << arg.getArgNumber()
                                     << " is not an operand of attn.attention";
@@ -138,7 +141,7 @@ void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64
   b.setInsertionPointToStart(rows.getBody());
   auto cols = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(1)), idx(lanes));
   b.setInsertionPointToStart(cols.getBody());
-  ValueRange at{rows.getInductionVar(), cols.getInductionVar()};
+  SmallVector<Value> at{rows.getInductionVar(), cols.getInductionVar()};
   Value s = vector::LoadOp::create(b, loc, vecType, scores, at);
   Value t = math::TanhOp::create(b, loc, arith::MulFOp::create(b, loc, s, invCap));
   vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);

@@ -17,7 +17,8 @@ struct TemplateTiles {
 /// the runtime: items, scratch_floats, query_position_rows,
 /// key_position_rows, tile_m, tile_n, and `arguments`, the role of each
 /// argument of the source function ("query", "key", "value",
-/// "query_positions", "key_positions").
+/// "query_positions", "key_positions", or "positions" for one argument that
+/// is both).
 inline constexpr const char *kKernelInfoAttr = "pejit.kernel";
 
 /// Replaces the module's one function (one fused attn.attention on function

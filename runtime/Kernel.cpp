@@ -115,14 +115,19 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
   const Shape &s = shape;
   const TensorView *views[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   const char *roles[5] = {"query", "key", "value", "query_positions", "key_positions"};
+  // "positions": one argument holds the ids of both queries and keys.
+  auto plays = [&](size_t argument, int role) {
+    return arguments[argument] == roles[role] ||
+           (role >= 3 && arguments[argument] == "positions");
+  };
   for (size_t i = 0; i < inputs.size(); ++i)
     for (int r = 0; r < 5; ++r)
-      if (arguments[i] == roles[r])
+      if (plays(i, r))
         views[r] = &inputs[i];
   auto name = [&](int role) {
     for (size_t i = 0; i < arguments.size(); ++i)
-      if (arguments[i] == roles[role])
-        return "input " + std::to_string(i) + " (" + roles[role] + ")";
+      if (plays(i, role))
+        return "input " + std::to_string(i) + " (" + arguments[i] + ")";
     return std::string(roles[role]);
   };
   std::vector<int64_t> qShape{s.batch, s.queryHeads, s.querySeq, s.headDim};

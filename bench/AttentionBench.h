@@ -1,0 +1,14 @@
+// `pejit bench`: fused RoPE attention vs an unfused path (a RoPE pass over Q
+// and K, then attention) vs naive attention, with GFLOP/s, the fraction of
+// this machine's measured fp32 FMA peak, JIT cold compile and cache-hit time.
+#ifndef PEJIT_BENCH_ATTENTIONBENCH_H
+#define PEJIT_BENCH_ATTENTIONBENCH_H
+
+namespace pejit::bench {
+
+/// argv: [--json] [--repeats=N] [--quick] [--cases=prefill-512,...]
+int runAttentionBench(int argc, char **argv);
+
+} // namespace pejit::bench
+
+#endif // PEJIT_BENCH_ATTENTIONBENCH_H

@@ -1,0 +1,278 @@
+// The pejit binary as a user runs it: compile stages, run on .npy files
+// (fresh random data each time), --check, malformed inputs, usage errors.
+#include "tests/cli/CliTestSupport.h"
+
+#include "runtime/ReferenceInterpreter.h"
+
+#include "gtest/gtest.h"
+
+#include <filesystem>
+
+using namespace pejit;
+using namespace pejit::clitest;
+
+namespace {
+
+/// A temp dir holding kRopeAlibiSource as attn.mlir and fresh inputs q, k, v
+/// (f32) and qpos (int32), kpos (int64) with non-default positions.
+struct RopeAlibiFiles {
+  TempDir dir;
+  ref::Tensor q = randomTensor({1, 4, 48, 64}), k = randomTensor({1, 2, 64, 64}),
+              v = randomTensor({1, 2, 64, 64});
+  ref::PositionIds qIds = consecutiveIds(1016, 48), kIds = consecutiveIds(1000, 64);
+  std::string mlir = dir.file("attn.mlir"), output = dir.file("o.npy");
+
+  RopeAlibiFiles() {
+    writeText(mlir, kRopeAlibiSource);
+    writeTensor(dir.file("q.npy"), q);
+    writeTensor(dir.file("k.npy"), k);
+    writeTensor(dir.file("v.npy"), v);
+    writeIds(dir.file("qpos.npy"), qIds, npy::DType::I32);
+    writeIds(dir.file("kpos.npy"), kIds, npy::DType::I64);
+    // Poison the output: a run that writes nothing must not pass.
+    ref::Tensor nan({1, 4, 48, 64}, std::vector<double>(1 * 4 * 48 * 64, std::nan("")));
+    writeTensor(output, nan);
+  }
+  std::vector<std::string> runArgs(std::vector<std::string> names) const {
+    std::vector<std::string> args = {"run", mlir};
+    for (const std::string &name : names)
+      args.push_back("--input=@" + dir.file(name));
+    return args;
+  }
+  std::vector<std::string> allInputs() const {
+    return runArgs({"q.npy", "k.npy", "v.npy", "qpos.npy", "kpos.npy"});
+  }
+};
+
+std::vector<double> readOutput(const std::string &path, std::vector<int64_t> expectedShape) {
+  npy::Expected<npy::Array> array = npy::readNpy(path);
+  EXPECT_TRUE(array) << array.error;
+  if (!array)
+    return {};
+  EXPECT_EQ(array->dtype, npy::DType::F32);
+  EXPECT_EQ(array->shape, expectedShape);
+  std::vector<float> values = npy::toFloat32(*array);
+  return std::vector<double>(values.begin(), values.end());
+}
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(PejitRun, MatchesReferenceOnNpyInputs) {
+  SCOPED_TRACE(seedTrace());
+  RopeAlibiFiles files;
+  ASSERT_TRUE(files.dir.ok());
+  std::vector<std::string> args = files.allInputs();
+  args.push_back("--output=@" + files.output);
+  Result r = runPejit(files.dir, args);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "compile")) << r.err;
+  EXPECT_TRUE(contains(r.err, " ms")) << r.err;
+  std::vector<double> out = readOutput(files.output, {1, 4, 48, 64});
+  ref::Tensor expected = ropeAlibiReference(files.q, files.k, files.v, files.qIds, files.kIds);
+  EXPECT_LE(relativeError(out, expected), 1e-4);
+
+  Expected<ref::Tensor> interpreted =
+      interpretReference(kRopeAlibiSource, {files.q, files.k, files.v, files.qIds, files.kIds});
+  ASSERT_TRUE(interpreted) << interpreted.error();
+  EXPECT_LE(relativeError(out, *interpreted), 1e-4);
+}
+
+TEST(PejitRun, CheckPassesAndRepeatTimes) {
+  SCOPED_TRACE(seedTrace());
+  RopeAlibiFiles files;
+  std::vector<std::string> args = files.allInputs();
+  args.insert(args.end(), {"--check", "--repeat=3", "--threads=2", "--tile=48x36"});
+  Result r = runPejit(files.dir, args);
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "max relative error: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(tolerance 1e-4)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "GFLOP/s")) << r.out;
+  EXPECT_TRUE(contains(r.out, "median")) << r.out;
+}
+
+TEST(PejitRun, OmittedPositionIdsTakeTheDefaults) {
+  SCOPED_TRACE(seedTrace());
+  RopeAlibiFiles files;
+  std::vector<std::string> args = files.runArgs({"q.npy", "k.npy", "v.npy"});
+  args.insert(args.end(), {"--check", "--output=@" + files.output});
+  Result r = runPejit(files.dir, args);
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  ref::Tensor expected = ropeAlibiReference(files.q, files.k, files.v, consecutiveIds(16, 48),
+                                            consecutiveIds(0, 64));
+  EXPECT_LE(relativeError(readOutput(files.output, {1, 4, 48, 64}), expected), 1e-4);
+}
+
+TEST(PejitRun, HalfPrecisionInputsAreConvertedWithANote) {
+  SCOPED_TRACE(seedTrace());
+  RopeAlibiFiles files;
+  writeTensor(files.dir.file("q16.npy"), files.q, npy::DType::F16);
+  writeTensor(files.dir.file("kbf16.npy"), files.k, npy::DType::BF16);
+  std::vector<std::string> args =
+      files.runArgs({"q16.npy", "kbf16.npy", "v.npy", "qpos.npy", "kpos.npy"});
+  args.push_back("--check");
+  Result r = runPejit(files.dir, args);
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.err, "q16.npy is float16; the x86 kernel computes in float32")) << r.err;
+  EXPECT_TRUE(contains(r.err, "kbf16.npy is bfloat16")) << r.err;
+}
+
+/// Runs with k.npy replaced by `bytes` (or absent) and expects exit code 1
+/// and a message naming k.npy and containing `phrase`.
+void expectBadKey(RopeAlibiFiles &files, const std::string &phrase) {
+  Result r = runPejit(files.dir, files.allInputs());
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, files.dir.file("k.npy"))) << r.err;
+  EXPECT_TRUE(contains(r.err, phrase)) << r.err;
+}
+
+TEST(PejitRun, MalformedNpyIsReportedWithTheFileName) {
+  RopeAlibiFiles files;
+  std::string k = files.dir.file("k.npy");
+  std::vector<uint8_t> good = npy::serializeNpy(
+      npy::fromFloat32(std::vector<float>(2 * 64 * 64), {1, 2, 64, 64}, npy::DType::F32));
+  std::string bytes(good.begin(), good.end());
+
+  writeText(k, bytes.substr(0, bytes.size() - 100)); // truncated data
+  expectBadKey(files, "needs 32768 bytes of data but the file has 32668");
+  writeText(k, bytes.substr(0, 20)); // truncated header
+  expectBadKey(files, "truncated header");
+  std::string f8 = bytes;
+  f8.replace(f8.find("<f4"), 3, "<f8");
+  writeText(k, f8); // float64
+  expectBadKey(files, "'<f8' (float64) is not supported");
+  writeText(k, "PK\x03\x04 not an npy file");
+  expectBadKey(files, "bad magic");
+  writeTensor(k, randomTensor({1, 2, 64, 32}));
+  expectBadKey(files, "shape (1, 2, 64, 32) does not match argument 1 (key) of @attn: "
+                      "expected (1, 2, 64, 64)");
+  ASSERT_EQ(npy::writeNpy(k, npy::fromInt64(std::vector<int64_t>(2 * 64 * 64), {1, 2, 64, 64},
+                                            npy::DType::I32)),
+            "");
+  expectBadKey(files, "dtype int32 does not match argument 1 (key) of @attn: expected float32");
+  std::filesystem::remove(k);
+  expectBadKey(files, "cannot open");
+
+  writeTensor(files.dir.file("kpos.npy"), randomTensor({64}));
+  Result r = runPejit(files.dir, files.runArgs({"q.npy", "v.npy", "v.npy", "qpos.npy", "kpos.npy"}));
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(contains(r.err, "kpos.npy: dtype float32 does not match argument 4 "
+                              "(key_positions) of @attn: expected int32 or int64"))
+      << r.err;
+}
+
+TEST(PejitRun, WrongInputCountListsTheArguments) {
+  RopeAlibiFiles files;
+  for (std::vector<std::string> names :
+       {std::vector<std::string>{"q.npy", "k.npy"},
+        {"q.npy", "k.npy", "v.npy", "qpos.npy", "kpos.npy", "kpos.npy"}}) {
+    Result r = runPejit(files.dir, files.runArgs(names));
+    EXPECT_EQ(r.exitCode, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "@attn takes 3 to 5 inputs")) << r.err;
+    EXPECT_TRUE(contains(r.err, "got " + std::to_string(names.size()))) << r.err;
+    EXPECT_TRUE(contains(r.err, "1 (key): tensor<1x2x64x64xf32>")) << r.err;
+    EXPECT_TRUE(contains(r.err, "3 (query_positions): tensor<48xi32>")) << r.err;
+  }
+}
+
+TEST(PejitRun, UsageErrorsExitWithTwo) {
+  RopeAlibiFiles files;
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"run", files.mlir, "--bogus"},
+        {"run", files.mlir, "--tile=abc"},
+        {"run", files.mlir, "--repeat=0"},
+        {"run", "--check"},
+        {"frobnicate"},
+        {}}) {
+    Result r = runPejit(files.dir, args);
+    EXPECT_EQ(r.exitCode, 2) << r.err;
+    EXPECT_TRUE(contains(r.err, "usage: pejit")) << r.err;
+  }
+}
+
+// One position-id argument that feeds both pe.rope ops (the LLaMA example's
+// form) must rotate Q and K by it (the kernel binds it as "positions", both
+// roles).
+TEST(PejitRun, SharedPositionIdsRotateQueriesAndKeys) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  std::string mlir = dir.file("shared.mlir");
+  writeText(mlir, R"mlir(
+func.func @shared(%q: tensor<1x4x64x64xf32>, %k: tensor<1x2x64x64xf32>,
+                  %v: tensor<1x2x64x64xf32>, %pos: tensor<64xi32>) -> tensor<1x4x64x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x64x64xf32>, tensor<64xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x2x64x64xf32>, tensor<64xi32>
+  %o = attn.attention %qr, %kr, %v causal
+      : tensor<1x4x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>
+      -> tensor<1x4x64x64xf32>
+  return %o : tensor<1x4x64x64xf32>
+})mlir");
+  writeTensor(dir.file("q.npy"), randomTensor({1, 4, 64, 64}));
+  writeTensor(dir.file("k.npy"), randomTensor({1, 2, 64, 64}));
+  writeTensor(dir.file("v.npy"), randomTensor({1, 2, 64, 64}));
+  std::vector<int64_t> positions(64);
+  for (int64_t i = 0; i < 64; ++i)
+    positions[i] = 3 * i + 7;
+  writeIds(dir.file("pos.npy"), ref::PositionIds::shared(positions), npy::DType::I32);
+  Result r = runPejit(dir, {"run", mlir, "--input=@" + dir.file("q.npy"),
+                            "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"),
+                            "--input=@" + dir.file("pos.npy"), "--check"});
+  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
+}
+
+TEST(PejitCompile, EmitsEachStage) {
+  TempDir dir;
+  std::string mlir = dir.file("attn.mlir");
+  writeText(mlir, kRopeAlibiSource);
+  Result tiled = runPejit(dir, {"compile", mlir, "--emit=tiled", "--tile=48x36"});
+  ASSERT_EQ(tiled.exitCode, 0) << tiled.err;
+  EXPECT_TRUE(contains(tiled.out, "func.func @pejit_item")) << tiled.out;
+
+  Result fused = runPejit(dir, {"compile", mlir});
+  ASSERT_EQ(fused.exitCode, 0) << fused.err;
+  EXPECT_TRUE(contains(fused.out, "encodings(")) << fused.out;
+  EXPECT_FALSE(contains(fused.out, "pe.rope ")) << fused.out;
+
+  Result all = runPejit(dir, {"compile", mlir, "--emit=all"});
+  ASSERT_EQ(all.exitCode, 0) << all.err;
+  for (const char *stage : {"source", "fused", "tiled", "llvm", "llvm-ir", "asm"})
+    EXPECT_TRUE(contains(all.out, std::string("// ----- stage: ") + stage + " -----")) << stage;
+  EXPECT_TRUE(contains(all.out, "define ")) << "llvm-ir holds LLVM IR functions";
+}
+
+TEST(PejitCompile, ErrorsAndUsage) {
+  TempDir dir;
+  std::string mlir = dir.file("attn.mlir");
+  writeText(mlir, kRopeAlibiSource);
+  Result stage = runPejit(dir, {"compile", mlir, "--emit=bogus"});
+  EXPECT_EQ(stage.exitCode, 2);
+  EXPECT_TRUE(contains(stage.err, "unknown stage 'bogus'")) << stage.err;
+
+  std::string broken = dir.file("broken.mlir");
+  writeText(broken, "func.func @f() { attn.attention }\n");
+  Result error = runPejit(dir, {"compile", broken});
+  EXPECT_EQ(error.exitCode, 1);
+  EXPECT_TRUE(contains(error.err, broken)) << error.err;
+
+  Result missing = runPejit(dir, {"compile", dir.file("missing.mlir")});
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_TRUE(contains(missing.err, "missing.mlir: cannot open")) << missing.err;
+
+  Result badTile = runPejit(dir, {"compile", mlir, "--tile=50x36"});
+  EXPECT_EQ(badTile.exitCode, 1);
+  EXPECT_TRUE(contains(badTile.err, "multiple of 48")) << badTile.err;
+}
+
+TEST(PejitHelp, ListsTheCommands) {
+  TempDir dir;
+  for (const char *flag : {"--help", "help"}) {
+    Result r = runPejit(dir, {flag});
+    EXPECT_EQ(r.exitCode, 0);
+    EXPECT_TRUE(contains(r.out, "usage: pejit")) << r.out;
+    EXPECT_TRUE(contains(r.out, "  compile FILE.mlir")) << r.out;
+    EXPECT_TRUE(contains(r.out, "  run FILE.mlir")) << r.out;
+  }
+}
+
+} // namespace

@@ -1,0 +1,66 @@
+// pejit compile: compile a .mlir file and print one stage's IR (or all).
+#include "tools/pejit/Args.h"
+#include "tools/pejit/Commands.h"
+
+#include "runtime/Pejit.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace pejit::cli {
+
+int compileCommand(int argc, char **argv) {
+  Args args;
+  if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}}, args); !error.empty())
+    return usageError("compile: " + error);
+  if (args.has("help")) {
+    std::fputs(usageText(), stdout);
+    return kExitOk;
+  }
+  if (args.positional.size() != 1)
+    return usageError("compile: expected one FILE.mlir, got " +
+                      std::to_string(args.positional.size()) + " positional arguments");
+  std::string emit = args.value("emit").value_or("fused");
+  const std::vector<std::string> &stages = Kernel::stageNames();
+  if (emit != "all" && std::find(stages.begin(), stages.end(), emit) == stages.end()) {
+    std::string known;
+    for (const std::string &stage : stages)
+      known += stage + ", ";
+    return usageError("compile: unknown stage '" + emit + "' (stages: " + known + "all)");
+  }
+  TileConfig tiles;
+  if (std::optional<std::string> tile = args.value("tile")) {
+    std::optional<TileConfig> parsed = parseTile(*tile);
+    if (!parsed)
+      return usageError("compile: --tile=" + *tile + " is not MxN (e.g. 96x72)");
+    tiles = *parsed;
+  }
+
+  Expected<Spec> spec = Spec::fromFile(args.positional[0]);
+  if (!spec) {
+    std::fprintf(stderr, "pejit: %s\n", spec.error().c_str());
+    return kExitError;
+  }
+  Runtime runtime(RuntimeOptions{1});
+  Expected<Kernel> kernel = runtime.get(*spec, tiles);
+  if (!kernel) {
+    std::fprintf(stderr, "pejit: %s\n", kernel.error().c_str());
+    return kExitError;
+  }
+  std::vector<std::string> wanted = emit == "all" ? stages : std::vector<std::string>{emit};
+  for (const std::string &stage : wanted) {
+    Expected<std::string> text = kernel->ir(stage);
+    if (!text) {
+      std::fprintf(stderr, "pejit: %s\n", text.error().c_str());
+      return kExitError;
+    }
+    if (emit == "all")
+      std::printf("// ----- stage: %s -----\n", stage.c_str());
+    std::fputs(text->c_str(), stdout);
+    if (!text->empty() && text->back() != '\n')
+      std::fputc('\n', stdout);
+  }
+  return kExitOk;
+}
+
+} // namespace pejit::cli

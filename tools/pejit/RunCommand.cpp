@@ -1,0 +1,194 @@
+// pejit run: compile a .mlir file, run it on .npy inputs, write the result,
+// and optionally check it against the float64 reference interpreter or time
+// repeated runs.
+#include "tools/pejit/Args.h"
+#include "tools/pejit/Commands.h"
+#include "tools/pejit/TensorIO.h"
+
+#include "runtime/Pejit.h"
+#include "runtime/ReferenceInterpreter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace pejit::cli {
+
+namespace {
+
+constexpr double kTolerance = 1e-4;
+constexpr const char *kToleranceText = "1e-4";
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "pejit: %s\n", message.c_str());
+  return kExitError;
+}
+
+double millisecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// max |out - ref| / max |ref|; a NaN in `out` counts as infinite error.
+double relativeError(const std::vector<float> &out, const ref::Tensor &expected) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+    double err = std::fabs(static_cast<double>(out[i]) - expected.data[i]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  return maxErr / std::max(maxRef, 1e-30);
+}
+
+struct RunOptions {
+  std::string file;
+  std::vector<std::string> inputs;
+  std::optional<std::string> output;
+  TileConfig tiles;
+  int threads = 0;
+  int64_t repeat = 0;
+  bool check = false;
+};
+
+/// Fills `options` from the command line; "" or a usage message.
+std::string parseRunOptions(const Args &args, RunOptions &options) {
+  if (args.positional.size() != 1)
+    return "expected one FILE.mlir, got " + std::to_string(args.positional.size()) +
+           " positional arguments";
+  options.file = args.positional[0];
+  for (const std::string &input : args.values("input"))
+    options.inputs.push_back(filePath(input));
+  if (std::optional<std::string> output = args.value("output"))
+    options.output = filePath(*output);
+  if (options.output && options.output->empty())
+    return "--output needs a file name (--output=@FILE.npy)";
+  if (std::optional<std::string> tile = args.value("tile")) {
+    std::optional<TileConfig> parsed = parseTile(*tile);
+    if (!parsed)
+      return "--tile=" + *tile + " is not MxN (e.g. 96x72)";
+    options.tiles = *parsed;
+  }
+  if (std::optional<std::string> threads = args.value("threads")) {
+    std::optional<int64_t> n = parseInteger(*threads, 1);
+    if (!n || *n > 4096)
+      return "--threads=" + *threads + " is not a thread count >= 1";
+    options.threads = static_cast<int>(*n);
+  }
+  if (std::optional<std::string> repeat = args.value("repeat")) {
+    std::optional<int64_t> n = parseInteger(*repeat, 1);
+    if (!n)
+      return "--repeat=" + *repeat + " is not a count >= 1";
+    options.repeat = *n;
+  }
+  options.check = args.has("check");
+  return "";
+}
+
+} // namespace
+
+int runCommand(int argc, char **argv) {
+  Args args;
+  std::vector<FlagSpec> specs = {{"input", true, true}, {"output"}, {"tile"},
+                                 {"threads"}, {"repeat"}, {"check", false}};
+  if (std::string error = parseArgs(argc, argv, 2, specs, args); !error.empty())
+    return usageError("run: " + error);
+  if (args.has("help")) {
+    std::fputs(usageText(), stdout);
+    return kExitOk;
+  }
+  RunOptions options;
+  if (std::string error = parseRunOptions(args, options); !error.empty())
+    return usageError("run: " + error);
+
+  // Inputs are checked against the function's signature before compiling,
+  // so a wrong file fails fast and names the argument it was meant for.
+  Expected<Spec> spec = Spec::fromFile(options.file);
+  if (!spec)
+    return fail(spec.error());
+  Expected<FunctionSignature> signature = describeFunction(spec->source(), options.file);
+  if (!signature)
+    return fail(signature.error());
+  const FunctionSignature &sig = *signature;
+  size_t given = options.inputs.size();
+  if (given < sig.requiredArguments || given > sig.arguments.size())
+    return fail(options.file + ": @" + sig.name + " takes " +
+                (sig.requiredArguments == sig.arguments.size()
+                     ? std::to_string(sig.arguments.size())
+                     : std::to_string(sig.requiredArguments) + " to " +
+                           std::to_string(sig.arguments.size())) +
+                " inputs (--input=@FILE.npy, in argument order), got " + std::to_string(given) +
+                "; its arguments:\n" + listArguments(sig));
+  std::vector<HostTensor> inputs(given);
+  for (size_t i = 0; i < given; ++i) {
+    std::string note;
+    if (std::string error = loadArgument(options.inputs[i], sig, i, inputs[i], note);
+        !error.empty())
+      return fail(error);
+    if (!note.empty())
+      std::fprintf(stderr, "%s\n", note.c_str());
+  }
+
+  Runtime runtime(RuntimeOptions{options.threads});
+  Expected<Kernel> kernel = runtime.get(*spec, options.tiles);
+  if (!kernel)
+    return fail(kernel.error());
+  std::vector<TensorView> views;
+  for (HostTensor &input : inputs)
+    views.push_back(input.view());
+  const Shape &shape = kernel->shape();
+  std::vector<int64_t> outShape = {shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim};
+  std::vector<float> out(shape.batch * shape.queryHeads * shape.querySeq * shape.valueDim,
+                         std::numeric_limits<float>::quiet_NaN());
+  TensorView outView{out.data(), DType::F32, outShape, {}};
+
+  auto start = std::chrono::steady_clock::now();
+  if (Status status = kernel->run(views, outView); !status)
+    return fail(options.file + ": " + status.message());
+  double runMs = millisecondsSince(start);
+  std::fprintf(stderr, "pejit: compile %.1f ms, run %.3f ms\n", kernel->compileMilliseconds(),
+               runMs);
+
+  if (options.output) {
+    if (std::string error = writeFloat32(*options.output, out, outShape); !error.empty())
+      return fail(error);
+  }
+
+  if (options.repeat > 0) {
+    std::vector<double> times;
+    for (int64_t r = 0; r < options.repeat; ++r) {
+      auto t0 = std::chrono::steady_clock::now();
+      if (Status status = kernel->run(views, outView); !status)
+        return fail(options.file + ": " + status.message());
+      times.push_back(millisecondsSince(t0));
+    }
+    std::sort(times.begin(), times.end());
+    double median = times.size() % 2 ? times[times.size() / 2]
+                                     : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+    double flops = 4.0 * shape.batch * shape.queryHeads * shape.querySeq * shape.keySeq *
+                   shape.headDim * (sig.causal ? 0.5 : 1.0);
+    std::printf("median %.3f ms over %lld runs, %.2f GFLOP/s\n", median,
+                static_cast<long long>(options.repeat), flops / (median * 1e6));
+  }
+
+  if (options.check) {
+    std::vector<ReferenceArgument> reference;
+    for (const HostTensor &input : inputs)
+      reference.push_back(input.referenceArgument());
+    Expected<ref::Tensor> expected = interpretReference(spec->source(), reference, options.file);
+    if (!expected)
+      return fail("--check: " + expected.error());
+    if (expected->data.size() != out.size())
+      return fail("--check: the reference result " + ref::shapeToString(expected->shape) +
+                  " does not match the kernel's output");
+    double error = relativeError(out, *expected);
+    std::printf("max relative error: %.3g (tolerance %s)\n", error, kToleranceText);
+    if (!(error <= kTolerance))
+      return fail("--check failed: max relative error " + std::to_string(error) +
+                  " is above the tolerance " + kToleranceText);
+  }
+  return kExitOk;
+}
+
+} // namespace pejit::cli

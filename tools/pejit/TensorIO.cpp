@@ -1,0 +1,71 @@
+#include "tools/pejit/TensorIO.h"
+
+#include "runtime/npy/Npy.h"
+
+namespace pejit::cli {
+
+TensorView HostTensor::view() {
+  if (isInteger)
+    return {ids.data(), DType::I64, shape, {}};
+  return {floats.data(), DType::F32, shape, {}};
+}
+
+ReferenceArgument HostTensor::referenceArgument() const {
+  if (isInteger)
+    return ref::PositionIds(shape, ids);
+  return ref::Tensor(shape, std::vector<double>(floats.begin(), floats.end()));
+}
+
+std::string argumentName(const FunctionSignature &signature, size_t index) {
+  return "argument " + std::to_string(index) + " (" + signature.arguments[index].role +
+         ") of @" + signature.name;
+}
+
+std::string listArguments(const FunctionSignature &signature) {
+  std::string text;
+  for (size_t i = 0; i < signature.arguments.size(); ++i) {
+    const ArgumentInfo &arg = signature.arguments[i];
+    text += "  " + std::to_string(i) + " (" + arg.role + "): " + arg.type;
+    if (i >= signature.requiredArguments)
+      text += "  [optional: default position ids]";
+    text += "\n";
+  }
+  return text;
+}
+
+std::string loadArgument(const std::string &path, const FunctionSignature &signature,
+                         size_t index, HostTensor &out, std::string &note) {
+  npy::Expected<npy::Array> array = npy::readNpy(path);
+  if (!array)
+    return array.error;
+  const ArgumentInfo &arg = signature.arguments[index];
+  std::string dtype = npy::dtypeName(array->dtype);
+  bool isFloat = array->dtype == npy::DType::F32 || array->dtype == npy::DType::F16 ||
+                 array->dtype == npy::DType::BF16;
+  if (arg.isInteger && isFloat)
+    return path + ": dtype " + dtype + " does not match " + argumentName(signature, index) +
+           ": expected int32 or int64 position ids (" + arg.type + ")";
+  if (!arg.isInteger && !isFloat)
+    return path + ": dtype " + dtype + " does not match " + argumentName(signature, index) +
+           ": expected float32 (" + arg.type + ")";
+  if (array->shape != arg.shape)
+    return path + ": shape " + npy::shapeToString(array->shape) + " does not match " +
+           argumentName(signature, index) + ": expected " + npy::shapeToString(arg.shape);
+  out.isInteger = arg.isInteger;
+  out.shape = array->shape;
+  if (arg.isInteger) {
+    out.ids = npy::toInt64(*array);
+    return "";
+  }
+  out.floats = npy::toFloat32(*array);
+  if (array->dtype != npy::DType::F32)
+    note = "note: " + path + " is " + dtype + "; the x86 kernel computes in float32";
+  return "";
+}
+
+std::string writeFloat32(const std::string &path, const std::vector<float> &data,
+                         const std::vector<int64_t> &shape) {
+  return npy::writeNpy(path, npy::fromFloat32(data, shape, npy::DType::F32));
+}
+
+} // namespace pejit::cli

@@ -1,0 +1,74 @@
+// pejit: compile position-aware attention written in the pe + attn dialects
+// and run it on .npy tensors (like iree-compile / iree-run-module).
+#include "tools/pejit/Commands.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace pejit::cli {
+
+const char *usageText() {
+  return R"(usage: pejit <command> [options]
+
+JIT-compiles attention with positional encodings, written in the pe + attn
+MLIR dialects (one func.func), for the host CPU.
+
+commands:
+  compile FILE.mlir [--emit=STAGE] [--tile=MxN]
+      Compile FILE.mlir and print the IR of one stage.
+      --emit=STAGE         source, fused (default), tiled, llvm, llvm-ir, asm,
+                           or all (every stage, each after a header line)
+      --tile=MxN           query x key tile of the x86 template (default
+                           96x72; M a multiple of 48, N a multiple of 6)
+
+  run FILE.mlir --input=@FILE.npy ... [--output=@FILE.npy] [options]
+      Compile FILE.mlir and run it on .npy tensors.
+      --input=@FILE.npy    one per function argument, in order (trailing
+                           position ids may be omitted: CONVENTIONS.md
+                           defaults). float32 for tensors (float16, and
+                           bfloat16 stored as uint16, are converted to
+                           float32); int32 or int64 for position ids
+      --output=@FILE.npy   write the result (float32)
+      --tile=MxN           as for compile
+      --threads=N          worker threads (default: all cores, or
+                           PEJIT_NUM_THREADS)
+      --check              also evaluate the float64 reference interpreter
+                           on the same inputs, print the max relative error
+                           and fail (exit 1) above 1e-4
+      --repeat=N           run N more times; print the median time and
+                           GFLOP/s (4*b*hq*sq*skv*d FLOPs, half if causal)
+      Compile and run times go to stderr.
+
+  help, --help         print this text
+
+bench, tune and cache commands are planned.
+
+exit codes: 0 success, 1 error (compile, inputs, --check failed), 2 usage
+)";
+}
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "pejit: %s\n\n%s", message.c_str(), usageText());
+  return kExitUsage;
+}
+
+} // namespace pejit::cli
+
+int main(int argc, char **argv) {
+  using namespace pejit::cli;
+  if (argc < 2)
+    return usageError("no command given");
+  std::string command = argv[1];
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(usageText(), stdout);
+    return kExitOk;
+  }
+  if (command == "compile")
+    return compileCommand(argc, argv);
+  if (command == "run")
+    return runCommand(argc, argv);
+  if (command == "bench" || command == "tune" || command == "cache")
+    return usageError("'" + command + "' is not implemented yet");
+  return usageError("unknown command '" + command + "'");
+}
