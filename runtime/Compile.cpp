@@ -3,8 +3,8 @@
 //   fused   after pe-fuse-into-attention
 //   tiled   after attn-instantiate-template (x86 AVX2 template)
 //   llvm    after pejit-lower-to-llvm (LLVM dialect)
-// then LLVM ORC JIT at O3 for the host CPU. llvm-ir and asm are derived from
-// the llvm stage on request.
+// then LLVM ORC JIT for the host CPU (optimizeKernel's passes, codegen at
+// O3). llvm-ir and asm are derived from the llvm stage on request.
 #include "compiler/InstantiateTemplate.h"
 #include "compiler/Passes.h"
 #include "compiler/Pipelines.h"
@@ -193,14 +193,14 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
   if (!machine)
     return Result::error("jit: cannot create a target machine for the host CPU");
   // ExecutionEngineOptions::transformer is a function_ref: the optimizer
-  // must outlive create() (TOOLCHAIN.md: a temporary silently drops O3).
+  // must outlive create() (TOOLCHAIN.md: a temporary is silently dropped).
   llvm::TargetMachine *tm = machine.get();
-  std::function<llvm::Error(llvm::Module *)> optimizer =
-      std::getenv("PEJIT_OPT") ? mlir::makeOptimizingTransformer(std::atoi(std::getenv("PEJIT_OPT")), /*sizeLevel=*/0, machine.get())
-      : std::function<llvm::Error(llvm::Module *)>([tm](llvm::Module *m) { return optimizeKernel(*m, tm); });
+  std::function<llvm::Error(llvm::Module *)> optimizer = [tm](llvm::Module *module) {
+    return optimizeKernel(*module, tm);
+  };
   mlir::ExecutionEngineOptions options;
   options.transformer = optimizer;
-  options.jitCodeGenOptLevel = std::getenv("PEJIT_CG") ? llvm::CodeGenOptLevel::Default : llvm::CodeGenOptLevel::Aggressive;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   // PEJIT_PERF=1: jitdump records for `perf record -k 1` + `perf inject --jit`.
   options.enablePerfNotificationListener = std::getenv("PEJIT_PERF") != nullptr;
   auto engine = mlir::ExecutionEngine::create(*module, options, std::move(machine));
@@ -222,7 +222,7 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
   kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
   kernel->item_ = reinterpret_cast<ItemFn>(*item);
   if (std::getenv("PEJIT_TIMING"))
-    std::fprintf(stderr, "pejit timing: total %.1f ms, of which JIT (O3 + codegen) %.1f ms\n",
+    std::fprintf(stderr, "pejit timing: compile %.1f ms, of which LLVM (passes + codegen) %.1f ms\n",
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - jitStart).count());
   kernel->compileMs = std::chrono::duration<double, std::milli>(
@@ -264,7 +264,7 @@ Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool 
     return Expected<std::string>::error(diagnostics.take("llvm-ir"));
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(machine->getTargetTriple());
-  if (llvm::Error error = mlir::makeOptimizingTransformer(3, 0, machine.get())(llvmModule.get()))
+  if (llvm::Error error = optimizeKernel(*llvmModule, machine.get()))
     return Expected<std::string>::error("llvm-ir: " + llvm::toString(std::move(error)));
   std::string text;
   llvm::raw_string_ostream os(text);
