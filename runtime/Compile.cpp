@@ -122,7 +122,7 @@ llvm::Error optimizeKernel(llvm::Module &module, llvm::TargetMachine *machine) {
   if (llvm::Error error = builder.parsePassPipeline(
           passes, "cgscc(inline),function(sroa,early-cse,instcombine<no-verify-fixpoint>,"
                   "simplifycfg,loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,"
-                  "simplifycfg,dce)"))
+                  "simplifycfg,loop-unroll<O3>,instcombine<no-verify-fixpoint>,dce)"))
     return error;
   passes.run(module, modules);
   return llvm::Error::success();
