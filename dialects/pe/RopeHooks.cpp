@@ -249,36 +249,29 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
     return;
   }
   // Scalar path (W not a multiple of the vector width): channel pair of
-  // table entry c is (c, c + half) or, interleaved, (c, c ^ 1) for even c.
-  if (layout.interleaved) {
-    Value two = indexConst(b, loc, 2);
-    Value isEven = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         arith::RemUIOp::create(b, loc, c, two), zero);
-    auto ifEven = scf::IfOp::create(b, loc, isEven, false);
-    b.setInsertionPointToStart(ifEven.thenBlock());
-    Value odd = arith::AddIOp::create(b, loc, c, one);
-    Value xa = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, c});
-    Value xb = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, odd});
-    Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosAt});
-    Value sn = memref::LoadOp::create(b, loc, args.scratch,
-                                      ValueRange{arith::AddIOp::create(b, loc, sinAt, one)});
+  // table entry c is (c, c + half), or, interleaved, (c, c + 1) for even c
+  // with the (+)sin at entry c + 1.
+  auto rotatePair = [&](Value channelA, Value channelB, Value cosIndex, Value sinIndex) {
+    Value xa = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, channelA});
+    Value xb = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, channelB});
+    Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosIndex});
+    Value sn = memref::LoadOp::create(b, loc, args.scratch, ValueRange{sinIndex});
     Value outA = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, xa, cs),
                                        arith::MulFOp::create(b, loc, xb, sn));
     Value outB = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, cs),
                                        arith::MulFOp::create(b, loc, xa, sn));
-    memref::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, c});
-    memref::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, odd});
+    memref::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, channelA});
+    memref::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, channelB});
+  };
+  if (!layout.interleaved) {
+    rotatePair(c, arith::AddIOp::create(b, loc, c, halfOffset), cosAt, sinAt);
     return;
   }
-  Value cHi = arith::AddIOp::create(b, loc, c, halfOffset);
-  Value xa = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, c});
-  Value xb = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, cHi});
-  Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosAt});
-  Value sn = memref::LoadOp::create(b, loc, args.scratch, ValueRange{sinAt});
-  Value outA = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, xa, cs),
-                                     arith::MulFOp::create(b, loc, xb, sn));
-  Value outB = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, cs),
-                                     arith::MulFOp::create(b, loc, xa, sn));
-  memref::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, c});
-  memref::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, cHi});
+  Value isEven = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, c, indexConst(b, loc, 2)), zero);
+  auto ifEven = scf::IfOp::create(b, loc, isEven, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifEven.thenBlock());
+  rotatePair(c, arith::AddIOp::create(b, loc, c, one), cosAt,
+             arith::AddIOp::create(b, loc, sinAt, one));
 }

@@ -128,6 +128,17 @@ TEST(FusedAttention, RopeLayouts) {
   }
 }
 
+TEST(FusedAttention, RopeRotaryDimsNarrowerThanAVector) {
+  // rotary_dim 12: 6 frequencies (half) or 12 table entries (interleaved),
+  // not multiples of 8 lanes, so the hooks take their scalar path.
+  for (ref::RopeLayout layout : {ref::RopeLayout::Half, ref::RopeLayout::Interleaved}) {
+    Case c = shaped(1, 2, 2, 33, 33, 64);
+    c.spec.rope = rope(layout, 10000.0, 12);
+    c.spec.causal = true;
+    expectMatches(c);
+  }
+}
+
 TEST(FusedAttention, ExplicitNonContiguousPositionsPerBatch) {
   Case c = shaped(2, 4, 4, 40, 40, 64);
   c.spec.rope = rope(ref::RopeLayout::Interleaved);
