@@ -9,13 +9,15 @@
 // dynamic_ntk and longrope pick theirs per call from max(position) + 1.
 //
 // Prologue (once per call): cos/sin tables per (batch row, sequence index)
-// for Q and for K, angles in float64 (exact at positions >= 1e6), stored f32.
+// for Q and for K, angles and sin/cos in float64 (VectorSinCos: exact range
+// reduction, so positions >= 1e6 stay accurate), stored f32.
 // Layout in scratch, W = rd/2 (half) or rd (interleaved, entries duplicated
 // per channel with sin signed -/+ so that out = x cos + swap_pairs(x) sin):
 //   [Q cos | Q sin | K cos | K sin], each [rows, s, W].
 // Tile transform: per row, vectors of W channels, 2 loads of tables + 2 FMA.
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/RopeConfig.h"
+#include "dialects/pe/VectorSinCos.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -147,30 +149,62 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{row, col});
   Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
   Value rowBase = arith::MulIOp::create(b, loc, flat, indexConst(b, loc, layout.width));
-  auto freqLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.half), one);
-  b.setInsertionPointToStart(freqLoop.getBody());
-  Value c = freqLoop.getInductionVar();
-  Value freq = memref::LoadOp::create(b, loc, invFreq, ValueRange{c});
-  Value angle = arith::MulFOp::create(b, loc, posF, freq);
-  Value cosV = arith::MulFOp::create(b, loc, math::CosOp::create(b, loc, angle), factor);
-  Value sinV = arith::MulFOp::create(b, loc, math::SinOp::create(b, loc, angle), factor);
-  Value cos32 = arith::TruncFOp::create(b, loc, b.getF32Type(), cosV);
-  Value sin32 = arith::TruncFOp::create(b, loc, b.getF32Type(), sinV);
   auto storeAt = [&](Value value, int64_t base, Value offset) {
     Value index = arith::AddIOp::create(b, loc, rowBase, offset);
     index = arith::AddIOp::create(b, loc, index, indexConst(b, loc, base));
-    memref::StoreOp::create(b, loc, value, scratch, ValueRange{index});
+    if (isa<VectorType>(value.getType()))
+      vector::StoreOp::create(b, loc, value, scratch, ValueRange{index});
+    else
+      memref::StoreOp::create(b, loc, value, scratch, ValueRange{index});
   };
+  // Four frequencies at a time with the vector sin/cos (no libm calls),
+  // else one at a time with math.sin/cos.
+  constexpr int64_t kLanes = 4;
+  bool vectorized = layout.half % kLanes == 0;
+  auto freqLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.half),
+                                     indexConst(b, loc, vectorized ? kLanes : 1));
+  b.setInsertionPointToStart(freqLoop.getBody());
+  Value c = freqLoop.getInductionVar();
+  Value cos32, sin32;
+  if (vectorized) {
+    auto f64Type = VectorType::get({kLanes}, b.getF64Type());
+    Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{c});
+    Value angle = arith::MulFOp::create(
+        b, loc, vector::BroadcastOp::create(b, loc, f64Type, posF), freq);
+    auto [sinV, cosV] = emitSinCos(b, loc, angle);
+    Value factorV = vector::BroadcastOp::create(b, loc, f64Type, factor);
+    auto f32Type = VectorType::get({kLanes}, b.getF32Type());
+    cos32 = arith::TruncFOp::create(b, loc, f32Type, arith::MulFOp::create(b, loc, cosV, factorV));
+    sin32 = arith::TruncFOp::create(b, loc, f32Type, arith::MulFOp::create(b, loc, sinV, factorV));
+  } else {
+    Value freq = memref::LoadOp::create(b, loc, invFreq, ValueRange{c});
+    Value angle = arith::MulFOp::create(b, loc, posF, freq);
+    Value cosV = arith::MulFOp::create(b, loc, math::CosOp::create(b, loc, angle), factor);
+    Value sinV = arith::MulFOp::create(b, loc, math::SinOp::create(b, loc, angle), factor);
+    cos32 = arith::TruncFOp::create(b, loc, b.getF32Type(), cosV);
+    sin32 = arith::TruncFOp::create(b, loc, b.getF32Type(), sinV);
+  }
   if (!layout.interleaved) {
     storeAt(cos32, cosBase, c);
     storeAt(sin32, sinBase, c);
     return;
   }
   Value even = arith::MulIOp::create(b, loc, c, indexConst(b, loc, 2));
+  Value negSin32 = arith::NegFOp::create(b, loc, sin32);
+  if (vectorized) {
+    // Entries 2c and 2c + 1: cos twice; -sin then +sin.
+    Value cosPairs = vector::ShuffleOp::create(b, loc, cos32, cos32,
+                                               ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
+    Value sinPairs = vector::ShuffleOp::create(b, loc, negSin32, sin32,
+                                               ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+    storeAt(cosPairs, cosBase, even);
+    storeAt(sinPairs, sinBase, even);
+    return;
+  }
   Value odd = arith::AddIOp::create(b, loc, even, one);
   storeAt(cos32, cosBase, even);
   storeAt(cos32, cosBase, odd);
-  storeAt(arith::NegFOp::create(b, loc, sin32), sinBase, even);
+  storeAt(negSin32, sinBase, even);
   storeAt(sin32, sinBase, odd);
 }
 

@@ -197,23 +197,22 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     scf.for %r = %c0 to %BN step %c1 {
       %valid = arith.cmpi ult, %r, %nk : index
       %j = arith.addi %j0, %r : index
-      scf.for %d = %c0 to %D step %c8 {
-        %x = scf.if %valid -> !V8 {
+      scf.if %valid {
+        scf.for %d = %c0 to %D step %c8 {
           %x = vector.load %k[%b, %hk, %j, %d] : !K, !V8
-          scf.yield %x : !V8
-        } else {
-          scf.yield %zv : !V8
+          vector.store %x, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
         }
-        vector.store %x, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
-      }
-      scf.for %d = %c0 to %DV step %c8 {
-        %x = scf.if %valid -> !V8 {
+        scf.for %d = %c0 to %DV step %c8 {
           %x = vector.load %v[%b, %hk, %j, %d] : !V, !V8
-          scf.yield %x : !V8
-        } else {
-          scf.yield %zv : !V8
+          vector.store %x, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
         }
-        vector.store %x, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
+      } else {
+        scf.for %d = %c0 to %D step %c8 {
+          vector.store %zv, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
+        }
+        scf.for %d = %c0 to %DV step %c8 {
+          vector.store %zv, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
+        }
       }
     }
     // Prefetch the next KV tile into L2 while this one is computed, so its

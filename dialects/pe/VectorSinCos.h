@@ -1,0 +1,18 @@
+// sin and cos of a vector of float64 angles, emitted as IR (no libm calls),
+// for RoPE's per-call tables.
+#ifndef PEJIT_DIALECTS_PE_VECTORSINCOS_H
+#define PEJIT_DIALECTS_PE_VECTORSINCOS_H
+
+#include "mlir/IR/Builders.h"
+#include <utility>
+
+namespace pejit::pe {
+
+/// Returns {sin(x), cos(x)} for x a vector<N x f64>, |error| < 1e-9 for
+/// |x| < 2^30 (positions up to ~1e9 times frequencies <= 1).
+std::pair<mlir::Value, mlir::Value> emitSinCos(mlir::OpBuilder &b, mlir::Location loc,
+                                               mlir::Value angles);
+
+} // namespace pejit::pe
+
+#endif // PEJIT_DIALECTS_PE_VECTORSINCOS_H
