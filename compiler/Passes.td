@@ -35,7 +35,7 @@ def InstantiateTemplate : Pass<"attn-instantiate-template", "::mlir::ModuleOp"> 
     kernel to the runtime.
   }];
   let options = [
-    Option<"tileM", "tile-m", "int64_t", /*default=*/"96",
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"144",
            "query rows per work item (multiple of 48)">,
     Option<"tileN", "tile-n", "int64_t", /*default=*/"72",
            "keys per KV tile (multiple of 6)">,

@@ -1,0 +1,41 @@
+// What attn-instantiate-template refuses, each with a message naming it.
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-template --verify-diagnostics
+
+func.func @unfused_op(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %t: tensor<32x2xf32>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{'pe.t5_bias' cannot be compiled into the kernel: only a fused attn.attention can (no fused kernel hook for it yet)}}
+  %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x2xf32> -> tensor<1x2x8x8xf32>
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}
+
+// -----
+
+func.func @bias_tensor(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %b: tensor<1x2x8x8xf32>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{the x86 kernel takes no bias, key_term or value_term tensor}}
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}
+
+// -----
+
+func.func @dynamic(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>) -> tensor<1x2x?x64xf32> {
+  // expected-error @+1 {{query has a dynamic shape 'tensor<1x2x?x64xf32>': pejit compiles one kernel per shape}}
+  %o = attn.attention %q, %k, %v : tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x2x?x64xf32>
+  return %o : tensor<1x2x?x64xf32>
+}
+
+// -----
+
+func.func @half_precision(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16> {
+  // expected-error @+1 {{query element type 'f16' is not supported by the x86 kernel yet (f32 only)}}
+  %o = attn.attention %q, %k, %v : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf16>
+  return %o : tensor<1x2x8x64xf16>
+}
+
+// -----
+
+func.func @head_dim(%q: tensor<1x2x8x36xf32>, %k: tensor<1x2x8x36xf32>, %v: tensor<1x2x8x36xf32>) -> tensor<1x2x8x36xf32> {
+  // expected-error @+1 {{the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = 36, dv = 36}}
+  %o = attn.attention %q, %k, %v : tensor<1x2x8x36xf32>, tensor<1x2x8x36xf32>, tensor<1x2x8x36xf32> -> tensor<1x2x8x36xf32>
+  return %o : tensor<1x2x8x36xf32>
+}

@@ -1,0 +1,58 @@
+// attn-instantiate-template: the fused attention function becomes the x86
+// AVX2 template's kernel, with the encodings' hooks expanded in place of
+// attn.qk_prologue / attn.qk_transform / attn.score_mod.
+//   RoPE:  prologue tables cos/sin(pos * inv_freq) (vector sin/cos in f64),
+//          tile rotation out = x cos + partner(x) sin (FMA on 8 lanes)
+//   ALiBi: St[jr, ir] += -slope[h] * ((i0 + ir + off) - (j0 + jr))
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-template | FileCheck %s
+
+// items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
+// 2 * (100 + 100) positions * 32 frequencies.
+// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 72 : i64}}
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-NOT: attn.qk_prologue
+// The f64 angle and its exact range reduction (round(x * 2/pi)).
+// CHECK: arith.mulf {{.*}} : vector<4xf64>
+// CHECK: math.roundeven {{.*}} : vector<4xf64>
+// CHECK: math.fma {{.*}} : vector<4xf64>
+// CHECK: arith.truncf {{.*}} : vector<4xf64> to vector<4xf32>
+// CHECK-LABEL: func.func private @exp2_v8
+// CHECK-LABEL: func.func @pejit_item
+// CHECK-NOT: attn.qk_transform
+// CHECK-NOT: attn.score_mod
+// Q tile rotated (half layout: channels c and c + 32).
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+// ALiBi slopes of 4 heads, negated: -2^-2, -2^-4, -2^-6, -2^-8.
+// CHECK: arith.constant dense<[-2.500000e-01, -6.250000e-02, -1.562500e-02, -3.906250e-03]> : vector<4xf32>
+func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
+  return %o : tensor<1x4x100x64xf32>
+}
+
+// -----
+
+// No encodings: the hooks expand to nothing; softcap becomes tanh on the
+// score tile. Interleaved RoPE would swap pairs; here there is none.
+// CHECK: pejit.kernel = {arguments = ["query", "key", "value"], function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: math.tanh {{.*}} : vector<8xf32>
+// CHECK-NOT: vector.shuffle
+func.func @plain(%q: tensor<1x2x10x64xf32>, %k: tensor<1x1x20x64xf32>, %v: tensor<1x1x20x64xf32>) -> tensor<1x2x10x64xf32> {
+  %o = attn.attention %q, %k, %v softcap(30.0) : tensor<1x2x10x64xf32>, tensor<1x1x20x64xf32>, tensor<1x1x20x64xf32> -> tensor<1x2x10x64xf32>
+  return %o : tensor<1x2x10x64xf32>
+}
+
+// -----
+
+// Interleaved RoPE: the prologue duplicates table entries per channel pair
+// (cos, cos; -sin, +sin); the tile rotation swaps adjacent channels.
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK: vector.shuffle {{.*}} [0, 4, 1, 5, 2, 6, 3, 7] : vector<4xf32>, vector<4xf32>
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: vector.shuffle {{.*}} [1, 0, 3, 2, 5, 4, 7, 6] : vector<8xf32>, vector<8xf32>
+func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: tensor<1x1x8x64xf32>, %qp: tensor<8xi32>, %kp: tensor<8xi32>) -> tensor<1x1x8x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<8xi32>) key_positions(%kp : tensor<8xi32>) encodings([#pe.rope<layout = interleaved, theta = 10000.0>]) : tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32> -> tensor<1x1x8x64xf32>
+  return %o : tensor<1x1x8x64xf32>
+}

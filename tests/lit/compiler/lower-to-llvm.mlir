@@ -1,0 +1,16 @@
+// pejit-lower-to-llvm: the tiled stage in the LLVM dialect only, with the
+// C interface wrappers the runtime calls.
+// RUN: pejit-opt %s --attn-instantiate-template --pejit-lower-to-llvm | FileCheck %s
+
+// CHECK-LABEL: llvm.func @pejit_prologue
+// CHECK-LABEL: llvm.func @_mlir_ciface_pejit_prologue
+// CHECK-LABEL: llvm.func @pejit_item
+// CHECK: llvm.intr.fmuladd{{.*}}vector<8xf32>
+// CHECK-LABEL: llvm.func @_mlir_ciface_pejit_item
+// CHECK-NOT: memref.
+// CHECK-NOT: scf.
+// CHECK-NOT: vector.
+func.func @attn(%q: tensor<1x2x16x64xf32>, %k: tensor<1x2x16x64xf32>, %v: tensor<1x2x16x64xf32>) -> tensor<1x2x16x64xf32> {
+  %o = attn.attention %q, %k, %v causal : tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32>, tensor<1x2x16x64xf32> -> tensor<1x2x16x64xf32>
+  return %o : tensor<1x2x16x64xf32>
+}
