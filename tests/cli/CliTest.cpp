@@ -276,3 +276,24 @@ TEST(PejitHelp, ListsTheCommands) {
 }
 
 } // namespace
+
+// `pejit bench` on its cheapest case: it measures something real (positive
+// times, a peak, a compile) and rejects unknown flags.
+TEST(PejitBench, DecodeCaseReportsMeasurements) {
+  TempDir dir;
+  Result r = runPejit(dir, {"bench", "--json", "--cases=decode-4096", "--repeats=1"});
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  auto field = [&](const std::string &name) {
+    size_t at = r.out.find("\"" + name + "\": ");
+    EXPECT_NE(at, std::string::npos) << name << " missing in " << r.out;
+    return at == std::string::npos ? -1.0 : std::atof(r.out.c_str() + at + name.size() + 4);
+  };
+  EXPECT_GT(field("peak_gflops"), 1.0);
+  EXPECT_GT(field("fused_ms"), 0.0);
+  EXPECT_GT(field("unfused_ms"), 0.0);
+  EXPECT_GT(field("compile_ms"), 1.0);
+  EXPECT_GT(field("cache_hit_us"), 0.0);
+  Result bad = runPejit(dir, {"bench", "--bogus"});
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_TRUE(contains(bad.err, "unknown argument '--bogus'")) << bad.err;
+}
