@@ -105,6 +105,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %log2e = arith.constant dense<1.44269504088896> : !V8
   %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
   %true_v = arith.constant dense<true> : vector<8xi1>
+  %true = arith.constant true
 
   // item -> (b, h, qt); query rows [i0, i0 + nq) of this tile. Items hand
   // out the last query tile first: under a causal mask it has the most keys,
@@ -317,13 +318,22 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     %crosses_win = arith.andi %has_window, %crosses_win0 : i1
     %m0 = arith.ori %crosses_end, %crosses_diag : i1
     %needs_mask = arith.ori %m0, %crosses_win : i1
+    // Under a causal mask alone, key rows up to the first query row's
+    // diagonal are visible to every row of the tile: start after them.
+    %first_hidden0 = arith.subi %diag, %j0 : index
+    %first_hidden1 = arith.addi %first_hidden0, %c1 : index
+    %first_hidden2 = arith.maxsi %first_hidden1, %c0 : index
+    %first_hidden = arith.minsi %first_hidden2, %BN : index
+    %no_window = arith.xori %has_window, %true : i1
+    %causal_only = arith.andi %causal, %no_window : i1
+    %jr_mask_begin = arith.select %causal_only, %first_hidden, %c0 : index
     scf.if %needs_mask {
-      scf.for %jr = %c0 to %BN step %c1 {
+      scf.for %jr = %jr_mask_begin to %BN step %c1 {
         %j = arith.addi %j0, %jr : index
         %key_in = arith.cmpi ult, %j, %SKV : index
         %row_min = arith.subi %j, %OFF : index
         %row_max = arith.addi %row_min, %WINDOW : index
-        scf.for %iv = %c0 to %BM step %c8 {
+        scf.for %iv = %c0 to %nq16 step %c8 {
           %ib = arith.addi %i0, %iv : index
           %ibv = vector.broadcast %ib : index to vector<8xindex>
           %iv8 = arith.addi %ibv, %iota : vector<8xindex>
