@@ -1,9 +1,11 @@
 #include "runtime/ThreadPool.h"
 
+#include <algorithm>
+
 namespace pejit {
 
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i)
+  for (int i = 0; i < std::max(threads, 1); ++i)
     workers_.emplace_back([this] { workerLoop(); });
 }
 
@@ -51,8 +53,9 @@ void ThreadPool::parallelFor(int64_t count, const std::function<void(int64_t)> &
   next_ = 0;
   ++generation_;
   wake_.notify_all();
-  drain();
-  done_.wait(lock, [&] { return busy_ == 0; });
+  // The workers run every item: kernels keep ~330 KB of tiles on the stack,
+  // which a caller's thread (perhaps with a small stack) must not need.
+  done_.wait(lock, [&] { return next_ == count_ && busy_ == 0; });
   body_ = nullptr;
 }
 

@@ -13,17 +13,18 @@ namespace pejit {
 
 class ThreadPool {
 public:
-  /// `threads` workers in total, counting the calling thread (>= 1).
+  /// `threads` workers (at least 1), with the default (8 MB) stacks.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
 
-  /// Runs body(i) for i in [0, count), items handed out one at a time (so
-  /// uneven items, like causal tiles, balance), the caller working too.
-  /// One parallelFor at a time per pool; concurrent callers are serialized.
+  /// Runs body(i) for i in [0, count) on the workers, items handed out one
+  /// at a time (so uneven items, like causal tiles, balance); the caller
+  /// waits. One parallelFor at a time per pool; concurrent callers are
+  /// serialized.
   void parallelFor(int64_t count, const std::function<void(int64_t)> &body);
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return static_cast<int>(workers_.size()); }
 
 private:
   void workerLoop();
