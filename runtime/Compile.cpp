@@ -35,9 +35,7 @@
 
 namespace pejit {
 
-namespace {
-
-void initializeLLVMOnce() {
+void initializeCompilerOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
@@ -45,6 +43,8 @@ void initializeLLVMOnce() {
     registerPipelines();
   });
 }
+
+namespace {
 
 std::string print(mlir::Operation *op) {
   std::string text;
@@ -150,7 +150,7 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
     timing += buffer;
     lap = now;
   };
-  initializeLLVMOnce();
+  initializeCompilerOnce();
   std::unique_ptr<mlir::MLIRContext> context = makeContext();
   DiagnosticCollector diagnostics(*context);
   std::shared_ptr<CompiledKernel> kernel(new CompiledKernel());
@@ -265,7 +265,7 @@ Expected<std::string> CompiledKernel::stage(const std::string &name) const {
 }
 
 Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool assembly) {
-  initializeLLVMOnce();
+  initializeCompilerOnce();
   std::unique_ptr<mlir::MLIRContext> context = makeContext();
   DiagnosticCollector diagnostics(*context);
   mlir::OwningOpRef<mlir::ModuleOp> module =

@@ -58,7 +58,11 @@ private:
   std::shared_ptr<ThreadPool> pool_;
 };
 
-/// LLVM IR after O3, or host assembly, of an LLVM-dialect module's text.
+/// Initializes the native target and registers pejit's passes (once per
+/// process; the Runtime constructor calls it so no compile pays for it).
+void initializeCompilerOnce();
+
+/// Optimized LLVM IR, or host assembly, of an LLVM-dialect module's text.
 Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool assembly);
 
 } // namespace pejit

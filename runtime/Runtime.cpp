@@ -71,6 +71,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   if (threads <= 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
   impl_->pool = std::make_shared<ThreadPool>(threads);
+  initializeCompilerOnce();
 }
 
 Runtime::~Runtime() = default;
