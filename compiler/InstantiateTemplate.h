@@ -10,7 +10,7 @@ namespace pejit {
 
 struct TemplateTiles {
   int64_t queryTile = 144; ///< BM: query rows per work item (multiple of 48)
-  int64_t keyTile = 72;   ///< BN: keys per KV tile (multiple of 6)
+  int64_t keyTile = 96;   ///< BN: keys per KV tile (multiple of 6)
 };
 
 /// Name of the module attribute (a dictionary) that describes the kernel to

@@ -37,7 +37,7 @@ def InstantiateTemplate : Pass<"attn-instantiate-template", "::mlir::ModuleOp"> 
   let options = [
     Option<"tileM", "tile-m", "int64_t", /*default=*/"144",
            "query rows per work item (multiple of 48)">,
-    Option<"tileN", "tile-n", "int64_t", /*default=*/"72",
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"96",
            "keys per KV tile (multiple of 6)">,
   ];
   let dependentDialects = [

@@ -121,7 +121,7 @@ private:
 /// Tile sizes of the x86 template: tile_m a multiple of 48, tile_n of 6.
 struct TileConfig {
   int64_t queryTile = 144;
-  int64_t keyTile = 72;
+  int64_t keyTile = 96;
 };
 
 class CompiledKernel;

@@ -71,7 +71,7 @@ TEST_P(Lengths, RopeAttentionMatchesReference) {
   expectMatches(c);
 }
 
-// 1, 7, 63, 64, 65, 257, 1000, and 73, 144, 145 at the default tiles (144 x 72):
+// 1, 7, 63, 64, 65, 257, 1000, and 97, 144, 145 at the default tiles (144 x 96):
 // sq < skv (bottom-right causal), sq > skv (rows that see no key: zeros).
 INSTANTIATE_TEST_SUITE_P(
     FusedAttention, Lengths,
@@ -82,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(
                       LengthCase{7, 257, true}, LengthCase{65, 1000, true},
                       LengthCase{257, 63, true}, LengthCase{257, 63, false},
                       LengthCase{1, 1000, false}, LengthCase{63, 7, true},
-                      LengthCase{145, 145, true}, LengthCase{144, 73, false}));
+                      LengthCase{145, 145, true}, LengthCase{144, 97, false}));
 
 TEST(FusedAttention, HeadDims) {
   for (int64_t d : {64, 96, 128}) {

@@ -21,7 +21,7 @@ commands:
       --emit=STAGE         source, fused (default), tiled, llvm, llvm-ir, asm,
                            or all (every stage, each after a header line)
       --tile=MxN           query x key tile of the x86 template (default
-                           144x72; M a multiple of 48, N a multiple of 6)
+                           144x96; M a multiple of 48, N a multiple of 6)
 
   run FILE.mlir --input=@FILE.npy ... [--output=@FILE.npy] [options]
       Compile FILE.mlir and run it on .npy tensors.

@@ -8,7 +8,7 @@
 
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies.
-// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 72 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NOT: attn.qk_prologue
 // The f64 angle and its exact range reduction (round(x * 2/pi)).
