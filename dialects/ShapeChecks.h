@@ -15,6 +15,11 @@ inline bool dimsConflict(int64_t a, int64_t b) {
   return !mlir::ShapedType::isDynamic(a) && !mlir::ShapedType::isDynamic(b) && a != b;
 }
 
+/// Dim `index` of a ranked tensor value (verified ranked by ODS).
+inline int64_t dim(mlir::Value value, unsigned index) {
+  return mlir::cast<mlir::RankedTensorType>(value.getType()).getDimSize(index);
+}
+
 /// Prints a dim for a message: "?" for dynamic.
 inline std::string dimToString(int64_t dim) {
   return mlir::ShapedType::isDynamic(dim) ? std::string("?") : std::to_string(dim);

@@ -2,8 +2,8 @@
 // text in the pe + attn dialects, unfused, as a user would write it) or from
 // a file.
 #include "runtime/Pejit.h"
+#include "dialects/pe/PEAttrs.h"
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -11,21 +11,9 @@ namespace pejit {
 
 namespace {
 
-// A float literal MLIR reads back exactly ("10000.0", "1.0e-06").
-std::string literal(double value) {
-  char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value)
-      break;
-  }
-  std::string text(buffer);
-  if (text.find_first_of(".en") == std::string::npos)
-    text += ".0";
-  else if (text.find('.') == std::string::npos && text.find('e') != std::string::npos)
-    text.insert(text.find('e'), ".0");
-  return text;
-}
+// A float literal MLIR reads back exactly ("10000.0", "1.0e-06"): the same
+// printer the pe dialect uses for its own float parameters.
+std::string literal(double value) { return pe::formatF64(value); }
 
 std::string list(const std::vector<double> &values) {
   std::string out = "[";

@@ -12,12 +12,6 @@ using namespace mlir;
 using namespace pejit;
 using namespace pejit::attn;
 
-namespace {
-int64_t dim(Value value, unsigned index) {
-  return cast<RankedTensorType>(value.getType()).getDimSize(index);
-}
-} // namespace
-
 double AttentionOp::getEffectiveScale() {
   if (FloatAttr scale = getScaleAttr())
     return scale.getValueAsDouble();

@@ -11,9 +11,6 @@ using namespace pejit;
 using namespace pejit::pe;
 
 namespace {
-int64_t dim(Value value, unsigned index) {
-  return cast<RankedTensorType>(value.getType()).getDimSize(index);
-}
 
 LogicalResult requireSameElementType(Operation *op, StringRef name, Value a,
                                      StringRef otherName, Value b) {
