@@ -54,7 +54,9 @@ func.func private @exp2_v8(%x: !V8) -> !V8 {
   %p6 = arith.constant dense<0.000154035303933816> : !V8
   %bias = arith.constant dense<127> : vector<8xi32>
   %shift = arith.constant dense<23> : vector<8xi32>
-  %xc = arith.maximumf %x, %lo : !V8
+  // max(x, lo) that keeps a NaN x (one vmaxps; arith.maximumf takes three).
+  %below = arith.cmpf olt, %x, %lo : !V8
+  %xc = arith.select %below, %lo, %x : vector<8xi1>, !V8
   %n = math.roundeven %xc : !V8
   %f = arith.subf %xc, %n : !V8
   %t6 = math.fma %p6, %f, %p5 : !V8
@@ -103,8 +105,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %zv = arith.constant dense<0.0> : !V8
   %ninf = arith.constant dense<0xFF800000> : !V8
   %log2e = arith.constant dense<1.44269504088896> : !V8
-  %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xindex>
-  %true_v = arith.constant dense<true> : vector<8xi1>
+  %iota32 = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xi32>
+  %cm1 = arith.constant -1 : index
   %true = arith.constant true
 
   // item -> (b, h, qt); query rows [i0, i0 + nq) of this tile. Items hand
@@ -329,27 +331,32 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     %jr_mask_begin = arith.select %causal_only, %first_hidden, %c0 : index
     scf.if %needs_mask {
       scf.for %jr = %jr_mask_begin to %BN step %c1 {
+        // Rows [lo, hi] see key j (an empty range past SKV), clamped to
+        // [-1, SQ] so the per-vector compares run on 32-bit lanes.
         %j = arith.addi %j0, %jr : index
         %key_in = arith.cmpi ult, %j, %SKV : index
         %row_min = arith.subi %j, %OFF : index
         %row_max = arith.addi %row_min, %WINDOW : index
+        %lo0 = arith.select %causal, %row_min, %cm1 : index
+        %hi0 = arith.select %has_window, %row_max, %SQ : index
+        %lo1 = arith.select %key_in, %lo0, %SQ : index
+        %hi1 = arith.select %key_in, %hi0, %cm1 : index
+        %lo2 = arith.maxsi %lo1, %cm1 : index
+        %lo3 = arith.minsi %lo2, %SQ : index
+        %hi2 = arith.maxsi %hi1, %cm1 : index
+        %hi3 = arith.minsi %hi2, %SQ : index
+        %lo_i = arith.index_cast %lo3 : index to i32
+        %hi_i = arith.index_cast %hi3 : index to i32
+        %lo_v = vector.broadcast %lo_i : i32 to vector<8xi32>
+        %hi_v = vector.broadcast %hi_i : i32 to vector<8xi32>
         scf.for %iv = %c0 to %nq16 step %c8 {
           %ib = arith.addi %i0, %iv : index
-          %ibv = vector.broadcast %ib : index to vector<8xindex>
-          %iv8 = arith.addi %ibv, %iota : vector<8xindex>
-          %minv = vector.broadcast %row_min : index to vector<8xindex>
-          %maxv = vector.broadcast %row_max : index to vector<8xindex>
-          %after = arith.cmpi sge, %iv8, %minv : vector<8xindex>
-          %before = arith.cmpi sle, %iv8, %maxv : vector<8xindex>
-          %causal_v = vector.broadcast %causal : i1 to vector<8xi1>
-          %window_v = vector.broadcast %has_window : i1 to vector<8xi1>
-          %not_causal = arith.xori %causal_v, %true_v : vector<8xi1>
-          %not_window = arith.xori %window_v, %true_v : vector<8xi1>
-          %ok_c = arith.ori %not_causal, %after : vector<8xi1>
-          %ok_w = arith.ori %not_window, %before : vector<8xi1>
-          %key_v = vector.broadcast %key_in : i1 to vector<8xi1>
-          %ok0 = arith.andi %ok_c, %ok_w : vector<8xi1>
-          %ok = arith.andi %ok0, %key_v : vector<8xi1>
+          %ib_i = arith.index_cast %ib : index to i32
+          %ibv = vector.broadcast %ib_i : i32 to vector<8xi32>
+          %rows = arith.addi %ibv, %iota32 : vector<8xi32>
+          %after = arith.cmpi sge, %rows, %lo_v : vector<8xi32>
+          %before = arith.cmpi sle, %rows, %hi_v : vector<8xi32>
+          %ok = arith.andi %after, %before : vector<8xi1>
           %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
           %sm = arith.select %ok, %s, %ninf : vector<8xi1>, !V8
           vector.store %sm, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
@@ -363,10 +370,14 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
       %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !V8
       %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
         %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
-        %mx1 = arith.maximumf %mx, %s : !V8
+        // One vmaxps: a NaN score is left out of the max (it still reaches
+        // P, l and O through exp2, which keeps NaN).
+        %grows = arith.cmpf olt, %mx, %s : !V8
+        %mx1 = arith.select %grows, %s, %mx : vector<8xi1>, !V8
         scf.yield %mx1 : !V8
       }
-      %m_new = arith.maximumf %m_old, %m_tile : !V8
+      %m_grows = arith.cmpf olt, %m_old, %m_tile : !V8
+      %m_new = arith.select %m_grows, %m_tile, %m_old : vector<8xi1>, !V8
       // All keys masked so far: subtract 0 instead of -inf (no NaN).
       %none = arith.cmpf oeq, %m_new, %ninf : !V8
       %m_safe = arith.select %none, %zv, %m_new : vector<8xi1>, !V8
