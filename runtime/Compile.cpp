@@ -3,26 +3,25 @@
 //   fused   after pe-fuse-into-attention
 //   tiled   after attn-instantiate-template (x86 AVX2 template)
 //   llvm    after pejit-lower-to-llvm (LLVM dialect)
-// then LLVM ORC JIT for the host CPU (optimizeKernel's passes, codegen at
-// O3). llvm-ir and asm are derived from the llvm stage on request.
+// then an ELF object for the host CPU (optimizeKernel's passes, codegen at
+// O3), loaded with LLVM ORC (ObjectCode.h). The stages and the object form a
+// KernelArtifact: what the disk cache stores and loads back without
+// compiling. llvm-ir and asm are derived from the llvm stage on request.
 #include "compiler/InstantiateTemplate.h"
 #include "compiler/Passes.h"
 #include "compiler/Pipelines.h"
 #include "compiler/Registration.h"
 #include "runtime/CompiledKernel.h"
+#include "runtime/ObjectCode.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Passes/PassBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -85,62 +84,18 @@ std::unique_ptr<mlir::MLIRContext> makeContext() {
   return context;
 }
 
-std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
-  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    llvm::consumeError(builder.takeError());
-    return nullptr;
-  }
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto machine = builder->createTargetMachine();
-  if (!machine) {
-    llvm::consumeError(machine.takeError());
-    return nullptr;
-  }
-  return std::move(*machine);
-}
-
 int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
   auto attr = dict.getAs<mlir::IntegerAttr>(name);
   return attr ? attr.getInt() : 0;
-}
-
-/// The LLVM passes a template kernel needs. Its loops, blocking and vector
-/// code are already what they should be, so the full O3 pipeline (which
-/// costs ~150 ms here) buys nothing: inline the small helpers (exp2), clean
-/// up the memref descriptor traffic, hoist invariants, and let the backend
-/// do instruction selection, register allocation and strength reduction.
-llvm::Error optimizeKernel(llvm::Module &module, llvm::TargetMachine *machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager cgscc;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(cgscc);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, cgscc, modules);
-  llvm::ModulePassManager passes;
-  if (llvm::Error error = builder.parsePassPipeline(
-          passes, "cgscc(inline),function(sroa,early-cse,instcombine<no-verify-fixpoint>,"
-                  "simplifycfg,loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,"
-                  "simplifycfg,dce)"))
-    return error;
-  passes.run(module, modules);
-  return llvm::Error::success();
 }
 
 } // namespace
 
 CompiledKernel::~CompiledKernel() = default;
 
-Expected<std::shared_ptr<const CompiledKernel>>
-CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
-                        std::shared_ptr<ThreadPool> pool) {
-  using Result = Expected<std::shared_ptr<const CompiledKernel>>;
-  auto start = std::chrono::steady_clock::now();
-  auto lap = start;
+Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfig &tiles) {
+  using Result = Expected<KernelArtifact>;
+  auto lap = std::chrono::steady_clock::now();
   std::string timing;
   auto mark = [&](const char *what) {
     auto now = std::chrono::steady_clock::now();
@@ -153,34 +108,33 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
   initializeCompilerOnce();
   std::unique_ptr<mlir::MLIRContext> context = makeContext();
   DiagnosticCollector diagnostics(*context);
-  std::shared_ptr<CompiledKernel> kernel(new CompiledKernel());
-  kernel->pool_ = std::move(pool);
+  KernelArtifact artifact;
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(spec.source(), context.get(), spec.name());
   if (!module)
     return Result::error(diagnostics.take("source"));
-  kernel->stages_["source"] = print(*module);
+  artifact.stages["source"] = print(*module);
   mark("source");
 
   mlir::PassManager fuse(context.get());
   fuse.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
   if (failed(fuse.run(*module)))
     return Result::error(diagnostics.take("fused"));
-  kernel->stages_["fused"] = print(*module);
+  artifact.stages["fused"] = print(*module);
   mark("fused");
 
   if (failed(instantiateX86Template(*module, {tiles.queryTile, tiles.keyTile})))
     return Result::error(diagnostics.take("tiled"));
-  kernel->stages_["tiled"] = print(*module);
+  artifact.stages["tiled"] = print(*module);
   mark("tiled");
   auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
-  kernel->items = intField(info, "items");
-  kernel->scratchFloats = intField(info, "scratch_floats");
-  kernel->queryPositionRows = intField(info, "query_position_rows");
-  kernel->keyPositionRows = intField(info, "key_position_rows");
+  artifact.items = intField(info, "items");
+  artifact.scratchFloats = intField(info, "scratch_floats");
+  artifact.queryPositionRows = intField(info, "query_position_rows");
+  artifact.keyPositionRows = intField(info, "key_position_rows");
   for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
-    kernel->arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
+    artifact.arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
   // The description is for the runtime; LLVM translation has no use for it.
   (*module)->removeAttr(kKernelInfoAttr);
 
@@ -189,7 +143,7 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
   auto dims = [&](unsigned arg) {
     return mlir::cast<mlir::MemRefType>(itemFn.getArgumentTypes()[arg]).getShape();
   };
-  Shape &s = kernel->shape;
+  Shape &s = artifact.shape;
   s.batch = dims(0)[0];
   s.queryHeads = dims(0)[1];
   s.querySeq = dims(0)[2];
@@ -202,52 +156,72 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
   if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower)) ||
       failed(lower.run(*module)))
     return Result::error(diagnostics.take("llvm"));
-  kernel->stages_["llvm"] = print(*module);
+  artifact.stages["llvm"] = print(*module);
   mark("llvm");
 
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(*module, llvmContext);
+  if (!llvmModule)
+    return Result::error(diagnostics.take("jit"));
   std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
   if (!machine)
     return Result::error("jit: cannot create a target machine for the host CPU");
-  // ExecutionEngineOptions::transformer is a function_ref: the optimizer
-  // must outlive create() (TOOLCHAIN.md: a temporary is silently dropped).
-  llvm::TargetMachine *tm = machine.get();
-  std::function<llvm::Error(llvm::Module *)> optimizer = [tm](llvm::Module *module) {
-    return optimizeKernel(*module, tm);
-  };
-  mlir::ExecutionEngineOptions options;
-  options.transformer = optimizer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  // PEJIT_PERF=1: jitdump records for `perf record -k 1` + `perf inject --jit`.
-  options.enablePerfNotificationListener = std::getenv("PEJIT_PERF") != nullptr;
-  auto engine = mlir::ExecutionEngine::create(*module, options, std::move(machine));
-  if (!engine) {
-    std::string message = llvm::toString(engine.takeError());
-    return Result::error("jit: " + message +
-                         (diagnostics.messages.empty() ? "" : "\n" + diagnostics.messages));
-  }
-  kernel->engine_ = std::move(*engine);
-  auto prologue = kernel->engine_->lookup("_mlir_ciface_pejit_prologue");
-  auto item = kernel->engine_->lookup("_mlir_ciface_pejit_item");
-  if (!prologue || !item) {
-    if (!prologue)
-      llvm::consumeError(prologue.takeError());
-    if (!item)
-      llvm::consumeError(item.takeError());
-    return Result::error("jit: the kernel's entry points were not found");
-  }
-  kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
-  kernel->item_ = reinterpret_cast<ItemFn>(*item);
-  mark("jit");
+  if (Status status = optimizeKernel(*llvmModule, *machine); !status)
+    return Result::error(status.message());
+  Expected<std::string> object = emitObject(*llvmModule, *machine);
+  if (!object)
+    return Result::error(object.error());
+  artifact.object = std::move(*object);
+  mark("object");
   if (std::getenv("PEJIT_TIMING"))
     std::fprintf(stderr, "pejit timing (ms):%s\n", timing.c_str());
-  kernel->compileMs = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+  return artifact;
+}
+
+Expected<std::shared_ptr<const CompiledKernel>>
+CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) {
+  using Result = Expected<std::shared_ptr<const CompiledKernel>>;
+  Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.object);
+  if (!object)
+    return Result::error(object.error());
+  Expected<void *> prologue = (*object)->lookup("_mlir_ciface_pejit_prologue");
+  if (!prologue)
+    return Result::error(prologue.error());
+  Expected<void *> item = (*object)->lookup("_mlir_ciface_pejit_item");
+  if (!item)
+    return Result::error(item.error());
+  std::shared_ptr<CompiledKernel> kernel(new CompiledKernel());
+  kernel->pool_ = std::move(pool);
+  kernel->object_ = std::move(*object);
+  kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
+  kernel->item_ = reinterpret_cast<ItemFn>(*item);
+  kernel->shape = artifact.shape;
+  kernel->arguments = artifact.arguments;
+  kernel->items = artifact.items;
+  kernel->scratchFloats = artifact.scratchFloats;
+  kernel->queryPositionRows = artifact.queryPositionRows;
+  kernel->keyPositionRows = artifact.keyPositionRows;
+  kernel->artifact_ = std::move(artifact);
   return std::shared_ptr<const CompiledKernel>(std::move(kernel));
 }
 
+Expected<std::shared_ptr<const CompiledKernel>>
+CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
+                        std::shared_ptr<ThreadPool> pool) {
+  auto start = std::chrono::steady_clock::now();
+  Expected<KernelArtifact> artifact = build(spec, tiles);
+  if (!artifact)
+    return Expected<std::shared_ptr<const CompiledKernel>>::error(artifact.error());
+  auto kernel = load(std::move(*artifact), std::move(pool));
+  if (kernel)
+    const_cast<CompiledKernel &>(**kernel).compileMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+  return kernel;
+}
+
 Expected<std::string> CompiledKernel::stage(const std::string &name) const {
-  if (auto it = stages_.find(name); it != stages_.end())
+  if (auto it = artifact_.stages.find(name); it != artifact_.stages.end())
     return it->second;
   if (name != "llvm-ir" && name != "asm") {
     std::string known;
@@ -258,7 +232,7 @@ Expected<std::string> CompiledKernel::stage(const std::string &name) const {
   std::lock_guard<std::mutex> lock(derivedMutex_);
   if (auto it = derivedStages_.find(name); it != derivedStages_.end())
     return it->second;
-  Expected<std::string> text = translateLLVMDialect(stages_.at("llvm"), name == "asm");
+  Expected<std::string> text = translateLLVMDialect(artifact_.stages.at("llvm"), name == "asm");
   if (text)
     derivedStages_[name] = *text;
   return text;
@@ -277,10 +251,8 @@ Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool 
   std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
   if (!llvmModule || !machine)
     return Expected<std::string>::error(diagnostics.take("llvm-ir"));
-  llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(machine->getTargetTriple());
-  if (llvm::Error error = optimizeKernel(*llvmModule, machine.get()))
-    return Expected<std::string>::error("llvm-ir: " + llvm::toString(std::move(error)));
+  if (Status status = optimizeKernel(*llvmModule, *machine); !status)
+    return Expected<std::string>::error("llvm-ir: " + status.message());
   std::string text;
   llvm::raw_string_ostream os(text);
   if (!assembly) {

@@ -9,10 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
-namespace mlir {
-class ExecutionEngine;
-}
 
 namespace pejit {
 
@@ -31,12 +30,31 @@ using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4>
                         MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 1> *, int64_t);
 
+class LoadedObject;
+
+/// Everything a compiled kernel is, as data: the text of every stage, the
+/// host object file and what the runtime needs to call it. This is what the
+/// disk cache stores.
+struct KernelArtifact {
+  Shape shape;
+  std::vector<std::string> arguments;
+  int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  std::map<std::string, std::string> stages; // source, fused, tiled, llvm
+  std::string object;                        // ELF relocatable for the host CPU
+};
+
 class CompiledKernel {
 public:
   /// Runs every stage from the source to machine code; an error names the
   /// stage and carries the compiler's diagnostics.
+  static Expected<KernelArtifact> build(const Spec &spec, const TileConfig &tiles);
+  /// Links an artifact's object into the process: no compiling.
+  static Expected<std::shared_ptr<const CompiledKernel>>
+  load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool);
+  /// build + load.
   static Expected<std::shared_ptr<const CompiledKernel>>
   compile(const Spec &spec, const TileConfig &tiles, std::shared_ptr<ThreadPool> pool);
+  const KernelArtifact &artifact() const { return artifact_; }
   ~CompiledKernel();
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
@@ -49,10 +67,10 @@ public:
 
 private:
   CompiledKernel() = default;
-  std::map<std::string, std::string> stages_;
+  KernelArtifact artifact_;
   mutable std::map<std::string, std::string> derivedStages_; // llvm-ir, asm: on demand
   mutable std::mutex derivedMutex_;
-  std::unique_ptr<mlir::ExecutionEngine> engine_;
+  std::unique_ptr<LoadedObject> object_;
   PrologueFn prologue_ = nullptr;
   ItemFn item_ = nullptr;
   std::shared_ptr<ThreadPool> pool_;

@@ -1,0 +1,119 @@
+// Object code for template kernels: optimize, emit an ELF object, load it.
+#include "runtime/ObjectCode.h"
+
+#include "llvm/ExecutionEngine/JITEventListener.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <cstdlib>
+
+namespace pejit {
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine() {
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    llvm::consumeError(builder.takeError());
+    return nullptr;
+  }
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine) {
+    llvm::consumeError(machine.takeError());
+    return nullptr;
+  }
+  return std::move(*machine);
+}
+
+/// The LLVM passes a template kernel needs. Its loops, blocking and vector
+/// code are already what they should be, so the full O3 pipeline (which
+/// costs ~150 ms here) buys nothing: inline the small helpers (exp2), clean
+/// up the memref descriptor traffic, hoist invariants, and let the backend
+/// do instruction selection, register allocation and strength reduction.
+Status optimizeKernel(llvm::Module &module, llvm::TargetMachine &machine) {
+  module.setDataLayout(machine.createDataLayout());
+  module.setTargetTriple(machine.getTargetTriple());
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  llvm::ModulePassManager passes;
+  if (llvm::Error error = builder.parsePassPipeline(
+          passes, "cgscc(inline),function(sroa,early-cse,instcombine<no-verify-fixpoint>,"
+                  "simplifycfg,loop-mssa(licm),gvn,instcombine<no-verify-fixpoint>,"
+                  "simplifycfg,dce)"))
+    return Status::error("llvm passes: " + llvm::toString(std::move(error)));
+  passes.run(module, modules);
+  return Status();
+}
+
+Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return Expected<std::string>::error("jit: the host target cannot emit object files");
+  passes.run(module);
+  return std::string(buffer.str());
+}
+
+LoadedObject::~LoadedObject() = default;
+
+Expected<std::unique_ptr<LoadedObject>> LoadedObject::load(const std::string &objectBytes) {
+  using Result = Expected<std::unique_ptr<LoadedObject>>;
+  // PEJIT_PERF=1: jitdump records for `perf record -k 1` + `perf inject --jit`.
+  llvm::JITEventListener *perf =
+      std::getenv("PEJIT_PERF") ? llvm::JITEventListener::createPerfJITEventListener() : nullptr;
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setObjectLinkingLayerCreator(
+              [perf](llvm::orc::ExecutionSession &session)
+                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                    session, [](const llvm::MemoryBuffer &) {
+                      return std::make_unique<llvm::SectionMemoryManager>();
+                    });
+                if (perf)
+                  layer->registerJITEventListener(*perf);
+                return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
+              })
+          .create();
+  if (!jit)
+    return Result::error("jit: " + llvm::toString(jit.takeError()));
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return Result::error("jit: " + llvm::toString(process.takeError()));
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  if (llvm::Error error = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(objectBytes, "pejit-kernel.o")))
+    return Result::error("jit: the kernel object does not load: " +
+                         llvm::toString(std::move(error)));
+  std::unique_ptr<LoadedObject> loaded(new LoadedObject());
+  loaded->jit_ = std::move(*jit);
+  return Result(std::move(loaded));
+}
+
+Expected<void *> LoadedObject::lookup(const std::string &symbol) const {
+  auto address = jit_->lookup(symbol);
+  if (!address)
+    return Expected<void *>::error("jit: symbol '" + symbol +
+                                   "' not found: " + llvm::toString(address.takeError()));
+  return address->toPtr<void *>();
+}
+
+} // namespace pejit
