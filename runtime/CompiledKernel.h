@@ -64,6 +64,8 @@ public:
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
   double compileMs = 0;
+  bool fromDisk = false;
+  TileConfig tiles;
 
 private:
   CompiledKernel() = default;

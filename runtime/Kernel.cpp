@@ -190,4 +190,8 @@ const std::vector<std::string> &Kernel::arguments() const { return impl_->argume
 const Shape &Kernel::shape() const { return impl_->shape; }
 double Kernel::compileMilliseconds() const { return impl_->compileMs; }
 
+bool Kernel::loadedFromDisk() const { return impl_->fromDisk; }
+
+TileConfig Kernel::tiles() const { return impl_->tiles; }
+
 } // namespace pejit

@@ -140,8 +140,12 @@ public:
   /// The argument roles, in order ("query", "key", ...).
   const std::vector<std::string> &arguments() const;
   const Shape &shape() const;
-  /// Milliseconds spent compiling (0 for a cache hit's original compile).
+  /// Milliseconds spent compiling, or loading it from the disk cache.
   double compileMilliseconds() const;
+  /// True when the code came from the disk cache (nothing was compiled).
+  bool loadedFromDisk() const;
+  /// The tile config the kernel was compiled with.
+  TileConfig tiles() const;
   /// Identity of the compiled code (equal for the same cache entry).
   const void *id() const { return impl_.get(); }
 
@@ -153,6 +157,16 @@ private:
 
 struct RuntimeOptions {
   int threads = 0; ///< worker threads for run(); 0 = all cores (or PEJIT_NUM_THREADS)
+  /// Disk cache directory; empty = PEJIT_CACHE_DIR, $XDG_CACHE_HOME/pejit or
+  /// ~/.cache/pejit. PEJIT_DISABLE_CACHE=1 keeps kernels in memory only.
+  std::string cacheDir;
+};
+
+/// What get() did so far, in this Runtime.
+struct RuntimeStats {
+  int64_t compiles = 0;    ///< kernels compiled from source
+  int64_t diskHits = 0;    ///< kernels loaded from the disk cache
+  int64_t memoryHits = 0;  ///< get() calls answered from memory
 };
 
 /// Compiles and caches kernels. Thread-safe: concurrent get() calls for the
@@ -164,9 +178,12 @@ public:
   Runtime(const Runtime &) = delete;
   Runtime &operator=(const Runtime &) = delete;
 
-  Expected<Kernel> get(const Spec &spec, TileConfig tiles = {});
-  /// Number of compilations done (cache misses).
+  /// The kernel for `spec` with `tiles`; without tiles, the config the
+  /// autotuner stored for this (spec, shape, target), else the default.
+  Expected<Kernel> get(const Spec &spec, std::optional<TileConfig> tiles = std::nullopt);
+  /// Number of compilations done (misses of both caches).
   int64_t compileCount() const;
+  RuntimeStats stats() const;
   /// The host CPU name and features that are part of every kernel key.
   static std::string hostTarget();
 

@@ -1,14 +1,17 @@
-// Runtime: the per-shape in-memory kernel cache. The key covers the compiler
-// version, the host CPU and its features, the tile config and the spec's
-// source (which carries shapes and dtypes). Concurrent requests for one key
-// share a future, so the kernel is compiled once.
+// Runtime: the per-shape kernel caches, in memory and on disk. The key covers
+// the compiler fingerprint, the host CPU and its features, the tile config and
+// the spec's source (which carries shapes and dtypes). Concurrent requests
+// for one key share a future, so the kernel is compiled once per process;
+// across processes a lock file per key does the same (DiskCache.h).
 #include "runtime/CompiledKernel.h"
+#include "runtime/DiskCache.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <future>
 #include <map>
@@ -18,7 +21,6 @@
 namespace pejit {
 
 namespace {
-constexpr const char *kCompilerVersion = "pejit-0.1/llvm-" LLVM_VERSION_STRING;
 using Compiled = Expected<std::shared_ptr<const CompiledKernel>>;
 } // namespace
 
@@ -60,8 +62,65 @@ struct Runtime::Impl {
   std::shared_ptr<ThreadPool> pool;
   std::mutex mutex;
   std::map<std::string, std::shared_future<Compiled>> cache;
-  std::atomic<int64_t> compiles{0};
+  std::atomic<int64_t> compiles{0}, diskHits{0}, memoryHits{0};
+  std::unique_ptr<DiskCache> disk;
+
+  Compiled obtain(const Spec &spec, const TileConfig &tiles, const std::string &key);
+  Compiled loadFromDisk(const std::string &key);
 };
+
+Compiled Runtime::Impl::loadFromDisk(const std::string &key) {
+  auto start = std::chrono::steady_clock::now();
+  std::optional<KernelArtifact> artifact = disk->load(key);
+  if (!artifact)
+    return Compiled::error("not in the disk cache");
+  Compiled kernel = CompiledKernel::load(std::move(*artifact), pool);
+  if (!kernel) {
+    disk->discard(key, kernel.error());
+    return kernel;
+  }
+  auto &loaded = const_cast<CompiledKernel &>(**kernel);
+  loaded.fromDisk = true;
+  loaded.compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return kernel;
+}
+
+/// Disk hit, else compile (under the key's lock file) and store.
+Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const std::string &key) {
+  if (disk->readable()) {
+    if (Compiled kernel = loadFromDisk(key)) {
+      disk->countLookup(true);
+      ++diskHits;
+      return kernel;
+    }
+  }
+  std::unique_ptr<DiskCache::KeyLock> lock = disk->lockKey(key);
+  if (lock) { // another process may have compiled it while we waited
+    if (Compiled kernel = loadFromDisk(key)) {
+      disk->countLookup(true);
+      ++diskHits;
+      return kernel;
+    }
+  }
+  disk->countLookup(false);
+  ++compiles;
+  auto start = std::chrono::steady_clock::now();
+  Expected<KernelArtifact> artifact = CompiledKernel::build(spec, tiles);
+  if (!artifact)
+    return Compiled::error(artifact.error());
+  disk->dumpStages(key, *artifact);
+  disk->store(key,
+              artifact->shape.str() + " tile=" + std::to_string(tiles.queryTile) + "x" +
+                  std::to_string(tiles.keyTile) + " " + spec.name(),
+              *artifact);
+  Compiled kernel = CompiledKernel::load(std::move(*artifact), pool);
+  if (kernel)
+    const_cast<CompiledKernel &>(**kernel).compileMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count();
+  return kernel;
+}
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   int threads = options.threads;
@@ -71,6 +130,10 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
   if (threads <= 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
   impl_->pool = std::make_shared<ThreadPool>(threads);
+  CacheSettings cache = CacheSettings::fromEnvironment();
+  if (!options.cacheDir.empty())
+    cache.dir = options.cacheDir;
+  impl_->disk = std::make_unique<DiskCache>(std::move(cache));
   initializeCompilerOnce();
 }
 
@@ -84,9 +147,16 @@ std::string Runtime::hostTarget() {
   return target;
 }
 
-Expected<Kernel> Runtime::get(const Spec &spec, TileConfig tiles) {
+std::string tuneKey(const Spec &spec) {
+  static const std::string host = Runtime::hostTarget();
+  return compilerFingerprint() + "|" + host + "|" + spec.source();
+}
+
+Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> requested) {
   static const std::string host = hostTarget();
-  std::string key = std::string(kCompilerVersion) + "|" + host + "|tile=" +
+  TileConfig tiles = requested ? *requested
+                               : impl_->disk->loadTuned(tuneKey(spec)).value_or(TileConfig{});
+  std::string key = compilerFingerprint() + "|" + host + "|tile=" +
                     std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
                     "|" + spec.source();
   std::promise<Compiled> promise;
@@ -101,11 +171,14 @@ Expected<Kernel> Runtime::get(const Spec &spec, TileConfig tiles) {
       compileHere = true;
     } else {
       future = it->second;
+      ++impl_->memoryHits;
     }
   }
   if (compileHere) {
-    ++impl_->compiles;
-    promise.set_value(CompiledKernel::compile(spec, tiles, impl_->pool));
+    Compiled compiled = impl_->obtain(spec, tiles, key);
+    if (compiled)
+      const_cast<CompiledKernel &>(**compiled).tiles = tiles;
+    promise.set_value(std::move(compiled));
   }
   const Compiled &compiled = future.get();
   if (!compiled)
@@ -114,5 +187,9 @@ Expected<Kernel> Runtime::get(const Spec &spec, TileConfig tiles) {
 }
 
 int64_t Runtime::compileCount() const { return impl_->compiles.load(); }
+
+RuntimeStats Runtime::stats() const {
+  return {impl_->compiles.load(), impl_->diskHits.load(), impl_->memoryHits.load()};
+}
 
 } // namespace pejit

@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 
 scripts/setup.sh || { echo "tests: 0 passed, 1 failed (build failed)"; exit 1; }
 BUILD_DIR=${PEJIT_BUILD_DIR:-build}
+# The suite's kernels go to a disk cache of its own, never the user's.
+PEJIT_CACHE_DIR=$(mktemp -d)
+export PEJIT_CACHE_DIR
+trap 'rm -rf "$PEJIT_CACHE_DIR"' EXIT
 passed=0; failed=0; skipped=0
 
 # lit: count from its summary ("Passed: N", "Failed: N", "Unsupported: N").
