@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -162,6 +163,31 @@ struct RuntimeOptions {
   std::string cacheDir;
 };
 
+/// One tile config the autotuner tried: its median time, or why it failed.
+struct TuneCandidate {
+  TileConfig tiles;
+  double medianMs = 0; ///< infinity when it failed
+  std::string error;
+};
+
+struct TuneOptions {
+  /// Configs to try; empty = the template's candidate set, pruned to those
+  /// whose tiles fit the L2 cache and are not much longer than the sequence.
+  std::vector<TileConfig> candidates;
+  int repeats = 5;      ///< timed runs per candidate (after one warm-up)
+  bool progress = true; ///< progress bar on stderr, when it is a terminal
+  /// Times one compiled candidate in ms (tests use it to control speeds);
+  /// default: median of `repeats` runs on random inputs of the shape.
+  std::function<double(const Kernel &)> measure;
+};
+
+struct TuneReport {
+  std::vector<TuneCandidate> candidates; ///< in the order tried
+  TileConfig best;
+  /// A Markdown table of the candidates, best marked.
+  std::string table() const;
+};
+
 /// What get() did so far, in this Runtime.
 struct RuntimeStats {
   int64_t compiles = 0;    ///< kernels compiled from source
@@ -184,6 +210,11 @@ public:
   /// Number of compilations done (misses of both caches).
   int64_t compileCount() const;
   RuntimeStats stats() const;
+  /// Compiles and times every candidate tile config for `spec` (one shape,
+  /// this host), stores the fastest in the disk cache, where later get()
+  /// calls without tiles (in any process) find it. Fails only when no
+  /// candidate works.
+  Expected<TuneReport> tune(const Spec &spec, TuneOptions options = {});
   /// The host CPU name and features that are part of every kernel key.
   static std::string hostTarget();
 

@@ -5,6 +5,7 @@
 // across processes a lock file per key does the same (DiskCache.h).
 #include "runtime/CompiledKernel.h"
 #include "runtime/DiskCache.h"
+#include "runtime/Tuner.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -147,10 +148,13 @@ std::string Runtime::hostTarget() {
   return target;
 }
 
+namespace {
+/// The tuned config's key: like a kernel key, without the tile config.
 std::string tuneKey(const Spec &spec) {
   static const std::string host = Runtime::hostTarget();
   return compilerFingerprint() + "|" + host + "|" + spec.source();
 }
+} // namespace
 
 Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> requested) {
   static const std::string host = hostTarget();
@@ -187,6 +191,13 @@ Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> reques
 }
 
 int64_t Runtime::compileCount() const { return impl_->compiles.load(); }
+
+Expected<TuneReport> Runtime::tune(const Spec &spec, TuneOptions options) {
+  Expected<TuneReport> report = tuneCandidates(*this, spec, options);
+  if (report)
+    impl_->disk->storeTuned(tuneKey(spec), report->best, report->table());
+  return report;
+}
 
 RuntimeStats Runtime::stats() const {
   return {impl_->compiles.load(), impl_->diskHits.load(), impl_->memoryHits.load()};

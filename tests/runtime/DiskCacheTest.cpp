@@ -267,4 +267,53 @@ TEST_F(DiskCacheTest, EvictionKeepsTheSizeLimit) {
   EXPECT_FALSE(cache.load("key-0"));
 }
 
+TEST_F(DiskCacheTest, TunerPicksTheFastestPersistsItAndSurvivesAFailingCandidate) {
+  TuneOptions tuning;
+  tuning.progress = false;
+  // 50x7 is not a valid tile (query tiles are multiples of 48): it must
+  // fail to compile, be reported, and not stop the others.
+  tuning.candidates = {{144, 96}, {96, 48}, {50, 7}, {48, 72}};
+  // Speeds under the test's control: 96x48 is the fast one.
+  tuning.measure = [](const Kernel &kernel) {
+    return kernel.tiles().queryTile == 96 && kernel.tiles().keyTile == 48 ? 1.0 : 5.0;
+  };
+  {
+    Runtime runtime(options());
+    Expected<TuneReport> report = runtime.tune(ropeSpec(), tuning);
+    ASSERT_TRUE(report) << report.error();
+    EXPECT_EQ(report->best.queryTile, 96);
+    EXPECT_EQ(report->best.keyTile, 48);
+    ASSERT_EQ(report->candidates.size(), 4u);
+    EXPECT_FALSE(report->candidates[2].error.empty());
+    EXPECT_TRUE(std::isinf(report->candidates[2].medianMs));
+    EXPECT_NE(report->table().find("failed"), std::string::npos) << report->table();
+  }
+  // A later Runtime (another process) uses the stored choice by itself,
+  // and the tuned kernel is a correct one (same output as the default's).
+  Runtime later(options());
+  Expected<Kernel> tuned = later.get(ropeSpec());
+  ASSERT_TRUE(tuned) << tuned.error();
+  EXPECT_EQ(tuned->tiles().queryTile, 96);
+  EXPECT_EQ(tuned->tiles().keyTile, 48);
+  Expected<Kernel> standard = later.get(ropeSpec(), TileConfig{});
+  ASSERT_TRUE(standard);
+  std::vector<float> a = run(*tuned), b = run(*standard);
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  EXPECT_LE(worst, 1e-5 * scale); // different tiles: f32 rounding only
+}
+
+TEST_F(DiskCacheTest, EveryFailedCandidateIsAnErrorValue) {
+  TuneOptions tuning;
+  tuning.progress = false;
+  tuning.candidates = {{50, 7}};
+  Runtime runtime(options());
+  Expected<TuneReport> report = runtime.tune(ropeSpec(), tuning);
+  ASSERT_FALSE(report);
+  EXPECT_NE(report.error().find("every candidate failed"), std::string::npos) << report.error();
+}
+
 } // namespace

@@ -18,6 +18,8 @@ int usageError(const std::string &message);
 int compileCommand(int argc, char **argv);
 /// pejit run FILE.mlir --input=@FILE.npy ... [--output=@FILE.npy] [...]
 int runCommand(int argc, char **argv);
+int tuneCommand(int argc, char **argv);
+int cacheCommand(int argc, char **argv);
 
 } // namespace pejit::cli
 

@@ -28,7 +28,7 @@ int compileCommand(int argc, char **argv) {
       known += stage + ", ";
     return usageError("compile: unknown stage '" + emit + "' (stages: " + known + "all)");
   }
-  TileConfig tiles;
+  std::optional<TileConfig> tiles; // none: the tuned config, else the default
   if (std::optional<std::string> tile = args.value("tile")) {
     std::optional<TileConfig> parsed = parseTile(*tile);
     if (!parsed)

@@ -46,7 +46,7 @@ struct RunOptions {
   std::string file;
   std::vector<std::string> inputs;
   std::optional<std::string> output;
-  TileConfig tiles;
+  std::optional<TileConfig> tiles; // none: the tuned config, else the default
   int threads = 0;
   int64_t repeat = 0;
   bool check = false;

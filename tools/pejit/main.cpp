@@ -49,7 +49,19 @@ commands:
       decode over 4096 keys): ms, GFLOP/s, fraction of this machine's
       measured fp32 FMA peak, JIT cold compile and cache-hit time.
 
-tune and cache commands are planned.
+  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
+      Compile and time tile configs for FILE.mlir's shape on this CPU (a
+      progress bar on a terminal), print the table and store the fastest in
+      the disk cache: later `run` and Runtime::get without --tile use it.
+
+  cache ls | stats | verify | clear
+      The disk cache (PEJIT_CACHE_DIR): entries with size, age and shape;
+      hits, misses and bytes; every entry's checksums (exit 1 if one is
+      damaged); remove everything.
+
+environment: PEJIT_CACHE_DIR, PEJIT_CACHE_MAX_MB (default 1024),
+  PEJIT_DISABLE_CACHE=1, PEJIT_DUMP_IR=DIR, PEJIT_NUM_THREADS,
+  PEJIT_TEMPLATE_DIR, PEJIT_TIMING=1, PEJIT_PERF=1 (README has the list)
 
 exit codes: 0 success, 1 error (compile, inputs, --check failed), 2 usage
 )";
@@ -77,7 +89,9 @@ int main(int argc, char **argv) {
     return runCommand(argc, argv);
   if (command == "bench")
     return pejit::bench::runAttentionBench(argc - 2, argv + 2);
-  if (command == "tune" || command == "cache")
-    return usageError("'" + command + "' is not implemented yet");
+  if (command == "tune")
+    return tuneCommand(argc, argv);
+  if (command == "cache")
+    return cacheCommand(argc, argv);
   return usageError("unknown command '" + command + "'");
 }

@@ -1,0 +1,147 @@
+// Autotuning the x86 template's tile sizes: compile each candidate, time it
+// on random inputs of the real shape (one warm-up, median of repeats), keep
+// the fastest. A candidate that fails to compile or run scores infinity and
+// is reported, never fatal.
+#include "runtime/Tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <unistd.h>
+
+namespace pejit {
+
+std::vector<TileConfig> candidateTiles(const Shape &shape, int64_t l2Bytes) {
+  auto roundUp = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
+  std::vector<TileConfig> tiles;
+  for (int64_t m : {48, 96, 144, 192, 240})
+    for (int64_t n : {48, 72, 96, 120}) {
+      // One tile past the sequence is the most worth trying.
+      if (m > roundUp(shape.querySeq, 48) && m != 48)
+        continue;
+      if (n > roundUp(shape.keySeq, 6) && n != 48)
+        continue;
+      int64_t floats = 2 * m * shape.headDim + m * shape.valueDim + n * m + n * shape.headDim;
+      if (floats * 4 > l2Bytes)
+        continue;
+      tiles.push_back({m, n});
+    }
+  if (tiles.empty())
+    tiles.push_back(TileConfig{});
+  return tiles;
+}
+
+namespace {
+
+double medianRunMs(const Kernel &kernel, int repeats) {
+  const Shape &s = kernel.shape();
+  std::mt19937 engine(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> q(s.batch * s.queryHeads * s.querySeq * s.headDim);
+  std::vector<float> k(s.batch * s.kvHeads * s.keySeq * s.headDim);
+  std::vector<float> v(s.batch * s.kvHeads * s.keySeq * s.valueDim);
+  std::vector<float> o(s.batch * s.queryHeads * s.querySeq * s.valueDim);
+  for (std::vector<float> *t : {&q, &k, &v})
+    for (float &x : *t)
+      x = dist(engine);
+  std::vector<TensorView> inputs = {
+      {q.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.headDim}, {}},
+      {k.data(), DType::F32, {s.batch, s.kvHeads, s.keySeq, s.headDim}, {}},
+      {v.data(), DType::F32, {s.batch, s.kvHeads, s.keySeq, s.valueDim}, {}}};
+  TensorView out{o.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}};
+  std::vector<double> times;
+  for (int r = 0; r <= repeats; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    if (!kernel.run(inputs, out))
+      return std::numeric_limits<double>::infinity();
+    if (r > 0) // the first run is a warm-up
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void drawProgress(size_t done, size_t total, const TuneReport &report) {
+  constexpr int kWidth = 24;
+  int filled = static_cast<int>(kWidth * done / std::max<size_t>(total, 1));
+  std::string bar(filled, '#');
+  bar.resize(kWidth, ' ');
+  std::string best = "-";
+  double bestMs = std::numeric_limits<double>::infinity();
+  for (const TuneCandidate &c : report.candidates)
+    if (c.medianMs < bestMs) {
+      bestMs = c.medianMs;
+      best = std::to_string(c.tiles.queryTile) + "x" + std::to_string(c.tiles.keyTile);
+    }
+  std::fprintf(stderr, "\rtuning [%s] %zu/%zu  best %s", bar.c_str(), done, total, best.c_str());
+  if (std::isfinite(bestMs))
+    std::fprintf(stderr, " %.3f ms", bestMs);
+  if (done == total)
+    std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+} // namespace
+
+Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOptions &options) {
+  if (options.candidates.empty()) {
+    // The shape is known once one kernel exists; the default config is one
+    // of the candidates anyway.
+    Expected<Kernel> probe = runtime.get(spec, TileConfig{});
+    if (!probe)
+      return Expected<TuneReport>::error(probe.error());
+    long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    options.candidates = candidateTiles(probe->shape(), l2 > 0 ? l2 : 512 * 1024);
+  }
+  bool progress = options.progress && ::isatty(2);
+  TuneReport report;
+  double bestMs = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < options.candidates.size(); ++i) {
+    TuneCandidate candidate{options.candidates[i], std::numeric_limits<double>::infinity(), ""};
+    Expected<Kernel> kernel = runtime.get(spec, candidate.tiles);
+    if (!kernel) {
+      candidate.error = kernel.error();
+    } else {
+      candidate.medianMs = options.measure ? options.measure(*kernel)
+                                           : medianRunMs(*kernel, std::max(1, options.repeats));
+      if (!std::isfinite(candidate.medianMs))
+        candidate.error = "the kernel failed to run";
+    }
+    if (candidate.medianMs < bestMs) {
+      bestMs = candidate.medianMs;
+      report.best = candidate.tiles;
+    }
+    report.candidates.push_back(candidate);
+    if (progress)
+      drawProgress(i + 1, options.candidates.size(), report);
+  }
+  if (!std::isfinite(bestMs))
+    return Expected<TuneReport>::error("tune: every candidate failed; the first: " +
+                                       report.candidates[0].error);
+  return report;
+}
+
+std::string TuneReport::table() const {
+  std::string text = "| tiles | median ms | note |\n| --- | ---: | --- |\n";
+  for (const TuneCandidate &c : candidates) {
+    char row[512];
+    std::string tiles = std::to_string(c.tiles.queryTile) + "x" + std::to_string(c.tiles.keyTile);
+    bool isBest = c.tiles.queryTile == best.queryTile && c.tiles.keyTile == best.keyTile;
+    std::string note = !c.error.empty() ? "failed: " + c.error.substr(0, c.error.find('\n'))
+                                        : (isBest ? "best" : "");
+    if (std::isfinite(c.medianMs))
+      std::snprintf(row, sizeof(row), "| %s | %.3f | %s |\n", tiles.c_str(), c.medianMs,
+                    note.c_str());
+    else
+      std::snprintf(row, sizeof(row), "| %s | - | %s |\n", tiles.c_str(), note.c_str());
+    text += row;
+  }
+  return text;
+}
+
+} // namespace pejit
