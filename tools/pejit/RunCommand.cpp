@@ -147,8 +147,10 @@ int runCommand(int argc, char **argv) {
   if (Status status = kernel->run(views, outView); !status)
     return fail(options.file + ": " + status.message());
   double runMs = millisecondsSince(start);
-  std::fprintf(stderr, "pejit: compile %.1f ms, run %.3f ms\n", kernel->compileMilliseconds(),
-               runMs);
+  std::fprintf(stderr, "pejit: %s %.1f ms (tiles %lldx%lld), run %.3f ms\n",
+               kernel->loadedFromDisk() ? "loaded from the disk cache in" : "compile",
+               kernel->compileMilliseconds(), (long long)kernel->tiles().queryTile,
+               (long long)kernel->tiles().keyTile, runMs);
 
   if (options.output) {
     if (std::string error = writeFloat32(*options.output, out, outShape); !error.empty())
