@@ -218,19 +218,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
         }
       }
     }
-    // Prefetch the next KV tile into L2 while this one is computed, so its
-    // copy does not stall on L3 (one prefetch per 64-byte line).
+    // The next KV tile is prefetched into L2 during P . V below, a few rows
+    // per register block, so its copy does not stall on L3.
     %jn = arith.addi %j0, %BN : index
-    %jn_end0 = arith.addi %jn, %BN : index
-    %jn_end = arith.minui %jn_end0, %SKV : index
-    scf.for %j = %jn to %jn_end step %c1 {
-      scf.for %d = %c0 to %D step %c16 {
-        memref.prefetch %k[%b, %hk, %j, %d], read, locality<2>, data : !K
-      }
-      scf.for %d = %c0 to %DV step %c16 {
-        memref.prefetch %v[%b, %hk, %j, %d], read, locality<2>, data : !V
-      }
-    }
     attn.qk_transform %Ks, %nk, %j0, %b, %scratch key : memref<${BN}x${D}xf32>, !SCRATCH
 
     // St = Ks . Qt in 6 x 16 blocks: 12 accumulators, 2 loads of Qt and 6
@@ -430,6 +420,34 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
       %j_end = arith.select %causal, %pv_hi, %BN : index
       scf.for %dc = %c0 to %DV step %c16 {
         %dc1 = arith.addi %dc, %c8 : index
+        // Rows [r0, r1) of the next KV tile: spread over all P . V blocks
+        // (one prefetch per 64-byte line), overlapping the FMAs.
+        %blocks_r = arith.divui %nq6, %c6 : index
+        %blocks_c = arith.divui %DV, %c16 : index
+        %blocks = arith.muli %blocks_r, %blocks_c : index
+        %rows_per0 = arith.addi %BN, %blocks : index
+        %rows_per1 = arith.subi %rows_per0, %c1 : index
+        %rows_per = arith.divui %rows_per1, %blocks : index
+        %blk_r = arith.divui %ir, %c6 : index
+        %blk_c = arith.divui %dc, %c16 : index
+        %blk0 = arith.muli %blk_r, %blocks_c : index
+        %blk = arith.addi %blk0, %blk_c : index
+        %pr0a = arith.muli %blk, %rows_per : index
+        %pr1a = arith.addi %pr0a, %rows_per : index
+        %pf_end0 = arith.subi %SKV, %jn : index
+        %pf_end1 = arith.maxsi %pf_end0, %c0 : index
+        %pf_end = arith.minsi %pf_end1, %BN : index
+        %pr0 = arith.minsi %pr0a, %pf_end : index
+        %pr1 = arith.minsi %pr1a, %pf_end : index
+        scf.for %pr = %pr0 to %pr1 step %c1 {
+          %pj = arith.addi %jn, %pr : index
+          scf.for %d = %c0 to %D step %c16 {
+            memref.prefetch %k[%b, %hk, %pj, %d], read, locality<2>, data : !K
+          }
+          scf.for %d = %c0 to %DV step %c16 {
+            memref.prefetch %v[%b, %hk, %pj, %d], read, locality<2>, data : !V
+          }
+        }
         %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
         %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
         %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
