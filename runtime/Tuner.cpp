@@ -5,6 +5,9 @@
 #include "runtime/Tuner.h"
 
 #include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -99,11 +102,29 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
     options.candidates = candidateTiles(probe->shape(), l2 > 0 ? l2 : 512 * 1024);
   }
   bool progress = options.progress && ::isatty(2);
+  // Compile every candidate first, on all cores (each compile is one
+  // thread); timing then runs them one at a time on the whole machine.
+  size_t count = options.candidates.size();
+  std::vector<std::optional<Expected<Kernel>>> kernels(count);
+  std::atomic<size_t> next{0};
+  auto compileSome = [&] {
+    for (size_t i = next++; i < count; i = next++)
+      kernels[i].emplace(runtime.get(spec, options.candidates[i]));
+  };
+  std::vector<std::thread> compilers;
+  unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
+                                                     static_cast<unsigned>(count)));
+  for (unsigned t = 1; t < threads; ++t)
+    compilers.emplace_back(compileSome);
+  compileSome();
+  for (std::thread &compiler : compilers)
+    compiler.join();
+
   TuneReport report;
   double bestMs = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < options.candidates.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     TuneCandidate candidate{options.candidates[i], std::numeric_limits<double>::infinity(), ""};
-    Expected<Kernel> kernel = runtime.get(spec, candidate.tiles);
+    const Expected<Kernel> &kernel = *kernels[i];
     if (!kernel) {
       candidate.error = kernel.error();
     } else {

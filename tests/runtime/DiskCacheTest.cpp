@@ -178,6 +178,24 @@ TEST_F(DiskCacheTest, DamagedEntriesAreRebuiltWithAWarning) {
   }
 }
 
+TEST_F(DiskCacheTest, DumpIrWritesEveryStageOfEachCompile) {
+  fs::path dump = dir / "dump";
+  setenv("PEJIT_DUMP_IR", dump.c_str(), 1);
+  Runtime runtime(options());
+  unsetenv("PEJIT_DUMP_IR");
+  Expected<Kernel> kernel = runtime.get(ropeSpec());
+  ASSERT_TRUE(kernel) << kernel.error();
+  std::vector<fs::path> kernels;
+  for (const auto &item : fs::directory_iterator(dump))
+    kernels.push_back(item.path());
+  ASSERT_EQ(kernels.size(), 1u);
+  for (const std::string &stage : {"source", "fused", "tiled", "llvm"}) {
+    std::ifstream file(kernels[0] / (stage + ".mlir"));
+    std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, *kernel->ir(stage)) << stage;
+  }
+}
+
 TEST_F(DiskCacheTest, UnwritableDirectoryWarnsAndKeepsWorking) {
   RuntimeOptions o;
   o.cacheDir = "/proc/self/pejit-cache-cannot-exist";
