@@ -5,6 +5,7 @@
 // through PositionalEncodingAttrInterface; this file never names a concrete
 // encoding.
 #include "compiler/InstantiateTemplate.h"
+#include "compiler/TemplateSupport.h"
 #include "compiler/Passes.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
@@ -42,109 +43,6 @@ std::string loadTemplate() {
       return (*buffer)->getBuffer().str();
   }
   return kX86Avx2AttentionTemplate;
-}
-
-std::string formatFloat(double value) {
-  char buffer[40];
-  std::snprintf(buffer, sizeof(buffer), "%.9e", value);
-  return buffer;
-}
-
-/// Replaces every ${NAME}; fails on a name without a value.
-FailureOr<std::string> substitute(const std::string &text,
-                                  const std::map<std::string, std::string> &params,
-                                  Operation *op) {
-  std::string out;
-  size_t pos = 0;
-  while (true) {
-    size_t start = text.find("${", pos);
-    if (start == std::string::npos)
-      break;
-    size_t end = text.find('}', start);
-    std::string name = text.substr(start + 2, end - start - 2);
-    auto it = params.find(name);
-    if (it == params.end())
-      return op->emitError() << "kernel template parameter ${" << name << "} has no value";
-    out += text.substr(pos, start - pos) + it->second;
-    pos = end + 1;
-  }
-  return out + text.substr(pos);
-}
-
-struct FusedAttention {
-  func::FuncOp func;
-  attn::AttentionOp op;
-  SmallVector<Attribute> roles;
-};
-
-/// The one function, whose body is one attn.attention on its arguments.
-FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
-  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (funcs.size() != 1)
-    return module.emitError() << "expected one function to compile, found " << funcs.size();
-  FusedAttention fused{funcs[0], nullptr, {}};
-  for (Operation &op : fused.func.getBody().getOps()) {
-    if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
-      if (fused.op)
-        return op.emitError() << "expected one attn.attention per kernel, found another";
-      fused.op = attention;
-    } else if (!isa<func::ReturnOp>(op)) {
-      return op.emitError() << "'" << op.getName()
-                            << "' cannot be compiled into the kernel: only a fused "
-                               "attn.attention can (no fused kernel hook for it yet)";
-    }
-  }
-  if (!fused.op)
-    return fused.func.emitError() << "no attn.attention to compile";
-  attn::AttentionOp op = fused.op;
-  if (op.getBias() || op.getKeyTerm() || op.getValueTerm())
-    return op.emitError() << "the x86 kernel takes no bias, key_term or value_term "
-                             "tensor: fuse the encoding that produces it "
-                             "(pe-fuse-into-attention) or drop it";
-  std::pair<Value, StringRef> operandRoles[] = {
-      {op.getQuery(), "query"}, {op.getKey(), "key"}, {op.getValue(), "value"},
-      {op.getQueryPositions(), "query_positions"}, {op.getKeyPositions(), "key_positions"}};
-  Builder builder(module.getContext());
-  for (BlockArgument arg : fused.func.getArguments()) {
-    StringRef role;
-    for (auto [value, name] : operandRoles)
-      if (value == arg && role.empty())
-        role = name;
-    // One tensor of position ids for both Q and K (e.g. LLaMA's position_ids).
-    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
-      role = "positions";
-    if (role.empty())
-      return fused.func.emitError() << "argument #" << arg.getArgNumber()
-                                    << " is not an operand of attn.attention";
-    fused.roles.push_back(builder.getStringAttr(role));
-  }
-  for (auto [value, name] : operandRoles)
-    if (value && !isa<BlockArgument>(value))
-      return op.emitError() << "operand '" << name << "' is computed by '"
-                            << value.getDefiningOp()->getName()
-                            << "', which could not be fused into the attention";
-  return fused;
-}
-
-/// softcap * tanh(s / softcap) on every score of the tile.
-void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64_t lanes) {
-  auto type = cast<MemRefType>(scores.getType());
-  auto vecType = VectorType::get({lanes}, b.getF32Type());
-  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
-  auto splat = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, loc, vecType,
-                                     DenseElementsAttr::get(vecType, static_cast<float>(v)));
-  };
-  Value cap = splat(softcap), invCap = splat(1.0 / softcap);
-  auto rows = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(0)), idx(1));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(rows.getBody());
-  auto cols = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(1)), idx(lanes));
-  b.setInsertionPointToStart(cols.getBody());
-  SmallVector<Value> at{rows.getInductionVar(), cols.getInductionVar()};
-  Value s = vector::LoadOp::create(b, loc, vecType, scores, at);
-  Value t = math::TanhOp::create(b, loc, arith::MulFOp::create(b, loc, s, invCap));
-  vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
 }
 
 } // namespace

@@ -27,6 +27,10 @@ inline constexpr const char *kKernelInfoAttr = "pejit.kernel";
 /// diagnostic naming the problem and fails on anything it cannot compile.
 mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const TemplateTiles &tiles);
 
+/// The nvidia (tensor-core, f16/bf16) template: 64 x 64 tiles, 4 warps. The
+/// kernel description (`pejit.kernel`) carries grid, block and dtype.
+mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module);
+
 } // namespace pejit
 
 #endif // PEJIT_COMPILER_INSTANTIATETEMPLATE_H

@@ -46,4 +46,37 @@ def InstantiateTemplate : Pass<"attn-instantiate-template", "::mlir::ModuleOp"> 
     "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect"];
 }
 
+def InstantiateNvidiaTemplate : Pass<"attn-instantiate-nvidia-template", "::mlir::ModuleOp"> {
+  let summary = "Instantiate the NVIDIA tensor-core template for the fused attention";
+  let description = [{
+    The module's one function (a fused attn.attention on f16 or bf16 tensors
+    of static shape) is replaced by a gpu.module holding the kernel of
+    templates/nvidia/mma_attention.mlir: one thread block of 4 warps per
+    (64-row query tile, query head, batch), S and P.V on tensor cores
+    (mma.sync m16n8k16, f32 accumulation), online softmax on the accumulator
+    fragments. attn.score_mod hooks are expanded per score element by the
+    fused score-bias encodings (e.g. ALiBi). The module attribute
+    `pejit.kernel` gives grid, block, dtype and argument roles.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect", "::mlir::func::FuncDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
+def UnrollAnnotatedLoops : Pass<"pejit-unroll-annotated-loops"> {
+  let summary = "Fully unroll scf.for loops marked `pejit.unroll`";
+  let description = [{
+    GPU templates keep per-thread register arrays (mma accumulators, P
+    fragments) in small private memrefs indexed by loop counters. Unrolling
+    those loops completely makes every index a constant, so LLVM promotes the
+    arrays to registers (no local memory). Loops are unrolled innermost
+    first; a marked loop whose trip count is not a constant is an error that
+    names it.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // PEJIT_COMPILER_PASSES_TD

@@ -1,4 +1,6 @@
 #include "compiler/Pipelines.h"
+
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "compiler/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -24,6 +26,7 @@ const char *pejit::lowerToLLVMPipeline() {
 void pejit::registerPipelines() {
   // Everything the pipelines name, so their text parses anywhere.
   registerPejitPasses();
+  mlir::gpu::registerGPUToNVVMPipeline();
   mlir::registerTransformsPasses();
   mlir::registerConversionPasses();
   mlir::memref::registerMemRefPasses();

@@ -1,4 +1,5 @@
 #include "compiler/Registration.h"
+#include "compiler/NvidiaLowering.h"
 #include "dialects/attn/AttnDialect.h"
 #include "dialects/pe/PEDialect.h"
 
@@ -41,4 +42,5 @@ void pejit::registerDialects(mlir::DialectRegistry &registry) {
   mlir::vector::registerConvertVectorToLLVMInterface(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
+  registerNvidiaDialects(registry);
 }

@@ -33,10 +33,14 @@ void AlibiAttr::emitScoreBias(OpBuilder &b, Location loc, const AttentionShape &
   auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
   auto f32Type = b.getF32Type();
   auto vecType = VectorType::get({lanes}, f32Type);
-  auto slopeType = VectorType::get({shape.queryHeads}, f32Type);
-  Value slopeTable = arith::ConstantOp::create(
-      b, loc, slopeType, DenseElementsAttr::get(slopeType, llvm::ArrayRef<float>(negSlopes)));
-  Value negSlope = vector::ExtractOp::create(b, loc, slopeTable, ArrayRef<OpFoldResult>{args.head});
+  // The head's slope by a chain of selects on the head index: a constant
+  // table indexed dynamically would go through memory (a stack slot on GPUs).
+  Value negSlope = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(negSlopes.back()));
+  for (int64_t h = shape.queryHeads - 2; h >= 0; --h) {
+    Value isHead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args.head, idx(h));
+    Value slope = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(negSlopes[h]));
+    negSlope = arith::SelectOp::create(b, loc, isHead, slope, negSlope);
+  }
   Value negSlopeV = vector::BroadcastOp::create(b, loc, vecType, negSlope);
   SmallVector<float> iotaValues;
   for (int64_t i = 0; i < lanes; ++i)

@@ -22,8 +22,13 @@
 // CHECK-NOT: attn.score_mod
 // Q tile rotated (half layout: channels c and c + 32).
 // CHECK: vector.fma {{.*}} : vector<8xf32>
-// ALiBi slopes of 4 heads, negated: -2^-2, -2^-4, -2^-6, -2^-8.
-// CHECK: arith.constant dense<[-2.500000e-01, -6.250000e-02, -1.562500e-02, -3.906250e-03]> : vector<4xf32>
+// ALiBi slopes of 4 heads, negated (-2^-2, -2^-4, -2^-6, -2^-8), chosen by
+// the head index with a chain of selects.
+// CHECK-DAG: arith.constant -3.906250e-03 : f32
+// CHECK-DAG: arith.constant -1.562500e-02 : f32
+// CHECK-DAG: arith.constant -6.250000e-02 : f32
+// CHECK-DAG: arith.constant -2.500000e-01 : f32
+// CHECK: arith.select {{.*}} : f32
 func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>

@@ -1,0 +1,158 @@
+// attn-instantiate-nvidia-template: the fused attention function of a module
+// becomes the gpu.module of templates/nvidia/mma_attention.mlir (f16/bf16
+// tensor-core flash attention). Like the x86 instantiation, parameters are
+// substituted as text and hook ops are expanded through the encodings'
+// interface, here per score element (vector width 1); this file never names
+// a concrete encoding.
+#include "compiler/InstantiateTemplate.h"
+#include "compiler/Passes.h"
+#include "compiler/TemplateSupport.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdlib>
+
+#include "templates/NvidiaMmaAttention.inc"
+
+namespace pejit {
+#define GEN_PASS_DEF_INSTANTIATENVIDIATEMPLATE
+#include "compiler/Passes.h.inc"
+} // namespace pejit
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+constexpr int64_t kQueryTile = 64, kKeyTile = 64, kThreads = 128;
+
+std::string loadNvidiaTemplate() {
+  if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
+    std::string path = std::string(dir) + "/nvidia/mma_attention.mlir";
+    if (auto buffer = llvm::MemoryBuffer::getFile(path))
+      return (*buffer)->getBuffer().str();
+  }
+  return kNvidiaMmaAttentionTemplate;
+}
+
+} // namespace
+
+LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
+  FailureOr<FusedAttention> found = findFusedAttention(module);
+  if (failed(found))
+    return failure();
+  attn::AttentionOp op = found->op;
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  Type element = qType.getElementType();
+  for (auto [type, name] : {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}}) {
+    if (!type.hasStaticShape())
+      return op.emitError() << name << " has a dynamic shape " << type
+                            << ": pejit compiles one kernel per shape";
+    if (!type.getElementType().isF16() && !type.getElementType().isBF16())
+      return op.emitError() << name << " element type " << type.getElementType()
+                            << " is not supported by the nvidia kernel (f16 or bf16 inputs, "
+                               "f32 accumulation)";
+    if (type.getElementType() != element)
+      return op.emitError() << name << " element type " << type.getElementType()
+                            << " differs from the query's " << element;
+  }
+  pe::AttentionShape shape;
+  shape.batch = qType.getDimSize(0);
+  shape.queryHeads = qType.getDimSize(1);
+  shape.querySeq = qType.getDimSize(2);
+  shape.headDim = qType.getDimSize(3);
+  shape.kvHeads = kType.getDimSize(1);
+  shape.keySeq = kType.getDimSize(2);
+  shape.valueDim = vType.getDimSize(3);
+  shape.vectorWidth = 1; // hooks run per score element (one mma fragment entry)
+  if (shape.headDim % 16 != 0 || shape.valueDim % 16 != 0 || shape.headDim > 256 ||
+      shape.valueDim > 256)
+    return op.emitError() << "the nvidia kernel needs d and dv multiples of 16 up to 256, got d = "
+                          << shape.headDim << ", dv = " << shape.valueDim;
+  if (op.getSoftcapAttr())
+    return op.emitError() << "softcap is not supported by the nvidia kernel yet";
+  if (op.getQueryPositions() || op.getKeyPositions())
+    return op.emitError() << "position ids are not supported by the nvidia kernel yet";
+
+  SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
+  if (ArrayAttr encodings = op.getEncodingsAttr()) {
+    for (Attribute attr : encodings) {
+      auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+      if (!encoding.isFusable() || encoding.getEncodingKind() != pe::EncodingKind::ScoreBias)
+        return op.emitError() << "encoding " << attr
+                              << " is not fused by the nvidia kernel yet (score biases "
+                                 "computed from (head, row, key) are)";
+      scoreBiases.push_back(encoding);
+    }
+  }
+
+  bool bf16 = element.isBF16();
+  int64_t numQueryTiles = (shape.querySeq + kQueryTile - 1) / kQueryTile;
+  std::optional<int64_t> window = op.getWindow();
+  std::map<std::string, std::string> params = {
+      {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
+      {"HKV", std::to_string(shape.kvHeads)},
+      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
+      {"SQ", std::to_string(shape.querySeq)}, {"SKV", std::to_string(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)}, {"DV", std::to_string(shape.valueDim)},
+      {"DP", std::to_string(shape.headDim + 8)}, {"DVP", std::to_string(shape.valueDim + 8)},
+      {"D16", std::to_string(shape.headDim / 16)}, {"DV8", std::to_string(shape.valueDim / 8)},
+      {"NQT", std::to_string(numQueryTiles)},
+      {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
+      {"SCALE", formatFloat(op.getEffectiveScale())}, {"T", bf16 ? "bf16" : "f16"},
+      {"MMA", bf16 ? "mma_bf16" : "mma_f16"}};
+  FailureOr<std::string> text = substitute(loadNvidiaTemplate(), params, op);
+  if (failed(text))
+    return failure();
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  if (!kernel)
+    return op.emitError() << "the nvidia kernel template did not parse after substitution";
+
+  OpBuilder b(module.getContext());
+  SmallVector<attn::ScoreModOp> hooks;
+  kernel->walk([&](attn::ScoreModOp hook) { hooks.push_back(hook); });
+  for (attn::ScoreModOp hook : hooks) {
+    b.setInsertionPoint(hook);
+    for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
+      bias.emitScoreBias(b, hook.getLoc(), shape,
+                         {hook.getScores(), hook.getHead(), hook.getQueryStart(),
+                          hook.getKeyStart()});
+    hook->erase();
+  }
+
+  Builder attrs(module.getContext());
+  NamedAttrList info;
+  info.append("target", attrs.getStringAttr("nvidia"));
+  info.append("dtype", attrs.getStringAttr(bf16 ? "bf16" : "f16"));
+  info.append("kernel", attrs.getStringAttr("pejit_attention"));
+  info.append("grid", attrs.getI64ArrayAttr({numQueryTiles, shape.queryHeads, shape.batch}));
+  info.append("block", attrs.getI64ArrayAttr({kThreads, 1, 1}));
+  info.append("tile_m", attrs.getI64IntegerAttr(kQueryTile));
+  info.append("tile_n", attrs.getI64IntegerAttr(kKeyTile));
+  info.append("function", attrs.getStringAttr(found->func.getSymName()));
+  info.append("arguments", attrs.getArrayAttr(found->roles));
+
+  found->func.erase();
+  Block *body = module.getBody();
+  for (Operation &kernelOp : llvm::make_early_inc_range(kernel->getBody()->getOperations()))
+    kernelOp.moveBefore(body, body->end());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), attrs.getUnitAttr());
+  module->setAttr(kKernelInfoAttr, attrs.getDictionaryAttr(info));
+  return success();
+}
+
+namespace {
+struct InstantiateNvidiaTemplatePass
+    : pejit::impl::InstantiateNvidiaTemplateBase<InstantiateNvidiaTemplatePass> {
+  void runOnOperation() override {
+    if (failed(instantiateNvidiaTemplate(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace

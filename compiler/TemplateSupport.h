@@ -1,0 +1,40 @@
+// Shared by the kernel template instantiations (x86, nvidia): the fused
+// attention a module holds, text substitution of ${NAME} parameters, and the
+// expansion of hook ops through the encodings' interface.
+#ifndef PEJIT_COMPILER_TEMPLATESUPPORT_H
+#define PEJIT_COMPILER_TEMPLATESUPPORT_H
+
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/PEAttrs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <string>
+
+namespace pejit {
+
+std::string formatFloat(double value);
+
+/// Replaces every ${NAME}; fails (naming it) on a name without a value.
+mlir::FailureOr<std::string> substitute(const std::string &text,
+                                        const std::map<std::string, std::string> &params,
+                                        mlir::Operation *op);
+
+struct FusedAttention {
+  mlir::func::FuncOp func;
+  attn::AttentionOp op;
+  llvm::SmallVector<mlir::Attribute> roles;
+};
+
+/// The one function, whose body is one attn.attention on its arguments.
+mlir::FailureOr<FusedAttention> findFusedAttention(mlir::ModuleOp module);
+
+/// softcap * tanh(s / softcap) on every score of the tile.
+void emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scores, double softcap,
+                 int64_t lanes);
+
+} // namespace pejit
+
+#endif // PEJIT_COMPILER_TEMPLATESUPPORT_H

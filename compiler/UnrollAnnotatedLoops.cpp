@@ -1,0 +1,43 @@
+// pejit-unroll-annotated-loops: full unrolling of the scf.for loops a
+// template marks with the unit attribute `pejit.unroll`.
+#include "compiler/Passes.h"
+
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+
+namespace pejit {
+#define GEN_PASS_DEF_UNROLLANNOTATEDLOOPS
+#include "compiler/Passes.h.inc"
+} // namespace pejit
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kUnrollAttr = "pejit.unroll";
+
+struct UnrollAnnotatedLoops
+    : public pejit::impl::UnrollAnnotatedLoopsBase<UnrollAnnotatedLoops> {
+  void runOnOperation() override {
+    // Post-order walk: inner loops first, so an outer loop unrolls copies of
+    // bodies that are already straight-line code.
+    SmallVector<scf::ForOp> loops;
+    getOperation()->walk<WalkOrder::PostOrder>([&](scf::ForOp loop) {
+      if (loop->hasAttr(kUnrollAttr))
+        loops.push_back(loop);
+    });
+    for (scf::ForOp loop : loops) {
+      std::optional<APInt> trips = loop.getStaticTripCount();
+      if (!trips) {
+        loop.emitError("loop marked pejit.unroll has no constant trip count "
+                       "(its bounds and step must fold to constants)");
+        return signalPassFailure();
+      }
+      if (failed(loopUnrollFull(loop))) {
+        loop.emitError("loop marked pejit.unroll could not be unrolled");
+        return signalPassFailure();
+      }
+    }
+  }
+};
+
+} // namespace
