@@ -12,6 +12,7 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "templates/NvidiaMmaAttention.inc"
@@ -75,22 +76,36 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
                           << shape.headDim << ", dv = " << shape.valueDim;
   if (op.getSoftcapAttr())
     return op.emitError() << "softcap is not supported by the nvidia kernel yet";
-  if (op.getQueryPositions() || op.getKeyPositions())
-    return op.emitError() << "position ids are not supported by the nvidia kernel yet";
+  auto positionRows = [](Value positions) -> int64_t {
+    if (!positions)
+      return 1;
+    auto type = cast<RankedTensorType>(positions.getType());
+    return type.getRank() == 2 ? type.getDimSize(0) : 1;
+  };
+  shape.queryPositionRows = positionRows(op.getQueryPositions());
+  shape.keyPositionRows = positionRows(op.getKeyPositions());
 
+  pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
   if (ArrayAttr encodings = op.getEncodingsAttr()) {
     for (Attribute attr : encodings) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
-      if (!encoding.isFusable() || encoding.getEncodingKind() != pe::EncodingKind::ScoreBias)
-        return op.emitError() << "encoding " << attr
-                              << " is not fused by the nvidia kernel yet (score biases "
-                                 "computed from (head, row, key) are)";
-      scoreBiases.push_back(encoding);
+      if (encoding.isFusable() && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+        qkTransform = encoding;
+      else if (encoding.isFusable() && encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
+        scoreBiases.push_back(encoding);
+      else
+        return op.emitError() << "encoding " << attr << " is not fused by the nvidia kernel yet";
     }
   }
+  int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
 
   bool bf16 = element.isBF16();
+  Type outElement = cast<RankedTensorType>(op.getResult().getType()).getElementType();
+  if (!outElement.isF32() && !outElement.isF16() && !outElement.isBF16())
+    return op.emitError() << "result element type " << outElement
+                          << " is not supported by the nvidia kernel (f32, f16 or bf16)";
+  std::string outName = outElement.isF32() ? "f32" : outElement.isF16() ? "f16" : "bf16";
   int64_t numQueryTiles = (shape.querySeq + kQueryTile - 1) / kQueryTile;
   std::optional<int64_t> window = op.getWindow();
   std::map<std::string, std::string> params = {
@@ -106,7 +121,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())}, {"T", bf16 ? "bf16" : "f16"},
-      {"MMA", bf16 ? "mma_bf16" : "mma_f16"}};
+      {"MMA", bf16 ? "mma_bf16" : "mma_f16"}, {"OT", outName}, {"CVT", "out_" + outName},
+      {"QPB", std::to_string(shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.keyPositionRows)},
+      {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))}};
   FailureOr<std::string> text = substitute(loadNvidiaTemplate(), params, op);
   if (failed(text))
     return failure();
@@ -115,14 +133,32 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
     return op.emitError() << "the nvidia kernel template did not parse after substitution";
 
   OpBuilder b(module.getContext());
-  SmallVector<attn::ScoreModOp> hooks;
-  kernel->walk([&](attn::ScoreModOp hook) { hooks.push_back(hook); });
-  for (attn::ScoreModOp hook : hooks) {
+  SmallVector<Operation *> hooks;
+  kernel->walk([&](Operation *hook) {
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp>(hook))
+      hooks.push_back(hook);
+  });
+  for (Operation *hook : hooks) {
     b.setInsertionPoint(hook);
-    for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
-      bias.emitScoreBias(b, hook.getLoc(), shape,
-                         {hook.getScores(), hook.getHead(), hook.getQueryStart(),
-                          hook.getKeyStart()});
+    Location loc = hook->getLoc();
+    if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKPrologue(b, loc, shape,
+                                   {prologue.getQueryPositions(), prologue.getKeyPositions(),
+                                    prologue.getScratch(), prologue.getRowBegin(),
+                                    prologue.getRowStep()});
+    } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKTileTransform(
+            b, loc, shape,
+            {transform.getTile(), transform.getRows(), transform.getSeqStart(),
+             transform.getBatch(), transform.getScratch(), transform.getIsKey()});
+    } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
+      for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
+        bias.emitScoreBias(b, loc, shape,
+                           {mod.getScores(), mod.getHead(), mod.getQueryStart(),
+                            mod.getKeyStart()});
+    }
     hook->erase();
   }
 
@@ -130,9 +166,13 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
   NamedAttrList info;
   info.append("target", attrs.getStringAttr("nvidia"));
   info.append("dtype", attrs.getStringAttr(bf16 ? "bf16" : "f16"));
+  info.append("out_dtype", attrs.getStringAttr(outName));
   info.append("kernel", attrs.getStringAttr("pejit_attention"));
   info.append("grid", attrs.getI64ArrayAttr({numQueryTiles, shape.queryHeads, shape.batch}));
   info.append("block", attrs.getI64ArrayAttr({kThreads, 1, 1}));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(scratchFloats));
+  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
+  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
   info.append("tile_m", attrs.getI64IntegerAttr(kQueryTile));
   info.append("tile_n", attrs.getI64IntegerAttr(kKeyTile));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));

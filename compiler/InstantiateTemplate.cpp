@@ -144,7 +144,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       if (qkTransform)
         qkTransform.emitQKPrologue(b, loc, shape,
                                    {prologue.getQueryPositions(), prologue.getKeyPositions(),
-                                    prologue.getScratch()});
+                                    prologue.getScratch(), prologue.getRowBegin(),
+                                    prologue.getRowStep()});
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
       if (qkTransform)
         qkTransform.emitQKTileTransform(

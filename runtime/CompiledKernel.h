@@ -82,6 +82,11 @@ private:
 /// process; the Runtime constructor calls it so no compile pays for it).
 void initializeCompilerOnce();
 
+/// Position ids as kernels take them: i64 [rows, seq], from the user's
+/// i32/i64 view, or the CONVENTIONS.md default (first + index) when null.
+Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
+                          int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table);
+
 /// Optimized LLVM IR, or host assembly, of an LLVM-dialect module's text.
 Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool assembly);
 

@@ -67,9 +67,11 @@ MemRefDescriptor<float, 4> describe4(const TensorView &view) {
   return desc;
 }
 
+} // namespace
+
 /// Position ids as the kernel takes them: i64 [rows, seq], from the user's
 /// i32/i64 view, or the CONVENTIONS.md default (first + index).
-Status positionTable(const TensorView *view, const std::string &what, int64_t rows,
+Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                      int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table) {
   table.assign(rows * seq, 0);
   if (!view) {
@@ -94,8 +96,6 @@ Status positionTable(const TensorView *view, const std::string &what, int64_t ro
     }
   return Status();
 }
-
-} // namespace
 
 Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   size_t required = 0;
@@ -144,11 +144,11 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
     return st;
 
   std::vector<int64_t> queryPositions, keyPositions;
-  if (Status st = positionTable(views[3], name(3), queryPositionRows, s.querySeq, s.batch,
+  if (Status st = buildPositionTable(views[3], name(3), queryPositionRows, s.querySeq, s.batch,
                                 s.keySeq - s.querySeq, queryPositions);
       !st)
     return st;
-  if (Status st = positionTable(views[4], name(4), keyPositionRows, s.keySeq, s.batch, 0,
+  if (Status st = buildPositionTable(views[4], name(4), keyPositionRows, s.keySeq, s.batch, 0,
                                 keyPositions);
       !st)
     return st;

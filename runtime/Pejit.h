@@ -156,6 +156,39 @@ private:
   std::shared_ptr<const CompiledKernel> impl_;
 };
 
+class NvidiaKernelImpl;
+
+/// A kernel compiled for an NVIDIA GPU: PTX for one architecture, and a cubin
+/// when ptxas is found ($PEJIT_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin or
+/// PATH). Inputs are f16 or bf16, the output f32. Cheap to copy.
+class NvidiaKernel {
+public:
+  /// "source", "fused", "tiled" (the gpu.module), "unrolled" (its register
+  /// loops unrolled, the last MLIR stage before NVVM) or "ptx".
+  Expected<std::string> ir(const std::string &stage) const;
+  static const std::vector<std::string> &stageNames();
+  const std::string &arch() const;
+  const std::string &ptx() const;
+  /// Empty without ptxas.
+  const std::string &cubin() const;
+  /// ptxas -v output (registers, stack frame, spills); empty without ptxas.
+  const std::string &ptxasLog() const;
+  const std::vector<int64_t> &grid() const;
+  const std::vector<int64_t> &block() const;
+  const std::vector<std::string> &arguments() const;
+  const Shape &shape() const;
+  DType dtype() const;
+  /// Copies the inputs (host, contiguous, the kernel's dtype) to the GPU,
+  /// launches, and copies the f32 output back. Needs a CUDA driver and a
+  /// device of this architecture or newer; without them, an error saying so.
+  Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+
+private:
+  friend class Runtime;
+  explicit NvidiaKernel(std::shared_ptr<const NvidiaKernelImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const NvidiaKernelImpl> impl_;
+};
+
 struct RuntimeOptions {
   int threads = 0; ///< worker threads for run(); 0 = all cores (or PEJIT_NUM_THREADS)
   /// Disk cache directory; empty = PEJIT_CACHE_DIR, $XDG_CACHE_HOME/pejit or
@@ -210,6 +243,9 @@ public:
   /// Number of compilations done (misses of both caches).
   int64_t compileCount() const;
   RuntimeStats stats() const;
+  /// The kernel for `spec` on an NVIDIA GPU of architecture `arch` (sm_80,
+  /// sm_86, sm_89, sm_90); compiled here, no GPU needed. Cached in memory.
+  Expected<NvidiaKernel> getNvidia(const Spec &spec, const std::string &arch = "sm_80");
   /// Compiles and times every candidate tile config for `spec` (one shape,
   /// this host), stores the fastest in the disk cache, where later get()
   /// calls without tiles (in any process) find it. Fails only when no

@@ -5,6 +5,7 @@
 // across processes a lock file per key does the same (DiskCache.h).
 #include "runtime/CompiledKernel.h"
 #include "runtime/DiskCache.h"
+#include "runtime/NvidiaKernelImpl.h"
 #include "runtime/Tuner.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -65,6 +66,9 @@ struct Runtime::Impl {
   std::map<std::string, std::shared_future<Compiled>> cache;
   std::atomic<int64_t> compiles{0}, diskHits{0}, memoryHits{0};
   std::unique_ptr<DiskCache> disk;
+  std::mutex nvidiaMutex;
+  std::map<std::string, std::shared_future<Expected<std::shared_ptr<const NvidiaKernelImpl>>>>
+      nvidia;
 
   Compiled obtain(const Spec &spec, const TileConfig &tiles, const std::string &key);
   Compiled loadFromDisk(const std::string &key);
@@ -197,6 +201,33 @@ Expected<TuneReport> Runtime::tune(const Spec &spec, TuneOptions options) {
   if (report)
     impl_->disk->storeTuned(tuneKey(spec), report->best, report->table());
   return report;
+}
+
+Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &arch) {
+  using Compiled = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
+  std::string key = compilerFingerprint() + "|nvidia:" + arch + "|" + spec.source();
+  std::promise<Compiled> promise;
+  std::shared_future<Compiled> future;
+  bool compileHere = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->nvidiaMutex);
+    auto it = impl_->nvidia.find(key);
+    if (it == impl_->nvidia.end()) {
+      future = promise.get_future().share();
+      impl_->nvidia.emplace(key, future);
+      compileHere = true;
+    } else {
+      future = it->second;
+    }
+  }
+  if (compileHere) {
+    ++impl_->compiles;
+    promise.set_value(NvidiaKernelImpl::compile(spec, arch));
+  }
+  const Compiled &compiled = future.get();
+  if (!compiled)
+    return Expected<NvidiaKernel>::error(compiled.error());
+  return NvidiaKernel(*compiled);
 }
 
 RuntimeStats Runtime::stats() const {

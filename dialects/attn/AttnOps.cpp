@@ -141,3 +141,9 @@ LogicalResult AttentionOp::verifyEncodings() {
 
 #define GET_OP_CLASSES
 #include "dialects/attn/AttnOps.cpp.inc"
+
+LogicalResult pejit::attn::QKPrologueOp::verify() {
+  if (static_cast<bool>(getRowBegin()) != static_cast<bool>(getRowStep()))
+    return emitOpError("rows(begin, step) needs both operands");
+  return success();
+}

@@ -83,19 +83,26 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 // kind is fused). Templates hold loop structure only; these are the seams.
 //===----------------------------------------------------------------------===//
 
-def Attn_QKPrologueOp : Attn_Op<"qk_prologue"> {
+def Attn_QKPrologueOp : Attn_Op<"qk_prologue", [AttrSizedOperandSegments]> {
   let summary = "once per call: the QK transform's per-position tables";
   let description = [{
     Runs once per kernel call, before any tile. A QK transform (RoPE) fills
     its tables in `scratch` from the position ids: `query_positions` is
     [1|b, sq] and `key_positions` [1|b, skv] (i64).
+
+    With `rows(%begin, %step)`, this instance fills only the flattened
+    position rows begin, begin + step, ...: GPU templates spread the tables
+    over their threads this way.
   }];
   let arguments = (ins AnyMemRef:$query_positions, AnyMemRef:$key_positions,
-                       AnyMemRef:$scratch);
+                       AnyMemRef:$scratch, Optional<Index>:$row_begin,
+                       Optional<Index>:$row_step);
   let assemblyFormat = [{
-    $query_positions `,` $key_positions `,` $scratch attr-dict `:`
+    $query_positions `,` $key_positions `,` $scratch
+    (`rows` `(` $row_begin^ `,` $row_step `)`)? attr-dict `:`
     type($query_positions) `,` type($key_positions) `,` type($scratch)
   }];
+  let hasVerifier = 1;
 }
 
 def Attn_QKTransformOp : Attn_Op<"qk_transform"> {

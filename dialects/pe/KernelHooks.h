@@ -24,9 +24,13 @@ struct AttentionShape {
 /// scratch is memref<?xf32> of getScratchFloats() entries.
 struct QKPrologueArgs {
   mlir::Value queryPositions, keyPositions, scratch;
+  /// Null: all position rows. Else only flattened rows rowBegin + k rowStep
+  /// (a GPU thread's share).
+  mlir::Value rowBegin = {}, rowStep = {};
 };
 
-/// attn.qk_transform: rows [0, rows) of tile (memref<R x d x f32>) are
+/// attn.qk_transform: rows [0, rows) of tile (memref<R x d x T>, T = f32,
+/// f16 or bf16; the rotation runs in f32) are
 /// sequence indices seqStart + r of batch `batch`, of Q or (isKey) K.
 struct QKTileArgs {
   mlir::Value tile, rows, seqStart, batch, scratch;

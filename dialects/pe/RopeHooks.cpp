@@ -135,12 +135,13 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
 /// cos/sin tables of one position tensor into scratch.
 void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
                 Value invFreq, double attentionFactor, int64_t cosBase, int64_t sinBase,
-                Value scratch) {
+                Value scratch, Value rowBegin, Value rowStep) {
   auto type = cast<MemRefType>(positions.getType());
   int64_t rows = type.getDimSize(0), seq = type.getDimSize(1);
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
   Value factor = arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(attentionFactor));
-  auto rowLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, rows * seq), one);
+  auto rowLoop = scf::ForOp::create(b, loc, rowBegin ? rowBegin : zero,
+                                    indexConst(b, loc, rows * seq), rowStep ? rowStep : one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
   Value flat = rowLoop.getInductionVar();
@@ -225,9 +226,11 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
       pejit::ref::computeRopeFrequencies(toReferenceConfig(*this), shape.headDim, 0)
           .attentionFactor;
   emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor,
-             layout.cosBase(false), layout.sinBase(false), args.scratch);
+             layout.cosBase(false), layout.sinBase(false), args.scratch, args.rowBegin,
+             args.rowStep);
   emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor,
-             layout.cosBase(true), layout.sinBase(true), args.scratch);
+             layout.cosBase(true), layout.sinBase(true), args.scratch, args.rowBegin,
+             args.rowStep);
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -256,44 +259,64 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   Value c = chanLoop.getInductionVar();
   Value cosAt = arith::AddIOp::create(b, loc, cosRow, c);
   Value sinAt = arith::AddIOp::create(b, loc, sinRow, c);
+  // f16/bf16 tiles (GPU) are rotated in f32: widened on load, narrowed on store.
+  Type element = cast<MemRefType>(args.tile.getType()).getElementType();
+  bool narrow = !element.isF32();
   if (vectorized) {
     auto vecType = VectorType::get({lanes}, b.getF32Type());
+    auto tileVecType = VectorType::get({lanes}, element);
     auto load = [&](Value mem, ValueRange idx) { return vector::LoadOp::create(b, loc, vecType, mem, idx); };
+    auto loadTile = [&](ValueRange idx) -> Value {
+      Value x = vector::LoadOp::create(b, loc, tileVecType, args.tile, idx);
+      return narrow ? arith::ExtFOp::create(b, loc, vecType, x).getResult() : x;
+    };
+    auto storeTile = [&](Value x, ValueRange idx) {
+      if (narrow)
+        x = arith::TruncFOp::create(b, loc, tileVecType, x);
+      vector::StoreOp::create(b, loc, x, args.tile, idx);
+    };
     Value cosV = load(args.scratch, cosAt), sinV = load(args.scratch, sinAt);
     if (layout.interleaved) {
       // out = x cos + swap_pairs(x) sin, sin signed -/+ in the table.
-      Value x = load(args.tile, ValueRange{r, c});
+      Value x = loadTile(ValueRange{r, c});
       SmallVector<int64_t> swap;
       for (int64_t i = 0; i < lanes; ++i)
         swap.push_back(i ^ 1);
       Value swapped = vector::ShuffleOp::create(b, loc, x, x, swap);
       Value t = arith::MulFOp::create(b, loc, swapped, sinV);
       Value out = vector::FMAOp::create(b, loc, x, cosV, t);
-      vector::StoreOp::create(b, loc, out, args.tile, ValueRange{r, c});
+      storeTile(out, ValueRange{r, c});
       return;
     }
     Value cHi = arith::AddIOp::create(b, loc, c, halfOffset);
-    Value xa = load(args.tile, ValueRange{r, c}), xb = load(args.tile, ValueRange{r, cHi});
+    Value xa = loadTile(ValueRange{r, c}), xb = loadTile(ValueRange{r, cHi});
     Value negXbSin = arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, sinV));
     Value outA = vector::FMAOp::create(b, loc, xa, cosV, negXbSin);
     Value xaSin = arith::MulFOp::create(b, loc, xa, sinV);
     Value outB = vector::FMAOp::create(b, loc, xb, cosV, xaSin);
-    vector::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, c});
-    vector::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, cHi});
+    storeTile(outA, ValueRange{r, c});
+    storeTile(outB, ValueRange{r, cHi});
     return;
   }
   // Scalar path (W not a multiple of the vector width): channel pair of
   // table entry c is (c, c + half), or, interleaved, (c, c + 1) for even c
   // with the (+)sin at entry c + 1.
   auto rotatePair = [&](Value channelA, Value channelB, Value cosIndex, Value sinIndex) {
-    Value xa = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, channelA});
-    Value xb = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, channelB});
+    auto loadScalar = [&](Value channel) -> Value {
+      Value x = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, channel});
+      return narrow ? arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult() : x;
+    };
+    Value xa = loadScalar(channelA), xb = loadScalar(channelB);
     Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosIndex});
     Value sn = memref::LoadOp::create(b, loc, args.scratch, ValueRange{sinIndex});
     Value outA = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, xa, cs),
                                        arith::MulFOp::create(b, loc, xb, sn));
     Value outB = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, cs),
                                        arith::MulFOp::create(b, loc, xa, sn));
+    if (narrow) {
+      outA = arith::TruncFOp::create(b, loc, element, outA);
+      outB = arith::TruncFOp::create(b, loc, element, outB);
+    }
     memref::StoreOp::create(b, loc, outA, args.tile, ValueRange{r, channelA});
     memref::StoreOp::create(b, loc, outB, args.tile, ValueRange{r, channelB});
   };

@@ -28,17 +28,28 @@
 // ${SQ} ${SKV} ${D} ${DV} (multiples of 16) ${DP}=D+8 ${DVP}=DV+8 (padded
 // shared rows: no bank conflicts on fragment loads) ${NQT}=ceil(SQ/64)
 // ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${SCALE} ${T} (f16|bf16)
-// ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16.
+// ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (batch rows
+// of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
+// tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
+// (out_f32|out_f16|out_bf16).
+//
+// A QK transform (RoPE) runs as its hooks say: @pejit_prologue (launched
+// first, over all positions) fills its tables; the Q tile and each K tile
+// are transformed in shared memory right after staging, one row per thread.
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}x${T}>
 !K = memref<${B}x${HKV}x${SKV}x${D}x${T}>
 !V = memref<${B}x${HKV}x${SKV}x${DV}x${T}>
-!O = memref<${B}x${HQ}x${SQ}x${DV}xf32>
+!O = memref<${B}x${HQ}x${SQ}x${DV}x${OT}>
 !QS = memref<64x${DP}x${T}, #gpu.address_space<workgroup>>
 !VS = memref<64x${DVP}x${T}, #gpu.address_space<workgroup>>
 !A = vector<4x2x${T}>
 !BF = vector<2x2x${T}>
 !C = vector<2x2xf32>
+!QPOS = memref<${QPB}x${SQ}xi64>
+!KPOS = memref<${KPB}x${SKV}xi64>
+!SCRATCH = memref<${SCRATCH}xf32>
+!ROW = memref<1x${D}x${T}, strided<[${DP}, 1], offset: ?>, #gpu.address_space<workgroup>>
 
 module attributes {gpu.container_module} {
 gpu.module @pejit_nvidia {
@@ -87,13 +98,39 @@ func.func private @mma_bf16(%a: vector<4x2xbf16>, %b: vector<2x2xbf16>, %c: !C) 
   return %r : !C
 }
 
+// The QK transform's tables, spread over all threads of the grid.
+gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel {
+  %tid = gpu.thread_id x
+  %bid = gpu.block_id x
+  %bdim = gpu.block_dim x
+  %gdim = gpu.grid_dim x
+  %first0 = arith.muli %bid, %bdim : index
+  %first = arith.addi %first0, %tid : index
+  %step = arith.muli %gdim, %bdim : index
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
+  gpu.return
+}
+
+// Output pairs in the output's element type ${OT} (the one chosen by ${CVT}).
+func.func private @out_f32(%x: vector<2xf32>) -> vector<2xf32> {
+  return %x : vector<2xf32>
+}
+func.func private @out_f16(%x: vector<2xf32>) -> vector<2xf16> {
+  %y = arith.truncf %x : vector<2xf32> to vector<2xf16>
+  return %y : vector<2xf16>
+}
+func.func private @out_bf16(%x: vector<2xf32>) -> vector<2xbf16> {
+  %y = arith.truncf %x : vector<2xf32> to vector<2xbf16>
+  return %y : vector<2xbf16>
+}
+
 // 2^x by the hardware (ex2.approx, ~2 ulp); 2^-inf = 0.
 func.func private @exp2(%x: f32) -> f32 {
   %r = math.exp2 %x fastmath<afn> : f32
   return %r : f32
 }
 
-gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O)
+gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
     workgroup(%Ks: !QS, %Vs: !VS) kernel {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -170,6 +207,16 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O)
       scf.yield %zero2 : vector<2x${T}>
     }
     vector.store %x, %Ks[%r, %c] : !QS, vector<2x${T}>
+  }
+  gpu.barrier
+  // QK transform of the Q tile: thread t < 64 takes row t.
+  %row_owner = arith.cmpi ult, %tid, %c64 : index
+  scf.if %row_owner {
+    %qi = arith.addi %i0, %tid : index
+    %q_in = arith.cmpi ult, %qi, %SQ : index
+    %q_rows = arith.select %q_in, %c1, %c0 : index
+    %q_row = memref.subview %Ks[%tid, 0] [1, ${D}] [1, 1] : !QS to !ROW
+    attn.qk_transform %q_row, %q_rows, %qi, %b, %scratch : !ROW, !SCRATCH
   }
   gpu.barrier
   %nD16 = arith.divui %D, %c16 : index
@@ -249,6 +296,14 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O)
         scf.yield %zero2 : vector<2x${T}>
       }
       vector.store %x, %Vs[%r, %c] : !VS, vector<2x${T}>
+    }
+    gpu.barrier
+    scf.if %row_owner {
+      %kj = arith.addi %j0, %tid : index
+      %k_in = arith.cmpi ult, %kj, %SKV : index
+      %k_rows = arith.select %k_in, %c1, %c0 : index
+      %k_row = memref.subview %Ks[%tid, 0] [1, ${D}] [1, 1] : !QS to !ROW
+      attn.qk_transform %k_row, %k_rows, %kj, %b, %scratch key : !ROW, !SCRATCH
     }
     gpu.barrier
 
@@ -467,7 +522,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O)
       %x0 = arith.mulf %o0, %inv_lo : f32
       %x1 = arith.mulf %o1, %inv_lo : f32
       %pair = vector.from_elements %x0, %x1 : vector<2xf32>
-      vector.store %pair, %o[%b, %h, %i_lo, %col] : !O, vector<2xf32>
+      %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
+      vector.store %out, %o[%b, %h, %i_lo, %col] : !O, vector<2x${OT}>
     }
     scf.if %row_in_hi {
       %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
@@ -475,7 +531,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O)
       %x2 = arith.mulf %o2, %inv_hi : f32
       %x3 = arith.mulf %o3, %inv_hi : f32
       %pair = vector.from_elements %x2, %x3 : vector<2xf32>
-      vector.store %pair, %o[%b, %h, %i_hi, %col] : !O, vector<2xf32>
+      %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
+      vector.store %out, %o[%b, %h, %i_hi, %col] : !O, vector<2x${OT}>
     }
   } {pejit.unroll}
   gpu.return

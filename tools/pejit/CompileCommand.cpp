@@ -9,9 +9,45 @@
 
 namespace pejit::cli {
 
+namespace {
+
+void printStage(const std::string &stage, const std::string &text, bool header) {
+  if (header)
+    std::printf("// ----- stage: %s -----\n", stage.c_str());
+  std::fputs(text.c_str(), stdout);
+  if (!text.empty() && text.back() != '\n')
+    std::fputc('\n', stdout);
+}
+
+/// The nvidia stages (PTX and before), with ptxas's resource report on
+/// stderr when ptxas was found.
+int printNvidiaStages(Runtime &runtime, const Spec &spec, const std::string &arch,
+                      const std::vector<std::string> &wanted) {
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(spec, arch);
+  if (!kernel) {
+    std::fprintf(stderr, "pejit: %s\n", kernel.error().c_str());
+    return kExitError;
+  }
+  for (const std::string &stage : wanted) {
+    Expected<std::string> text = kernel->ir(stage);
+    if (!text) {
+      std::fprintf(stderr, "pejit: %s\n", text.error().c_str());
+      return kExitError;
+    }
+    printStage(stage, *text, wanted.size() > 1);
+  }
+  if (!kernel->ptxasLog().empty())
+    std::fprintf(stderr, "%s", kernel->ptxasLog().c_str());
+  else
+    std::fprintf(stderr, "pejit: ptxas not found; PTX not assembled\n");
+  return kExitOk;
+}
+
+} // namespace
+
 int compileCommand(int argc, char **argv) {
   Args args;
-  if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}}, args); !error.empty())
+  if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}, {"target"}}, args); !error.empty())
     return usageError("compile: " + error);
   if (args.has("help")) {
     std::fputs(usageText(), stdout);
@@ -21,7 +57,14 @@ int compileCommand(int argc, char **argv) {
     return usageError("compile: expected one FILE.mlir, got " +
                       std::to_string(args.positional.size()) + " positional arguments");
   std::string emit = args.value("emit").value_or("fused");
-  const std::vector<std::string> &stages = Kernel::stageNames();
+  std::string target = args.value("target").value_or("host");
+  bool nvidia = target == "nvidia" || target.rfind("nvidia:", 0) == 0;
+  if (!nvidia && target != "host")
+    return usageError("compile: unknown --target=" + target + " (host, nvidia or nvidia:sm_XX)");
+  if (nvidia && args.has("tile"))
+    return usageError("compile: --tile is for the host target (the nvidia kernel uses 64x64)");
+  const std::vector<std::string> &stages =
+      nvidia ? NvidiaKernel::stageNames() : Kernel::stageNames();
   if (emit != "all" && std::find(stages.begin(), stages.end(), emit) == stages.end()) {
     std::string known;
     for (const std::string &stage : stages)
@@ -42,6 +85,9 @@ int compileCommand(int argc, char **argv) {
     return kExitError;
   }
   Runtime runtime(RuntimeOptions{1});
+  if (nvidia)
+    return printNvidiaStages(runtime, *spec, target == "nvidia" ? "sm_80" : target.substr(7),
+                             emit == "all" ? stages : std::vector<std::string>{emit});
   Expected<Kernel> kernel = runtime.get(*spec, tiles);
   if (!kernel) {
     std::fprintf(stderr, "pejit: %s\n", kernel.error().c_str());
@@ -54,11 +100,7 @@ int compileCommand(int argc, char **argv) {
       std::fprintf(stderr, "pejit: %s\n", text.error().c_str());
       return kExitError;
     }
-    if (emit == "all")
-      std::printf("// ----- stage: %s -----\n", stage.c_str());
-    std::fputs(text->c_str(), stdout);
-    if (!text->empty() && text->back() != '\n')
-      std::fputc('\n', stdout);
+    printStage(stage, *text, emit == "all");
   }
   return kExitOk;
 }

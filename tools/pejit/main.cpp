@@ -16,10 +16,15 @@ JIT-compiles attention with positional encodings, written in the pe + attn
 MLIR dialects (one func.func), for the host CPU.
 
 commands:
-  compile FILE.mlir [--emit=STAGE] [--tile=MxN]
+  compile FILE.mlir [--emit=STAGE] [--tile=MxN] [--target=TARGET]
       Compile FILE.mlir and print the IR of one stage.
       --emit=STAGE         source, fused (default), tiled, llvm, llvm-ir, asm,
-                           or all (every stage, each after a header line)
+                           or all (every stage, each after a header line);
+                           for nvidia: source, fused, tiled, unrolled, ptx
+      --target=TARGET      host (default), nvidia (sm_80) or nvidia:sm_XX
+                           (sm_80, sm_86, sm_89, sm_90): f16/bf16 tensor-core
+                           kernel as PTX, assembled by ptxas when found
+                           (its register/spill report goes to stderr)
       --tile=MxN           query x key tile of the x86 template (default
                            144x96; M a multiple of 48, N a multiple of 6)
 

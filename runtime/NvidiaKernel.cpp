@@ -1,0 +1,332 @@
+// NVIDIA kernels: the stages from the user's IR to PTX (compiler/
+// NvidiaLowering), ptxas when present (cubin + resource usage), and a run
+// through the CUDA driver (runtime/cuda, loaded with dlopen).
+#include "runtime/NvidiaKernelImpl.h"
+
+#include "compiler/InstantiateTemplate.h"
+#include "compiler/NvidiaLowering.h"
+#include "compiler/Passes.h"
+#include "compiler/Registration.h"
+#include "runtime/CompiledKernel.h"
+#include "runtime/DiskCache.h"
+#include "runtime/cuda/CudaDriver.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace pejit {
+
+namespace {
+
+std::string print(mlir::Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+std::string ptxasPath() {
+  std::vector<std::string> candidates;
+  if (const char *env = std::getenv("PEJIT_PTXAS"))
+    candidates.push_back(env);
+  if (const char *home = std::getenv("CUDA_HOME"))
+    candidates.push_back(std::string(home) + "/bin/ptxas");
+  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  if (const char *path = std::getenv("PATH")) {
+    std::istringstream dirs(path);
+    for (std::string dir; std::getline(dirs, dir, ':');)
+      candidates.push_back(dir + "/ptxas");
+  }
+  for (const std::string &candidate : candidates)
+    if (!candidate.empty() && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  return "";
+}
+
+std::string shellQuoted(const std::string &text) {
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// ptxas -v on the PTX: the cubin and its resource report, or an error
+/// carrying ptxas's messages (a rejected kernel is a compiler bug).
+Status assemble(NvidiaKernelImpl &kernel) {
+  std::string ptxas = ptxasPath();
+  if (ptxas.empty())
+    return Status();
+  char dirTemplate[] = "/tmp/pejit-ptxas-XXXXXX";
+  if (!mkdtemp(dirTemplate))
+    return Status::error("ptxas: cannot create a temporary directory");
+  fs::path dir = dirTemplate;
+  std::ofstream(dir / "kernel.ptx", std::ios::binary) << kernel.ptx;
+  std::string command = shellQuoted(ptxas) + " -arch=" + kernel.arch + " -v " +
+                        shellQuoted((dir / "kernel.ptx").string()) + " -o " +
+                        shellQuoted((dir / "kernel.cubin").string()) + " > " +
+                        shellQuoted((dir / "log").string()) + " 2>&1";
+  int status = std::system(command.c_str());
+  std::ifstream log(dir / "log");
+  kernel.ptxasLog.assign(std::istreambuf_iterator<char>(log), {});
+  std::ifstream cubin(dir / "kernel.cubin", std::ios::binary);
+  kernel.cubin.assign(std::istreambuf_iterator<char>(cubin), {});
+  std::error_code ignored;
+  fs::remove_all(dir, ignored);
+  if (status != 0 || kernel.cubin.empty())
+    return Status::error("ptxas (" + ptxas + ") rejected the kernel for " + kernel.arch + ":\n" +
+                         kernel.ptxasLog);
+  return Status();
+}
+
+std::vector<int64_t> intArray(mlir::DictionaryAttr info, llvm::StringRef name) {
+  std::vector<int64_t> values;
+  if (auto array = info.getAs<mlir::ArrayAttr>(name))
+    for (mlir::Attribute value : array)
+      values.push_back(mlir::cast<mlir::IntegerAttr>(value).getInt());
+  return values;
+}
+
+} // namespace
+
+Expected<std::shared_ptr<const NvidiaKernelImpl>>
+NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch) {
+  using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
+  if (!isSupportedNvidiaChip(arch))
+    return Result::error("nvidia: architecture '" + arch +
+                         "' is not supported (sm_80, sm_86, sm_89, sm_90)");
+  initializeCompilerOnce();
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << (diagnostics.empty() ? "" : "\n") << diag.getLocation() << ": " << diag;
+    return mlir::success();
+  });
+  auto failed = [&](const char *stage) {
+    return Result::error(std::string(stage) + ": " +
+                         (diagnostics.empty() ? "failed" : diagnostics));
+  };
+  auto kernel = std::make_shared<NvidiaKernelImpl>();
+  kernel->arch = arch;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(spec.source(), &context, spec.name());
+  if (!module)
+    return failed("source");
+  kernel->stages["source"] = print(*module);
+  mlir::PassManager fuse(&context);
+  fuse.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
+  if (mlir::failed(fuse.run(*module)))
+    return failed("fused");
+  kernel->stages["fused"] = print(*module);
+  if (mlir::failed(instantiateNvidiaTemplate(*module)))
+    return failed("tiled");
+  kernel->stages["tiled"] = print(*module);
+  auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
+  kernel->grid = intArray(info, "grid");
+  kernel->block = intArray(info, "block");
+  for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
+    kernel->arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
+  kernel->dtype = info.getAs<mlir::StringAttr>("dtype").getValue() == "bf16" ? DType::BF16
+                                                                             : DType::F16;
+  auto dtypeOf = [](llvm::StringRef name) {
+    return name == "bf16" ? DType::BF16 : name == "f16" ? DType::F16 : DType::F32;
+  };
+  kernel->outDtype = dtypeOf(info.getAs<mlir::StringAttr>("out_dtype").getValue());
+  kernel->scratchFloats = info.getAs<mlir::IntegerAttr>("scratch_floats").getInt();
+  kernel->queryPositionRows = info.getAs<mlir::IntegerAttr>("query_position_rows").getInt();
+  kernel->keyPositionRows = info.getAs<mlir::IntegerAttr>("key_position_rows").getInt();
+  (*module)->removeAttr(kKernelInfoAttr);
+  // The kernel's memref types carry the static shape (q, k, v, o).
+  module->walk([&](mlir::gpu::GPUFuncOp func) {
+    if (func.getName() != "pejit_attention")
+      return;
+    auto dims = [&](unsigned arg) {
+      return mlir::cast<mlir::MemRefType>(func.getArgumentTypes()[arg]).getShape();
+    };
+    kernel->shape = {dims(0)[0], dims(0)[1], dims(1)[1], dims(0)[2],
+                     dims(1)[2], dims(0)[3], dims(2)[3]};
+  });
+  mlir::FailureOr<std::string> ptx =
+      lowerNvidiaToPtx(*module, arch, &kernel->stages["unrolled"]);
+  if (mlir::failed(ptx))
+    return failed("ptx");
+  kernel->ptx = *ptx;
+  kernel->stages["ptx"] = *ptx;
+  if (Status status = assemble(*kernel); !status)
+    return Result::error(status.message());
+  return std::shared_ptr<const NvidiaKernelImpl>(kernel);
+}
+
+namespace {
+
+size_t elementBytes(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::I32 ? 4 : dtype == DType::I64 ? 8 : 2;
+}
+
+/// A host buffer on the device, appended to `args`.
+Status upload(const void *data, size_t bytes, std::vector<cuda::DeviceBuffer> &buffers,
+              cuda::KernelArgs &args) {
+  auto buffer = cuda::DeviceBuffer::allocate(std::max<size_t>(bytes, 4));
+  if (!buffer)
+    return Status::error(buffer.error());
+  if (data && bytes)
+    if (cuda::Status copied = buffer->copyFromHost(data, bytes); !copied)
+      return Status::error(copied.error());
+  buffers.push_back(std::move(*buffer));
+  args.pointer(buffers.back());
+  return Status();
+}
+
+} // namespace
+
+Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+  auto fail = [](const std::string &what) { return Status::error("nvidia run: " + what); };
+  // Inputs by role, like the host kernel: query, key, value, then optional
+  // position ids (one tensor for both when the role is "positions").
+  const TensorView *views[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  const char *roles[5] = {"query", "key", "value", "query_positions", "key_positions"};
+  if (inputs.size() < 3 || inputs.size() > arguments.size())
+    return fail("expected 3 to " + std::to_string(arguments.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    for (int r = 0; r < 5; ++r)
+      if (arguments[i] == roles[r] || (r >= 3 && arguments[i] == "positions"))
+        views[r] = &inputs[i];
+  const Shape &s = shape;
+  std::vector<std::vector<int64_t>> dims = {{s.batch, s.queryHeads, s.querySeq, s.headDim},
+                                            {s.batch, s.kvHeads, s.keySeq, s.headDim},
+                                            {s.batch, s.kvHeads, s.keySeq, s.valueDim}};
+  for (int i = 0; i < 3; ++i) {
+    if (!views[i] || !views[i]->data)
+      return fail(std::string(roles[i]) + " is missing or a null buffer");
+    if (views[i]->dtype != dtype)
+      return fail(std::string(roles[i]) + " is " + dtypeName(views[i]->dtype) +
+                  ", the kernel takes " + dtypeName(dtype));
+    if (views[i]->shape != dims[i] || !views[i]->strides.empty())
+      return fail(std::string(roles[i]) + " must be a contiguous tensor of the kernel's shape (" +
+                  s.str() + ")");
+  }
+  std::vector<int64_t> outDims = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  if (!out.data || out.dtype != outDtype || out.shape != outDims || !out.strides.empty())
+    return fail(std::string("the output must be a contiguous ") + dtypeName(outDtype) +
+                " tensor of shape [" + std::to_string(s.batch) + ", " +
+                std::to_string(s.queryHeads) + ", " + std::to_string(s.querySeq) + ", " +
+                std::to_string(s.valueDim) + "]");
+  std::vector<int64_t> queryPositions, keyPositions;
+  if (Status st = buildPositionTable(views[3], "query positions", queryPositionRows, s.querySeq,
+                                     s.batch, s.keySeq - s.querySeq, queryPositions);
+      !st)
+    return st;
+  if (Status st = buildPositionTable(views[4], "key positions", keyPositionRows, s.keySeq,
+                                     s.batch, 0, keyPositions);
+      !st)
+    return st;
+
+  auto driver = cuda::currentDriver();
+  if (!driver)
+    return fail(driver.error());
+  std::string deviceArch = (*driver)->device().arch();
+  if (deviceArch.size() == arch.size() && deviceArch < arch)
+    return fail("the kernel is for " + arch + ", the device is " + deviceArch);
+  auto module = cuda::Module::load(cubin.empty() ? ptx : cubin);
+  if (!module)
+    return fail(module.error());
+  auto attention = module->function("pejit_attention");
+  if (!attention)
+    return fail(attention.error());
+  std::vector<cuda::DeviceBuffer> buffers;
+  buffers.reserve(8); // KernelArgs keeps device pointers, not buffer addresses
+  cuda::KernelArgs args, prologueArgs;
+  for (int i = 0; i < 3; ++i) {
+    size_t bytes = elementBytes(dtype);
+    for (int64_t d : dims[i])
+      bytes *= static_cast<size_t>(d);
+    if (Status st = upload(views[i]->data, bytes, buffers, args); !st)
+      return fail(st.message());
+  }
+  size_t outBytes = elementBytes(outDtype);
+  for (int64_t d : outDims)
+    outBytes *= static_cast<size_t>(d);
+  if (Status st = upload(nullptr, outBytes, buffers, args); !st)
+    return fail(st.message());
+  cuda::DeviceBuffer &output = buffers.back();
+  if (Status st = upload(nullptr, static_cast<size_t>(scratchFloats) * 4, buffers, args); !st)
+    return fail(st.message());
+  cuda::DeviceBuffer &scratch = buffers.back();
+  if (scratchFloats > 0) {
+    auto prologue = module->function("pejit_prologue");
+    if (!prologue)
+      return fail(prologue.error());
+    if (Status st = upload(queryPositions.data(), queryPositions.size() * 8, buffers, prologueArgs);
+        !st)
+      return fail(st.message());
+    if (Status st = upload(keyPositions.data(), keyPositions.size() * 8, buffers, prologueArgs);
+        !st)
+      return fail(st.message());
+    prologueArgs.pointer(scratch);
+    size_t positions = std::max(queryPositions.size(), keyPositions.size());
+    unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
+    if (cuda::Status launched = cuda::launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0,
+                                             prologueArgs);
+        !launched)
+      return fail(launched.error());
+  }
+  std::array<unsigned, 3> grid{}, block{};
+  for (int i = 0; i < 3; ++i) {
+    grid[i] = static_cast<unsigned>(this->grid[i]);
+    block[i] = static_cast<unsigned>(this->block[i]);
+  }
+  if (cuda::Status launched = cuda::launch(*attention, grid, block, 0, args); !launched)
+    return fail(launched.error());
+  if (cuda::Status synced = cuda::synchronize(); !synced)
+    return fail(synced.error());
+  if (cuda::Status copied = output.copyToHost(out.data, outBytes); !copied)
+    return fail(copied.error());
+  return Status();
+}
+
+const std::vector<std::string> &NvidiaKernel::stageNames() {
+  static const std::vector<std::string> names = {"source", "fused", "tiled", "unrolled", "ptx"};
+  return names;
+}
+
+Expected<std::string> NvidiaKernel::ir(const std::string &stage) const {
+  auto it = impl_->stages.find(stage);
+  if (it != impl_->stages.end())
+    return it->second;
+  std::string known;
+  for (const std::string &name : stageNames())
+    known += (known.empty() ? "" : ", ") + name;
+  return Expected<std::string>::error("unknown nvidia stage '" + stage + "' (stages: " + known +
+                                      ")");
+}
+
+const std::string &NvidiaKernel::arch() const { return impl_->arch; }
+const std::string &NvidiaKernel::ptx() const { return impl_->ptx; }
+const std::string &NvidiaKernel::cubin() const { return impl_->cubin; }
+const std::string &NvidiaKernel::ptxasLog() const { return impl_->ptxasLog; }
+const std::vector<int64_t> &NvidiaKernel::grid() const { return impl_->grid; }
+const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->block; }
+const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->arguments; }
+const Shape &NvidiaKernel::shape() const { return impl_->shape; }
+DType NvidiaKernel::dtype() const { return impl_->dtype; }
+Status NvidiaKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+  return impl_->run(inputs, out);
+}
+
+} // namespace pejit
