@@ -1,0 +1,148 @@
+// The nvidia target without a GPU: `pejit compile --target=nvidia:sm_XX
+// --emit=ptx` for every fused-encoding variant x {sm_80, sm_90} x {f16,
+// bf16}; the PTX targets the arch and uses mma.sync m16n8k16 for the dtype,
+// and ptxas (when installed) assembles it with no stack frame and no spills
+// in the attention kernel. Then a run without a CUDA driver is a clear error.
+#include "tests/cli/CliTestSupport.h"
+
+#include "runtime/Pejit.h"
+
+#include "gtest/gtest.h"
+
+#include <unistd.h>
+
+using namespace pejit;
+using namespace pejit::clitest;
+
+namespace {
+
+struct Variant {
+  const char *name;
+  std::string mlir; // with @T@ for the element type
+};
+
+std::vector<Variant> variants() {
+  return {
+      {"rope_gqa_causal",
+       "func.func @f(%q: tensor<1x4x100x64x@T@>, %k: tensor<1x2x100x64x@T@>, "
+       "%v: tensor<1x2x100x64x@T@>, %pos: tensor<100xi32>) -> tensor<1x4x100x64xf32> {\n"
+       "  %qr = pe.rope %q, %pos <layout = half, theta = 500000.0> : tensor<1x4x100x64x@T@>, "
+       "tensor<100xi32>\n"
+       "  %kr = pe.rope %k, %pos <layout = half, theta = 500000.0> : tensor<1x2x100x64x@T@>, "
+       "tensor<100xi32>\n"
+       "  %o = attn.attention %qr, %kr, %v causal : tensor<1x4x100x64x@T@>, "
+       "tensor<1x2x100x64x@T@>, tensor<1x2x100x64x@T@> -> tensor<1x4x100x64xf32>\n"
+       "  return %o : tensor<1x4x100x64xf32>\n}\n"},
+      {"rope_interleaved_partial_llama3",
+       "func.func @f(%q: tensor<2x2x7x128x@T@>, %k: tensor<2x2x65x128x@T@>, "
+       "%v: tensor<2x2x65x128x@T@>) -> tensor<2x2x7x128x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = interleaved, "
+       "theta = 10000.0, rotary_dim = 64, scaling = #pe.llama3<factor = 8.0, low_freq_factor "
+       "= 1.0, high_freq_factor = 4.0, original_max_position = 8192>>]) : "
+       "tensor<2x2x7x128x@T@>, tensor<2x2x65x128x@T@>, tensor<2x2x65x128x@T@> -> "
+       "tensor<2x2x7x128x@T@>\n"
+       "  return %o : tensor<2x2x7x128x@T@>\n}\n"},
+      {"alibi_12_heads",
+       "func.func @f(%q: tensor<1x12x63x64x@T@>, %k: tensor<1x12x257x64x@T@>, "
+       "%v: tensor<1x12x257x64x@T@>) -> tensor<1x12x63x64xf32> {\n"
+       "  %b = pe.alibi <num_heads = 12, form = causal> : tensor<1x12x63x257xf32>\n"
+       "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x12x63x257xf32>) causal : "
+       "tensor<1x12x63x64x@T@>, tensor<1x12x257x64x@T@>, tensor<1x12x257x64x@T@> -> "
+       "tensor<1x12x63x64xf32>\n"
+       "  return %o : tensor<1x12x63x64xf32>\n}\n"},
+      {"decode_window",
+       "func.func @f(%q: tensor<1x8x1x128x@T@>, %k: tensor<1x8x1000x128x@T@>, "
+       "%v: tensor<1x8x1000x128x@T@>) -> tensor<1x8x1x128xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal window(256) : tensor<1x8x1x128x@T@>, "
+       "tensor<1x8x1000x128x@T@>, tensor<1x8x1000x128x@T@> -> tensor<1x8x1x128xf32>\n"
+       "  return %o : tensor<1x8x1x128xf32>\n}\n"},
+  };
+}
+
+std::string withType(std::string text, const std::string &type) {
+  for (size_t at; (at = text.find("@T@")) != std::string::npos;)
+    text.replace(at, 3, type);
+  return text;
+}
+
+bool hasPtxas() {
+  for (const char *path : {"/usr/local/cuda/bin/ptxas"})
+    if (::access(path, X_OK) == 0)
+      return true;
+  return false;
+}
+
+TEST(PejitNvidia, EveryVariantGivesPtxThatPtxasAcceptsWithoutSpills) {
+  bool ptxas = hasPtxas();
+  for (const Variant &variant : variants())
+    for (const char *type : {"f16", "bf16"})
+      for (const char *arch : {"sm_80", "sm_90"}) {
+        SCOPED_TRACE(std::string(variant.name) + " " + type + " " + arch);
+        TempDir dir;
+        writeText(dir.file("k.mlir"), withType(variant.mlir, type));
+        Result r = runPejit(dir, {"compile", dir.file("k.mlir"),
+                                  std::string("--target=nvidia:") + arch, "--emit=ptx"});
+        ASSERT_EQ(r.exitCode, 0) << r.err;
+        EXPECT_NE(r.out.find(std::string(".target ") + arch), std::string::npos);
+        EXPECT_NE(r.out.find(std::string("mma.sync.aligned.m16n8k16.row.col.f32.") + type + "." +
+                             type + ".f32"),
+                  std::string::npos);
+        if (!ptxas) {
+          EXPECT_NE(r.err.find("ptxas not found"), std::string::npos) << r.err;
+          continue;
+        }
+        size_t entry = r.err.find("entry function 'pejit_attention' for '" + std::string(arch));
+        ASSERT_NE(entry, std::string::npos) << r.err;
+        size_t props = r.err.find("bytes stack frame", entry);
+        ASSERT_NE(props, std::string::npos) << r.err;
+        std::string line = r.err.substr(r.err.rfind('\n', props) + 1,
+                                        r.err.find('\n', props) - r.err.rfind('\n', props) - 1);
+        EXPECT_NE(line.find(" 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads"),
+                  std::string::npos)
+            << line;
+      }
+}
+
+TEST(PejitNvidia, UnknownArchOrStageIsAClearError) {
+  TempDir dir;
+  writeText(dir.file("k.mlir"), withType(variants()[0].mlir, "f16"));
+  Result arch = runPejit(dir, {"compile", dir.file("k.mlir"), "--target=nvidia:sm_61"});
+  EXPECT_EQ(arch.exitCode, 1);
+  EXPECT_NE(arch.err.find("architecture 'sm_61' is not supported"), std::string::npos) << arch.err;
+  Result stage =
+      runPejit(dir, {"compile", dir.file("k.mlir"), "--target=nvidia", "--emit=asm"});
+  EXPECT_EQ(stage.exitCode, 2);
+  EXPECT_NE(stage.err.find("unknown stage 'asm' (stages: source, fused, tiled, unrolled, ptx"),
+            std::string::npos)
+      << stage.err;
+}
+
+TEST(PejitNvidia, RunWithoutADriverSaysSoAndWritesNothing) {
+  Runtime runtime;
+  Expected<Spec> spec = Spec::fromText(withType(variants()[0].mlir, "f16"));
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, "sm_80");
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->grid(), (std::vector<int64_t>{2, 4, 1}));
+  EXPECT_EQ(kernel->block(), (std::vector<int64_t>{128, 1, 1}));
+  std::vector<uint16_t> q(4 * 100 * 64), k(2 * 100 * 64), v(k.size());
+  std::vector<float> out(4 * 100 * 64, -7.0f);
+  Status status = kernel->run({{q.data(), DType::F16, {1, 4, 100, 64}, {}},
+                               {k.data(), DType::F16, {1, 2, 100, 64}, {}},
+                               {v.data(), DType::F16, {1, 2, 100, 64}, {}}},
+                              {out.data(), DType::F32, {1, 4, 100, 64}, {}});
+  if (status) // a machine with a GPU: covered by the GPU check, not here
+    GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_NE(status.message().find("CUDA driver"), std::string::npos) << status.message();
+  for (float x : out)
+    ASSERT_EQ(x, -7.0f);
+  // Wrong dtype is caught before the driver is needed.
+  Status wrong = kernel->run({{q.data(), DType::F32, {1, 4, 100, 64}, {}},
+                              {k.data(), DType::F16, {1, 2, 100, 64}, {}},
+                              {v.data(), DType::F16, {1, 2, 100, 64}, {}}},
+                             {out.data(), DType::F32, {1, 4, 100, 64}, {}});
+  EXPECT_NE(wrong.message().find("query is float32, the kernel takes float16"), std::string::npos)
+      << wrong.message();
+}
+
+} // namespace

@@ -1,0 +1,24 @@
+// What attn-instantiate-nvidia-template refuses, each with a message naming it.
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-nvidia-template --verify-diagnostics
+
+func.func @f32_inputs(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{query element type 'f32' is not supported by the nvidia kernel (f16 or bf16 inputs, f32 accumulation)}}
+  %o = attn.attention %q, %k, %v : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}
+
+// -----
+
+func.func @head_dim(%q: tensor<1x2x8x72xf16>, %k: tensor<1x2x8x72xf16>, %v: tensor<1x2x8x72xf16>) -> tensor<1x2x8x72xf32> {
+  // expected-error @+1 {{the nvidia kernel needs d and dv multiples of 16 up to 256, got d = 72, dv = 72}}
+  %o = attn.attention %q, %k, %v : tensor<1x2x8x72xf16>, tensor<1x2x8x72xf16>, tensor<1x2x8x72xf16> -> tensor<1x2x8x72xf32>
+  return %o : tensor<1x2x8x72xf32>
+}
+
+// -----
+
+func.func @softcap(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{softcap is not supported by the nvidia kernel yet}}
+  %o = attn.attention %q, %k, %v softcap(30.0) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}

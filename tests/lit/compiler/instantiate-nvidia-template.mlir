@@ -1,0 +1,50 @@
+// attn-instantiate-nvidia-template: a fused f16/bf16 attention becomes the
+// gpu.module of templates/nvidia/mma_attention.mlir, hooks expanded.
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-nvidia-template | FileCheck %s
+
+// RoPE (LLaMA-style, GQA 4/2) + causal, f16 in, f32 out. The prologue
+// fills the tables over the grid (rows(first, step) -> a strided loop); Q
+// and K rows are widened to f32, rotated, narrowed back (half layout:
+// out_a = a cos - b sin, out_b = b cos + a sin).
+// CHECK: module attributes {gpu.container_module, pejit.kernel = {
+// CHECK-SAME: block = [128, 1, 1]
+// CHECK-SAME: dtype = "f16"
+// CHECK-SAME: grid = [2, 4, 1]
+// CHECK-SAME: out_dtype = "f32"
+// CHECK-LABEL: func.func private @mma_f16
+// CHECK: nvgpu.mma.sync
+// CHECK-LABEL: gpu.func @pejit_prologue
+// CHECK: scf.for {{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NOT: attn.qk_prologue
+// CHECK-LABEL: gpu.func @pejit_attention
+// CHECK-SAME: workgroup(
+// CHECK: memref.subview
+// CHECK: arith.extf {{.*}} : vector<1xf16> to vector<1xf32>
+// CHECK: vector.fma
+// CHECK: arith.truncf {{.*}} : vector<1xf32> to vector<1xf16>
+// CHECK-NOT: attn.qk_transform
+// CHECK: func.call @mma_f16
+// CHECK: gpu.shuffle xor
+func.func @rope(%q: tensor<1x4x100x64xf16>, %k: tensor<1x2x100x64xf16>, %v: tensor<1x2x100x64xf16>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x4x100x64xf16>, tensor<1x2x100x64xf16>, tensor<1x2x100x64xf16> -> tensor<1x4x100x64xf32>
+  return %o : tensor<1x4x100x64xf32>
+}
+
+// -----
+
+// ALiBi (4 heads), bf16 in and out: the score hook runs per element on a
+// 1x1 tile (bias = -slope (i + off - j)); bf16 mma goes through nvvm.mma.sync
+// on packed i32 fragments.
+// CHECK-LABEL: func.func private @mma_bf16
+// CHECK: nvvm.mma.sync
+// CHECK-SAME: multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK-LABEL: gpu.func @pejit_attention
+// CHECK-SAME: memref<1x4x70x128xbf16>
+// CHECK: arith.select {{.*}} : f32
+// CHECK: vector.fma {{.*}} : vector<1xf32>
+// CHECK-NOT: attn.score_mod
+// CHECK: func.call @out_bf16
+func.func @alibi(%q: tensor<1x4x70x128xbf16>, %k: tensor<1x4x70x128xbf16>, %v: tensor<1x4x70x128xbf16>) -> tensor<1x4x70x128xbf16> {
+  %o = attn.attention %q, %k, %v encodings([#pe.alibi<num_heads = 4, form = symmetric>]) : tensor<1x4x70x128xbf16>, tensor<1x4x70x128xbf16>, tensor<1x4x70x128xbf16> -> tensor<1x4x70x128xbf16>
+  return %o : tensor<1x4x70x128xbf16>
+}
