@@ -9,7 +9,7 @@
 #include "compiler/Registration.h"
 #include "runtime/CompiledKernel.h"
 #include "runtime/DiskCache.h"
-#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/AttentionLaunch.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -178,20 +178,6 @@ size_t elementBytes(DType dtype) {
   return dtype == DType::F32 || dtype == DType::I32 ? 4 : dtype == DType::I64 ? 8 : 2;
 }
 
-/// A host buffer on the device, appended to `args`.
-Status upload(const void *data, size_t bytes, std::vector<cuda::DeviceBuffer> &buffers,
-              cuda::KernelArgs &args) {
-  auto buffer = cuda::DeviceBuffer::allocate(std::max<size_t>(bytes, 4));
-  if (!buffer)
-    return Status::error(buffer.error());
-  if (data && bytes)
-    if (cuda::Status copied = buffer->copyFromHost(data, bytes); !copied)
-      return Status::error(copied.error());
-  buffers.push_back(std::move(*buffer));
-  args.pointer(buffers.back());
-  return Status();
-}
-
 } // namespace
 
 Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
@@ -243,60 +229,26 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   std::string deviceArch = (*driver)->device().arch();
   if (deviceArch.size() == arch.size() && deviceArch < arch)
     return fail("the kernel is for " + arch + ", the device is " + deviceArch);
-  auto module = cuda::Module::load(cubin.empty() ? ptx : cubin);
-  if (!module)
-    return fail(module.error());
-  auto attention = module->function("pejit_attention");
-  if (!attention)
-    return fail(attention.error());
-  std::vector<cuda::DeviceBuffer> buffers;
-  buffers.reserve(8); // KernelArgs keeps device pointers, not buffer addresses
-  cuda::KernelArgs args, prologueArgs;
-  for (int i = 0; i < 3; ++i) {
-    size_t bytes = elementBytes(dtype);
-    for (int64_t d : dims[i])
+  auto bytesOf = [](const std::vector<int64_t> &shape, DType type) {
+    size_t bytes = elementBytes(type);
+    for (int64_t d : shape)
       bytes *= static_cast<size_t>(d);
-    if (Status st = upload(views[i]->data, bytes, buffers, args); !st)
-      return fail(st.message());
-  }
-  size_t outBytes = elementBytes(outDtype);
-  for (int64_t d : outDims)
-    outBytes *= static_cast<size_t>(d);
-  if (Status st = upload(nullptr, outBytes, buffers, args); !st)
-    return fail(st.message());
-  cuda::DeviceBuffer &output = buffers.back();
-  if (Status st = upload(nullptr, static_cast<size_t>(scratchFloats) * 4, buffers, args); !st)
-    return fail(st.message());
-  cuda::DeviceBuffer &scratch = buffers.back();
-  if (scratchFloats > 0) {
-    auto prologue = module->function("pejit_prologue");
-    if (!prologue)
-      return fail(prologue.error());
-    if (Status st = upload(queryPositions.data(), queryPositions.size() * 8, buffers, prologueArgs);
-        !st)
-      return fail(st.message());
-    if (Status st = upload(keyPositions.data(), keyPositions.size() * 8, buffers, prologueArgs);
-        !st)
-      return fail(st.message());
-    prologueArgs.pointer(scratch);
-    size_t positions = std::max(queryPositions.size(), keyPositions.size());
-    unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
-    if (cuda::Status launched = cuda::launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0,
-                                             prologueArgs);
-        !launched)
-      return fail(launched.error());
-  }
-  std::array<unsigned, 3> grid{}, block{};
-  for (int i = 0; i < 3; ++i) {
-    grid[i] = static_cast<unsigned>(this->grid[i]);
-    block[i] = static_cast<unsigned>(this->block[i]);
-  }
-  if (cuda::Status launched = cuda::launch(*attention, grid, block, 0, args); !launched)
-    return fail(launched.error());
-  if (cuda::Status synced = cuda::synchronize(); !synced)
-    return fail(synced.error());
-  if (cuda::Status copied = output.copyToHost(out.data, outBytes); !copied)
-    return fail(copied.error());
+    return bytes;
+  };
+  cuda::AttentionKernelImage image{cubin.empty() ? ptx : cubin, grid, block, scratchFloats};
+  cuda::AttentionBuffers buffers;
+  buffers.query = views[0]->data;
+  buffers.key = views[1]->data;
+  buffers.value = views[2]->data;
+  buffers.queryBytes = bytesOf(dims[0], dtype);
+  buffers.keyBytes = bytesOf(dims[1], dtype);
+  buffers.valueBytes = bytesOf(dims[2], dtype);
+  buffers.queryPositions = &queryPositions;
+  buffers.keyPositions = &keyPositions;
+  buffers.output = out.data;
+  buffers.outputBytes = bytesOf(outDims, outDtype);
+  if (cuda::Status st = cuda::runAttention(image, buffers); !st)
+    return fail(st.error());
   return Status();
 }
 
@@ -325,6 +277,7 @@ const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->block; }
 const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->arguments; }
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
 DType NvidiaKernel::dtype() const { return impl_->dtype; }
+int64_t NvidiaKernel::scratchFloats() const { return impl_->scratchFloats; }
 Status NvidiaKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   return impl_->run(inputs, out);
 }

@@ -178,6 +178,8 @@ public:
   const std::vector<std::string> &arguments() const;
   const Shape &shape() const;
   DType dtype() const;
+  /// Floats of the QK transform's tables (pejit_prologue fills them); 0: none.
+  int64_t scratchFloats() const;
   /// Copies the inputs (host, contiguous, the kernel's dtype) to the GPU,
   /// launches, and copies the f32 output back. Needs a CUDA driver and a
   /// device of this architecture or newer; without them, an error saying so.

@@ -1,0 +1,247 @@
+// bench/gpu_check.sh run, on the GPU machine (no LLVM, no compiler): loads
+// each case of the bundle, checks its numerics against the float64
+// reference (fresh random inputs, output poisoned with NaN first, bf16/f16
+// tolerance 1e-2 of the reference's max |value|), then times the `timed`
+// cases with CUDA events. Prints one line per case and a Markdown table.
+//   gpu_check_runner BUNDLE_DIR [REPEATS=20]
+#include "bench/gpu/GpuCheckCases.h"
+#include "runtime/cuda/AttentionLaunch.h"
+#include "runtime/reference/Attention.h"
+#include "runtime/reference/Rope.h"
+#include "runtime/reference/ScoreBias.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+using namespace pejit;
+using gpucheck::GpuCase;
+
+namespace {
+
+/// float -> bf16 / f16 bits, round to nearest even (inputs are finite).
+uint16_t toBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+float fromBf16(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+uint16_t toF16(float x) { // |x| < 65504, normal or zero here
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  uint32_t sign = (bits >> 16) & 0x8000;
+  int32_t exponent = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (exponent <= 0)
+    return static_cast<uint16_t>(sign); // flush tiny values (inputs are in [-1, 1])
+  uint32_t half = (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+float fromF16(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  if (exponent == 0)
+    return sign ? -0.0f : 0.0f;
+  uint32_t bits = sign | ((exponent - 15 + 127) << 23) | (mantissa << 13);
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), {});
+}
+
+struct Loaded {
+  cuda::AttentionKernelImage image;
+  std::string error;
+};
+
+Loaded loadCase(const std::string &dir, const GpuCase &c) {
+  Loaded loaded;
+  std::string meta = readFile(dir + "/" + c.name + ".meta");
+  if (meta.empty()) {
+    loaded.error = "no " + c.name + ".meta in the bundle";
+    return loaded;
+  }
+  std::istringstream lines(meta);
+  for (std::string key; lines >> key;) {
+    if (key == "grid" || key == "block") {
+      std::vector<int64_t> &dims = key == "grid" ? loaded.image.grid : loaded.image.block;
+      dims.resize(3);
+      lines >> dims[0] >> dims[1] >> dims[2];
+    } else if (key == "scratch") {
+      lines >> loaded.image.scratchFloats;
+    } else {
+      std::string ignored;
+      lines >> ignored;
+    }
+  }
+  loaded.image.image = readFile(dir + "/" + c.name + ".cubin");
+  if (loaded.image.image.empty())
+    loaded.image.image = readFile(dir + "/" + c.name + ".ptx");
+  if (loaded.image.image.empty())
+    loaded.error = "no cubin or PTX for " + c.name;
+  return loaded;
+}
+
+struct Outcome {
+  bool ok = false;
+  double relError = 0, medianMs = 0;
+  std::string error;
+};
+
+Outcome runCase(const std::string &dir, const GpuCase &c, int repeats) {
+  Outcome outcome;
+  Loaded loaded = loadCase(dir, c);
+  if (!loaded.error.empty()) {
+    outcome.error = loaded.error;
+    return outcome;
+  }
+  // Seeded from the clock: std::random_device pulls arc4random (glibc 2.36),
+  // which the GPU machine may not have.
+  std::mt19937 engine(static_cast<uint32_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto make = [&](int64_t heads, int64_t seq, std::vector<uint16_t> &bits, ref::Tensor &exact) {
+    exact = ref::Tensor({c.batch, heads, seq, c.headDim});
+    bits.resize(exact.data.size());
+    for (size_t i = 0; i < bits.size(); ++i) {
+      float x = dist(engine);
+      bits[i] = c.bf16 ? toBf16(x) : toF16(x);
+      exact.data[i] = c.bf16 ? fromBf16(bits[i]) : fromF16(bits[i]); // what the GPU sees
+    }
+  };
+  std::vector<uint16_t> q, k, v;
+  ref::Tensor qr, kr, vr;
+  make(c.queryHeads, c.querySeq, q, qr);
+  make(c.kvHeads, c.keySeq, k, kr);
+  make(c.kvHeads, c.keySeq, v, vr);
+  std::vector<int64_t> qPos(c.querySeq), kPos(c.keySeq);
+  for (int64_t i = 0; i < c.querySeq; ++i)
+    qPos[i] = c.keySeq - c.querySeq + i;
+  for (int64_t j = 0; j < c.keySeq; ++j)
+    kPos[j] = j;
+  std::vector<float> out(static_cast<size_t>(c.batch * c.queryHeads * c.querySeq * c.headDim),
+                         std::numeric_limits<float>::quiet_NaN());
+  cuda::AttentionBuffers buffers;
+  buffers.query = q.data();
+  buffers.key = k.data();
+  buffers.value = v.data();
+  buffers.queryBytes = q.size() * 2;
+  buffers.keyBytes = k.size() * 2;
+  buffers.valueBytes = v.size() * 2;
+  buffers.queryPositions = &qPos;
+  buffers.keyPositions = &kPos;
+  buffers.output = out.data();
+  buffers.outputBytes = out.size() * 4;
+  std::vector<float> times;
+  if (cuda::Status st = cuda::runAttention(loaded.image, buffers, c.timed ? repeats : 0, &times);
+      !st) {
+    outcome.error = st.error();
+    return outcome;
+  }
+  if (!times.empty()) {
+    std::sort(times.begin(), times.end());
+    outcome.medianMs = times[times.size() / 2];
+  }
+  // Float64 reference on the same (rounded) inputs. Timed cases are big:
+  // check only batch 0, head 0 there.
+  ref::AttentionOptions options;
+  options.causal = c.causal;
+  options.window = c.window;
+  ref::Tensor bias;
+  if (c.alibi) {
+    bias = ref::alibiBias(c.queryHeads, 0, c.queryHeads, ref::AlibiForm::Causal, c.querySeq,
+                          c.keySeq);
+    options.bias = &bias;
+  }
+  if (c.rope) {
+    ref::RopeConfig rope;
+    rope.theta = c.theta;
+    rope.layout = c.interleaved ? ref::RopeLayout::Interleaved : ref::RopeLayout::Half;
+    ref::PositionIds qIds = ref::PositionIds::shared(qPos), kIds = ref::PositionIds::shared(kPos);
+    int64_t seqLen = ref::maxPositionPlusOne(qIds, kIds);
+    qr = ref::applyRope(rope, qr, qIds, seqLen);
+    kr = ref::applyRope(rope, kr, kIds, seqLen);
+  }
+  if (c.timed) { // head 0 of batch 0 against kv head 0
+    auto slice = [](const ref::Tensor &t) {
+      ref::Tensor s({1, 1, t.shape[2], t.shape[3]});
+      std::copy(t.data.begin(), t.data.begin() + s.data.size(), s.data.begin());
+      return s;
+    };
+    qr = slice(qr);
+    kr = slice(kr);
+    vr = slice(vr);
+  }
+  ref::Tensor expected = ref::attention(qr, kr, vr, options);
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+    double err = std::fabs(out[i] - expected.data[i]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  outcome.relError = maxErr / std::max(maxRef, 1e-300);
+  outcome.ok = outcome.relError <= 1e-2;
+  return outcome;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: gpu_check_runner BUNDLE_DIR [REPEATS=20]\n");
+    return 2;
+  }
+  std::string dir = argv[1];
+  int repeats = argc > 2 ? std::atoi(argv[2]) : 20;
+  std::string why;
+  const cuda::Driver *driver = cuda::Driver::get(&why);
+  if (!driver) {
+    std::fprintf(stderr, "gpu_check_runner: %s\n", why.c_str());
+    return 3;
+  }
+  std::printf("device: %s (%s)\n", driver->device().name.c_str(), driver->device().arch().c_str());
+  int failed = 0;
+  std::string table = "| case | pejit ms | TFLOPS |\n| --- | ---: | ---: |\n";
+  for (const GpuCase &c : gpucheck::gpuCases()) {
+    Outcome r = runCase(dir, c, repeats);
+    if (!r.error.empty()) {
+      std::printf("FAIL %-34s %s\n", c.name.c_str(), r.error.c_str());
+      ++failed;
+      continue;
+    }
+    std::printf("%s %-34s max rel. error %.2e (tolerance 1e-2)", r.ok ? "ok  " : "FAIL",
+                c.name.c_str(), r.relError);
+    failed += !r.ok;
+    if (c.timed) {
+      double flops = 4.0 * c.batch * c.queryHeads * c.querySeq * c.keySeq * c.headDim *
+                     (c.causal ? 0.5 : 1.0);
+      double tflops = flops / (r.medianMs * 1e-3) / 1e12;
+      std::printf("  %.3f ms  %.1f TFLOPS", r.medianMs, tflops);
+      char row[200];
+      std::snprintf(row, sizeof(row), "| %s | %.3f | %.1f |\n", c.name.c_str(), r.medianMs,
+                    tflops);
+      table += row;
+    }
+    std::printf("\n");
+  }
+  std::printf("\n%s\n%d of %zu cases failed\n", table.c_str(), failed, gpucheck::gpuCases().size());
+  return failed ? 1 : 0;
+}
