@@ -224,6 +224,7 @@ int main(int argc, char **argv) {
     Outcome r = runCase(dir, c, repeats);
     if (!r.error.empty()) {
       std::printf("FAIL %-34s %s\n", c.name.c_str(), r.error.c_str());
+      std::fflush(stdout);
       ++failed;
       continue;
     }
@@ -241,6 +242,7 @@ int main(int argc, char **argv) {
       table += row;
     }
     std::printf("\n");
+    std::fflush(stdout); // a later case that hangs must not take these lines with it
   }
   std::printf("\n%s\n%d of %zu cases failed\n", table.c_str(), failed, gpucheck::gpuCases().size());
   return failed ? 1 : 0;
