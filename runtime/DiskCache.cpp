@@ -303,8 +303,8 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
     discard(key, "meta lacks the kernel's shape, items or arguments");
     return std::nullopt;
   }
-  for (const char *stage : {"source", "fused", "tiled", "llvm"})
-    artifact.stages[stage] = stages[stage];
+  stages.erase("key");
+  artifact.stages = std::move(stages);
   artifact.object = std::move(*object);
   ::utimensat(AT_FDCWD, (entry / "meta").c_str(), nullptr, 0); // recently used
   return artifact;

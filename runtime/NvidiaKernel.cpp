@@ -252,6 +252,66 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   return Status();
 }
 
+KernelArtifact NvidiaKernelImpl::toArtifact() const {
+  KernelArtifact artifact;
+  artifact.shape = shape;
+  artifact.arguments = arguments;
+  artifact.items = grid[0] * grid[1] * grid[2];
+  artifact.scratchFloats = scratchFloats;
+  artifact.queryPositionRows = queryPositionRows;
+  artifact.keyPositionRows = keyPositionRows;
+  artifact.stages = stages;
+  artifact.stages["ptxas-log"] = ptxasLog;
+  std::ostringstream meta;
+  meta << "arch " << arch << "\ngrid " << grid[0] << " " << grid[1] << " " << grid[2]
+       << "\nblock " << block[0] << " " << block[1] << " " << block[2] << "\ndtype "
+       << dtypeName(dtype) << "\nout " << dtypeName(outDtype) << "\n";
+  artifact.stages["nvidia.meta"] = meta.str();
+  artifact.object = cubin;
+  return artifact;
+}
+
+Expected<std::shared_ptr<const NvidiaKernelImpl>>
+NvidiaKernelImpl::fromArtifact(const KernelArtifact &artifact) {
+  using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
+  auto meta = artifact.stages.find("nvidia.meta");
+  auto ptx = artifact.stages.find("ptx");
+  if (meta == artifact.stages.end() || ptx == artifact.stages.end())
+    return Result::error("not an nvidia kernel entry (no nvidia.meta or ptx)");
+  auto kernel = std::make_shared<NvidiaKernelImpl>();
+  std::istringstream fields(meta->second);
+  kernel->grid.assign(3, 0);
+  kernel->block.assign(3, 0);
+  for (std::string key; fields >> key;) {
+    if (key == "arch")
+      fields >> kernel->arch;
+    else if (key == "grid")
+      fields >> kernel->grid[0] >> kernel->grid[1] >> kernel->grid[2];
+    else if (key == "block")
+      fields >> kernel->block[0] >> kernel->block[1] >> kernel->block[2];
+    else if (key == "dtype" || key == "out") {
+      std::string name;
+      fields >> name;
+      DType type = name == "bfloat16" ? DType::BF16 : name == "float16" ? DType::F16 : DType::F32;
+      (key == "dtype" ? kernel->dtype : kernel->outDtype) = type;
+    }
+  }
+  if (kernel->arch.empty() || kernel->grid[0] <= 0 || kernel->block[0] <= 0)
+    return Result::error("nvidia.meta is incomplete");
+  kernel->shape = artifact.shape;
+  kernel->arguments = artifact.arguments;
+  kernel->scratchFloats = artifact.scratchFloats;
+  kernel->queryPositionRows = artifact.queryPositionRows;
+  kernel->keyPositionRows = artifact.keyPositionRows;
+  kernel->stages = artifact.stages;
+  kernel->ptxasLog = kernel->stages["ptxas-log"];
+  kernel->stages.erase("ptxas-log");
+  kernel->stages.erase("nvidia.meta");
+  kernel->ptx = ptx->second;
+  kernel->cubin = artifact.object;
+  return std::shared_ptr<const NvidiaKernelImpl>(kernel);
+}
+
 const std::vector<std::string> &NvidiaKernel::stageNames() {
   static const std::vector<std::string> names = {"source", "fused", "tiled", "unrolled", "ptx"};
   return names;

@@ -2,6 +2,7 @@
 #ifndef PEJIT_RUNTIME_NVIDIAKERNELIMPL_H
 #define PEJIT_RUNTIME_NVIDIAKERNELIMPL_H
 
+#include "runtime/CompiledKernel.h"
 #include "runtime/Pejit.h"
 
 #include <map>
@@ -18,6 +19,12 @@ public:
   static Expected<std::shared_ptr<const NvidiaKernelImpl>> compile(const Spec &spec,
                                                                    const std::string &arch);
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+
+  /// As a disk cache entry: the cubin is the object, the PTX, the ptxas
+  /// report and the launch description ("nvidia.meta") are stages.
+  KernelArtifact toArtifact() const;
+  /// Back from a disk cache entry; an error when it is not an nvidia kernel.
+  static Expected<std::shared_ptr<const NvidiaKernelImpl>> fromArtifact(const KernelArtifact &a);
 
   std::string arch, ptx, cubin, ptxasLog;
   std::map<std::string, std::string> stages;

@@ -221,8 +221,38 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
     }
   }
   if (compileHere) {
-    ++impl_->compiles;
-    promise.set_value(NvidiaKernelImpl::compile(spec, arch));
+    // Disk hit (PTX, cubin and the launch description, keyed by arch), else
+    // compile under the key's lock and store.
+    DiskCache &disk = *impl_->disk;
+    auto fromDisk = [&]() -> std::optional<Compiled> {
+      std::optional<KernelArtifact> artifact = disk.load(key);
+      if (!artifact)
+        return std::nullopt;
+      Compiled kernel = NvidiaKernelImpl::fromArtifact(*artifact);
+      if (!kernel) {
+        disk.discard(key, kernel.error());
+        return std::nullopt;
+      }
+      disk.countLookup(true);
+      ++impl_->diskHits;
+      return kernel;
+    };
+    std::optional<Compiled> found = disk.readable() ? fromDisk() : std::nullopt;
+    std::unique_ptr<DiskCache::KeyLock> lock;
+    if (!found && (lock = disk.lockKey(key)))
+      found = fromDisk();
+    if (!found) {
+      disk.countLookup(false);
+      ++impl_->compiles;
+      Compiled compiled = NvidiaKernelImpl::compile(spec, arch);
+      if (compiled) {
+        KernelArtifact artifact = (*compiled)->toArtifact();
+        disk.dumpStages(key, artifact);
+        disk.store(key, artifact.shape.str() + " nvidia:" + arch + " " + spec.name(), artifact);
+      }
+      found = std::move(compiled);
+    }
+    promise.set_value(std::move(*found));
   }
   const Compiled &compiled = future.get();
   if (!compiled)

@@ -145,4 +145,38 @@ TEST(PejitNvidia, RunWithoutADriverSaysSoAndWritesNothing) {
       << wrong.message();
 }
 
+TEST(PejitNvidia, SecondRuntimeLoadsPtxAndCubinFromTheDiskCache) {
+  TempDir dir;
+  Expected<Spec> spec = Spec::fromText(withType(variants()[2].mlir, "bf16"));
+  ASSERT_TRUE(spec) << spec.error();
+  RuntimeOptions options;
+  options.cacheDir = dir.file("cache");
+  std::string ptx, cubin, tiled;
+  {
+    Runtime first(options);
+    Expected<NvidiaKernel> kernel = first.getNvidia(*spec, "sm_90");
+    ASSERT_TRUE(kernel) << kernel.error();
+    EXPECT_EQ(first.stats().compiles, 1);
+    ptx = kernel->ptx();
+    cubin = kernel->cubin();
+    tiled = *kernel->ir("tiled");
+  }
+  Runtime second(options);
+  Expected<NvidiaKernel> kernel = second.getNvidia(*spec, "sm_90");
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(second.stats().compiles, 0);
+  EXPECT_EQ(second.stats().diskHits, 1);
+  EXPECT_EQ(kernel->ptx(), ptx);
+  EXPECT_EQ(kernel->cubin(), cubin);
+  EXPECT_EQ(*kernel->ir("tiled"), tiled);
+  EXPECT_EQ(kernel->arch(), "sm_90");
+  EXPECT_EQ(kernel->dtype(), DType::BF16);
+  EXPECT_EQ(kernel->grid(), (std::vector<int64_t>{1, 12, 1}));
+  // Another architecture is another key.
+  Expected<NvidiaKernel> other = second.getNvidia(*spec, "sm_80");
+  ASSERT_TRUE(other) << other.error();
+  EXPECT_EQ(second.stats().compiles, 1);
+  EXPECT_NE(other->ptx(), ptx);
+}
+
 } // namespace
