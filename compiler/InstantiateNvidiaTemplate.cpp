@@ -27,7 +27,7 @@ using namespace pejit;
 
 namespace {
 
-constexpr int64_t kQueryTile = 64, kKeyTile = 64, kThreads = 128;
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 std::string loadNvidiaTemplate() {
   if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
@@ -40,7 +40,7 @@ std::string loadNvidiaTemplate() {
 
 } // namespace
 
-LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
+LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTiles &tiles) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();
@@ -100,13 +100,25 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
   }
   int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
 
+  int64_t bm = tiles.queryTile, bn = tiles.keyTile, warps = bm / 16;
+  if (!(bm == 16 || bm == 32 || bm == 64 || bm == 128) || bn < 16 || bn > 128 || bn % 16 != 0)
+    return op.emitError() << "nvidia tile config (" << bm << ", " << bn
+                          << ") is invalid: the query tile is 16 x warps (16, 32, 64 or 128), "
+                             "the key tile a multiple of 16 up to 128";
+  int64_t kRows = std::max(bm, bn);
+  int64_t sharedBytes =
+      (kRows * (shape.headDim + 8) + bn * (shape.valueDim + 8)) * 2; // f16/bf16
+  if (sharedBytes > kStaticSharedBytes)
+    return op.emitError() << "nvidia tile config (" << bm << ", " << bn << ") needs "
+                          << sharedBytes << " bytes of shared memory for d = " << shape.headDim
+                          << ", more than the " << kStaticSharedBytes << " a block has statically";
   bool bf16 = element.isBF16();
   Type outElement = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   if (!outElement.isF32() && !outElement.isF16() && !outElement.isBF16())
     return op.emitError() << "result element type " << outElement
                           << " is not supported by the nvidia kernel (f32, f16 or bf16)";
   std::string outName = outElement.isF32() ? "f32" : outElement.isF16() ? "f16" : "bf16";
-  int64_t numQueryTiles = (shape.querySeq + kQueryTile - 1) / kQueryTile;
+  int64_t numQueryTiles = (shape.querySeq + bm - 1) / bm;
   std::optional<int64_t> window = op.getWindow();
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
@@ -116,7 +128,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
       {"D", std::to_string(shape.headDim)}, {"DV", std::to_string(shape.valueDim)},
       {"DP", std::to_string(shape.headDim + 8)}, {"DVP", std::to_string(shape.valueDim + 8)},
       {"D16", std::to_string(shape.headDim / 16)}, {"DV8", std::to_string(shape.valueDim / 8)},
-      {"NQT", std::to_string(numQueryTiles)},
+      {"NQT", std::to_string(numQueryTiles)}, {"BM", std::to_string(bm)},
+      {"BN", std::to_string(bn)}, {"BN8", std::to_string(bn / 8)},
+      {"BN16", std::to_string(bn / 16)}, {"THREADS", std::to_string(32 * warps)},
+      {"KROWS", std::to_string(kRows)},
       {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
@@ -169,12 +184,12 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
   info.append("out_dtype", attrs.getStringAttr(outName));
   info.append("kernel", attrs.getStringAttr("pejit_attention"));
   info.append("grid", attrs.getI64ArrayAttr({numQueryTiles, shape.queryHeads, shape.batch}));
-  info.append("block", attrs.getI64ArrayAttr({kThreads, 1, 1}));
+  info.append("block", attrs.getI64ArrayAttr({32 * warps, 1, 1}));
   info.append("scratch_floats", attrs.getI64IntegerAttr(scratchFloats));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
-  info.append("tile_m", attrs.getI64IntegerAttr(kQueryTile));
-  info.append("tile_n", attrs.getI64IntegerAttr(kKeyTile));
+  info.append("tile_m", attrs.getI64IntegerAttr(bm));
+  info.append("tile_n", attrs.getI64IntegerAttr(bn));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
   info.append("arguments", attrs.getArrayAttr(found->roles));
 
@@ -190,8 +205,9 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module) {
 namespace {
 struct InstantiateNvidiaTemplatePass
     : pejit::impl::InstantiateNvidiaTemplateBase<InstantiateNvidiaTemplatePass> {
+  using Base::Base;
   void runOnOperation() override {
-    if (failed(instantiateNvidiaTemplate(getOperation())))
+    if (failed(instantiateNvidiaTemplate(getOperation(), {tileM, tileN})))
       signalPassFailure();
   }
 };

@@ -27,9 +27,18 @@ inline constexpr const char *kKernelInfoAttr = "pejit.kernel";
 /// diagnostic naming the problem and fails on anything it cannot compile.
 mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const TemplateTiles &tiles);
 
-/// The nvidia (tensor-core, f16/bf16) template: 64 x 64 tiles, 4 warps. The
-/// kernel description (`pejit.kernel`) carries grid, block and dtype.
-mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module);
+/// Tiles of the nvidia template: queryTile = 16 x warps (16, 32, 64, 128),
+/// keyTile a multiple of 16 up to 128; Q staging and the K, V tiles must fit
+/// 48 KB of static shared memory.
+struct NvidiaTiles {
+  int64_t queryTile = 64;
+  int64_t keyTile = 64;
+};
+
+/// The nvidia (tensor-core, f16/bf16) template. The kernel description
+/// (`pejit.kernel`) carries grid, block and dtype.
+mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module,
+                                              const NvidiaTiles &tiles = {});
 
 } // namespace pejit
 

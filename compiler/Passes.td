@@ -51,13 +51,19 @@ def InstantiateNvidiaTemplate : Pass<"attn-instantiate-nvidia-template", "::mlir
   let description = [{
     The module's one function (a fused attn.attention on f16 or bf16 tensors
     of static shape) is replaced by a gpu.module holding the kernel of
-    templates/nvidia/mma_attention.mlir: one thread block of 4 warps per
-    (64-row query tile, query head, batch), S and P.V on tensor cores
+    templates/nvidia/mma_attention.mlir: one thread block of tile-m / 16
+    warps per (query tile, query head, batch), S and P.V on tensor cores
     (mma.sync m16n8k16, f32 accumulation), online softmax on the accumulator
     fragments. attn.score_mod hooks are expanded per score element by the
     fused score-bias encodings (e.g. ALiBi). The module attribute
     `pejit.kernel` gives grid, block, dtype and argument roles.
   }];
+  let options = [
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"64",
+           "query rows per thread block: 16 x warps (16, 32, 64, 128)">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"64",
+           "keys per KV tile (multiple of 16, up to 128)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",

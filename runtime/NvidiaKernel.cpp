@@ -101,7 +101,8 @@ std::vector<int64_t> intArray(mlir::DictionaryAttr info, llvm::StringRef name) {
 } // namespace
 
 Expected<std::shared_ptr<const NvidiaKernelImpl>>
-NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch) {
+NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
+                          const NvidiaTileConfig &tiles) {
   using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
   if (!isSupportedNvidiaChip(arch))
     return Result::error("nvidia: architecture '" + arch +
@@ -133,7 +134,7 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch) {
   if (mlir::failed(fuse.run(*module)))
     return failed("fused");
   kernel->stages["fused"] = print(*module);
-  if (mlir::failed(instantiateNvidiaTemplate(*module)))
+  if (mlir::failed(instantiateNvidiaTemplate(*module, {tiles.queryTile, tiles.keyTile})))
     return failed("tiled");
   kernel->stages["tiled"] = print(*module);
   auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);

@@ -16,8 +16,8 @@ class NvidiaKernelImpl {
 public:
   /// source -> fused -> tiled (gpu.module) -> unrolled -> PTX, then ptxas
   /// when found. An error names the stage.
-  static Expected<std::shared_ptr<const NvidiaKernelImpl>> compile(const Spec &spec,
-                                                                   const std::string &arch);
+  static Expected<std::shared_ptr<const NvidiaKernelImpl>>
+  compile(const Spec &spec, const std::string &arch, const NvidiaTileConfig &tiles);
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
 
   /// As a disk cache entry: the cubin is the object, the PTX, the ptxas

@@ -158,6 +158,13 @@ private:
 
 class NvidiaKernelImpl;
 
+/// Tiles of the nvidia kernel: queryTile = 16 x warps per block (16, 32, 64,
+/// 128), keyTile a multiple of 16 up to 128 (shared memory permitting).
+struct NvidiaTileConfig {
+  int64_t queryTile = 64;
+  int64_t keyTile = 64;
+};
+
 /// A kernel compiled for an NVIDIA GPU: PTX for one architecture, and a cubin
 /// when ptxas is found ($PEJIT_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin or
 /// PATH). Inputs are f16 or bf16, the output f32. Cheap to copy.
@@ -247,7 +254,8 @@ public:
   RuntimeStats stats() const;
   /// The kernel for `spec` on an NVIDIA GPU of architecture `arch` (sm_80,
   /// sm_86, sm_89, sm_90); compiled here, no GPU needed. Cached in memory.
-  Expected<NvidiaKernel> getNvidia(const Spec &spec, const std::string &arch = "sm_80");
+  Expected<NvidiaKernel> getNvidia(const Spec &spec, const std::string &arch = "sm_80",
+                                   NvidiaTileConfig tiles = {});
   /// Compiles and times every candidate tile config for `spec` (one shape,
   /// this host), stores the fastest in the disk cache, where later get()
   /// calls without tiles (in any process) find it. Fails only when no

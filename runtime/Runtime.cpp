@@ -203,9 +203,12 @@ Expected<TuneReport> Runtime::tune(const Spec &spec, TuneOptions options) {
   return report;
 }
 
-Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &arch) {
+Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &arch,
+                                          NvidiaTileConfig tiles) {
   using Compiled = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
-  std::string key = compilerFingerprint() + "|nvidia:" + arch + "|" + spec.source();
+  std::string key = compilerFingerprint() + "|nvidia:" + arch + "|tile=" +
+                    std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) + "|" +
+                    spec.source();
   std::promise<Compiled> promise;
   std::shared_future<Compiled> future;
   bool compileHere = false;
@@ -244,7 +247,7 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
     if (!found) {
       disk.countLookup(false);
       ++impl_->compiles;
-      Compiled compiled = NvidiaKernelImpl::compile(spec, arch);
+      Compiled compiled = NvidiaKernelImpl::compile(spec, arch, tiles);
       if (compiled) {
         KernelArtifact artifact = (*compiled)->toArtifact();
         disk.dumpStages(key, artifact);

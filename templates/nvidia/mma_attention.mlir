@@ -1,16 +1,16 @@
 // NVIDIA flash-attention forward template (FlashAttention-2 structure):
 // f16 or bf16 inputs, f32 accumulation on tensor cores (mma.sync m16n8k16).
 //
-// One thread block = (query tile qt, query head h, batch b): 4 warps, each
-// owning 16 of the tile's 64 query rows. Per block:
-//   Qs = Q[b, h, i0 : i0+64]                    staged in shared memory
-//   for each KV tile of 64 keys the causal mask does not hide entirely:
-//     Ks, Vs = K, V[b, h / GROUP, j0 : j0+64]   staged (rows past SKV = 0)
-//     S = Qs . Ks^T * scale                     mma.sync, 8 n-tiles per warp
+// One thread block = (query tile qt, query head h, batch b): WARPS warps,
+// each owning 16 of the tile's BM = 16 WARPS query rows. Per block:
+//   Qs = Q[b, h, i0 : i0+BM]                    staged in shared memory
+//   for each KV tile of BN keys the causal mask does not hide entirely:
+//     Ks, Vs = K, V[b, h / GROUP, j0 : j0+BN]   staged (rows past SKV = 0)
+//     S = Qs . Ks^T * scale                     mma.sync, BN/8 n-tiles per warp
 //     score_mod(S)  (hooks, per element)        mask (causal, window, tail)
 //     m' = max(m, rowmax S); P = 2^((S - m') log2 e); l = l alpha + rowsum P
 //     O = O alpha + P . Vs                      P reused from the S fragments
-//   O[b, h, i0 : i0+64] = O / l                 (l = 0: no visible key -> 0)
+//   O[b, h, i0 : i0+BM] = O / l                 (l = 0: no visible key -> 0)
 //
 // Fragment layout of m16n8k16 (PTX ISA, "mma.m16n8k16"): lane l holds
 //   A (16x16, row major): rows l/4 and l/4 + 8, columns 2(l%4) + {0, 1} and
@@ -28,6 +28,8 @@
 // ${SQ} ${SKV} ${D} ${DV} (multiples of 16) ${DP}=D+8 ${DVP}=DV+8 (padded
 // shared rows: no bank conflicts on fragment loads) ${NQT}=ceil(SQ/64)
 // ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${SCALE} ${T} (f16|bf16)
+// ${BM}=16 WARPS ${BN} (multiple of 16) ${BN8} ${BN16} ${THREADS}=32 WARPS
+// ${KROWS}=max(BM, BN) (the K buffer stages Q first)
 // ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (batch rows
 // of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
@@ -41,8 +43,8 @@
 !K = memref<${B}x${HKV}x${SKV}x${D}x${T}>
 !V = memref<${B}x${HKV}x${SKV}x${DV}x${T}>
 !O = memref<${B}x${HQ}x${SQ}x${DV}x${OT}>
-!QS = memref<64x${DP}x${T}, #gpu.address_space<workgroup>>
-!VS = memref<64x${DVP}x${T}, #gpu.address_space<workgroup>>
+!QS = memref<${KROWS}x${DP}x${T}, #gpu.address_space<workgroup>>
+!VS = memref<${BN}x${DVP}x${T}, #gpu.address_space<workgroup>>
 !A = vector<4x2x${T}>
 !BF = vector<2x2x${T}>
 !C = vector<2x2xf32>
@@ -141,8 +143,9 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   %c9 = arith.constant 9 : index
   %c16 = arith.constant 16 : index
   %c32 = arith.constant 32 : index
-  %c64 = arith.constant 64 : index
-  %c128 = arith.constant 128 : index
+  %BM = arith.constant ${BM} : index
+  %BN = arith.constant ${BN} : index
+  %THREADS = arith.constant ${THREADS} : index
   %i1c = arith.constant 1 : i32
   %i2c = arith.constant 2 : i32
   %i32c = arith.constant 32 : i32
@@ -169,7 +172,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   // promote them once the loops over them are unrolled.
   %Qf = memref.alloca() : memref<${D16}x4x2x${T}>
   %Oacc = memref.alloca() : memref<${DV8}x4xf32>
-  %Sacc = memref.alloca() : memref<8x4xf32>
+  %Sacc = memref.alloca() : memref<${BN8}x4xf32>
   %Sm = memref.alloca() : memref<1x1xf32>
 
   %tid = gpu.thread_id x
@@ -182,7 +185,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   %lane4 = arith.remui %lane, %c4 : index
   %quad_col = arith.muli %lane4, %c2 : index
   %hk = arith.divui %h, %GROUP : index
-  %i0 = arith.muli %qt, %c64 : index
+  %i0 = arith.muli %qt, %BM : index
   // This lane's two query rows (tile-local) and their global indices.
   %wrow = arith.muli %warp, %c16 : index
   %r_lo = arith.addi %wrow, %quad_row : index
@@ -193,8 +196,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   // Q tile -> shared memory (the K buffer, free until the first KV tile;
   // rows past SQ are 0) -> this warp's A fragments, kept in registers.
   %half_d = arith.divui %D, %c2 : index
-  %q_pairs = arith.muli %half_d, %c64 : index
-  scf.for %e = %tid to %q_pairs step %c128 {
+  %q_pairs = arith.muli %half_d, %BM : index
+  scf.for %e = %tid to %q_pairs step %THREADS {
     %r = arith.divui %e, %half_d : index
     %cp = arith.remui %e, %half_d : index
     %c = arith.muli %cp, %c2 : index
@@ -209,17 +212,19 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
     vector.store %x, %Ks[%r, %c] : !QS, vector<2x${T}>
   }
   gpu.barrier
-  // QK transform of the Q tile: thread t < 64 takes row t.
-  %row_owner = arith.cmpi ult, %tid, %c64 : index
-  scf.if %row_owner {
-    %qi = arith.addi %i0, %tid : index
+  // QK transform of the Q tile: one row per thread (strided when the tile
+  // has more rows than the block has threads).
+  scf.for %row = %tid to %BM step %THREADS {
+    %qi = arith.addi %i0, %row : index
     %q_in = arith.cmpi ult, %qi, %SQ : index
     %q_rows = arith.select %q_in, %c1, %c0 : index
-    %q_row = memref.subview %Ks[%tid, 0] [1, ${D}] [1, 1] : !QS to !ROW
+    %q_row = memref.subview %Ks[%row, 0] [1, ${D}] [1, 1] : !QS to !ROW
     attn.qk_transform %q_row, %q_rows, %qi, %b, %scratch : !ROW, !SCRATCH
   }
   gpu.barrier
   %nD16 = arith.divui %D, %c16 : index
+  %nS = arith.constant ${BN8} : index
+  %nK16 = arith.constant ${BN16} : index
   scf.for %ks = %c0 to %nD16 step %c1 {
     %kc = arith.muli %ks, %c16 : index
     %col = arith.addi %kc, %quad_col : index
@@ -244,7 +249,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
 
   // KV tiles: causal stops after the last key the tile's last row sees; a
   // window starts at the first key its first row sees.
-  %last_row0 = arith.addi %i0, %c64 : index
+  %last_row0 = arith.addi %i0, %BM : index
   %last_row = arith.minui %last_row0, %SQ : index
   %kv_end0 = arith.addi %last_row, %OFF : index
   %kv_end1 = arith.minsi %kv_end0, %SKV : index
@@ -254,22 +259,22 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   %win_begin1 = arith.subi %win_begin0, %WINDOW : index
   %win_begin = arith.maxsi %win_begin1, %c0 : index
   %kv_begin = arith.select %has_window, %win_begin, %c0 : index
-  %jt_begin = arith.divui %kv_begin, %c64 : index
-  %kv_end_up = arith.addi %kv_end, %c64 : index
+  %jt_begin = arith.divui %kv_begin, %BN : index
+  %kv_end_up = arith.addi %kv_end, %BN : index
   %kv_end_up1 = arith.subi %kv_end_up, %c1 : index
-  %jt_end0 = arith.divsi %kv_end_up1, %c64 : index
+  %jt_end0 = arith.divsi %kv_end_up1, %BN : index
   %jt_end = arith.maxsi %jt_end0, %jt_begin : index
 
   %half_dv = arith.divui %DV, %c2 : index
-  %k_pairs = arith.muli %half_d, %c64 : index
-  %v_pairs = arith.muli %half_dv, %c64 : index
+  %k_pairs = arith.muli %half_d, %BN : index
+  %v_pairs = arith.muli %half_dv, %BN : index
   %final:4 = scf.for %jt = %jt_begin to %jt_end step %c1
       iter_args(%m_lo = %ninf, %m_hi = %ninf, %l_lo = %zero, %l_hi = %zero)
       -> (f32, f32, f32, f32) {
-    %j0 = arith.muli %jt, %c64 : index
+    %j0 = arith.muli %jt, %BN : index
     // The previous tile's readers are done before Ks, Vs are overwritten.
     gpu.barrier
-    scf.for %e = %tid to %k_pairs step %c128 {
+    scf.for %e = %tid to %k_pairs step %THREADS {
       %r = arith.divui %e, %half_d : index
       %cp = arith.remui %e, %half_d : index
       %c = arith.muli %cp, %c2 : index
@@ -283,7 +288,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
       }
       vector.store %x, %Ks[%r, %c] : !QS, vector<2x${T}>
     }
-    scf.for %e = %tid to %v_pairs step %c128 {
+    scf.for %e = %tid to %v_pairs step %THREADS {
       %r = arith.divui %e, %half_dv : index
       %cp = arith.remui %e, %half_dv : index
       %c = arith.muli %cp, %c2 : index
@@ -298,20 +303,20 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
       vector.store %x, %Vs[%r, %c] : !VS, vector<2x${T}>
     }
     gpu.barrier
-    scf.if %row_owner {
-      %kj = arith.addi %j0, %tid : index
+    scf.for %row = %tid to %BN step %THREADS {
+      %kj = arith.addi %j0, %row : index
       %k_in = arith.cmpi ult, %kj, %SKV : index
       %k_rows = arith.select %k_in, %c1, %c0 : index
-      %k_row = memref.subview %Ks[%tid, 0] [1, ${D}] [1, 1] : !QS to !ROW
+      %k_row = memref.subview %Ks[%row, 0] [1, ${D}] [1, 1] : !QS to !ROW
       attn.qk_transform %k_row, %k_rows, %kj, %b, %scratch key : !ROW, !SCRATCH
     }
     gpu.barrier
 
     // S = Qs . Ks^T: per 16-wide step of d, one A fragment (this warp's 16
     // rows) against 8 B fragments (the tile's 64 keys, 8 per n-tile).
-    scf.for %n = %c0 to %c8 step %c1 {
+    scf.for %n = %c0 to %nS step %c1 {
       scf.for %e = %c0 to %c4 step %c1 {
-        memref.store %zero, %Sacc[%n, %e] : memref<8x4xf32>
+        memref.store %zero, %Sacc[%n, %e] : memref<${BN8}x4xf32>
       } {pejit.unroll}
     } {pejit.unroll}
     scf.for %ks = %c0 to %nD16 step %c1 {
@@ -326,33 +331,33 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
       %fa1 = vector.insert %a1, %fa0 [1] : vector<2x${T}> into !A
       %fa2 = vector.insert %a2, %fa1 [2] : vector<2x${T}> into !A
       %fa = vector.insert %a3, %fa2 [3] : vector<2x${T}> into !A
-      scf.for %n = %c0 to %c8 step %c1 {
+      scf.for %n = %c0 to %nS step %c1 {
         %n8 = arith.muli %n, %c8 : index
         %key = arith.addi %n8, %quad_row : index
         %b0 = vector.load %Ks[%key, %col] : !QS, vector<2x${T}>
         %b1 = vector.load %Ks[%key, %col8] : !QS, vector<2x${T}>
         %fb0 = vector.insert %b0, %zb [0] : vector<2x${T}> into !BF
         %fb = vector.insert %b1, %fb0 [1] : vector<2x${T}> into !BF
-        %s0 = memref.load %Sacc[%n, %c0] : memref<8x4xf32>
-        %s1 = memref.load %Sacc[%n, %c1] : memref<8x4xf32>
-        %s2 = memref.load %Sacc[%n, %c2] : memref<8x4xf32>
-        %s3 = memref.load %Sacc[%n, %c3] : memref<8x4xf32>
+        %s0 = memref.load %Sacc[%n, %c0] : memref<${BN8}x4xf32>
+        %s1 = memref.load %Sacc[%n, %c1] : memref<${BN8}x4xf32>
+        %s2 = memref.load %Sacc[%n, %c2] : memref<${BN8}x4xf32>
+        %s3 = memref.load %Sacc[%n, %c3] : memref<${BN8}x4xf32>
         %acc = vector.from_elements %s0, %s1, %s2, %s3 : !C
         %d = func.call @${MMA}(%fa, %fb, %acc) : (!A, !BF, !C) -> !C
         %d0 = vector.extract %d[0, 0] : f32 from !C
         %d1 = vector.extract %d[0, 1] : f32 from !C
         %d2 = vector.extract %d[1, 0] : f32 from !C
         %d3 = vector.extract %d[1, 1] : f32 from !C
-        memref.store %d0, %Sacc[%n, %c0] : memref<8x4xf32>
-        memref.store %d1, %Sacc[%n, %c1] : memref<8x4xf32>
-        memref.store %d2, %Sacc[%n, %c2] : memref<8x4xf32>
-        memref.store %d3, %Sacc[%n, %c3] : memref<8x4xf32>
+        memref.store %d0, %Sacc[%n, %c0] : memref<${BN8}x4xf32>
+        memref.store %d1, %Sacc[%n, %c1] : memref<${BN8}x4xf32>
+        memref.store %d2, %Sacc[%n, %c2] : memref<${BN8}x4xf32>
+        memref.store %d3, %Sacc[%n, %c3] : memref<${BN8}x4xf32>
       } {pejit.unroll}
     } {pejit.unroll}
 
     // Scale, score_mod (per element, a 1 x 1 tile), mask; element e of
     // n-tile n is row (e < 2 ? r_lo : r_hi), key j0 + 8n + quad_col + e % 2.
-    %tile_max:2 = scf.for %n = %c0 to %c8 step %c1 iter_args(%mx_lo = %ninf, %mx_hi = %ninf)
+    %tile_max:2 = scf.for %n = %c0 to %nS step %c1 iter_args(%mx_lo = %ninf, %mx_hi = %ninf)
         -> (f32, f32) {
       %mxs:2 = scf.for %e = %c0 to %c4 step %c1 iter_args(%ml = %mx_lo, %mh = %mx_hi)
           -> (f32, f32) {
@@ -363,7 +368,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
         %jl0 = arith.addi %n8, %quad_col : index
         %jl = arith.addi %jl0, %e2 : index
         %j = arith.addi %j0, %jl : index
-        %s_raw = memref.load %Sacc[%n, %e] : memref<8x4xf32>
+        %s_raw = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
         %s_scaled = arith.mulf %s_raw, %scale : f32
         memref.store %s_scaled, %Sm[%c0, %c0] : memref<1x1xf32>
         attn.score_mod %Sm, %h, %i, %j : memref<1x1xf32>
@@ -381,7 +386,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
         %visible0 = arith.xori %hidden0, %true : i1
         %visible = arith.andi %visible0, %key_in : i1
         %sm = arith.select %visible, %s, %ninf : f32
-        memref.store %sm, %Sacc[%n, %e] : memref<8x4xf32>
+        memref.store %sm, %Sacc[%n, %e] : memref<${BN8}x4xf32>
         %ml1 = arith.maximumf %ml, %sm : f32
         %mh1 = arith.maximumf %mh, %sm : f32
         %ml2 = arith.select %hi, %ml, %ml1 : f32
@@ -416,15 +421,15 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
     %alpha_hi = func.call @exp2(%aarg_hi) : (f32) -> f32
 
     // P = 2^(s log2 e - m' log2 e) in place of S; lane-partial row sums.
-    %psum:2 = scf.for %n = %c0 to %c8 step %c1 iter_args(%pl = %zero, %ph = %zero) -> (f32, f32) {
+    %psum:2 = scf.for %n = %c0 to %nS step %c1 iter_args(%pl = %zero, %ph = %zero) -> (f32, f32) {
       %ps:2 = scf.for %e = %c0 to %c4 step %c1 iter_args(%sl = %pl, %sh = %ph) -> (f32, f32) {
         %hi = arith.cmpi uge, %e, %c2 : index
         %msl = arith.select %hi, %msl_hi, %msl_lo : f32
-        %s = memref.load %Sacc[%n, %e] : memref<8x4xf32>
+        %s = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
         %t = arith.mulf %s, %log2e : f32
         %arg = arith.subf %t, %msl : f32
         %p = func.call @exp2(%arg) : (f32) -> f32
-        memref.store %p, %Sacc[%n, %e] : memref<8x4xf32>
+        memref.store %p, %Sacc[%n, %e] : memref<${BN8}x4xf32>
         %sl1 = arith.addf %sl, %p : f32
         %sh1 = arith.addf %sh, %p : f32
         %sl2 = arith.select %hi, %sl, %sl1 : f32
@@ -450,17 +455,17 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
         memref.store %y, %Oacc[%n, %e] : memref<${DV8}x4xf32>
       } {pejit.unroll}
     } {pejit.unroll}
-    scf.for %kk = %c0 to %c4 step %c1 {
+    scf.for %kk = %c0 to %nK16 step %c1 {
       %n_a = arith.muli %kk, %c2 : index
       %n_b = arith.addi %n_a, %c1 : index
-      %p00 = memref.load %Sacc[%n_a, %c0] : memref<8x4xf32>
-      %p01 = memref.load %Sacc[%n_a, %c1] : memref<8x4xf32>
-      %p02 = memref.load %Sacc[%n_a, %c2] : memref<8x4xf32>
-      %p03 = memref.load %Sacc[%n_a, %c3] : memref<8x4xf32>
-      %p10 = memref.load %Sacc[%n_b, %c0] : memref<8x4xf32>
-      %p11 = memref.load %Sacc[%n_b, %c1] : memref<8x4xf32>
-      %p12 = memref.load %Sacc[%n_b, %c2] : memref<8x4xf32>
-      %p13 = memref.load %Sacc[%n_b, %c3] : memref<8x4xf32>
+      %p00 = memref.load %Sacc[%n_a, %c0] : memref<${BN8}x4xf32>
+      %p01 = memref.load %Sacc[%n_a, %c1] : memref<${BN8}x4xf32>
+      %p02 = memref.load %Sacc[%n_a, %c2] : memref<${BN8}x4xf32>
+      %p03 = memref.load %Sacc[%n_a, %c3] : memref<${BN8}x4xf32>
+      %p10 = memref.load %Sacc[%n_b, %c0] : memref<${BN8}x4xf32>
+      %p11 = memref.load %Sacc[%n_b, %c1] : memref<${BN8}x4xf32>
+      %p12 = memref.load %Sacc[%n_b, %c2] : memref<${BN8}x4xf32>
+      %p13 = memref.load %Sacc[%n_b, %c3] : memref<${BN8}x4xf32>
       %pv = vector.from_elements %p00, %p01, %p02, %p03, %p10, %p11, %p12, %p13 : vector<4x2xf32>
       %pa = arith.truncf %pv : vector<4x2xf32> to !A
       %k0 = arith.muli %kk, %c16 : index

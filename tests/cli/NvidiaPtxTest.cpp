@@ -103,6 +103,35 @@ TEST(PejitNvidia, EveryVariantGivesPtxThatPtxasAcceptsWithoutSpills) {
       }
 }
 
+TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
+  bool ptxas = hasPtxas();
+  Runtime runtime;
+  Expected<Spec> spec = Spec::fromText(withType(variants()[0].mlir, "bf16")); // d = 64
+  ASSERT_TRUE(spec) << spec.error();
+  for (NvidiaTileConfig tiles : {NvidiaTileConfig{16, 16}, NvidiaTileConfig{32, 64},
+                                 NvidiaTileConfig{128, 128}, NvidiaTileConfig{64, 48}}) {
+    SCOPED_TRACE(std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile));
+    Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, "sm_80", tiles);
+    ASSERT_TRUE(kernel) << kernel.error();
+    EXPECT_EQ(kernel->block()[0], 2 * tiles.queryTile); // 32 threads per 16 rows
+    EXPECT_EQ(kernel->grid()[0], (100 + tiles.queryTile - 1) / tiles.queryTile);
+    if (ptxas)
+      EXPECT_NE(kernel->ptxasLog().find("0 bytes stack frame, 0 bytes spill stores"),
+                std::string::npos)
+          << kernel->ptxasLog();
+  }
+  // Too much shared memory, or not a multiple of 16: named, not compiled.
+  Expected<NvidiaKernel> big = runtime.getNvidia(
+      *Spec::fromText(withType(variants()[3].mlir, "f16")), "sm_80", {128, 128}); // d = 128
+  ASSERT_FALSE(big);
+  EXPECT_NE(big.error().find("bytes of shared memory for d = 128"), std::string::npos)
+      << big.error();
+  Expected<NvidiaKernel> odd = runtime.getNvidia(*spec, "sm_80", {48, 64});
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.error().find("nvidia tile config (48, 64) is invalid"), std::string::npos)
+      << odd.error();
+}
+
 TEST(PejitNvidia, UnknownArchOrStageIsAClearError) {
   TempDir dir;
   writeText(dir.file("k.mlir"), withType(variants()[0].mlir, "f16"));

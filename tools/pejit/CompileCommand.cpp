@@ -22,8 +22,8 @@ void printStage(const std::string &stage, const std::string &text, bool header) 
 /// The nvidia stages (PTX and before), with ptxas's resource report on
 /// stderr when ptxas was found.
 int printNvidiaStages(Runtime &runtime, const Spec &spec, const std::string &arch,
-                      const std::vector<std::string> &wanted) {
-  Expected<NvidiaKernel> kernel = runtime.getNvidia(spec, arch);
+                      NvidiaTileConfig tiles, const std::vector<std::string> &wanted) {
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(spec, arch, tiles);
   if (!kernel) {
     std::fprintf(stderr, "pejit: %s\n", kernel.error().c_str());
     return kExitError;
@@ -61,8 +61,6 @@ int compileCommand(int argc, char **argv) {
   bool nvidia = target == "nvidia" || target.rfind("nvidia:", 0) == 0;
   if (!nvidia && target != "host")
     return usageError("compile: unknown --target=" + target + " (host, nvidia or nvidia:sm_XX)");
-  if (nvidia && args.has("tile"))
-    return usageError("compile: --tile is for the host target (the nvidia kernel uses 64x64)");
   const std::vector<std::string> &stages =
       nvidia ? NvidiaKernel::stageNames() : Kernel::stageNames();
   if (emit != "all" && std::find(stages.begin(), stages.end(), emit) == stages.end()) {
@@ -87,6 +85,8 @@ int compileCommand(int argc, char **argv) {
   Runtime runtime(RuntimeOptions{1});
   if (nvidia)
     return printNvidiaStages(runtime, *spec, target == "nvidia" ? "sm_80" : target.substr(7),
+                             tiles ? NvidiaTileConfig{tiles->queryTile, tiles->keyTile}
+                                   : NvidiaTileConfig{},
                              emit == "all" ? stages : std::vector<std::string>{emit});
   Expected<Kernel> kernel = runtime.get(*spec, tiles);
   if (!kernel) {

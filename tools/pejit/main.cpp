@@ -25,8 +25,9 @@ commands:
                            (sm_80, sm_86, sm_89, sm_90): f16/bf16 tensor-core
                            kernel as PTX, assembled by ptxas when found
                            (its register/spill report goes to stderr)
-      --tile=MxN           query x key tile of the x86 template (default
-                           144x96; M a multiple of 48, N a multiple of 6)
+      --tile=MxN           query x key tile: x86 default 144x96 (M a multiple
+                           of 48, N of 6); nvidia default 64x64 (M = 16 x
+                           warps: 16, 32, 64, 128; N a multiple of 16 <= 128)
 
   run FILE.mlir --input=@FILE.npy ... [--output=@FILE.npy] [options]
       Compile FILE.mlir and run it on .npy tensors.
