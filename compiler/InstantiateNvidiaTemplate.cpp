@@ -119,6 +119,31 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
                           << " is not supported by the nvidia kernel (f32, f16 or bf16)";
   std::string outName = outElement.isF32() ? "f32" : outElement.isF16() ? "f16" : "bf16";
   int64_t numQueryTiles = (shape.querySeq + bm - 1) / bm;
+  // Split-KV when there are too few blocks to fill a GPU (decode): aim for
+  // ~2 blocks per SM of a 132-SM part, at least 2 KV tiles per split.
+  int64_t kvTiles = (shape.keySeq + bn - 1) / bn;
+  int64_t blocks = numQueryTiles * shape.queryHeads * shape.batch;
+  int64_t splits = tiles.splits;
+  if (splits <= 0) {
+    splits = 1;
+    if (blocks < 264 && kvTiles >= 4)
+      splits = std::max<int64_t>(
+          1, std::min<int64_t>({(264 + blocks - 1) / blocks, kvTiles / 2, 32}));
+  }
+  if (splits > kvTiles)
+    splits = std::max<int64_t>(kvTiles, 1);
+  auto dims = [](std::initializer_list<int64_t> values) {
+    std::string text;
+    for (int64_t v : values)
+      text += (text.empty() ? "" : "x") + std::to_string(v);
+    return text;
+  };
+  bool split = splits > 1;
+  std::string woShape = split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq,
+                                      shape.valueDim})
+                              : "1x1x1x1x1";
+  std::string wmlShape =
+      split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq}) : "1x1x1x1";
   std::optional<int64_t> window = op.getWindow();
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
@@ -131,7 +156,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"NQT", std::to_string(numQueryTiles)}, {"BM", std::to_string(bm)},
       {"BN", std::to_string(bn)}, {"BN8", std::to_string(bn / 8)},
       {"BN16", std::to_string(bn / 16)}, {"THREADS", std::to_string(32 * warps)},
-      {"KROWS", std::to_string(kRows)},
+      {"KROWS", std::to_string(kRows)}, {"SPLITS", std::to_string(splits)},
+      {"SPLIT_KV", split ? "true" : "false"}, {"WO_SHAPE", woShape}, {"WML_SHAPE", wmlShape},
       {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
@@ -183,7 +209,14 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   info.append("dtype", attrs.getStringAttr(bf16 ? "bf16" : "f16"));
   info.append("out_dtype", attrs.getStringAttr(outName));
   info.append("kernel", attrs.getStringAttr("pejit_attention"));
-  info.append("grid", attrs.getI64ArrayAttr({numQueryTiles, shape.queryHeads, shape.batch}));
+  info.append("grid",
+              attrs.getI64ArrayAttr({numQueryTiles * splits, shape.queryHeads, shape.batch}));
+  info.append("splits", attrs.getI64IntegerAttr(splits));
+  info.append("combine_grid",
+              attrs.getI64ArrayAttr({numQueryTiles, shape.queryHeads, shape.batch}));
+  int64_t partialRows = split ? shape.batch * shape.queryHeads * splits * shape.querySeq : 0;
+  info.append("partial_row_floats", attrs.getI64IntegerAttr(partialRows));
+  info.append("partial_output_floats", attrs.getI64IntegerAttr(partialRows * shape.valueDim));
   info.append("block", attrs.getI64ArrayAttr({32 * warps, 1, 1}));
   info.append("scratch_floats", attrs.getI64IntegerAttr(scratchFloats));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
@@ -193,6 +226,11 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
   info.append("arguments", attrs.getArrayAttr(found->roles));
 
+  if (!split) // nothing to combine
+    kernel->walk([](gpu::GPUFuncOp func) {
+      if (func.getName() == "pejit_combine")
+        func.erase();
+    });
   found->func.erase();
   Block *body = module.getBody();
   for (Operation &kernelOp : llvm::make_early_inc_range(kernel->getBody()->getOperations()))

@@ -33,6 +33,9 @@ mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const Template
 struct NvidiaTiles {
   int64_t queryTile = 64;
   int64_t keyTile = 64;
+  /// Split-KV: KV tiles of a query tile shared among this many blocks, then
+  /// combined (decode); 0 = chosen from the shape, 1 = no split.
+  int64_t splits = 0;
 };
 
 /// The nvidia (tensor-core, f16/bf16) template. The kernel description

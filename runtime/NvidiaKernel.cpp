@@ -134,7 +134,7 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
   if (mlir::failed(fuse.run(*module)))
     return failed("fused");
   kernel->stages["fused"] = print(*module);
-  if (mlir::failed(instantiateNvidiaTemplate(*module, {tiles.queryTile, tiles.keyTile})))
+  if (mlir::failed(instantiateNvidiaTemplate(*module, {tiles.queryTile, tiles.keyTile, tiles.splits})))
     return failed("tiled");
   kernel->stages["tiled"] = print(*module);
   auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
@@ -151,6 +151,10 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
   kernel->scratchFloats = info.getAs<mlir::IntegerAttr>("scratch_floats").getInt();
   kernel->queryPositionRows = info.getAs<mlir::IntegerAttr>("query_position_rows").getInt();
   kernel->keyPositionRows = info.getAs<mlir::IntegerAttr>("key_position_rows").getInt();
+  kernel->splits = info.getAs<mlir::IntegerAttr>("splits").getInt();
+  kernel->partialOutputFloats = info.getAs<mlir::IntegerAttr>("partial_output_floats").getInt();
+  kernel->partialRowFloats = info.getAs<mlir::IntegerAttr>("partial_row_floats").getInt();
+  kernel->combineGrid = intArray(info, "combine_grid");
   (*module)->removeAttr(kKernelInfoAttr);
   // The kernel's memref types carry the static shape (q, k, v, o).
   module->walk([&](mlir::gpu::GPUFuncOp func) {
@@ -236,7 +240,8 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
       bytes *= static_cast<size_t>(d);
     return bytes;
   };
-  cuda::AttentionKernelImage image{cubin.empty() ? ptx : cubin, grid, block, scratchFloats};
+  cuda::AttentionKernelImage image{cubin.empty() ? ptx : cubin, grid, block, scratchFloats,
+                                   splits, partialOutputFloats, partialRowFloats, combineGrid};
   cuda::AttentionBuffers buffers;
   buffers.query = views[0]->data;
   buffers.key = views[1]->data;
@@ -266,7 +271,9 @@ KernelArtifact NvidiaKernelImpl::toArtifact() const {
   std::ostringstream meta;
   meta << "arch " << arch << "\ngrid " << grid[0] << " " << grid[1] << " " << grid[2]
        << "\nblock " << block[0] << " " << block[1] << " " << block[2] << "\ndtype "
-       << dtypeName(dtype) << "\nout " << dtypeName(outDtype) << "\n";
+       << dtypeName(dtype) << "\nout " << dtypeName(outDtype) << "\nsplits " << splits
+       << " " << partialOutputFloats << " " << partialRowFloats << "\ncombine "
+       << combineGrid[0] << " " << combineGrid[1] << " " << combineGrid[2] << "\n";
   artifact.stages["nvidia.meta"] = meta.str();
   artifact.object = cubin;
   return artifact;
@@ -290,7 +297,12 @@ NvidiaKernelImpl::fromArtifact(const KernelArtifact &artifact) {
       fields >> kernel->grid[0] >> kernel->grid[1] >> kernel->grid[2];
     else if (key == "block")
       fields >> kernel->block[0] >> kernel->block[1] >> kernel->block[2];
-    else if (key == "dtype" || key == "out") {
+    else if (key == "splits")
+      fields >> kernel->splits >> kernel->partialOutputFloats >> kernel->partialRowFloats;
+    else if (key == "combine") {
+      kernel->combineGrid.assign(3, 0);
+      fields >> kernel->combineGrid[0] >> kernel->combineGrid[1] >> kernel->combineGrid[2];
+    } else if (key == "dtype" || key == "out") {
       std::string name;
       fields >> name;
       DType type = name == "bfloat16" ? DType::BF16 : name == "float16" ? DType::F16 : DType::F32;
@@ -339,6 +351,10 @@ const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
 DType NvidiaKernel::dtype() const { return impl_->dtype; }
 int64_t NvidiaKernel::scratchFloats() const { return impl_->scratchFloats; }
+int64_t NvidiaKernel::splits() const { return impl_->splits; }
+int64_t NvidiaKernel::partialOutputFloats() const { return impl_->partialOutputFloats; }
+int64_t NvidiaKernel::partialRowFloats() const { return impl_->partialRowFloats; }
+const std::vector<int64_t> &NvidiaKernel::combineGrid() const { return impl_->combineGrid; }
 Status NvidiaKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   return impl_->run(inputs, out);
 }

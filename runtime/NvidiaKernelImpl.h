@@ -33,6 +33,8 @@ public:
   Shape shape;
   DType dtype = DType::F16, outDtype = DType::F32;
   int64_t scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
+  std::vector<int64_t> combineGrid;
 };
 
 } // namespace pejit

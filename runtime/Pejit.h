@@ -163,6 +163,8 @@ class NvidiaKernelImpl;
 struct NvidiaTileConfig {
   int64_t queryTile = 64;
   int64_t keyTile = 64;
+  /// Split-KV blocks per query tile (decode); 0 = from the shape, 1 = none.
+  int64_t splits = 0;
 };
 
 /// A kernel compiled for an NVIDIA GPU: PTX for one architecture, and a cubin
@@ -187,6 +189,12 @@ public:
   DType dtype() const;
   /// Floats of the QK transform's tables (pejit_prologue fills them); 0: none.
   int64_t scratchFloats() const;
+  /// Split-KV: blocks sharing a query tile's keys (1: none), the sizes of
+  /// their partial outputs and row statistics, and pejit_combine's grid.
+  int64_t splits() const;
+  int64_t partialOutputFloats() const;
+  int64_t partialRowFloats() const;
+  const std::vector<int64_t> &combineGrid() const;
   /// Copies the inputs (host, contiguous, the kernel's dtype) to the GPU,
   /// launches, and copies the f32 output back. Needs a CUDA driver and a
   /// device of this architecture or newer; without them, an error saying so.

@@ -207,8 +207,8 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
                                           NvidiaTileConfig tiles) {
   using Compiled = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
   std::string key = compilerFingerprint() + "|nvidia:" + arch + "|tile=" +
-                    std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) + "|" +
-                    spec.source();
+                    std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
+                    "/split=" + std::to_string(tiles.splits) + "|" + spec.source();
   std::promise<Compiled> promise;
   std::shared_future<Compiled> future;
   bool compileHere = false;

@@ -87,6 +87,13 @@ Loaded loadCase(const std::string &dir, const GpuCase &c) {
       lines >> dims[0] >> dims[1] >> dims[2];
     } else if (key == "scratch") {
       lines >> loaded.image.scratchFloats;
+    } else if (key == "splits") {
+      lines >> loaded.image.splits >> loaded.image.partialOutputFloats >>
+          loaded.image.partialRowFloats;
+    } else if (key == "combine") {
+      loaded.image.combineGrid.resize(3);
+      lines >> loaded.image.combineGrid[0] >> loaded.image.combineGrid[1] >>
+          loaded.image.combineGrid[2];
     } else {
       std::string ignored;
       lines >> ignored;

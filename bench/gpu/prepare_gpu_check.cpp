@@ -40,6 +40,10 @@ int main(int argc, char **argv) {
     meta << "block " << kernel->block()[0] << " " << kernel->block()[1] << " "
          << kernel->block()[2] << "\n";
     meta << "scratch " << kernel->scratchFloats() << "\n";
+    meta << "splits " << kernel->splits() << " " << kernel->partialOutputFloats() << " "
+         << kernel->partialRowFloats() << "\n";
+    meta << "combine " << kernel->combineGrid()[0] << " " << kernel->combineGrid()[1] << " "
+         << kernel->combineGrid()[2] << "\n";
     std::printf("%-34s %s  %zu bytes PTX, %zu bytes cubin\n", c.name.c_str(), arch.c_str(),
                 kernel->ptx().size(), kernel->cubin().size());
   }

@@ -36,20 +36,34 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
   Result<Function> attention = module->function("pejit_attention");
   if (!attention)
     return Error{attention.error()};
-  // Fixed slots: q, k, v, o, scratch, query positions, key positions.
+  // Fixed slots: q, k, v, o, scratch, partial O, partial m, partial l,
+  // then query positions, key positions.
   std::vector<DeviceBuffer> buffers;
-  buffers.reserve(7);
+  buffers.reserve(10);
   for (auto [data, bytes] : {std::pair{host.query, host.queryBytes},
                              std::pair{host.key, host.keyBytes},
                              std::pair{host.value, host.valueBytes},
                              std::pair<const void *, size_t>{nullptr, host.outputBytes},
                              std::pair<const void *, size_t>{
-                                 nullptr, static_cast<size_t>(kernel.scratchFloats) * 4}})
+                                 nullptr, static_cast<size_t>(kernel.scratchFloats) * 4},
+                             std::pair<const void *, size_t>{
+                                 nullptr, static_cast<size_t>(kernel.partialOutputFloats) * 4},
+                             std::pair<const void *, size_t>{
+                                 nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4},
+                             std::pair<const void *, size_t>{
+                                 nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4}})
     if (Status st = upload(data, bytes, buffers); !st)
       return st;
-  KernelArgs args;
-  for (int i = 0; i < 5; ++i)
+  KernelArgs args, combineArgs;
+  for (int i = 0; i < 8; ++i)
     args.pointer(buffers[i]);
+  combineArgs.pointer(buffers[3]).pointer(buffers[5]).pointer(buffers[6]).pointer(buffers[7]);
+  Result<Function> combine = Error{"no combine kernel"};
+  if (kernel.splits > 1) {
+    combine = module->function("pejit_combine");
+    if (!combine)
+      return Error{combine.error()};
+  }
 
   auto runOnce = [&]() -> Status {
     if (kernel.scratchFloats > 0) {
@@ -57,13 +71,17 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
       if (!prologue)
         return Error{prologue.error()};
       KernelArgs prologueArgs;
-      prologueArgs.pointer(buffers[5]).pointer(buffers[6]).pointer(buffers[4]);
+      prologueArgs.pointer(buffers[8]).pointer(buffers[9]).pointer(buffers[4]);
       size_t positions = std::max(host.queryPositions->size(), host.keyPositions->size());
       unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
       if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)
         return st;
     }
-    return launch(*attention, dims3(kernel.grid), dims3(kernel.block), 0, args);
+    if (Status st = launch(*attention, dims3(kernel.grid), dims3(kernel.block), 0, args); !st)
+      return st;
+    if (kernel.splits > 1)
+      return launch(*combine, dims3(kernel.combineGrid), dims3(kernel.block), 0, combineArgs);
+    return Status();
   };
   if (kernel.scratchFloats > 0) {
     if (!host.queryPositions || !host.keyPositions)

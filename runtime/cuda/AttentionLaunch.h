@@ -18,6 +18,10 @@ struct AttentionKernelImage {
   std::string image;                 ///< cubin bytes, or PTX text
   std::vector<int64_t> grid, block;  ///< of pejit_attention
   int64_t scratchFloats = 0;         ///< 0: no QK transform, no prologue
+  /// Split-KV (splits > 1): pejit_attention leaves partial O [.., dv] and
+  /// row max / row sum per split; pejit_combine (combineGrid) merges them.
+  int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
+  std::vector<int64_t> combineGrid;
 };
 
 /// Host buffers of one call; positions are i64 [rows, seq] (already

@@ -30,6 +30,9 @@
 // ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${SCALE} ${T} (f16|bf16)
 // ${BM}=16 WARPS ${BN} (multiple of 16) ${BN8} ${BN16} ${THREADS}=32 WARPS
 // ${KROWS}=max(BM, BN) (the K buffer stages Q first)
+// ${SPLITS} ${SPLIT_KV} (SPLITS > 1) ${WO_SHAPE} ${WML_SHAPE}: split-KV
+// partials, [B, HQ, SPLITS, SQ, DV] and [B, HQ, SPLITS, SQ] (1x1x1x1[x1]
+// when unused); @pejit_combine merges them.
 // ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (batch rows
 // of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
@@ -51,6 +54,8 @@
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<${SCRATCH}xf32>
+!WO = memref<${WO_SHAPE}xf32>
+!WML = memref<${WML_SHAPE}xf32>
 !ROW = memref<1x${D}x${T}, strided<[${DP}, 1], offset: ?>, #gpu.address_space<workgroup>>
 
 module attributes {gpu.container_module} {
@@ -132,7 +137,8 @@ func.func private @exp2(%x: f32) -> f32 {
   return %r : f32
 }
 
-gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
+gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
+                          %wo: !WO, %wm: !WML, %wl: !WML)
     workgroup(%Ks: !QS, %Vs: !VS) kernel {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -176,7 +182,12 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   %Sm = memref.alloca() : memref<1x1xf32>
 
   %tid = gpu.thread_id x
-  %qt = gpu.block_id x
+  // Split-KV (${SPLITS} > 1, decode): block x = query tile * SPLITS + split;
+  // each split takes a share of the KV tiles and leaves a partial result.
+  %SPLITS = arith.constant ${SPLITS} : index
+  %bx = gpu.block_id x
+  %qt = arith.divui %bx, %SPLITS : index
+  %split = arith.remui %bx, %SPLITS : index
   %h = gpu.block_id y
   %b = gpu.block_id z
   %warp = arith.divui %tid, %c32 : index
@@ -263,12 +274,21 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   %kv_end_up = arith.addi %kv_end, %BN : index
   %kv_end_up1 = arith.subi %kv_end_up, %c1 : index
   %jt_end0 = arith.divsi %kv_end_up1, %BN : index
-  %jt_end = arith.maxsi %jt_end0, %jt_begin : index
+  %jt_end1 = arith.maxsi %jt_end0, %jt_begin : index
+  %n_tiles = arith.subi %jt_end1, %jt_begin : index
+  %per_split0 = arith.addi %n_tiles, %SPLITS : index
+  %per_split1 = arith.subi %per_split0, %c1 : index
+  %per_split = arith.divui %per_split1, %SPLITS : index
+  %my_first0 = arith.muli %split, %per_split : index
+  %my_first1 = arith.addi %jt_begin, %my_first0 : index
+  %my_first = arith.minsi %my_first1, %jt_end1 : index
+  %my_end0 = arith.addi %my_first, %per_split : index
+  %jt_end = arith.minsi %my_end0, %jt_end1 : index
 
   %half_dv = arith.divui %DV, %c2 : index
   %k_pairs = arith.muli %half_d, %BN : index
   %v_pairs = arith.muli %half_dv, %BN : index
-  %final:4 = scf.for %jt = %jt_begin to %jt_end step %c1
+  %final:4 = scf.for %jt = %my_first to %jt_end step %c1
       iter_args(%m_lo = %ninf, %m_hi = %ninf, %l_lo = %zero, %l_hi = %zero)
       -> (f32, f32, f32, f32) {
     %j0 = arith.muli %jt, %BN : index
@@ -518,28 +538,118 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH)
   %inv_hi = arith.select %empty_hi, %zero, %inv_hi0 : f32
   %row_in_lo = arith.cmpi ult, %i_lo, %SQ : index
   %row_in_hi = arith.cmpi ult, %i_hi, %SQ : index
-  scf.for %n = %c0 to %nO step %c1 {
-    %n8 = arith.muli %n, %c8 : index
-    %col = arith.addi %n8, %quad_col : index
-    scf.if %row_in_lo {
-      %o0 = memref.load %Oacc[%n, %c0] : memref<${DV8}x4xf32>
-      %o1 = memref.load %Oacc[%n, %c1] : memref<${DV8}x4xf32>
-      %x0 = arith.mulf %o0, %inv_lo : f32
-      %x1 = arith.mulf %o1, %inv_lo : f32
-      %pair = vector.from_elements %x0, %x1 : vector<2xf32>
-      %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
-      vector.store %out, %o[%b, %h, %i_lo, %col] : !O, vector<2x${OT}>
+  %split_kv = arith.constant ${SPLIT_KV}
+  scf.if %split_kv {
+    // Partial result of this split: unnormalized O, row max m, row sum l.
+    scf.for %n = %c0 to %nO step %c1 {
+      %n8 = arith.muli %n, %c8 : index
+      %col = arith.addi %n8, %quad_col : index
+      %col1 = arith.addi %col, %c1 : index
+      scf.if %row_in_lo {
+        %o0 = memref.load %Oacc[%n, %c0] : memref<${DV8}x4xf32>
+        %o1 = memref.load %Oacc[%n, %c1] : memref<${DV8}x4xf32>
+        memref.store %o0, %wo[%b, %h, %split, %i_lo, %col] : !WO
+        memref.store %o1, %wo[%b, %h, %split, %i_lo, %col1] : !WO
+      }
+      scf.if %row_in_hi {
+        %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
+        %o3 = memref.load %Oacc[%n, %c3] : memref<${DV8}x4xf32>
+        memref.store %o2, %wo[%b, %h, %split, %i_hi, %col] : !WO
+        memref.store %o3, %wo[%b, %h, %split, %i_hi, %col1] : !WO
+      }
+    } {pejit.unroll}
+    %quad_lead = arith.cmpi eq, %lane4, %c0 : index
+    %write_lo = arith.andi %quad_lead, %row_in_lo : i1
+    %write_hi = arith.andi %quad_lead, %row_in_hi : i1
+    scf.if %write_lo {
+      memref.store %final#0, %wm[%b, %h, %split, %i_lo] : !WML
+      memref.store %lt_lo, %wl[%b, %h, %split, %i_lo] : !WML
     }
-    scf.if %row_in_hi {
-      %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
-      %o3 = memref.load %Oacc[%n, %c3] : memref<${DV8}x4xf32>
-      %x2 = arith.mulf %o2, %inv_hi : f32
-      %x3 = arith.mulf %o3, %inv_hi : f32
-      %pair = vector.from_elements %x2, %x3 : vector<2xf32>
-      %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
-      vector.store %out, %o[%b, %h, %i_hi, %col] : !O, vector<2x${OT}>
+    scf.if %write_hi {
+      memref.store %final#1, %wm[%b, %h, %split, %i_hi] : !WML
+      memref.store %lt_hi, %wl[%b, %h, %split, %i_hi] : !WML
     }
-  } {pejit.unroll}
+  } else {
+    scf.for %n = %c0 to %nO step %c1 {
+      %n8 = arith.muli %n, %c8 : index
+      %col = arith.addi %n8, %quad_col : index
+      scf.if %row_in_lo {
+        %o0 = memref.load %Oacc[%n, %c0] : memref<${DV8}x4xf32>
+        %o1 = memref.load %Oacc[%n, %c1] : memref<${DV8}x4xf32>
+        %x0 = arith.mulf %o0, %inv_lo : f32
+        %x1 = arith.mulf %o1, %inv_lo : f32
+        %pair = vector.from_elements %x0, %x1 : vector<2xf32>
+        %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
+        vector.store %out, %o[%b, %h, %i_lo, %col] : !O, vector<2x${OT}>
+      }
+      scf.if %row_in_hi {
+        %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
+        %o3 = memref.load %Oacc[%n, %c3] : memref<${DV8}x4xf32>
+        %x2 = arith.mulf %o2, %inv_hi : f32
+        %x3 = arith.mulf %o3, %inv_hi : f32
+        %pair = vector.from_elements %x2, %x3 : vector<2xf32>
+        %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
+        vector.store %out, %o[%b, %h, %i_hi, %col] : !O, vector<2x${OT}>
+      }
+    } {pejit.unroll}
+  }
+  gpu.return
+}
+
+// Split-KV: O[b, h, i] = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s with
+// M = max_s m_s (log2 e folded in); no visible key at all -> 0.
+gpu.func @pejit_combine(%o: !O, %wo: !WO, %wm: !WML, %wl: !WML) kernel {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %log2e = arith.constant 1.44269504088896 : f32
+  %SPLITS = arith.constant ${SPLITS} : index
+  %SQ = arith.constant ${SQ} : index
+  %DV = arith.constant ${DV} : index
+  %BM = arith.constant ${BM} : index
+  %THREADS = arith.constant ${THREADS} : index
+  %tid = gpu.thread_id x
+  %qt = gpu.block_id x
+  %h = gpu.block_id y
+  %b = gpu.block_id z
+  %i0 = arith.muli %qt, %BM : index
+  %cells = arith.muli %BM, %DV : index
+  scf.for %e = %tid to %cells step %THREADS {
+    %r = arith.divui %e, %DV : index
+    %c = arith.remui %e, %DV : index
+    %i = arith.addi %i0, %r : index
+    %row_in = arith.cmpi ult, %i, %SQ : index
+    scf.if %row_in {
+      %mmax = scf.for %s = %c0 to %SPLITS step %c1 iter_args(%mx = %ninf) -> (f32) {
+        %ms = memref.load %wm[%b, %h, %s, %i] : !WML
+        %mx1 = arith.maximumf %mx, %ms : f32
+        scf.yield %mx1 : f32
+      }
+      %none = arith.cmpf oeq, %mmax, %ninf : f32
+      %msafe = arith.select %none, %zero, %mmax : f32
+      %sums:2 = scf.for %s = %c0 to %SPLITS step %c1 iter_args(%lo = %zero, %ls = %zero) -> (f32, f32) {
+        %ms = memref.load %wm[%b, %h, %s, %i] : !WML
+        %d = arith.subf %ms, %msafe : f32
+        %dl = arith.mulf %d, %log2e : f32
+        %w = func.call @exp2(%dl) : (f32) -> f32
+        %os = memref.load %wo[%b, %h, %s, %i, %c] : !WO
+        %lsplit = memref.load %wl[%b, %h, %s, %i] : !WML
+        %lo1 = math.fma %w, %os, %lo : f32
+        %ls1 = math.fma %w, %lsplit, %ls : f32
+        scf.yield %lo1, %ls1 : f32, f32
+      }
+      %empty = arith.cmpf oeq, %sums#1, %zero : f32
+      %inv0 = arith.divf %one, %sums#1 : f32
+      %inv = arith.select %empty, %zero, %inv0 : f32
+      %x = arith.mulf %sums#0, %inv : f32
+      %pair = vector.broadcast %x : f32 to vector<2xf32>
+      %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
+      %x_out = vector.extract %out[0] : ${OT} from vector<2x${OT}>
+      memref.store %x_out, %o[%b, %h, %i, %c] : !O
+    }
+  }
   gpu.return
 }
 

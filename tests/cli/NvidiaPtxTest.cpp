@@ -50,6 +50,15 @@ std::vector<Variant> variants() {
        "tensor<1x12x63x64x@T@>, tensor<1x12x257x64x@T@>, tensor<1x12x257x64x@T@> -> "
        "tensor<1x12x63x64xf32>\n"
        "  return %o : tensor<1x12x63x64xf32>\n}\n"},
+      {"decode_gqa_split_kv",
+       "func.func @f(%q: tensor<1x32x1x128x@T@>, %k: tensor<1x8x4096x128x@T@>, "
+       "%v: tensor<1x8x4096x128x@T@>, %qpos: tensor<1xi64>, %kpos: tensor<4096xi64>) -> "
+       "tensor<1x32x1x128x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%qpos : tensor<1xi64>) "
+       "key_positions(%kpos : tensor<4096xi64>) causal encodings([#pe.rope<layout = half, "
+       "theta = 500000.0>]) : tensor<1x32x1x128x@T@>, tensor<1x8x4096x128x@T@>, "
+       "tensor<1x8x4096x128x@T@> -> tensor<1x32x1x128x@T@>\n"
+       "  return %o : tensor<1x32x1x128x@T@>\n}\n"},
       {"decode_window",
        "func.func @f(%q: tensor<1x8x1x128x@T@>, %k: tensor<1x8x1000x128x@T@>, "
        "%v: tensor<1x8x1000x128x@T@>) -> tensor<1x8x1x128xf32> {\n"
@@ -103,6 +112,26 @@ TEST(PejitNvidia, EveryVariantGivesPtxThatPtxasAcceptsWithoutSpills) {
       }
 }
 
+TEST(PejitNvidia, DecodeSplitsTheKeysAcrossBlocksAndCombines) {
+  Runtime runtime;
+  Expected<Spec> spec = Spec::fromText(withType(variants()[3].mlir, "bf16"));
+  ASSERT_TRUE(spec) << spec.error();
+  // 1 query tile x 32 heads = 32 blocks for 64 KV tiles: split 9 ways.
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, "sm_90", {16, 64, 0});
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->splits(), 9);
+  EXPECT_EQ(kernel->grid(), (std::vector<int64_t>{9, 32, 1}));
+  EXPECT_EQ(kernel->combineGrid(), (std::vector<int64_t>{1, 32, 1}));
+  EXPECT_EQ(kernel->partialRowFloats(), 32 * 9);
+  EXPECT_EQ(kernel->partialOutputFloats(), 32 * 9 * 128);
+  EXPECT_NE(kernel->ptx().find(".entry pejit_combine"), std::string::npos);
+  // splits = 1: no combine kernel at all.
+  Expected<NvidiaKernel> whole = runtime.getNvidia(*spec, "sm_90", {16, 64, 1});
+  ASSERT_TRUE(whole) << whole.error();
+  EXPECT_EQ(whole->splits(), 1);
+  EXPECT_EQ(whole->ptx().find("pejit_combine"), std::string::npos);
+}
+
 TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
   bool ptxas = hasPtxas();
   Runtime runtime;
@@ -114,7 +143,8 @@ TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
     Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, "sm_80", tiles);
     ASSERT_TRUE(kernel) << kernel.error();
     EXPECT_EQ(kernel->block()[0], 2 * tiles.queryTile); // 32 threads per 16 rows
-    EXPECT_EQ(kernel->grid()[0], (100 + tiles.queryTile - 1) / tiles.queryTile);
+    EXPECT_EQ(kernel->grid()[0],
+              (100 + tiles.queryTile - 1) / tiles.queryTile * kernel->splits());
     if (ptxas)
       EXPECT_NE(kernel->ptxasLog().find("0 bytes stack frame, 0 bytes spill stores"),
                 std::string::npos)
@@ -200,7 +230,9 @@ TEST(PejitNvidia, SecondRuntimeLoadsPtxAndCubinFromTheDiskCache) {
   EXPECT_EQ(*kernel->ir("tiled"), tiled);
   EXPECT_EQ(kernel->arch(), "sm_90");
   EXPECT_EQ(kernel->dtype(), DType::BF16);
-  EXPECT_EQ(kernel->grid(), (std::vector<int64_t>{1, 12, 1}));
+  // 12 blocks, 5 KV tiles: split 2 ways (decode-like occupancy rule).
+  EXPECT_EQ(kernel->splits(), 2);
+  EXPECT_EQ(kernel->grid(), (std::vector<int64_t>{2, 12, 1}));
   // Another architecture is another key.
   Expected<NvidiaKernel> other = second.getNvidia(*spec, "sm_80");
   ASSERT_TRUE(other) << other.error();
