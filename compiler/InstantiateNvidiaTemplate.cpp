@@ -100,7 +100,12 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   }
   int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
 
-  int64_t bm = tiles.queryTile, bn = tiles.keyTile, warps = bm / 16;
+  // Decode-sized queries get a one-warp block instead of padding 64 rows.
+  int64_t bm = tiles.queryTile > 0 ? tiles.queryTile
+               : shape.querySeq <= 16 ? 16
+               : shape.querySeq <= 32 ? 32
+                                      : 64;
+  int64_t bn = tiles.keyTile, warps = bm / 16;
   if (!(bm == 16 || bm == 32 || bm == 64 || bm == 128) || bn < 16 || bn > 128 || bn % 16 != 0)
     return op.emitError() << "nvidia tile config (" << bm << ", " << bn
                           << ") is invalid: the query tile is 16 x warps (16, 32, 64 or 128), "

@@ -31,7 +31,7 @@ mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const Template
 /// keyTile a multiple of 16 up to 128; Q staging and the K, V tiles must fit
 /// 48 KB of static shared memory.
 struct NvidiaTiles {
-  int64_t queryTile = 64;
+  int64_t queryTile = 0; ///< 0: 16 for sq <= 16, 32 for sq <= 32, else 64
   int64_t keyTile = 64;
   /// Split-KV: KV tiles of a query tile shared among this many blocks, then
   /// combined (decode); 0 = chosen from the shape, 1 = no split.

@@ -59,8 +59,8 @@ def InstantiateNvidiaTemplate : Pass<"attn-instantiate-nvidia-template", "::mlir
     `pejit.kernel` gives grid, block, dtype and argument roles.
   }];
   let options = [
-    Option<"tileM", "tile-m", "int64_t", /*default=*/"64",
-           "query rows per thread block: 16 x warps (16, 32, 64, 128)">,
+    Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
+           "query rows per thread block: 16 x warps (16, 32, 64, 128); 0: from sq">,
     Option<"tileN", "tile-n", "int64_t", /*default=*/"64",
            "keys per KV tile (multiple of 16, up to 128)">,
   ];

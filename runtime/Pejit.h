@@ -161,7 +161,8 @@ class NvidiaKernelImpl;
 /// Tiles of the nvidia kernel: queryTile = 16 x warps per block (16, 32, 64,
 /// 128), keyTile a multiple of 16 up to 128 (shared memory permitting).
 struct NvidiaTileConfig {
-  int64_t queryTile = 64;
+  /// 0 = from the shape: 16 rows (1 warp) for sq <= 16, 32 for sq <= 32, else 64.
+  int64_t queryTile = 0;
   int64_t keyTile = 64;
   /// Split-KV blocks per query tile (decode); 0 = from the shape, 1 = none.
   int64_t splits = 0;
