@@ -61,29 +61,14 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       return op.emitError() << name << " element type " << type.getElementType()
                             << " differs from the query's " << element;
   }
-  pe::AttentionShape shape;
-  shape.batch = qType.getDimSize(0);
-  shape.queryHeads = qType.getDimSize(1);
-  shape.querySeq = qType.getDimSize(2);
-  shape.headDim = qType.getDimSize(3);
-  shape.kvHeads = kType.getDimSize(1);
-  shape.keySeq = kType.getDimSize(2);
-  shape.valueDim = vType.getDimSize(3);
-  shape.vectorWidth = 1; // hooks run per score element (one mma fragment entry)
+  // Hooks run per score element (one mma fragment entry): vector width 1.
+  pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/1);
   if (shape.headDim % 16 != 0 || shape.valueDim % 16 != 0 || shape.headDim > 256 ||
       shape.valueDim > 256)
     return op.emitError() << "the nvidia kernel needs d and dv multiples of 16 up to 256, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
   if (op.getSoftcapAttr())
     return op.emitError() << "softcap is not supported by the nvidia kernel yet";
-  auto positionRows = [](Value positions) -> int64_t {
-    if (!positions)
-      return 1;
-    auto type = cast<RankedTensorType>(positions.getType());
-    return type.getRank() == 2 ? type.getDimSize(0) : 1;
-  };
-  shape.queryPositionRows = positionRows(op.getQueryPositions());
-  shape.keyPositionRows = positionRows(op.getKeyPositions());
 
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
@@ -178,35 +163,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (!kernel)
     return op.emitError() << "the nvidia kernel template did not parse after substitution";
 
-  OpBuilder b(module.getContext());
-  SmallVector<Operation *> hooks;
-  kernel->walk([&](Operation *hook) {
-    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp>(hook))
-      hooks.push_back(hook);
-  });
-  for (Operation *hook : hooks) {
-    b.setInsertionPoint(hook);
-    Location loc = hook->getLoc();
-    if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
-      if (qkTransform)
-        qkTransform.emitQKPrologue(b, loc, shape,
-                                   {prologue.getQueryPositions(), prologue.getKeyPositions(),
-                                    prologue.getScratch(), prologue.getRowBegin(),
-                                    prologue.getRowStep()});
-    } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
-      if (qkTransform)
-        qkTransform.emitQKTileTransform(
-            b, loc, shape,
-            {transform.getTile(), transform.getRows(), transform.getSeqStart(),
-             transform.getBatch(), transform.getScratch(), transform.getIsKey()});
-    } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
-      for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
-        bias.emitScoreBias(b, loc, shape,
-                           {mod.getScores(), mod.getHead(), mod.getQueryStart(),
-                            mod.getKeyStart()});
-    }
-    hook->erase();
-  }
+  expandHooks(*kernel, shape, qkTransform, scoreBiases, /*softcap=*/std::nullopt);
 
   Builder attrs(module.getContext());
   NamedAttrList info;

@@ -63,23 +63,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       return op.emitError() << name << " element type " << type.getElementType()
                             << " is not supported by the x86 kernel yet (f32 only)";
   }
-  pe::AttentionShape shape;
-  shape.batch = qType.getDimSize(0);
-  shape.queryHeads = qType.getDimSize(1);
-  shape.querySeq = qType.getDimSize(2);
-  shape.headDim = qType.getDimSize(3);
-  shape.kvHeads = kType.getDimSize(1);
-  shape.keySeq = kType.getDimSize(2);
-  shape.valueDim = vType.getDimSize(3);
-  shape.vectorWidth = 8;
-  auto positionRows = [](Value positions) -> int64_t {
-    if (!positions)
-      return 1;
-    auto type = cast<RankedTensorType>(positions.getType());
-    return type.getRank() == 2 ? type.getDimSize(0) : 1;
-  };
-  shape.queryPositionRows = positionRows(op.getQueryPositions());
-  shape.keyPositionRows = positionRows(op.getKeyPositions());
+  pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/8);
   if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
@@ -127,41 +111,10 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   if (!kernel)
     return op.emitError() << "the kernel template did not parse after substitution";
 
-  // Expand the hook ops.
   std::optional<double> softcap;
   if (FloatAttr attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
-  OpBuilder b(module.getContext());
-  SmallVector<Operation *> hooks;
-  kernel->walk([&](Operation *hook) {
-    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp>(hook))
-      hooks.push_back(hook);
-  });
-  for (Operation *hook : hooks) {
-    b.setInsertionPoint(hook);
-    Location loc = hook->getLoc();
-    if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
-      if (qkTransform)
-        qkTransform.emitQKPrologue(b, loc, shape,
-                                   {prologue.getQueryPositions(), prologue.getKeyPositions(),
-                                    prologue.getScratch(), prologue.getRowBegin(),
-                                    prologue.getRowStep()});
-    } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
-      if (qkTransform)
-        qkTransform.emitQKTileTransform(
-            b, loc, shape,
-            {transform.getTile(), transform.getRows(), transform.getSeqStart(),
-             transform.getBatch(), transform.getScratch(), transform.getIsKey()});
-    } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
-      if (softcap)
-        emitSoftcap(b, loc, mod.getScores(), *softcap, shape.vectorWidth);
-      for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
-        bias.emitScoreBias(b, loc, shape,
-                           {mod.getScores(), mod.getHead(), mod.getQueryStart(),
-                            mod.getKeyStart()});
-    }
-    hook->erase();
-  }
+  expandHooks(*kernel, shape, qkTransform, scoreBiases, softcap);
 
   int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
   int64_t items = shape.batch * shape.queryHeads * numQueryTiles;

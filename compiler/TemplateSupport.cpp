@@ -2,6 +2,7 @@
 #include "compiler/TemplateSupport.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "dialects/attn/AttnOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -110,5 +111,67 @@ void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64
   vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
 }
 
+
+pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  pe::AttentionShape shape;
+  shape.batch = qType.getDimSize(0);
+  shape.queryHeads = qType.getDimSize(1);
+  shape.querySeq = qType.getDimSize(2);
+  shape.headDim = qType.getDimSize(3);
+  shape.kvHeads = kType.getDimSize(1);
+  shape.keySeq = kType.getDimSize(2);
+  shape.valueDim = vType.getDimSize(3);
+  shape.vectorWidth = vectorWidth;
+  // [s] ids are shared by the batch; [b, s] ids have a row per batch entry.
+  auto positionRows = [](Value positions) -> int64_t {
+    if (!positions)
+      return 1;
+    auto type = cast<RankedTensorType>(positions.getType());
+    return type.getRank() == 2 ? type.getDimSize(0) : 1;
+  };
+  shape.queryPositionRows = positionRows(op.getQueryPositions());
+  shape.keyPositionRows = positionRows(op.getKeyPositions());
+  return shape;
+}
+
+void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
+                 pe::PositionalEncodingAttrInterface qkTransform,
+                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> scoreBiases,
+                 std::optional<double> softcap) {
+  OpBuilder b(kernel.getContext());
+  SmallVector<Operation *> hooks;
+  kernel.walk([&](Operation *hook) {
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp>(hook))
+      hooks.push_back(hook);
+  });
+  for (Operation *hook : hooks) {
+    b.setInsertionPoint(hook);
+    Location loc = hook->getLoc();
+    if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKPrologue(b, loc, shape,
+                                   {prologue.getQueryPositions(), prologue.getKeyPositions(),
+                                    prologue.getScratch(), prologue.getRowBegin(),
+                                    prologue.getRowStep()});
+    } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKTileTransform(
+            b, loc, shape,
+            {transform.getTile(), transform.getRows(), transform.getSeqStart(),
+             transform.getBatch(), transform.getScratch(), transform.getIsKey()});
+    } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
+      if (softcap)
+        emitSoftcap(b, loc, mod.getScores(), *softcap, shape.vectorWidth);
+      for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
+        bias.emitScoreBias(b, loc, shape,
+                           {mod.getScores(), mod.getHead(), mod.getQueryStart(),
+                            mod.getKeyStart()});
+    }
+    hook->erase();
+  }
+}
 
 } // namespace pejit

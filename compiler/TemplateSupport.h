@@ -11,6 +11,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace pejit {
@@ -31,9 +32,21 @@ struct FusedAttention {
 /// The one function, whose body is one attn.attention on its arguments.
 mlir::FailureOr<FusedAttention> findFusedAttention(mlir::ModuleOp module);
 
+/// The attention's static sizes and position-id rows, as the hooks see them;
+/// `vectorWidth` is the f32 lanes the target's hooks emit (8 AVX2, 1 GPU).
+pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth);
+
 /// softcap * tanh(s / softcap) on every score of the tile.
 void emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scores, double softcap,
                  int64_t lanes);
+
+/// Replaces the template's hook ops (attn.qk_prologue, attn.qk_transform,
+/// attn.score_mod) by what the fused encodings emit through their interface
+/// (and the softcap, when given); hooks nobody fills expand to nothing.
+void expandHooks(mlir::ModuleOp kernel, const pe::AttentionShape &shape,
+                 pe::PositionalEncodingAttrInterface qkTransform,
+                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> scoreBiases,
+                 std::optional<double> softcap);
 
 } // namespace pejit
 
