@@ -350,6 +350,7 @@ const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->block; }
 const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->arguments; }
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
 DType NvidiaKernel::dtype() const { return impl_->dtype; }
+DType NvidiaKernel::outputDtype() const { return impl_->outDtype; }
 int64_t NvidiaKernel::scratchFloats() const { return impl_->scratchFloats; }
 int64_t NvidiaKernel::splits() const { return impl_->splits; }
 int64_t NvidiaKernel::partialOutputFloats() const { return impl_->partialOutputFloats; }

@@ -187,7 +187,8 @@ public:
   const std::vector<int64_t> &block() const;
   const std::vector<std::string> &arguments() const;
   const Shape &shape() const;
-  DType dtype() const;
+  DType dtype() const;        ///< of the inputs (f16 or bf16)
+  DType outputDtype() const;  ///< f32, f16 or bf16, as the IR's result says
   /// Floats of the QK transform's tables (pejit_prologue fills them); 0: none.
   int64_t scratchFloats() const;
   /// Split-KV: blocks sharing a query tile's keys (1: none), the sizes of

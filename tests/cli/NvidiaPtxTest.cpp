@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <filesystem>
 #include <unistd.h>
 
 using namespace pejit;
@@ -174,6 +175,37 @@ TEST(PejitNvidia, UnknownArchOrStageIsAClearError) {
   EXPECT_NE(stage.err.find("unknown stage 'asm' (stages: source, fused, tiled, unrolled, ptx"),
             std::string::npos)
       << stage.err;
+}
+
+TEST(PejitNvidia, CliRunChecksDtypesThenNeedsADriver) {
+  TempDir dir;
+  writeText(dir.file("k.mlir"), withType(variants()[2].mlir, "f16")); // ALiBi, 3 inputs
+  std::vector<std::vector<int64_t>> shapes = {{1, 12, 63, 64}, {1, 12, 257, 64}, {1, 12, 257, 64}};
+  const char *names[] = {"q.npy", "k.npy", "v.npy"};
+  for (int i = 0; i < 3; ++i) {
+    ref::Tensor t = randomTensor(shapes[i]);
+    std::vector<float> values(t.data.begin(), t.data.end());
+    ASSERT_EQ(npy::writeNpy(dir.file(names[i]), npy::fromFloat32(values, shapes[i],
+                                                                  npy::DType::F16)),
+              "");
+  }
+  std::vector<std::string> args = {"run", dir.file("k.mlir"), "--target=nvidia:sm_90",
+                                   "--input=@" + dir.file("q.npy"), "--input=@" + dir.file("k.npy"),
+                                   "--input=@" + dir.file("v.npy"), "--output=@" + dir.file("o.npy")};
+  Result r = runPejit(dir, args);
+  if (r.exitCode == 0)
+    GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_NE(r.err.find("CUDA driver"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o.npy")));
+  // A float32 .npy for an f16 kernel names the file and the dtype it needs.
+  writeTensor(dir.file("q.npy"), randomTensor(shapes[0]));
+  Result wrong = runPejit(dir, args);
+  EXPECT_EQ(wrong.exitCode, 1);
+  EXPECT_NE(wrong.err.find("q.npy: dtype float32 does not match query: the nvidia kernel takes "
+                           "float16"),
+            std::string::npos)
+      << wrong.err;
 }
 
 TEST(PejitNvidia, RunWithoutADriverSaysSoAndWritesNothing) {

@@ -3,6 +3,7 @@
 // repeated runs.
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
+#include "tools/pejit/RunNvidia.h"
 #include "tools/pejit/TensorIO.h"
 
 #include "runtime/Pejit.h"
@@ -50,6 +51,7 @@ struct RunOptions {
   int threads = 0;
   int64_t repeat = 0;
   bool check = false;
+  std::string target = "host";
 };
 
 /// Fills `options` from the command line; "" or a usage message.
@@ -83,6 +85,10 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
     options.repeat = *n;
   }
   options.check = args.has("check");
+  options.target = args.value("target").value_or("host");
+  if (options.target != "host" && options.target != "nvidia" &&
+      options.target.rfind("nvidia:", 0) != 0)
+    return "unknown --target=" + options.target + " (host, nvidia or nvidia:sm_XX)";
   return "";
 }
 
@@ -91,7 +97,7 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
 int runCommand(int argc, char **argv) {
   Args args;
   std::vector<FlagSpec> specs = {{"input", true, true}, {"output"}, {"tile"},
-                                 {"threads"}, {"repeat"}, {"check", false}};
+                                 {"threads"}, {"repeat"}, {"check", false}, {"target"}};
   if (std::string error = parseArgs(argc, argv, 2, specs, args); !error.empty())
     return usageError("run: " + error);
   if (args.has("help")) {
@@ -120,6 +126,10 @@ int runCommand(int argc, char **argv) {
                            std::to_string(sig.arguments.size())) +
                 " inputs (--input=@FILE.npy, in argument order), got " + std::to_string(given) +
                 "; its arguments:\n" + listArguments(sig));
+  if (options.target != "host")
+    return runNvidia({options.file,
+                      options.target == "nvidia" ? "sm_80" : options.target.substr(7), *spec,
+                      sig, options.inputs, options.output, options.check});
   std::vector<HostTensor> inputs(given);
   for (size_t i = 0; i < given; ++i) {
     std::string note;

@@ -45,6 +45,9 @@ commands:
                            and fail (exit 1) above 1e-4
       --repeat=N           run N more times; print the median time and
                            GFLOP/s (4*b*hq*sq*skv*d FLOPs, half if causal)
+      --target=nvidia[:sm_XX]  run on an NVIDIA GPU through the CUDA driver:
+                           f16 .npy, or bf16 stored as uint16; output
+                           float32; --check at tolerance 1e-2
       Compile and run times go to stderr.
 
   help, --help         print this text
