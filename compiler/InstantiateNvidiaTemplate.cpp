@@ -10,10 +10,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "templates/NvidiaMmaAttention.inc"
 
@@ -28,15 +26,6 @@ using namespace pejit;
 namespace {
 
 constexpr int64_t kStaticSharedBytes = 48 * 1024;
-
-std::string loadNvidiaTemplate() {
-  if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
-    std::string path = std::string(dir) + "/nvidia/mma_attention.mlir";
-    if (auto buffer = llvm::MemoryBuffer::getFile(path))
-      return (*buffer)->getBuffer().str();
-  }
-  return kNvidiaMmaAttentionTemplate;
-}
 
 } // namespace
 
@@ -156,7 +145,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
       {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))}};
-  FailureOr<std::string> text = substitute(loadNvidiaTemplate(), params, op);
+  FailureOr<std::string> text = substitute(
+      loadTemplate("nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate), params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());

@@ -16,10 +16,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Parser/Parser.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -32,20 +30,6 @@ namespace pejit {
 
 using namespace mlir;
 using namespace pejit;
-
-namespace {
-
-/// The template text: embedded at build time, or $PEJIT_TEMPLATE_DIR/x86/... .
-std::string loadTemplate() {
-  if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
-    std::string path = std::string(dir) + "/x86/avx2_attention.mlir";
-    if (auto buffer = llvm::MemoryBuffer::getFile(path))
-      return (*buffer)->getBuffer().str();
-  }
-  return kX86Avx2AttentionTemplate;
-}
-
-} // namespace
 
 LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles &tiles) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
@@ -104,7 +88,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)}};
-  FailureOr<std::string> text = substitute(loadTemplate(), params, op);
+  FailureOr<std::string> text =
+      substitute(loadTemplate("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate), params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());

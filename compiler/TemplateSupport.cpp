@@ -7,7 +7,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <cstdio>
+#include <cstdlib>
 
 using namespace mlir;
 
@@ -111,6 +114,14 @@ void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64
   vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
 }
 
+
+std::string loadTemplate(const std::string &relativePath, const char *embedded) {
+  if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
+    if (auto buffer = llvm::MemoryBuffer::getFile(std::string(dir) + "/" + relativePath))
+      return (*buffer)->getBuffer().str();
+  }
+  return embedded;
+}
 
 pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   auto qType = cast<RankedTensorType>(op.getQuery().getType());

@@ -18,6 +18,10 @@ namespace pejit {
 
 std::string formatFloat(double value);
 
+/// A template's text: $PEJIT_TEMPLATE_DIR/<relativePath> when that is set and
+/// readable, else the copy embedded at build time.
+std::string loadTemplate(const std::string &relativePath, const char *embedded);
+
 /// Replaces every ${NAME}; fails (naming it) on a name without a value.
 mlir::FailureOr<std::string> substitute(const std::string &text,
                                         const std::map<std::string, std::string> &params,
