@@ -34,6 +34,13 @@
 
 namespace pejit {
 
+std::string printOperation(mlir::Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
 void initializeCompilerOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -45,12 +52,6 @@ void initializeCompilerOnce() {
 
 namespace {
 
-std::string print(mlir::Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  op->print(os);
-  return text;
-}
 
 /// Collects the diagnostics of one stage into a message.
 struct DiagnosticCollector {
@@ -114,19 +115,19 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
       mlir::parseSourceString<mlir::ModuleOp>(spec.source(), context.get(), spec.name());
   if (!module)
     return Result::error(diagnostics.take("source"));
-  artifact.stages["source"] = print(*module);
+  artifact.stages["source"] = printOperation(*module);
   mark("source");
 
   mlir::PassManager fuse(context.get());
   fuse.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
   if (failed(fuse.run(*module)))
     return Result::error(diagnostics.take("fused"));
-  artifact.stages["fused"] = print(*module);
+  artifact.stages["fused"] = printOperation(*module);
   mark("fused");
 
   if (failed(instantiateX86Template(*module, {tiles.queryTile, tiles.keyTile})))
     return Result::error(diagnostics.take("tiled"));
-  artifact.stages["tiled"] = print(*module);
+  artifact.stages["tiled"] = printOperation(*module);
   mark("tiled");
   auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
   artifact.items = intField(info, "items");
@@ -156,7 +157,7 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower)) ||
       failed(lower.run(*module)))
     return Result::error(diagnostics.take("llvm"));
-  artifact.stages["llvm"] = print(*module);
+  artifact.stages["llvm"] = printOperation(*module);
   mark("llvm");
 
   llvm::LLVMContext llvmContext;

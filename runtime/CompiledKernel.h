@@ -82,6 +82,9 @@ private:
 /// process; the Runtime constructor calls it so no compile pays for it).
 void initializeCompilerOnce();
 
+/// The operation's IR as text (what every stage keeps).
+std::string printOperation(mlir::Operation *op);
+
 /// Position ids as kernels take them: i64 [rows, seq], from the user's
 /// i32/i64 view, or the CONVENTIONS.md default (first + index) when null.
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,

@@ -30,13 +30,6 @@ namespace pejit {
 
 namespace {
 
-std::string print(mlir::Operation *op) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  op->print(os);
-  return text;
-}
-
 std::string ptxasPath() {
   std::vector<std::string> candidates;
   if (const char *env = std::getenv("PEJIT_PTXAS"))
@@ -128,15 +121,15 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
       mlir::parseSourceString<mlir::ModuleOp>(spec.source(), &context, spec.name());
   if (!module)
     return failed("source");
-  kernel->stages["source"] = print(*module);
+  kernel->stages["source"] = printOperation(*module);
   mlir::PassManager fuse(&context);
   fuse.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
   if (mlir::failed(fuse.run(*module)))
     return failed("fused");
-  kernel->stages["fused"] = print(*module);
+  kernel->stages["fused"] = printOperation(*module);
   if (mlir::failed(instantiateNvidiaTemplate(*module, {tiles.queryTile, tiles.keyTile, tiles.splits})))
     return failed("tiled");
-  kernel->stages["tiled"] = print(*module);
+  kernel->stages["tiled"] = printOperation(*module);
   auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
   kernel->grid = intArray(info, "grid");
   kernel->block = intArray(info, "block");
