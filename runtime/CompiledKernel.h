@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+namespace mlir {
+class Operation;
+}
 
 namespace pejit {
 
