@@ -183,12 +183,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       if (func.getName() == "pejit_combine")
         func.erase();
     });
-  found->func.erase();
-  Block *body = module.getBody();
-  for (Operation &kernelOp : llvm::make_early_inc_range(kernel->getBody()->getOperations()))
-    kernelOp.moveBefore(body, body->end());
+  spliceKernel(module, *found, *kernel, attrs.getDictionaryAttr(info));
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), attrs.getUnitAttr());
-  module->setAttr(kKernelInfoAttr, attrs.getDictionaryAttr(info));
   return success();
 }
 

@@ -115,11 +115,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
   info.append("arguments", attrs.getArrayAttr(found->roles));
 
-  found->func.erase();
-  Block *body = module.getBody();
-  for (Operation &kernelOp : llvm::make_early_inc_range(kernel->getBody()->getOperations()))
-    kernelOp.moveBefore(body, body->end());
-  module->setAttr(kKernelInfoAttr, attrs.getDictionaryAttr(info));
+  spliceKernel(module, *found, *kernel, attrs.getDictionaryAttr(info));
   return success();
 }
 

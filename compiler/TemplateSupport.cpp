@@ -1,5 +1,6 @@
 // Shared pieces of the kernel template instantiations (TemplateSupport.h).
 #include "compiler/TemplateSupport.h"
+#include "compiler/InstantiateTemplate.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "dialects/attn/AttnOps.h"
@@ -114,6 +115,14 @@ void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64
   vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
 }
 
+
+void spliceKernel(ModuleOp module, FusedAttention &found, ModuleOp kernel, DictionaryAttr info) {
+  found.func.erase();
+  Block *body = module.getBody();
+  for (Operation &kernelOp : llvm::make_early_inc_range(kernel.getBody()->getOperations()))
+    kernelOp.moveBefore(body, body->end());
+  module->setAttr(kKernelInfoAttr, info);
+}
 
 std::string loadTemplate(const std::string &relativePath, const char *embedded) {
   if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {

@@ -40,6 +40,11 @@ mlir::FailureOr<FusedAttention> findFusedAttention(mlir::ModuleOp module);
 /// `vectorWidth` is the f32 lanes the target's hooks emit (8 AVX2, 1 GPU).
 pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth);
 
+/// Replaces the user's function by the instantiated kernel's top-level ops
+/// and describes the kernel to the runtime (module attribute pejit.kernel).
+void spliceKernel(mlir::ModuleOp module, FusedAttention &found, mlir::ModuleOp kernel,
+                  mlir::DictionaryAttr info);
+
 /// softcap * tanh(s / softcap) on every score of the tile.
 void emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scores, double softcap,
                  int64_t lanes);

@@ -202,7 +202,7 @@ CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) 
   kernel->scratchFloats = artifact.scratchFloats;
   kernel->queryPositionRows = artifact.queryPositionRows;
   kernel->keyPositionRows = artifact.keyPositionRows;
-  kernel->artifact_ = std::move(artifact);
+  kernel->stages_ = std::move(artifact.stages);
   return std::shared_ptr<const CompiledKernel>(std::move(kernel));
 }
 
@@ -222,7 +222,7 @@ CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
 }
 
 Expected<std::string> CompiledKernel::stage(const std::string &name) const {
-  if (auto it = artifact_.stages.find(name); it != artifact_.stages.end())
+  if (auto it = stages_.find(name); it != stages_.end())
     return it->second;
   if (name != "llvm-ir" && name != "asm") {
     std::string known;
@@ -233,7 +233,7 @@ Expected<std::string> CompiledKernel::stage(const std::string &name) const {
   std::lock_guard<std::mutex> lock(derivedMutex_);
   if (auto it = derivedStages_.find(name); it != derivedStages_.end())
     return it->second;
-  Expected<std::string> text = translateLLVMDialect(artifact_.stages.at("llvm"), name == "asm");
+  Expected<std::string> text = translateLLVMDialect(stages_.at("llvm"), name == "asm");
   if (text)
     derivedStages_[name] = *text;
   return text;

@@ -57,7 +57,6 @@ public:
   /// build + load.
   static Expected<std::shared_ptr<const CompiledKernel>>
   compile(const Spec &spec, const TileConfig &tiles, std::shared_ptr<ThreadPool> pool);
-  const KernelArtifact &artifact() const { return artifact_; }
   ~CompiledKernel();
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
@@ -72,7 +71,7 @@ public:
 
 private:
   CompiledKernel() = default;
-  KernelArtifact artifact_;
+  std::map<std::string, std::string> stages_; // the artifact's stages; its object is loaded
   mutable std::map<std::string, std::string> derivedStages_; // llvm-ir, asm: on demand
   mutable std::mutex derivedMutex_;
   std::unique_ptr<LoadedObject> object_;
