@@ -13,6 +13,7 @@
 #include "compiler/Registration.h"
 #include "runtime/CompiledKernel.h"
 #include "runtime/ObjectCode.h"
+#include "runtime/ParallelCodegen.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -27,10 +28,12 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 namespace pejit {
 
@@ -52,6 +55,11 @@ void initializeCompilerOnce() {
 
 namespace {
 
+/// Codegen parts compiled at once (ParallelCodegen.h): one per core, at most
+/// 4, since a kernel has only a few big functions.
+int codegenThreads() {
+  return std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+}
 
 /// Collects the diagnostics of one stage into a message.
 struct DiagnosticCollector {
@@ -160,19 +168,12 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   artifact.stages["llvm"] = printOperation(*module);
   mark("llvm");
 
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(*module, llvmContext);
-  if (!llvmModule)
-    return Result::error(diagnostics.take("jit"));
-  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
-  if (!machine)
-    return Result::error("jit: cannot create a target machine for the host CPU");
-  if (Status status = optimizeKernel(*llvmModule, *machine); !status)
-    return Result::error(status.message());
-  Expected<std::string> object = emitObject(*llvmModule, *machine);
-  if (!object)
-    return Result::error(object.error());
-  artifact.object = std::move(*object);
+  Expected<std::vector<std::string>> objects = compileObjects(*module, codegenThreads());
+  if (!objects)
+    return Result::error(diagnostics.messages.empty()
+                             ? objects.error()
+                             : objects.error() + "\n" + diagnostics.messages);
+  artifact.objects = std::move(*objects);
   mark("object");
   if (std::getenv("PEJIT_TIMING"))
     std::fprintf(stderr, "pejit timing (ms):%s\n", timing.c_str());
@@ -182,7 +183,7 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
 Expected<std::shared_ptr<const CompiledKernel>>
 CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) {
   using Result = Expected<std::shared_ptr<const CompiledKernel>>;
-  Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.object);
+  Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
   if (!object)
     return Result::error(object.error());
   Expected<void *> prologue = (*object)->lookup("_mlir_ciface_pejit_prologue");

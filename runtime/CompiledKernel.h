@@ -43,7 +43,9 @@ struct KernelArtifact {
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
   std::map<std::string, std::string> stages; // source, fused, tiled, llvm
-  std::string object;                        // ELF relocatable for the host CPU
+  /// Host: ELF relocatables, one per codegen part, linked together on load.
+  /// NVIDIA: one entry, the cubin (empty without ptxas).
+  std::vector<std::string> objects;
 };
 
 class CompiledKernel {

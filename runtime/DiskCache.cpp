@@ -181,6 +181,11 @@ std::optional<std::string> readChecked(const fs::path &entry, const Meta &meta,
   return std::nullopt;
 }
 
+/// The file of the artifact's i-th object: kernel.o, kernel.1.o, ...
+std::string objectFileName(size_t i) {
+  return i == 0 ? "kernel.o" : "kernel." + std::to_string(i) + ".o";
+}
+
 std::string joined(const std::vector<std::string> &words) {
   std::string out;
   for (const std::string &word : words)
@@ -273,11 +278,13 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   }
   std::string problem;
   std::optional<Meta> meta = parseMeta(*metaText, problem);
-  std::optional<std::string> object, stagesText;
+  std::vector<std::string> objects;
+  std::optional<std::string> stagesText;
   std::map<std::string, std::string> stages;
-  if (meta)
-    object = readChecked(entry, *meta, "kernel.o", problem);
-  if (object)
+  for (size_t i = 0; meta && problem.empty() && meta->files.count(objectFileName(i)); ++i)
+    if (std::optional<std::string> object = readChecked(entry, *meta, objectFileName(i), problem))
+      objects.push_back(std::move(*object));
+  if (meta && problem.empty())
     stagesText = readChecked(entry, *meta, "stages", problem);
   if (stagesText && !parseSections(*stagesText, stages))
     problem = "stages is malformed";
@@ -305,7 +312,7 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   }
   stages.erase("key");
   artifact.stages = std::move(stages);
-  artifact.object = std::move(*object);
+  artifact.objects = std::move(objects);
   ::utimensat(AT_FDCWD, (entry / "meta").c_str(), nullptr, 0); // recently used
   return artifact;
 }
@@ -343,12 +350,15 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "scratch " + std::to_string(artifact.scratchFloats) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +
           std::to_string(artifact.keyPositionRows) + "\n";
-  meta += "file kernel.o " + std::to_string(artifact.object.size()) + " " +
-          fnv1aHex(artifact.object) + "\n";
+  for (size_t i = 0; i < artifact.objects.size(); ++i)
+    meta += "file " + objectFileName(i) + " " + std::to_string(artifact.objects[i].size()) +
+            " " + fnv1aHex(artifact.objects[i]) + "\n";
   meta += "file stages " + std::to_string(stagesText.size()) + " " + fnv1aHex(stagesText) + "\n";
   meta += "checksum " + fnv1aHex(meta) + "\n";
-  bool written = writeFileSynced(temp / "kernel.o", artifact.object) &&
-                 writeFileSynced(temp / "stages", stagesText) &&
+  bool written = !artifact.objects.empty();
+  for (size_t i = 0; written && i < artifact.objects.size(); ++i)
+    written = writeFileSynced(temp / objectFileName(i), artifact.objects[i]);
+  written = written && writeFileSynced(temp / "stages", stagesText) &&
                  writeFileSynced(temp / "meta", meta);
   fsyncDir(temp);
   // rename() of a directory onto an existing non-empty one fails: another

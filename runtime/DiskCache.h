@@ -4,7 +4,8 @@
 //   <dir>/<hash>/meta      key summary, fingerprint, creation time, runtime
 //                          fields, and the size + FNV-1a checksum of each file;
 //                          the meta text ends with its own checksum
-//   <dir>/<hash>/kernel.o  the host object file (loads without compiling)
+//   <dir>/<hash>/kernel.o  the host object file (loads without compiling);
+//                          kernel.1.o, ... the further codegen parts, if any
 //   <dir>/<hash>/stages    the full key and the text of every IR stage
 //   <dir>/<hash>.lock      flock()ed while one process compiles the key
 //   <dir>/tuned/<hash>     the autotuner's choice for a (spec, shape, target)

@@ -268,7 +268,7 @@ KernelArtifact NvidiaKernelImpl::toArtifact() const {
        << " " << partialOutputFloats << " " << partialRowFloats << "\ncombine "
        << combineGrid[0] << " " << combineGrid[1] << " " << combineGrid[2] << "\n";
   artifact.stages["nvidia.meta"] = meta.str();
-  artifact.object = cubin;
+  artifact.objects = {cubin};
   return artifact;
 }
 
@@ -314,7 +314,7 @@ NvidiaKernelImpl::fromArtifact(const KernelArtifact &artifact) {
   kernel->stages.erase("ptxas-log");
   kernel->stages.erase("nvidia.meta");
   kernel->ptx = ptx->second;
-  kernel->cubin = artifact.object;
+  kernel->cubin = artifact.objects.empty() ? std::string() : artifact.objects[0];
   return std::shared_ptr<const NvidiaKernelImpl>(kernel);
 }
 

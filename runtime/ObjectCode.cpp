@@ -73,7 +73,8 @@ Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &mach
 
 LoadedObject::~LoadedObject() = default;
 
-Expected<std::unique_ptr<LoadedObject>> LoadedObject::load(const std::string &objectBytes) {
+Expected<std::unique_ptr<LoadedObject>>
+LoadedObject::load(const std::vector<std::string> &objects) {
   using Result = Expected<std::unique_ptr<LoadedObject>>;
   // PEJIT_PERF=1: jitdump records for `perf record -k 1` + `perf inject --jit`.
   llvm::JITEventListener *perf =
@@ -99,10 +100,13 @@ Expected<std::unique_ptr<LoadedObject>> LoadedObject::load(const std::string &ob
   if (!process)
     return Result::error("jit: " + llvm::toString(process.takeError()));
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
-  if (llvm::Error error = (*jit)->addObjectFile(
-          llvm::MemoryBuffer::getMemBufferCopy(objectBytes, "pejit-kernel.o")))
-    return Result::error("jit: the kernel object does not load: " +
-                         llvm::toString(std::move(error)));
+  if (objects.empty())
+    return Result::error("jit: the kernel has no object code");
+  for (size_t i = 0; i < objects.size(); ++i)
+    if (llvm::Error error = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+            objects[i], "pejit-kernel-" + std::to_string(i) + ".o")))
+      return Result::error("jit: kernel object " + std::to_string(i) +
+                           " does not load: " + llvm::toString(std::move(error)));
   std::unique_ptr<LoadedObject> loaded(new LoadedObject());
   loaded->jit_ = std::move(*jit);
   return Result(std::move(loaded));

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class Module;
@@ -35,7 +36,8 @@ Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &mach
 /// resolve against the process; the code lives as long as this object.
 class LoadedObject {
 public:
-  static Expected<std::unique_ptr<LoadedObject>> load(const std::string &objectBytes);
+  /// Links the objects together (one kernel's codegen parts).
+  static Expected<std::unique_ptr<LoadedObject>> load(const std::vector<std::string> &objects);
   ~LoadedObject();
   /// The address of a function the object defines, or an error naming it.
   Expected<void *> lookup(const std::string &symbol) const;

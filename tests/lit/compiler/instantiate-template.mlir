@@ -17,6 +17,9 @@
 // CHECK: math.fma {{.*}} : vector<4xf64>
 // CHECK: arith.truncf {{.*}} : vector<4xf64> to vector<4xf32>
 // CHECK-LABEL: func.func private @exp2_v8
+// CHECK-LABEL: func.func @pejit_pv_tile
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK: vector.fma {{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func @pejit_item
 // CHECK-NOT: attn.qk_transform
 // CHECK-NOT: attn.score_mod
