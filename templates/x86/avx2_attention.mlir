@@ -235,6 +235,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %c4 = arith.constant 4 : index
   %c5 = arith.constant 5 : index
   %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
   %c8 = arith.constant 8 : index
   %c15 = arith.constant 15 : index
   %c16 = arith.constant 16 : index
@@ -492,17 +493,34 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
         %hi_i = arith.index_cast %hi3 : index to i32
         %lo_v = vector.broadcast %lo_i : i32 to vector<8xi32>
         %hi_v = vector.broadcast %hi_i : i32 to vector<8xi32>
+        // Per 8 rows: all see key j -> untouched; none does -> a plain store
+        // of -inf; only a vector across a bound is blended (LLVM turns that
+        // load-select-store into vmaskmovps, slow on AMD: keep it rare).
         scf.for %iv = %c0 to %nq16 step %c8 {
           %ib = arith.addi %i0, %iv : index
-          %ib_i = arith.index_cast %ib : index to i32
-          %ibv = vector.broadcast %ib_i : i32 to vector<8xi32>
-          %rows = arith.addi %ibv, %iota32 : vector<8xi32>
-          %after = arith.cmpi sge, %rows, %lo_v : vector<8xi32>
-          %before = arith.cmpi sle, %rows, %hi_v : vector<8xi32>
-          %ok = arith.andi %after, %before : vector<8xi1>
-          %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
-          %sm = arith.select %ok, %s, %ninf : vector<8xi1>, !V8
-          vector.store %sm, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+          %ib_last = arith.addi %ib, %c7 : index
+          %all_after = arith.cmpi sge, %ib, %lo3 : index
+          %all_before = arith.cmpi sle, %ib_last, %hi3 : index
+          %all_see = arith.andi %all_after, %all_before : i1
+          %none_after = arith.cmpi slt, %ib_last, %lo3 : index
+          %none_before = arith.cmpi sgt, %ib, %hi3 : index
+          %none_sees = arith.ori %none_after, %none_before : i1
+          %needs_store = arith.xori %all_see, %true : i1
+          scf.if %needs_store {
+            scf.if %none_sees {
+              vector.store %ninf, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+            } else {
+              %ib_i = arith.index_cast %ib : index to i32
+              %ibv = vector.broadcast %ib_i : i32 to vector<8xi32>
+              %rows = arith.addi %ibv, %iota32 : vector<8xi32>
+              %after = arith.cmpi sge, %rows, %lo_v : vector<8xi32>
+              %before = arith.cmpi sle, %rows, %hi_v : vector<8xi32>
+              %ok = arith.andi %after, %before : vector<8xi1>
+              %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+              %sm = arith.select %ok, %s, %ninf : vector<8xi1>, !V8
+              vector.store %sm, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+            }
+          }
         }
       }
     }
