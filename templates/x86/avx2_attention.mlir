@@ -311,12 +311,73 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   }
   attn.qk_transform %Qs, %nq, %i0, %b, %scratch : memref<${BM}x${D}xf32>, !SCRATCH
 
-  // Qt = transpose(Qs) * scale; running max -inf, sum 0, output 0.
-  scf.for %r = %c0 to %BM step %c1 {
-    scf.for %d = %c0 to %D step %c1 {
-      %x = memref.load %Qs[%r, %d] : memref<${BM}x${D}xf32>
-      %xs = arith.mulf %x, %scale : f32
-      memref.store %xs, %Qt[%d, %r] : memref<${D}x${BM}xf32>
+  // Qt = transpose(Qs) * scale in 8 x 8 blocks (unpack, shufps, 128-bit
+  // permutes: 24 shuffles per block); running max -inf, sum 0, output 0.
+  %scale_v = vector.broadcast %scale : f32 to !V8
+  scf.for %r = %c0 to %BM step %c8 {
+    scf.for %d = %c0 to %D step %c8 {
+      %x0 = vector.load %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
+      %r1 = arith.addi %r, %c1 : index
+      %x1 = vector.load %Qs[%r1, %d] : memref<${BM}x${D}xf32>, !V8
+      %r2 = arith.addi %r, %c2 : index
+      %x2 = vector.load %Qs[%r2, %d] : memref<${BM}x${D}xf32>, !V8
+      %r3 = arith.addi %r, %c3 : index
+      %x3 = vector.load %Qs[%r3, %d] : memref<${BM}x${D}xf32>, !V8
+      %r4 = arith.addi %r, %c4 : index
+      %x4 = vector.load %Qs[%r4, %d] : memref<${BM}x${D}xf32>, !V8
+      %r5 = arith.addi %r, %c5 : index
+      %x5 = vector.load %Qs[%r5, %d] : memref<${BM}x${D}xf32>, !V8
+      %r6 = arith.addi %r, %c6 : index
+      %x6 = vector.load %Qs[%r6, %d] : memref<${BM}x${D}xf32>, !V8
+      %r7 = arith.addi %r, %c7 : index
+      %x7 = vector.load %Qs[%r7, %d] : memref<${BM}x${D}xf32>, !V8
+      %t0 = vector.shuffle %x0, %x1 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %t1 = vector.shuffle %x0, %x1 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %t2 = vector.shuffle %x2, %x3 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %t3 = vector.shuffle %x2, %x3 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %t4 = vector.shuffle %x4, %x5 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %t5 = vector.shuffle %x4, %x5 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %t6 = vector.shuffle %x6, %x7 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %t7 = vector.shuffle %x6, %x7 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %u0 = vector.shuffle %t0, %t2 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %u1 = vector.shuffle %t0, %t2 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %u2 = vector.shuffle %t1, %t3 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %u3 = vector.shuffle %t1, %t3 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %u4 = vector.shuffle %t4, %t6 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %u5 = vector.shuffle %t4, %t6 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %u6 = vector.shuffle %t5, %t7 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %u7 = vector.shuffle %t5, %t7 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %y0 = vector.shuffle %u0, %u4 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y4 = vector.shuffle %u0, %u4 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %y1 = vector.shuffle %u1, %u5 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y5 = vector.shuffle %u1, %u5 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %y2 = vector.shuffle %u2, %u6 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y6 = vector.shuffle %u2, %u6 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %y3 = vector.shuffle %u3, %u7 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y7 = vector.shuffle %u3, %u7 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %z0 = arith.mulf %y0, %scale_v : !V8
+      vector.store %z0, %Qt[%d, %r] : memref<${D}x${BM}xf32>, !V8
+      %z1 = arith.mulf %y1, %scale_v : !V8
+      %d1 = arith.addi %d, %c1 : index
+      vector.store %z1, %Qt[%d1, %r] : memref<${D}x${BM}xf32>, !V8
+      %z2 = arith.mulf %y2, %scale_v : !V8
+      %d2 = arith.addi %d, %c2 : index
+      vector.store %z2, %Qt[%d2, %r] : memref<${D}x${BM}xf32>, !V8
+      %z3 = arith.mulf %y3, %scale_v : !V8
+      %d3 = arith.addi %d, %c3 : index
+      vector.store %z3, %Qt[%d3, %r] : memref<${D}x${BM}xf32>, !V8
+      %z4 = arith.mulf %y4, %scale_v : !V8
+      %d4 = arith.addi %d, %c4 : index
+      vector.store %z4, %Qt[%d4, %r] : memref<${D}x${BM}xf32>, !V8
+      %z5 = arith.mulf %y5, %scale_v : !V8
+      %d5 = arith.addi %d, %c5 : index
+      vector.store %z5, %Qt[%d5, %r] : memref<${D}x${BM}xf32>, !V8
+      %z6 = arith.mulf %y6, %scale_v : !V8
+      %d6 = arith.addi %d, %c6 : index
+      vector.store %z6, %Qt[%d6, %r] : memref<${D}x${BM}xf32>, !V8
+      %z7 = arith.mulf %y7, %scale_v : !V8
+      %d7 = arith.addi %d, %c7 : index
+      vector.store %z7, %Qt[%d7, %r] : memref<${D}x${BM}xf32>, !V8
     }
   }
   scf.for %r = %c0 to %BM step %c8 {
