@@ -3,8 +3,9 @@
 //   fused   after pe-fuse-into-attention
 //   tiled   after attn-instantiate-template (x86 AVX2 template)
 //   llvm    after pejit-lower-to-llvm (LLVM dialect)
-// then an ELF object for the host CPU (optimizeKernel's passes, codegen at
-// O3), loaded with LLVM ORC (ObjectCode.h). The stages and the object form a
+// then ELF objects for the host CPU (optimizeKernel's passes, codegen at
+// O3), one per part of the module, compiled at once (ParallelCodegen.h) and
+// loaded together with LLVM ORC (ObjectCode.h). The stages and the object form a
 // KernelArtifact: what the disk cache stores and loads back without
 // compiling. llvm-ir and asm are derived from the llvm stage on request.
 #include "compiler/InstantiateTemplate.h"
