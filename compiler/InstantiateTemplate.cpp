@@ -22,6 +22,7 @@
 #include <string>
 
 #include "templates/X86Avx2Attention.inc"
+#include "templates/X86Avx2Blocks.inc"
 
 namespace pejit {
 #define GEN_PASS_DEF_INSTANTIATETEMPLATE
@@ -88,8 +89,11 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)}};
+  // The kernel, then its blocks (which use the kernel file's type aliases).
   FailureOr<std::string> text =
-      substitute(loadTemplate("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate), params, op);
+      substitute(loadTemplate("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate) + "\n" +
+                     loadTemplate("x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate),
+                 params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());

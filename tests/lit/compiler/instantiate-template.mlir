@@ -16,10 +16,6 @@
 // CHECK: math.roundeven {{.*}} : vector<4xf64>
 // CHECK: math.fma {{.*}} : vector<4xf64>
 // CHECK: arith.truncf {{.*}} : vector<4xf64> to vector<4xf32>
-// CHECK-LABEL: func.func private @exp2_v8
-// CHECK-LABEL: func.func @pejit_pv_tile
-// CHECK-SAME: passthrough = ["noinline"]
-// CHECK: vector.fma {{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func @pejit_item
 // CHECK-NOT: attn.qk_transform
 // CHECK-NOT: attn.score_mod
@@ -32,6 +28,11 @@
 // CHECK-DAG: arith.constant -6.250000e-02 : f32
 // CHECK-DAG: arith.constant -2.500000e-01 : f32
 // CHECK: arith.select {{.*}} : f32
+// The blocks (templates/x86/avx2_blocks.mlir) follow the kernel.
+// CHECK-LABEL: func.func private @exp2_v8
+// CHECK-LABEL: func.func @pejit_pv_tile
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK: vector.fma {{.*}} : vector<8xf32>
 func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>

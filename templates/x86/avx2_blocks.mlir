@@ -1,0 +1,193 @@
+// Blocks of the x86 AVX2 attention template (templates/x86/avx2_attention.mlir),
+// appended to it before parameter substitution and parsing: the types !K,
+// !V and !V8 and the parameters are the ones that file defines.
+//   @exp2_v8        the softmax's vector 2^x
+//   @pejit_pv_tile  Os = Os * alpha + P^T . Vs for one KV tile
+
+// 2^x for x <= 0 (softmax only exponentiates s - max): x clamped below at
+// -127, split x = n + f (n = round(x)),
+// 2^f by a degree-6 polynomial (|f| <= 1/2, rel. error ~2e-7), 2^n from the
+// exponent bits. x <= -127 gives exactly 0, so masked scores (-inf) add
+// nothing and a row with no visible key keeps l = 0.
+func.func private @exp2_v8(%x: !V8) -> !V8 {
+  %lo = arith.constant dense<-127.0> : !V8
+  %c1 = arith.constant dense<1.0> : !V8
+  %p1 = arith.constant dense<0.693147180559945> : !V8
+  %p2 = arith.constant dense<0.240226506959101> : !V8
+  %p3 = arith.constant dense<0.0555041086648216> : !V8
+  %p4 = arith.constant dense<0.00961812910762848> : !V8
+  %p5 = arith.constant dense<0.00133335581464284> : !V8
+  %p6 = arith.constant dense<0.000154035303933816> : !V8
+  %bias = arith.constant dense<127> : vector<8xi32>
+  %shift = arith.constant dense<23> : vector<8xi32>
+  // max(x, lo) that keeps a NaN x (one vmaxps; arith.maximumf takes three).
+  %below = arith.cmpf olt, %x, %lo : !V8
+  %xc = arith.select %below, %lo, %x : vector<8xi1>, !V8
+  %n = math.roundeven %xc : !V8
+  %f = arith.subf %xc, %n : !V8
+  %t6 = math.fma %p6, %f, %p5 : !V8
+  %t5 = math.fma %t6, %f, %p4 : !V8
+  %t4 = math.fma %t5, %f, %p3 : !V8
+  %t3 = math.fma %t4, %f, %p2 : !V8
+  %t2 = math.fma %t3, %f, %p1 : !V8
+  %t1 = math.fma %t2, %f, %c1 : !V8
+  %ni = arith.fptosi %n : !V8 to vector<8xi32>
+  %eb = arith.addi %ni, %bias : vector<8xi32>
+  %bits = arith.shli %eb, %shift : vector<8xi32>
+  %pow2n = arith.bitcast %bits : vector<8xi32> to !V8
+  %r = arith.mulf %t1, %pow2n : !V8
+  return %r : !V8
+}
+
+// Os = Os * alpha + P^T . Vs for one KV tile, in 6 x 16 blocks: the rescale
+// is folded into loading the accumulators; 2 loads of Vs and 6 broadcasts of P
+// per key. Rows [0, nq6) of the tile; under a causal mask, key j is seen by
+// row r iff j <= r + pv_base (pv_base = i0 + OFF - j0). The next KV tile
+// (rows from jn) is prefetched a few rows per block.
+// A function of its own (never inlined) so the backend compiles it in
+// parallel with the rest of the kernel (runtime/ParallelCodegen.cpp).
+func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
+                         %Vs: memref<${BN}x${DV}xf32>, %A: memref<${BM}xf32>, %k: !K, %v: !V,
+                         %nq6: index, %pv_base: index, %jn: index, %b: index, %hk: index)
+    attributes {passthrough = ["noinline"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %BN = arith.constant ${BN} : index
+  %D = arith.constant ${D} : index
+  %DV = arith.constant ${DV} : index
+  %SKV = arith.constant ${SKV} : index
+  %causal = arith.constant ${CAUSAL}
+  scf.for %ir = %c0 to %nq6 step %c6 {
+    %ir1 = arith.addi %ir, %c1 : index
+    %ir2 = arith.addi %ir, %c2 : index
+    %ir3 = arith.addi %ir, %c3 : index
+    %ir4 = arith.addi %ir, %c4 : index
+    %ir5 = arith.addi %ir, %c5 : index
+    %al0s = memref.load %A[%ir] : memref<${BM}xf32>
+    %al1s = memref.load %A[%ir1] : memref<${BM}xf32>
+    %al2s = memref.load %A[%ir2] : memref<${BM}xf32>
+    %al3s = memref.load %A[%ir3] : memref<${BM}xf32>
+    %al4s = memref.load %A[%ir4] : memref<${BM}xf32>
+    %al5s = memref.load %A[%ir5] : memref<${BM}xf32>
+    %al0 = vector.broadcast %al0s : f32 to !V8
+    %al1 = vector.broadcast %al1s : f32 to !V8
+    %al2 = vector.broadcast %al2s : f32 to !V8
+    %al3 = vector.broadcast %al3s : f32 to !V8
+    %al4 = vector.broadcast %al4s : f32 to !V8
+    %al5 = vector.broadcast %al5s : f32 to !V8
+    // Causal: P is exactly 0 past the last key these 6 rows see.
+    %pv_seen1 = arith.addi %pv_base, %ir : index
+    %pv_seen = arith.addi %pv_seen1, %c6 : index
+    %pv_lo = arith.maxsi %pv_seen, %c0 : index
+    %pv_hi = arith.minsi %pv_lo, %BN : index
+    %j_end = arith.select %causal, %pv_hi, %BN : index
+    scf.for %dc = %c0 to %DV step %c16 {
+      %dc1 = arith.addi %dc, %c8 : index
+      // Rows [r0, r1) of the next KV tile: spread over all P . V blocks
+      // (one prefetch per 64-byte line), overlapping the FMAs.
+      %blocks_r = arith.divui %nq6, %c6 : index
+      %blocks_c = arith.divui %DV, %c16 : index
+      %blocks = arith.muli %blocks_r, %blocks_c : index
+      %rows_per0 = arith.addi %BN, %blocks : index
+      %rows_per1 = arith.subi %rows_per0, %c1 : index
+      %rows_per = arith.divui %rows_per1, %blocks : index
+      %blk_r = arith.divui %ir, %c6 : index
+      %blk_c = arith.divui %dc, %c16 : index
+      %blk0 = arith.muli %blk_r, %blocks_c : index
+      %blk = arith.addi %blk0, %blk_c : index
+      %pr0a = arith.muli %blk, %rows_per : index
+      %pr1a = arith.addi %pr0a, %rows_per : index
+      %pf_end0 = arith.subi %SKV, %jn : index
+      %pf_end1 = arith.maxsi %pf_end0, %c0 : index
+      %pf_end = arith.minsi %pf_end1, %BN : index
+      %pr0 = arith.minsi %pr0a, %pf_end : index
+      %pr1 = arith.minsi %pr1a, %pf_end : index
+      scf.for %pr = %pr0 to %pr1 step %c1 {
+        %pj = arith.addi %jn, %pr : index
+        scf.for %d = %c0 to %D step %c16 {
+          memref.prefetch %k[%b, %hk, %pj, %d], read, locality<2>, data : !K
+        }
+        scf.for %d = %c0 to %DV step %c16 {
+          memref.prefetch %v[%b, %hk, %pj, %d], read, locality<2>, data : !V
+        }
+      }
+      %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %s00 = arith.mulf %o00, %al0 : !V8
+      %s01 = arith.mulf %o01, %al0 : !V8
+      %s10 = arith.mulf %o10, %al1 : !V8
+      %s11 = arith.mulf %o11, %al1 : !V8
+      %s20 = arith.mulf %o20, %al2 : !V8
+      %s21 = arith.mulf %o21, %al2 : !V8
+      %s30 = arith.mulf %o30, %al3 : !V8
+      %s31 = arith.mulf %o31, %al3 : !V8
+      %s40 = arith.mulf %o40, %al4 : !V8
+      %s41 = arith.mulf %o41, %al4 : !V8
+      %s50 = arith.mulf %o50, %al5 : !V8
+      %s51 = arith.mulf %o51, %al5 : !V8
+      %acc:12 = scf.for %j = %c0 to %j_end step %c1
+          iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
+                    %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
+          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+        %v0 = vector.load %Vs[%j, %dc] : memref<${BN}x${DV}xf32>, !V8
+        %v1 = vector.load %Vs[%j, %dc1] : memref<${BN}x${DV}xf32>, !V8
+        %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
+        %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
+        %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>
+        %p3s = memref.load %St[%j, %ir3] : memref<${BN}x${BM}xf32>
+        %p4s = memref.load %St[%j, %ir4] : memref<${BN}x${BM}xf32>
+        %p5s = memref.load %St[%j, %ir5] : memref<${BN}x${BM}xf32>
+        %p0 = vector.broadcast %p0s : f32 to !V8
+        %p1 = vector.broadcast %p1s : f32 to !V8
+        %p2 = vector.broadcast %p2s : f32 to !V8
+        %p3 = vector.broadcast %p3s : f32 to !V8
+        %p4 = vector.broadcast %p4s : f32 to !V8
+        %p5 = vector.broadcast %p5s : f32 to !V8
+        %b00 = vector.fma %p0, %v0, %a00 : !V8
+        %b01 = vector.fma %p0, %v1, %a01 : !V8
+        %b10 = vector.fma %p1, %v0, %a10 : !V8
+        %b11 = vector.fma %p1, %v1, %a11 : !V8
+        %b20 = vector.fma %p2, %v0, %a20 : !V8
+        %b21 = vector.fma %p2, %v1, %a21 : !V8
+        %b30 = vector.fma %p3, %v0, %a30 : !V8
+        %b31 = vector.fma %p3, %v1, %a31 : !V8
+        %b40 = vector.fma %p4, %v0, %a40 : !V8
+        %b41 = vector.fma %p4, %v1, %a41 : !V8
+        %b50 = vector.fma %p5, %v0, %a50 : !V8
+        %b51 = vector.fma %p5, %v1, %a51 : !V8
+        scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
+            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+      }
+      vector.store %acc#0, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#1, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#2, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#3, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#4, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#5, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#6, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#7, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#8, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#9, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#10, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#11, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+    }
+  }
+  return
+}
