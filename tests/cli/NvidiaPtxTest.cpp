@@ -6,9 +6,12 @@
 #include "tests/cli/CliTestSupport.h"
 
 #include "runtime/Pejit.h"
+#include "runtime/ReferenceInterpreter.h"
+#include "runtime/cuda/CudaDriver.h"
 
 #include "gtest/gtest.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <unistd.h>
 
@@ -21,6 +24,23 @@ struct Variant {
   const char *name;
   std::string mlir; // with @T@ for the element type
 };
+
+/// attn.attention with RoPE (`rope` = the attribute's extra fields) on
+/// [b, hq|hkv, sq|skv, 64] tensors, causal, f32 output; `more` appends
+/// encodings.
+std::string ropeWith(const std::string &rope, int b, int hq, int hkv, int sq, int skv,
+                     const std::string &more = "") {
+  auto t = [&](int h, int s) {
+    return "tensor<" + std::to_string(b) + "x" + std::to_string(h) + "x" + std::to_string(s) +
+           "x64x@T@>";
+  };
+  std::string out = "tensor<" + std::to_string(b) + "x" + std::to_string(hq) + "x" +
+                    std::to_string(sq) + "x64xf32>";
+  return "func.func @f(%q: " + t(hq, sq) + ", %k: " + t(hkv, skv) + ", %v: " + t(hkv, skv) +
+         ") -> " + out + " {\n  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout "
+         "= half, theta = 10000.0, " + rope + ">" + more + "]) : " + t(hq, sq) + ", " +
+         t(hkv, skv) + ", " + t(hkv, skv) + " -> " + out + "\n  return %o : " + out + "\n}\n";
+}
 
 std::vector<Variant> variants() {
   return {
@@ -60,6 +80,18 @@ std::vector<Variant> variants() {
        "theta = 500000.0>]) : tensor<1x32x1x128x@T@>, tensor<1x8x4096x128x@T@>, "
        "tensor<1x8x4096x128x@T@> -> tensor<1x32x1x128x@T@>\n"
        "  return %o : tensor<1x32x1x128x@T@>\n}\n"},
+      // The other RoPE scalings (they change only the prologue's tables and
+      // yarn/longrope's magnitude): prefill and decode shapes.
+      {"rope_linear_alibi", ropeWith("scaling = #pe.linear<factor = 2.0>", 1, 16, 16, 33, 77,
+                                     ", #pe.alibi<num_heads = 16, form = causal>")},
+      {"rope_ntk_decode", ropeWith("scaling = #pe.ntk<factor = 4.0>", 1, 8, 2, 1, 300)},
+      {"rope_dynamic_ntk", ropeWith("scaling = #pe.dynamic_ntk<factor = 2.0, "
+                                    "original_max_position = 32>", 2, 4, 4, 90, 90)},
+      {"rope_yarn_decode", ropeWith("scaling = #pe.yarn<factor = 4.0, original_max_position = "
+                                    "64>", 1, 4, 1, 1, 129)},
+      {"rope_longrope", ropeWith("rotary_dim = 8, scaling = #pe.longrope<short_factor = [1.0, "
+                                 "1.5, 2.0, 3.25], long_factor = [1.0, 4.0, 8.0, 16.0], "
+                                 "original_max_position = 64, factor = 32.0>", 1, 2, 2, 70, 70)},
       {"decode_window",
        "func.func @f(%q: tensor<1x8x1x128x@T@>, %k: tensor<1x8x1000x128x@T@>, "
        "%v: tensor<1x8x1000x128x@T@>) -> tensor<1x8x1x128xf32> {\n"
@@ -270,6 +302,66 @@ TEST(PejitNvidia, SecondRuntimeLoadsPtxAndCubinFromTheDiskCache) {
   ASSERT_TRUE(other) << other.error();
   EXPECT_EQ(second.stats().compiles, 1);
   EXPECT_NE(other->ptx(), ptx);
+}
+
+/// The GPU numerics of every variant, f16 and bf16, against the float64
+/// reference (`pejit run --target=nvidia --check`: max error relative to the
+/// reference's max |value| <= 1e-2), fresh random inputs each run, output
+/// poisoned with NaN by the run. Queries sit at the bottom-right of the keys
+/// (decode offsets). Without a CUDA driver each run must fail only for the
+/// driver (so the inputs were accepted), and the test is skipped.
+TEST(PejitNvidia, EveryVariantMatchesTheFloat64ReferenceOnTheGpu) {
+  std::string noDriver;
+  const cuda::Driver *driver = cuda::Driver::get(&noDriver);
+  std::string arch = driver ? driver->device().arch() : "sm_80";
+  if (driver && arch != "sm_80" && arch != "sm_86" && arch != "sm_89" && arch != "sm_90")
+    GTEST_SKIP() << "the GPU is " << arch << "; pejit targets sm_80, sm_86, sm_89 and sm_90";
+  for (const Variant &variant : variants())
+    for (const char *type : {"f16", "bf16"}) {
+      SCOPED_TRACE(std::string(variant.name) + " " + type + " " + arch);
+      TempDir dir;
+      std::string text = withType(variant.mlir, type);
+      writeText(dir.file("k.mlir"), text);
+      Expected<FunctionSignature> signature = describeFunction(text);
+      ASSERT_TRUE(signature) << signature.error();
+      int64_t sq = signature->resultShape[2], skv = 0;
+      for (const ArgumentInfo &arg : signature->arguments)
+        if (arg.role == "key")
+          skv = arg.shape[2];
+      std::vector<std::string> args = {"run", dir.file("k.mlir"), "--target=nvidia:" + arch,
+                                       "--check"};
+      for (size_t i = 0; i < signature->arguments.size(); ++i) {
+        const ArgumentInfo &arg = signature->arguments[i];
+        std::string path = dir.file("arg" + std::to_string(i) + ".npy");
+        if (arg.isInteger) {
+          // Keys at 0 .. skv-1; queries at skv-sq .. skv-1 (the bottom-right).
+          int64_t first = arg.role == "query_positions" ? skv - sq : 0, count = 1;
+          for (int64_t extent : arg.shape)
+            count *= extent;
+          std::vector<int64_t> values(count);
+          for (int64_t e = 0; e < count; ++e)
+            values[e] = first + e % arg.shape.back();
+          writeIds(path, ref::PositionIds(arg.shape, values), arg.elementType == "i32" ? npy::DType::I32 : npy::DType::I64);
+        } else {
+          writeTensor(path, randomTensor(arg.shape),
+                      std::string(type) == "bf16" ? npy::DType::BF16 : npy::DType::F16);
+        }
+        args.push_back("--input=@" + path);
+      }
+      Result r = runPejit(dir, args);
+      if (!driver) {
+        EXPECT_EQ(r.exitCode, 1) << r.err;
+        EXPECT_NE(r.err.find("CUDA driver"), std::string::npos) << r.err;
+        continue;
+      }
+      ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+      size_t at = r.out.find("max relative error: ");
+      ASSERT_NE(at, std::string::npos) << r.out;
+      double error = std::atof(r.out.c_str() + at + 20);
+      EXPECT_LE(error, 1e-2) << r.out;
+    }
+  if (!driver)
+    GTEST_SKIP() << noDriver << " (every variant's inputs were accepted; the numerics need a GPU)";
 }
 
 } // namespace
