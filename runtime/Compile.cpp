@@ -181,9 +181,9 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   return artifact;
 }
 
-Expected<std::shared_ptr<const CompiledKernel>>
+Expected<std::shared_ptr<CompiledKernel>>
 CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) {
-  using Result = Expected<std::shared_ptr<const CompiledKernel>>;
+  using Result = Expected<std::shared_ptr<CompiledKernel>>;
   Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
   if (!object)
     return Result::error(object.error());
@@ -205,22 +205,7 @@ CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) 
   kernel->queryPositionRows = artifact.queryPositionRows;
   kernel->keyPositionRows = artifact.keyPositionRows;
   kernel->stages_ = std::move(artifact.stages);
-  return std::shared_ptr<const CompiledKernel>(std::move(kernel));
-}
-
-Expected<std::shared_ptr<const CompiledKernel>>
-CompiledKernel::compile(const Spec &spec, const TileConfig &tiles,
-                        std::shared_ptr<ThreadPool> pool) {
-  auto start = std::chrono::steady_clock::now();
-  Expected<KernelArtifact> artifact = build(spec, tiles);
-  if (!artifact)
-    return Expected<std::shared_ptr<const CompiledKernel>>::error(artifact.error());
-  auto kernel = load(std::move(*artifact), std::move(pool));
-  if (kernel)
-    const_cast<CompiledKernel &>(**kernel).compileMs =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
-  return kernel;
+  return Result(std::move(kernel));
 }
 
 Expected<std::string> CompiledKernel::stage(const std::string &name) const {

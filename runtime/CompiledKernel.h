@@ -53,12 +53,10 @@ public:
   /// Runs every stage from the source to machine code; an error names the
   /// stage and carries the compiler's diagnostics.
   static Expected<KernelArtifact> build(const Spec &spec, const TileConfig &tiles);
-  /// Links an artifact's object into the process: no compiling.
-  static Expected<std::shared_ptr<const CompiledKernel>>
-  load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool);
-  /// build + load.
-  static Expected<std::shared_ptr<const CompiledKernel>>
-  compile(const Spec &spec, const TileConfig &tiles, std::shared_ptr<ThreadPool> pool);
+  /// Links an artifact's objects into the process: no compiling. The caller
+  /// fills in compileMs, fromDisk and tiles before sharing it as const.
+  static Expected<std::shared_ptr<CompiledKernel>> load(KernelArtifact artifact,
+                                                        std::shared_ptr<ThreadPool> pool);
   ~CompiledKernel();
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;

@@ -71,30 +71,31 @@ struct Runtime::Impl {
       nvidia;
 
   Compiled obtain(const Spec &spec, const TileConfig &tiles, const std::string &key);
-  Compiled loadFromDisk(const std::string &key);
+  Compiled loadFromDisk(const std::string &key, const TileConfig &tiles);
 };
 
-Compiled Runtime::Impl::loadFromDisk(const std::string &key) {
+Compiled Runtime::Impl::loadFromDisk(const std::string &key, const TileConfig &tiles) {
   auto start = std::chrono::steady_clock::now();
   std::optional<KernelArtifact> artifact = disk->load(key);
   if (!artifact)
     return Compiled::error("not in the disk cache");
-  Compiled kernel = CompiledKernel::load(std::move(*artifact), pool);
+  Expected<std::shared_ptr<CompiledKernel>> kernel =
+      CompiledKernel::load(std::move(*artifact), pool);
   if (!kernel) {
     disk->discard(key, kernel.error());
-    return kernel;
+    return Compiled::error(kernel.error());
   }
-  auto &loaded = const_cast<CompiledKernel &>(**kernel);
-  loaded.fromDisk = true;
-  loaded.compileMs =
+  (*kernel)->fromDisk = true;
+  (*kernel)->tiles = tiles;
+  (*kernel)->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return kernel;
+  return Compiled(std::shared_ptr<const CompiledKernel>(std::move(*kernel)));
 }
 
 /// Disk hit, else compile (under the key's lock file) and store.
 Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const std::string &key) {
   if (disk->readable()) {
-    if (Compiled kernel = loadFromDisk(key)) {
+    if (Compiled kernel = loadFromDisk(key, tiles)) {
       disk->countLookup(true);
       ++diskHits;
       return kernel;
@@ -102,7 +103,7 @@ Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const 
   }
   std::unique_ptr<DiskCache::KeyLock> lock = disk->lockKey(key);
   if (lock) { // another process may have compiled it while we waited
-    if (Compiled kernel = loadFromDisk(key)) {
+    if (Compiled kernel = loadFromDisk(key, tiles)) {
       disk->countLookup(true);
       ++diskHits;
       return kernel;
@@ -119,12 +120,14 @@ Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const 
               artifact->shape.str() + " tile=" + std::to_string(tiles.queryTile) + "x" +
                   std::to_string(tiles.keyTile) + " " + spec.name(),
               *artifact);
-  Compiled kernel = CompiledKernel::load(std::move(*artifact), pool);
-  if (kernel)
-    const_cast<CompiledKernel &>(**kernel).compileMs =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
-  return kernel;
+  Expected<std::shared_ptr<CompiledKernel>> kernel =
+      CompiledKernel::load(std::move(*artifact), pool);
+  if (!kernel)
+    return Compiled::error(kernel.error());
+  (*kernel)->tiles = tiles;
+  (*kernel)->compileMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return Compiled(std::shared_ptr<const CompiledKernel>(std::move(*kernel)));
 }
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -183,10 +186,7 @@ Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> reques
     }
   }
   if (compileHere) {
-    Compiled compiled = impl_->obtain(spec, tiles, key);
-    if (compiled)
-      const_cast<CompiledKernel &>(**compiled).tiles = tiles;
-    promise.set_value(std::move(compiled));
+    promise.set_value(impl_->obtain(spec, tiles, key));
   }
   const Compiled &compiled = future.get();
   if (!compiled)
