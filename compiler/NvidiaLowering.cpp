@@ -18,7 +18,12 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/TargetSelect.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
 #include <mutex>
+#include <vector>
 
 using namespace mlir;
 
@@ -38,7 +43,8 @@ bool isSupportedNvidiaChip(const std::string &chip) {
 }
 
 FailureOr<std::string> lowerNvidiaToPtx(ModuleOp module, const std::string &chip,
-                                        std::string *unrolledStage) {
+                                        std::string *unrolledStage,
+                                        const std::string &cudaToolkit) {
   static std::once_flag nvptx;
   std::call_once(nvptx, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -68,6 +74,17 @@ FailureOr<std::string> lowerNvidiaToPtx(ModuleOp module, const std::string &chip
   options.optLevel = 3;
   options.kernelUseBarePtrCallConv = true;
   gpu::buildLowerToNVVMPassPipeline(lower, options);
+  if (!cudaToolkit.empty()) {
+    // The pipeline's options have no toolkit path: set it on its
+    // gpu-module-to-binary pass, which then links <toolkit>/nvvm/libdevice.
+    for (Pass &pass : lower.getPasses())
+      if (pass.getArgument() == "gpu-module-to-binary" &&
+          failed(pass.initializeOptions("toolkit=" + cudaToolkit,
+                                        [](const llvm::Twine &) { return failure(); })))
+        return module.emitError("cannot set the CUDA toolkit path '" + cudaToolkit +
+                                "' on gpu-module-to-binary"),
+               failure();
+  }
   if (failed(lower.run(module)))
     return failure();
   std::string ptx;
@@ -81,7 +98,35 @@ FailureOr<std::string> lowerNvidiaToPtx(ModuleOp module, const std::string &chip
   // LLVM 19's isa payload ended with a NUL that ptxas rejects; strip any.
   while (!ptx.empty() && ptx.back() == '\0')
     ptx.pop_back();
+  // An unresolved libdevice call would only fail later, in ptxas or at load.
+  if (size_t at = ptx.find(".extern .func"); at != std::string::npos) {
+    size_t name = ptx.find("__nv_", at);
+    size_t end = name == std::string::npos ? name : ptx.find_first_of("( \n", name);
+    std::string function =
+        name == std::string::npos ? "a libdevice function" : ptx.substr(name, end - name);
+    return module.emitError("the kernel calls " + function +
+                            " from libdevice, but no CUDA toolkit with nvvm/libdevice was "
+                            "found: set CUDA_HOME (or CUDA_ROOT) to the toolkit"),
+           failure();
+  }
   return ptx;
+}
+
+std::string findCudaToolkit(const std::string &ptxas) {
+  std::vector<std::string> candidates;
+  for (const char *name : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *value = std::getenv(name))
+      candidates.push_back(value);
+  if (candidates.empty()) { // a toolkit the user named is the only one tried
+    if (!ptxas.empty())     // <toolkit>/bin/ptxas
+      candidates.push_back(
+          llvm::sys::path::parent_path(llvm::sys::path::parent_path(ptxas)).str());
+    candidates.push_back("/usr/local/cuda");
+  }
+  for (const std::string &candidate : candidates)
+    if (!candidate.empty() && llvm::sys::fs::is_directory(candidate + "/nvvm/libdevice"))
+      return candidate;
+  return "";
 }
 
 } // namespace pejit

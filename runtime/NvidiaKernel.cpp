@@ -160,7 +160,7 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
                      dims(1)[2], dims(0)[3], dims(2)[3]};
   });
   mlir::FailureOr<std::string> ptx =
-      lowerNvidiaToPtx(*module, arch, &kernel->stages["unrolled"]);
+      lowerNvidiaToPtx(*module, arch, &kernel->stages["unrolled"], findCudaToolkit(ptxasPath()));
   if (mlir::failed(ptx))
     return failed("ptx");
   kernel->ptx = *ptx;

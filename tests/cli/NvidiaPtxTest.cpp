@@ -6,6 +6,7 @@
 #include "tests/cli/CliTestSupport.h"
 
 #include "runtime/Pejit.h"
+#include "compiler/NvidiaLowering.h"
 #include "runtime/ReferenceInterpreter.h"
 #include "runtime/cuda/CudaDriver.h"
 
@@ -13,6 +14,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <unistd.h>
 
 using namespace pejit;
@@ -107,6 +110,14 @@ std::string withType(std::string text, const std::string &type) {
   return text;
 }
 
+// The GPU lowering links the CUDA toolkit's libdevice into every kernel;
+// without a toolkit the compile is an error (tested below), so the tests
+// that need PTX skip, saying why.
+#define PEJIT_REQUIRE_LIBDEVICE()                                                              \
+  if (findCudaToolkit().empty())                                                               \
+  GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice here (CUDA_HOME, /usr/local/cuda): "   \
+                  "the GPU lowering links libdevice"
+
 bool hasPtxas() {
   for (const char *path : {"/usr/local/cuda/bin/ptxas"})
     if (::access(path, X_OK) == 0)
@@ -115,6 +126,7 @@ bool hasPtxas() {
 }
 
 TEST(PejitNvidia, EveryVariantGivesPtxThatPtxasAcceptsWithoutSpills) {
+  PEJIT_REQUIRE_LIBDEVICE();
   bool ptxas = hasPtxas();
   for (const Variant &variant : variants())
     for (const char *type : {"f16", "bf16"})
@@ -146,6 +158,7 @@ TEST(PejitNvidia, EveryVariantGivesPtxThatPtxasAcceptsWithoutSpills) {
 }
 
 TEST(PejitNvidia, DecodeSplitsTheKeysAcrossBlocksAndCombines) {
+  PEJIT_REQUIRE_LIBDEVICE();
   Runtime runtime;
   Expected<Spec> spec = Spec::fromText(withType(variants()[3].mlir, "bf16"));
   ASSERT_TRUE(spec) << spec.error();
@@ -166,6 +179,7 @@ TEST(PejitNvidia, DecodeSplitsTheKeysAcrossBlocksAndCombines) {
 }
 
 TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
+  PEJIT_REQUIRE_LIBDEVICE();
   bool ptxas = hasPtxas();
   Runtime runtime;
   Expected<Spec> spec = Spec::fromText(withType(variants()[0].mlir, "bf16")); // d = 64
@@ -196,6 +210,7 @@ TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
 }
 
 TEST(PejitNvidia, UnknownArchOrStageIsAClearError) {
+  PEJIT_REQUIRE_LIBDEVICE();
   TempDir dir;
   writeText(dir.file("k.mlir"), withType(variants()[0].mlir, "f16"));
   Result arch = runPejit(dir, {"compile", dir.file("k.mlir"), "--target=nvidia:sm_61"});
@@ -210,6 +225,7 @@ TEST(PejitNvidia, UnknownArchOrStageIsAClearError) {
 }
 
 TEST(PejitNvidia, CliRunChecksDtypesThenNeedsADriver) {
+  PEJIT_REQUIRE_LIBDEVICE();
   TempDir dir;
   writeText(dir.file("k.mlir"), withType(variants()[2].mlir, "f16")); // ALiBi, 3 inputs
   std::vector<std::vector<int64_t>> shapes = {{1, 12, 63, 64}, {1, 12, 257, 64}, {1, 12, 257, 64}};
@@ -241,6 +257,7 @@ TEST(PejitNvidia, CliRunChecksDtypesThenNeedsADriver) {
 }
 
 TEST(PejitNvidia, RunWithoutADriverSaysSoAndWritesNothing) {
+  PEJIT_REQUIRE_LIBDEVICE();
   Runtime runtime;
   Expected<Spec> spec = Spec::fromText(withType(variants()[0].mlir, "f16"));
   ASSERT_TRUE(spec) << spec.error();
@@ -269,6 +286,7 @@ TEST(PejitNvidia, RunWithoutADriverSaysSoAndWritesNothing) {
 }
 
 TEST(PejitNvidia, SecondRuntimeLoadsPtxAndCubinFromTheDiskCache) {
+  PEJIT_REQUIRE_LIBDEVICE();
   TempDir dir;
   Expected<Spec> spec = Spec::fromText(withType(variants()[2].mlir, "bf16"));
   ASSERT_TRUE(spec) << spec.error();
@@ -311,6 +329,7 @@ TEST(PejitNvidia, SecondRuntimeLoadsPtxAndCubinFromTheDiskCache) {
 /// (decode offsets). Without a CUDA driver each run must fail only for the
 /// driver (so the inputs were accepted), and the test is skipped.
 TEST(PejitNvidia, EveryVariantMatchesTheFloat64ReferenceOnTheGpu) {
+  PEJIT_REQUIRE_LIBDEVICE();
   std::string noDriver;
   const cuda::Driver *driver = cuda::Driver::get(&noDriver);
   std::string arch = driver ? driver->device().arch() : "sm_80";
@@ -362,6 +381,50 @@ TEST(PejitNvidia, EveryVariantMatchesTheFloat64ReferenceOnTheGpu) {
     }
   if (!driver)
     GTEST_SKIP() << noDriver << " (every variant's inputs were accepted; the numerics need a GPU)";
+}
+
+/// The GPU lowering calls libdevice for math (softmax exp2, RoPE's rounding):
+/// with a CUDA_HOME that has no nvvm/libdevice the compile fails naming the
+/// function and the fix, and writes no PTX; without CUDA_HOME the toolkit of
+/// ptxas (or /usr/local/cuda) is found by itself.
+TEST(PejitNvidia, ALibdeviceCallWithoutAToolkitIsAClearError) {
+  TempDir dir, emptyToolkit;
+  std::map<std::string, std::optional<std::string>> saved;
+  for (const char *name : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH", "PEJIT_DISABLE_CACHE"}) {
+    const char *value = std::getenv(name);
+    saved[name] = value ? std::optional<std::string>(value) : std::nullopt;
+    ::unsetenv(name);
+  }
+  ::setenv("CUDA_HOME", emptyToolkit.file("").c_str(), 1);
+  ::setenv("PEJIT_DISABLE_CACHE", "1", 1);
+  writeText(dir.file("rope.mlir"), withType(variants()[0].mlir, "f16"));
+  writeText(dir.file("alibi.mlir"), withType(variants()[2].mlir, "f16"));
+  Result rope = runPejit(dir, {"compile", dir.file("rope.mlir"), "--target=nvidia:sm_80",
+                               "--emit=ptx"});
+  Result alibi = runPejit(dir, {"compile", dir.file("alibi.mlir"), "--target=nvidia:sm_80",
+                                "--emit=ptx"});
+  ::unsetenv("CUDA_HOME");
+  bool toolkitHere = !findCudaToolkit().empty();
+  Result found = runPejit(dir, {"compile", dir.file("rope.mlir"), "--target=nvidia:sm_80",
+                                "--emit=ptx"});
+  for (const auto &[name, value] : saved)
+    if (value)
+      ::setenv(name.c_str(), value->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  EXPECT_EQ(rope.exitCode, 1);
+  EXPECT_NE(rope.err.find("the kernel calls __nv_rint from libdevice, but no CUDA toolkit with "
+                          "nvvm/libdevice was found: set CUDA_HOME"),
+            std::string::npos)
+      << rope.err;
+  EXPECT_TRUE(rope.out.empty()) << rope.out;
+  EXPECT_EQ(alibi.exitCode, 1);
+  EXPECT_NE(alibi.err.find("from libdevice, but no CUDA toolkit"), std::string::npos) << alibi.err;
+  if (!toolkitHere)
+    GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice on this machine";
+  EXPECT_EQ(found.exitCode, 0) << found.err;
+  EXPECT_NE(found.out.find(".target sm_80"), std::string::npos);
+  EXPECT_EQ(found.out.find(".extern .func"), std::string::npos);
 }
 
 } // namespace

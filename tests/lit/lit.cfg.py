@@ -14,3 +14,14 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["pejit-opt"], [config.pejit_tools_dir])
+# The pejit CLI, with no disk cache (tests must not write to ~/.cache).
+config.substitutions.append(("%pejit", config.pejit_cli))
+config.environment["PEJIT_DISABLE_CACHE"] = "1"
+if os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+    config.available_features.add("ptxas")
+# PTX needs the CUDA toolkit's libdevice (found as pejit finds it).
+toolkits = [os.environ[v] for v in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH") if v in os.environ]
+if not toolkits:
+    toolkits = ["/usr/local/cuda"]
+if any(os.path.isdir(os.path.join(t, "nvvm", "libdevice")) for t in toolkits):
+    config.available_features.add("libdevice")
