@@ -7,14 +7,16 @@
 //   for each KV tile that the causal/window mask does not hide entirely:
 //     Ks, Vs = K, V[b, h / GROUP, j0 : j0+BN]   qk_transform on Ks; the next
 //                                               tile is prefetched
-//     St = Ks . Qt                       [BN, BM], 4 x 24 register block
+//     St = Ks . Qt                       [BN, BM], 6 x 16 register block
 //     score_mod(St)                      softcap, ALiBi, ... (hooks)
 //     mask(St)                           causal, window, key tail -> -inf
 //     m' = max(m, max_j St); P = exp(St - m'); l = l*exp(m - m') + sum_j P
-//     Os = Os * exp(m - m') + P^T . Vs   6 x 16 register block
+//     Os = Os * exp(m - m') + P^T . Vs   6 x 16 register block (@pejit_pv_tile)
 //   O[b, h, i0 : i0+nq] = Os / l         (l = 0: the row saw no key -> 0)
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
+// @exp2_v8 and @pejit_pv_tile live in avx2_blocks.mlir, appended to this
+// text before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-template):
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
