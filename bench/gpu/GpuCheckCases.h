@@ -6,6 +6,11 @@
 #ifndef PEJIT_BENCH_GPU_GPUCHECKCASES_H
 #define PEJIT_BENCH_GPU_GPUCHECKCASES_H
 
+#include "runtime/reference/Attention.h"
+#include "runtime/reference/Rope.h"
+#include "runtime/reference/ScoreBias.h"
+
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,6 +29,10 @@ struct GpuCase {
   bool causal;
   std::optional<int64_t> window;
   bool timed;            ///< part of the timing table (vs torch), not numerics only
+  /// RoPE scaling: the attribute's text and the same scaling for the
+  /// float64 reference (default: none).
+  std::string scalingMlir = "";
+  ref::RopeScaling scaling = {};
 };
 
 inline std::vector<GpuCase> gpuCases() {
@@ -39,6 +48,39 @@ inline std::vector<GpuCase> gpuCases() {
       {"decode_rope_bf16", 1, 32, 8, 1, 1000, 128, true, true, false, 500000.0, false, true, {}, false},
       {"window_bf16", 1, 4, 2, 200, 200, 128, true, true, false, 10000.0, false, true, 64, false},
   };
+  // RoPE scalings: each changes the prologue's frequency tables (dynamic
+  // NTK computes them on the GPU with pow/log/exp from libdevice).
+  auto scaled = [](GpuCase c, std::string mlir, ref::RopeScaling::Kind kind, double factor,
+                   int64_t original) {
+    c.scalingMlir = std::move(mlir);
+    c.scaling.kind = kind;
+    c.scaling.factor = factor;
+    c.scaling.originalMaxPosition = original;
+    return c;
+  };
+  using Kind = ref::RopeScaling::Kind;
+  cases.push_back(scaled({"rope_linear_alibi_bf16", 1, 8, 8, 33, 77, 64, true, true, false,
+                          10000.0, true, true, {}, false},
+                         "#pe.linear<factor = 2.0>", Kind::Linear, 2.0, 0));
+  cases.push_back(scaled({"rope_ntk_f16", 1, 4, 4, 50, 50, 64, false, true, false, 10000.0, false,
+                          true, {}, false},
+                         "#pe.ntk<factor = 4.0>", Kind::Ntk, 4.0, 0));
+  cases.push_back(scaled({"rope_dynamic_ntk_bf16", 1, 4, 2, 90, 90, 64, true, true, false, 10000.0,
+                          false, true, {}, false},
+                         "#pe.dynamic_ntk<factor = 2.0, original_max_position = 32>",
+                         Kind::DynamicNtk, 2.0, 32));
+  cases.push_back(scaled({"rope_yarn_decode_f16", 1, 8, 2, 1, 300, 128, false, true, false,
+                          10000.0, false, true, {}, false},
+                         "#pe.yarn<factor = 4.0, original_max_position = 64>", Kind::Yarn, 4.0,
+                         64));
+  GpuCase llama3 = scaled({"rope_llama3_interleaved_bf16", 2, 4, 2, 40, 70, 128, true, true, true,
+                           500000.0, false, true, {}, false},
+                          "#pe.llama3<factor = 8.0, low_freq_factor = 1.0, high_freq_factor = "
+                          "4.0, original_max_position = 8192>",
+                          Kind::Llama3, 8.0, 8192);
+  llama3.scaling.lowFreqFactor = 1.0;
+  llama3.scaling.highFreqFactor = 4.0;
+  cases.push_back(llama3);
   // Timing: fused RoPE + causal, bf16, b = 4, h = 32, d = 128.
   for (int64_t s : {1024, 4096, 8192})
     cases.push_back({"timed_rope_causal_bf16_s" + std::to_string(s), 4, 32, 32, s, s, 128, true,
@@ -58,7 +100,8 @@ inline std::string caseMlir(const GpuCase &c) {
   std::string q = tensor(c.queryHeads, c.querySeq, t), k = tensor(c.kvHeads, c.keySeq, t);
   std::string o = tensor(c.queryHeads, c.querySeq, "f32");
   std::string rope = "<layout = " + std::string(c.interleaved ? "interleaved" : "half") +
-                     ", theta = " + std::to_string(c.theta) + ">";
+                     ", theta = " + std::to_string(c.theta) +
+                     (c.scalingMlir.empty() ? "" : ", scaling = " + c.scalingMlir) + ">";
   std::string qPos = "tensor<" + std::to_string(c.querySeq) + "xi64>";
   std::string kPos = "tensor<" + std::to_string(c.keySeq) + "xi64>";
   std::string text = "func.func @" + c.name + "(%q: " + q + ", %k: " + k + ", %v: " + k +
@@ -85,6 +128,58 @@ inline std::string caseMlir(const GpuCase &c) {
           ", " + k + " -> " + o + "\n";
   text += "  return %o : " + o + "\n}\n";
   return text;
+}
+
+/// The position ids the runner passes: keys at 0 .. skv-1, queries at the
+/// bottom-right, skv - sq + i.
+inline std::vector<int64_t> queryPositions(const GpuCase &c) {
+  std::vector<int64_t> ids(c.querySeq);
+  for (int64_t i = 0; i < c.querySeq; ++i)
+    ids[i] = c.keySeq - c.querySeq + i;
+  return ids;
+}
+inline std::vector<int64_t> keyPositions(const GpuCase &c) {
+  std::vector<int64_t> ids(c.keySeq);
+  for (int64_t j = 0; j < c.keySeq; ++j)
+    ids[j] = j;
+  return ids;
+}
+
+/// The float64 reference of the case on inputs q, k, v ([b, h, s, d], the
+/// values the GPU sees) at those positions. Timed cases are big: batch 0,
+/// head 0 only (against kv head 0).
+inline ref::Tensor caseReference(const GpuCase &c, ref::Tensor q, ref::Tensor k, ref::Tensor v) {
+  ref::AttentionOptions options;
+  options.causal = c.causal;
+  options.window = c.window;
+  ref::Tensor bias;
+  if (c.alibi) {
+    bias = ref::alibiBias(c.queryHeads, 0, c.queryHeads, ref::AlibiForm::Causal, c.querySeq,
+                          c.keySeq);
+    options.bias = &bias;
+  }
+  if (c.rope) {
+    ref::RopeConfig rope;
+    rope.theta = c.theta;
+    rope.layout = c.interleaved ? ref::RopeLayout::Interleaved : ref::RopeLayout::Half;
+    rope.scaling = c.scaling;
+    ref::PositionIds qIds = ref::PositionIds::shared(queryPositions(c));
+    ref::PositionIds kIds = ref::PositionIds::shared(keyPositions(c));
+    int64_t seqLen = ref::maxPositionPlusOne(qIds, kIds);
+    q = ref::applyRope(rope, q, qIds, seqLen);
+    k = ref::applyRope(rope, k, kIds, seqLen);
+  }
+  if (c.timed) {
+    auto slice = [](const ref::Tensor &t) {
+      ref::Tensor s({1, 1, t.shape[2], t.shape[3]});
+      std::copy(t.data.begin(), t.data.begin() + s.data.size(), s.data.begin());
+      return s;
+    };
+    q = slice(q);
+    k = slice(k);
+    v = slice(v);
+  }
+  return ref::attention(q, k, v, options);
 }
 
 } // namespace pejit::gpucheck

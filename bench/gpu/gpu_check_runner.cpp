@@ -139,11 +139,7 @@ Outcome runCase(const std::string &dir, const GpuCase &c, int repeats) {
   make(c.queryHeads, c.querySeq, q, qr);
   make(c.kvHeads, c.keySeq, k, kr);
   make(c.kvHeads, c.keySeq, v, vr);
-  std::vector<int64_t> qPos(c.querySeq), kPos(c.keySeq);
-  for (int64_t i = 0; i < c.querySeq; ++i)
-    qPos[i] = c.keySeq - c.querySeq + i;
-  for (int64_t j = 0; j < c.keySeq; ++j)
-    kPos[j] = j;
+  std::vector<int64_t> qPos = queryPositions(c), kPos = keyPositions(c);
   std::vector<float> out(static_cast<size_t>(c.batch * c.queryHeads * c.querySeq * c.headDim),
                          std::numeric_limits<float>::quiet_NaN());
   cuda::AttentionBuffers buffers;
@@ -167,37 +163,8 @@ Outcome runCase(const std::string &dir, const GpuCase &c, int repeats) {
     std::sort(times.begin(), times.end());
     outcome.medianMs = times[times.size() / 2];
   }
-  // Float64 reference on the same (rounded) inputs. Timed cases are big:
-  // check only batch 0, head 0 there.
-  ref::AttentionOptions options;
-  options.causal = c.causal;
-  options.window = c.window;
-  ref::Tensor bias;
-  if (c.alibi) {
-    bias = ref::alibiBias(c.queryHeads, 0, c.queryHeads, ref::AlibiForm::Causal, c.querySeq,
-                          c.keySeq);
-    options.bias = &bias;
-  }
-  if (c.rope) {
-    ref::RopeConfig rope;
-    rope.theta = c.theta;
-    rope.layout = c.interleaved ? ref::RopeLayout::Interleaved : ref::RopeLayout::Half;
-    ref::PositionIds qIds = ref::PositionIds::shared(qPos), kIds = ref::PositionIds::shared(kPos);
-    int64_t seqLen = ref::maxPositionPlusOne(qIds, kIds);
-    qr = ref::applyRope(rope, qr, qIds, seqLen);
-    kr = ref::applyRope(rope, kr, kIds, seqLen);
-  }
-  if (c.timed) { // head 0 of batch 0 against kv head 0
-    auto slice = [](const ref::Tensor &t) {
-      ref::Tensor s({1, 1, t.shape[2], t.shape[3]});
-      std::copy(t.data.begin(), t.data.begin() + s.data.size(), s.data.begin());
-      return s;
-    };
-    qr = slice(qr);
-    kr = slice(kr);
-    vr = slice(vr);
-  }
-  ref::Tensor expected = ref::attention(qr, kr, vr, options);
+  // Float64 reference on the same (rounded) inputs.
+  ref::Tensor expected = caseReference(c, qr, kr, vr);
   double maxRef = 0, maxErr = 0;
   for (size_t i = 0; i < expected.data.size(); ++i) {
     maxRef = std::max(maxRef, std::fabs(expected.data[i]));
