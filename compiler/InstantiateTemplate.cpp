@@ -32,6 +32,48 @@ namespace pejit {
 using namespace mlir;
 using namespace pejit;
 
+namespace {
+
+/// "f32", "f16" or "bf16"; null for any other element type.
+const char *x86ElementTypeName(Type type) {
+  return type.isF32() ? "f32" : type.isF16() ? "f16" : type.isBF16() ? "bf16" : nullptr;
+}
+
+/// The bodies of @widen8 (8 x T -> 8 x f32) and @narrow8 (8 x f32 -> 8 x OT):
+// a plain return where the type is already f32.
+std::string widenBody(const std::string &t) {
+  return t == "f32" ? "return %x : vector<8xf32>"
+                    : "%w = arith.extf %x : vector<8x" + t +
+                          "> to vector<8xf32>\n  return %w : vector<8xf32>";
+}
+std::string narrowBody(const std::string &t) {
+  if (t == "f32")
+    return "return %x : vector<8xf32>";
+  if (t == "f16") // vcvtps2ph (F16C)
+    return "%n = arith.truncf %x : vector<8xf32> to vector<8xf16>\n"
+           "  return %n : vector<8xf16>";
+  // bf16 = the high half of the f32 bits, rounded to nearest even:
+  // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16; NaN stays a quiet NaN. Written
+  // out because LLVM makes truncf to bf16 a libgcc call without AVX512-BF16.
+  return "%bits = arith.bitcast %x : vector<8xf32> to vector<8xi32>\n"
+         "  %c16 = arith.constant dense<16> : vector<8xi32>\n"
+         "  %c1 = arith.constant dense<1> : vector<8xi32>\n"
+         "  %bias = arith.constant dense<32767> : vector<8xi32>\n"
+         "  %qnan = arith.constant dense<2143289344> : vector<8xi32>\n"
+         "  %hi = arith.shrui %bits, %c16 : vector<8xi32>\n"
+         "  %lsb = arith.andi %hi, %c1 : vector<8xi32>\n"
+         "  %up = arith.addi %bits, %bias : vector<8xi32>\n"
+         "  %rounded = arith.addi %up, %lsb : vector<8xi32>\n"
+         "  %nan = arith.cmpf uno, %x, %x : vector<8xf32>\n"
+         "  %kept = arith.select %nan, %qnan, %rounded : vector<8xi1>, vector<8xi32>\n"
+         "  %top = arith.shrui %kept, %c16 : vector<8xi32>\n"
+         "  %half = arith.trunci %top : vector<8xi32> to vector<8xi16>\n"
+         "  %n = arith.bitcast %half : vector<8xi16> to vector<8xbf16>\n"
+         "  return %n : vector<8xbf16>";
+}
+
+} // namespace
+
 LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles &tiles) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
@@ -40,14 +82,21 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
-  for (auto [type, name] : {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}}) {
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
+  for (auto [type, name] : {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"},
+                            {oType, "result"}}) {
     if (!type.hasStaticShape())
       return op.emitError() << name << " has a dynamic shape " << type
                             << ": pejit compiles one kernel per shape";
-    if (!type.getElementType().isF32())
+    if (!x86ElementTypeName(type.getElementType()))
       return op.emitError() << name << " element type " << type.getElementType()
-                            << " is not supported by the x86 kernel yet (f32 only)";
+                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
   }
+  Type inType = qType.getElementType(), outType = oType.getElementType();
+  if (kType.getElementType() != inType || vType.getElementType() != inType)
+    return op.emitError() << "the x86 kernel takes query, key and value of one element type, got "
+                          << inType << ", " << kType.getElementType() << ", "
+                          << vType.getElementType();
   pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/8);
   if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
@@ -88,7 +137,10 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
-      {"KPB", std::to_string(shape.keyPositionRows)}};
+      {"KPB", std::to_string(shape.keyPositionRows)},
+      {"T", x86ElementTypeName(inType)}, {"OT", x86ElementTypeName(outType)},
+      {"WIDEN8", widenBody(x86ElementTypeName(inType))},
+      {"NARROW8", narrowBody(x86ElementTypeName(outType))}};
   // The kernel, then its blocks (which use the kernel file's type aliases).
   FailureOr<std::string> text =
       substitute(loadTemplate("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate) + "\n" +
@@ -116,6 +168,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));
   info.append("tile_n", attrs.getI64IntegerAttr(tiles.keyTile));
   info.append("target", attrs.getStringAttr("x86-avx2"));
+  info.append("dtype", attrs.getStringAttr(x86ElementTypeName(inType)));
+  info.append("out_dtype", attrs.getStringAttr(x86ElementTypeName(outType)));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
   info.append("arguments", attrs.getArrayAttr(found->roles));
 

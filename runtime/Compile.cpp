@@ -94,6 +94,15 @@ std::unique_ptr<mlir::MLIRContext> makeContext() {
   return context;
 }
 
+/// "f16" / "bf16" / "f32" (or absent) of the kernel description.
+DType floatDtype(mlir::StringAttr name) {
+  if (name && name.getValue() == "f16")
+    return DType::F16;
+  if (name && name.getValue() == "bf16")
+    return DType::BF16;
+  return DType::F32;
+}
+
 int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
   auto attr = dict.getAs<mlir::IntegerAttr>(name);
   return attr ? attr.getInt() : 0;
@@ -143,6 +152,8 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   artifact.scratchFloats = intField(info, "scratch_floats");
   artifact.queryPositionRows = intField(info, "query_position_rows");
   artifact.keyPositionRows = intField(info, "key_position_rows");
+  artifact.inputDtype = floatDtype(info.getAs<mlir::StringAttr>("dtype"));
+  artifact.outputDtype = floatDtype(info.getAs<mlir::StringAttr>("out_dtype"));
   for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
     artifact.arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
   // The description is for the runtime; LLVM translation has no use for it.
@@ -204,6 +215,8 @@ CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) 
   kernel->scratchFloats = artifact.scratchFloats;
   kernel->queryPositionRows = artifact.queryPositionRows;
   kernel->keyPositionRows = artifact.keyPositionRows;
+  kernel->inputDtype = artifact.inputDtype;
+  kernel->outputDtype = artifact.outputDtype;
   kernel->stages_ = std::move(artifact.stages);
   return Result(std::move(kernel));
 }

@@ -42,6 +42,7 @@ struct KernelArtifact {
   Shape shape;
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
   std::map<std::string, std::string> stages; // source, fused, tiled, llvm
   /// Host: ELF relocatables, one per codegen part, linked together on load.
   /// NVIDIA: one entry, the cubin (empty without ptxas).
@@ -65,6 +66,7 @@ public:
   Shape shape;
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  DType inputDtype = DType::F32, outputDtype = DType::F32;
   double compileMs = 0;
   bool fromDisk = false;
   TileConfig tiles;

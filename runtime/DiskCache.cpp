@@ -181,6 +181,14 @@ std::optional<std::string> readChecked(const fs::path &entry, const Meta &meta,
   return std::nullopt;
 }
 
+/// float32 / float16 / bfloat16 (dtypeName's words) back to the DType.
+std::optional<DType> floatDtypeNamed(const std::string &name) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    if (name == dtypeName(dtype))
+      return dtype;
+  return std::nullopt;
+}
+
 /// The file of the artifact's i-th object: kernel.o, kernel.1.o, ...
 std::string objectFileName(size_t i) {
   return i == 0 ? "kernel.o" : "kernel." + std::to_string(i) + ".o";
@@ -306,6 +314,16 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   artifact.scratchFloats = std::atoll(meta->fields["scratch"].c_str());
   std::istringstream rows(meta->fields["position-rows"]);
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
+  std::istringstream dtypes(meta->fields["dtypes"]);
+  std::string inName = "float32", outName = "float32";
+  dtypes >> inName >> outName;
+  std::optional<DType> in = floatDtypeNamed(inName), out = floatDtypeNamed(outName);
+  if (!in || !out) {
+    discard(key, "meta names unknown dtypes '" + meta->fields["dtypes"] + "'");
+    return std::nullopt;
+  }
+  artifact.inputDtype = *in;
+  artifact.outputDtype = *out;
   if (!shape || artifact.items <= 0 || artifact.arguments.empty()) {
     discard(key, "meta lacks the kernel's shape, items or arguments");
     return std::nullopt;
@@ -348,6 +366,8 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "arguments " + joined(artifact.arguments) + "\n";
   meta += "items " + std::to_string(artifact.items) + "\n";
   meta += "scratch " + std::to_string(artifact.scratchFloats) + "\n";
+  meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
+          dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +
           std::to_string(artifact.keyPositionRows) + "\n";
   for (size_t i = 0; i < artifact.objects.size(); ++i)

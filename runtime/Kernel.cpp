@@ -134,13 +134,13 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
   std::vector<int64_t> kShape{s.batch, s.kvHeads, s.keySeq, s.headDim};
   std::vector<int64_t> vShape{s.batch, s.kvHeads, s.keySeq, s.valueDim};
   std::vector<int64_t> oShape{s.batch, s.queryHeads, s.querySeq, s.valueDim};
-  if (Status st = checkView(*views[0], name(0), qShape, {DType::F32}); !st)
+  if (Status st = checkView(*views[0], name(0), qShape, {inputDtype}); !st)
     return st;
-  if (Status st = checkView(*views[1], name(1), kShape, {DType::F32}); !st)
+  if (Status st = checkView(*views[1], name(1), kShape, {inputDtype}); !st)
     return st;
-  if (Status st = checkView(*views[2], name(2), vShape, {DType::F32}); !st)
+  if (Status st = checkView(*views[2], name(2), vShape, {inputDtype}); !st)
     return st;
-  if (Status st = checkView(out, "output", oShape, {DType::F32}); !st)
+  if (Status st = checkView(out, "output", oShape, {outputDtype}); !st)
     return st;
 
   std::vector<int64_t> queryPositions, keyPositions;
@@ -193,5 +193,7 @@ double Kernel::compileMilliseconds() const { return impl_->compileMs; }
 bool Kernel::loadedFromDisk() const { return impl_->fromDisk; }
 
 TileConfig Kernel::tiles() const { return impl_->tiles; }
+DType Kernel::dtype() const { return impl_->inputDtype; }
+DType Kernel::outputDtype() const { return impl_->outputDtype; }
 
 } // namespace pejit

@@ -147,6 +147,8 @@ public:
   bool loadedFromDisk() const;
   /// The tile config the kernel was compiled with.
   TileConfig tiles() const;
+  DType dtype() const;       ///< of query, key and value (f32, f16 or bf16)
+  DType outputDtype() const; ///< of the output, as the IR's result says
   /// Identity of the compiled code (equal for the same cache entry).
   const void *id() const { return impl_.get(); }
 

@@ -23,15 +23,21 @@
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
 //   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
+//   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
+//   tiles are f32 either way: 16-bit inputs are widened as they are copied
+//   in (@widen8), the output narrowed as it is stored (@narrow8)
+//   WIDEN8 and NARROW8 (parameters too): those two bodies, a plain return for f32
 
-!Q = memref<${B}x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
-!K = memref<${B}x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
-!V = memref<${B}x${HKV}x${SKV}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
-!O = memref<${B}x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!Q = memref<${B}x${HQ}x${SQ}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
+!K = memref<${B}x${HKV}x${SKV}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
+!V = memref<${B}x${HKV}x${SKV}x${DV}x${T}, strided<[?, ?, ?, 1], offset: ?>>
+!O = memref<${B}x${HQ}x${SQ}x${DV}x${OT}, strided<[?, ?, ?, 1], offset: ?>>
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
 !V8 = vector<8xf32>
+!IN8 = vector<8x${T}>
+!OUT8 = vector<8x${OT}>
 
 // Once per call, before any item.
 func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH)
@@ -115,7 +121,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     %i = arith.addi %i0, %r : index
     scf.for %d = %c0 to %D step %c8 {
       %x = scf.if %valid -> !V8 {
-        %x = vector.load %q[%b, %h, %i, %d] : !Q, !V8
+        %xt = vector.load %q[%b, %h, %i, %d] : !Q, !IN8
+        %x = func.call @widen8(%xt) : (!IN8) -> !V8
         scf.yield %x : !V8
       } else {
         scf.yield %zv : !V8
@@ -231,11 +238,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
       %j = arith.addi %j0, %r : index
       scf.if %valid {
         scf.for %d = %c0 to %D step %c8 {
-          %x = vector.load %k[%b, %hk, %j, %d] : !K, !V8
+          %xt = vector.load %k[%b, %hk, %j, %d] : !K, !IN8
+          %x = func.call @widen8(%xt) : (!IN8) -> !V8
           vector.store %x, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
         }
         scf.for %d = %c0 to %DV step %c8 {
-          %x = vector.load %v[%b, %hk, %j, %d] : !V, !V8
+          %xt = vector.load %v[%b, %hk, %j, %d] : !V, !IN8
+          %x = func.call @widen8(%xt) : (!IN8) -> !V8
           vector.store %x, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
         }
       } else {
@@ -454,7 +463,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     scf.for %d = %c0 to %DV step %c8 {
       %x = vector.load %Os[%r, %d] : memref<${BM}x${DV}xf32>, !V8
       %y = arith.mulf %x, %invv : !V8
-      vector.store %y, %o[%b, %h, %i, %d] : !O, !V8
+      %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
+      vector.store %yt, %o[%b, %h, %i, %d] : !O, !OUT8
     }
   }
   return

@@ -1,8 +1,18 @@
 // Blocks of the x86 AVX2 attention template (templates/x86/avx2_attention.mlir),
 // appended to it before parameter substitution and parsing: the types !K,
 // !V and !V8 and the parameters are the ones that file defines.
+//   @widen8         8 input elements to f32 (f16/bf16 inputs; identity for f32)
+//   @narrow8        8 f32 results to the output type
 //   @exp2_v8        the softmax's vector 2^x
 //   @pejit_pv_tile  Os = Os * alpha + P^T . Vs for one KV tile
+
+func.func private @widen8(%x: !IN8) -> !V8 {
+  ${WIDEN8}
+}
+
+func.func private @narrow8(%x: !V8) -> !OUT8 {
+  ${NARROW8}
+}
 
 // 2^x for x <= 0 (softmax only exponentiates s - max): x clamped below at
 // -127, split x = n + f (n = round(x)),

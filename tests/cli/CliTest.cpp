@@ -114,8 +114,36 @@ TEST(PejitRun, HalfPrecisionInputsAreConvertedWithANote) {
   args.push_back("--check");
   Result r = runPejit(files.dir, args);
   ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
-  EXPECT_TRUE(contains(r.err, "q16.npy is float16; the x86 kernel computes in float32")) << r.err;
+  EXPECT_TRUE(contains(r.err, "q16.npy is float16; the x86 kernel takes float32")) << r.err;
   EXPECT_TRUE(contains(r.err, "kbf16.npy is bfloat16")) << r.err;
+}
+
+TEST(PejitRun, ABf16KernelReadsBf16FilesAndWritesItsOutputAsFloat32) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  writeText(dir.file("k.mlir"),
+            "func.func @f(%q: tensor<1x2x37x64xbf16>, %k: tensor<1x1x90x64xbf16>, "
+            "%v: tensor<1x1x90x64xbf16>) -> tensor<1x2x37x64xbf16> {\n"
+            "  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = "
+            "10000.0>]) : tensor<1x2x37x64xbf16>, tensor<1x1x90x64xbf16>, "
+            "tensor<1x1x90x64xbf16> -> tensor<1x2x37x64xbf16>\n"
+            "  return %o : tensor<1x2x37x64xbf16>\n}\n");
+  writeTensor(dir.file("q.npy"), randomTensor({1, 2, 37, 64}), npy::DType::BF16);
+  writeTensor(dir.file("k.npy"), randomTensor({1, 1, 90, 64}), npy::DType::BF16);
+  writeTensor(dir.file("v.npy"), randomTensor({1, 1, 90, 64}), npy::DType::BF16);
+  Result r = runPejit(dir, {"run", dir.file("k.mlir"), "--input=@" + dir.file("q.npy"),
+                            "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"),
+                            "--output=@" + dir.file("o.npy"), "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_FALSE(contains(r.err, "note:")) << r.err; // bf16 files for a bf16 kernel
+  size_t at = r.out.find("max relative error: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_LE(std::atof(r.out.c_str() + at + 20), 1e-2) << r.out;
+  npy::Expected<npy::Array> out = npy::readNpy(dir.file("o.npy"));
+  ASSERT_TRUE(out) << out.error;
+  EXPECT_EQ(out->dtype, npy::DType::F32);
+  for (float x : npy::toFloat32(*out))
+    ASSERT_TRUE(std::isfinite(x));
 }
 
 /// Runs with k.npy replaced by `bytes` (or absent) and expects exit code 1

@@ -8,6 +8,7 @@
 
 #include "runtime/Pejit.h"
 #include "runtime/ReferenceInterpreter.h"
+#include "runtime/npy/Npy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,8 +20,9 @@ namespace pejit::cli {
 
 namespace {
 
-constexpr double kTolerance = 1e-4;
-constexpr const char *kToleranceText = "1e-4";
+/// --check's bound on max |out - ref| / max |ref|: f32 kernels 1e-4; with
+/// f16/bf16 inputs or output 1e-2 (a bf16 value alone is off by up to 2^-9).
+constexpr double kTolerance = 1e-4, kHalfTolerance = 1e-2;
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "pejit: %s\n", message.c_str());
@@ -92,6 +94,12 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
   return "";
 }
 
+/// The .npy dtype of a 16-bit kernel dtype.
+npy::DType npyDtype(DType dtype) {
+  return dtype == DType::BF16 ? npy::DType::BF16 : dtype == DType::F16 ? npy::DType::F16
+                                                                        : npy::DType::F32;
+}
+
 } // namespace
 
 int runCommand(int argc, char **argv) {
@@ -144,19 +152,36 @@ int runCommand(int argc, char **argv) {
   Expected<Kernel> kernel = runtime.get(*spec, options.tiles);
   if (!kernel)
     return fail(kernel.error());
+  // A kernel on f16/bf16 inputs reads 16-bit values; --check's reference
+  // gets the same rounded values.
+  std::vector<npy::Array> narrowInputs(inputs.size());
   std::vector<TensorView> views;
-  for (HostTensor &input : inputs)
-    views.push_back(input.view());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    HostTensor &input = inputs[i];
+    if (input.isInteger || kernel->dtype() == DType::F32) {
+      views.push_back(input.view());
+      continue;
+    }
+    narrowInputs[i] = npy::fromFloat32(input.floats, input.shape, npyDtype(kernel->dtype()));
+    input.floats = npy::toFloat32(narrowInputs[i]);
+    views.push_back({narrowInputs[i].bytes.data(), kernel->dtype(), input.shape, {}});
+  }
   const Shape &shape = kernel->shape();
   std::vector<int64_t> outShape = {shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim};
   std::vector<float> out(shape.batch * shape.queryHeads * shape.querySeq * shape.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
-  TensorView outView{out.data(), DType::F32, outShape, {}};
+  // A 16-bit output is poisoned with 0xffff (NaN), then widened for --output.
+  bool narrowOut = kernel->outputDtype() != DType::F32;
+  std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff);
+  TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(),
+                     kernel->outputDtype(), outShape, {}};
 
   auto start = std::chrono::steady_clock::now();
   if (Status status = kernel->run(views, outView); !status)
     return fail(options.file + ": " + status.message());
   double runMs = millisecondsSince(start);
+  if (narrowOut)
+    out = npy::toFloat32(npy::Array{npyDtype(kernel->outputDtype()), outShape, out16});
   std::fprintf(stderr, "pejit: %s %.1f ms (tiles %lldx%lld), run %.3f ms\n",
                kernel->loadedFromDisk() ? "loaded from the disk cache in" : "compile",
                kernel->compileMilliseconds(), (long long)kernel->tiles().queryTile,
@@ -195,10 +220,13 @@ int runCommand(int argc, char **argv) {
       return fail("--check: the reference result " + ref::shapeToString(expected->shape) +
                   " does not match the kernel's output");
     double error = relativeError(out, *expected);
-    std::printf("max relative error: %.3g (tolerance %s)\n", error, kToleranceText);
-    if (!(error <= kTolerance))
+    bool half = kernel->dtype() != DType::F32 || kernel->outputDtype() != DType::F32;
+    double tolerance = half ? kHalfTolerance : kTolerance;
+    const char *toleranceText = half ? "1e-2, f16/bf16" : "1e-4";
+    std::printf("max relative error: %.3g (tolerance %s)\n", error, toleranceText);
+    if (!(error <= tolerance))
       return fail("--check failed: max relative error " + std::to_string(error) +
-                  " is above the tolerance " + kToleranceText);
+                  " is above the tolerance " + toleranceText);
   }
   return kExitOk;
 }

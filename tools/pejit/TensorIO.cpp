@@ -58,8 +58,13 @@ std::string loadArgument(const std::string &path, const FunctionSignature &signa
     return "";
   }
   out.floats = npy::toFloat32(*array);
-  if (array->dtype != npy::DType::F32)
-    note = "note: " + path + " is " + dtype + "; the x86 kernel computes in float32";
+  // The IR's element type says what the kernel reads (f32, f16 or bf16).
+  std::string wanted = arg.elementType == "f16"    ? "float16"
+                       : arg.elementType == "bf16" ? "bfloat16"
+                                                   : "float32";
+  if (dtype != wanted)
+    note = "note: " + path + " is " + dtype + "; the x86 kernel takes " + wanted +
+           " (" + arg.type + "), values converted";
   return "";
 }
 

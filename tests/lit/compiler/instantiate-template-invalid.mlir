@@ -26,10 +26,10 @@ func.func @dynamic(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tenso
 
 // -----
 
-func.func @half_precision(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16> {
-  // expected-error @+1 {{query element type 'f16' is not supported by the x86 kernel yet (f32 only)}}
-  %o = attn.attention %q, %k, %v : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf16>
-  return %o : tensor<1x2x8x64xf16>
+func.func @double_precision(%q: tensor<1x2x8x64xf64>, %k: tensor<1x2x8x64xf64>, %v: tensor<1x2x8x64xf64>) -> tensor<1x2x8x64xf64> {
+  // expected-error @+1 {{query element type 'f64' is not supported by the x86 kernel (f32, f16 or bf16)}}
+  %o = attn.attention %q, %k, %v : tensor<1x2x8x64xf64>, tensor<1x2x8x64xf64>, tensor<1x2x8x64xf64> -> tensor<1x2x8x64xf64>
+  return %o : tensor<1x2x8x64xf64>
 }
 
 // -----

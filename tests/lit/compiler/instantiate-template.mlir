@@ -8,7 +8,7 @@
 
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies.
-// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NOT: attn.qk_prologue
 // The f64 angle and its exact range reduction (round(x * 2/pi)).
@@ -42,7 +42,7 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 
 // No encodings: the hooks expand to nothing; softcap becomes tanh on the
 // score tile. Interleaved RoPE would swap pairs; here there is none.
-// CHECK: pejit.kernel = {arguments = ["query", "key", "value"], function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
+// CHECK: pejit.kernel = {arguments = ["query", "key", "value"], dtype = "f32", function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @pejit_item
@@ -64,4 +64,27 @@ func.func @plain(%q: tensor<1x2x10x64xf32>, %k: tensor<1x1x20x64xf32>, %v: tenso
 func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: tensor<1x1x8x64xf32>, %qp: tensor<8xi32>, %kp: tensor<8xi32>) -> tensor<1x1x8x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%qp : tensor<8xi32>) key_positions(%kp : tensor<8xi32>) encodings([#pe.rope<layout = interleaved, theta = 10000.0>]) : tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32>, tensor<1x1x8x64xf32> -> tensor<1x1x8x64xf32>
   return %o : tensor<1x1x8x64xf32>
+}
+
+// -----
+
+// bf16 in, bf16 out: tiles stay f32. @widen8 extends each 8 loaded values;
+// @narrow8 rounds to nearest even by hand,
+// (bits + 0x7fff + ((bits >> 16) & 1)) >> 16, with NaN kept quiet (0x7fc00000).
+// CHECK: pejit.kernel = {arguments = ["query", "key", "value"], dtype = "bf16", {{.*}}out_dtype = "bf16"
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: vector.load %{{.*}} : memref<1x2x40x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: call @widen8({{.*}}) : (vector<8xbf16>) -> vector<8xf32>
+// CHECK: call @narrow8({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
+// CHECK-LABEL: func.func private @widen8
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-LABEL: func.func private @narrow8
+// CHECK-DAG: arith.constant dense<32767> : vector<8xi32>
+// CHECK-DAG: arith.constant dense<2143289344> : vector<8xi32>
+// CHECK: arith.cmpf uno
+// CHECK: arith.trunci {{.*}} : vector<8xi32> to vector<8xi16>
+// CHECK: arith.bitcast {{.*}} : vector<8xi16> to vector<8xbf16>
+func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: tensor<1x2x40x64xbf16>) -> tensor<1x2x40x64xbf16> {
+  %o = attn.attention %q, %k, %v causal : tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16> -> tensor<1x2x40x64xbf16>
+  return %o : tensor<1x2x40x64xbf16>
 }

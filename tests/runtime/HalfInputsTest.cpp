@@ -1,0 +1,167 @@
+// x86 kernels on f16 and bf16 inputs (f32 tiles and accumulation), with an
+// f32 or a 16-bit output, against the float64 reference interpreted from the
+// same IR on the same 16-bit values. Fresh random inputs every run; the
+// output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
+// <= 1e-2 (a bf16 output alone rounds by up to 2^-9 relative).
+#include "runtime/Pejit.h"
+#include "runtime/ReferenceInterpreter.h"
+#include "runtime/npy/Npy.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+using namespace pejit;
+
+namespace {
+
+/// @T@: the input element type, @OT@: the output element type.
+std::vector<std::pair<std::string, std::string>> variants() {
+  return {
+      {"rope_gqa_causal",
+       "func.func @f(%q: tensor<1x4x100x64x@T@>, %k: tensor<1x2x100x64x@T@>, "
+       "%v: tensor<1x2x100x64x@T@>, %pos: tensor<100xi32>) -> tensor<1x4x100x64x@OT@> {\n"
+       "  %qr = pe.rope %q, %pos <layout = half, theta = 500000.0> : tensor<1x4x100x64x@T@>, "
+       "tensor<100xi32>\n"
+       "  %kr = pe.rope %k, %pos <layout = half, theta = 500000.0> : tensor<1x2x100x64x@T@>, "
+       "tensor<100xi32>\n"
+       "  %o = attn.attention %qr, %kr, %v causal : tensor<1x4x100x64x@T@>, "
+       "tensor<1x2x100x64x@T@>, tensor<1x2x100x64x@T@> -> tensor<1x4x100x64x@OT@>\n"
+       "  return %o : tensor<1x4x100x64x@OT@>\n}\n"},
+      {"alibi_12_heads_noncausal",
+       "func.func @f(%q: tensor<1x12x63x64x@T@>, %k: tensor<1x12x130x64x@T@>, "
+       "%v: tensor<1x12x130x64x@T@>) -> tensor<1x12x63x64x@OT@> {\n"
+       "  %b = pe.alibi <num_heads = 12, form = symmetric> : tensor<1x12x63x130xf32>\n"
+       "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x12x63x130xf32>) : "
+       "tensor<1x12x63x64x@T@>, tensor<1x12x130x64x@T@>, tensor<1x12x130x64x@T@> -> "
+       "tensor<1x12x63x64x@OT@>\n"
+       "  return %o : tensor<1x12x63x64x@OT@>\n}\n"},
+      {"decode_interleaved_rope",
+       "func.func @f(%q: tensor<2x8x1x128x@T@>, %k: tensor<2x2x257x128x@T@>, "
+       "%v: tensor<2x2x257x128x@T@>, %qpos: tensor<1xi64>, %kpos: tensor<257xi64>) -> "
+       "tensor<2x8x1x128x@OT@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%qpos : tensor<1xi64>) "
+       "key_positions(%kpos : tensor<257xi64>) causal encodings([#pe.rope<layout = "
+       "interleaved, theta = 10000.0>]) : tensor<2x8x1x128x@T@>, tensor<2x2x257x128x@T@>, "
+       "tensor<2x2x257x128x@T@> -> tensor<2x8x1x128x@OT@>\n"
+       "  return %o : tensor<2x8x1x128x@OT@>\n}\n"},
+  };
+}
+
+std::string withTypes(std::string text, const std::string &in, const std::string &out) {
+  for (auto [mark, type] : {std::pair{std::string("@OT@"), out}, {std::string("@T@"), in}})
+    for (size_t at; (at = text.find(mark)) != std::string::npos;)
+      text.replace(at, mark.size(), type);
+  return text;
+}
+
+DType dtypeOf(const std::string &type) {
+  return type == "f16" ? DType::F16 : type == "bf16" ? DType::BF16 : DType::F32;
+}
+npy::DType npyOf(const std::string &type) {
+  return type == "f16" ? npy::DType::F16 : type == "bf16" ? npy::DType::BF16 : npy::DType::F32;
+}
+
+struct Input {
+  npy::Array array;          // the bytes the kernel reads
+  std::vector<int64_t> ids;  // position ids
+};
+
+TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
+  std::mt19937 engine(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Runtime runtime;
+  for (const auto &[name, text16] : variants())
+    for (std::string in : {"f16", "bf16"})
+      for (std::string out : {std::string("f32"), in}) {
+        SCOPED_TRACE(name + " " + in + " -> " + out);
+        std::string text = withTypes(text16, in, out);
+        Expected<FunctionSignature> sig = describeFunction(text);
+        ASSERT_TRUE(sig) << sig.error();
+        Expected<Spec> spec = Spec::fromText(text);
+        ASSERT_TRUE(spec) << spec.error();
+        Expected<Kernel> kernel = runtime.get(*spec);
+        ASSERT_TRUE(kernel) << kernel.error();
+        EXPECT_EQ(kernel->dtype(), dtypeOf(in));
+        EXPECT_EQ(kernel->outputDtype(), dtypeOf(out));
+
+        int64_t sq = sig->resultShape[2], skv = 0;
+        for (const ArgumentInfo &arg : sig->arguments)
+          if (arg.role == "key")
+            skv = arg.shape[2];
+        std::vector<Input> inputs(sig->arguments.size());
+        std::vector<TensorView> views;
+        std::vector<ReferenceArgument> reference;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          const ArgumentInfo &arg = sig->arguments[i];
+          int64_t count = 1;
+          for (int64_t extent : arg.shape)
+            count *= extent;
+          if (arg.isInteger) { // keys at 0.., queries at the bottom-right
+            int64_t first = arg.role == "query_positions" ? skv - sq : 0;
+            for (int64_t e = 0; e < count; ++e)
+              inputs[i].ids.push_back(first + e % arg.shape.back());
+            views.push_back({inputs[i].ids.data(), DType::I64, arg.shape, {}});
+            reference.push_back(ref::PositionIds(arg.shape, inputs[i].ids));
+            continue;
+          }
+          std::vector<float> values(count);
+          for (float &x : values)
+            x = dist(engine);
+          inputs[i].array = npy::fromFloat32(values, arg.shape, npyOf(in));
+          std::vector<float> rounded = npy::toFloat32(inputs[i].array); // what the kernel reads
+          views.push_back({inputs[i].array.bytes.data(), dtypeOf(in), arg.shape, {}});
+          reference.push_back(ref::Tensor(arg.shape, std::vector<double>(rounded.begin(),
+                                                                         rounded.end())));
+        }
+        const Shape &s = kernel->shape();
+        std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+        size_t outCount = s.batch * s.queryHeads * s.querySeq * s.valueDim;
+        // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
+        std::vector<float> out32(outCount, std::numeric_limits<float>::quiet_NaN());
+        std::vector<uint8_t> out16(outCount * 2, 0xff);
+        bool narrow = out != "f32";
+        TensorView outView{narrow ? static_cast<void *>(out16.data()) : out32.data(),
+                           dtypeOf(out), outShape, {}};
+        Status status = kernel->run(views, outView);
+        ASSERT_TRUE(status) << status.message();
+        if (narrow)
+          out32 = npy::toFloat32(npy::Array{npyOf(out), outShape, out16});
+
+        Expected<ref::Tensor> expected = interpretReference(text, reference);
+        ASSERT_TRUE(expected) << expected.error();
+        double maxRef = 0, maxErr = 0;
+        for (size_t e = 0; e < outCount; ++e) {
+          maxRef = std::max(maxRef, std::fabs(expected->data[e]));
+          double err = std::fabs(out32[e] - expected->data[e]);
+          maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+        }
+        EXPECT_LE(maxErr / maxRef, 1e-2) << "max error " << maxErr << " of " << maxRef;
+      }
+}
+
+TEST(HalfInputs, AViewOfAnotherDtypeIsAClearError) {
+  Runtime runtime;
+  std::string text = withTypes(variants()[1].second, "bf16", "f32");
+  Expected<Spec> spec = Spec::fromText(text);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<Kernel> kernel = runtime.get(*spec);
+  ASSERT_TRUE(kernel) << kernel.error();
+  std::vector<float> q(12 * 63 * 64), k(12 * 130 * 64), v(k.size()), o(q.size(), -7.0f);
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  Status status = kernel->run({{q.data(), DType::F32, {1, 12, 63, 64}, {}},
+                               {k16.data(), DType::BF16, {1, 12, 130, 64}, {}},
+                               {v16.data(), DType::BF16, {1, 12, 130, 64}, {}}},
+                              {o.data(), DType::F32, {1, 12, 63, 64}, {}});
+  ASSERT_FALSE(status);
+  EXPECT_NE(status.message().find("dtype float32 is not supported here (expected bfloat16)"),
+            std::string::npos)
+      << status.message();
+  for (float x : o)
+    ASSERT_EQ(x, -7.0f);
+}
+
+} // namespace
