@@ -27,8 +27,9 @@ template <typename T, int Rank> struct MemRefDescriptor {
   int64_t strides[Rank];
 };
 
+/// (query positions, key positions, scratch, first row, row step).
 using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
-                            MemRefDescriptor<float, 1> *);
+                            MemRefDescriptor<float, 1> *, int64_t, int64_t);
 using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 1> *, int64_t);

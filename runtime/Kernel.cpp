@@ -162,7 +162,14 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
                                 {static_cast<int64_t>(scratch.size())}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
-  prologue_(&qp, &kp, &sd);
+  // The tables (RoPE's cos/sin per position) on all cores: call i fills
+  // the position rows i, i + parts, ...
+  int64_t parts = pool_->threads();
+  pool_->parallelFor(parts, [&](int64_t part) {
+    MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
+    MemRefDescriptor<float, 1> sdc = sd;
+    prologue_(&qpc, &kpc, &sdc, part, parts);
+  });
   ItemFn item = item_;
   pool_->parallelFor(items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write

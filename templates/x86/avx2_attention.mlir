@@ -39,10 +39,11 @@
 !IN8 = vector<8x${T}>
 !OUT8 = vector<8x${OT}>
 
-// Once per call, before any item.
-func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH)
-    attributes {llvm.emit_c_interface} {
-  attn.qk_prologue %qpos, %kpos, %scratch : !QPOS, !KPOS, !SCRATCH
+// Once per call, before any item, as `step` calls on all cores: call
+// `first` fills the position rows first, first + step, ...
+func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first: index,
+                          %step: index) attributes {llvm.emit_c_interface} {
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
   return
 }
 
