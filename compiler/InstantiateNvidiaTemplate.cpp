@@ -93,10 +93,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
                           << ", more than the " << kStaticSharedBytes << " a block has statically";
   bool bf16 = element.isBF16();
   Type outElement = cast<RankedTensorType>(op.getResult().getType()).getElementType();
-  if (!outElement.isF32() && !outElement.isF16() && !outElement.isBF16())
+  if (!kernelElementTypeName(outElement))
     return op.emitError() << "result element type " << outElement
                           << " is not supported by the nvidia kernel (f32, f16 or bf16)";
-  std::string outName = outElement.isF32() ? "f32" : outElement.isF16() ? "f16" : "bf16";
+  std::string outName = kernelElementTypeName(outElement);
   int64_t numQueryTiles = (shape.querySeq + bm - 1) / bm;
   // Split-KV when there are too few blocks to fill a GPU (decode): aim for
   // ~2 blocks per SM of a 132-SM part, at least 2 KV tiles per split.

@@ -34,11 +34,6 @@ using namespace pejit;
 
 namespace {
 
-/// "f32", "f16" or "bf16"; null for any other element type.
-const char *x86ElementTypeName(Type type) {
-  return type.isF32() ? "f32" : type.isF16() ? "f16" : type.isBF16() ? "bf16" : nullptr;
-}
-
 /// The bodies of @widen8 (8 x T -> 8 x f32) and @narrow8 (8 x f32 -> 8 x OT):
 // a plain return where the type is already f32.
 std::string widenBody(const std::string &t) {
@@ -88,7 +83,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
     if (!type.hasStaticShape())
       return op.emitError() << name << " has a dynamic shape " << type
                             << ": pejit compiles one kernel per shape";
-    if (!x86ElementTypeName(type.getElementType()))
+    if (!kernelElementTypeName(type.getElementType()))
       return op.emitError() << name << " element type " << type.getElementType()
                             << " is not supported by the x86 kernel (f32, f16 or bf16)";
   }
@@ -138,9 +133,9 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
-      {"T", x86ElementTypeName(inType)}, {"OT", x86ElementTypeName(outType)},
-      {"WIDEN8", widenBody(x86ElementTypeName(inType))},
-      {"NARROW8", narrowBody(x86ElementTypeName(outType))}};
+      {"T", kernelElementTypeName(inType)}, {"OT", kernelElementTypeName(outType)},
+      {"WIDEN8", widenBody(kernelElementTypeName(inType))},
+      {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
   // The kernel, then its blocks (which use the kernel file's type aliases).
   FailureOr<std::string> text =
       substitute(loadTemplate("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate) + "\n" +
@@ -168,8 +163,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));
   info.append("tile_n", attrs.getI64IntegerAttr(tiles.keyTile));
   info.append("target", attrs.getStringAttr("x86-avx2"));
-  info.append("dtype", attrs.getStringAttr(x86ElementTypeName(inType)));
-  info.append("out_dtype", attrs.getStringAttr(x86ElementTypeName(outType)));
+  info.append("dtype", attrs.getStringAttr(kernelElementTypeName(inType)));
+  info.append("out_dtype", attrs.getStringAttr(kernelElementTypeName(outType)));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
   info.append("arguments", attrs.getArrayAttr(found->roles));
 

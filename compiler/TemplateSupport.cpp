@@ -124,6 +124,10 @@ void spliceKernel(ModuleOp module, FusedAttention &found, ModuleOp kernel, Dicti
   module->setAttr(kKernelInfoAttr, info);
 }
 
+const char *kernelElementTypeName(Type type) {
+  return type.isF32() ? "f32" : type.isF16() ? "f16" : type.isBF16() ? "bf16" : nullptr;
+}
+
 std::string loadTemplate(const std::string &relativePath, const char *embedded) {
   if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
     if (auto buffer = llvm::MemoryBuffer::getFile(std::string(dir) + "/" + relativePath))

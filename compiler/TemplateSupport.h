@@ -18,6 +18,10 @@ namespace pejit {
 
 std::string formatFloat(double value);
 
+/// "f32", "f16" or "bf16" (the kernels' element types, as the kernel
+/// descriptions and templates spell them); null for any other type.
+const char *kernelElementTypeName(mlir::Type type);
+
 /// A template's text: $PEJIT_TEMPLATE_DIR/<relativePath> when that is set and
 /// readable, else the copy embedded at build time.
 std::string loadTemplate(const std::string &relativePath, const char *embedded);

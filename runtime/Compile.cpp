@@ -45,6 +45,21 @@ std::string printOperation(mlir::Operation *op) {
   return text;
 }
 
+DType kernelInfoDtype(mlir::StringAttr name) {
+  if (name && name.getValue() == "f16")
+    return DType::F16;
+  if (name && name.getValue() == "bf16")
+    return DType::BF16;
+  return DType::F32;
+}
+
+std::optional<DType> floatDtypeNamed(const std::string &name) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    if (name == dtypeName(dtype))
+      return dtype;
+  return std::nullopt;
+}
+
 void initializeCompilerOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -92,15 +107,6 @@ std::unique_ptr<mlir::MLIRContext> makeContext() {
       registry, mlir::MLIRContext::Threading::DISABLED);
   context->loadAllAvailableDialects();
   return context;
-}
-
-/// "f16" / "bf16" / "f32" (or absent) of the kernel description.
-DType floatDtype(mlir::StringAttr name) {
-  if (name && name.getValue() == "f16")
-    return DType::F16;
-  if (name && name.getValue() == "bf16")
-    return DType::BF16;
-  return DType::F32;
 }
 
 int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
@@ -152,8 +158,8 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   artifact.scratchFloats = intField(info, "scratch_floats");
   artifact.queryPositionRows = intField(info, "query_position_rows");
   artifact.keyPositionRows = intField(info, "key_position_rows");
-  artifact.inputDtype = floatDtype(info.getAs<mlir::StringAttr>("dtype"));
-  artifact.outputDtype = floatDtype(info.getAs<mlir::StringAttr>("out_dtype"));
+  artifact.inputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("dtype"));
+  artifact.outputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("out_dtype"));
   for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
     artifact.arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
   // The description is for the runtime; LLVM translation has no use for it.

@@ -9,12 +9,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mlir {
 class Operation;
-}
+class StringAttr;
+} // namespace mlir
 
 namespace pejit {
 
@@ -86,6 +88,14 @@ private:
 /// Initializes the native target and registers pejit's passes (once per
 /// process; the Runtime constructor calls it so no compile pays for it).
 void initializeCompilerOnce();
+
+/// A kernel description's element type ("f32", "f16", "bf16"; absent or
+/// other: f32) as a DType.
+DType kernelInfoDtype(mlir::StringAttr name);
+
+/// dtypeName's word ("float32", "float16", "bfloat16") back to the float
+/// DType; nullopt for any other word.
+std::optional<DType> floatDtypeNamed(const std::string &name);
 
 /// The operation's IR as text (what every stage keeps).
 std::string printOperation(mlir::Operation *op);

@@ -181,14 +181,6 @@ std::optional<std::string> readChecked(const fs::path &entry, const Meta &meta,
   return std::nullopt;
 }
 
-/// float32 / float16 / bfloat16 (dtypeName's words) back to the DType.
-std::optional<DType> floatDtypeNamed(const std::string &name) {
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
-    if (name == dtypeName(dtype))
-      return dtype;
-  return std::nullopt;
-}
-
 /// The file of the artifact's i-th object: kernel.o, kernel.1.o, ...
 std::string objectFileName(size_t i) {
   return i == 0 ? "kernel.o" : "kernel." + std::to_string(i) + ".o";

@@ -135,12 +135,8 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
   kernel->block = intArray(info, "block");
   for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
     kernel->arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
-  kernel->dtype = info.getAs<mlir::StringAttr>("dtype").getValue() == "bf16" ? DType::BF16
-                                                                             : DType::F16;
-  auto dtypeOf = [](llvm::StringRef name) {
-    return name == "bf16" ? DType::BF16 : name == "f16" ? DType::F16 : DType::F32;
-  };
-  kernel->outDtype = dtypeOf(info.getAs<mlir::StringAttr>("out_dtype").getValue());
+  kernel->dtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("dtype"));
+  kernel->outDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("out_dtype"));
   kernel->scratchFloats = info.getAs<mlir::IntegerAttr>("scratch_floats").getInt();
   kernel->queryPositionRows = info.getAs<mlir::IntegerAttr>("query_position_rows").getInt();
   kernel->keyPositionRows = info.getAs<mlir::IntegerAttr>("key_position_rows").getInt();
@@ -298,8 +294,8 @@ NvidiaKernelImpl::fromArtifact(const KernelArtifact &artifact) {
     } else if (key == "dtype" || key == "out") {
       std::string name;
       fields >> name;
-      DType type = name == "bfloat16" ? DType::BF16 : name == "float16" ? DType::F16 : DType::F32;
-      (key == "dtype" ? kernel->dtype : kernel->outDtype) = type;
+      (key == "dtype" ? kernel->dtype : kernel->outDtype) =
+          floatDtypeNamed(name).value_or(DType::F32);
     }
   }
   if (kernel->arch.empty() || kernel->grid[0] <= 0 || kernel->block[0] <= 0)
