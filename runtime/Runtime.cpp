@@ -60,6 +60,25 @@ std::string Shape::str() const {
          " dv=" + std::to_string(valueDim);
 }
 
+namespace {
+
+/// The in-memory cache entry of `key`: an existing one's future, or a new
+/// one (`owner` = true) that this caller fulfils through `promise`; other
+/// callers of the key wait on it, so each key compiles once.
+template <typename T>
+std::shared_future<T> futureFor(std::mutex &mutex,
+                                std::map<std::string, std::shared_future<T>> &cache,
+                                const std::string &key, std::promise<T> &promise, bool &owner) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, inserted] = cache.try_emplace(key);
+  if (inserted)
+    it->second = promise.get_future().share();
+  owner = inserted;
+  return it->second;
+}
+
+} // namespace
+
 struct Runtime::Impl {
   std::shared_ptr<ThreadPool> pool;
   std::mutex mutex;
@@ -171,20 +190,11 @@ Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> reques
                     std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
                     "|" + spec.source();
   std::promise<Compiled> promise;
-  std::shared_future<Compiled> future;
   bool compileHere = false;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    auto it = impl_->cache.find(key);
-    if (it == impl_->cache.end()) {
-      future = promise.get_future().share();
-      impl_->cache.emplace(key, future);
-      compileHere = true;
-    } else {
-      future = it->second;
-      ++impl_->memoryHits;
-    }
-  }
+  std::shared_future<Compiled> future =
+      futureFor(impl_->mutex, impl_->cache, key, promise, compileHere);
+  if (!compileHere)
+    ++impl_->memoryHits;
   if (compileHere) {
     promise.set_value(impl_->obtain(spec, tiles, key));
   }
@@ -210,19 +220,9 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
                     std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
                     "/split=" + std::to_string(tiles.splits) + "|" + spec.source();
   std::promise<Compiled> promise;
-  std::shared_future<Compiled> future;
   bool compileHere = false;
-  {
-    std::lock_guard<std::mutex> lock(impl_->nvidiaMutex);
-    auto it = impl_->nvidia.find(key);
-    if (it == impl_->nvidia.end()) {
-      future = promise.get_future().share();
-      impl_->nvidia.emplace(key, future);
-      compileHere = true;
-    } else {
-      future = it->second;
-    }
-  }
+  std::shared_future<Compiled> future =
+      futureFor(impl_->nvidiaMutex, impl_->nvidia, key, promise, compileHere);
   if (compileHere) {
     // Disk hit (PTX, cubin and the launch description, keyed by arch), else
     // compile under the key's lock and store.
