@@ -23,6 +23,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <set>
 #include <vector>
 
 using namespace mlir;
@@ -99,12 +100,21 @@ FailureOr<std::string> lowerNvidiaToPtx(ModuleOp module, const std::string &chip
   while (!ptx.empty() && ptx.back() == '\0')
     ptx.pop_back();
   // An unresolved libdevice call would only fail later, in ptxas or at load.
-  if (size_t at = ptx.find(".extern .func"); at != std::string::npos) {
+  // Every declared-only __nv_ function, named (sorted) in the error.
+  std::set<std::string> missing;
+  for (size_t at = ptx.find(".extern .func"); at != std::string::npos;
+       at = ptx.find(".extern .func", at + 1)) {
+    // The name may be on the declaration's next line (after the result).
     size_t name = ptx.find("__nv_", at);
-    size_t end = name == std::string::npos ? name : ptx.find_first_of("( \n", name);
-    std::string function =
-        name == std::string::npos ? "a libdevice function" : ptx.substr(name, end - name);
-    return module.emitError("the kernel calls " + function +
+    if (name != std::string::npos && name < ptx.find(';', at))
+      missing.insert(ptx.substr(name, ptx.find_first_of("( \n", name) - name));
+  }
+  if (ptx.find(".extern .func") != std::string::npos) {
+    std::string functions;
+    for (const std::string &name : missing)
+      functions += (functions.empty() ? "" : ", ") + name;
+    return module.emitError("the kernel calls " +
+                            (functions.empty() ? std::string("a libdevice function") : functions) +
                             " from libdevice, but no CUDA toolkit with nvvm/libdevice was "
                             "found: set CUDA_HOME (or CUDA_ROOT) to the toolkit"),
            failure();
