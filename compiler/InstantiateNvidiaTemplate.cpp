@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "templates/NvidiaMmaAttention.inc"
+#include "templates/NvidiaMmaBlocks.inc"
 
 namespace pejit {
 #define GEN_PASS_DEF_INSTANTIATENVIDIATEMPLATE
@@ -145,8 +146,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
       {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))}};
-  FailureOr<std::string> text = substitute(
-      loadTemplate("nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate), params, op);
+  FailureOr<std::string> text =
+      substitute(loadTemplateWithBlocks("nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate,
+                                        "nvidia/mma_blocks.mlir", kNvidiaMmaBlocksTemplate),
+                 params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());

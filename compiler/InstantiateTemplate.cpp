@@ -136,10 +136,9 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"T", kernelElementTypeName(inType)}, {"OT", kernelElementTypeName(outType)},
       {"WIDEN8", widenBody(kernelElementTypeName(inType))},
       {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
-  // The kernel, then its blocks (which use the kernel file's type aliases).
   FailureOr<std::string> text =
-      substitute(loadTemplate("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate) + "\n" +
-                     loadTemplate("x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate),
+      substitute(loadTemplateWithBlocks("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate,
+                                        "x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate),
                  params, op);
   if (failed(text))
     return failure();

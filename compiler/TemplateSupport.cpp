@@ -136,6 +136,16 @@ std::string loadTemplate(const std::string &relativePath, const char *embedded) 
   return embedded;
 }
 
+std::string loadTemplateWithBlocks(const std::string &kernelPath, const char *kernel,
+                                   const std::string &blocksPath, const char *blocks) {
+  std::string text = loadTemplate(kernelPath, kernel);
+  std::string blockText = loadTemplate(blocksPath, blocks);
+  const std::string marker = "// @pejit-blocks\n";
+  if (size_t at = text.find(marker); at != std::string::npos)
+    return text.replace(at, marker.size(), blockText);
+  return text + "\n" + blockText;
+}
+
 pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());

@@ -26,6 +26,12 @@ const char *kernelElementTypeName(mlir::Type type);
 /// readable, else the copy embedded at build time.
 std::string loadTemplate(const std::string &relativePath, const char *embedded);
 
+/// A kernel template with its blocks (helpers, secondary kernels) kept in a
+/// file of their own: the blocks' text replaces the kernel's `// @pejit-blocks`
+/// line, or is appended when it has none. Both load as loadTemplate does.
+std::string loadTemplateWithBlocks(const std::string &kernelPath, const char *kernel,
+                                   const std::string &blocksPath, const char *blocks);
+
 /// Replaces every ${NAME}; fails (naming it) on a name without a value.
 mlir::FailureOr<std::string> substitute(const std::string &text,
                                         const std::map<std::string, std::string> &params,

@@ -32,7 +32,7 @@
 // ${KROWS}=max(BM, BN) (the K buffer stages Q first)
 // ${SPLITS} ${SPLIT_KV} (SPLITS > 1) ${WO_SHAPE} ${WML_SHAPE}: split-KV
 // partials, [B, HQ, SPLITS, SQ, DV] and [B, HQ, SPLITS, SQ] (1x1x1x1[x1]
-// when unused); @pejit_combine merges them.
+// when unused); @pejit_combine (mma_blocks.mlir) merges them.
 // ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (batch rows
 // of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
@@ -61,49 +61,8 @@
 module attributes {gpu.container_module} {
 gpu.module @pejit_nvidia {
 
-// D = A B + C for f16 (nvgpu.mma.sync).
-func.func private @mma_f16(%a: vector<4x2xf16>, %b: vector<2x2xf16>, %c: !C) -> !C {
-  %d = nvgpu.mma.sync (%a, %b, %c) {mmaShape = [16, 8, 16]}
-      : (vector<4x2xf16>, vector<2x2xf16>, !C) -> !C
-  return %d : !C
-}
-
-// D = A B + C for bf16: nvgpu.mma.sync has no bf16 form, so nvvm.mma.sync
-// on the fragments packed two per i32.
-func.func private @pack_bf16(%x: vector<2xbf16>) -> i32 {
-  %w = vector.bitcast %x : vector<2xbf16> to vector<1xi32>
-  %i = vector.extract %w[0] : i32 from vector<1xi32>
-  return %i : i32
-}
-func.func private @mma_bf16(%a: vector<4x2xbf16>, %b: vector<2x2xbf16>, %c: !C) -> !C {
-  %a0 = vector.extract %a[0] : vector<2xbf16> from vector<4x2xbf16>
-  %a1 = vector.extract %a[1] : vector<2xbf16> from vector<4x2xbf16>
-  %a2 = vector.extract %a[2] : vector<2xbf16> from vector<4x2xbf16>
-  %a3 = vector.extract %a[3] : vector<2xbf16> from vector<4x2xbf16>
-  %b0 = vector.extract %b[0] : vector<2xbf16> from vector<2x2xbf16>
-  %b1 = vector.extract %b[1] : vector<2xbf16> from vector<2x2xbf16>
-  %pa0 = func.call @pack_bf16(%a0) : (vector<2xbf16>) -> i32
-  %pa1 = func.call @pack_bf16(%a1) : (vector<2xbf16>) -> i32
-  %pa2 = func.call @pack_bf16(%a2) : (vector<2xbf16>) -> i32
-  %pa3 = func.call @pack_bf16(%a3) : (vector<2xbf16>) -> i32
-  %pb0 = func.call @pack_bf16(%b0) : (vector<2xbf16>) -> i32
-  %pb1 = func.call @pack_bf16(%b1) : (vector<2xbf16>) -> i32
-  %c0 = vector.extract %c[0, 0] : f32 from !C
-  %c1 = vector.extract %c[0, 1] : f32 from !C
-  %c2 = vector.extract %c[1, 0] : f32 from !C
-  %c3 = vector.extract %c[1, 1] : f32 from !C
-  %d = nvvm.mma.sync A[%pa0, %pa1, %pa2, %pa3] B[%pb0, %pb1] C[%c0, %c1, %c2, %c3]
-      {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>,
-       multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>,
-       shape = #nvvm.shape<m = 16, n = 8, k = 16>}
-      : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
-  %d0 = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
-  %d1 = llvm.extractvalue %d[1] : !llvm.struct<(f32, f32, f32, f32)>
-  %d2 = llvm.extractvalue %d[2] : !llvm.struct<(f32, f32, f32, f32)>
-  %d3 = llvm.extractvalue %d[3] : !llvm.struct<(f32, f32, f32, f32)>
-  %r = vector.from_elements %d0, %d1, %d2, %d3 : !C
-  return %r : !C
-}
+// The helpers and the split-KV combine kernel (mma_blocks.mlir) go here.
+// @pejit-blocks
 
 // The QK transform's tables, spread over all threads of the grid.
 gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel {
@@ -116,25 +75,6 @@ gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel 
   %step = arith.muli %gdim, %bdim : index
   attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
   gpu.return
-}
-
-// Output pairs in the output's element type ${OT} (the one chosen by ${CVT}).
-func.func private @out_f32(%x: vector<2xf32>) -> vector<2xf32> {
-  return %x : vector<2xf32>
-}
-func.func private @out_f16(%x: vector<2xf32>) -> vector<2xf16> {
-  %y = arith.truncf %x : vector<2xf32> to vector<2xf16>
-  return %y : vector<2xf16>
-}
-func.func private @out_bf16(%x: vector<2xf32>) -> vector<2xbf16> {
-  %y = arith.truncf %x : vector<2xf32> to vector<2xbf16>
-  return %y : vector<2xbf16>
-}
-
-// 2^x by the hardware (ex2.approx, ~2 ulp); 2^-inf = 0.
-func.func private @exp2(%x: f32) -> f32 {
-  %r = math.exp2 %x fastmath<afn> : f32
-  return %r : f32
 }
 
 gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
@@ -592,63 +532,6 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         vector.store %out, %o[%b, %h, %i_hi, %col] : !O, vector<2x${OT}>
       }
     } {pejit.unroll}
-  }
-  gpu.return
-}
-
-// Split-KV: O[b, h, i] = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s with
-// M = max_s m_s (log2 e folded in); no visible key at all -> 0.
-gpu.func @pejit_combine(%o: !O, %wo: !WO, %wm: !WML, %wl: !WML) kernel {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %zero = arith.constant 0.0 : f32
-  %one = arith.constant 1.0 : f32
-  %ninf = arith.constant 0xFF800000 : f32
-  %log2e = arith.constant 1.44269504088896 : f32
-  %SPLITS = arith.constant ${SPLITS} : index
-  %SQ = arith.constant ${SQ} : index
-  %DV = arith.constant ${DV} : index
-  %BM = arith.constant ${BM} : index
-  %THREADS = arith.constant ${THREADS} : index
-  %tid = gpu.thread_id x
-  %qt = gpu.block_id x
-  %h = gpu.block_id y
-  %b = gpu.block_id z
-  %i0 = arith.muli %qt, %BM : index
-  %cells = arith.muli %BM, %DV : index
-  scf.for %e = %tid to %cells step %THREADS {
-    %r = arith.divui %e, %DV : index
-    %c = arith.remui %e, %DV : index
-    %i = arith.addi %i0, %r : index
-    %row_in = arith.cmpi ult, %i, %SQ : index
-    scf.if %row_in {
-      %mmax = scf.for %s = %c0 to %SPLITS step %c1 iter_args(%mx = %ninf) -> (f32) {
-        %ms = memref.load %wm[%b, %h, %s, %i] : !WML
-        %mx1 = arith.maximumf %mx, %ms : f32
-        scf.yield %mx1 : f32
-      }
-      %none = arith.cmpf oeq, %mmax, %ninf : f32
-      %msafe = arith.select %none, %zero, %mmax : f32
-      %sums:2 = scf.for %s = %c0 to %SPLITS step %c1 iter_args(%lo = %zero, %ls = %zero) -> (f32, f32) {
-        %ms = memref.load %wm[%b, %h, %s, %i] : !WML
-        %d = arith.subf %ms, %msafe : f32
-        %dl = arith.mulf %d, %log2e : f32
-        %w = func.call @exp2(%dl) : (f32) -> f32
-        %os = memref.load %wo[%b, %h, %s, %i, %c] : !WO
-        %lsplit = memref.load %wl[%b, %h, %s, %i] : !WML
-        %lo1 = math.fma %w, %os, %lo : f32
-        %ls1 = math.fma %w, %lsplit, %ls : f32
-        scf.yield %lo1, %ls1 : f32, f32
-      }
-      %empty = arith.cmpf oeq, %sums#1, %zero : f32
-      %inv0 = arith.divf %one, %sums#1 : f32
-      %inv = arith.select %empty, %zero, %inv0 : f32
-      %x = arith.mulf %sums#0, %inv : f32
-      %pair = vector.broadcast %x : f32 to vector<2xf32>
-      %out = func.call @${CVT}(%pair) : (vector<2xf32>) -> vector<2x${OT}>
-      %x_out = vector.extract %out[0] : ${OT} from vector<2x${OT}>
-      memref.store %x_out, %o[%b, %h, %i, %c] : !O
-    }
   }
   gpu.return
 }

@@ -15,8 +15,8 @@
 //   O[b, h, i0 : i0+nq] = Os / l         (l = 0: the row saw no key -> 0)
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
-// @exp2_v8 and @pejit_pv_tile live in avx2_blocks.mlir, appended to this
-// text before substitution.
+// @exp2_v8, @pejit_pv_tile, @widen8 and @narrow8 live in avx2_blocks.mlir,
+// put in place of the `// @pejit-blocks` line at the end before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-template):
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
@@ -470,3 +470,5 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   }
   return
 }
+
+// @pejit-blocks

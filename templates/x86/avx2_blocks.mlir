@@ -1,5 +1,6 @@
 // Blocks of the x86 AVX2 attention template (templates/x86/avx2_attention.mlir),
-// appended to it before parameter substitution and parsing: the types !K,
+// put in place of its `// @pejit-blocks` line before parameter substitution
+// and parsing: the types !K,
 // !V and !V8 and the parameters are the ones that file defines.
 //   @widen8         8 input elements to f32 (f16/bf16 inputs; identity for f32)
 //   @narrow8        8 f32 results to the output type
