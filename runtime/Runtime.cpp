@@ -15,9 +15,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace pejit {
@@ -91,6 +93,27 @@ struct Runtime::Impl {
 
   Compiled obtain(const Spec &spec, const TileConfig &tiles, const std::string &key);
   Compiled loadFromDisk(const std::string &key, const TileConfig &tiles);
+  Compiled compileAndStore(const Spec &spec, const TileConfig &tiles, const std::string &key);
+
+  /// A disk hit (`load`), else `build` under the key's lock file, after a
+  /// second look (another process may have stored the key while we waited);
+  /// counts the outcome. `build` also stores what it built.
+  template <typename T>
+  T viaDisk(const std::string &key, const std::function<std::optional<T>()> &load,
+            const std::function<T()> &build) {
+    std::optional<T> found = disk->readable() ? load() : std::nullopt;
+    std::unique_ptr<DiskCache::KeyLock> lock;
+    if (!found && (lock = disk->lockKey(key)))
+      found = load();
+    if (found) {
+      disk->countLookup(true);
+      ++diskHits;
+      return std::move(*found);
+    }
+    disk->countLookup(false);
+    ++compiles;
+    return build(); // still holding the lock
+  }
 };
 
 Compiled Runtime::Impl::loadFromDisk(const std::string &key, const TileConfig &tiles) {
@@ -113,23 +136,15 @@ Compiled Runtime::Impl::loadFromDisk(const std::string &key, const TileConfig &t
 
 /// Disk hit, else compile (under the key's lock file) and store.
 Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const std::string &key) {
-  if (disk->readable()) {
-    if (Compiled kernel = loadFromDisk(key, tiles)) {
-      disk->countLookup(true);
-      ++diskHits;
-      return kernel;
-    }
-  }
-  std::unique_ptr<DiskCache::KeyLock> lock = disk->lockKey(key);
-  if (lock) { // another process may have compiled it while we waited
-    if (Compiled kernel = loadFromDisk(key, tiles)) {
-      disk->countLookup(true);
-      ++diskHits;
-      return kernel;
-    }
-  }
-  disk->countLookup(false);
-  ++compiles;
+  auto load = [&]() -> std::optional<Compiled> {
+    Compiled kernel = loadFromDisk(key, tiles);
+    return kernel ? std::optional<Compiled>(std::move(kernel)) : std::nullopt;
+  };
+  return viaDisk<Compiled>(key, load, [&] { return compileAndStore(spec, tiles, key); });
+}
+
+Compiled Runtime::Impl::compileAndStore(const Spec &spec, const TileConfig &tiles,
+                                        const std::string &key) {
   auto start = std::chrono::steady_clock::now();
   Expected<KernelArtifact> artifact = CompiledKernel::build(spec, tiles);
   if (!artifact)
@@ -227,7 +242,7 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
     // Disk hit (PTX, cubin and the launch description, keyed by arch), else
     // compile under the key's lock and store.
     DiskCache &disk = *impl_->disk;
-    auto fromDisk = [&]() -> std::optional<Compiled> {
+    auto load = [&]() -> std::optional<Compiled> {
       std::optional<KernelArtifact> artifact = disk.load(key);
       if (!artifact)
         return std::nullopt;
@@ -236,26 +251,18 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
         disk.discard(key, kernel.error());
         return std::nullopt;
       }
-      disk.countLookup(true);
-      ++impl_->diskHits;
       return kernel;
     };
-    std::optional<Compiled> found = disk.readable() ? fromDisk() : std::nullopt;
-    std::unique_ptr<DiskCache::KeyLock> lock;
-    if (!found && (lock = disk.lockKey(key)))
-      found = fromDisk();
-    if (!found) {
-      disk.countLookup(false);
-      ++impl_->compiles;
+    auto build = [&] {
       Compiled compiled = NvidiaKernelImpl::compile(spec, arch, tiles);
       if (compiled) {
         KernelArtifact artifact = (*compiled)->toArtifact();
         disk.dumpStages(key, artifact);
         disk.store(key, artifact.shape.str() + " nvidia:" + arch + " " + spec.name(), artifact);
       }
-      found = std::move(compiled);
-    }
-    promise.set_value(std::move(*found));
+      return compiled;
+    };
+    promise.set_value(impl_->viaDisk<Compiled>(key, load, build));
   }
   const Compiled &compiled = future.get();
   if (!compiled)
