@@ -163,13 +163,16 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   // The tables (RoPE's cos/sin per position) on all cores: call i fills
-  // the position rows i, i + parts, ...
-  int64_t parts = pool_->threads();
-  pool_->parallelFor(parts, [&](int64_t part) {
-    MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
-    MemRefDescriptor<float, 1> sdc = sd;
-    prologue_(&qpc, &kpc, &sdc, part, parts);
-  });
+  // the position rows i, i + parts, ... Without tables (no QK transform)
+  // the prologue is empty: no round trip through the pool.
+  if (scratchFloats > 0) {
+    int64_t parts = pool_->threads();
+    pool_->parallelFor(parts, [&](int64_t part) {
+      MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
+      MemRefDescriptor<float, 1> sdc = sd;
+      prologue_(&qpc, &kpc, &sdc, part, parts);
+    });
+  }
   ItemFn item = item_;
   pool_->parallelFor(items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write
