@@ -34,17 +34,6 @@ double millisecondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-/// max |out - ref| / max |ref|; a NaN in `out` counts as infinite error.
-double relativeError(const std::vector<float> &out, const ref::Tensor &expected) {
-  double maxRef = 0, maxErr = 0;
-  for (size_t i = 0; i < expected.data.size(); ++i) {
-    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
-    double err = std::fabs(static_cast<double>(out[i]) - expected.data[i]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  return maxErr / std::max(maxRef, 1e-30);
-}
-
 struct RunOptions {
   std::string file;
   std::vector<std::string> inputs;
@@ -92,12 +81,6 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
       options.target.rfind("nvidia:", 0) != 0)
     return "unknown --target=" + options.target + " (host, nvidia or nvidia:sm_XX)";
   return "";
-}
-
-/// The .npy dtype of a 16-bit kernel dtype.
-npy::DType npyDtype(DType dtype) {
-  return dtype == DType::BF16 ? npy::DType::BF16 : dtype == DType::F16 ? npy::DType::F16
-                                                                        : npy::DType::F32;
 }
 
 } // namespace

@@ -4,12 +4,11 @@
 // compares with the float64 interpreter at the bf16/f16 tolerance, 1e-2.
 #include "tools/pejit/Commands.h"
 #include "tools/pejit/RunNvidia.h"
+#include "tools/pejit/TensorIO.h"
 
 #include "runtime/npy/Npy.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 
 namespace pejit::cli {
@@ -27,22 +26,6 @@ struct DeviceInput {
   std::vector<int64_t> ids;
   bool isInteger = false;
 };
-
-float fromHalfBits(uint16_t h, bool bf16) {
-  if (bf16) {
-    uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float x;
-    std::memcpy(&x, &bits, 4);
-    return x;
-  }
-  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  float magnitude = exponent == 0    ? std::ldexp(static_cast<float>(mantissa), -24)
-                    : exponent == 31 ? (mantissa ? std::numeric_limits<float>::quiet_NaN()
-                                                 : std::numeric_limits<float>::infinity())
-                                     : std::ldexp(static_cast<float>(mantissa | 0x400),
-                                                  static_cast<int>(exponent) - 25);
-  return sign ? -magnitude : magnitude;
-}
 
 } // namespace
 
@@ -73,36 +56,32 @@ int runNvidia(const NvidiaRunRequest &request) {
       reference.push_back(ref::PositionIds(array->shape, input.ids));
       continue;
     }
-    npy::DType wanted = bf16 ? npy::DType::BF16 : npy::DType::F16;
+    npy::DType wanted = npyDtype(kernel->dtype());
     if (array->dtype != wanted)
       return fail(path + ": dtype " + npy::dtypeName(array->dtype) + " does not match " +
                   arg.role + ": the nvidia kernel takes " + npy::dtypeName(wanted) +
                   (bf16 ? " (bf16 stored as uint16)" : ""));
     input.array = std::move(*array);
     views.push_back({input.array.bytes.data(), kernel->dtype(), input.array.shape, {}});
-    std::vector<double> values(input.array.numel());
-    for (size_t e = 0; e < values.size(); ++e) {
-      uint16_t bits;
-      std::memcpy(&bits, input.array.bytes.data() + 2 * e, 2);
-      values[e] = fromHalfBits(bits, bf16);
-    }
-    reference.push_back(ref::Tensor(input.array.shape, values));
+    std::vector<float> values = npy::toFloat32(input.array);
+    reference.push_back(
+        ref::Tensor(input.array.shape, std::vector<double>(values.begin(), values.end())));
   }
   const Shape &s = kernel->shape();
   std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
   // The GPU writes the output dtype the IR declares; --output is float32.
   std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
-  std::vector<uint16_t> out16(out.size());
+  // A 16-bit output is poisoned with 0xffff (NaN) too.
   DType outType = kernel->outputDtype();
   bool narrowOut = outType != DType::F32;
+  std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff);
   TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(), outType,
                      outShape, {}};
   if (Status status = kernel->run(views, outView); !status)
     return fail(request.file + ": " + status.message());
   if (narrowOut)
-    for (size_t e = 0; e < out.size(); ++e)
-      out[e] = fromHalfBits(out16[e], outType == DType::BF16);
+    out = npy::toFloat32(npy::Array{npyDtype(outType), outShape, out16});
   std::fprintf(stderr, "pejit: ran on the GPU (%s)\n", kernel->arch().c_str());
   if (request.output)
     if (std::string error = npy::writeNpy(*request.output,
@@ -114,13 +93,10 @@ int runNvidia(const NvidiaRunRequest &request) {
                                                         request.file);
     if (!expected)
       return fail("--check: " + expected.error());
-    double maxRef = 0, maxErr = 0;
-    for (size_t e = 0; e < expected->data.size() && e < out.size(); ++e) {
-      maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-      double err = std::fabs(out[e] - expected->data[e]);
-      maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-    }
-    double error = maxErr / std::max(maxRef, 1e-30);
+    if (expected->data.size() != out.size())
+      return fail("--check: the reference result " + ref::shapeToString(expected->shape) +
+                  " does not match the kernel's output");
+    double error = relativeError(out, *expected);
     std::printf("max relative error: %.3g (tolerance 1e-2, f16/bf16 inputs)\n", error);
     if (!(error <= 1e-2))
       return fail("--check failed: max relative error " + std::to_string(error));

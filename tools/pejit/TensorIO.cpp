@@ -2,6 +2,10 @@
 
 #include "runtime/npy/Npy.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace pejit::cli {
 
 TensorView HostTensor::view() {
@@ -66,6 +70,21 @@ std::string loadArgument(const std::string &path, const FunctionSignature &signa
     note = "note: " + path + " is " + dtype + "; the x86 kernel takes " + wanted +
            " (" + arg.type + "), values converted";
   return "";
+}
+
+double relativeError(const std::vector<float> &out, const ref::Tensor &expected) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+    double err = std::fabs(static_cast<double>(out[i]) - expected.data[i]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  return maxErr / std::max(maxRef, 1e-30);
+}
+
+npy::DType npyDtype(DType dtype) {
+  return dtype == DType::BF16 ? npy::DType::BF16 : dtype == DType::F16 ? npy::DType::F16
+                                                                        : npy::DType::F32;
 }
 
 std::string writeFloat32(const std::string &path, const std::vector<float> &data,

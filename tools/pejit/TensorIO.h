@@ -6,6 +6,7 @@
 
 #include "runtime/Pejit.h"
 #include "runtime/ReferenceInterpreter.h"
+#include "runtime/npy/Npy.h"
 
 #include <cstdint>
 #include <string>
@@ -35,6 +36,13 @@ std::string listArguments(const FunctionSignature &signature);
 /// and the problem; `note` is set when the data was converted (f16/bf16).
 std::string loadArgument(const std::string &path, const FunctionSignature &signature,
                          size_t index, HostTensor &out, std::string &note);
+
+/// max |out - ref| / max |ref| over the reference's elements (out has as
+/// many); a NaN in `out` counts as infinite error.
+double relativeError(const std::vector<float> &out, const ref::Tensor &expected);
+
+/// The .npy dtype of a kernel's float dtype (f32, f16, bf16).
+npy::DType npyDtype(DType dtype);
 
 /// Writes float32 data of `shape` to `path`; "" or the message.
 std::string writeFloat32(const std::string &path, const std::vector<float> &data,
