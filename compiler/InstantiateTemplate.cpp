@@ -34,13 +34,31 @@ using namespace pejit;
 
 namespace {
 
-/// The bodies of @widen8 (8 x T -> 8 x f32) and @narrow8 (8 x f32 -> 8 x OT):
-// a plain return where the type is already f32.
-std::string widenBody(const std::string &t) {
-  return t == "f32" ? "return %x : vector<8xf32>"
-                    : "%w = arith.extf %x : vector<8x" + t +
-                          "> to vector<8xf32>\n  return %w : vector<8xf32>";
+/// The body of @kv_value_rows: rows [j0, j0 + nk) of V[b, hk] as f32 rows.
+/// f32 V is read in place (a view, no copy); f16/bf16 rows are widened into
+/// the Vs tile, which is then viewed the same way.
+std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile) {
+  std::string dv = std::to_string(valueDim);
+  if (t == "f32")
+    return "%rows = memref.subview %v[%b, %hk, %j0, 0] [1, 1, %nk, " + dv +
+           "] [1, 1, 1, 1] : !V to !VROWS\n  return %rows : !VROWS";
+  std::string tile = "memref<" + std::to_string(keyTile) + "x" + dv + "xf32>";
+  return "%c0 = arith.constant 0 : index\n"
+         "  %c1 = arith.constant 1 : index\n"
+         "  %c8 = arith.constant 8 : index\n"
+         "  %dv = arith.constant " + dv + " : index\n"
+         "  scf.for %r = %c0 to %nk step %c1 {\n"
+         "    %j = arith.addi %j0, %r : index\n"
+         "    scf.for %d = %c0 to %dv step %c8 {\n"
+         "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" + t + ">\n"
+         "      %w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n"
+         "      vector.store %w, %Vs[%r, %d] : " + tile + ", vector<8xf32>\n"
+         "    }\n"
+         "  }\n"
+         "  %rows = memref.cast %Vs : " + tile + " to !VROWS\n"
+         "  return %rows : !VROWS";
 }
+/// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
 std::string narrowBody(const std::string &t) {
   if (t == "f32")
     return "return %x : vector<8xf32>";
@@ -134,7 +152,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
       {"T", kernelElementTypeName(inType)}, {"OT", kernelElementTypeName(outType)},
-      {"WIDEN8", widenBody(kernelElementTypeName(inType))},
+      {"VALUE_ROWS",
+       valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile)},
       {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate,

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "dialects/attn/AttnOps.h"
+#include "dialects/pe/TileCopy.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -195,7 +196,11 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         qkTransform.emitQKTileTransform(
             b, loc, shape,
             {transform.getTile(), transform.getRows(), transform.getSeqStart(),
-             transform.getBatch(), transform.getScratch(), transform.getIsKey()});
+             transform.getBatch(), transform.getScratch(), transform.getIsKey(),
+             transform.getSource()});
+      else if (transform.getSource()) // no transform: the rows are only copied
+        pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(),
+                            transform.getRows(), 0, shape.headDim, shape.vectorWidth);
     } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
       if (softcap)
         emitSoftcap(b, loc, mod.getScores(), *softcap, shape.vectorWidth);

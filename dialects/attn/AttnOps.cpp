@@ -147,3 +147,22 @@ LogicalResult pejit::attn::QKPrologueOp::verify() {
     return emitOpError("rows(begin, step) needs both operands");
   return success();
 }
+
+LogicalResult pejit::attn::QKTransformOp::verify() {
+  auto tile = cast<MemRefType>(getTile().getType());
+  if (tile.getRank() != 2)
+    return emitOpError("tile must be a 2-D memref [rows, d], got ") << tile;
+  if (!getSource())
+    return success();
+  auto source = cast<MemRefType>(getSource().getType());
+  if (source.getRank() != 2)
+    return emitOpError("source must be a 2-D memref [rows, d], got ") << source;
+  if (!isa<FloatType>(source.getElementType()) || !isa<FloatType>(tile.getElementType()))
+    return emitOpError("source and tile must hold floats");
+  int64_t sourceWidth = source.getDimSize(1), tileWidth = tile.getDimSize(1);
+  if (!ShapedType::isDynamic(sourceWidth) && !ShapedType::isDynamic(tileWidth) &&
+      sourceWidth != tileWidth)
+    return emitOpError("source rows have ")
+           << sourceWidth << " elements but tile rows " << tileWidth;
+  return success();
+}

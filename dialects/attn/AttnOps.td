@@ -106,19 +106,28 @@ def Attn_QKPrologueOp : Attn_Op<"qk_prologue", [AttrSizedOperandSegments]> {
 }
 
 def Attn_QKTransformOp : Attn_Op<"qk_transform"> {
-  let summary = "transform rows of a Q or K tile in place";
+  let summary = "transform rows of a Q or K tile, in place or from a source";
   let description = [{
     Rows [0, rows) of `tile` ([R, d], f32) are sequence indices
     seq_start + r of batch `batch` of the query (`is_key` unset) or the key
-    operand. A QK transform (RoPE) rotates them in place using the tables its
-    prologue left in `scratch`.
+    operand. A QK transform (RoPE) rotates them using the tables its prologue
+    left in `scratch`.
+
+    In place by default. With `from %source` ([>= rows, d], f32, f16 or
+    bf16: rows of the Q or K operand itself), the rows are read from
+    `source`, widened to the tile's type and transformed on the way into
+    `tile`: one pass instead of a copy and a rotation. Without a QK
+    transform the `from` form is that copy alone, and the in-place form
+    nothing.
   }];
-  let arguments = (ins AnyMemRef:$tile, Index:$rows, Index:$seq_start,
-                       Index:$batch, AnyMemRef:$scratch, UnitAttr:$is_key);
+  let arguments = (ins AnyMemRef:$tile, Optional<AnyMemRef>:$source, Index:$rows,
+                       Index:$seq_start, Index:$batch, AnyMemRef:$scratch,
+                       UnitAttr:$is_key);
   let assemblyFormat = [{
-    $tile `,` $rows `,` $seq_start `,` $batch `,` $scratch (`key` $is_key^)?
-    attr-dict `:` type($tile) `,` type($scratch)
+    $tile (`from` $source^)? `,` $rows `,` $seq_start `,` $batch `,` $scratch
+    (`key` $is_key^)? attr-dict `:` type($tile) (`from` type($source)^)? `,` type($scratch)
   }];
+  let hasVerifier = 1;
 }
 
 def Attn_ScoreModOp : Attn_Op<"score_mod"> {

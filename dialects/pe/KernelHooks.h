@@ -32,9 +32,13 @@ struct QKPrologueArgs {
 /// attn.qk_transform: rows [0, rows) of tile (memref<R x d x T>, T = f32,
 /// f16 or bf16; the rotation runs in f32) are
 /// sequence indices seqStart + r of batch `batch`, of Q or (isKey) K.
+/// With a source (memref<? x d x S>), the rows are read from it (widened to
+/// f32) and written, transformed, to tile; without one the tile is
+/// transformed in place.
 struct QKTileArgs {
   mlir::Value tile, rows, seqStart, batch, scratch;
   bool isKey = false;
+  mlir::Value source = {};
 };
 
 /// attn.score_mod: scores is St (memref<BN x BM x f32>), St[jr, ir] the score

@@ -14,9 +14,12 @@
 // Layout in scratch, W = rd/2 (half) or rd (interleaved, entries duplicated
 // per channel with sin signed -/+ so that out = x cos + swap_pairs(x) sin):
 //   [Q cos | Q sin | K cos | K sin], each [rows, s, W].
-// Tile transform: per row, vectors of W channels, 2 loads of tables + 2 FMA.
+// Tile transform: per row, vectors of W channels, 2 loads of tables + 2 FMA;
+// from a source (the Q/K operand), rows are read there and written rotated to
+// the tile in the same pass, the channels past the rotary dims copied.
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/RopeConfig.h"
+#include "dialects/pe/TileCopy.h"
 #include "dialects/pe/VectorSinCos.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -244,6 +247,10 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   Value firstRow = arith::MulIOp::create(b, loc, batchRow, indexConst(b, loc, seq));
   firstRow = arith::AddIOp::create(b, loc, firstRow, args.seqStart);
   bool vectorized = layout.width % lanes == 0;
+  // From a source, the channels past the rotary dims are copied unchanged.
+  if (args.source)
+    emitTileRowCopy(b, loc, args.source, args.tile, args.rows,
+                    getRotaryDim().value_or(shape.headDim), shape.headDim, lanes);
   auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
@@ -259,16 +266,22 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   Value c = chanLoop.getInductionVar();
   Value cosAt = arith::AddIOp::create(b, loc, cosRow, c);
   Value sinAt = arith::AddIOp::create(b, loc, sinRow, c);
-  // f16/bf16 tiles (GPU) are rotated in f32: widened on load, narrowed on store.
+  // f16/bf16 tiles (GPU) are rotated in f32: widened on load, narrowed on
+  // store. Rows come from the source when there is one (the Q/K operand,
+  // f32/f16/bf16), else from the tile itself.
   Type element = cast<MemRefType>(args.tile.getType()).getElementType();
   bool narrow = !element.isF32();
+  Value input = args.source ? args.source : args.tile;
+  Type inputElement = cast<MemRefType>(input.getType()).getElementType();
+  bool widen = !inputElement.isF32();
   if (vectorized) {
     auto vecType = VectorType::get({lanes}, b.getF32Type());
     auto tileVecType = VectorType::get({lanes}, element);
+    auto inputVecType = VectorType::get({lanes}, inputElement);
     auto load = [&](Value mem, ValueRange idx) { return vector::LoadOp::create(b, loc, vecType, mem, idx); };
     auto loadTile = [&](ValueRange idx) -> Value {
-      Value x = vector::LoadOp::create(b, loc, tileVecType, args.tile, idx);
-      return narrow ? arith::ExtFOp::create(b, loc, vecType, x).getResult() : x;
+      Value x = vector::LoadOp::create(b, loc, inputVecType, input, idx);
+      return widen ? arith::ExtFOp::create(b, loc, vecType, x).getResult() : x;
     };
     auto storeTile = [&](Value x, ValueRange idx) {
       if (narrow)
@@ -303,8 +316,8 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   // with the (+)sin at entry c + 1.
   auto rotatePair = [&](Value channelA, Value channelB, Value cosIndex, Value sinIndex) {
     auto loadScalar = [&](Value channel) -> Value {
-      Value x = memref::LoadOp::create(b, loc, args.tile, ValueRange{r, channel});
-      return narrow ? arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult() : x;
+      Value x = memref::LoadOp::create(b, loc, input, ValueRange{r, channel});
+      return widen ? arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult() : x;
     };
     Value xa = loadScalar(channelA), xb = loadScalar(channelB);
     Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosIndex});

@@ -2,20 +2,24 @@
 //
 // One work item = (batch b, query head h, query tile qt); the runtime runs
 // items on all cores. Per item:
-//   Qs = Q[b, h, i0 : i0+BM]            qk_transform (RoPE once per Q tile)
+//   Qs = qk_transform(Q[b, h, i0 : i0+BM])  read and rotated in one pass
 //   Qt = transpose(Qs) * scale           [D, BM]: 8 query rows per vector
 //   for each KV tile that the causal/window mask does not hide entirely:
-//     Ks, Vs = K, V[b, h / GROUP, j0 : j0+BN]   qk_transform on Ks; the next
-//                                               tile is prefetched
+//     Ks = qk_transform(K[b, h / GROUP, j0 : j0+BN])   likewise; V is read
+//                                          in place (f32) or widened to Vs;
+//                                          the next tile is prefetched
 //     St = Ks . Qt                       [BN, BM], 6 x 16 register block
 //     score_mod(St)                      softcap, ALiBi, ... (hooks)
 //     mask(St)                           causal, window, key tail -> -inf
 //     m' = max(m, max_j St); P = exp(St - m'); l = l*exp(m - m') + sum_j P
-//     Os = Os * exp(m - m') + P^T . Vs   6 x 16 register block (@pejit_pv_tile)
+//     Os = Os * exp(m - m') + P^T . V    6 x 16 register block (@pejit_pv_tile)
 //   O[b, h, i0 : i0+nq] = Os / l         (l = 0: the row saw no key -> 0)
+// Reading the rows once, transformed on the way into the tile, and V in
+// place: copying Q/K/V into tiles and rotating them there cost ~10% more
+// (bench/RESULTS.md, session 4).
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
-// @exp2_v8, @pejit_pv_tile, @widen8 and @narrow8 live in avx2_blocks.mlir,
+// @exp2_v8, @pejit_pv_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
 // put in place of the `// @pejit-blocks` line at the end before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-template):
@@ -24,9 +28,11 @@
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
 //   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
-//   tiles are f32 either way: 16-bit inputs are widened as they are copied
-//   in (@widen8), the output narrowed as it is stored (@narrow8)
-//   WIDEN8 and NARROW8 (parameters too): those two bodies, a plain return for f32
+//   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
+//   read, 16-bit V by @kv_value_rows, the output narrowed as it is stored
+//   VALUE_ROWS and NARROW8 (parameters too): the bodies of @kv_value_rows
+//   (a view of V for f32, else the widening copy into Vs) and @narrow8 (a
+//   plain return for f32)
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
 !K = memref<${B}x${HKV}x${SKV}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -35,8 +41,12 @@
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
+// Rows of one (batch, head) of Q / K as the QK transform reads them, and the
+// f32 V rows P . V reads (V itself for f32 inputs, else the widened Vs tile).
+!QROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
+!KROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
+!VROWS = memref<?x${DV}xf32, strided<[?, 1], offset: ?>>
 !V8 = vector<8xf32>
-!IN8 = vector<8x${T}>
 !OUT8 = vector<8x${OT}>
 
 // Once per call, before any item, as `step` calls on all cores: call
@@ -116,22 +126,17 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %L = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %A = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
 
-  // Q tile (rows past SQ are zero), transformed once.
-  scf.for %r = %c0 to %BM step %c1 {
-    %valid = arith.cmpi ult, %r, %nq : index
-    %i = arith.addi %i0, %r : index
+  // Q tile: its nq rows read from Q and transformed in one pass (RoPE once
+  // per Q tile), the rows past SQ zero.
+  %q_rows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1]
+      : !Q to !QROWS
+  attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch
+      : memref<${BM}x${D}xf32> from !QROWS, !SCRATCH
+  scf.for %r = %nq to %BM step %c1 {
     scf.for %d = %c0 to %D step %c8 {
-      %x = scf.if %valid -> !V8 {
-        %xt = vector.load %q[%b, %h, %i, %d] : !Q, !IN8
-        %x = func.call @widen8(%xt) : (!IN8) -> !V8
-        scf.yield %x : !V8
-      } else {
-        scf.yield %zv : !V8
-      }
-      vector.store %x, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
+      vector.store %zv, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
     }
   }
-  attn.qk_transform %Qs, %nq, %i0, %b, %scratch : memref<${BM}x${D}xf32>, !SCRATCH
 
   // Qt = transpose(Qs) * scale in 8 x 8 blocks (unpack, shufps, 128-bit
   // permutes: 24 shuffles per block); running max -inf, sum 0, output 0.
@@ -233,34 +238,23 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     %k_left = arith.subi %SKV, %j0 : index
     %nk = arith.minui %k_left, %BN : index
 
-    // K and V tiles (rows past SKV are zero), K transformed as loaded.
-    scf.for %r = %c0 to %BN step %c1 {
-      %valid = arith.cmpi ult, %r, %nk : index
-      %j = arith.addi %j0, %r : index
-      scf.if %valid {
-        scf.for %d = %c0 to %D step %c8 {
-          %xt = vector.load %k[%b, %hk, %j, %d] : !K, !IN8
-          %x = func.call @widen8(%xt) : (!IN8) -> !V8
-          vector.store %x, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
-        }
-        scf.for %d = %c0 to %DV step %c8 {
-          %xt = vector.load %v[%b, %hk, %j, %d] : !V, !IN8
-          %x = func.call @widen8(%xt) : (!IN8) -> !V8
-          vector.store %x, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
-        }
-      } else {
-        scf.for %d = %c0 to %D step %c8 {
-          vector.store %zv, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
-        }
-        scf.for %d = %c0 to %DV step %c8 {
-          vector.store %zv, %Vs[%r, %d] : memref<${BN}x${DV}xf32>, !V8
-        }
+    // K tile: its nk rows read from K and transformed in one pass (rows past
+    // SKV zero). V rows are read where they are (f32) or widened into Vs
+    // (@kv_value_rows); P . V reads only the nk rows that exist. The next KV
+    // tile is prefetched into L2 during P . V below, a few rows per register
+    // block, so these reads do not stall on L3.
+    %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
+        : !K to !KROWS
+    attn.qk_transform %Ks from %k_rows, %nk, %j0, %b, %scratch key
+        : memref<${BN}x${D}xf32> from !KROWS, !SCRATCH
+    scf.for %r = %nk to %BN step %c1 {
+      scf.for %d = %c0 to %D step %c8 {
+        vector.store %zv, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
       }
     }
-    // The next KV tile is prefetched into L2 during P . V below, a few rows
-    // per register block, so its copy does not stall on L3.
+    %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk)
+        : (!V, memref<${BN}x${DV}xf32>, index, index, index, index) -> !VROWS
     %jn = arith.addi %j0, %BN : index
-    attn.qk_transform %Ks, %nk, %j0, %b, %scratch key : memref<${BN}x${D}xf32>, !SCRATCH
 
     // St = Ks . Qt in 6 x 16 blocks: 12 accumulators, 2 loads of Qt and 6
     // broadcasts of Ks per step of d. The 16-query column block of Qt (8 KB
@@ -446,11 +440,11 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
       vector.store %alpha, %A[%iv] : memref<${BM}xf32>, !V8
     }
 
-    // Os = Os * alpha + P^T . Vs (its own function: see @pejit_pv_tile).
+    // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
     %pv_base = arith.addi %i0, %diag_rel : index
-    func.call @pejit_pv_tile(%Os, %St, %Vs, %A, %k, %v, %nq6, %pv_base, %jn, %b, %hk)
-        : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, memref<${BN}x${DV}xf32>,
-           memref<${BM}xf32>, !K, !V, index, index, index, index, index) -> ()
+    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %nq6, %nk, %pv_base, %jn, %b, %hk)
+        : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS,
+           memref<${BM}xf32>, !K, !V, index, index, index, index, index, index) -> ()
   }
 
   // O = Os / l; a row that saw no key (l = 0) is 0.

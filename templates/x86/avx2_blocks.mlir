@@ -2,13 +2,16 @@
 // put in place of its `// @pejit-blocks` line before parameter substitution
 // and parsing: the types !K,
 // !V and !V8 and the parameters are the ones that file defines.
-//   @widen8         8 input elements to f32 (f16/bf16 inputs; identity for f32)
+//   @kv_value_rows  the f32 rows of a V tile that P . V reads
 //   @narrow8        8 f32 results to the output type
 //   @exp2_v8        the softmax's vector 2^x
-//   @pejit_pv_tile  Os = Os * alpha + P^T . Vs for one KV tile
+//   @pejit_pv_tile  Os = Os * alpha + P^T . V for one KV tile
 
-func.func private @widen8(%x: !IN8) -> !V8 {
-  ${WIDEN8}
+// Rows [j0, j0 + nk) of V[b, hk] as f32 rows: for f32 inputs a view of V
+// itself (no copy), else those rows widened into Vs.
+func.func private @kv_value_rows(%v: !V, %Vs: memref<${BN}x${DV}xf32>, %b: index, %hk: index,
+                                 %j0: index, %nk: index) -> !VROWS {
+  ${VALUE_ROWS}
 }
 
 func.func private @narrow8(%x: !V8) -> !OUT8 {
@@ -50,16 +53,17 @@ func.func private @exp2_v8(%x: !V8) -> !V8 {
   return %r : !V8
 }
 
-// Os = Os * alpha + P^T . Vs for one KV tile, in 6 x 16 blocks: the rescale
-// is folded into loading the accumulators; 2 loads of Vs and 6 broadcasts of P
+// Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the rescale
+// is folded into loading the accumulators; 2 loads of V and 6 broadcasts of P
 // per key. Rows [0, nq6) of the tile; under a causal mask, key j is seen by
 // row r iff j <= r + pv_base (pv_base = i0 + OFF - j0). The next KV tile
 // (rows from jn) is prefetched a few rows per block.
 // A function of its own (never inlined) so the backend compiles it in
 // parallel with the rest of the kernel (runtime/ParallelCodegen.cpp).
 func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
-                         %Vs: memref<${BN}x${DV}xf32>, %A: memref<${BM}xf32>, %k: !K, %v: !V,
-                         %nq6: index, %pv_base: index, %jn: index, %b: index, %hk: index)
+                         %Vr: !VROWS, %A: memref<${BM}xf32>, %k: !K, %v: !V,
+                         %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
+                         %hk: index)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -93,12 +97,13 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
     %al3 = vector.broadcast %al3s : f32 to !V8
     %al4 = vector.broadcast %al4s : f32 to !V8
     %al5 = vector.broadcast %al5s : f32 to !V8
-    // Causal: P is exactly 0 past the last key these 6 rows see.
+    // Causal: P is exactly 0 past the last key these 6 rows see; past the
+    // nk keys of the tile it is 0 too, and V has no rows there.
     %pv_seen1 = arith.addi %pv_base, %ir : index
     %pv_seen = arith.addi %pv_seen1, %c6 : index
     %pv_lo = arith.maxsi %pv_seen, %c0 : index
-    %pv_hi = arith.minsi %pv_lo, %BN : index
-    %j_end = arith.select %causal, %pv_hi, %BN : index
+    %pv_hi = arith.minsi %pv_lo, %nk : index
+    %j_end = arith.select %causal, %pv_hi, %nk : index
     scf.for %dc = %c0 to %DV step %c16 {
       %dc1 = arith.addi %dc, %c8 : index
       // Rows [r0, r1) of the next KV tile: spread over all P . V blocks
@@ -157,8 +162,8 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
           iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
                     %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
           -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-        %v0 = vector.load %Vs[%j, %dc] : memref<${BN}x${DV}xf32>, !V8
-        %v1 = vector.load %Vs[%j, %dc1] : memref<${BN}x${DV}xf32>, !V8
+        %v0 = vector.load %Vr[%j, %dc] : !VROWS, !V8
+        %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !V8
         %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
         %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
         %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>

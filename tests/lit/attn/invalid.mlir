@@ -206,3 +206,43 @@ func.func @fused_alibi_heads(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>,
   %o = attn.attention %q, %k, %v encodings([#pe.alibi<num_heads = 8, head_offset = 6, form = causal>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
   return
 }
+
+// -----
+
+func.func @qk_transform_tile_rank(%tile: memref<16xf32>, %scratch: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'attn.qk_transform' op tile must be a 2-D memref [rows, d], got 'memref<16xf32>'}}
+  attn.qk_transform %tile, %n, %n, %n, %scratch : memref<16xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @qk_transform_source_rank(%tile: memref<16x64xf32>, %rows: memref<1x16x64xf32>, %scratch: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'attn.qk_transform' op source must be a 2-D memref [rows, d], got 'memref<1x16x64xf32>'}}
+  attn.qk_transform %tile from %rows, %n, %n, %n, %scratch : memref<16x64xf32> from memref<1x16x64xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @qk_transform_source_width(%tile: memref<16x64xf32>, %rows: memref<?x32xf32>, %scratch: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'attn.qk_transform' op source rows have 32 elements but tile rows 64}}
+  attn.qk_transform %tile from %rows, %n, %n, %n, %scratch : memref<16x64xf32> from memref<?x32xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @qk_transform_source_ints(%tile: memref<16x64xf32>, %rows: memref<?x64xi32>, %scratch: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'attn.qk_transform' op source and tile must hold floats}}
+  attn.qk_transform %tile from %rows, %n, %n, %n, %scratch : memref<16x64xf32> from memref<?x64xi32>, memref<?xf32>
+  return
+}
+
+// -----
+
+func.func @qk_prologue_half_rows(%pos: memref<1x16xi64>, %scratch: memref<?xf32>, %first: index) {
+  // expected-error @+1 {{'attn.qk_prologue' op rows(begin, step) needs both operands}}
+  "attn.qk_prologue"(%pos, %pos, %scratch, %first) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>, index) -> ()
+  return
+}

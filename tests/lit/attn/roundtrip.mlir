@@ -62,3 +62,21 @@ func.func @fused(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tenso
   %o = attn.attention %q, %k, %v query_positions(%p : tensor<16xi32>) key_positions(%p : tensor<16xi32>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0, scaling = #pe.linear<factor = 2.0>>, #pe.alibi<num_heads = 8, head_offset = 4, form = symmetric>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
 }
+
+// The template hook ops, as kernel templates write them: the prologue (all
+// rows, or a GPU thread's share), the QK transform in place and from the Q/K
+// rows themselves (f16 rows into an f32 tile), and the score modifier.
+// CHECK-LABEL: func.func @hooks
+func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: memref<?xf32>, %tile: memref<16x64xf32>, %rows: memref<?x64xf16, strided<[?, 1], offset: ?>>, %scores: memref<16x16xf32>, %n: index, %first: index, %step: index) {
+  // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
+  attn.qk_prologue %qpos, %kpos, %scratch : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
+  // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
+  // CHECK: attn.qk_transform %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<16x64xf32>, memref<?xf32>
+  attn.qk_transform %tile, %n, %first, %first, %scratch : memref<16x64xf32>, memref<?xf32>
+  // CHECK: attn.qk_transform %{{.*}} from %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
+  attn.qk_transform %tile from %rows, %n, %first, %first, %scratch key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
+  // CHECK: attn.score_mod %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<16x16xf32>
+  attn.score_mod %scores, %n, %first, %step : memref<16x16xf32>
+  return
+}

@@ -2,7 +2,10 @@
 // AVX2 template's kernel, with the encodings' hooks expanded in place of
 // attn.qk_prologue / attn.qk_transform / attn.score_mod.
 //   RoPE:  prologue tables cos/sin(pos * inv_freq) (vector sin/cos in f64),
-//          tile rotation out = x cos + partner(x) sin (FMA on 8 lanes)
+//          tile rotation out = x cos + partner(x) sin (FMA on 8 lanes), read
+//          from the Q / K rows themselves and written to the tile in one pass
+//          (out_a = x_a cos - x_b sin, out_b = x_b cos + x_a sin)
+//   V:     read in place by P . V when f32 (a view), else widened into a tile
 //   ALiBi: St[jr, ir] += -slope[h] * ((i0 + ir + off) - (j0 + jr))
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-template | FileCheck %s
 
@@ -19,8 +22,20 @@
 // CHECK-LABEL: func.func @pejit_item
 // CHECK-NOT: attn.qk_transform
 // CHECK-NOT: attn.score_mod
-// Q tile rotated (half layout: channels c and c + 32).
-// CHECK: vector.fma {{.*}} : vector<8xf32>
+// Q tile: rows of Q[b, h] rotated straight into the f32 tile (half layout:
+// channels c and c + 32).
+// CHECK: %[[QROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : memref<1x4x100x64xf32, strided<[?, ?, ?, 1], offset: ?>> to memref<?x64xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[XA:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: %[[XB:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: %[[XBS:.*]] = arith.mulf %[[XB]], %{{.*}} : vector<8xf32>
+// CHECK: %[[NXBS:.*]] = arith.negf %[[XBS]]
+// CHECK: %[[OUTA:.*]] = vector.fma %[[XA]], %{{.*}}, %[[NXBS]] : vector<8xf32>
+// CHECK: vector.store %[[OUTA]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
+// K tile: the same from K[b, h / GROUP]; V stays where it is.
+// CHECK: %[[KROWS:.*]] = memref.subview %arg1[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
+// CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: vector.store {{.*}} : memref<96x64xf32>, vector<8xf32>
+// CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
 // ALiBi slopes of 4 heads, negated (-2^-2, -2^-4, -2^-6, -2^-8), chosen by
 // the head index with a chain of selects.
 // CHECK-DAG: arith.constant -3.906250e-03 : f32
@@ -29,6 +44,9 @@
 // CHECK-DAG: arith.constant -2.500000e-01 : f32
 // CHECK: arith.select {{.*}} : f32
 // The blocks (templates/x86/avx2_blocks.mlir) follow the kernel.
+// CHECK-LABEL: func.func private @kv_value_rows
+// CHECK-NEXT: %[[VIEW:.*]] = memref.subview %arg0[%arg2, %arg3, %arg4, 0] [1, 1, %arg5, 64] [1, 1, 1, 1]
+// CHECK-NEXT: return %[[VIEW]] : memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func private @exp2_v8
 // CHECK-LABEL: func.func @pejit_pv_tile
 // CHECK-SAME: passthrough = ["noinline"]
@@ -68,16 +86,25 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 
 // -----
 
-// bf16 in, bf16 out: tiles stay f32. @widen8 extends each 8 loaded values;
+// bf16 in, bf16 out: tiles stay f32. Without a QK transform the Q and K rows
+// are only copied, widened (extf); @kv_value_rows widens V into its tile;
 // @narrow8 rounds to nearest even by hand,
 // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16, with NaN kept quiet (0x7fc00000).
 // CHECK: pejit.kernel = {arguments = ["query", "key", "value"], dtype = "bf16", {{.*}}out_dtype = "bf16"
 // CHECK-LABEL: func.func @pejit_item
-// CHECK: vector.load %{{.*}} : memref<1x2x40x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
-// CHECK: call @widen8({{.*}}) : (vector<8xbf16>) -> vector<8xf32>
-// CHECK: call @narrow8({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
-// CHECK-LABEL: func.func private @widen8
+// CHECK: %[[QROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
+// CHECK: %[[Q8:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: %[[Q8F:.*]] = arith.extf %[[Q8]] : vector<8xbf16> to vector<8xf32>
+// CHECK: vector.store %[[Q8F]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
+// CHECK: %[[KROWS:.*]] = memref.subview %arg1{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
+// CHECK: vector.load %[[KROWS]]
 // CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: call @narrow8({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
+// CHECK-LABEL: func.func private @kv_value_rows
+// CHECK: vector.load %arg0[{{.*}}] : memref<1x2x40x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: vector.store {{.*}} : memref<96x64xf32>, vector<8xf32>
+// CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func private @narrow8
 // CHECK-DAG: arith.constant dense<32767> : vector<8xi32>
 // CHECK-DAG: arith.constant dense<2143289344> : vector<8xi32>
