@@ -58,6 +58,33 @@ std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTil
          "  %rows = memref.cast %Vs : " + tile + " to !VROWS\n"
          "  return %rows : !VROWS";
 }
+/// Whether K is rotated once per call into a key cache in scratch
+/// (@pejit_prepare) or once per (Q tile, K tile) as the items load it.
+/// Once per call pays one pass over K and a scratch of K's size in f32; per
+/// tile pays ceil(SQ / BM) rotations of every K row (~5% of a causal
+/// s = 2048 prefill, more without a mask). So: with a QK transform, two or
+/// more Q tiles, and a cache of at most kMaxKeyCacheBytes.
+struct KeyCachePlan {
+  bool enabled = false;
+  int64_t keyTiles = 0, jobs = 0, offset = 0, scratchFloats = 0;
+};
+constexpr int64_t kMaxKeyCacheBytes = int64_t(256) << 20;
+KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const TemplateTiles &tiles,
+                          int64_t numQueryTiles, bool hasQKTransform, int64_t tableFloats) {
+  KeyCachePlan plan;
+  plan.keyTiles = (shape.keySeq + tiles.keyTile - 1) / tiles.keyTile;
+  plan.scratchFloats = tableFloats;
+  int64_t cacheFloats =
+      shape.batch * shape.kvHeads * plan.keyTiles * tiles.keyTile * shape.headDim;
+  plan.enabled = hasQKTransform && numQueryTiles >= 2 && cacheFloats * 4 <= kMaxKeyCacheBytes;
+  if (!plan.enabled)
+    return plan;
+  plan.jobs = shape.batch * shape.kvHeads * plan.keyTiles;
+  plan.offset = (tableFloats + 15) / 16 * 16; // 64-byte aligned tiles
+  plan.scratchFloats = plan.offset + cacheFloats;
+  return plan;
+}
+
 /// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
 std::string narrowBody(const std::string &t) {
   if (t == "f32")
@@ -136,6 +163,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   }
 
   int64_t numQueryTiles = (shape.querySeq + tiles.queryTile - 1) / tiles.queryTile;
+  KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
+                                       qkTransform ? qkTransform.getScratchFloats(shape) : 0);
   std::optional<int64_t> window = op.getWindow();
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
@@ -152,6 +181,10 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
       {"T", kernelElementTypeName(inType)}, {"OT", kernelElementTypeName(outType)},
+      {"KONCE", keyCache.enabled ? "true" : "false"},
+      {"KOFF", std::to_string(keyCache.offset)}, {"NKT", std::to_string(keyCache.keyTiles)},
+      {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
+      {"PREPARE_JOBS", std::to_string(keyCache.jobs)},
       {"VALUE_ROWS",
        valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile)},
       {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
@@ -170,12 +203,12 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
     softcap = attr.getValueAsDouble();
   expandHooks(*kernel, shape, qkTransform, scoreBiases, softcap);
 
-  int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
   int64_t items = shape.batch * shape.queryHeads * numQueryTiles;
   Builder attrs(module.getContext());
   NamedAttrList info;
   info.append("items", attrs.getI64IntegerAttr(items));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(scratchFloats));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(keyCache.scratchFloats));
+  info.append("prepare_jobs", attrs.getI64IntegerAttr(keyCache.jobs));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
   info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));

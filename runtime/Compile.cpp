@@ -156,6 +156,7 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
   artifact.items = intField(info, "items");
   artifact.scratchFloats = intField(info, "scratch_floats");
+  artifact.prepareJobs = intField(info, "prepare_jobs");
   artifact.queryPositionRows = intField(info, "query_position_rows");
   artifact.keyPositionRows = intField(info, "key_position_rows");
   artifact.inputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("dtype"));
@@ -210,7 +211,16 @@ CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) 
   Expected<void *> item = (*object)->lookup("_mlir_ciface_pejit_item");
   if (!item)
     return Result::error(item.error());
+  void *prepare = nullptr;
+  if (artifact.prepareJobs > 0) {
+    Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_prepare");
+    if (!found)
+      return Result::error(found.error());
+    prepare = *found;
+  }
   std::shared_ptr<CompiledKernel> kernel(new CompiledKernel());
+  kernel->prepare_ = reinterpret_cast<PrepareFn>(prepare);
+  kernel->prepareJobs = artifact.prepareJobs;
   kernel->pool_ = std::move(pool);
   kernel->object_ = std::move(*object);
   kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);

@@ -6,6 +6,7 @@
 #include "runtime/Pejit.h"
 #include "runtime/ThreadPool.h"
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,9 @@ template <typename T, int Rank> struct MemRefDescriptor {
 /// (query positions, key positions, scratch, first row, row step).
 using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
                             MemRefDescriptor<float, 1> *, int64_t, int64_t);
+/// (key, scratch, first job, job step): the key cache jobs (pejit_prepare).
+using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
+                           int64_t);
 using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 1> *, int64_t);
@@ -45,6 +49,8 @@ struct KernelArtifact {
   Shape shape;
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
+  int64_t prepareJobs = 0;
   DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
   std::map<std::string, std::string> stages; // source, fused, tiled, llvm
   /// Host: ELF relocatables, one per codegen part, linked together on load.
@@ -69,6 +75,7 @@ public:
   Shape shape;
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  int64_t prepareJobs = 0;
   DType inputDtype = DType::F32, outputDtype = DType::F32;
   double compileMs = 0;
   bool fromDisk = false;
@@ -81,8 +88,20 @@ private:
   mutable std::mutex derivedMutex_;
   std::unique_ptr<LoadedObject> object_;
   PrologueFn prologue_ = nullptr;
+  PrepareFn prepare_ = nullptr;
   ItemFn item_ = nullptr;
   std::shared_ptr<ThreadPool> pool_;
+  /// Scratch buffers of earlier runs, kept for the next ones: the key cache
+  /// makes scratch as big as K, and fresh pages per call cost page faults.
+  /// Concurrent runs each take their own.
+  struct FreeScratch {
+    void operator()(float *p) const { std::free(p); }
+  };
+  using ScratchBuffer = std::unique_ptr<float, FreeScratch>;
+  ScratchBuffer takeScratch() const;
+  void returnScratch(ScratchBuffer buffer) const;
+  mutable std::mutex scratchMutex_;
+  mutable std::vector<ScratchBuffer> spareScratch_;
 };
 
 /// Initializes the native target and registers pejit's passes (once per

@@ -304,6 +304,7 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
     artifact.arguments.push_back(role);
   artifact.items = std::atoll(meta->fields["items"].c_str());
   artifact.scratchFloats = std::atoll(meta->fields["scratch"].c_str());
+  artifact.prepareJobs = std::atoll(meta->fields["prepare-jobs"].c_str());
   std::istringstream rows(meta->fields["position-rows"]);
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
   std::istringstream dtypes(meta->fields["dtypes"]);
@@ -358,6 +359,7 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "arguments " + joined(artifact.arguments) + "\n";
   meta += "items " + std::to_string(artifact.items) + "\n";
   meta += "scratch " + std::to_string(artifact.scratchFloats) + "\n";
+  meta += "prepare-jobs " + std::to_string(artifact.prepareJobs) + "\n";
   meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +

@@ -157,9 +157,12 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
                                   {queryPositionRows, s.querySeq}, {s.querySeq, 1}};
   MemRefDescriptor<int64_t, 2> kp{keyPositions.data(), keyPositions.data(), 0,
                                   {keyPositionRows, s.keySeq}, {s.keySeq, 1}};
-  std::vector<float> scratch(std::max<int64_t>(scratchFloats, 1));
-  MemRefDescriptor<float, 1> sd{scratch.data(), scratch.data(), 0,
-                                {static_cast<int64_t>(scratch.size())}, {1}};
+  ScratchBuffer scratch = takeScratch();
+  if (!scratch)
+    return Status::error("out of memory: the kernel's scratch of " +
+                         std::to_string(scratchFloats) + " floats could not be allocated");
+  MemRefDescriptor<float, 1> sd{scratch.get(), scratch.get(), 0,
+                                {std::max<int64_t>(scratchFloats, 1)}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   // The tables (RoPE's cos/sin per position) on all cores: call i fills
@@ -173,6 +176,15 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
       prologue_(&qpc, &kpc, &sdc, part, parts);
     });
   }
+  // K rotated once into the key cache (after all tables exist).
+  if (prepareJobs > 0) {
+    int64_t parts = std::min<int64_t>(pool_->threads(), prepareJobs);
+    pool_->parallelFor(parts, [&](int64_t part) {
+      MemRefDescriptor<float, 4> kc = k;
+      MemRefDescriptor<float, 1> sdc = sd;
+      prepare_(&kc, &sdc, part, parts);
+    });
+  }
   ItemFn item = item_;
   pool_->parallelFor(items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write
@@ -181,7 +193,29 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
     MemRefDescriptor<float, 1> scc = sd;
     item(&qc, &kc, &vc, &oc, &scc, index);
   });
+  returnScratch(std::move(scratch));
   return Status();
+}
+
+CompiledKernel::ScratchBuffer CompiledKernel::takeScratch() const {
+  {
+    std::lock_guard<std::mutex> lock(scratchMutex_);
+    if (!spareScratch_.empty()) {
+      ScratchBuffer buffer = std::move(spareScratch_.back());
+      spareScratch_.pop_back();
+      return buffer;
+    }
+  }
+  // Every float the kernel reads from scratch it wrote first (tables, key
+  // cache), so the buffer needs no clearing. 64-byte aligned for its tiles.
+  size_t bytes = (static_cast<size_t>(std::max<int64_t>(scratchFloats, 1)) * sizeof(float) + 63) /
+                 64 * 64;
+  return ScratchBuffer(static_cast<float *>(std::aligned_alloc(64, bytes)));
+}
+
+void CompiledKernel::returnScratch(ScratchBuffer buffer) const {
+  std::lock_guard<std::mutex> lock(scratchMutex_);
+  spareScratch_.push_back(std::move(buffer));
 }
 
 Status Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {

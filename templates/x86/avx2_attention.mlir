@@ -30,6 +30,9 @@
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
 //   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
 //   read, 16-bit V by @kv_value_rows, the output narrowed as it is stored
+//   ${KONCE} (true|false): K rotated once per call into the key cache (a
+//   region of scratch from float ${KOFF}: [B, HKV, NKT, BN, D]) by
+//   @pejit_prepare's ${PREPARE_JOBS} jobs, ${NKT} = ceil(SKV / BN)
 //   VALUE_ROWS and NARROW8 (parameters too): the bodies of @kv_value_rows
 //   (a view of V for f32, else the widening copy into Vs) and @narrow8 (a
 //   plain return for f32)
@@ -46,6 +49,8 @@
 !QROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
 !KROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
 !VROWS = memref<?x${DV}xf32, strided<[?, 1], offset: ?>>
+// A rotated K tile as S reads it: the Ks tile, or a tile of the key cache.
+!KTILE = memref<${BN}x${D}xf32, strided<[${D}, 1], offset: ?>>
 !V8 = vector<8xf32>
 !OUT8 = vector<8x${OT}>
 
@@ -54,6 +59,47 @@
 func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first: index,
                           %step: index) attributes {llvm.emit_c_interface} {
   attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
+  return
+}
+
+// After the prologue, as `step` calls on all cores, when K is rotated once
+// per call (${KONCE}): job t = (b, hk, key tile jt), t = first, first + step,
+// ..., transforms K rows [jt BN, jt BN + nk) into the key cache tile
+// K'[b, hk, jt] in scratch (rows past SKV zero). Items then read rotated K
+// tiles where they are instead of rotating each K tile once per Q tile
+// (ceil(SQ / BM) times per call).
+func.func @pejit_prepare(%k: !K, %scratch: !SCRATCH, %first: index, %step: index)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %BN = arith.constant ${BN} : index
+  %D = arith.constant ${D} : index
+  %SKV = arith.constant ${SKV} : index
+  %HKV = arith.constant ${HKV} : index
+  %NKT = arith.constant ${NKT} : index
+  %jobs = arith.constant ${PREPARE_JOBS} : index
+  %zv = arith.constant dense<0.0> : !V8
+  scf.for %t = %first to %jobs step %step {
+    %jt = arith.remui %t, %NKT : index
+    %bh = arith.divui %t, %NKT : index
+    %hk = arith.remui %bh, %HKV : index
+    %b = arith.divui %bh, %HKV : index
+    %j0 = arith.muli %jt, %BN : index
+    %k_left = arith.subi %SKV, %j0 : index
+    %nk = arith.minui %k_left, %BN : index
+    %kt = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
+        : (!SCRATCH, index, index, index) -> !KTILE
+    %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
+        : !K to !KROWS
+    attn.qk_transform %kt from %k_rows, %nk, %j0, %b, %scratch key
+        : !KTILE from !KROWS, !SCRATCH
+    scf.for %r = %nk to %BN step %c1 {
+      scf.for %d = %c0 to %D step %c8 {
+        vector.store %zv, %kt[%r, %d] : !KTILE, !V8
+      }
+    }
+  }
   return
 }
 
@@ -83,6 +129,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %OFF = arith.constant ${OFF} : index
   %WINDOW = arith.constant ${WINDOW} : index
   %causal = arith.constant ${CAUSAL}
+  %konce = arith.constant ${KONCE}
   %has_window = arith.constant ${HAS_WINDOW}
   %scale = arith.constant ${SCALE} : f32
   %zero = arith.constant 0.0 : f32
@@ -238,19 +285,28 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     %k_left = arith.subi %SKV, %j0 : index
     %nk = arith.minui %k_left, %BN : index
 
-    // K tile: its nk rows read from K and transformed in one pass (rows past
-    // SKV zero). V rows are read where they are (f32) or widened into Vs
+    // K tile: a tile of the key cache when K is rotated once per call, else
+    // its nk rows read from K and transformed in one pass (rows past SKV
+    // zero). V rows are read where they are (f32) or widened into Vs
     // (@kv_value_rows); P . V reads only the nk rows that exist. The next KV
     // tile is prefetched into L2 during P . V below, a few rows per register
     // block, so these reads do not stall on L3.
-    %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
-        : !K to !KROWS
-    attn.qk_transform %Ks from %k_rows, %nk, %j0, %b, %scratch key
-        : memref<${BN}x${D}xf32> from !KROWS, !SCRATCH
-    scf.for %r = %nk to %BN step %c1 {
-      scf.for %d = %c0 to %D step %c8 {
-        vector.store %zv, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
+    %Kt = scf.if %konce -> !KTILE {
+      %cached = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
+          : (!SCRATCH, index, index, index) -> !KTILE
+      scf.yield %cached : !KTILE
+    } else {
+      %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
+          : !K to !KROWS
+      attn.qk_transform %Ks from %k_rows, %nk, %j0, %b, %scratch key
+          : memref<${BN}x${D}xf32> from !KROWS, !SCRATCH
+      scf.for %r = %nk to %BN step %c1 {
+        scf.for %d = %c0 to %D step %c8 {
+          vector.store %zv, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
+        }
       }
+      %tile = memref.cast %Ks : memref<${BN}x${D}xf32> to !KTILE
+      scf.yield %tile : !KTILE
     }
     %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk)
         : (!V, memref<${BN}x${DV}xf32>, index, index, index, index) -> !VROWS
@@ -285,12 +341,12 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
             -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
           %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !V8
           %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !V8
-          %k0s = memref.load %Ks[%jr, %d] : memref<${BN}x${D}xf32>
-          %k1s = memref.load %Ks[%jr1, %d] : memref<${BN}x${D}xf32>
-          %k2s = memref.load %Ks[%jr2, %d] : memref<${BN}x${D}xf32>
-          %k3s = memref.load %Ks[%jr3, %d] : memref<${BN}x${D}xf32>
-          %k4s = memref.load %Ks[%jr4, %d] : memref<${BN}x${D}xf32>
-          %k5s = memref.load %Ks[%jr5, %d] : memref<${BN}x${D}xf32>
+          %k0s = memref.load %Kt[%jr, %d] : !KTILE
+          %k1s = memref.load %Kt[%jr1, %d] : !KTILE
+          %k2s = memref.load %Kt[%jr2, %d] : !KTILE
+          %k3s = memref.load %Kt[%jr3, %d] : !KTILE
+          %k4s = memref.load %Kt[%jr4, %d] : !KTILE
+          %k5s = memref.load %Kt[%jr5, %d] : !KTILE
           %k0 = vector.broadcast %k0s : f32 to !V8
           %k1 = vector.broadcast %k1s : f32 to !V8
           %k2 = vector.broadcast %k2s : f32 to !V8
@@ -442,9 +498,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
 
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
     %pv_base = arith.addi %i0, %diag_rel : index
-    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %nq6, %nk, %pv_base, %jn, %b, %hk)
-        : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS,
-           memref<${BM}xf32>, !K, !V, index, index, index, index, index, index) -> ()
+    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %scratch, %nq6, %nk, %pv_base, %jn,
+                             %b, %hk)
+        : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
+           !V, !SCRATCH, index, index, index, index, index, index) -> ()
   }
 
   // O = Os / l; a row that saw no key (l = 0) is 0.

@@ -3,9 +3,29 @@
 // and parsing: the types !K,
 // !V and !V8 and the parameters are the ones that file defines.
 //   @kv_value_rows  the f32 rows of a V tile that P . V reads
+//   @key_cache_tile a tile of the key cache (K rotated once per call)
 //   @narrow8        8 f32 results to the output type
 //   @exp2_v8        the softmax's vector 2^x
 //   @pejit_pv_tile  Os = Os * alpha + P^T . V for one KV tile
+
+// Key tile jt of K'[b, hk] in the key cache: scratch floats from
+// KOFF + ((b HKV + hk) NKT + jt) BN D, BN rows of D.
+func.func private @key_cache_tile(%scratch: !SCRATCH, %b: index, %hk: index, %jt: index)
+    -> !KTILE {
+  %HKV = arith.constant ${HKV} : index
+  %NKT = arith.constant ${NKT} : index
+  %tile_floats = arith.constant ${KTILE_FLOATS} : index
+  %base = arith.constant ${KOFF} : index
+  %bh0 = arith.muli %b, %HKV : index
+  %bh = arith.addi %bh0, %hk : index
+  %t0 = arith.muli %bh, %NKT : index
+  %t = arith.addi %t0, %jt : index
+  %off0 = arith.muli %t, %tile_floats : index
+  %off = arith.addi %base, %off0 : index
+  %tile = memref.reinterpret_cast %scratch to offset: [%off], sizes: [${BN}, ${D}],
+      strides: [${D}, 1] : !SCRATCH to !KTILE
+  return %tile : !KTILE
+}
 
 // Rows [j0, j0 + nk) of V[b, hk] as f32 rows: for f32 inputs a view of V
 // itself (no copy), else those rows widened into Vs.
@@ -62,7 +82,7 @@ func.func private @exp2_v8(%x: !V8) -> !V8 {
 // parallel with the rest of the kernel (runtime/ParallelCodegen.cpp).
 func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
                          %Vr: !VROWS, %A: memref<${BM}xf32>, %k: !K, %v: !V,
-                         %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
+                         %scratch: !SCRATCH, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
                          %hk: index)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
@@ -79,6 +99,7 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
   %DV = arith.constant ${DV} : index
   %SKV = arith.constant ${SKV} : index
   %causal = arith.constant ${CAUSAL}
+  %konce = arith.constant ${KONCE}
   scf.for %ir = %c0 to %nq6 step %c6 {
     %ir1 = arith.addi %ir, %c1 : index
     %ir2 = arith.addi %ir, %c2 : index
@@ -125,11 +146,25 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
       %pf_end = arith.minsi %pf_end1, %BN : index
       %pr0 = arith.minsi %pr0a, %pf_end : index
       %pr1 = arith.minsi %pr1a, %pf_end : index
+      scf.if %konce {
+        %jtn = arith.divui %jn, %BN : index
+        %kn = func.call @key_cache_tile(%scratch, %b, %hk, %jtn)
+            : (!SCRATCH, index, index, index) -> !KTILE
+        scf.for %pr = %pr0 to %pr1 step %c1 {
+          scf.for %d = %c0 to %D step %c16 {
+            memref.prefetch %kn[%pr, %d], read, locality<2>, data : !KTILE
+          }
+        }
+      } else {
+        scf.for %pr = %pr0 to %pr1 step %c1 {
+          %pj = arith.addi %jn, %pr : index
+          scf.for %d = %c0 to %D step %c16 {
+            memref.prefetch %k[%b, %hk, %pj, %d], read, locality<2>, data : !K
+          }
+        }
+      }
       scf.for %pr = %pr0 to %pr1 step %c1 {
         %pj = arith.addi %jn, %pr : index
-        scf.for %d = %c0 to %D step %c16 {
-          memref.prefetch %k[%b, %hk, %pj, %d], read, locality<2>, data : !K
-        }
         scf.for %d = %c0 to %DV step %c16 {
           memref.prefetch %v[%b, %hk, %pj, %d], read, locality<2>, data : !V
         }

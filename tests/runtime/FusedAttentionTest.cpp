@@ -156,6 +156,32 @@ TEST(FusedAttention, ExplicitNonContiguousPositionsPerBatch) {
   expectMatches(c);
 }
 
+TEST(FusedAttention, KeyCacheWithManyQueryTiles) {
+  // Three Q tiles: K is rotated once per call into the key cache
+  // (@pejit_prepare) and the items read it. Batch 2 with a position row per
+  // batch, GQA 4/2, partial interleaved rotary dims, a 62-row last K tile
+  // (350 = 3 * 96 + 62), causal and not. Each case runs twice: the second
+  // run reuses the first one's scratch, uncleared.
+  for (bool causal : {true, false}) {
+    Case c = shaped(2, 4, 2, 300, 350, 64);
+    c.spec.rope = rope(ref::RopeLayout::Interleaved, 10000.0, 32);
+    c.spec.positionsPerBatch = true;
+    c.spec.causal = causal;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t s = 0; s < 300; ++s)
+        c.queryPositions.push_back(50 + s + 100 * b);
+      for (int64_t s = 0; s < 350; ++s)
+        c.keyPositions.push_back(s + 100 * b);
+    }
+    expectMatches(c);
+    expectMatches(c);
+    // b * hkv * ceil(350 / 96) = 16 jobs: the cache was used.
+    Expected<Kernel> kernel = suiteRuntime->get(Spec::fromBuilder(c.spec, c.shape), c.tiles);
+    ASSERT_TRUE(kernel) << kernel.error();
+    EXPECT_NE(kernel->ir("tiled")->find("prepare_jobs = 16 : i64"), std::string::npos);
+  }
+}
+
 TEST(FusedAttention, DecodeWithPositionOffset) {
   // One query at position 999 over 1000 cached keys (the default), then the
   // same with explicit shifted positions (a KV cache starting at 5000).

@@ -10,8 +10,9 @@
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-template | FileCheck %s
 
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
-// 2 * (100 + 100) positions * 32 frequencies.
-// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is
+// rotated once anyway, as the K tiles are loaded (no key cache, no prepare).
+// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NOT: attn.qk_prologue
 // The f64 angle and its exact range reduction (round(x * 2/pi)).
@@ -54,6 +55,32 @@
 func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
+}
+
+// -----
+
+// Three Q tiles (sq = 300, tile_m = 144): K is rotated once per call into a
+// key cache instead of once per Q tile. @pejit_prepare has one job per
+// (b, hk, key tile): b * hkv * ceil(300 / 96) = 4; the cache sits after the
+// tables (2 * (300 + 300) * 32 = 38400 floats) and holds 4 tiles of 96 x 64
+// floats: scratch = 38400 + 4 * 6144 = 62976. Items read the cached tile.
+// CHECK: pejit.kernel = {{{.*}}prepare_jobs = 4 : i64, {{.*}}scratch_floats = 62976 : i64
+// CHECK-LABEL: func.func @pejit_prepare
+// CHECK: scf.for %{{.*}} = %arg2 to %{{.*}} step %arg3
+// CHECK: %[[TILE:.*]] = func.call @key_cache_tile(%arg1,
+// CHECK: %[[ROWS:.*]] = memref.subview %arg0
+// CHECK: vector.load %[[ROWS]]
+// CHECK: vector.store {{.*}}, %[[TILE]][{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: %[[KT:.*]] = scf.if %{{.*}} -> (memref<96x64xf32, strided<[64, 1], offset: ?>>)
+// CHECK-NEXT: func.call @key_cache_tile(%arg4,
+// CHECK: memref.load %[[KT]][{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>
+// CHECK-LABEL: func.func private @key_cache_tile
+// CHECK: %[[OFF:.*]] = arith.addi %c38400, %{{.*}} : index
+// CHECK: memref.reinterpret_cast %arg0 to offset: [%[[OFF]]], sizes: [96, 64], strides: [64, 1]
+func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v: tensor<1x1x300x64xf32>) -> tensor<1x2x300x64xf32> {
+  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x300x64xf32>, tensor<1x1x300x64xf32>, tensor<1x1x300x64xf32> -> tensor<1x2x300x64xf32>
+  return %o : tensor<1x2x300x64xf32>
 }
 
 // -----
