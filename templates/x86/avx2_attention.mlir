@@ -5,9 +5,10 @@
 //   Qs = qk_transform(Q[b, h, i0 : i0+BM])  read and rotated in one pass
 //   Qt = transpose(Qs) * scale           [D, BM]: 8 query rows per vector
 //   for each KV tile that the causal/window mask does not hide entirely:
-//     Ks = qk_transform(K[b, h / GROUP, j0 : j0+BN])   likewise; V is read
-//                                          in place (f32) or widened to Vs;
-//                                          the next tile is prefetched
+//     Ks = qk_transform(K[b, h / GROUP, j0 : j0+BN])   likewise, or a tile
+//                                          of the key cache (K rotated once
+//                                          per call); V read in place or
+//                                          copied to Vs; next tile prefetched
 //     St = Ks . Qt                       [BN, BM], 6 x 16 register block
 //     score_mod(St)                      softcap, ALiBi, ... (hooks)
 //     mask(St)                           causal, window, key tail -> -inf
@@ -15,7 +16,7 @@
 //     Os = Os * exp(m - m') + P^T . V    6 x 16 register block (@pejit_pv_tile)
 //   O[b, h, i0 : i0+nq] = Os / l         (l = 0: the row saw no key -> 0)
 // Reading the rows once, transformed on the way into the tile, and V in
-// place: copying Q/K/V into tiles and rotating them there cost ~10% more
+// place: copying Q/K/V into tiles and rotating them there cost more
 // (bench/RESULTS.md, session 4).
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
@@ -34,8 +35,8 @@
 //   region of scratch from float ${KOFF}: [B, HKV, NKT, BN, D]) by
 //   @pejit_prepare's ${PREPARE_JOBS} jobs, ${NKT} = ceil(SKV / BN)
 //   VALUE_ROWS and NARROW8 (parameters too): the bodies of @kv_value_rows
-//   (a view of V for f32, else the widening copy into Vs) and @narrow8 (a
-//   plain return for f32)
+//   (a view of V for f32 with full Q tiles, else the (widening) copy into
+//   Vs) and @narrow8 (a plain return for f32)
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
 !K = memref<${B}x${HKV}x${SKV}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -287,7 +288,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
 
     // K tile: a tile of the key cache when K is rotated once per call, else
     // its nk rows read from K and transformed in one pass (rows past SKV
-    // zero). V rows are read where they are (f32) or widened into Vs
+    // zero). V rows are read where they are or copied into Vs
     // (@kv_value_rows); P . V reads only the nk rows that exist. The next KV
     // tile is prefetched into L2 during P . V below, a few rows per register
     // block, so these reads do not stall on L3.

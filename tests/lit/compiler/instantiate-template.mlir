@@ -5,7 +5,8 @@
 //          tile rotation out = x cos + partner(x) sin (FMA on 8 lanes), read
 //          from the Q / K rows themselves and written to the tile in one pass
 //          (out_a = x_a cos - x_b sin, out_b = x_b cos + x_a sin)
-//   V:     read in place by P . V when f32 (a view), else widened into a tile
+//   V:     read in place by P . V when f32 with full Q tiles (a view), else
+//          copied (widened) into a tile
 //   ALiBi: St[jr, ir] += -slope[h] * ((i0 + ir + off) - (j0 + jr))
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-template | FileCheck %s
 
@@ -45,9 +46,12 @@
 // CHECK-DAG: arith.constant -2.500000e-01 : f32
 // CHECK: arith.select {{.*}} : f32
 // The blocks (templates/x86/avx2_blocks.mlir) follow the kernel.
+// Less than a full Q tile (sq = 100 < 144): V rows are copied into the Vs
+// tile (decode-like items are bound by reading K and V row by row).
 // CHECK-LABEL: func.func private @kv_value_rows
-// CHECK-NEXT: %[[VIEW:.*]] = memref.subview %arg0[%arg2, %arg3, %arg4, 0] [1, 1, %arg5, 64] [1, 1, 1, 1]
-// CHECK-NEXT: return %[[VIEW]] : memref<?x64xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[V8:.*]] = vector.load %arg0[{{.*}}] : memref<1x4x100x64xf32, strided<[?, ?, ?, 1], offset: ?>>, vector<8xf32>
+// CHECK-NEXT: vector.store %[[V8]], %arg1[{{.*}}] : memref<96x64xf32>, vector<8xf32>
+// CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func private @exp2_v8
 // CHECK-LABEL: func.func @pejit_pv_tile
 // CHECK-SAME: passthrough = ["noinline"]
@@ -78,6 +82,10 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // CHECK-LABEL: func.func private @key_cache_tile
 // CHECK: %[[OFF:.*]] = arith.addi %c38400, %{{.*}} : index
 // CHECK: memref.reinterpret_cast %arg0 to offset: [%[[OFF]]], sizes: [96, 64], strides: [64, 1]
+// Full Q tiles of f32: P . V reads V where it is (a view, no copy).
+// CHECK-LABEL: func.func private @kv_value_rows
+// CHECK-NEXT: %[[VIEW:.*]] = memref.subview %arg0[%arg2, %arg3, %arg4, 0] [1, 1, %arg5, 64] [1, 1, 1, 1]
+// CHECK-NEXT: return %[[VIEW]] : memref<?x64xf32, strided<[?, 1], offset: ?>>
 func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v: tensor<1x1x300x64xf32>) -> tensor<1x2x300x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x300x64xf32>, tensor<1x1x300x64xf32>, tensor<1x1x300x64xf32> -> tensor<1x2x300x64xf32>
   return %o : tensor<1x2x300x64xf32>
