@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,52 @@ TEST(Runtime, EightThreadsAskingForOneKeyCompileOnce) {
     EXPECT_NE(id, nullptr);
     EXPECT_EQ(id, ids[0]);
   }
+}
+
+// A RoPE prefill with several Q tiles rotates K once per call into its
+// scratch (the key cache): concurrent runs of one kernel must each use
+// their own. Each thread's output must equal, bit for bit, what a run alone
+// gave for its inputs.
+TEST(Runtime, ConcurrentRunsOfOneKernelKeepTheirScratchApart) {
+  Runtime runtime;
+  Shape shape{1, 2, 2, 300, 300, 64, 64};
+  Expected<Kernel> kernel = runtime.get(ropeSpec(shape));
+  ASSERT_TRUE(kernel) << kernel.error();
+  ASSERT_NE(kernel->ir("tiled")->find("prepare_jobs = 8 : i64"), std::string::npos);
+  size_t n = 2 * 300 * 64;
+  std::vector<int64_t> dims{1, 2, 300, 64};
+  constexpr int kThreads = 4;
+  std::vector<std::vector<float>> inputs(kThreads), alone(kThreads), together(kThreads);
+  std::mt19937 engine(std::random_device{}());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto run = [&](int t, std::vector<float> &out) {
+    const float *base = inputs[t].data();
+    out.assign(n, std::numeric_limits<float>::quiet_NaN());
+    return kernel->run({{const_cast<float *>(base), DType::F32, dims, {}},
+                        {const_cast<float *>(base + n), DType::F32, dims, {}},
+                        {const_cast<float *>(base + 2 * n), DType::F32, dims, {}}},
+                       {out.data(), DType::F32, dims, {}});
+  };
+  for (int t = 0; t < kThreads; ++t) {
+    inputs[t].resize(3 * n);
+    for (float &x : inputs[t])
+      x = dist(engine);
+    ASSERT_TRUE(run(t, alone[t]));
+  }
+  std::atomic<int> ready{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready.load() < kThreads) {
+      }
+      for (int repeat = 0; repeat < 3; ++repeat)
+        if (!run(t, together[t]) || together[t] != alone[t])
+          ++failures;
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures.load(), 0);
 }
 
 TEST(Runtime, EveryStageHasItsIR) {
