@@ -220,19 +220,11 @@ CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) 
   }
   std::shared_ptr<CompiledKernel> kernel(new CompiledKernel());
   kernel->prepare_ = reinterpret_cast<PrepareFn>(prepare);
-  kernel->prepareJobs = artifact.prepareJobs;
   kernel->pool_ = std::move(pool);
   kernel->object_ = std::move(*object);
   kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
   kernel->item_ = reinterpret_cast<ItemFn>(*item);
-  kernel->shape = artifact.shape;
-  kernel->arguments = artifact.arguments;
-  kernel->items = artifact.items;
-  kernel->scratchFloats = artifact.scratchFloats;
-  kernel->queryPositionRows = artifact.queryPositionRows;
-  kernel->keyPositionRows = artifact.keyPositionRows;
-  kernel->inputDtype = artifact.inputDtype;
-  kernel->outputDtype = artifact.outputDtype;
+  static_cast<KernelDescription &>(*kernel) = artifact;
   kernel->stages_ = std::move(artifact.stages);
   return Result(std::move(kernel));
 }

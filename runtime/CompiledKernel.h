@@ -42,23 +42,27 @@ using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4>
 
 class LoadedObject;
 
-/// Everything a compiled kernel is, as data: the text of every stage, the
-/// host object file and what the runtime needs to call it. This is what the
-/// disk cache stores.
-struct KernelArtifact {
+/// What the runtime needs to call a compiled kernel, besides its code: the
+/// same for host and nvidia kernels, kept by both and by the disk cache.
+struct KernelDescription {
   Shape shape;
   std::vector<std::string> arguments;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
   /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
   int64_t prepareJobs = 0;
   DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
+};
+
+/// Everything a compiled kernel is, as data: its description, the text of
+/// every stage and its object code. This is what the disk cache stores.
+struct KernelArtifact : KernelDescription {
   std::map<std::string, std::string> stages; // source, fused, tiled, llvm
   /// Host: ELF relocatables, one per codegen part, linked together on load.
   /// NVIDIA: one entry, the cubin (empty without ptxas).
   std::vector<std::string> objects;
 };
 
-class CompiledKernel {
+class CompiledKernel : public KernelDescription {
 public:
   /// Runs every stage from the source to machine code; an error names the
   /// stage and carries the compiler's diagnostics.
@@ -72,11 +76,6 @@ public:
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
   Expected<std::string> stage(const std::string &name) const;
 
-  Shape shape;
-  std::vector<std::string> arguments;
-  int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
-  int64_t prepareJobs = 0;
-  DType inputDtype = DType::F32, outputDtype = DType::F32;
   double compileMs = 0;
   bool fromDisk = false;
   TileConfig tiles;

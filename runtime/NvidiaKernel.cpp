@@ -135,8 +135,8 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
   kernel->block = intArray(info, "block");
   for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
     kernel->arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
-  kernel->dtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("dtype"));
-  kernel->outDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("out_dtype"));
+  kernel->inputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("dtype"));
+  kernel->outputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("out_dtype"));
   kernel->scratchFloats = info.getAs<mlir::IntegerAttr>("scratch_floats").getInt();
   kernel->queryPositionRows = info.getAs<mlir::IntegerAttr>("query_position_rows").getInt();
   kernel->keyPositionRows = info.getAs<mlir::IntegerAttr>("key_position_rows").getInt();
@@ -194,16 +194,16 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   for (int i = 0; i < 3; ++i) {
     if (!views[i] || !views[i]->data)
       return fail(std::string(roles[i]) + " is missing or a null buffer");
-    if (views[i]->dtype != dtype)
+    if (views[i]->dtype != inputDtype)
       return fail(std::string(roles[i]) + " is " + dtypeName(views[i]->dtype) +
-                  ", the kernel takes " + dtypeName(dtype));
+                  ", the kernel takes " + dtypeName(inputDtype));
     if (views[i]->shape != dims[i] || !views[i]->strides.empty())
       return fail(std::string(roles[i]) + " must be a contiguous tensor of the kernel's shape (" +
                   s.str() + ")");
   }
   std::vector<int64_t> outDims = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
-  if (!out.data || out.dtype != outDtype || out.shape != outDims || !out.strides.empty())
-    return fail(std::string("the output must be a contiguous ") + dtypeName(outDtype) +
+  if (!out.data || out.dtype != outputDtype || out.shape != outDims || !out.strides.empty())
+    return fail(std::string("the output must be a contiguous ") + dtypeName(outputDtype) +
                 " tensor of shape [" + std::to_string(s.batch) + ", " +
                 std::to_string(s.queryHeads) + ", " + std::to_string(s.querySeq) + ", " +
                 std::to_string(s.valueDim) + "]");
@@ -235,13 +235,13 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   buffers.query = views[0]->data;
   buffers.key = views[1]->data;
   buffers.value = views[2]->data;
-  buffers.queryBytes = bytesOf(dims[0], dtype);
-  buffers.keyBytes = bytesOf(dims[1], dtype);
-  buffers.valueBytes = bytesOf(dims[2], dtype);
+  buffers.queryBytes = bytesOf(dims[0], inputDtype);
+  buffers.keyBytes = bytesOf(dims[1], inputDtype);
+  buffers.valueBytes = bytesOf(dims[2], inputDtype);
   buffers.queryPositions = &queryPositions;
   buffers.keyPositions = &keyPositions;
   buffers.output = out.data;
-  buffers.outputBytes = bytesOf(outDims, outDtype);
+  buffers.outputBytes = bytesOf(outDims, outputDtype);
   if (cuda::Status st = cuda::runAttention(image, buffers); !st)
     return fail(st.error());
   return Status();
@@ -249,18 +249,14 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
 
 KernelArtifact NvidiaKernelImpl::toArtifact() const {
   KernelArtifact artifact;
-  artifact.shape = shape;
-  artifact.arguments = arguments;
+  static_cast<KernelDescription &>(artifact) = *this;
   artifact.items = grid[0] * grid[1] * grid[2];
-  artifact.scratchFloats = scratchFloats;
-  artifact.queryPositionRows = queryPositionRows;
-  artifact.keyPositionRows = keyPositionRows;
   artifact.stages = stages;
   artifact.stages["ptxas-log"] = ptxasLog;
   std::ostringstream meta;
   meta << "arch " << arch << "\ngrid " << grid[0] << " " << grid[1] << " " << grid[2]
        << "\nblock " << block[0] << " " << block[1] << " " << block[2] << "\ndtype "
-       << dtypeName(dtype) << "\nout " << dtypeName(outDtype) << "\nsplits " << splits
+       << dtypeName(inputDtype) << "\nout " << dtypeName(outputDtype) << "\nsplits " << splits
        << " " << partialOutputFloats << " " << partialRowFloats << "\ncombine "
        << combineGrid[0] << " " << combineGrid[1] << " " << combineGrid[2] << "\n";
   artifact.stages["nvidia.meta"] = meta.str();
@@ -294,17 +290,16 @@ NvidiaKernelImpl::fromArtifact(const KernelArtifact &artifact) {
     } else if (key == "dtype" || key == "out") {
       std::string name;
       fields >> name;
-      (key == "dtype" ? kernel->dtype : kernel->outDtype) =
+      (key == "dtype" ? kernel->inputDtype : kernel->outputDtype) =
           floatDtypeNamed(name).value_or(DType::F32);
     }
   }
   if (kernel->arch.empty() || kernel->grid[0] <= 0 || kernel->block[0] <= 0)
     return Result::error("nvidia.meta is incomplete");
-  kernel->shape = artifact.shape;
-  kernel->arguments = artifact.arguments;
-  kernel->scratchFloats = artifact.scratchFloats;
-  kernel->queryPositionRows = artifact.queryPositionRows;
-  kernel->keyPositionRows = artifact.keyPositionRows;
+  DType inputDtype = kernel->inputDtype, outputDtype = kernel->outputDtype; // from nvidia.meta
+  static_cast<KernelDescription &>(*kernel) = artifact;
+  kernel->inputDtype = inputDtype;
+  kernel->outputDtype = outputDtype;
   kernel->stages = artifact.stages;
   kernel->ptxasLog = kernel->stages["ptxas-log"];
   kernel->stages.erase("ptxas-log");
@@ -338,8 +333,8 @@ const std::vector<int64_t> &NvidiaKernel::grid() const { return impl_->grid; }
 const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->block; }
 const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->arguments; }
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
-DType NvidiaKernel::dtype() const { return impl_->dtype; }
-DType NvidiaKernel::outputDtype() const { return impl_->outDtype; }
+DType NvidiaKernel::dtype() const { return impl_->inputDtype; }
+DType NvidiaKernel::outputDtype() const { return impl_->outputDtype; }
 int64_t NvidiaKernel::scratchFloats() const { return impl_->scratchFloats; }
 int64_t NvidiaKernel::splits() const { return impl_->splits; }
 int64_t NvidiaKernel::partialOutputFloats() const { return impl_->partialOutputFloats; }

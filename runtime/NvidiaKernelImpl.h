@@ -12,7 +12,7 @@
 
 namespace pejit {
 
-class NvidiaKernelImpl {
+class NvidiaKernelImpl : public KernelDescription {
 public:
   /// source -> fused -> tiled (gpu.module) -> unrolled -> PTX, then ptxas
   /// when found. An error names the stage.
@@ -29,10 +29,6 @@ public:
   std::string arch, ptx, cubin, ptxasLog;
   std::map<std::string, std::string> stages;
   std::vector<int64_t> grid, block;
-  std::vector<std::string> arguments;
-  Shape shape;
-  DType dtype = DType::F16, outDtype = DType::F32;
-  int64_t scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
   int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
   std::vector<int64_t> combineGrid;
 };
