@@ -90,9 +90,9 @@ private:
   PrepareFn prepare_ = nullptr;
   ItemFn item_ = nullptr;
   std::shared_ptr<ThreadPool> pool_;
-  /// Scratch buffers of earlier runs, kept for the next ones: the key cache
-  /// makes scratch as big as K, and fresh pages per call cost page faults.
-  /// Concurrent runs each take their own.
+  /// The scratch buffer of an earlier run, kept for the next one (at most
+  /// one): the key cache makes scratch as big as K, and fresh pages per call
+  /// cost page faults. Concurrent runs each take their own.
   struct FreeScratch {
     void operator()(float *p) const { std::free(p); }
   };

@@ -214,8 +214,11 @@ CompiledKernel::ScratchBuffer CompiledKernel::takeScratch() const {
 }
 
 void CompiledKernel::returnScratch(ScratchBuffer buffer) const {
+  // One spare at most: memory stays bounded by one scratch per kernel
+  // (plus one per run in flight); a concurrent run's extra one is freed.
   std::lock_guard<std::mutex> lock(scratchMutex_);
-  spareScratch_.push_back(std::move(buffer));
+  if (spareScratch_.empty())
+    spareScratch_.push_back(std::move(buffer));
 }
 
 Status Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {

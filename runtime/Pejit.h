@@ -134,8 +134,8 @@ public:
   /// Inputs bound in the order of the source function's arguments (query,
   /// key, value and the position ids it declares); `out` is [b, hq, sq, dv].
   /// Thread-safe. Each concurrent run uses a scratch buffer of its own (RoPE
-  /// tables and, for prefill, K rotated once in f32: up to 256 MiB), which
-  /// the compiled kernel keeps for later runs (as long as its Runtime or a
+  /// tables and, for prefill, K rotated once in f32: up to 256 MiB); the
+  /// compiled kernel keeps one for later runs (as long as its Runtime or a
   /// copy of this Kernel holds it).
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// Text of a stage: "source", "fused", "tiled", "llvm" (LLVM dialect),
