@@ -20,7 +20,8 @@
 // (bench/RESULTS.md, session 4).
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
-// @exp2_v8, @pejit_pv_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
+// @pejit_prepare, @exp2_v8, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
+// @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
 // put in place of the `// @pejit-blocks` line at the end before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-template):
@@ -63,47 +64,6 @@ func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first
   return
 }
 
-// After the prologue, as `step` calls on all cores, when K is rotated once
-// per call (${KONCE}): job t = (b, hk, key tile jt), t = first, first + step,
-// ..., transforms K rows [jt BN, jt BN + nk) into the key cache tile
-// K'[b, hk, jt] in scratch (rows past SKV zero). Items then read rotated K
-// tiles where they are instead of rotating each K tile once per Q tile
-// (ceil(SQ / BM) times per call).
-func.func @pejit_prepare(%k: !K, %scratch: !SCRATCH, %first: index, %step: index)
-    attributes {llvm.emit_c_interface} {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %BN = arith.constant ${BN} : index
-  %D = arith.constant ${D} : index
-  %SKV = arith.constant ${SKV} : index
-  %HKV = arith.constant ${HKV} : index
-  %NKT = arith.constant ${NKT} : index
-  %jobs = arith.constant ${PREPARE_JOBS} : index
-  %zv = arith.constant dense<0.0> : !V8
-  scf.for %t = %first to %jobs step %step {
-    %jt = arith.remui %t, %NKT : index
-    %bh = arith.divui %t, %NKT : index
-    %hk = arith.remui %bh, %HKV : index
-    %b = arith.divui %bh, %HKV : index
-    %j0 = arith.muli %jt, %BN : index
-    %k_left = arith.subi %SKV, %j0 : index
-    %nk = arith.minui %k_left, %BN : index
-    %kt = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
-        : (!SCRATCH, index, index, index) -> !KTILE
-    %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
-        : !K to !KROWS
-    attn.qk_transform %kt from %k_rows, %nk, %j0, %b, %scratch key
-        : !KTILE from !KROWS, !SCRATCH
-    scf.for %r = %nk to %BN step %c1 {
-      scf.for %d = %c0 to %D step %c8 {
-        vector.store %zv, %kt[%r, %d] : !KTILE, !V8
-      }
-    }
-  }
-  return
-}
-
 func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
@@ -132,7 +92,6 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %causal = arith.constant ${CAUSAL}
   %konce = arith.constant ${KONCE}
   %has_window = arith.constant ${HAS_WINDOW}
-  %scale = arith.constant ${SCALE} : f32
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
   %zv = arith.constant dense<0.0> : !V8
@@ -186,75 +145,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     }
   }
 
-  // Qt = transpose(Qs) * scale in 8 x 8 blocks (unpack, shufps, 128-bit
-  // permutes: 24 shuffles per block); running max -inf, sum 0, output 0.
-  %scale_v = vector.broadcast %scale : f32 to !V8
-  scf.for %r = %c0 to %BM step %c8 {
-    scf.for %d = %c0 to %D step %c8 {
-      %x0 = vector.load %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
-      %r1 = arith.addi %r, %c1 : index
-      %x1 = vector.load %Qs[%r1, %d] : memref<${BM}x${D}xf32>, !V8
-      %r2 = arith.addi %r, %c2 : index
-      %x2 = vector.load %Qs[%r2, %d] : memref<${BM}x${D}xf32>, !V8
-      %r3 = arith.addi %r, %c3 : index
-      %x3 = vector.load %Qs[%r3, %d] : memref<${BM}x${D}xf32>, !V8
-      %r4 = arith.addi %r, %c4 : index
-      %x4 = vector.load %Qs[%r4, %d] : memref<${BM}x${D}xf32>, !V8
-      %r5 = arith.addi %r, %c5 : index
-      %x5 = vector.load %Qs[%r5, %d] : memref<${BM}x${D}xf32>, !V8
-      %r6 = arith.addi %r, %c6 : index
-      %x6 = vector.load %Qs[%r6, %d] : memref<${BM}x${D}xf32>, !V8
-      %r7 = arith.addi %r, %c7 : index
-      %x7 = vector.load %Qs[%r7, %d] : memref<${BM}x${D}xf32>, !V8
-      %t0 = vector.shuffle %x0, %x1 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
-      %t1 = vector.shuffle %x0, %x1 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
-      %t2 = vector.shuffle %x2, %x3 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
-      %t3 = vector.shuffle %x2, %x3 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
-      %t4 = vector.shuffle %x4, %x5 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
-      %t5 = vector.shuffle %x4, %x5 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
-      %t6 = vector.shuffle %x6, %x7 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
-      %t7 = vector.shuffle %x6, %x7 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
-      %u0 = vector.shuffle %t0, %t2 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
-      %u1 = vector.shuffle %t0, %t2 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
-      %u2 = vector.shuffle %t1, %t3 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
-      %u3 = vector.shuffle %t1, %t3 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
-      %u4 = vector.shuffle %t4, %t6 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
-      %u5 = vector.shuffle %t4, %t6 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
-      %u6 = vector.shuffle %t5, %t7 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
-      %u7 = vector.shuffle %t5, %t7 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
-      %y0 = vector.shuffle %u0, %u4 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
-      %y4 = vector.shuffle %u0, %u4 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
-      %y1 = vector.shuffle %u1, %u5 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
-      %y5 = vector.shuffle %u1, %u5 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
-      %y2 = vector.shuffle %u2, %u6 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
-      %y6 = vector.shuffle %u2, %u6 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
-      %y3 = vector.shuffle %u3, %u7 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
-      %y7 = vector.shuffle %u3, %u7 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
-      %z0 = arith.mulf %y0, %scale_v : !V8
-      vector.store %z0, %Qt[%d, %r] : memref<${D}x${BM}xf32>, !V8
-      %z1 = arith.mulf %y1, %scale_v : !V8
-      %d1 = arith.addi %d, %c1 : index
-      vector.store %z1, %Qt[%d1, %r] : memref<${D}x${BM}xf32>, !V8
-      %z2 = arith.mulf %y2, %scale_v : !V8
-      %d2 = arith.addi %d, %c2 : index
-      vector.store %z2, %Qt[%d2, %r] : memref<${D}x${BM}xf32>, !V8
-      %z3 = arith.mulf %y3, %scale_v : !V8
-      %d3 = arith.addi %d, %c3 : index
-      vector.store %z3, %Qt[%d3, %r] : memref<${D}x${BM}xf32>, !V8
-      %z4 = arith.mulf %y4, %scale_v : !V8
-      %d4 = arith.addi %d, %c4 : index
-      vector.store %z4, %Qt[%d4, %r] : memref<${D}x${BM}xf32>, !V8
-      %z5 = arith.mulf %y5, %scale_v : !V8
-      %d5 = arith.addi %d, %c5 : index
-      vector.store %z5, %Qt[%d5, %r] : memref<${D}x${BM}xf32>, !V8
-      %z6 = arith.mulf %y6, %scale_v : !V8
-      %d6 = arith.addi %d, %c6 : index
-      vector.store %z6, %Qt[%d6, %r] : memref<${D}x${BM}xf32>, !V8
-      %z7 = arith.mulf %y7, %scale_v : !V8
-      %d7 = arith.addi %d, %c7 : index
-      vector.store %z7, %Qt[%d7, %r] : memref<${D}x${BM}xf32>, !V8
-    }
-  }
+  // Qt = transpose(Qs) * scale (@transpose_scaled); running max -inf,
+  // sum 0, output 0.
+  func.call @transpose_scaled(%Qs, %Qt) : (memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>) -> ()
   scf.for %r = %c0 to %BM step %c8 {
     vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
     vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8

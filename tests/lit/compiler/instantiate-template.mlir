@@ -69,12 +69,6 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // tables (2 * (300 + 300) * 32 = 38400 floats) and holds 4 tiles of 96 x 64
 // floats: scratch = 38400 + 4 * 6144 = 62976. Items read the cached tile.
 // CHECK: pejit.kernel = {{{.*}}prepare_jobs = 4 : i64, {{.*}}scratch_floats = 62976 : i64
-// CHECK-LABEL: func.func @pejit_prepare
-// CHECK: scf.for %{{.*}} = %arg2 to %{{.*}} step %arg3
-// CHECK: %[[TILE:.*]] = func.call @key_cache_tile(%arg1,
-// CHECK: %[[ROWS:.*]] = memref.subview %arg0
-// CHECK: vector.load %[[ROWS]]
-// CHECK: vector.store {{.*}}, %[[TILE]][{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: %[[KT:.*]] = scf.if %{{.*}} -> (memref<96x64xf32, strided<[64, 1], offset: ?>>)
 // CHECK-NEXT: func.call @key_cache_tile(%arg4,
@@ -86,6 +80,12 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // CHECK-LABEL: func.func private @kv_value_rows
 // CHECK-NEXT: %[[VIEW:.*]] = memref.subview %arg0[%arg2, %arg3, %arg4, 0] [1, 1, %arg5, 64] [1, 1, 1, 1]
 // CHECK-NEXT: return %[[VIEW]] : memref<?x64xf32, strided<[?, 1], offset: ?>>
+// CHECK-LABEL: func.func @pejit_prepare
+// CHECK: scf.for %{{.*}} = %arg2 to %{{.*}} step %arg3
+// CHECK: %[[TILE:.*]] = func.call @key_cache_tile(%arg1,
+// CHECK: %[[ROWS:.*]] = memref.subview %arg0
+// CHECK: vector.load %[[ROWS]]
+// CHECK: vector.store {{.*}}, %[[TILE]][{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
 func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v: tensor<1x1x300x64xf32>) -> tensor<1x2x300x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x300x64xf32>, tensor<1x1x300x64xf32>, tensor<1x1x300x64xf32> -> tensor<1x2x300x64xf32>
   return %o : tensor<1x2x300x64xf32>
@@ -101,6 +101,7 @@ func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v:
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: math.tanh {{.*}} : vector<8xf32>
 // CHECK-NOT: vector.shuffle
+// CHECK-LABEL: func.func private @key_cache_tile
 func.func @plain(%q: tensor<1x2x10x64xf32>, %k: tensor<1x1x20x64xf32>, %v: tensor<1x1x20x64xf32>) -> tensor<1x2x10x64xf32> {
   %o = attn.attention %q, %k, %v softcap(30.0) : tensor<1x2x10x64xf32>, tensor<1x1x20x64xf32>, tensor<1x1x20x64xf32> -> tensor<1x2x10x64xf32>
   return %o : tensor<1x2x10x64xf32>
