@@ -21,7 +21,7 @@
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
 // @pejit_prepare, @exp2_v8, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
-// @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
+// @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
 // put in place of the `// @pejit-blocks` line at the end before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-template):
@@ -190,16 +190,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
           : (!SCRATCH, index, index, index) -> !KTILE
       scf.yield %cached : !KTILE
     } else {
-      %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
-          : !K to !KROWS
-      attn.qk_transform %Ks from %k_rows, %nk, %j0, %b, %scratch key
-          : memref<${BN}x${D}xf32> from !KROWS, !SCRATCH
-      scf.for %r = %nk to %BN step %c1 {
-        scf.for %d = %c0 to %D step %c8 {
-          vector.store %zv, %Ks[%r, %d] : memref<${BN}x${D}xf32>, !V8
-        }
-      }
       %tile = memref.cast %Ks : memref<${BN}x${D}xf32> to !KTILE
+      func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt)
+          : (!K, !KTILE, !SCRATCH, index, index, index) -> ()
       scf.yield %tile : !KTILE
     }
     %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk)

@@ -6,6 +6,7 @@
 //   @key_cache_tile a tile of the key cache (K rotated once per call)
 //   @transpose_scaled  Qt = transpose(Qs) * scale
 //   @pejit_prepare  K rotated once per call into the key cache
+//   @load_key_tile  one K tile read and transformed (RoPE) into a tile
 //   @narrow8        8 f32 results to the output type
 //   @exp2_v8        the softmax's vector 2^x
 //   @pejit_pv_tile  Os = Os * alpha + P^T . V for one KV tile
@@ -338,34 +339,45 @@ func.func private @transpose_scaled(%Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
 // (ceil(SQ / BM) times per call).
 func.func @pejit_prepare(%k: !K, %scratch: !SCRATCH, %first: index, %step: index)
     attributes {llvm.emit_c_interface} {
+  %HKV = arith.constant ${HKV} : index
+  %NKT = arith.constant ${NKT} : index
+  %jobs = arith.constant ${PREPARE_JOBS} : index
+  scf.for %t = %first to %jobs step %step {
+    %jt = arith.remui %t, %NKT : index
+    %bh = arith.divui %t, %NKT : index
+    %hk = arith.remui %bh, %HKV : index
+    %b = arith.divui %bh, %HKV : index
+    %kt = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
+        : (!SCRATCH, index, index, index) -> !KTILE
+    func.call @load_key_tile(%k, %kt, %scratch, %b, %hk, %jt)
+        : (!K, !KTILE, !SCRATCH, index, index, index) -> ()
+  }
+  return
+}
+
+// Key tile jt of K[b, hk] into kt (the Ks tile or a key cache tile): its nk
+// rows read from K and transformed in one pass (RoPE), the rows past SKV
+// zero. The items (per tile) and @pejit_prepare (once per call) both load
+// K tiles this way.
+func.func private @load_key_tile(%k: !K, %kt: !KTILE, %scratch: !SCRATCH, %b: index,
+                                 %hk: index, %jt: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
   %SKV = arith.constant ${SKV} : index
-  %HKV = arith.constant ${HKV} : index
-  %NKT = arith.constant ${NKT} : index
-  %jobs = arith.constant ${PREPARE_JOBS} : index
   %zv = arith.constant dense<0.0> : !V8
-  scf.for %t = %first to %jobs step %step {
-    %jt = arith.remui %t, %NKT : index
-    %bh = arith.divui %t, %NKT : index
-    %hk = arith.remui %bh, %HKV : index
-    %b = arith.divui %bh, %HKV : index
-    %j0 = arith.muli %jt, %BN : index
-    %k_left = arith.subi %SKV, %j0 : index
-    %nk = arith.minui %k_left, %BN : index
-    %kt = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
-        : (!SCRATCH, index, index, index) -> !KTILE
-    %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
-        : !K to !KROWS
-    attn.qk_transform %kt from %k_rows, %nk, %j0, %b, %scratch key
-        : !KTILE from !KROWS, !SCRATCH
-    scf.for %r = %nk to %BN step %c1 {
-      scf.for %d = %c0 to %D step %c8 {
-        vector.store %zv, %kt[%r, %d] : !KTILE, !V8
-      }
+  %j0 = arith.muli %jt, %BN : index
+  %k_left = arith.subi %SKV, %j0 : index
+  %nk = arith.minui %k_left, %BN : index
+  %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
+      : !K to !KROWS
+  attn.qk_transform %kt from %k_rows, %nk, %j0, %b, %scratch key
+      : !KTILE from !KROWS, !SCRATCH
+  scf.for %r = %nk to %BN step %c1 {
+    scf.for %d = %c0 to %D step %c8 {
+      vector.store %zv, %kt[%r, %d] : !KTILE, !V8
     }
   }
   return

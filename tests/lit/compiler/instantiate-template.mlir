@@ -33,10 +33,9 @@
 // CHECK: %[[NXBS:.*]] = arith.negf %[[XBS]]
 // CHECK: %[[OUTA:.*]] = vector.fma %[[XA]], %{{.*}}, %[[NXBS]] : vector<8xf32>
 // CHECK: vector.store %[[OUTA]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
-// K tile: the same from K[b, h / GROUP]; V stays where it is.
-// CHECK: %[[KROWS:.*]] = memref.subview %arg1[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
-// CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
-// CHECK: vector.store {{.*}} : memref<96x64xf32>, vector<8xf32>
+// K tile: the same from K[b, h / GROUP] (@load_key_tile, below), into Ks.
+// CHECK: %[[KS:.*]] = memref.cast %{{.*}} : memref<96x64xf32> to memref<96x64xf32, strided<[64, 1], offset: ?>>
+// CHECK-NEXT: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
 // CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
 // ALiBi slopes of 4 heads, negated (-2^-2, -2^-4, -2^-6, -2^-8), chosen by
 // the head index with a chain of selects.
@@ -56,6 +55,10 @@
 // CHECK-LABEL: func.func @pejit_pv_tile
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK-LABEL: func.func private @load_key_tile
+// CHECK: %[[KROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
+// CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: vector.store {{.*}}, %arg1[{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
 func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
@@ -83,9 +86,7 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // CHECK-LABEL: func.func @pejit_prepare
 // CHECK: scf.for %{{.*}} = %arg2 to %{{.*}} step %arg3
 // CHECK: %[[TILE:.*]] = func.call @key_cache_tile(%arg1,
-// CHECK: %[[ROWS:.*]] = memref.subview %arg0
-// CHECK: vector.load %[[ROWS]]
-// CHECK: vector.store {{.*}}, %[[TILE]][{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
+// CHECK-NEXT: func.call @load_key_tile(%arg0, %[[TILE]], %arg1,
 func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v: tensor<1x1x300x64xf32>) -> tensor<1x2x300x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x300x64xf32>, tensor<1x1x300x64xf32>, tensor<1x1x300x64xf32> -> tensor<1x2x300x64xf32>
   return %o : tensor<1x2x300x64xf32>
@@ -132,9 +133,7 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // CHECK: %[[Q8:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
 // CHECK: %[[Q8F:.*]] = arith.extf %[[Q8]] : vector<8xbf16> to vector<8xf32>
 // CHECK: vector.store %[[Q8F]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
-// CHECK: %[[KROWS:.*]] = memref.subview %arg1{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
-// CHECK: vector.load %[[KROWS]]
-// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: func.call @load_key_tile(%arg1,
 // CHECK: call @narrow8({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
 // CHECK-LABEL: func.func private @kv_value_rows
 // CHECK: vector.load %arg0[{{.*}}] : memref<1x2x40x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
@@ -147,6 +146,10 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // CHECK: arith.cmpf uno
 // CHECK: arith.trunci {{.*}} : vector<8xi32> to vector<8xi16>
 // CHECK: arith.bitcast {{.*}} : vector<8xi16> to vector<8xbf16>
+// CHECK-LABEL: func.func private @load_key_tile
+// CHECK: %[[KROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
+// CHECK: vector.load %[[KROWS]]
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
 func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: tensor<1x2x40x64xbf16>) -> tensor<1x2x40x64xbf16> {
   %o = attn.attention %q, %k, %v causal : tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16> -> tensor<1x2x40x64xbf16>
   return %o : tensor<1x2x40x64xbf16>
