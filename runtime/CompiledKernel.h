@@ -100,7 +100,7 @@ private:
   ScratchBuffer takeScratch() const;
   void returnScratch(ScratchBuffer buffer) const;
   mutable std::mutex scratchMutex_;
-  mutable std::vector<ScratchBuffer> spareScratch_;
+  mutable ScratchBuffer spareScratch_; // null: none kept
 };
 
 /// Initializes the native target and registers pejit's passes (once per

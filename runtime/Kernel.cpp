@@ -200,11 +200,8 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
 CompiledKernel::ScratchBuffer CompiledKernel::takeScratch() const {
   {
     std::lock_guard<std::mutex> lock(scratchMutex_);
-    if (!spareScratch_.empty()) {
-      ScratchBuffer buffer = std::move(spareScratch_.back());
-      spareScratch_.pop_back();
-      return buffer;
-    }
+    if (spareScratch_)
+      return std::move(spareScratch_);
   }
   // Every float the kernel reads from scratch it wrote first (tables, key
   // cache), so the buffer needs no clearing. 64-byte aligned for its tiles.
@@ -217,8 +214,8 @@ void CompiledKernel::returnScratch(ScratchBuffer buffer) const {
   // One spare at most: memory stays bounded by one scratch per kernel
   // (plus one per run in flight); a concurrent run's extra one is freed.
   std::lock_guard<std::mutex> lock(scratchMutex_);
-  if (spareScratch_.empty())
-    spareScratch_.push_back(std::move(buffer));
+  if (!spareScratch_)
+    spareScratch_ = std::move(buffer);
 }
 
 Status Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
