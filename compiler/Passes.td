@@ -73,7 +73,8 @@ def InstantiateNvidiaTemplate : Pass<"attn-instantiate-nvidia-template", "::mlir
 }
 
 def UnrollAnnotatedLoops : Pass<"pejit-unroll-annotated-loops"> {
-  let summary = "Fully unroll scf.for loops marked `pejit.unroll`";
+  let summary = "Unroll scf.for loops marked `pejit.unroll` (fully) or "
+                "`pejit.unroll_factor = N` (by N)";
   let description = [{
     GPU templates keep per-thread register arrays (mma accumulators, P
     fragments) in small private memrefs indexed by loop counters. Unrolling
@@ -81,6 +82,12 @@ def UnrollAnnotatedLoops : Pass<"pejit-unroll-annotated-loops"> {
     arrays to registers (no local memory). Loops are unrolled innermost
     first; a marked loop whose trip count is not a constant is an error that
     names it.
+
+    The x86 template marks its register-blocked inner loops with
+    `pejit.unroll_factor = 4`: four FMA steps per trip (LLVM's own unroller
+    leaves these long bodies alone). A trip count that is not a constant or
+    not a multiple of N gets a remainder loop. The factor must be a positive
+    integer.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }

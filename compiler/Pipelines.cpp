@@ -18,7 +18,7 @@
 // ub) in one conversion through their ConvertToLLVM interfaces, which is
 // ~25% faster than one pass per dialect.
 const char *pejit::lowerToLLVMPipeline() {
-  return "canonicalize,cse,convert-vector-to-scf{full-unroll=true},convert-scf-to-cf,"
+  return "pejit-unroll-annotated-loops,canonicalize,cse,convert-vector-to-scf{full-unroll=true},convert-scf-to-cf,"
          "expand-strided-metadata,lower-affine,convert-to-llvm,"
          "reconcile-unrealized-casts,canonicalize";
 }

@@ -1,5 +1,6 @@
-// pejit-unroll-annotated-loops: full unrolling of the scf.for loops a
-// template marks with the unit attribute `pejit.unroll`.
+// pejit-unroll-annotated-loops: unrolling of the scf.for loops a template
+// marks: `pejit.unroll` (unit) unrolls fully, `pejit.unroll_factor = N`
+// unrolls by N (a remainder loop takes the last trips).
 #include "compiler/Passes.h"
 
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -14,17 +15,32 @@ using namespace mlir;
 namespace {
 
 constexpr llvm::StringLiteral kUnrollAttr = "pejit.unroll";
+constexpr llvm::StringLiteral kUnrollFactorAttr = "pejit.unroll_factor";
 
 struct UnrollAnnotatedLoops
     : public pejit::impl::UnrollAnnotatedLoopsBase<UnrollAnnotatedLoops> {
   void runOnOperation() override {
     // Post-order walk: inner loops first, so an outer loop unrolls copies of
     // bodies that are already straight-line code.
-    SmallVector<scf::ForOp> loops;
+    SmallVector<scf::ForOp> loops, byFactor;
     getOperation()->walk<WalkOrder::PostOrder>([&](scf::ForOp loop) {
       if (loop->hasAttr(kUnrollAttr))
         loops.push_back(loop);
+      else if (loop->hasAttr(kUnrollFactorAttr))
+        byFactor.push_back(loop);
     });
+    for (scf::ForOp loop : byFactor) {
+      auto factor = loop->getAttrOfType<IntegerAttr>(kUnrollFactorAttr);
+      if (!factor || factor.getInt() < 1) {
+        loop.emitError("pejit.unroll_factor must be a positive integer");
+        return signalPassFailure();
+      }
+      loop->removeAttr(kUnrollFactorAttr);
+      if (failed(loopUnrollByFactor(loop, factor.getInt()))) {
+        loop.emitError("loop marked pejit.unroll_factor could not be unrolled");
+        return signalPassFailure();
+      }
+    }
     for (scf::ForOp loop : loops) {
       std::optional<APInt> trips = loop.getStaticTripCount();
       if (!trips) {

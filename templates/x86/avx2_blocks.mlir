@@ -78,7 +78,7 @@ func.func private @exp2_v8(%x: !V8) -> !V8 {
 
 // Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the rescale
 // is folded into loading the accumulators; 2 loads of V and 6 broadcasts of P
-// per key. Rows [0, nq6) of the tile; under a causal mask, key j is seen by
+// per key, 4 keys per loop trip (like S's loop over d). Rows [0, nq6) of the tile; under a causal mask, key j is seen by
 // row r iff j <= r + pv_base (pv_base = i0 + OFF - j0). The next KV tile
 // (rows from jn) is prefetched a few rows per block.
 // A function of its own (never inlined) so the backend compiles it in
@@ -228,7 +228,7 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
         %b51 = vector.fma %p5, %v1, %a51 : !V8
         scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
             : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
-      }
+      } {pejit.unroll_factor = 4 : i64}
       vector.store %acc#0, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
       vector.store %acc#1, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
       vector.store %acc#2, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8

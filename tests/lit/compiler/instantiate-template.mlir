@@ -37,6 +37,9 @@
 // CHECK: %[[KS:.*]] = memref.cast %{{.*}} : memref<96x64xf32> to memref<96x64xf32, strided<[64, 1], offset: ?>>
 // CHECK-NEXT: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
 // CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
+// S's register-blocked loop over d: 4 steps per trip once lowered.
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK: } {pejit.unroll_factor = 4 : i64}
 // ALiBi slopes of 4 heads, negated (-2^-2, -2^-4, -2^-6, -2^-8), chosen by
 // the head index with a chain of selects.
 // CHECK-DAG: arith.constant -3.906250e-03 : f32
@@ -55,6 +58,7 @@
 // CHECK-LABEL: func.func @pejit_pv_tile
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK: } {pejit.unroll_factor = 4 : i64}
 // CHECK-LABEL: func.func private @load_key_tile
 // CHECK: %[[KROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
 // CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
