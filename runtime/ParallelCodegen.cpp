@@ -90,30 +90,31 @@ std::vector<mlir::OwningOpRef<mlir::ModuleOp>> partitionByFunction(mlir::ModuleO
 Expected<std::vector<std::string>> compileObjects(mlir::ModuleOp module, int parts) {
   using Result = Expected<std::vector<std::string>>;
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> split = partitionByFunction(module, parts);
-  // Each part gets its own LLVMContext: contexts are not shared across threads.
-  std::vector<std::unique_ptr<llvm::LLVMContext>> contexts;
-  std::vector<std::unique_ptr<llvm::Module>> modules;
-  for (size_t i = 0; i < split.size(); ++i) {
-    contexts.push_back(std::make_unique<llvm::LLVMContext>());
-    modules.push_back(mlir::translateModuleToLLVMIR(*split[i], *contexts.back()));
-    if (!modules.back())
-      return Result::error("jit: part " + std::to_string(i) +
-                           " of the kernel does not translate to LLVM IR");
-  }
   std::vector<Expected<std::string>> objects(split.size(),
                                              Expected<std::string>::error("not compiled"));
+  // Each part is translated, optimized and compiled on its own thread, in
+  // its own LLVMContext (contexts are not shared across threads). The parts
+  // share the MLIR context, which has threads (Compile.cpp) and so locks
+  // what translation uniques in it.
   auto compilePart = [&](size_t i) {
+    llvm::LLVMContext context;
+    std::unique_ptr<llvm::Module> module = mlir::translateModuleToLLVMIR(*split[i], context);
+    if (!module) {
+      objects[i] = Expected<std::string>::error(
+          "jit: part " + std::to_string(i) + " of the kernel does not translate to LLVM IR");
+      return;
+    }
     std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
     if (!machine) {
       objects[i] = Expected<std::string>::error(
           "jit: cannot create a target machine for the host CPU");
       return;
     }
-    if (Status status = optimizeKernel(*modules[i], *machine); !status) {
+    if (Status status = optimizeKernel(*module, *machine); !status) {
       objects[i] = Expected<std::string>::error(status.message());
       return;
     }
-    objects[i] = emitObject(*modules[i], *machine);
+    objects[i] = emitObject(*module, *machine);
   };
   std::vector<std::thread> threads;
   for (size_t i = 1; i < split.size(); ++i)
