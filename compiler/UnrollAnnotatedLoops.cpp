@@ -21,38 +21,35 @@ struct UnrollAnnotatedLoops
     : public pejit::impl::UnrollAnnotatedLoopsBase<UnrollAnnotatedLoops> {
   void runOnOperation() override {
     // Post-order walk: inner loops first, so an outer loop unrolls copies of
-    // bodies that are already straight-line code.
-    SmallVector<scf::ForOp> loops, byFactor;
+    // bodies that are already straight-line code (whichever way each of
+    // them is marked).
+    SmallVector<scf::ForOp> loops;
     getOperation()->walk<WalkOrder::PostOrder>([&](scf::ForOp loop) {
-      if (loop->hasAttr(kUnrollAttr))
+      if (loop->hasAttr(kUnrollAttr) || loop->hasAttr(kUnrollFactorAttr))
         loops.push_back(loop);
-      else if (loop->hasAttr(kUnrollFactorAttr))
-        byFactor.push_back(loop);
     });
-    for (scf::ForOp loop : byFactor) {
-      auto factor = loop->getAttrOfType<IntegerAttr>(kUnrollFactorAttr);
-      if (!factor || factor.getInt() < 1) {
-        loop.emitError("pejit.unroll_factor must be a positive integer");
+    for (scf::ForOp loop : loops)
+      if (failed(loop->hasAttr(kUnrollAttr) ? unrollFully(loop) : unrollByFactor(loop)))
         return signalPassFailure();
-      }
-      loop->removeAttr(kUnrollFactorAttr);
-      if (failed(loopUnrollByFactor(loop, factor.getInt()))) {
-        loop.emitError("loop marked pejit.unroll_factor could not be unrolled");
-        return signalPassFailure();
-      }
-    }
-    for (scf::ForOp loop : loops) {
-      std::optional<APInt> trips = loop.getStaticTripCount();
-      if (!trips) {
-        loop.emitError("loop marked pejit.unroll has no constant trip count "
-                       "(its bounds and step must fold to constants)");
-        return signalPassFailure();
-      }
-      if (failed(loopUnrollFull(loop))) {
-        loop.emitError("loop marked pejit.unroll could not be unrolled");
-        return signalPassFailure();
-      }
-    }
+  }
+
+  static LogicalResult unrollFully(scf::ForOp loop) {
+    if (!loop.getStaticTripCount())
+      return loop.emitError("loop marked pejit.unroll has no constant trip count "
+                            "(its bounds and step must fold to constants)");
+    if (failed(loopUnrollFull(loop)))
+      return loop.emitError("loop marked pejit.unroll could not be unrolled");
+    return success();
+  }
+
+  static LogicalResult unrollByFactor(scf::ForOp loop) {
+    auto factor = loop->getAttrOfType<IntegerAttr>(kUnrollFactorAttr);
+    if (!factor || factor.getInt() < 1)
+      return loop.emitError("pejit.unroll_factor must be a positive integer");
+    loop->removeAttr(kUnrollFactorAttr);
+    if (failed(loopUnrollByFactor(loop, factor.getInt())))
+      return loop.emitError("loop marked pejit.unroll_factor could not be unrolled");
+    return success();
   }
 };
 

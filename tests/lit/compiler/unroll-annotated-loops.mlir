@@ -103,3 +103,29 @@ func.func @bad_factor(%m: memref<8xf32>) {
   } {pejit.unroll_factor = 0 : i64}
   return
 }
+
+// -----
+
+// Inner loops first whichever way each is marked: the fully unrolled inner
+// loop is straight-line code in both copies of the outer loop's body and in
+// its remainder loop.
+// CHECK-LABEL: func.func @mixed_nest
+// CHECK: scf.for
+// CHECK-COUNT-6: memref.store
+// CHECK: }
+// CHECK: scf.for
+// CHECK-COUNT-3: memref.store
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @mixed_nest(%m: memref<?x3xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %x = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %n step %c1 {
+    scf.for %j = %c0 to %c3 step %c1 {
+      memref.store %x, %m[%i, %j] : memref<?x3xf32>
+    } {pejit.unroll}
+  } {pejit.unroll_factor = 2 : i64}
+  return
+}
