@@ -22,7 +22,6 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/TargetSelect.h"
@@ -196,7 +195,7 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   artifact.stages["llvm"] = printOperation(*module);
   mark("llvm");
 
-  Expected<std::vector<std::string>> objects = compileObjects(*module, codegenThreads());
+  Expected<std::vector<std::string>> objects = compileParts(*module, codegenThreads());
   if (!objects)
     return Result::error(diagnostics.messages.empty()
                              ? objects.error()
@@ -260,30 +259,34 @@ Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool 
   initializeCompilerOnce();
   std::unique_ptr<mlir::MLIRContext> context = makeContext();
   DiagnosticCollector diagnostics(*context);
+  const char *stage = assembly ? "asm" : "llvm-ir";
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(llvmDialect, context.get());
   if (!module)
-    return Expected<std::string>::error(diagnostics.take("llvm-ir"));
+    return Expected<std::string>::error(diagnostics.take(stage));
+  if (assembly) {
+    // The parts the kernel's objects were compiled as, each as it was
+    // compiled (a cold part without loop strength reduction).
+    Expected<std::vector<std::string>> parts =
+        compileParts(*module, codegenThreads(), CodeKind::Assembly);
+    if (!parts)
+      return Expected<std::string>::error("asm: " + parts.error());
+    std::string text;
+    for (size_t i = 0; i < parts->size(); ++i)
+      text += "# ---- codegen part " + std::to_string(i) + " ----\n" + (*parts)[i];
+    return text;
+  }
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(*module, llvmContext);
   std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
   if (!llvmModule || !machine)
-    return Expected<std::string>::error(diagnostics.take("llvm-ir"));
+    return Expected<std::string>::error(diagnostics.take(stage));
   if (Status status = optimizeKernel(*llvmModule, *machine); !status)
     return Expected<std::string>::error("llvm-ir: " + status.message());
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (!assembly) {
-    llvmModule->print(os, nullptr);
-    return text;
-  }
-  llvm::SmallString<0> buffer;
-  llvm::raw_svector_ostream asmStream(buffer);
-  llvm::legacy::PassManager passes;
-  if (machine->addPassesToEmitFile(passes, asmStream, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    return Expected<std::string>::error("asm: the host target cannot emit assembly");
-  passes.run(*llvmModule);
-  return std::string(buffer.str());
+  llvmModule->print(os, nullptr);
+  return text;
 }
 
 } // namespace pejit

@@ -8,7 +8,9 @@
 #include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
+#include "llvm/IR/OptBisect.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -66,13 +68,42 @@ Status optimizeKernel(llvm::Module &module, llvm::TargetMachine &machine) {
   return Status();
 }
 
-Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine) {
+namespace {
+
+/// Lets every pass run but loop strength reduction. The backend's pass
+/// list is fixed by the target (LSR is a global -disable-lsr option), but
+/// each optional pass asks its module's context whether to run: a gate on
+/// the part's own context turns LSR off for that part alone.
+class SkipLoopStrengthReduction : public llvm::OptPassGate {
+public:
+  bool isEnabled() const override { return true; }
+  bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {
+    return pass != "Loop Strength Reduction";
+  }
+};
+
+} // namespace
+
+Expected<std::string> emitCode(llvm::Module &module, llvm::TargetMachine &machine,
+                               LoopStrengthReduction lsr, CodeKind kind) {
+  static SkipLoopStrengthReduction skipLsr; // no state: shared by all threads
+  llvm::LLVMContext &context = module.getContext();
+  llvm::OptPassGate &previousGate = context.getOptPassGate();
+  if (lsr == LoopStrengthReduction::Skip)
+    context.setOptPassGate(skipLsr);
   llvm::SmallString<0> buffer;
   llvm::raw_svector_ostream stream(buffer);
   llvm::legacy::PassManager passes;
-  if (machine.addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return Expected<std::string>::error("jit: the host target cannot emit object files");
+  bool object = kind == CodeKind::Object;
+  if (machine.addPassesToEmitFile(passes, stream, nullptr,
+                                  object ? llvm::CodeGenFileType::ObjectFile
+                                         : llvm::CodeGenFileType::AssemblyFile)) {
+    context.setOptPassGate(previousGate);
+    return Expected<std::string>::error(object ? "jit: the host target cannot emit object files"
+                                               : "asm: the host target cannot emit assembly");
+  }
   passes.run(module);
+  context.setOptPassGate(previousGate);
   return std::string(buffer.str());
 }
 

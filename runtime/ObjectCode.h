@@ -29,8 +29,18 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine();
 /// LLVM pass pipeline template kernels need (see ObjectCode.cpp).
 Status optimizeKernel(llvm::Module &module, llvm::TargetMachine &machine);
 
-/// Compiles an optimized module to an ELF relocatable object, in memory.
-Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &machine);
+/// Whether the backend runs loop strength reduction. Skip serves code that
+/// runs once per call: LSR is a third of the backend's time on a kernel, and
+/// on the template's prepare loop nest alone it takes ~20 ms.
+enum class LoopStrengthReduction { Run, Skip };
+
+/// What the backend emits: an ELF relocatable object, or its assembly text.
+enum class CodeKind { Object, Assembly };
+
+/// Compiles an optimized module to machine code, in memory.
+Expected<std::string> emitCode(llvm::Module &module, llvm::TargetMachine &machine,
+                               LoopStrengthReduction lsr = LoopStrengthReduction::Run,
+                               CodeKind kind = CodeKind::Object);
 
 /// An object file linked into this process. Symbols of the C library and libm
 /// resolve against the process; the code lives as long as this object.

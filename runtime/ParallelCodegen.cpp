@@ -2,18 +2,17 @@
 // ParallelCodegen.h.
 #include "runtime/ParallelCodegen.h"
 
-#include "runtime/ObjectCode.h"
-
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 namespace pejit {
@@ -27,6 +26,14 @@ int64_t operationCount(LLVMFuncOp fn) {
   int64_t count = 0;
   fn.walk([&](mlir::Operation *) { ++count; });
   return count;
+}
+
+/// The function a public function belongs with: itself, or for the
+/// C-interface wrapper func-to-llvm emits, the function it wraps.
+llvm::StringRef groupName(LLVMFuncOp fn) {
+  llvm::StringRef name = fn.getName();
+  name.consume_front("_mlir_ciface_");
+  return name;
 }
 
 /// Erases the helpers nothing in `module` calls any more (a helper may only
@@ -49,57 +56,81 @@ void eraseUncalledHelpers(mlir::ModuleOp module) {
   }
 }
 
-} // namespace
-
-std::vector<mlir::OwningOpRef<mlir::ModuleOp>> partitionByFunction(mlir::ModuleOp module,
-                                                                   int parts) {
-  std::vector<std::pair<int64_t, std::string>> entries; // (size, name) of public bodies
-  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>())
-    if (!fn.isExternal() && !isHelper(fn))
-      entries.emplace_back(operationCount(fn), fn.getName().str());
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const auto &a, const auto &b) { return a.first > b.first; });
-  int used = std::max(1, std::min<int>(parts, static_cast<int>(entries.size())));
-  std::vector<int64_t> load(used, 0);
-  llvm::StringMap<int> owner;
-  for (const auto &[size, name] : entries) {
-    int lightest = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    owner[name] = lightest;
-    load[lightest] += size;
-  }
-
-  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> result;
-  for (int part = 0; part < used; ++part) {
-    mlir::OwningOpRef<mlir::ModuleOp> clone = module.clone();
-    for (LLVMFuncOp fn : clone->getOps<LLVMFuncOp>()) {
-      if (isHelper(fn)) {
-        // One copy per part that calls it: internal, so the copies of the
-        // parts do not clash when their objects are linked together.
-        fn.setLinkage(mlir::LLVM::Linkage::Internal);
-      } else if (!fn.isExternal() && owner.lookup(fn.getName()) != part) {
-        fn.getBody().dropAllReferences();
-        fn.getBody().getBlocks().clear(); // a declaration: another part defines it
-      }
+/// A copy of `module` that defines the public functions `defines` names and
+/// declares the other public functions.
+mlir::OwningOpRef<mlir::ModuleOp> partModule(mlir::ModuleOp module,
+                                             const llvm::StringSet<> &defines) {
+  mlir::OwningOpRef<mlir::ModuleOp> clone = module.clone();
+  for (LLVMFuncOp fn : clone->getOps<LLVMFuncOp>()) {
+    if (isHelper(fn)) {
+      // One copy per part that calls it: internal, so the copies of the
+      // parts do not clash when their objects are linked together.
+      fn.setLinkage(mlir::LLVM::Linkage::Internal);
+    } else if (!fn.isExternal() && !defines.contains(fn.getName())) {
+      fn.getBody().dropAllReferences();
+      fn.getBody().getBlocks().clear(); // a declaration: another part defines it
     }
-    eraseUncalledHelpers(*clone);
-    result.push_back(std::move(clone));
   }
-  return result;
+  eraseUncalledHelpers(*clone);
+  return clone;
 }
 
-Expected<std::vector<std::string>> compileObjects(mlir::ModuleOp module, int parts) {
+} // namespace
+
+std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
+  struct Group {
+    llvm::StringSet<> functions;
+    bool cold = false;
+    int64_t size = 0;
+  };
+  llvm::MapVector<llvm::StringRef, Group> groups; // in module order
+  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>()) {
+    if (fn.isExternal() || isHelper(fn))
+      continue;
+    Group &group = groups[groupName(fn)];
+    group.functions.insert(fn.getName());
+    group.cold |= fn->hasAttr(kColdFunctionAttr);
+    group.size += operationCount(fn);
+  }
+
+  std::vector<Group> partGroups;
+  Group cold;
+  cold.cold = true;
+  for (auto &[name, group] : groups) {
+    if (!group.cold) {
+      partGroups.push_back(std::move(group));
+      continue;
+    }
+    for (const auto &function : group.functions)
+      cold.functions.insert(function.getKey());
+    cold.size += group.size;
+  }
+  if (!cold.functions.empty())
+    partGroups.push_back(std::move(cold));
+  std::stable_sort(partGroups.begin(), partGroups.end(),
+                   [](const Group &a, const Group &b) { return a.size > b.size; });
+
+  std::vector<CodegenPart> parts;
+  for (const Group &group : partGroups)
+    parts.push_back({partModule(module, group.functions), group.cold, group.size});
+  return parts;
+}
+
+Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threads,
+                                                CodeKind kind) {
   using Result = Expected<std::vector<std::string>>;
-  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> split = partitionByFunction(module, parts);
-  std::vector<Expected<std::string>> objects(split.size(),
+  std::vector<CodegenPart> parts = partitionForCodegen(module);
+  std::vector<Expected<std::string>> objects(parts.size(),
                                              Expected<std::string>::error("not compiled"));
-  // Each part is translated, optimized and compiled on its own thread, in
-  // its own LLVMContext (contexts are not shared across threads). The parts
+  // Each part is translated, optimized and compiled on one thread, in its
+  // own LLVMContext (contexts are not shared across threads). The parts
   // share the MLIR context, which has threads (Compile.cpp) and so locks
   // what translation uniques in it.
   auto compilePart = [&](size_t i) {
     llvm::LLVMContext context;
-    std::unique_ptr<llvm::Module> module = mlir::translateModuleToLLVMIR(*split[i], context);
-    if (!module) {
+    std::unique_ptr<llvm::Module> llvmModule =
+        mlir::translateModuleToLLVMIR(*parts[i].module, context);
+    if (!llvmModule) {
       objects[i] = Expected<std::string>::error(
           "jit: part " + std::to_string(i) + " of the kernel does not translate to LLVM IR");
       return;
@@ -110,17 +141,27 @@ Expected<std::vector<std::string>> compileObjects(mlir::ModuleOp module, int par
           "jit: cannot create a target machine for the host CPU");
       return;
     }
-    if (Status status = optimizeKernel(*module, *machine); !status) {
+    if (Status status = optimizeKernel(*llvmModule, *machine); !status) {
       objects[i] = Expected<std::string>::error(status.message());
       return;
     }
-    objects[i] = emitObject(*module, *machine);
+    objects[i] = emitCode(*llvmModule, *machine,
+                          parts[i].cold ? LoopStrengthReduction::Skip : LoopStrengthReduction::Run,
+                          kind);
   };
-  std::vector<std::thread> threads;
-  for (size_t i = 1; i < split.size(); ++i)
-    threads.emplace_back(compilePart, i);
-  compilePart(0);
-  for (std::thread &thread : threads)
+  // Parts come largest first, so each thread taking the next one balances
+  // the threads about as well as the estimate allows.
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < parts.size(); i = next++)
+      compilePart(i);
+  };
+  int extraThreads = std::min<int>(threads, static_cast<int>(parts.size())) - 1;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < extraThreads; ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread &thread : pool)
     thread.join();
 
   std::vector<std::string> result;

@@ -57,9 +57,10 @@
 !OUT8 = vector<8x${OT}>
 
 // Once per call, before any item, as `step` calls on all cores: call
-// `first` fills the position rows first, first + step, ...
+// `first` fills the position rows first, first + step, ... (pejit.cold: run
+// once per call, so the backend spends no strength reduction on it.)
 func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first: index,
-                          %step: index) attributes {llvm.emit_c_interface} {
+                          %step: index) attributes {llvm.emit_c_interface, pejit.cold} {
   attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
   return
 }

@@ -8,6 +8,11 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/OptBisect.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <gtest/gtest.h>
 
@@ -65,40 +70,76 @@ protected:
 };
 
 TEST_F(ParallelCodegenTest, EachPublicFunctionIsDefinedInExactlyOnePart) {
-  auto parts = partitionByFunction(*module, 2);
+  std::vector<CodegenPart> parts = partitionForCodegen(*module);
   ASSERT_EQ(parts.size(), 2u);
   int bigDefinitions = 0, smallDefinitions = 0;
-  for (auto &part : parts) {
-    mlir::LLVM::LLVMFuncOp big = function(*part, "big"), small = function(*part, "small");
+  for (CodegenPart &codegenPart : parts) {
+    EXPECT_FALSE(codegenPart.cold);
+    mlir::ModuleOp part = *codegenPart.module;
+    mlir::LLVM::LLVMFuncOp big = function(part, "big"), small = function(part, "small");
     ASSERT_TRUE(big && small) << "a part lost a declaration";
     bigDefinitions += !big.isExternal();
     smallDefinitions += !small.isExternal();
-    // big is the larger, so it has a part of its own; small goes to the other.
+    // Each function has a part of its own.
     EXPECT_NE(big.isExternal(), small.isExternal());
     // helper: an internal copy wherever it is called; never the unused one.
-    mlir::LLVM::LLVMFuncOp helper = function(*part, "helper");
+    mlir::LLVM::LLVMFuncOp helper = function(part, "helper");
     ASSERT_TRUE(helper);
     EXPECT_FALSE(helper.isExternal());
     EXPECT_EQ(helper.getLinkage(), mlir::LLVM::Linkage::Internal);
-    EXPECT_FALSE(function(*part, "unused_helper"));
+    EXPECT_FALSE(function(part, "unused_helper"));
   }
+  // Largest first: big's part, then small's.
+  EXPECT_FALSE(function(*parts[0].module, "big").isExternal());
+  EXPECT_GT(parts[0].size, parts[1].size);
   EXPECT_EQ(bigDefinitions, 1);
   EXPECT_EQ(smallDefinitions, 1);
 }
 
-TEST_F(ParallelCodegenTest, NoMorePartsThanPublicFunctions) {
-  EXPECT_EQ(partitionByFunction(*module, 8).size(), 2u);
-  auto single = partitionByFunction(*module, 1);
-  ASSERT_EQ(single.size(), 1u);
-  EXPECT_FALSE(function(*single[0], "big").isExternal());
-  EXPECT_FALSE(function(*single[0], "small").isExternal());
+// Two functions that run once per call (pejit.cold) and the C-interface
+// wrapper of one of them, next to a function that runs per item.
+constexpr const char *kColdModule = R"mlir(
+llvm.func @per_item(%x: i64) -> i64 {
+  %c2 = llvm.mlir.constant(2 : i64) : i64
+  %r = llvm.mul %x, %c2 : i64
+  llvm.return %r : i64
+}
+llvm.func @once_a(%x: i64) -> i64 attributes {pejit.cold} {
+  llvm.return %x : i64
+}
+llvm.func @_mlir_ciface_once_a(%x: i64) -> i64 {
+  %r = llvm.call @once_a(%x) : (i64) -> i64
+  llvm.return %r : i64
+}
+llvm.func @once_b(%x: i64) -> i64 attributes {pejit.cold} {
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  %r = llvm.add %x, %c1 : i64
+  llvm.return %r : i64
+}
+)mlir";
+
+TEST_F(ParallelCodegenTest, ColdFunctionsAndTheirWrappersShareOnePart) {
+  mlir::OwningOpRef<mlir::ModuleOp> cold =
+      mlir::parseSourceString<mlir::ModuleOp>(kColdModule, &context);
+  ASSERT_TRUE(cold);
+  std::vector<CodegenPart> parts = partitionForCodegen(*cold);
+  ASSERT_EQ(parts.size(), 2u);
+  int coldParts = 0;
+  for (CodegenPart &part : parts) {
+    bool definesPerItem = !function(*part.module, "per_item").isExternal();
+    EXPECT_EQ(part.cold, !definesPerItem);
+    for (const char *name : {"once_a", "_mlir_ciface_once_a", "once_b"})
+      EXPECT_EQ(function(*part.module, name).isExternal(), definesPerItem) << name;
+    coldParts += part.cold;
+  }
+  EXPECT_EQ(coldParts, 1);
 }
 
 TEST_F(ParallelCodegenTest, PartsLinkedTogetherComputeWhatTheModuleSays) {
-  for (int parts : {1, 2}) {
-    Expected<std::vector<std::string>> objects = compileObjects(*module, parts);
+  for (int threads : {1, 2, 8}) {
+    Expected<std::vector<std::string>> objects = compileParts(*module, threads);
     ASSERT_TRUE(objects) << objects.error();
-    ASSERT_EQ(objects->size(), static_cast<size_t>(parts));
+    ASSERT_EQ(objects->size(), 2u); // one per part, whatever the threads
     Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);
     ASSERT_TRUE(loaded) << loaded.error();
     Expected<void *> big = (*loaded)->lookup("big");
@@ -107,7 +148,7 @@ TEST_F(ParallelCodegenTest, PartsLinkedTogetherComputeWhatTheModuleSays) {
     std::mt19937_64 engine(std::random_device{}());
     for (int i = 0; i < 8; ++i) {
       int64_t x = static_cast<int64_t>(engine() % 100000) - 50000;
-      EXPECT_EQ(call(x), 3 * x * x + 3 * x + 1) << "x = " << x << ", parts = " << parts;
+      EXPECT_EQ(call(x), 3 * x * x + 3 * x + 1) << "x = " << x << ", threads = " << threads;
     }
   }
 }
@@ -119,12 +160,74 @@ TEST_F(ParallelCodegenTest, LoadingNoObjectIsAnError) {
 }
 
 TEST_F(ParallelCodegenTest, AnObjectThatIsNotElfIsAnErrorNamingIt) {
-  Expected<std::vector<std::string>> objects = compileObjects(*module, 2);
+  Expected<std::vector<std::string>> objects = compileParts(*module, 2);
   ASSERT_TRUE(objects) << objects.error();
   (*objects)[1] = "not an object file";
   Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);
   ASSERT_FALSE(loaded);
   EXPECT_NE(loaded.error().find("kernel object 1"), std::string::npos) << loaded.error();
+}
+
+// a[i * stride] *= 2 for i < n: without strength reduction the backend
+// multiplies i * stride on every trip; with it, a pointer steps by stride.
+constexpr const char *kStridedLoop = R"mlir(
+llvm.func @double_strided(%a: !llvm.ptr, %n: i64, %stride: i64) {
+  %c0 = llvm.mlir.constant(0 : i64) : i64
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  %two = llvm.mlir.constant(2.0 : f32) : f32
+  llvm.br ^header(%c0 : i64)
+^header(%i: i64):
+  %done = llvm.icmp "sge" %i, %n : i64
+  llvm.cond_br %done, ^exit, ^body
+^body:
+  %index = llvm.mul %i, %stride : i64
+  %p = llvm.getelementptr %a[%index] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+  %x = llvm.load %p : !llvm.ptr -> f32
+  %y = llvm.fmul %x, %two : f32
+  llvm.store %y, %p : f32, !llvm.ptr
+  %next = llvm.add %i, %c1 : i64
+  llvm.br ^header(%next : i64)
+^exit:
+  llvm.return
+}
+)mlir";
+
+TEST_F(ParallelCodegenTest, SkippingStrengthReductionChangesTheCodeNotWhatItComputes) {
+  mlir::OwningOpRef<mlir::ModuleOp> loop =
+      mlir::parseSourceString<mlir::ModuleOp>(kStridedLoop, &context);
+  ASSERT_TRUE(loop);
+  std::string objects[2];
+  for (LoopStrengthReduction lsr : {LoopStrengthReduction::Run, LoopStrengthReduction::Skip}) {
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(*loop, llvmContext);
+    ASSERT_TRUE(llvmModule);
+    std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
+    ASSERT_TRUE(machine);
+    ASSERT_TRUE(optimizeKernel(*llvmModule, *machine));
+    Expected<std::string> object = emitCode(*llvmModule, *machine, lsr);
+    ASSERT_TRUE(object) << object.error();
+    // The gate is the part's own: the context lets LSR run again afterwards.
+    EXPECT_TRUE(!llvmContext.getOptPassGate().isEnabled() ||
+                llvmContext.getOptPassGate().shouldRunPass("Loop Strength Reduction", "loop"));
+    objects[lsr == LoopStrengthReduction::Skip] = *object;
+  }
+  EXPECT_NE(objects[0], objects[1]) << "LSR was not skipped (or did nothing to the loop)";
+
+  Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load({objects[1]});
+  ASSERT_TRUE(loaded) << loaded.error();
+  Expected<void *> entry = (*loaded)->lookup("double_strided");
+  ASSERT_TRUE(entry) << entry.error();
+  auto call = reinterpret_cast<void (*)(float *, int64_t, int64_t)>(*entry);
+  std::mt19937 engine(std::random_device{}());
+  std::uniform_real_distribution<float> values(-1, 1);
+  std::vector<float> data(64), expected(64);
+  for (float &x : data)
+    x = values(engine);
+  expected = data;
+  for (int i = 0; i < 21; ++i)
+    expected[i * 3] *= 2;
+  call(data.data(), 21, 3);
+  EXPECT_EQ(data, expected);
 }
 
 } // namespace

@@ -146,7 +146,14 @@ TEST(Runtime, EveryStageHasItsIR) {
       << tiled.substr(0, 600);
   EXPECT_NE(stage("llvm").find("llvm.func @pejit_item"), std::string::npos);
   EXPECT_NE(stage("llvm-ir").find("define"), std::string::npos);
-  EXPECT_NE(stage("asm").find("vfmadd"), std::string::npos);
+  std::string assembly = stage("asm");
+  EXPECT_NE(assembly.find("vfmadd"), std::string::npos);
+  // The code that runs, part by part: the item's part, and the prologue's.
+  size_t item = assembly.find("pejit_item:"), prologue = assembly.find("pejit_prologue:");
+  ASSERT_NE(item, std::string::npos);
+  ASSERT_NE(prologue, std::string::npos);
+  EXPECT_NE(assembly.rfind("# ---- codegen part", item),
+            assembly.rfind("# ---- codegen part", prologue));
   Expected<std::string> unknown = kernel->ir("ptx");
   EXPECT_FALSE(unknown);
   EXPECT_NE(unknown.error().find("unknown stage 'ptx'"), std::string::npos);

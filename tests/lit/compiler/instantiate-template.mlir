@@ -14,7 +14,10 @@
 // 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is
 // rotated once anyway, as the K tiles are loaded (no key cache, no prepare).
 // CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// The prologue runs once per call (pejit.cold: compiled without loop
+// strength reduction); the items run per (b, h, Q tile).
 // CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: attributes {llvm.emit_c_interface, pejit.cold}
 // CHECK-NOT: attn.qk_prologue
 // The f64 angle and its exact range reduction (round(x * 2/pi)).
 // CHECK: arith.mulf {{.*}} : vector<4xf64>
@@ -22,6 +25,7 @@
 // CHECK: math.fma {{.*}} : vector<4xf64>
 // CHECK: arith.truncf {{.*}} : vector<4xf64> to vector<4xf32>
 // CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: attributes {llvm.emit_c_interface} {
 // CHECK-NOT: attn.qk_transform
 // CHECK-NOT: attn.score_mod
 // Q tile: rows of Q[b, h] rotated straight into the f32 tile (half layout:
@@ -88,6 +92,7 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // CHECK-NEXT: %[[VIEW:.*]] = memref.subview %arg0[%arg2, %arg3, %arg4, 0] [1, 1, %arg5, 64] [1, 1, 1, 1]
 // CHECK-NEXT: return %[[VIEW]] : memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func @pejit_prepare
+// CHECK-SAME: attributes {llvm.emit_c_interface, pejit.cold}
 // CHECK: scf.for %{{.*}} = %arg2 to %{{.*}} step %arg3
 // CHECK: %[[TILE:.*]] = func.call @key_cache_tile(%arg1,
 // CHECK-NEXT: func.call @load_key_tile(%arg0, %[[TILE]], %arg1,

@@ -2,9 +2,14 @@
 // C interface wrappers the runtime calls.
 // RUN: pejit-opt %s --attn-instantiate-template --pejit-lower-to-llvm | FileCheck %s
 
+// The template's once-per-call functions stay marked pejit.cold (their
+// wrappers too): the runtime compiles them without loop strength reduction.
 // CHECK-LABEL: llvm.func @pejit_prologue
+// CHECK-SAME: pejit.cold
 // CHECK-LABEL: llvm.func @_mlir_ciface_pejit_prologue
+// CHECK-SAME: pejit.cold
 // CHECK-LABEL: llvm.func @pejit_item
+// CHECK-SAME: attributes {llvm.emit_c_interface} {
 // CHECK: llvm.intr.fmuladd{{.*}}vector<8xf32>
 // CHECK-LABEL: llvm.func @_mlir_ciface_pejit_item
 // CHECK-NOT: memref.
