@@ -6,12 +6,16 @@
 #include "mlir/IR/AttrTypeSubElements.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <thread>
 
@@ -56,17 +60,48 @@ void eraseUncalledHelpers(mlir::ModuleOp module) {
   }
 }
 
+/// The public functions only their C-interface wrapper refers to. The
+/// runtime calls the wrappers, so such a function can be internal to its
+/// part: then the inliner either folds it into the wrapper and drops it, or
+/// keeps one copy, where a public function inlined into its wrapper (as the
+/// prologue is) would be compiled twice.
+llvm::StringSet<> wrappedOnly(mlir::ModuleOp module) {
+  llvm::StringMap<llvm::StringSet<>> referrers; // symbol -> functions referring to it
+  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>())
+    fn.walk([&](mlir::Operation *op) {
+      op->getAttrDictionary().walk([&](mlir::SymbolRefAttr ref) {
+        referrers[ref.getRootReference().getValue()].insert(fn.getName());
+      });
+    });
+  llvm::StringSet<> result;
+  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>()) {
+    if (fn.isExternal() || isHelper(fn) || groupName(fn) != fn.getName())
+      continue;
+    std::string wrapper = "_mlir_ciface_" + fn.getName().str();
+    const llvm::StringSet<> &callers = referrers[fn.getName()];
+    if (module.lookupSymbol<LLVMFuncOp>(wrapper) && callers.size() == 1 &&
+        callers.contains(wrapper))
+      result.insert(fn.getName());
+  }
+  return result;
+}
+
 /// A copy of `module` that defines the public functions `defines` names and
-/// declares the other public functions.
+/// declares the other public functions; of those it defines, the ones in
+/// `internal` get internal linkage.
 mlir::OwningOpRef<mlir::ModuleOp> partModule(mlir::ModuleOp module,
-                                             const llvm::StringSet<> &defines) {
+                                             const llvm::StringSet<> &defines,
+                                             const llvm::StringSet<> &internal) {
   mlir::OwningOpRef<mlir::ModuleOp> clone = module.clone();
   for (LLVMFuncOp fn : clone->getOps<LLVMFuncOp>()) {
     if (isHelper(fn)) {
       // One copy per part that calls it: internal, so the copies of the
       // parts do not clash when their objects are linked together.
       fn.setLinkage(mlir::LLVM::Linkage::Internal);
-    } else if (!fn.isExternal() && !defines.contains(fn.getName())) {
+    } else if (defines.contains(fn.getName())) {
+      if (internal.contains(fn.getName()))
+        fn.setLinkage(mlir::LLVM::Linkage::Internal);
+    } else if (!fn.isExternal()) {
       fn.getBody().dropAllReferences();
       fn.getBody().getBlocks().clear(); // a declaration: another part defines it
     }
@@ -110,9 +145,10 @@ std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
   std::stable_sort(partGroups.begin(), partGroups.end(),
                    [](const Group &a, const Group &b) { return a.size > b.size; });
 
+  llvm::StringSet<> internal = wrappedOnly(module);
   std::vector<CodegenPart> parts;
   for (const Group &group : partGroups)
-    parts.push_back({partModule(module, group.functions), group.cold, group.size});
+    parts.push_back({partModule(module, group.functions, internal), group.cold, group.size});
   return parts;
 }
 
@@ -126,7 +162,10 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
   // own LLVMContext (contexts are not shared across threads). The parts
   // share the MLIR context, which has threads (Compile.cpp) and so locks
   // what translation uniques in it.
+  auto T0 = std::chrono::steady_clock::now();
+  auto now = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count(); };
   auto compilePart = [&](size_t i) {
+    double a = now();
     llvm::LLVMContext context;
     std::unique_ptr<llvm::Module> llvmModule =
         mlir::translateModuleToLLVMIR(*parts[i].module, context);
@@ -141,13 +180,16 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
           "jit: cannot create a target machine for the host CPU");
       return;
     }
+    double b = now();
     if (Status status = optimizeKernel(*llvmModule, *machine); !status) {
       objects[i] = Expected<std::string>::error(status.message());
       return;
     }
+    double c = now();
     objects[i] = emitCode(*llvmModule, *machine,
                           parts[i].cold ? LoopStrengthReduction::Skip : LoopStrengthReduction::Run,
                           kind);
+    if (std::getenv("PEJIT_TIMING")) std::fprintf(stderr, "  part %zu size %ld cold %d: start %.1f translated %.1f optimized %.1f emitted %.1f\n", i, (long)parts[i].size, (int)parts[i].cold, a, b, c, now());
   };
   // Parts come largest first, so each thread taking the next one balances
   // the threads about as well as the estimate allows.

@@ -41,8 +41,11 @@ struct CodegenPart {
 /// public function with a body is defined in exactly one part and declared in
 /// the others: each unmarked function in a part of its own (together with
 /// its C-interface wrapper `_mlir_ciface_<name>`), all functions marked
-/// kColdFunctionAttr (and their wrappers) in one part. A private helper is
-/// defined, with internal linkage, in each part that calls it.
+/// kColdFunctionAttr (and their wrappers) in one part. A function only its
+/// wrapper calls is internal to its part (the runtime calls the wrappers), so
+/// it is not compiled twice when the inliner folds it into the wrapper. A
+/// private helper is defined, with internal linkage, in each part that calls
+/// it.
 std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module);
 
 /// partitionForCodegen, then the machine code of each part (an ELF object,

@@ -135,6 +135,66 @@ TEST_F(ParallelCodegenTest, ColdFunctionsAndTheirWrappersShareOnePart) {
   EXPECT_EQ(coldParts, 1);
 }
 
+// wrapped(x) = x + 5 has only its C-interface wrapper as a caller; shared
+// has a wrapper and another caller (user(x) = 2 shared(x), shared(x) = x - 1).
+constexpr const char *kWrappedModule = R"mlir(
+llvm.func @wrapped(%x: i64) -> i64 {
+  %c5 = llvm.mlir.constant(5 : i64) : i64
+  %r = llvm.add %x, %c5 : i64
+  llvm.return %r : i64
+}
+llvm.func @_mlir_ciface_wrapped(%x: i64) -> i64 {
+  %r = llvm.call @wrapped(%x) : (i64) -> i64
+  llvm.return %r : i64
+}
+llvm.func @shared(%x: i64) -> i64 {
+  %c1 = llvm.mlir.constant(1 : i64) : i64
+  %r = llvm.sub %x, %c1 : i64
+  llvm.return %r : i64
+}
+llvm.func @_mlir_ciface_shared(%x: i64) -> i64 {
+  %r = llvm.call @shared(%x) : (i64) -> i64
+  llvm.return %r : i64
+}
+llvm.func @user(%x: i64) -> i64 {
+  %s = llvm.call @shared(%x) : (i64) -> i64
+  %r = llvm.add %s, %s : i64
+  llvm.return %r : i64
+}
+)mlir";
+
+TEST_F(ParallelCodegenTest, AFunctionOnlyItsWrapperCallsIsInternalToItsPart) {
+  mlir::OwningOpRef<mlir::ModuleOp> wrapped =
+      mlir::parseSourceString<mlir::ModuleOp>(kWrappedModule, &context);
+  ASSERT_TRUE(wrapped);
+  std::vector<CodegenPart> parts = partitionForCodegen(*wrapped);
+  ASSERT_EQ(parts.size(), 3u); // wrapped, shared (each with its wrapper), user
+  int wrappedDefinitions = 0;
+  for (CodegenPart &part : parts) {
+    mlir::LLVM::LLVMFuncOp fn = function(*part.module, "wrapped");
+    if (fn && !fn.isExternal()) {
+      ++wrappedDefinitions;
+      EXPECT_EQ(fn.getLinkage(), mlir::LLVM::Linkage::Internal);
+      EXPECT_FALSE(function(*part.module, "_mlir_ciface_wrapped").isExternal());
+    }
+    mlir::LLVM::LLVMFuncOp shared = function(*part.module, "shared");
+    ASSERT_TRUE(shared);
+    EXPECT_EQ(shared.getLinkage(), mlir::LLVM::Linkage::External); // user calls it
+  }
+  EXPECT_EQ(wrappedDefinitions, 1);
+  Expected<std::vector<std::string>> objects = compileParts(*wrapped, 2);
+  ASSERT_TRUE(objects) << objects.error();
+  Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);
+  ASSERT_TRUE(loaded) << loaded.error();
+  Expected<void *> wrapper = (*loaded)->lookup("_mlir_ciface_wrapped");
+  Expected<void *> user = (*loaded)->lookup("user");
+  ASSERT_TRUE(wrapper && user);
+  std::mt19937_64 engine(std::random_device{}());
+  int64_t x = static_cast<int64_t>(engine() % 100000) - 50000;
+  EXPECT_EQ(reinterpret_cast<int64_t (*)(int64_t)>(*wrapper)(x), x + 5);
+  EXPECT_EQ(reinterpret_cast<int64_t (*)(int64_t)>(*user)(x), 2 * (x - 1));
+}
+
 TEST_F(ParallelCodegenTest, PartsLinkedTogetherComputeWhatTheModuleSays) {
   for (int threads : {1, 2, 8}) {
     Expected<std::vector<std::string>> objects = compileParts(*module, threads);
