@@ -40,24 +40,23 @@ llvm::StringRef groupName(LLVMFuncOp fn) {
   return name;
 }
 
-/// Erases the helpers nothing in `module` calls any more (a helper may only
-/// be called by another helper, hence the loop).
-void eraseUncalledHelpers(mlir::ModuleOp module) {
-  for (bool erased = true; erased;) {
-    erased = false;
-    llvm::StringSet<> called; // every symbol any attribute refers to (calls, addressof)
-    module.walk([&](mlir::Operation *op) {
+/// The symbols each top-level operation of a module refers to (calls,
+/// addressof), by the operation's symbol name; "" collects the references
+/// of operations without one.
+using SymbolReferences = llvm::StringMap<llvm::StringSet<>>;
+
+SymbolReferences symbolReferences(mlir::ModuleOp module) {
+  SymbolReferences references;
+  for (mlir::Operation &top : module.getBody()->getOperations()) {
+    auto name = top.getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
+    llvm::StringSet<> &refs = references[name ? name.getValue() : ""];
+    top.walk([&](mlir::Operation *op) {
       op->getAttrDictionary().walk([&](mlir::SymbolRefAttr ref) {
-        called.insert(ref.getRootReference().getValue());
+        refs.insert(ref.getRootReference().getValue());
       });
     });
-    for (LLVMFuncOp fn : llvm::make_early_inc_range(module.getOps<LLVMFuncOp>())) {
-      if (isHelper(fn) && !called.contains(fn.getName())) {
-        fn.erase();
-        erased = true;
-      }
-    }
   }
+  return references;
 }
 
 /// The public functions only their C-interface wrapper refers to. The
@@ -65,49 +64,83 @@ void eraseUncalledHelpers(mlir::ModuleOp module) {
 /// part: then the inliner either folds it into the wrapper and drops it, or
 /// keeps one copy, where a public function inlined into its wrapper (as the
 /// prologue is) would be compiled twice.
-llvm::StringSet<> wrappedOnly(mlir::ModuleOp module) {
-  llvm::StringMap<llvm::StringSet<>> referrers; // symbol -> functions referring to it
-  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>())
-    fn.walk([&](mlir::Operation *op) {
-      op->getAttrDictionary().walk([&](mlir::SymbolRefAttr ref) {
-        referrers[ref.getRootReference().getValue()].insert(fn.getName());
-      });
-    });
+llvm::StringSet<> wrappedOnly(mlir::ModuleOp module, const SymbolReferences &references) {
+  llvm::StringMap<int> referrers; // symbol -> how many top-level ops refer to it
+  for (const auto &entry : references)
+    for (const auto &symbol : entry.getValue())
+      ++referrers[symbol.getKey()];
   llvm::StringSet<> result;
   for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>()) {
     if (fn.isExternal() || isHelper(fn) || groupName(fn) != fn.getName())
       continue;
-    std::string wrapper = "_mlir_ciface_" + fn.getName().str();
-    const llvm::StringSet<> &callers = referrers[fn.getName()];
-    if (module.lookupSymbol<LLVMFuncOp>(wrapper) && callers.size() == 1 &&
-        callers.contains(wrapper))
+    auto wrapper = references.find("_mlir_ciface_" + fn.getName().str());
+    if (wrapper != references.end() && wrapper->getValue().contains(fn.getName()) &&
+        referrers.lookup(fn.getName()) == 1)
       result.insert(fn.getName());
   }
   return result;
 }
 
-/// A copy of `module` that defines the public functions `defines` names and
-/// declares the other public functions; of those it defines, the ones in
-/// `internal` get internal linkage.
+/// The private helpers the functions `defines` names call, directly or
+/// through other helpers, and those any non-function operation refers to.
+llvm::StringSet<> helpersNeeded(mlir::ModuleOp module, const SymbolReferences &references,
+                                const llvm::StringSet<> &defines) {
+  llvm::StringSet<> helpers;
+  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>())
+    if (isHelper(fn))
+      helpers.insert(fn.getName());
+  llvm::StringSet<> needed;
+  std::vector<std::string> pending{""};
+  for (const auto &name : defines)
+    pending.push_back(name.getKey().str());
+  while (!pending.empty()) {
+    std::string name = std::move(pending.back());
+    pending.pop_back();
+    auto refs = references.find(name);
+    if (refs == references.end())
+      continue;
+    for (const auto &symbol : refs->getValue())
+      if (helpers.contains(symbol.getKey()) && needed.insert(symbol.getKey()).second)
+        pending.push_back(symbol.getKey().str());
+  }
+  return needed;
+}
+
+/// A module that defines the public functions `defines` names (internal
+/// when in `internal`) and the helpers they need, and declares the other
+/// public functions. Only what it defines is copied.
 mlir::OwningOpRef<mlir::ModuleOp> partModule(mlir::ModuleOp module,
+                                             const SymbolReferences &references,
                                              const llvm::StringSet<> &defines,
                                              const llvm::StringSet<> &internal) {
-  mlir::OwningOpRef<mlir::ModuleOp> clone = module.clone();
-  for (LLVMFuncOp fn : clone->getOps<LLVMFuncOp>()) {
+  llvm::StringSet<> helpers = helpersNeeded(module, references, defines);
+  mlir::OwningOpRef<mlir::ModuleOp> part =
+      mlir::cast<mlir::ModuleOp>(module->cloneWithoutRegions());
+  mlir::Block *body = &part->getBodyRegion().emplaceBlock();
+  for (mlir::Operation &op : module.getBody()->getOperations()) {
+    auto fn = mlir::dyn_cast<LLVMFuncOp>(op);
+    if (!fn) {
+      body->push_back(op.clone());
+      continue;
+    }
     if (isHelper(fn)) {
+      if (!helpers.contains(fn.getName()))
+        continue;
+      auto copy = mlir::cast<LLVMFuncOp>(op.clone());
       // One copy per part that calls it: internal, so the copies of the
       // parts do not clash when their objects are linked together.
-      fn.setLinkage(mlir::LLVM::Linkage::Internal);
-    } else if (defines.contains(fn.getName())) {
+      copy.setLinkage(mlir::LLVM::Linkage::Internal);
+      body->push_back(copy);
+    } else if (fn.isExternal() || defines.contains(fn.getName())) {
+      auto copy = mlir::cast<LLVMFuncOp>(op.clone());
       if (internal.contains(fn.getName()))
-        fn.setLinkage(mlir::LLVM::Linkage::Internal);
-    } else if (!fn.isExternal()) {
-      fn.getBody().dropAllReferences();
-      fn.getBody().getBlocks().clear(); // a declaration: another part defines it
+        copy.setLinkage(mlir::LLVM::Linkage::Internal);
+      body->push_back(copy);
+    } else {
+      body->push_back(op.cloneWithoutRegions()); // a declaration: another part defines it
     }
   }
-  eraseUncalledHelpers(*clone);
-  return clone;
+  return part;
 }
 
 } // namespace
@@ -145,27 +178,35 @@ std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
   std::stable_sort(partGroups.begin(), partGroups.end(),
                    [](const Group &a, const Group &b) { return a.size > b.size; });
 
-  llvm::StringSet<> internal = wrappedOnly(module);
+  SymbolReferences references = symbolReferences(module);
+  llvm::StringSet<> internal = wrappedOnly(module, references);
   std::vector<CodegenPart> parts;
   for (const Group &group : partGroups)
-    parts.push_back({partModule(module, group.functions, internal), group.cold, group.size});
+    parts.push_back(
+        {partModule(module, references, group.functions, internal), group.cold, group.size});
   return parts;
 }
 
 Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threads,
                                                 CodeKind kind) {
   using Result = Expected<std::vector<std::string>>;
+  // PEJIT_TIMING=1: when each part's steps end, in ms since the split began.
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
   std::vector<CodegenPart> parts = partitionForCodegen(module);
+  double split = elapsed();
   std::vector<Expected<std::string>> objects(parts.size(),
                                              Expected<std::string>::error("not compiled"));
   // Each part is translated, optimized and compiled on one thread, in its
   // own LLVMContext (contexts are not shared across threads). The parts
   // share the MLIR context, which has threads (Compile.cpp) and so locks
   // what translation uniques in it.
-  auto T0 = std::chrono::steady_clock::now();
-  auto now = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - T0).count(); };
+  std::vector<std::string> timings(parts.size());
   auto compilePart = [&](size_t i) {
-    double a = now();
+    double began = elapsed();
     llvm::LLVMContext context;
     std::unique_ptr<llvm::Module> llvmModule =
         mlir::translateModuleToLLVMIR(*parts[i].module, context);
@@ -180,16 +221,22 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
           "jit: cannot create a target machine for the host CPU");
       return;
     }
-    double b = now();
+    double translated = elapsed();
     if (Status status = optimizeKernel(*llvmModule, *machine); !status) {
       objects[i] = Expected<std::string>::error(status.message());
       return;
     }
-    double c = now();
+    double optimized = elapsed();
     objects[i] = emitCode(*llvmModule, *machine,
                           parts[i].cold ? LoopStrengthReduction::Skip : LoopStrengthReduction::Run,
                           kind);
-    if (std::getenv("PEJIT_TIMING")) std::fprintf(stderr, "  part %zu size %ld cold %d: start %.1f translated %.1f optimized %.1f emitted %.1f\n", i, (long)parts[i].size, (int)parts[i].cold, a, b, c, now());
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "  part %zu (%s, %lld ops): began %.1f translated %.1f optimized %.1f "
+                  "emitted %.1f\n",
+                  i, parts[i].cold ? "cold" : "hot", static_cast<long long>(parts[i].size),
+                  began, translated, optimized, elapsed());
+    timings[i] = line;
   };
   // Parts come largest first, so each thread taking the next one balances
   // the threads about as well as the estimate allows.
@@ -205,6 +252,11 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
   worker();
   for (std::thread &thread : pool)
     thread.join();
+  if (std::getenv("PEJIT_TIMING")) {
+    std::fprintf(stderr, "  codegen parts split in %.1f ms\n", split);
+    for (const std::string &line : timings)
+      std::fputs(line.c_str(), stderr);
+  }
 
   std::vector<std::string> result;
   for (Expected<std::string> &object : objects) {
