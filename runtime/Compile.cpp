@@ -2,12 +2,14 @@
 //   source  the user's IR (pe + attn on tensors)
 //   fused   after pe-fuse-into-attention
 //   tiled   after attn-instantiate-template (x86 AVX2 template)
-//   llvm    after pejit-lower-to-llvm (LLVM dialect)
-// then ELF objects for the host CPU (optimizeKernel's passes, codegen at
-// O3), one per part of the module, compiled at once (ParallelCodegen.h) and
-// loaded together with LLVM ORC (ObjectCode.h). The stages and the object form a
-// KernelArtifact: what the disk cache stores and loads back without
-// compiling. llvm-ir and asm are derived from the llvm stage on request.
+// then ELF objects for the host CPU, one per codegen part of the tiled
+// module (CodegenParts.h), each lowered by pejit-lower-to-llvm, optimized
+// (optimizeKernel) and compiled at O3 on its own thread (ParallelCodegen.h),
+// and loaded together with LLVM ORC (ObjectCode.h). The stages and the
+// objects form a KernelArtifact: what the disk cache stores and loads back
+// without compiling. The llvm stage (the tiled module lowered whole by the
+// same pipeline), llvm-ir and asm are derived from the tiled stage on
+// request: printing the llvm stage at every compile would cost it ~6 ms.
 #include "compiler/InstantiateTemplate.h"
 #include "compiler/Passes.h"
 #include "compiler/Pipelines.h"
@@ -188,20 +190,20 @@ Expected<KernelArtifact> CompiledKernel::build(const Spec &spec, const TileConfi
   s.keySeq = dims(1)[2];
   s.valueDim = dims(2)[3];
 
-  mlir::PassManager lower(context.get());
-  if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower)) ||
-      failed(lower.run(*module)))
-    return Result::error(diagnostics.take("llvm"));
-  artifact.stages["llvm"] = printOperation(*module);
-  mark("llvm");
-
-  Expected<std::vector<std::string>> objects = compileParts(*module, codegenThreads());
+  Expected<std::vector<CodegenPart>> parts = lowerForCodegen(*module);
+  if (!parts)
+    return Result::error(diagnostics.messages.empty() ? parts.error()
+                                                      : parts.error() + "\n" +
+                                                            diagnostics.messages);
+  mark("lowered");
+  Expected<std::vector<std::string>> objects =
+      compileParts(std::move(*parts), codegenThreads());
   if (!objects)
     return Result::error(diagnostics.messages.empty()
                              ? objects.error()
                              : objects.error() + "\n" + diagnostics.messages);
   artifact.objects = std::move(*objects);
-  mark("object");
+  mark("codegen");
   if (std::getenv("PEJIT_TIMING"))
     std::fprintf(stderr, "pejit timing (ms):%s\n", timing.c_str());
   return artifact;
@@ -240,19 +242,42 @@ CompiledKernel::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) 
 Expected<std::string> CompiledKernel::stage(const std::string &name) const {
   if (auto it = stages_.find(name); it != stages_.end())
     return it->second;
-  if (name != "llvm-ir" && name != "asm") {
+  if (name != "llvm" && name != "llvm-ir" && name != "asm") {
     std::string known;
     for (const std::string &stage : Kernel::stageNames())
       known += (known.empty() ? "" : ", ") + stage;
     return Expected<std::string>::error("unknown stage '" + name + "' (stages: " + known + ")");
   }
   std::lock_guard<std::mutex> lock(derivedMutex_);
-  if (auto it = derivedStages_.find(name); it != derivedStages_.end())
-    return it->second;
-  Expected<std::string> text = translateLLVMDialect(stages_.at("llvm"), name == "asm");
-  if (text)
-    derivedStages_[name] = *text;
-  return text;
+  auto derived = [&](const std::string &stage, auto derive) -> Expected<std::string> {
+    if (auto it = derivedStages_.find(stage); it != derivedStages_.end())
+      return it->second;
+    Expected<std::string> text = derive();
+    if (text)
+      derivedStages_[stage] = *text;
+    return text;
+  };
+  Expected<std::string> llvmDialect =
+      derived("llvm", [&] { return lowerTiledStage(stages_.at("tiled")); });
+  if (name == "llvm" || !llvmDialect)
+    return llvmDialect;
+  return derived(name, [&] { return translateLLVMDialect(*llvmDialect, name == "asm"); });
+}
+
+Expected<std::string> lowerTiledStage(const std::string &tiled) {
+  initializeCompilerOnce();
+  std::unique_ptr<mlir::MLIRContext> context = makeContext();
+  DiagnosticCollector diagnostics(*context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(tiled, context.get());
+  if (!module)
+    return Expected<std::string>::error(diagnostics.take("llvm"));
+  (*module)->removeAttr(kKernelInfoAttr); // as when the kernel was compiled
+  mlir::PassManager lower(context.get());
+  if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower)) ||
+      failed(lower.run(*module)))
+    return Expected<std::string>::error(diagnostics.take("llvm"));
+  return printOperation(*module);
 }
 
 Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool assembly) {
@@ -268,7 +293,7 @@ Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool 
     // The parts the kernel's objects were compiled as, each as it was
     // compiled (a cold part without loop strength reduction).
     Expected<std::vector<std::string>> parts =
-        compileParts(*module, codegenThreads(), CodeKind::Assembly);
+        compileParts(partitionForCodegen(*module), codegenThreads(), CodeKind::Assembly);
     if (!parts)
       return Expected<std::string>::error("asm: " + parts.error());
     std::string text;

@@ -56,7 +56,7 @@ struct KernelDescription {
 /// Everything a compiled kernel is, as data: its description, the text of
 /// every stage and its object code. This is what the disk cache stores.
 struct KernelArtifact : KernelDescription {
-  std::map<std::string, std::string> stages; // source, fused, tiled, llvm
+  std::map<std::string, std::string> stages; // source, fused, tiled (llvm when dumped)
   /// Host: ELF relocatables, one per codegen part, linked together on load.
   /// NVIDIA: one entry, the cubin (empty without ptxas).
   std::vector<std::string> objects;
@@ -83,7 +83,7 @@ public:
 private:
   CompiledKernel() = default;
   std::map<std::string, std::string> stages_; // the artifact's stages; its object is loaded
-  mutable std::map<std::string, std::string> derivedStages_; // llvm-ir, asm: on demand
+  mutable std::map<std::string, std::string> derivedStages_; // llvm, llvm-ir, asm: on demand
   mutable std::mutex derivedMutex_;
   std::unique_ptr<LoadedObject> object_;
   PrologueFn prologue_ = nullptr;
@@ -122,6 +122,10 @@ std::string printOperation(mlir::Operation *op);
 /// i32/i64 view, or the CONVENTIONS.md default (first + index) when null.
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table);
+
+/// The llvm stage of a tiled stage's text: the module lowered whole by
+/// pejit-lower-to-llvm, as the kernel's codegen parts each were.
+Expected<std::string> lowerTiledStage(const std::string &tiled);
 
 /// Optimized LLVM IR, or host assembly, of an LLVM-dialect module's text.
 Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool assembly);

@@ -62,6 +62,8 @@ public:
   /// Removes the entry of `key` (it failed to load), with a warning.
   void discard(const std::string &key, const std::string &why);
   void countLookup(bool hit);
+  /// Whether PEJIT_DUMP_IR asks for every stage of every compile.
+  bool dumpsStages() const { return !settings_.dumpIrDir.empty(); }
   /// Writes every stage of a fresh compile under PEJIT_DUMP_IR.
   void dumpStages(const std::string &key, const KernelArtifact &artifact) const;
 

@@ -1,203 +1,91 @@
-// Splitting a kernel module by function and compiling the parts at once; see
+// Lowering and compiling a kernel's codegen parts at once; see
 // ParallelCodegen.h.
 #include "runtime/ParallelCodegen.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/AttrTypeSubElements.h"
+#include "compiler/Pipelines.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <atomic>
 #include <thread>
 
 namespace pejit {
 namespace {
 
-using mlir::LLVM::LLVMFuncOp;
-
-bool isHelper(LLVMFuncOp fn) { return fn.isPrivate(); }
-
-int64_t operationCount(LLVMFuncOp fn) {
+int64_t operationCount(mlir::Operation *op) {
   int64_t count = 0;
-  fn.walk([&](mlir::Operation *) { ++count; });
+  op->walk([&](mlir::Operation *) { ++count; });
   return count;
 }
 
-/// The function a public function belongs with: itself, or for the
-/// C-interface wrapper func-to-llvm emits, the function it wraps.
-llvm::StringRef groupName(LLVMFuncOp fn) {
-  llvm::StringRef name = fn.getName();
-  name.consume_front("_mlir_ciface_");
-  return name;
-}
-
-/// The symbols each top-level operation of a module refers to (calls,
-/// addressof), by the operation's symbol name; "" collects the references
-/// of operations without one.
-using SymbolReferences = llvm::StringMap<llvm::StringSet<>>;
-
-SymbolReferences symbolReferences(mlir::ModuleOp module) {
-  SymbolReferences references;
-  for (mlir::Operation &top : module.getBody()->getOperations()) {
-    auto name = top.getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
-    llvm::StringSet<> &refs = references[name ? name.getValue() : ""];
-    top.walk([&](mlir::Operation *op) {
-      op->getAttrDictionary().walk([&](mlir::SymbolRefAttr ref) {
-        refs.insert(ref.getRootReference().getValue());
-      });
-    });
+/// PEJIT_TIMING=1: milliseconds since the object was made.
+struct Stopwatch {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double elapsed() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
   }
-  return references;
-}
+};
 
-/// The public functions only their C-interface wrapper refers to. The
-/// runtime calls the wrappers, so such a function can be internal to its
-/// part: then the inliner either folds it into the wrapper and drops it, or
-/// keeps one copy, where a public function inlined into its wrapper (as the
-/// prologue is) would be compiled twice.
-llvm::StringSet<> wrappedOnly(mlir::ModuleOp module, const SymbolReferences &references) {
-  llvm::StringMap<int> referrers; // symbol -> how many top-level ops refer to it
-  for (const auto &entry : references)
-    for (const auto &symbol : entry.getValue())
-      ++referrers[symbol.getKey()];
-  llvm::StringSet<> result;
-  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>()) {
-    if (fn.isExternal() || isHelper(fn) || groupName(fn) != fn.getName())
-      continue;
-    auto wrapper = references.find("_mlir_ciface_" + fn.getName().str());
-    if (wrapper != references.end() && wrapper->getValue().contains(fn.getName()) &&
-        referrers.lookup(fn.getName()) == 1)
-      result.insert(fn.getName());
-  }
-  return result;
-}
-
-/// The private helpers the functions `defines` names call, directly or
-/// through other helpers, and those any non-function operation refers to.
-llvm::StringSet<> helpersNeeded(mlir::ModuleOp module, const SymbolReferences &references,
-                                const llvm::StringSet<> &defines) {
-  llvm::StringSet<> helpers;
-  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>())
-    if (isHelper(fn))
-      helpers.insert(fn.getName());
-  llvm::StringSet<> needed;
-  std::vector<std::string> pending{""};
-  for (const auto &name : defines)
-    pending.push_back(name.getKey().str());
-  while (!pending.empty()) {
-    std::string name = std::move(pending.back());
-    pending.pop_back();
-    auto refs = references.find(name);
-    if (refs == references.end())
-      continue;
-    for (const auto &symbol : refs->getValue())
-      if (helpers.contains(symbol.getKey()) && needed.insert(symbol.getKey()).second)
-        pending.push_back(symbol.getKey().str());
-  }
-  return needed;
-}
-
-/// A module that defines the public functions `defines` names (internal
-/// when in `internal`) and the helpers they need, and declares the other
-/// public functions. Only what it defines is copied.
-mlir::OwningOpRef<mlir::ModuleOp> partModule(mlir::ModuleOp module,
-                                             const SymbolReferences &references,
-                                             const llvm::StringSet<> &defines,
-                                             const llvm::StringSet<> &internal) {
-  llvm::StringSet<> helpers = helpersNeeded(module, references, defines);
-  mlir::OwningOpRef<mlir::ModuleOp> part =
-      mlir::cast<mlir::ModuleOp>(module->cloneWithoutRegions());
-  mlir::Block *body = &part->getBodyRegion().emplaceBlock();
-  for (mlir::Operation &op : module.getBody()->getOperations()) {
-    auto fn = mlir::dyn_cast<LLVMFuncOp>(op);
-    if (!fn) {
-      body->push_back(op.clone());
-      continue;
-    }
-    if (isHelper(fn)) {
-      if (!helpers.contains(fn.getName()))
-        continue;
-      auto copy = mlir::cast<LLVMFuncOp>(op.clone());
-      // One copy per part that calls it: internal, so the copies of the
-      // parts do not clash when their objects are linked together.
-      copy.setLinkage(mlir::LLVM::Linkage::Internal);
-      body->push_back(copy);
-    } else if (fn.isExternal() || defines.contains(fn.getName())) {
-      auto copy = mlir::cast<LLVMFuncOp>(op.clone());
-      if (internal.contains(fn.getName()))
-        copy.setLinkage(mlir::LLVM::Linkage::Internal);
-      body->push_back(copy);
-    } else {
-      body->push_back(op.cloneWithoutRegions()); // a declaration: another part defines it
-    }
-  }
-  return part;
-}
+bool timingRequested() { return std::getenv("PEJIT_TIMING") != nullptr; }
 
 } // namespace
 
-std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
-  struct Group {
-    llvm::StringSet<> functions;
-    bool cold = false;
-    int64_t size = 0;
-  };
-  llvm::MapVector<llvm::StringRef, Group> groups; // in module order
-  for (LLVMFuncOp fn : module.getOps<LLVMFuncOp>()) {
-    if (fn.isExternal() || isHelper(fn))
-      continue;
-    Group &group = groups[groupName(fn)];
-    group.functions.insert(fn.getName());
-    group.cold |= fn->hasAttr(kColdFunctionAttr);
-    group.size += operationCount(fn);
+Expected<std::vector<CodegenPart>> lowerForCodegen(mlir::ModuleOp tiled) {
+  using Result = Expected<std::vector<CodegenPart>>;
+  Stopwatch watch;
+  std::vector<CodegenPart> parts = partitionForCodegen(tiled);
+  double split = watch.elapsed();
+  if (parts.empty())
+    return Result::error("llvm: the kernel defines no public function");
+  // The parts are nested modules of one container, under one pass manager
+  // that lowers each on the context's threads. (Pass managers of our own
+  // threads running at once on one context crash in pass initialization.)
+  mlir::MLIRContext *context = tiled.getContext();
+  mlir::OwningOpRef<mlir::ModuleOp> container =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(context));
+  for (CodegenPart &part : parts)
+    container->push_back(part.module.release());
+  mlir::PassManager manager(context);
+  mlir::OpPassManager &lower = manager.nest<mlir::ModuleOp>();
+  bool ok = succeeded(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower));
+  // A helper the lowering folded away (load_key_tile where K is rotated
+  // once per call) would still be compiled.
+  lower.addPass(mlir::createSymbolDCEPass());
+  ok = ok && succeeded(manager.run(*container));
+  size_t next = 0;
+  for (mlir::ModuleOp part :
+       llvm::make_early_inc_range(container->getBody()->getOps<mlir::ModuleOp>())) {
+    part->remove();
+    parts[next++].module = part;
   }
-
-  std::vector<Group> partGroups;
-  Group cold;
-  cold.cold = true;
-  for (auto &[name, group] : groups) {
-    if (!group.cold) {
-      partGroups.push_back(std::move(group));
-      continue;
-    }
-    for (const auto &function : group.functions)
-      cold.functions.insert(function.getKey());
-    cold.size += group.size;
-  }
-  if (!cold.functions.empty())
-    partGroups.push_back(std::move(cold));
-  std::stable_sort(partGroups.begin(), partGroups.end(),
-                   [](const Group &a, const Group &b) { return a.size > b.size; });
-
-  SymbolReferences references = symbolReferences(module);
-  llvm::StringSet<> internal = wrappedOnly(module, references);
-  std::vector<CodegenPart> parts;
-  for (const Group &group : partGroups)
-    parts.push_back(
-        {partModule(module, references, group.functions, internal), group.cold, group.size});
-  return parts;
+  if (!ok)
+    return Result::error("llvm: the kernel's codegen parts do not lower to the LLVM dialect");
+  // Sizes before lowering miss the unrolled loops: count again.
+  for (CodegenPart &part : parts)
+    part.size = operationCount(*part.module);
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const CodegenPart &a, const CodegenPart &b) { return a.size > b.size; });
+  if (timingRequested())
+    std::fprintf(stderr, "  codegen parts split in %.1f ms, lowered in %.1f ms\n", split,
+                 watch.elapsed() - split);
+  return Result(std::move(parts));
 }
 
-Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threads,
+Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, int threads,
                                                 CodeKind kind) {
   using Result = Expected<std::vector<std::string>>;
-  // PEJIT_TIMING=1: when each part's steps end, in ms since the split began.
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-  };
-  std::vector<CodegenPart> parts = partitionForCodegen(module);
-  double split = elapsed();
+  Stopwatch watch;
   std::vector<Expected<std::string>> objects(parts.size(),
                                              Expected<std::string>::error("not compiled"));
   // Each part is translated, optimized and compiled on one thread, in its
@@ -206,27 +94,23 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
   // what translation uniques in it.
   std::vector<std::string> timings(parts.size());
   auto compilePart = [&](size_t i) {
-    double began = elapsed();
+    auto fail = [&](const std::string &message) {
+      objects[i] = Expected<std::string>::error(message);
+    };
+    double began = watch.elapsed();
+    mlir::ModuleOp part = *parts[i].module;
+    internalizeForLinking(part, parts[i].wrappedOnly);
     llvm::LLVMContext context;
-    std::unique_ptr<llvm::Module> llvmModule =
-        mlir::translateModuleToLLVMIR(*parts[i].module, context);
-    if (!llvmModule) {
-      objects[i] = Expected<std::string>::error(
-          "jit: part " + std::to_string(i) + " of the kernel does not translate to LLVM IR");
-      return;
-    }
+    std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(part, context);
+    if (!llvmModule)
+      return fail("jit: part " + std::to_string(i) + " of the kernel does not translate to LLVM IR");
     std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
-    if (!machine) {
-      objects[i] = Expected<std::string>::error(
-          "jit: cannot create a target machine for the host CPU");
-      return;
-    }
-    double translated = elapsed();
-    if (Status status = optimizeKernel(*llvmModule, *machine); !status) {
-      objects[i] = Expected<std::string>::error(status.message());
-      return;
-    }
-    double optimized = elapsed();
+    if (!machine)
+      return fail("jit: cannot create a target machine for the host CPU");
+    double translated = watch.elapsed();
+    if (Status status = optimizeKernel(*llvmModule, *machine); !status)
+      return fail(status.message());
+    double optimized = watch.elapsed();
     objects[i] = emitCode(*llvmModule, *machine,
                           parts[i].cold ? LoopStrengthReduction::Skip : LoopStrengthReduction::Run,
                           kind);
@@ -235,7 +119,7 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
                   "  part %zu (%s, %lld ops): began %.1f translated %.1f optimized %.1f "
                   "emitted %.1f\n",
                   i, parts[i].cold ? "cold" : "hot", static_cast<long long>(parts[i].size),
-                  began, translated, optimized, elapsed());
+                  began, translated, optimized, watch.elapsed());
     timings[i] = line;
   };
   // Parts come largest first, so each thread taking the next one balances
@@ -252,11 +136,9 @@ Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threa
   worker();
   for (std::thread &thread : pool)
     thread.join();
-  if (std::getenv("PEJIT_TIMING")) {
-    std::fprintf(stderr, "  codegen parts split in %.1f ms\n", split);
+  if (timingRequested())
     for (const std::string &line : timings)
       std::fputs(line.c_str(), stderr);
-  }
 
   std::vector<std::string> result;
   for (Expected<std::string> &object : objects) {

@@ -1,58 +1,33 @@
-// Machine code for a kernel module in several parts compiled at once.
-//
-// LLVM's backend works on one function at a time and is the largest share of
-// a cold compile (instruction selection, strength reduction, register
-// allocation). A kernel module holds a few big functions (the template's
-// item and P.V tile, and the once-per-call prologue and prepare), so it is
-// split by function into parts, each part translated to its own LLVM module
-// and context, and the parts are optimized and emitted on separate threads.
-// The objects are linked together when loaded (LoadedObject::load).
+// Machine code for a kernel module in parts compiled at once
+// (CodegenParts.h): each part on one thread, lowered to the LLVM dialect
+// when it is not yet, then translated to LLVM IR in its own context,
+// optimized and emitted.
 #ifndef PEJIT_RUNTIME_PARALLELCODEGEN_H
 #define PEJIT_RUNTIME_PARALLELCODEGEN_H
 
+#include "runtime/CodegenParts.h"
 #include "runtime/ObjectCode.h"
 #include "runtime/Pejit.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/OwningOpRef.h"
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace pejit {
 
-/// The attribute a template puts on a function that runs once per call
-/// rather than once per work item (pejit_prologue, pejit_prepare). Its part
-/// is compiled without loop strength reduction, which costs ~20 ms of
-/// backend time on such a function and nothing measurable at run time.
-inline constexpr const char *kColdFunctionAttr = "pejit.cold";
+/// The codegen parts of the tiled stage (func.func and the dialects it
+/// uses), each lowered to the LLVM dialect by pejit-lower-to-llvm: all at
+/// once, on the MLIR context's threads. Largest first (counted after
+/// lowering, which unrolls loops). The public functions they define are
+/// those of the llvm stage: the whole module lowered the same way.
+Expected<std::vector<CodegenPart>> lowerForCodegen(mlir::ModuleOp tiled);
 
-/// One module of a kernel's codegen.
-struct CodegenPart {
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  /// Defines only functions marked kColdFunctionAttr.
-  bool cold = false;
-  /// Operations in the functions it defines: the estimate of its codegen time.
-  int64_t size = 0;
-};
-
-/// Splits a module in the LLVM dialect into parts, largest first. Every
-/// public function with a body is defined in exactly one part and declared in
-/// the others: each unmarked function in a part of its own (together with
-/// its C-interface wrapper `_mlir_ciface_<name>`), all functions marked
-/// kColdFunctionAttr (and their wrappers) in one part. A function only its
-/// wrapper calls is internal to its part (the runtime calls the wrappers), so
-/// it is not compiled twice when the inliner folds it into the wrapper. A
-/// private helper is defined, with internal linkage, in each part that calls
-/// it.
-std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module);
-
-/// partitionForCodegen, then the machine code of each part (an ELF object,
-/// or its assembly), in that order. Up to `threads` threads each take the
-/// next part (largest first) and translate, optimize and emit it. An error
-/// names the failing part's step.
-Expected<std::vector<std::string>> compileParts(mlir::ModuleOp module, int threads,
+/// The machine code of parts in the LLVM dialect (lowerForCodegen's, or
+/// partitionForCodegen's of the llvm stage), one ELF object (or its
+/// assembly) per part, in order. Up to `threads` threads each take the next
+/// part. An error names the failing part's step.
+Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, int threads,
                                                 CodeKind kind = CodeKind::Object);
 
 } // namespace pejit

@@ -139,7 +139,10 @@ public:
   /// copy of this Kernel holds it).
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// Text of a stage: "source", "fused", "tiled", "llvm" (LLVM dialect),
-  /// "llvm-ir" (optimized LLVM IR) or "asm"; an error for other names.
+  /// "llvm-ir" (optimized LLVM IR) or "asm"; an error for other names. The
+  /// first three are kept from the compile; the others are derived from the
+  /// tiled stage on the first request (tens of ms), as the compile lowered
+  /// and compiled it (asm: part by part, as the kernel's objects were).
   Expected<std::string> ir(const std::string &stage) const;
   static const std::vector<std::string> &stageNames();
   /// The argument roles, in order ("query", "key", ...).

@@ -149,6 +149,12 @@ Compiled Runtime::Impl::compileAndStore(const Spec &spec, const TileConfig &tile
   Expected<KernelArtifact> artifact = CompiledKernel::build(spec, tiles);
   if (!artifact)
     return Compiled::error(artifact.error());
+  if (disk->dumpsStages()) {
+    // The llvm stage is derived on request (Compile.cpp); a dump has it too.
+    Expected<std::string> llvmStage = lowerTiledStage(artifact->stages.at("tiled"));
+    if (llvmStage)
+      artifact->stages["llvm"] = std::move(*llvmStage);
+  }
   disk->dumpStages(key, *artifact);
   disk->store(key,
               artifact->shape.str() + " tile=" + std::to_string(tiles.queryTile) + "x" +

@@ -200,78 +200,12 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
         : (!V, memref<${BN}x${DV}xf32>, index, index, index, index) -> !VROWS
     %jn = arith.addi %j0, %BN : index
 
-    // St = Ks . Qt in 6 x 16 blocks: 12 accumulators, 2 loads of Qt and 6
-    // broadcasts of Ks per step of d, 4 steps per loop trip (unrolled by
-    // pejit-unroll-annotated-loops: 5-9% faster than 1 or 2 steps per trip
-    // on Zen 3, bench/RESULTS.md session 5). The 16-query column block of Qt (8 KB
-    // for D = 128) stays in L1 while all key rows stream past it.
-    // Under a causal mask, key rows past the last one this 16-query block
-    // sees are skipped (the mask below sets them to -inf).
+    // St = Ks . Qt (@pejit_s_tile). Under a causal mask, query row i0 + r
+    // sees key row jr of the tile iff jr <= r + diag_row.
     %diag_rel = arith.subi %OFF, %j0 : index
-    scf.for %ic = %c0 to %nq16 step %c16 {
-      %ic1 = arith.addi %ic, %c8 : index
-      %seen0 = arith.addi %i0, %ic : index
-      %seen1 = arith.addi %seen0, %diag_rel : index
-      %seen = arith.addi %seen1, %c16 : index
-      %seen_up0 = arith.addi %seen, %c5 : index
-      %seen_up1 = arith.divsi %seen_up0, %c6 : index
-      %seen_up = arith.muli %seen_up1, %c6 : index
-      %seen_lo = arith.maxsi %seen_up, %c0 : index
-      %seen_hi = arith.minsi %seen_lo, %BN : index
-      %jr_end = arith.select %causal, %seen_hi, %BN : index
-      scf.for %jr = %c0 to %jr_end step %c6 {
-        %jr1 = arith.addi %jr, %c1 : index
-        %jr2 = arith.addi %jr, %c2 : index
-        %jr3 = arith.addi %jr, %c3 : index
-        %jr4 = arith.addi %jr, %c4 : index
-        %jr5 = arith.addi %jr, %c5 : index
-        %acc:12 = scf.for %d = %c0 to %D step %c1
-            iter_args(%a00 = %zv, %a01 = %zv, %a10 = %zv, %a11 = %zv, %a20 = %zv, %a21 = %zv,
-                      %a30 = %zv, %a31 = %zv, %a40 = %zv, %a41 = %zv, %a50 = %zv, %a51 = %zv)
-            -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-          %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !V8
-          %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !V8
-          %k0s = memref.load %Kt[%jr, %d] : !KTILE
-          %k1s = memref.load %Kt[%jr1, %d] : !KTILE
-          %k2s = memref.load %Kt[%jr2, %d] : !KTILE
-          %k3s = memref.load %Kt[%jr3, %d] : !KTILE
-          %k4s = memref.load %Kt[%jr4, %d] : !KTILE
-          %k5s = memref.load %Kt[%jr5, %d] : !KTILE
-          %k0 = vector.broadcast %k0s : f32 to !V8
-          %k1 = vector.broadcast %k1s : f32 to !V8
-          %k2 = vector.broadcast %k2s : f32 to !V8
-          %k3 = vector.broadcast %k3s : f32 to !V8
-          %k4 = vector.broadcast %k4s : f32 to !V8
-          %k5 = vector.broadcast %k5s : f32 to !V8
-          %b00 = vector.fma %k0, %q0, %a00 : !V8
-          %b01 = vector.fma %k0, %q1, %a01 : !V8
-          %b10 = vector.fma %k1, %q0, %a10 : !V8
-          %b11 = vector.fma %k1, %q1, %a11 : !V8
-          %b20 = vector.fma %k2, %q0, %a20 : !V8
-          %b21 = vector.fma %k2, %q1, %a21 : !V8
-          %b30 = vector.fma %k3, %q0, %a30 : !V8
-          %b31 = vector.fma %k3, %q1, %a31 : !V8
-          %b40 = vector.fma %k4, %q0, %a40 : !V8
-          %b41 = vector.fma %k4, %q1, %a41 : !V8
-          %b50 = vector.fma %k5, %q0, %a50 : !V8
-          %b51 = vector.fma %k5, %q1, %a51 : !V8
-          scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
-              : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
-        } {pejit.unroll_factor = 4 : i64}
-        vector.store %acc#0, %St[%jr, %ic] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#1, %St[%jr, %ic1] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#2, %St[%jr1, %ic] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#3, %St[%jr1, %ic1] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#4, %St[%jr2, %ic] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#5, %St[%jr2, %ic1] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#6, %St[%jr3, %ic] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#7, %St[%jr3, %ic1] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#8, %St[%jr4, %ic] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#9, %St[%jr4, %ic1] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#10, %St[%jr5, %ic] : memref<${BN}x${BM}xf32>, !V8
-        vector.store %acc#11, %St[%jr5, %ic1] : memref<${BN}x${BM}xf32>, !V8
-      }
-    }
+    %diag_row = arith.addi %i0, %diag_rel : index
+    func.call @pejit_s_tile(%St, %Qt, %Kt, %nq16, %diag_row)
+        : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !KTILE, index, index) -> ()
 
     attn.score_mod %St, %h, %i0, %j0 : memref<${BN}x${BM}xf32>
 
@@ -387,8 +321,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     }
 
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
-    %pv_base = arith.addi %i0, %diag_rel : index
-    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %scratch, %nq6, %nk, %pv_base, %jn,
+    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %scratch, %nq6, %nk, %diag_row, %jn,
                              %b, %hk)
         : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
            !V, !SCRATCH, index, index, index, index, index, index) -> ()

@@ -76,6 +76,99 @@ func.func private @exp2_v8(%x: !V8) -> !V8 {
   return %r : !V8
 }
 
+// St = Ks . Qt for one KV tile (Kt: Ks or a key cache tile), in 6 x 16
+// blocks: 12 accumulators, 2 loads of Qt and 6 broadcasts of Kt per step of
+// d, 4 steps per loop trip (unrolled by pejit-unroll-annotated-loops: 5-9%
+// faster than 1 or 2 steps per trip on Zen 3, bench/RESULTS.md session 5).
+// The 16-query column block of Qt (8 KB for D = 128) stays in L1 while all
+// key rows stream past it. Columns [0, nq16) of the tile; under a causal
+// mask, column r sees key row jr iff jr <= r + diag_row, and key rows past
+// the last one a 16-column block sees are skipped (the item's mask sets
+// them to -inf). A function of its own (never inlined) so the backend
+// compiles it in parallel with the rest of the kernel
+// (runtime/ParallelCodegen.cpp).
+func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32>, %Kt: !KTILE,
+                        %nq16: index, %diag_row: index)
+    attributes {passthrough = ["noinline"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %BN = arith.constant ${BN} : index
+  %D = arith.constant ${D} : index
+  %causal = arith.constant ${CAUSAL}
+  %zv = arith.constant dense<0.0> : !V8
+  scf.for %ic = %c0 to %nq16 step %c16 {
+    %ic1 = arith.addi %ic, %c8 : index
+    %seen0 = arith.addi %diag_row, %ic : index
+    %seen = arith.addi %seen0, %c16 : index
+    %seen_up0 = arith.addi %seen, %c5 : index
+    %seen_up1 = arith.divsi %seen_up0, %c6 : index
+    %seen_up = arith.muli %seen_up1, %c6 : index
+    %seen_lo = arith.maxsi %seen_up, %c0 : index
+    %seen_hi = arith.minsi %seen_lo, %BN : index
+    %jr_end = arith.select %causal, %seen_hi, %BN : index
+    scf.for %jr = %c0 to %jr_end step %c6 {
+      %jr1 = arith.addi %jr, %c1 : index
+      %jr2 = arith.addi %jr, %c2 : index
+      %jr3 = arith.addi %jr, %c3 : index
+      %jr4 = arith.addi %jr, %c4 : index
+      %jr5 = arith.addi %jr, %c5 : index
+      %acc:12 = scf.for %d = %c0 to %D step %c1
+          iter_args(%a00 = %zv, %a01 = %zv, %a10 = %zv, %a11 = %zv, %a20 = %zv, %a21 = %zv,
+                    %a30 = %zv, %a31 = %zv, %a40 = %zv, %a41 = %zv, %a50 = %zv, %a51 = %zv)
+          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+        %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !V8
+        %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !V8
+        %k0s = memref.load %Kt[%jr, %d] : !KTILE
+        %k1s = memref.load %Kt[%jr1, %d] : !KTILE
+        %k2s = memref.load %Kt[%jr2, %d] : !KTILE
+        %k3s = memref.load %Kt[%jr3, %d] : !KTILE
+        %k4s = memref.load %Kt[%jr4, %d] : !KTILE
+        %k5s = memref.load %Kt[%jr5, %d] : !KTILE
+        %k0 = vector.broadcast %k0s : f32 to !V8
+        %k1 = vector.broadcast %k1s : f32 to !V8
+        %k2 = vector.broadcast %k2s : f32 to !V8
+        %k3 = vector.broadcast %k3s : f32 to !V8
+        %k4 = vector.broadcast %k4s : f32 to !V8
+        %k5 = vector.broadcast %k5s : f32 to !V8
+        %b00 = vector.fma %k0, %q0, %a00 : !V8
+        %b01 = vector.fma %k0, %q1, %a01 : !V8
+        %b10 = vector.fma %k1, %q0, %a10 : !V8
+        %b11 = vector.fma %k1, %q1, %a11 : !V8
+        %b20 = vector.fma %k2, %q0, %a20 : !V8
+        %b21 = vector.fma %k2, %q1, %a21 : !V8
+        %b30 = vector.fma %k3, %q0, %a30 : !V8
+        %b31 = vector.fma %k3, %q1, %a31 : !V8
+        %b40 = vector.fma %k4, %q0, %a40 : !V8
+        %b41 = vector.fma %k4, %q1, %a41 : !V8
+        %b50 = vector.fma %k5, %q0, %a50 : !V8
+        %b51 = vector.fma %k5, %q1, %a51 : !V8
+        scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
+            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+      } {pejit.unroll_factor = 4 : i64}
+      vector.store %acc#0, %St[%jr, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#1, %St[%jr, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#2, %St[%jr1, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#3, %St[%jr1, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#4, %St[%jr2, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#5, %St[%jr2, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#6, %St[%jr3, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#7, %St[%jr3, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#8, %St[%jr4, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#9, %St[%jr4, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#10, %St[%jr5, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#11, %St[%jr5, %ic1] : memref<${BN}x${BM}xf32>, !V8
+    }
+  }
+  return
+}
+
 // Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the rescale
 // is folded into loading the accumulators; 2 loads of V and 6 broadcasts of P
 // per key, 4 keys per loop trip (like S's loop over d). Rows [0, nq6) of the tile; under a causal mask, key j is seen by

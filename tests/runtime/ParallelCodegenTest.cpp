@@ -1,9 +1,12 @@
 // Splitting a module by function for concurrent codegen, and linking the
 // parts' objects back together (runtime/ParallelCodegen.h, ObjectCode.h).
+#include "compiler/InstantiateTemplate.h"
 #include "compiler/Registration.h"
+#include "runtime/CodegenParts.h"
 #include "runtime/CompiledKernel.h"
 #include "runtime/ObjectCode.h"
 #include "runtime/ParallelCodegen.h"
+#include "runtime/Pejit.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -16,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 namespace pejit {
@@ -83,6 +87,7 @@ TEST_F(ParallelCodegenTest, EachPublicFunctionIsDefinedInExactlyOnePart) {
     // Each function has a part of its own.
     EXPECT_NE(big.isExternal(), small.isExternal());
     // helper: an internal copy wherever it is called; never the unused one.
+    internalizeForLinking(part, codegenPart.wrappedOnly);
     mlir::LLVM::LLVMFuncOp helper = function(part, "helper");
     ASSERT_TRUE(helper);
     EXPECT_FALSE(helper.isExternal());
@@ -138,7 +143,7 @@ TEST_F(ParallelCodegenTest, ColdFunctionsAndTheirWrappersShareOnePart) {
 // wrapped(x) = x + 5 has only its C-interface wrapper as a caller; shared
 // has a wrapper and another caller (user(x) = 2 shared(x), shared(x) = x - 1).
 constexpr const char *kWrappedModule = R"mlir(
-llvm.func @wrapped(%x: i64) -> i64 {
+llvm.func @wrapped(%x: i64) -> i64 attributes {llvm.emit_c_interface} {
   %c5 = llvm.mlir.constant(5 : i64) : i64
   %r = llvm.add %x, %c5 : i64
   llvm.return %r : i64
@@ -147,7 +152,7 @@ llvm.func @_mlir_ciface_wrapped(%x: i64) -> i64 {
   %r = llvm.call @wrapped(%x) : (i64) -> i64
   llvm.return %r : i64
 }
-llvm.func @shared(%x: i64) -> i64 {
+llvm.func @shared(%x: i64) -> i64 attributes {llvm.emit_c_interface} {
   %c1 = llvm.mlir.constant(1 : i64) : i64
   %r = llvm.sub %x, %c1 : i64
   llvm.return %r : i64
@@ -171,9 +176,11 @@ TEST_F(ParallelCodegenTest, AFunctionOnlyItsWrapperCallsIsInternalToItsPart) {
   ASSERT_EQ(parts.size(), 3u); // wrapped, shared (each with its wrapper), user
   int wrappedDefinitions = 0;
   for (CodegenPart &part : parts) {
+    internalizeForLinking(*part.module, part.wrappedOnly);
     mlir::LLVM::LLVMFuncOp fn = function(*part.module, "wrapped");
     if (fn && !fn.isExternal()) {
       ++wrappedDefinitions;
+      EXPECT_TRUE(part.wrappedOnly.contains("wrapped"));
       EXPECT_EQ(fn.getLinkage(), mlir::LLVM::Linkage::Internal);
       EXPECT_FALSE(function(*part.module, "_mlir_ciface_wrapped").isExternal());
     }
@@ -182,7 +189,7 @@ TEST_F(ParallelCodegenTest, AFunctionOnlyItsWrapperCallsIsInternalToItsPart) {
     EXPECT_EQ(shared.getLinkage(), mlir::LLVM::Linkage::External); // user calls it
   }
   EXPECT_EQ(wrappedDefinitions, 1);
-  Expected<std::vector<std::string>> objects = compileParts(*wrapped, 2);
+  Expected<std::vector<std::string>> objects = compileParts(partitionForCodegen(*wrapped), 2);
   ASSERT_TRUE(objects) << objects.error();
   Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);
   ASSERT_TRUE(loaded) << loaded.error();
@@ -197,7 +204,7 @@ TEST_F(ParallelCodegenTest, AFunctionOnlyItsWrapperCallsIsInternalToItsPart) {
 
 TEST_F(ParallelCodegenTest, PartsLinkedTogetherComputeWhatTheModuleSays) {
   for (int threads : {1, 2, 8}) {
-    Expected<std::vector<std::string>> objects = compileParts(*module, threads);
+    Expected<std::vector<std::string>> objects = compileParts(partitionForCodegen(*module), threads);
     ASSERT_TRUE(objects) << objects.error();
     ASSERT_EQ(objects->size(), 2u); // one per part, whatever the threads
     Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);
@@ -213,6 +220,46 @@ TEST_F(ParallelCodegenTest, PartsLinkedTogetherComputeWhatTheModuleSays) {
   }
 }
 
+// The kernel's machine code is compiled from its tiled stage split into
+// parts, each lowered on its own; the llvm stage is the whole tiled module
+// lowered. Every public function must come out the same both ways.
+TEST_F(ParallelCodegenTest, LoweredPartsDefineWhatTheLlvmStageHas) {
+  Runtime runtime;
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = true;
+  // Three Q tiles: K is rotated once per call too (pejit_prepare).
+  Expected<Kernel> kernel = runtime.get(Spec::fromBuilder(spec, Shape{1, 2, 2, 300, 300, 64, 64}));
+  ASSERT_TRUE(kernel) << kernel.error();
+  Expected<std::string> tiledText = kernel->ir("tiled"), llvmText = kernel->ir("llvm");
+  ASSERT_TRUE(tiledText && llvmText);
+  mlir::OwningOpRef<mlir::ModuleOp> tiled =
+      mlir::parseSourceString<mlir::ModuleOp>(*tiledText, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> whole =
+      mlir::parseSourceString<mlir::ModuleOp>(*llvmText, &context);
+  ASSERT_TRUE(tiled && whole);
+  (*tiled)->removeAttr(kKernelInfoAttr); // as the compile does
+  Expected<std::vector<CodegenPart>> parts = lowerForCodegen(*tiled);
+  ASSERT_TRUE(parts) << parts.error();
+  std::map<std::string, int> definitions;
+  for (CodegenPart &part : *parts) {
+    for (mlir::LLVM::LLVMFuncOp fn : part.module->getOps<mlir::LLVM::LLVMFuncOp>()) {
+      if (fn.isExternal() || fn.isPrivate())
+        continue;
+      ++definitions[fn.getName().str()];
+      mlir::LLVM::LLVMFuncOp same = function(*whole, fn.getName());
+      ASSERT_TRUE(same) << fn.getName().str() << " is not in the llvm stage";
+      EXPECT_EQ(printOperation(fn), printOperation(same)) << fn.getName().str();
+    }
+  }
+  for (mlir::LLVM::LLVMFuncOp fn : whole->getOps<mlir::LLVM::LLVMFuncOp>())
+    if (!fn.isExternal() && !fn.isPrivate())
+      EXPECT_EQ(definitions[fn.getName().str()], 1) << fn.getName().str();
+  for (const char *name : {"pejit_item", "_mlir_ciface_pejit_item", "pejit_s_tile",
+                           "pejit_pv_tile", "pejit_prologue", "pejit_prepare"})
+    EXPECT_EQ(definitions[name], 1) << name;
+}
+
 TEST_F(ParallelCodegenTest, LoadingNoObjectIsAnError) {
   Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load({});
   ASSERT_FALSE(loaded);
@@ -220,7 +267,7 @@ TEST_F(ParallelCodegenTest, LoadingNoObjectIsAnError) {
 }
 
 TEST_F(ParallelCodegenTest, AnObjectThatIsNotElfIsAnErrorNamingIt) {
-  Expected<std::vector<std::string>> objects = compileParts(*module, 2);
+  Expected<std::vector<std::string>> objects = compileParts(partitionForCodegen(*module), 2);
   ASSERT_TRUE(objects) << objects.error();
   (*objects)[1] = "not an object file";
   Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);

@@ -41,9 +41,8 @@
 // CHECK: %[[KS:.*]] = memref.cast %{{.*}} : memref<96x64xf32> to memref<96x64xf32, strided<[64, 1], offset: ?>>
 // CHECK-NEXT: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
 // CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
-// S's register-blocked loop over d: 4 steps per trip once lowered.
-// CHECK: vector.fma {{.*}} : vector<8xf32>
-// CHECK: } {pejit.unroll_factor = 4 : i64}
+// S = Ks . Qt in a function of its own (below).
+// CHECK: func.call @pejit_s_tile(
 // ALiBi slopes of 4 heads, negated (-2^-2, -2^-4, -2^-6, -2^-8), chosen by
 // the head index with a chain of selects.
 // CHECK-DAG: arith.constant -3.906250e-03 : f32
@@ -59,6 +58,11 @@
 // CHECK-NEXT: vector.store %[[V8]], %arg1[{{.*}}] : memref<96x64xf32>, vector<8xf32>
 // CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func private @exp2_v8
+// S's register-blocked loop over d: 4 steps per trip once lowered.
+// CHECK-LABEL: func.func @pejit_s_tile
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK: } {pejit.unroll_factor = 4 : i64}
 // CHECK-LABEL: func.func @pejit_pv_tile
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK: vector.fma {{.*}} : vector<8xf32>
@@ -83,7 +87,7 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: %[[KT:.*]] = scf.if %{{.*}} -> (memref<96x64xf32, strided<[64, 1], offset: ?>>)
 // CHECK-NEXT: func.call @key_cache_tile(%arg4,
-// CHECK: memref.load %[[KT]][{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: func.call @pejit_s_tile(%{{.*}}, %{{.*}}, %[[KT]],
 // CHECK-LABEL: func.func private @key_cache_tile
 // CHECK: %[[OFF:.*]] = arith.addi %c38400, %{{.*}} : index
 // CHECK: memref.reinterpret_cast %arg0 to offset: [%[[OFF]]], sizes: [96, 64], strides: [64, 1]

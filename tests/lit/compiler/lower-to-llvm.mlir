@@ -10,8 +10,10 @@
 // CHECK-SAME: pejit.cold
 // CHECK-LABEL: llvm.func @pejit_item
 // CHECK-SAME: attributes {llvm.emit_c_interface} {
-// CHECK: llvm.intr.fmuladd{{.*}}vector<8xf32>
+// CHECK: llvm.call @pejit_s_tile(
 // CHECK-LABEL: llvm.func @_mlir_ciface_pejit_item
+// CHECK-LABEL: llvm.func @pejit_s_tile
+// CHECK: llvm.intr.fmuladd{{.*}}vector<8xf32>
 // CHECK-NOT: memref.
 // CHECK-NOT: scf.
 // CHECK-NOT: vector.
