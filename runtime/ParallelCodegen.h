@@ -26,7 +26,8 @@ Expected<std::vector<CodegenPart>> lowerForCodegen(mlir::ModuleOp tiled);
 /// The machine code of parts in the LLVM dialect (lowerForCodegen's, or
 /// partitionForCodegen's of the llvm stage), one ELF object (or its
 /// assembly) per part, in order. Up to `threads` threads each take the next
-/// part. An error names the failing part's step.
+/// part, verifies it and compiles it. An error names the failing part's
+/// step.
 Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, int threads,
                                                 CodeKind kind = CodeKind::Object);
 
