@@ -34,8 +34,9 @@ struct CodegenPart {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// Defines only functions marked kColdFunctionAttr.
   bool cold = false;
-  /// Operations in the functions and helpers it defines: the estimate of its
-  /// codegen time.
+  /// The estimate of its codegen time: before lowering, the operations in
+  /// the functions and helpers it defines; once lowered, those and its
+  /// blocks (lowerForCodegen).
   int64_t size = 0;
   /// Public functions it defines that only their C-interface wrapper calls
   /// (see internalizeForLinking).

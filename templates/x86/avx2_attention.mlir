@@ -134,21 +134,11 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %L = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %A = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
 
-  // Q tile: its nq rows read from Q and transformed in one pass (RoPE once
-  // per Q tile), the rows past SQ zero.
-  %q_rows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1]
-      : !Q to !QROWS
-  attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch
-      : memref<${BM}x${D}xf32> from !QROWS, !SCRATCH
-  scf.for %r = %nq to %BM step %c1 {
-    scf.for %d = %c0 to %D step %c8 {
-      vector.store %zv, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
-    }
-  }
-
-  // Qt = transpose(Qs) * scale (@transpose_scaled); running max -inf,
-  // sum 0, output 0.
-  func.call @transpose_scaled(%Qs, %Qt) : (memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>) -> ()
+  // Q tile: Qs (rotated) and Qt = transpose(Qs) * scale
+  // (@pejit_query_tile); running max -inf, sum 0, output 0.
+  func.call @pejit_query_tile(%q, %Qs, %Qt, %scratch, %b, %h, %i0, %nq)
+      : (!Q, memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>, !SCRATCH, index, index, index,
+         index) -> ()
   scf.for %r = %c0 to %BM step %c8 {
     vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
     vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8

@@ -76,6 +76,33 @@ func.func private @exp2_v8(%x: !V8) -> !V8 {
   return %r : !V8
 }
 
+// The Q tile of an item: its nq rows of Q[b, h] read and transformed in one
+// pass (RoPE once per Q tile) into Qs, the rows past SQ zero, then
+// Qt = transpose(Qs) * scale (@transpose_scaled). Once per item, not per KV
+// tile: pejit.cold, so the backend compiles it (never inlined) with the
+// once-per-call functions, without strength reduction.
+func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D}x${BM}xf32>,
+                            %scratch: !SCRATCH, %b: index, %h: index, %i0: index, %nq: index)
+    attributes {passthrough = ["noinline"], pejit.cold} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %BM = arith.constant ${BM} : index
+  %D = arith.constant ${D} : index
+  %zv = arith.constant dense<0.0> : !V8
+  %q_rows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1]
+      : !Q to !QROWS
+  attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch
+      : memref<${BM}x${D}xf32> from !QROWS, !SCRATCH
+  scf.for %r = %nq to %BM step %c1 {
+    scf.for %d = %c0 to %D step %c8 {
+      vector.store %zv, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
+    }
+  }
+  func.call @transpose_scaled(%Qs, %Qt) : (memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>) -> ()
+  return
+}
+
 // St = Ks . Qt for one KV tile (Kt: Ks or a key cache tile), in 6 x 16
 // blocks: 12 accumulators, 2 loads of Qt and 6 broadcasts of Kt per step of
 // d, 4 steps per loop trip (unrolled by pejit-unroll-annotated-loops: 5-9%

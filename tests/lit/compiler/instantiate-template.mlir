@@ -28,15 +28,8 @@
 // CHECK-SAME: attributes {llvm.emit_c_interface} {
 // CHECK-NOT: attn.qk_transform
 // CHECK-NOT: attn.score_mod
-// Q tile: rows of Q[b, h] rotated straight into the f32 tile (half layout:
-// channels c and c + 32).
-// CHECK: %[[QROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : memref<1x4x100x64xf32, strided<[?, ?, ?, 1], offset: ?>> to memref<?x64xf32, strided<[?, 1], offset: ?>>
-// CHECK: %[[XA:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
-// CHECK: %[[XB:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
-// CHECK: %[[XBS:.*]] = arith.mulf %[[XB]], %{{.*}} : vector<8xf32>
-// CHECK: %[[NXBS:.*]] = arith.negf %[[XBS]]
-// CHECK: %[[OUTA:.*]] = vector.fma %[[XA]], %{{.*}}, %[[NXBS]] : vector<8xf32>
-// CHECK: vector.store %[[OUTA]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
+// Q tile: a function of its own, off the hot path (below).
+// CHECK: call @pejit_query_tile(%arg0,
 // K tile: the same from K[b, h / GROUP] (@load_key_tile, below), into Ks.
 // CHECK: %[[KS:.*]] = memref.cast %{{.*}} : memref<96x64xf32> to memref<96x64xf32, strided<[64, 1], offset: ?>>
 // CHECK-NEXT: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
@@ -58,6 +51,17 @@
 // CHECK-NEXT: vector.store %[[V8]], %arg1[{{.*}}] : memref<96x64xf32>, vector<8xf32>
 // CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func private @exp2_v8
+// CHECK-LABEL: func.func @pejit_query_tile
+// CHECK-SAME: attributes {passthrough = ["noinline"], pejit.cold}
+// Q tile: rows of Q[b, h] rotated straight into the f32 tile (half layout:
+// channels c and c + 32).
+// CHECK: %[[QROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1] : memref<1x4x100x64xf32, strided<[?, ?, ?, 1], offset: ?>> to memref<?x64xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[XA:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: %[[XB:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: %[[XBS:.*]] = arith.mulf %[[XB]], %{{.*}} : vector<8xf32>
+// CHECK: %[[NXBS:.*]] = arith.negf %[[XBS]]
+// CHECK: %[[OUTA:.*]] = vector.fma %[[XA]], %{{.*}}, %[[NXBS]] : vector<8xf32>
+// CHECK: vector.store %[[OUTA]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
 // S's register-blocked loop over d: 4 steps per trip once lowered.
 // CHECK-LABEL: func.func @pejit_s_tile
 // CHECK-SAME: passthrough = ["noinline"]
@@ -142,10 +146,7 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16, with NaN kept quiet (0x7fc00000).
 // CHECK: pejit.kernel = {arguments = ["query", "key", "value"], dtype = "bf16", {{.*}}out_dtype = "bf16"
 // CHECK-LABEL: func.func @pejit_item
-// CHECK: %[[QROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
-// CHECK: %[[Q8:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
-// CHECK: %[[Q8F:.*]] = arith.extf %[[Q8]] : vector<8xbf16> to vector<8xf32>
-// CHECK: vector.store %[[Q8F]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
+// CHECK: call @pejit_query_tile(%arg0,
 // CHECK: func.call @load_key_tile(%arg1,
 // CHECK: call @narrow8({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
 // CHECK-LABEL: func.func private @kv_value_rows
@@ -159,6 +160,11 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // CHECK: arith.cmpf uno
 // CHECK: arith.trunci {{.*}} : vector<8xi32> to vector<8xi16>
 // CHECK: arith.bitcast {{.*}} : vector<8xi16> to vector<8xbf16>
+// CHECK-LABEL: func.func @pejit_query_tile
+// CHECK: %[[QROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
+// CHECK: %[[Q8:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: %[[Q8F:.*]] = arith.extf %[[Q8]] : vector<8xbf16> to vector<8xf32>
+// CHECK: vector.store %[[Q8F]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
 // CHECK-LABEL: func.func private @load_key_tile
 // CHECK: %[[KROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
 // CHECK: vector.load %[[KROWS]]
