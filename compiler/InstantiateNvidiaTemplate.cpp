@@ -147,8 +147,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"KPB", std::to_string(shape.keyPositionRows)},
       {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))}};
   FailureOr<std::string> text =
-      substitute(loadTemplateWithBlocks("nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate,
-                                        "nvidia/mma_blocks.mlir", kNvidiaMmaBlocksTemplate),
+      substitute(loadTemplateWithBlocks({"nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate},
+                                        {{"nvidia/mma_blocks.mlir", kNvidiaMmaBlocksTemplate}}),
                  params, op);
   if (failed(text))
     return failure();

@@ -23,6 +23,7 @@
 
 #include "templates/X86Avx2Attention.inc"
 #include "templates/X86Avx2Blocks.inc"
+#include "templates/X86Avx2Tiles.inc"
 
 namespace pejit {
 #define GEN_PASS_DEF_INSTANTIATETEMPLATE
@@ -199,8 +200,9 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
                      /*inPlace=*/inType.isF32() && shape.querySeq >= tiles.queryTile)},
       {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
   FailureOr<std::string> text =
-      substitute(loadTemplateWithBlocks("x86/avx2_attention.mlir", kX86Avx2AttentionTemplate,
-                                        "x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate),
+      substitute(loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate},
+                                        {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
+                                         {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate}}),
                  params, op);
   if (failed(text))
     return failure();

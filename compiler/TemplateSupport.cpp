@@ -137,10 +137,11 @@ std::string loadTemplate(const std::string &relativePath, const char *embedded) 
   return embedded;
 }
 
-std::string loadTemplateWithBlocks(const std::string &kernelPath, const char *kernel,
-                                   const std::string &blocksPath, const char *blocks) {
-  std::string text = loadTemplate(kernelPath, kernel);
-  std::string blockText = loadTemplate(blocksPath, blocks);
+std::string loadTemplateWithBlocks(TemplateFile kernel, llvm::ArrayRef<TemplateFile> blocks) {
+  std::string text = loadTemplate(kernel.path, kernel.embedded);
+  std::string blockText;
+  for (const TemplateFile &block : blocks)
+    blockText += loadTemplate(block.path, block.embedded) + "\n";
   const std::string marker = "// @pejit-blocks\n";
   if (size_t at = text.find(marker); at != std::string::npos)
     return text.replace(at, marker.size(), blockText);

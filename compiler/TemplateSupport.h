@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 
 #include <map>
 #include <optional>
@@ -26,11 +27,17 @@ const char *kernelElementTypeName(mlir::Type type);
 /// readable, else the copy embedded at build time.
 std::string loadTemplate(const std::string &relativePath, const char *embedded);
 
-/// A kernel template with its blocks (helpers, secondary kernels) kept in a
-/// file of their own: the blocks' text replaces the kernel's `// @pejit-blocks`
-/// line, or is appended when it has none. Both load as loadTemplate does.
-std::string loadTemplateWithBlocks(const std::string &kernelPath, const char *kernel,
-                                   const std::string &blocksPath, const char *blocks);
+/// A template file: its path under templates/ and its embedded copy.
+struct TemplateFile {
+  const char *path;
+  const char *embedded;
+};
+
+/// A kernel template with its blocks (helpers, secondary kernels) kept in
+/// files of their own: the blocks' texts, in order, replace the kernel's
+/// `// @pejit-blocks` line, or are appended when it has none. All load as
+/// loadTemplate does.
+std::string loadTemplateWithBlocks(TemplateFile kernel, llvm::ArrayRef<TemplateFile> blocks);
 
 /// Replaces every ${NAME}; fails (naming it) on a name without a value.
 mlir::FailureOr<std::string> substitute(const std::string &text,

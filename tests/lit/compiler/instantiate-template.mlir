@@ -51,6 +51,11 @@
 // CHECK-NEXT: vector.store %[[V8]], %arg1[{{.*}}] : memref<96x64xf32>, vector<8xf32>
 // CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func private @exp2_v8
+// CHECK-LABEL: func.func private @load_key_tile
+// CHECK: %[[KROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
+// CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
+// CHECK: vector.store {{.*}}, %arg1[{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
+// The tile functions (templates/x86/avx2_tiles.mlir) come last.
 // CHECK-LABEL: func.func @pejit_query_tile
 // CHECK-SAME: attributes {passthrough = ["noinline"], pejit.cold}
 // Q tile: rows of Q[b, h] rotated straight into the f32 tile (half layout:
@@ -71,10 +76,6 @@
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK: vector.fma {{.*}} : vector<8xf32>
 // CHECK: } {pejit.unroll_factor = 4 : i64}
-// CHECK-LABEL: func.func private @load_key_tile
-// CHECK: %[[KROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
-// CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
-// CHECK: vector.store {{.*}}, %arg1[{{.*}}] : memref<96x64xf32, strided<[64, 1], offset: ?>>, vector<8xf32>
 func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
@@ -160,15 +161,15 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // CHECK: arith.cmpf uno
 // CHECK: arith.trunci {{.*}} : vector<8xi32> to vector<8xi16>
 // CHECK: arith.bitcast {{.*}} : vector<8xi16> to vector<8xbf16>
+// CHECK-LABEL: func.func private @load_key_tile
+// CHECK: %[[KROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
+// CHECK: vector.load %[[KROWS]]
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK-LABEL: func.func @pejit_query_tile
 // CHECK: %[[QROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
 // CHECK: %[[Q8:.*]] = vector.load %[[QROWS]][{{.*}}] : memref<?x64xbf16, strided<[?, 1], offset: ?>>, vector<8xbf16>
 // CHECK: %[[Q8F:.*]] = arith.extf %[[Q8]] : vector<8xbf16> to vector<8xf32>
 // CHECK: vector.store %[[Q8F]], %{{.*}} : memref<144x64xf32>, vector<8xf32>
-// CHECK-LABEL: func.func private @load_key_tile
-// CHECK: %[[KROWS:.*]] = memref.subview %arg0{{.*}} to memref<?x64xbf16, strided<[?, 1], offset: ?>>
-// CHECK: vector.load %[[KROWS]]
-// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
 func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: tensor<1x2x40x64xbf16>) -> tensor<1x2x40x64xbf16> {
   %o = attn.attention %q, %k, %v causal : tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16> -> tensor<1x2x40x64xbf16>
   return %o : tensor<1x2x40x64xbf16>

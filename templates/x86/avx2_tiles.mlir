@@ -1,0 +1,299 @@
+// The tile functions of the x86 AVX2 attention template
+// (templates/x86/avx2_attention.mlir), put after its blocks
+// (avx2_blocks.mlir) in place of its `// @pejit-blocks` line before
+// parameter substitution and parsing: the types and parameters are the
+// ones that file defines. Each is public and never inlined, so the backend
+// compiles it as a codegen part of its own (runtime/CodegenParts.h):
+//   @pejit_query_tile  an item's Q tile, rotated and transposed (once per item)
+//   @pejit_s_tile      St = Ks . Qt for one KV tile
+//   @pejit_pv_tile     Os = Os * alpha + P^T . V for one KV tile
+
+// The Q tile of an item: its nq rows of Q[b, h] read and transformed in one
+// pass (RoPE once per Q tile) into Qs, the rows past SQ zero, then
+// Qt = transpose(Qs) * scale (@transpose_scaled). Once per item, not per KV
+// tile: pejit.cold, so the backend compiles it (never inlined) with the
+// once-per-call functions, without strength reduction.
+func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D}x${BM}xf32>,
+                            %scratch: !SCRATCH, %b: index, %h: index, %i0: index, %nq: index)
+    attributes {passthrough = ["noinline"], pejit.cold} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %BM = arith.constant ${BM} : index
+  %D = arith.constant ${D} : index
+  %zv = arith.constant dense<0.0> : !V8
+  %q_rows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1]
+      : !Q to !QROWS
+  attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch
+      : memref<${BM}x${D}xf32> from !QROWS, !SCRATCH
+  scf.for %r = %nq to %BM step %c1 {
+    scf.for %d = %c0 to %D step %c8 {
+      vector.store %zv, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
+    }
+  }
+  func.call @transpose_scaled(%Qs, %Qt) : (memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>) -> ()
+  return
+}
+
+// St = Ks . Qt for one KV tile (Kt: Ks or a key cache tile), in 6 x 16
+// blocks: 12 accumulators, 2 loads of Qt and 6 broadcasts of Kt per step of
+// d, 4 steps per loop trip (unrolled by pejit-unroll-annotated-loops: 5-9%
+// faster than 1 or 2 steps per trip on Zen 3, bench/RESULTS.md session 5).
+// The 16-query column block of Qt (8 KB for D = 128) stays in L1 while all
+// key rows stream past it. Columns [0, nq16) of the tile; under a causal
+// mask, column r sees key row jr iff jr <= r + diag_row, and key rows past
+// the last one a 16-column block sees are skipped (the item's mask sets
+// them to -inf). A function of its own (never inlined) so the backend
+// compiles it in parallel with the rest of the kernel
+// (runtime/ParallelCodegen.cpp).
+func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32>, %Kt: !KTILE,
+                        %nq16: index, %diag_row: index)
+    attributes {passthrough = ["noinline"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %BN = arith.constant ${BN} : index
+  %D = arith.constant ${D} : index
+  %causal = arith.constant ${CAUSAL}
+  %zv = arith.constant dense<0.0> : !V8
+  scf.for %ic = %c0 to %nq16 step %c16 {
+    %ic1 = arith.addi %ic, %c8 : index
+    %seen0 = arith.addi %diag_row, %ic : index
+    %seen = arith.addi %seen0, %c16 : index
+    %seen_up0 = arith.addi %seen, %c5 : index
+    %seen_up1 = arith.divsi %seen_up0, %c6 : index
+    %seen_up = arith.muli %seen_up1, %c6 : index
+    %seen_lo = arith.maxsi %seen_up, %c0 : index
+    %seen_hi = arith.minsi %seen_lo, %BN : index
+    %jr_end = arith.select %causal, %seen_hi, %BN : index
+    scf.for %jr = %c0 to %jr_end step %c6 {
+      %jr1 = arith.addi %jr, %c1 : index
+      %jr2 = arith.addi %jr, %c2 : index
+      %jr3 = arith.addi %jr, %c3 : index
+      %jr4 = arith.addi %jr, %c4 : index
+      %jr5 = arith.addi %jr, %c5 : index
+      %acc:12 = scf.for %d = %c0 to %D step %c1
+          iter_args(%a00 = %zv, %a01 = %zv, %a10 = %zv, %a11 = %zv, %a20 = %zv, %a21 = %zv,
+                    %a30 = %zv, %a31 = %zv, %a40 = %zv, %a41 = %zv, %a50 = %zv, %a51 = %zv)
+          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+        %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !V8
+        %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !V8
+        %k0s = memref.load %Kt[%jr, %d] : !KTILE
+        %k1s = memref.load %Kt[%jr1, %d] : !KTILE
+        %k2s = memref.load %Kt[%jr2, %d] : !KTILE
+        %k3s = memref.load %Kt[%jr3, %d] : !KTILE
+        %k4s = memref.load %Kt[%jr4, %d] : !KTILE
+        %k5s = memref.load %Kt[%jr5, %d] : !KTILE
+        %k0 = vector.broadcast %k0s : f32 to !V8
+        %k1 = vector.broadcast %k1s : f32 to !V8
+        %k2 = vector.broadcast %k2s : f32 to !V8
+        %k3 = vector.broadcast %k3s : f32 to !V8
+        %k4 = vector.broadcast %k4s : f32 to !V8
+        %k5 = vector.broadcast %k5s : f32 to !V8
+        %b00 = vector.fma %k0, %q0, %a00 : !V8
+        %b01 = vector.fma %k0, %q1, %a01 : !V8
+        %b10 = vector.fma %k1, %q0, %a10 : !V8
+        %b11 = vector.fma %k1, %q1, %a11 : !V8
+        %b20 = vector.fma %k2, %q0, %a20 : !V8
+        %b21 = vector.fma %k2, %q1, %a21 : !V8
+        %b30 = vector.fma %k3, %q0, %a30 : !V8
+        %b31 = vector.fma %k3, %q1, %a31 : !V8
+        %b40 = vector.fma %k4, %q0, %a40 : !V8
+        %b41 = vector.fma %k4, %q1, %a41 : !V8
+        %b50 = vector.fma %k5, %q0, %a50 : !V8
+        %b51 = vector.fma %k5, %q1, %a51 : !V8
+        scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
+            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+      } {pejit.unroll_factor = 4 : i64}
+      vector.store %acc#0, %St[%jr, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#1, %St[%jr, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#2, %St[%jr1, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#3, %St[%jr1, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#4, %St[%jr2, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#5, %St[%jr2, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#6, %St[%jr3, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#7, %St[%jr3, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#8, %St[%jr4, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#9, %St[%jr4, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#10, %St[%jr5, %ic] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#11, %St[%jr5, %ic1] : memref<${BN}x${BM}xf32>, !V8
+    }
+  }
+  return
+}
+
+// Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the rescale
+// is folded into loading the accumulators; 2 loads of V and 6 broadcasts of P
+// per key, 4 keys per loop trip (like S's loop over d). Rows [0, nq6) of the tile; under a causal mask, key j is seen by
+// row r iff j <= r + pv_base (pv_base = i0 + OFF - j0). The next KV tile
+// (rows from jn) is prefetched a few rows per block.
+// A function of its own (never inlined) so the backend compiles it in
+// parallel with the rest of the kernel (runtime/ParallelCodegen.cpp).
+func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
+                         %Vr: !VROWS, %A: memref<${BM}xf32>, %k: !K, %v: !V,
+                         %scratch: !SCRATCH, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
+                         %hk: index)
+    attributes {passthrough = ["noinline"]} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %BN = arith.constant ${BN} : index
+  %D = arith.constant ${D} : index
+  %DV = arith.constant ${DV} : index
+  %SKV = arith.constant ${SKV} : index
+  %causal = arith.constant ${CAUSAL}
+  %konce = arith.constant ${KONCE}
+  scf.for %ir = %c0 to %nq6 step %c6 {
+    %ir1 = arith.addi %ir, %c1 : index
+    %ir2 = arith.addi %ir, %c2 : index
+    %ir3 = arith.addi %ir, %c3 : index
+    %ir4 = arith.addi %ir, %c4 : index
+    %ir5 = arith.addi %ir, %c5 : index
+    %al0s = memref.load %A[%ir] : memref<${BM}xf32>
+    %al1s = memref.load %A[%ir1] : memref<${BM}xf32>
+    %al2s = memref.load %A[%ir2] : memref<${BM}xf32>
+    %al3s = memref.load %A[%ir3] : memref<${BM}xf32>
+    %al4s = memref.load %A[%ir4] : memref<${BM}xf32>
+    %al5s = memref.load %A[%ir5] : memref<${BM}xf32>
+    %al0 = vector.broadcast %al0s : f32 to !V8
+    %al1 = vector.broadcast %al1s : f32 to !V8
+    %al2 = vector.broadcast %al2s : f32 to !V8
+    %al3 = vector.broadcast %al3s : f32 to !V8
+    %al4 = vector.broadcast %al4s : f32 to !V8
+    %al5 = vector.broadcast %al5s : f32 to !V8
+    // Causal: P is exactly 0 past the last key these 6 rows see; past the
+    // nk keys of the tile it is 0 too, and V has no rows there.
+    %pv_seen1 = arith.addi %pv_base, %ir : index
+    %pv_seen = arith.addi %pv_seen1, %c6 : index
+    %pv_lo = arith.maxsi %pv_seen, %c0 : index
+    %pv_hi = arith.minsi %pv_lo, %nk : index
+    %j_end = arith.select %causal, %pv_hi, %nk : index
+    scf.for %dc = %c0 to %DV step %c16 {
+      %dc1 = arith.addi %dc, %c8 : index
+      // Rows [r0, r1) of the next KV tile: spread over all P . V blocks
+      // (one prefetch per 64-byte line), overlapping the FMAs.
+      %blocks_r = arith.divui %nq6, %c6 : index
+      %blocks_c = arith.divui %DV, %c16 : index
+      %blocks = arith.muli %blocks_r, %blocks_c : index
+      %rows_per0 = arith.addi %BN, %blocks : index
+      %rows_per1 = arith.subi %rows_per0, %c1 : index
+      %rows_per = arith.divui %rows_per1, %blocks : index
+      %blk_r = arith.divui %ir, %c6 : index
+      %blk_c = arith.divui %dc, %c16 : index
+      %blk0 = arith.muli %blk_r, %blocks_c : index
+      %blk = arith.addi %blk0, %blk_c : index
+      %pr0a = arith.muli %blk, %rows_per : index
+      %pr1a = arith.addi %pr0a, %rows_per : index
+      %pf_end0 = arith.subi %SKV, %jn : index
+      %pf_end1 = arith.maxsi %pf_end0, %c0 : index
+      %pf_end = arith.minsi %pf_end1, %BN : index
+      %pr0 = arith.minsi %pr0a, %pf_end : index
+      %pr1 = arith.minsi %pr1a, %pf_end : index
+      scf.if %konce {
+        %jtn = arith.divui %jn, %BN : index
+        %kn = func.call @key_cache_tile(%scratch, %b, %hk, %jtn)
+            : (!SCRATCH, index, index, index) -> !KTILE
+        scf.for %pr = %pr0 to %pr1 step %c1 {
+          scf.for %d = %c0 to %D step %c16 {
+            memref.prefetch %kn[%pr, %d], read, locality<2>, data : !KTILE
+          }
+        }
+      } else {
+        scf.for %pr = %pr0 to %pr1 step %c1 {
+          %pj = arith.addi %jn, %pr : index
+          scf.for %d = %c0 to %D step %c16 {
+            memref.prefetch %k[%b, %hk, %pj, %d], read, locality<2>, data : !K
+          }
+        }
+      }
+      scf.for %pr = %pr0 to %pr1 step %c1 {
+        %pj = arith.addi %jn, %pr : index
+        scf.for %d = %c0 to %DV step %c16 {
+          memref.prefetch %v[%b, %hk, %pj, %d], read, locality<2>, data : !V
+        }
+      }
+      %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %s00 = arith.mulf %o00, %al0 : !V8
+      %s01 = arith.mulf %o01, %al0 : !V8
+      %s10 = arith.mulf %o10, %al1 : !V8
+      %s11 = arith.mulf %o11, %al1 : !V8
+      %s20 = arith.mulf %o20, %al2 : !V8
+      %s21 = arith.mulf %o21, %al2 : !V8
+      %s30 = arith.mulf %o30, %al3 : !V8
+      %s31 = arith.mulf %o31, %al3 : !V8
+      %s40 = arith.mulf %o40, %al4 : !V8
+      %s41 = arith.mulf %o41, %al4 : !V8
+      %s50 = arith.mulf %o50, %al5 : !V8
+      %s51 = arith.mulf %o51, %al5 : !V8
+      %acc:12 = scf.for %j = %c0 to %j_end step %c1
+          iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
+                    %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
+          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+        %v0 = vector.load %Vr[%j, %dc] : !VROWS, !V8
+        %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !V8
+        %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
+        %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
+        %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>
+        %p3s = memref.load %St[%j, %ir3] : memref<${BN}x${BM}xf32>
+        %p4s = memref.load %St[%j, %ir4] : memref<${BN}x${BM}xf32>
+        %p5s = memref.load %St[%j, %ir5] : memref<${BN}x${BM}xf32>
+        %p0 = vector.broadcast %p0s : f32 to !V8
+        %p1 = vector.broadcast %p1s : f32 to !V8
+        %p2 = vector.broadcast %p2s : f32 to !V8
+        %p3 = vector.broadcast %p3s : f32 to !V8
+        %p4 = vector.broadcast %p4s : f32 to !V8
+        %p5 = vector.broadcast %p5s : f32 to !V8
+        %b00 = vector.fma %p0, %v0, %a00 : !V8
+        %b01 = vector.fma %p0, %v1, %a01 : !V8
+        %b10 = vector.fma %p1, %v0, %a10 : !V8
+        %b11 = vector.fma %p1, %v1, %a11 : !V8
+        %b20 = vector.fma %p2, %v0, %a20 : !V8
+        %b21 = vector.fma %p2, %v1, %a21 : !V8
+        %b30 = vector.fma %p3, %v0, %a30 : !V8
+        %b31 = vector.fma %p3, %v1, %a31 : !V8
+        %b40 = vector.fma %p4, %v0, %a40 : !V8
+        %b41 = vector.fma %p4, %v1, %a41 : !V8
+        %b50 = vector.fma %p5, %v0, %a50 : !V8
+        %b51 = vector.fma %p5, %v1, %a51 : !V8
+        scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
+            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+      } {pejit.unroll_factor = 4 : i64}
+      vector.store %acc#0, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#1, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#2, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#3, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#4, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#5, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#6, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#7, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#8, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#9, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#10, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %acc#11, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+    }
+  }
+  return
+}
