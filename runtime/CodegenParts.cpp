@@ -78,14 +78,12 @@ llvm::StringSet<> wrappedOnly(mlir::ModuleOp module, const SymbolReferences &ref
   return result;
 }
 
-/// The helpers the functions `defines` names call, directly or through
-/// other helpers, and those any operation without a symbol refers to.
-llvm::StringSet<> helpersNeeded(mlir::ModuleOp module, const SymbolReferences &references,
+/// The helpers (of `helpers`, every helper's name) the functions `defines`
+/// names call, directly or through other helpers, and those any operation
+/// without a symbol refers to.
+llvm::StringSet<> helpersNeeded(const SymbolReferences &references,
+                                const llvm::StringSet<> &helpers,
                                 const llvm::StringSet<> &defines) {
-  llvm::StringSet<> helpers;
-  for (FunctionOpInterface fn : module.getOps<FunctionOpInterface>())
-    if (isHelper(fn))
-      helpers.insert(fn.getName());
   llvm::StringSet<> needed;
   std::vector<std::string> pending{""};
   for (const auto &name : defines)
@@ -104,12 +102,11 @@ llvm::StringSet<> helpersNeeded(mlir::ModuleOp module, const SymbolReferences &r
 }
 
 /// A module that defines the public functions `defines` names and the
-/// helpers they need, and declares the other public functions. Only what it
-/// defines is copied.
+/// helpers in `helpers` (those they need), and declares the other public
+/// functions. Only what it defines is copied.
 mlir::OwningOpRef<mlir::ModuleOp> partModule(mlir::ModuleOp module,
-                                             const SymbolReferences &references,
-                                             const llvm::StringSet<> &defines) {
-  llvm::StringSet<> helpers = helpersNeeded(module, references, defines);
+                                             const llvm::StringSet<> &defines,
+                                             const llvm::StringSet<> &helpers) {
   mlir::OwningOpRef<mlir::ModuleOp> part =
       mlir::cast<mlir::ModuleOp>(module->cloneWithoutRegions());
   mlir::Block *body = &part->getBodyRegion().emplaceBlock();
@@ -135,13 +132,17 @@ mlir::OwningOpRef<mlir::ModuleOp> partModule(mlir::ModuleOp module,
 std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
   struct Group {
     llvm::StringSet<> functions;
+    llvm::StringSet<> helpers; // the helpers its functions need
     bool cold = false;
     int64_t size = 0;
   };
   llvm::MapVector<llvm::StringRef, Group> groups; // in module order
   llvm::StringMap<int64_t> sizes;                 // operations of every function
+  llvm::StringSet<> helperNames;
   for (FunctionOpInterface fn : module.getOps<FunctionOpInterface>()) {
     sizes[fn.getName()] = operationCount(fn);
+    if (isHelper(fn))
+      helperNames.insert(fn.getName());
     if (fn.isExternal() || fn.isPrivate())
       continue;
     Group &group = groups[groupName(fn)];
@@ -167,9 +168,10 @@ std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
   // its functions and compiled with them.
   SymbolReferences references = symbolReferences(module);
   for (Group &group : partGroups) {
+    group.helpers = helpersNeeded(references, helperNames, group.functions);
     for (const auto &function : group.functions)
       group.size += sizes.lookup(function.getKey());
-    for (const auto &helper : helpersNeeded(module, references, group.functions))
+    for (const auto &helper : group.helpers)
       group.size += sizes.lookup(helper.getKey());
   }
   std::stable_sort(partGroups.begin(), partGroups.end(),
@@ -178,7 +180,8 @@ std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
   llvm::StringSet<> internal = wrappedOnly(module, references);
   std::vector<CodegenPart> parts;
   for (const Group &group : partGroups) {
-    CodegenPart part{partModule(module, references, group.functions), group.cold, group.size, {}};
+    CodegenPart part{partModule(module, group.functions, group.helpers), group.cold, group.size,
+                     {}};
     for (const auto &function : group.functions)
       if (internal.contains(function.getKey()))
         part.wrappedOnly.insert(function.getKey());

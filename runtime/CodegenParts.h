@@ -24,7 +24,8 @@
 namespace pejit {
 
 /// The attribute a template puts on a function that is not on the kernel's
-/// hot path: it runs once per call (pejit_prologue, pejit_prepare). Its part
+/// hot path: it runs once per call (pejit_prologue, pejit_prepare) or once
+/// per item (pejit_query_tile), not once per KV tile. Its part
 /// is compiled without loop strength reduction, which costs ~20 ms of
 /// backend time on such a function and nothing measurable at run time.
 inline constexpr const char *kColdFunctionAttr = "pejit.cold";
@@ -34,9 +35,8 @@ struct CodegenPart {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   /// Defines only functions marked kColdFunctionAttr.
   bool cold = false;
-  /// The estimate of its codegen time: before lowering, the operations in
-  /// the functions and helpers it defines; once lowered, those and its
-  /// blocks (lowerForCodegen).
+  /// The estimate of its codegen time: the operations in the functions and
+  /// helpers it defines; compileParts counts blocks too, once lowered.
   int64_t size = 0;
   /// Public functions it defines that only their C-interface wrapper calls
   /// (see internalizeForLinking).

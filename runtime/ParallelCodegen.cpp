@@ -82,11 +82,6 @@ Expected<std::vector<CodegenPart>> lowerForCodegen(mlir::ModuleOp tiled) {
   }
   if (!ok)
     return Result::error("llvm: the kernel's codegen parts do not lower to the LLVM dialect");
-  // Sizes before lowering miss the unrolled loops: count again.
-  for (CodegenPart &part : parts)
-    part.size = backendCostEstimate(*part.module);
-  std::stable_sort(parts.begin(), parts.end(),
-                   [](const CodegenPart &a, const CodegenPart &b) { return a.size > b.size; });
   if (timingRequested())
     std::fprintf(stderr, "  codegen parts split in %.1f ms, lowered in %.1f ms\n", split,
                  watch.elapsed() - split);
@@ -97,6 +92,12 @@ Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, 
                                                 CodeKind kind) {
   using Result = Expected<std::vector<std::string>>;
   Stopwatch watch;
+  // Largest first by what the backend will do (before lowering, sizes miss
+  // the unrolled loops), so each thread taking the next part balances them.
+  for (CodegenPart &part : parts)
+    part.size = backendCostEstimate(*part.module);
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const CodegenPart &a, const CodegenPart &b) { return a.size > b.size; });
   std::vector<Expected<std::string>> objects(parts.size(),
                                              Expected<std::string>::error("not compiled"));
   // Each part is translated, optimized and compiled on one thread, in its
@@ -135,8 +136,6 @@ Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, 
                   began, translated, optimized, watch.elapsed());
     timings[i] = line;
   };
-  // Parts come largest first, so each thread taking the next one balances
-  // the threads about as well as the estimate allows.
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < parts.size(); i = next++)
