@@ -4,9 +4,17 @@
 
 namespace pejit {
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, std::function<void(int)> beforeWorkerStart) {
+  // Each worker starts having seen the generation of construction (no call
+  // yet), however late its thread is scheduled: a worker that read the
+  // generation itself on start-up took a call published before it ran for
+  // one already done, and parallelFor waited forever when every worker did.
   for (int i = 0; i < std::max(threads, 1); ++i)
-    workers_.emplace_back([this] { workerLoop(); });
+    workers_.emplace_back([this, i, hook = beforeWorkerStart] {
+      if (hook)
+        hook(i);
+      workerLoop(/*seen=*/0);
+    });
 }
 
 ThreadPool::~ThreadPool() {
@@ -30,9 +38,8 @@ void ThreadPool::drain() {
   }
 }
 
-void ThreadPool::workerLoop() {
+void ThreadPool::workerLoop(int64_t seen) {
   std::unique_lock<std::mutex> lock(mutex_);
-  int64_t seen = generation_;
   while (true) {
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_)
@@ -46,6 +53,8 @@ void ThreadPool::workerLoop() {
 }
 
 void ThreadPool::parallelFor(int64_t count, const std::function<void(int64_t)> &body) {
+  if (count <= 0)
+    return;
   std::lock_guard<std::mutex> call(callMutex_);
   std::unique_lock<std::mutex> lock(mutex_);
   body_ = &body;

@@ -14,7 +14,10 @@ namespace pejit {
 class ThreadPool {
 public:
   /// `threads` workers (at least 1), with the default (8 MB) stacks.
-  explicit ThreadPool(int threads);
+  /// `beforeWorkerStart(worker)` runs first on each worker's thread, before
+  /// it looks at the pool: tests delay start-up with it to check that no
+  /// parallelFor published meanwhile is lost.
+  explicit ThreadPool(int threads, std::function<void(int)> beforeWorkerStart = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
   ThreadPool &operator=(const ThreadPool &) = delete;
@@ -27,7 +30,7 @@ public:
   int threads() const { return static_cast<int>(workers_.size()); }
 
 private:
-  void workerLoop();
+  void workerLoop(int64_t seen);
   void drain();
 
   std::vector<std::thread> workers_;
