@@ -124,7 +124,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
                               : "1x1x1x1x1";
   std::string wmlShape =
       split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq}) : "1x1x1x1";
-  std::optional<int64_t> window = op.getWindow();
+  std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},

@@ -175,7 +175,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   int64_t numQueryTiles = (shape.querySeq + tiles.queryTile - 1) / tiles.queryTile;
   KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
                                        qkTransform ? qkTransform.getScratchFloats(shape) : 0);
-  std::optional<int64_t> window = op.getWindow();
+  std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},

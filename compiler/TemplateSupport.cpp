@@ -173,6 +173,13 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   return shape;
 }
 
+std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
+  std::optional<int64_t> window = op.getWindow();
+  if (window && *window >= keySeq)
+    return std::nullopt;
+  return window;
+}
+
 void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
                  pe::PositionalEncodingAttrInterface qkTransform,
                  llvm::ArrayRef<pe::PositionalEncodingAttrInterface> scoreBiases,

@@ -57,6 +57,13 @@ mlir::FailureOr<FusedAttention> findFusedAttention(mlir::ModuleOp module);
 /// `vectorWidth` is the f32 lanes the target's hooks emit (8 AVX2, 1 GPU).
 pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth);
 
+/// The left window as the templates apply it: none when the op has none or
+/// when it is at least skv wide, since such a window hides no key (j >= i +
+/// skv - sq - w holds for every j >= 0 once w >= skv). So the templates'
+/// index arithmetic never adds or subtracts a window beyond the lengths
+/// (window(9223372036854775807) overflowed it and unmasked keys).
+std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq);
+
 /// Replaces the user's function by the instantiated kernel's top-level ops
 /// and describes the kernel to the runtime (module attribute pejit.kernel).
 void spliceKernel(mlir::ModuleOp module, FusedAttention &found, mlir::ModuleOp kernel,

@@ -53,7 +53,9 @@ bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j,
   const int64_t aligned = i + (skv - sq);
   if (options.causal && j > aligned)
     return false;
-  if (options.window && j < aligned - *options.window)
+  // j < aligned - window, as a distance (|aligned - j| <= sq + skv): no
+  // overflow at any window, INT64_MAX included.
+  if (options.window && aligned - j > *options.window)
     return false;
   return true;
 }

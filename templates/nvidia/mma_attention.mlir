@@ -371,23 +371,25 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     %none_hi = arith.cmpf oeq, %mn_hi, %ninf : f32
     %ms_lo = arith.select %none_lo, %zero, %mn_lo : f32
     %ms_hi = arith.select %none_hi, %zero, %mn_hi : f32
-    %msl_lo = arith.mulf %ms_lo, %log2e : f32
-    %msl_hi = arith.mulf %ms_hi, %log2e : f32
-    %aarg_lo0 = arith.mulf %m_lo, %log2e : f32
-    %aarg_lo = arith.subf %aarg_lo0, %msl_lo : f32
-    %aarg_hi0 = arith.mulf %m_hi, %log2e : f32
-    %aarg_hi = arith.subf %aarg_hi0, %msl_hi : f32
+    // (x - m') log2 e, the max subtracted first: the max score's exponent is
+    // exactly 0 at any magnitude. s log2e - m' log2e, which NVPTX contracts
+    // into fma(s, log2e, -m' log2e), loses m' log2e's low bits once |m'| is
+    // large (1e9 and up), and whole rows of P underflow to 0.
+    %aarg_lo0 = arith.subf %m_lo, %ms_lo : f32
+    %aarg_lo = arith.mulf %aarg_lo0, %log2e : f32
+    %aarg_hi0 = arith.subf %m_hi, %ms_hi : f32
+    %aarg_hi = arith.mulf %aarg_hi0, %log2e : f32
     %alpha_lo = func.call @exp2(%aarg_lo) : (f32) -> f32
     %alpha_hi = func.call @exp2(%aarg_hi) : (f32) -> f32
 
-    // P = 2^(s log2 e - m' log2 e) in place of S; lane-partial row sums.
+    // P = 2^((s - m') log2 e) in place of S; lane-partial row sums.
     %psum:2 = scf.for %n = %c0 to %nS step %c1 iter_args(%pl = %zero, %ph = %zero) -> (f32, f32) {
       %ps:2 = scf.for %e = %c0 to %c4 step %c1 iter_args(%sl = %pl, %sh = %ph) -> (f32, f32) {
         %hi = arith.cmpi uge, %e, %c2 : index
-        %msl = arith.select %hi, %msl_hi, %msl_lo : f32
+        %ms = arith.select %hi, %ms_hi, %ms_lo : f32
         %s = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
-        %t = arith.mulf %s, %log2e : f32
-        %arg = arith.subf %t, %msl : f32
+        %sd = arith.subf %s, %ms : f32
+        %arg = arith.mulf %sd, %log2e : f32
         %p = func.call @exp2(%arg) : (f32) -> f32
         memref.store %p, %Sacc[%n, %e] : memref<${BN8}x4xf32>
         %sl1 = arith.addf %sl, %p : f32

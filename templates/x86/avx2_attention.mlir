@@ -276,6 +276,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
 
     // Online softmax down the columns of St (8 query rows per vector):
     // St <- P = 2^((s - m') log2 e), A <- alpha = 2^((m - m') log2 e).
+    // The max is subtracted before the scaling by log2 e, so the max score's
+    // exponent is exactly 0 at any magnitude: fma(s, log2e, -m' log2e) lost
+    // m' log2e's low bits once |m'| was large (1e9 and up: whole rows of P
+    // underflowed to 0, and the output with them).
     scf.for %iv = %c0 to %nq16 step %c8 {
       %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !V8
       %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
@@ -291,13 +295,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
       // All keys masked so far: subtract 0 instead of -inf (no NaN).
       %none = arith.cmpf oeq, %m_new, %ninf : !V8
       %m_safe = arith.select %none, %zv, %m_new : vector<8xi1>, !V8
-      %m_scaled = arith.mulf %m_safe, %log2e : !V8
-      %neg_m = arith.negf %m_scaled : !V8
-      %alpha_arg = math.fma %m_old, %log2e, %neg_m : !V8
+      %m_step = arith.subf %m_old, %m_safe : !V8
+      %alpha_arg = arith.mulf %m_step, %log2e : !V8
       %alpha = func.call @exp2_v8(%alpha_arg) : (!V8) -> !V8
       %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!V8) {
         %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
-        %e = math.fma %s, %log2e, %neg_m : !V8
+        %sd = arith.subf %s, %m_safe : !V8
+        %e = arith.mulf %sd, %log2e : !V8
         %p = func.call @exp2_v8(%e) : (!V8) -> !V8
         vector.store %p, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
         %sum1 = arith.addf %sum, %p : !V8

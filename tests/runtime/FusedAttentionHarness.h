@@ -25,6 +25,8 @@ struct Case {
   /// Explicit position ids ([s] or [b, s] per spec.positionsPerBatch); empty
   /// means the kernel's defaults.
   std::vector<int64_t> queryPositions, keyPositions;
+  /// Q and K are drawn from [-inputScale, inputScale] (large scores).
+  double inputScale = 1.0;
 };
 
 struct Outcome {
@@ -41,9 +43,11 @@ inline std::mt19937 &rng(uint32_t *seedOut) {
   return engine;
 }
 
-inline ref::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &engine) {
+inline ref::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &engine,
+                                double range = 1.0) {
   ref::Tensor t(std::move(shape));
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::uniform_real_distribution<float> dist(static_cast<float>(-range),
+                                             static_cast<float>(range));
   for (double &x : t.data)
     x = dist(engine); // float values, so f32 inputs equal the reference's
   return t;
@@ -57,8 +61,9 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   Outcome outcome;
   std::mt19937 &engine = rng(&outcome.seed);
   const Shape &s = c.shape;
-  ref::Tensor q = randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine);
-  ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine);
+  ref::Tensor q =
+      randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine, c.inputScale);
+  ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine, c.inputScale);
   ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
   std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v);
   std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
