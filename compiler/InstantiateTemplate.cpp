@@ -7,6 +7,7 @@
 #include "compiler/InstantiateTemplate.h"
 #include "compiler/TemplateSupport.h"
 #include "compiler/Passes.h"
+#include "dialects/Limits.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
 
@@ -82,17 +83,35 @@ constexpr int64_t kMaxKeyCacheBytes = int64_t(256) << 20;
 KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const TemplateTiles &tiles,
                           int64_t numQueryTiles, bool hasQKTransform, int64_t tableFloats) {
   KeyCachePlan plan;
-  plan.keyTiles = (shape.keySeq + tiles.keyTile - 1) / tiles.keyTile;
+  plan.keyTiles = llvm::divideCeil(shape.keySeq, tiles.keyTile);
   plan.scratchFloats = tableFloats;
-  int64_t cacheFloats =
-      shape.batch * shape.kvHeads * plan.keyTiles * tiles.keyTile * shape.headDim;
-  plan.enabled = hasQKTransform && numQueryTiles >= 2 && cacheFloats * 4 <= kMaxKeyCacheBytes;
+  // K in f32, padded to whole tiles (checked: a product that overflows is
+  // too big, never a small number that passes the size check).
+  std::optional<int64_t> cacheFloats = limits::product(shape.batch, shape.kvHeads);
+  for (int64_t factor : {plan.keyTiles, tiles.keyTile, shape.headDim})
+    cacheFloats = cacheFloats ? limits::product(*cacheFloats, factor) : std::nullopt;
+  plan.enabled = hasQKTransform && numQueryTiles >= 2 && cacheFloats &&
+                 *cacheFloats <= kMaxKeyCacheBytes / 4;
   if (!plan.enabled)
     return plan;
   plan.jobs = shape.batch * shape.kvHeads * plan.keyTiles;
   plan.offset = (tableFloats + 15) / 16 * 16; // 64-byte aligned tiles
-  plan.scratchFloats = plan.offset + cacheFloats;
+  plan.scratchFloats = plan.offset + *cacheFloats;
   return plan;
+}
+
+/// Bytes of one work item's tiles on the stack: Qs [BM, D], Qt [D, BM], Ks
+/// [BN, D], Vs [BN, DV], St [BN, BM], Os [BM, DV] and the row vectors M, L,
+/// A [BM], in f32; nothing when a product overflows.
+std::optional<int64_t> itemTileBytes(const pe::AttentionShape &shape, const TemplateTiles &t) {
+  using limits::product;
+  int64_t bm = t.queryTile, bn = t.keyTile, d = shape.headDim, dv = shape.valueDim;
+  std::optional<int64_t> parts[] = {product(2 * d + dv + 3, bm), product(d + dv, bn),
+                                    product(bn, bm)};
+  std::optional<int64_t> floats = 0;
+  for (std::optional<int64_t> part : parts)
+    floats = part && floats ? llvm::checkedAdd(*floats, *part) : std::nullopt;
+  return floats ? product(*floats, 4) : std::nullopt;
 }
 
 /// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
@@ -155,6 +174,16 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
       tiles.keyTile % 6 != 0)
     return op.emitError() << "tile config (" << tiles.queryTile << ", " << tiles.keyTile
                           << ") is invalid: tile_m must be a multiple of 48, tile_n of 6";
+  // The tiles live in a worker's stack frame (8 MiB): --tile=48x99999996
+  // asked for 70 GB of it and crashed.
+  std::optional<int64_t> tileBytes = itemTileBytes(shape, tiles);
+  if (!tileBytes || *tileBytes > limits::kMaxTileStackBytes)
+    return op.emitError() << "tile config (" << tiles.queryTile << ", " << tiles.keyTile
+                          << ") is invalid: a work item's tiles at d = " << shape.headDim
+                          << ", dv = " << shape.valueDim << " need "
+                          << (tileBytes ? std::to_string(*tileBytes) + " bytes" : "over 2^63 bytes")
+                          << " of stack, beyond pejit's limit of " << limits::kMaxTileStackBytes
+                          << " (4 MiB)";
 
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
@@ -172,7 +201,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
     }
   }
 
-  int64_t numQueryTiles = (shape.querySeq + tiles.queryTile - 1) / tiles.queryTile;
+  int64_t numQueryTiles = llvm::divideCeil(shape.querySeq, tiles.queryTile);
   KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
                                        qkTransform ? qkTransform.getScratchFloats(shape) : 0);
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
@@ -215,6 +244,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
     softcap = attr.getValueAsDouble();
   expandHooks(*kernel, shape, qkTransform, scoreBiases, softcap);
 
+  // items <= b hq sq, within the query's 2^40 elements (the verifier's
+  // bound): no overflow.
   int64_t items = shape.batch * shape.queryHeads * numQueryTiles;
   Builder attrs(module.getContext());
   NamedAttrList info;

@@ -4,6 +4,8 @@
 #ifndef PEJIT_DIALECTS_SHAPECHECKS_H
 #define PEJIT_DIALECTS_SHAPECHECKS_H
 
+#include "dialects/Limits.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "llvm/ADT/StringRef.h"
@@ -47,6 +49,43 @@ inline mlir::LogicalResult requireDim(mlir::Operation *op, llvm::StringRef name,
   if (dimsConflict(actual, expected))
     return op->emitOpError() << name << " " << dimName << " (dim " << index << ") is "
                              << actual << " but " << what << " is " << expected;
+  return mlir::success();
+}
+
+/// One dim's name and the largest size pejit compiles (dialects/Limits.h).
+struct DimLimit {
+  llvm::StringRef name;
+  int64_t max;
+};
+
+/// Every static dim of `name` (a ranked tensor with one DimLimit per dim) is
+/// at least 1 and at most its limit, and the element count (a checked
+/// product) at most limits::kMaxElements. Zero-size tensors are rejected
+/// here, at spec time, rather than compiled into kernels that do nothing.
+inline mlir::LogicalResult requireSizesWithinLimits(mlir::Operation *op, llvm::StringRef name,
+                                                    mlir::Type type,
+                                                    llvm::ArrayRef<DimLimit> dimLimits) {
+  auto tensor = mlir::cast<mlir::RankedTensorType>(type);
+  int64_t elements = 1;
+  for (auto [index, size] : llvm::enumerate(tensor.getShape())) {
+    if (mlir::ShapedType::isDynamic(size))
+      continue;
+    DimLimit limit = index < dimLimits.size() ? dimLimits[index]
+                                              : DimLimit{"", limits::kMaxLength};
+    std::string label = name.str() + (limit.name.empty() ? "" : " " + limit.name.str()) +
+                        " (dim " + std::to_string(index) + ")";
+    if (size < 1)
+      return op->emitOpError() << label << " is " << size
+                               << ": every dimension must be at least 1";
+    if (size > limit.max)
+      return op->emitOpError() << label << " is " << size << ", beyond pejit's limit of "
+                               << limit.max;
+    std::optional<int64_t> grown = limits::product(elements, size);
+    if (!grown || *grown > limits::kMaxElements)
+      return op->emitOpError() << name << " " << type << " has more than 2^40 elements, "
+                               << "beyond pejit's limit for one tensor";
+    elements = *grown;
+  }
   return mlir::success();
 }
 

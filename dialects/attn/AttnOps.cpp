@@ -27,6 +27,21 @@ LogicalResult AttentionOp::verify() {
       failed(requireRank(op, "result", getResult().getType(), 4, "[b, hq, sq, dv]")))
     return failure();
 
+  using limits::kMaxHeadDim, limits::kMaxHeads, limits::kMaxLength;
+  const DimLimit queryLimits[] = {
+      {"b", kMaxLength}, {"hq", kMaxHeads}, {"sq", kMaxLength}, {"d", kMaxHeadDim}};
+  const DimLimit keyLimits[] = {
+      {"b", kMaxLength}, {"hkv", kMaxHeads}, {"skv", kMaxLength}, {"d", kMaxHeadDim}};
+  const DimLimit valueLimits[] = {
+      {"b", kMaxLength}, {"hkv", kMaxHeads}, {"skv", kMaxLength}, {"dv", kMaxHeadDim}};
+  const DimLimit resultLimits[] = {
+      {"b", kMaxLength}, {"hq", kMaxHeads}, {"sq", kMaxLength}, {"dv", kMaxHeadDim}};
+  if (failed(requireSizesWithinLimits(op, "query", q.getType(), queryLimits)) ||
+      failed(requireSizesWithinLimits(op, "key", k.getType(), keyLimits)) ||
+      failed(requireSizesWithinLimits(op, "value", v.getType(), valueLimits)) ||
+      failed(requireSizesWithinLimits(op, "result", getResult().getType(), resultLimits)))
+    return failure();
+
   Type elementType = cast<RankedTensorType>(q.getType()).getElementType();
   for (auto [name, value] : {std::pair<StringRef, Value>{"key", k}, {"value", v}})
     if (cast<RankedTensorType>(value.getType()).getElementType() != elementType)
@@ -61,6 +76,12 @@ LogicalResult AttentionOp::verify() {
       failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b,
                                skv)))
     return failure();
+  // The optional tensors' dims equal the checked ones above (or are 1), but
+  // a bias [b, hq, sq, skv] can still exceed the element limit.
+  for (auto [name, value] : {std::pair<StringRef, Value>{"bias", getBias()},
+                             {"key_term", getKeyTerm()}, {"value_term", getValueTerm()}})
+    if (value && failed(requireSizesWithinLimits(op, name, value.getType(), {})))
+      return failure();
 
   if (Value bias = getBias()) {
     if (failed(requireRank(op, "bias", bias.getType(), 4, "[1|b, 1|hq, sq, skv]")))
@@ -93,20 +114,28 @@ LogicalResult AttentionOp::verify() {
       return failure();
   }
 
+  // scale and softcap are f32 constants in the kernels.
+  auto requirePositiveF32 = [&](StringRef name, double value) -> LogicalResult {
+    StringRef problem = limits::f32RangeProblem(value);
+    if (value > 0.0 && problem.empty())
+      return success();
+    InFlightDiagnostic diag = emitOpError() << name << " must be positive and an f32, got "
+                                            << pe::formatF64(value);
+    if (!problem.empty())
+      diag << " (" << problem << ")";
+    return diag;
+  };
   if (FloatAttr scaleAttr = getScaleAttr()) {
-    double scale = scaleAttr.getValueAsDouble();
-    if (!(scale > 0.0) || !std::isfinite(scale))
-      return emitOpError() << "scale must be positive and finite, got " << scale;
+    if (failed(requirePositiveF32("scale", scaleAttr.getValueAsDouble())))
+      return failure();
   } else if (ShapedType::isDynamic(d)) {
     return emitOpError() << "scale is required when the head dim d is dynamic";
   }
   if (std::optional<int64_t> window = getWindow(); window && *window < 0)
     return emitOpError() << "window must be non-negative, got " << *window;
-  if (FloatAttr softcapAttr = getSoftcapAttr()) {
-    double softcap = softcapAttr.getValueAsDouble();
-    if (!(softcap > 0.0 && std::isfinite(softcap)))
-      return emitOpError() << "softcap must be positive and finite, got " << softcap;
-  }
+  if (FloatAttr softcapAttr = getSoftcapAttr())
+    if (failed(requirePositiveF32("softcap", softcapAttr.getValueAsDouble())))
+      return failure();
   return verifyEncodings();
 }
 

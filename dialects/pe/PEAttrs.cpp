@@ -2,7 +2,9 @@
 // depend only on an attribute's own parameters; rules that need operand
 // shapes (e.g. rotary_dim <= head_dim) live in the op verifiers.
 #include "dialects/pe/PEAttrs.h"
+#include "dialects/Limits.h"
 #include "dialects/pe/PEDialect.h"
+#include "dialects/pe/RopeConfig.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -13,6 +15,7 @@
 #include <string>
 
 using namespace mlir;
+using namespace pejit;
 using namespace pejit::pe;
 
 #include "dialects/pe/PEEnums.cpp.inc"
@@ -71,6 +74,14 @@ FailureOr<bool> pejit::pe::parseBool(AsmParser &parser) {
 // the MLIR lexer sees a float literal (10000 -> 10000.0, 1e-06 -> 1.0e-06).
 std::string pejit::pe::formatF64(double value) {
   char buffer[40];
+  // inf and NaN as their bits, the form MLIR's float literals read back
+  // (0x7FF0000000000000 is +inf); verifiers reject them where they matter,
+  // but the printed IR must still parse, e.g. in an error message.
+  if (!std::isfinite(value)) {
+    std::snprintf(buffer, sizeof(buffer), "0x%016llX",
+                  static_cast<unsigned long long>(llvm::bit_cast<uint64_t>(value)));
+    return buffer;
+  }
   // Whole numbers print in full (theta = 500000.0, not 5.0e+05).
   if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15) {
     std::snprintf(buffer, sizeof(buffer), "%.1f", value);
@@ -106,10 +117,36 @@ void pejit::pe::printF64Array(AsmPrinter &printer, llvm::ArrayRef<F64> values) {
 namespace {
 using EmitErrorFn = llvm::function_ref<InFlightDiagnostic()>;
 
+LogicalResult requireFinite(EmitErrorFn emitError, llvm::StringRef name, double value) {
+  if (!std::isfinite(value))
+    return emitError() << name << " must be finite, got " << formatF64(value);
+  return success();
+}
+
 LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name,
                               double value) {
-  if (!(value > 0.0))
-    return emitError() << name << " must be positive, got " << formatF64(value);
+  if (!(value > 0.0) || !std::isfinite(value))
+    return emitError() << name << " must be positive and finite, got " << formatF64(value);
+  return success();
+}
+
+/// A value the kernels hold as an f32 constant (ALiBi slopes).
+LogicalResult requireF32(EmitErrorFn emitError, llvm::StringRef name, double value) {
+  llvm::StringRef problem = limits::f32RangeProblem(value);
+  if (!problem.empty())
+    return emitError() << name << " (" << formatF64(value) << ") is " << problem
+                       << ": the kernels use it as an f32";
+  return success();
+}
+
+/// An integer parameter in [1, max]; `why` says what the bound protects.
+LogicalResult requireInRange(EmitErrorFn emitError, llvm::StringRef name, int64_t value,
+                             int64_t max, llvm::StringRef why) {
+  if (value <= 0)
+    return emitError() << name << " must be positive, got " << value;
+  if (value > max)
+    return emitError() << name << " (" << value << ") exceeds pejit's limit of " << max
+                       << " (" << why << ")";
   return success();
 }
 
@@ -165,7 +202,10 @@ LogicalResult YarnScalingAttr::verify(EmitErrorFn emitError, F64 factor,
   if (failed(requirePositive(emitError, "yarn factor", factor)) ||
       failed(requirePositive(emitError, "yarn original_max_position",
                              originalMaxPosition)) ||
-      failed(requirePositive(emitError, "yarn beta_slow", betaSlow)))
+      failed(requirePositive(emitError, "yarn beta_slow", betaSlow)) ||
+      failed(requireFinite(emitError, "yarn beta_fast", betaFast)) ||
+      (mscale && failed(requireFinite(emitError, "yarn mscale", *mscale))) ||
+      (mscaleAllDim && failed(requireFinite(emitError, "yarn mscale_all_dim", *mscaleAllDim))))
     return failure();
   if (!(betaFast > betaSlow))
     return emitError() << "yarn beta_fast (" << formatF64(betaFast)
@@ -182,6 +222,7 @@ LogicalResult Llama3ScalingAttr::verify(EmitErrorFn emitError, F64 factor,
                                         int64_t originalMaxPosition) {
   if (failed(requirePositive(emitError, "llama3 factor", factor)) ||
       failed(requirePositive(emitError, "llama3 low_freq_factor", lowFreqFactor)) ||
+      failed(requirePositive(emitError, "llama3 high_freq_factor", highFreqFactor)) ||
       failed(requirePositive(emitError, "llama3 original_max_position",
                              originalMaxPosition)))
     return failure();
@@ -236,7 +277,8 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout,
   if (failed(requirePositive(emitError, "rope theta", theta)))
     return failure();
   if (rotaryDim) {
-    if (failed(requirePositive(emitError, "rope rotary_dim", *rotaryDim)))
+    if (failed(requireInRange(emitError, "rope rotary_dim", *rotaryDim, limits::kMaxHeadDim,
+                              "the largest head dim")))
       return failure();
     if (*rotaryDim % 2 != 0)
       return emitError() << "rope rotary_dim must be even, got " << *rotaryDim;
@@ -245,7 +287,8 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout,
   }
   int64_t sectionSum = 0;
   for (int64_t section : sections) {
-    if (failed(requirePositive(emitError, "rope section", section)))
+    if (failed(requireInRange(emitError, "rope section", section, limits::kMaxHeadDim / 2,
+                              "half the largest head dim")))
       return failure();
     sectionSum += section;
   }
@@ -258,7 +301,8 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout,
 LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads,
                                 int64_t headOffset, AlibiForm form,
                                 llvm::ArrayRef<F64> slopes) {
-  if (failed(requirePositive(emitError, "alibi num_heads", numHeads)))
+  if (failed(requireInRange(emitError, "alibi num_heads", numHeads, limits::kMaxHeads,
+                            "the most heads an attention has")))
     return failure();
   if (headOffset < 0 || headOffset >= numHeads)
     return emitError() << "alibi head_offset (" << headOffset
@@ -266,6 +310,9 @@ LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads,
   if (!slopes.empty() && static_cast<int64_t>(slopes.size()) != numHeads)
     return emitError() << "alibi slopes has " << slopes.size()
                        << " entries but num_heads is " << numHeads;
+  for (auto [index, slope] : llvm::enumerate(slopes))
+    if (failed(requireF32(emitError, "alibi slopes[" + std::to_string(index) + "]", slope)))
+      return failure();
   return success();
 }
 
@@ -280,6 +327,14 @@ LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets,
     return emitError() << "t5_bias num_buckets (" << numBuckets << ") must be "
                        << (bidirectional ? "even and >= 4 when bidirectional"
                                          : ">= 2");
+  if (numBuckets > limits::kMaxTableRows)
+    return emitError() << "t5_bias num_buckets (" << numBuckets
+                       << ") exceeds pejit's limit of " << limits::kMaxTableRows
+                       << " (rows of the bias table)";
+  if (maxDistance > limits::kMaxLength)
+    return emitError() << "t5_bias max_distance (" << maxDistance
+                       << ") exceeds pejit's limit of " << limits::kMaxLength
+                       << " (the longest sequence)";
   if (maxDistance <= maxExact)
     return emitError() << "t5_bias max_distance (" << maxDistance
                        << ") must exceed the exact bucket range (" << maxExact << ")";
@@ -289,12 +344,18 @@ LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets,
 LogicalResult RelativeKeyAttr::verify(EmitErrorFn emitError, int64_t clip) {
   if (clip < 0)
     return emitError() << "relative_key clip must be non-negative, got " << clip;
+  if (clip > (limits::kMaxTableRows - 1) / 2)
+    return emitError() << "relative_key clip (" << clip << ") exceeds pejit's limit of "
+                       << (limits::kMaxTableRows - 1) / 2 << " (the table has 2 clip + 1 rows)";
   return success();
 }
 
 LogicalResult RelativeValueAttr::verify(EmitErrorFn emitError, int64_t clip) {
   if (clip < 0)
     return emitError() << "relative_value clip must be non-negative, got " << clip;
+  if (clip > (limits::kMaxTableRows - 1) / 2)
+    return emitError() << "relative_value clip (" << clip << ") exceeds pejit's limit of "
+                       << (limits::kMaxTableRows - 1) / 2 << " (the table has 2 clip + 1 rows)";
   return success();
 }
 
@@ -303,7 +364,8 @@ LogicalResult SinusoidalAttr::verify(EmitErrorFn emitError, F64 base) {
 }
 
 LogicalResult LearnedAttr::verify(EmitErrorFn emitError, int64_t maxPositions) {
-  return requirePositive(emitError, "learned max_positions", maxPositions);
+  return requireInRange(emitError, "learned max_positions", maxPositions,
+                        limits::kMaxTableRows, "rows of the embedding table");
 }
 
 LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
@@ -328,7 +390,7 @@ LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
       return emitError() << "sections sum to " << sum << " but rotary_dim/2 is "
                          << rotaryDim / 2;
   }
-  return success();
+  return verifyRopeFrequencies(*this, headDim, emitError);
 }
 
 LogicalResult AlibiAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,

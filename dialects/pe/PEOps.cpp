@@ -22,15 +22,38 @@ LogicalResult requireSameElementType(Operation *op, StringRef name, Value a,
   return success();
 }
 
+using limits::kMaxHeadDim, limits::kMaxHeads, limits::kMaxLength, limits::kMaxTableRows;
+
 /// Score-bias results are [b or 1, h, sq, skv].
 LogicalResult verifyBiasResult(Operation *op, Value result) {
-  return requireRank(op, "result", result.getType(), 4, "[b, h, sq, skv]");
+  const DimLimit biasLimits[] = {
+      {"b", kMaxLength}, {"h", kMaxHeads}, {"sq", kMaxLength}, {"skv", kMaxLength}};
+  if (failed(requireRank(op, "result", result.getType(), 4, "[b, h, sq, skv]")))
+    return failure();
+  return requireSizesWithinLimits(op, "result", result.getType(), biasLimits);
+}
+
+/// Embedding inputs are [b, s, d].
+LogicalResult verifyEmbeddingInput(Operation *op, Value input) {
+  const DimLimit inputLimits[] = {{"b", kMaxLength}, {"s", kMaxLength}, {"d", kMaxTableRows}};
+  if (failed(requireRank(op, "input", input.getType(), 3, "[b, s, d]")))
+    return failure();
+  return requireSizesWithinLimits(op, "input", input.getType(), inputLimits);
+}
+
+/// Tables of an encoding ([rows, d] or [rows, h]).
+LogicalResult verifyTableSizes(Operation *op, Value table) {
+  const DimLimit tableLimits[] = {{"rows", kMaxTableRows}, {"columns", kMaxTableRows}};
+  return requireSizesWithinLimits(op, "table", table.getType(), tableLimits);
 }
 } // namespace
 
 LogicalResult RopeOp::verify() {
   Operation *op = getOperation();
-  if (failed(requireRank(op, "input", getInput().getType(), 4, "[b, h, s, d]")))
+  const DimLimit inputLimits[] = {
+      {"b", kMaxLength}, {"h", kMaxHeads}, {"s", kMaxLength}, {"d", kMaxHeadDim}};
+  if (failed(requireRank(op, "input", getInput().getType(), 4, "[b, h, s, d]")) ||
+      failed(requireSizesWithinLimits(op, "input", getInput().getType(), inputLimits)))
     return failure();
   RopeAttr encoding = getEncoding();
   auto emitError = [&]() { return emitOpError(); };
@@ -58,6 +81,7 @@ LogicalResult T5BiasOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyBiasResult(op, getResult())) ||
       failed(requireRank(op, "table", getTable().getType(), 2, "[num_buckets, h]")) ||
+      failed(verifyTableSizes(op, getTable())) ||
       failed(requireSameElementType(op, "table", getTable(), "result", getResult())))
     return failure();
   if (failed(requireDim(op, "table", getTable().getType(), 0, "num_buckets",
@@ -71,8 +95,12 @@ LogicalResult T5BiasOp::verify() {
 LogicalResult RelativeKeyOp::verify() {
   Operation *op = getOperation();
   Type tableType = getTable().getType();
+  const DimLimit queryLimits[] = {
+      {"b", kMaxLength}, {"h", kMaxHeads}, {"sq", kMaxLength}, {"d", kMaxHeadDim}};
   if (failed(requireRank(op, "query", getQuery().getType(), 4, "[b, h, sq, d]")) ||
+      failed(requireSizesWithinLimits(op, "query", getQuery().getType(), queryLimits)) ||
       failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, d]")) ||
+      failed(verifyTableSizes(op, getTable())) ||
       failed(verifyBiasResult(op, getResult())) ||
       failed(requireSameElementType(op, "table", getTable(), "query", getQuery())))
     return failure();
@@ -93,8 +121,11 @@ LogicalResult RelativeKeyOp::verify() {
 LogicalResult RelativeValueOp::verify() {
   Operation *op = getOperation();
   Type tableType = getTable().getType();
+  const DimLimit resultLimits[] = {{"sq", kMaxLength}, {"skv", kMaxLength}, {"dv", kMaxHeadDim}};
   if (failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, dv]")) ||
+      failed(verifyTableSizes(op, getTable())) ||
       failed(requireRank(op, "result", getResult().getType(), 3, "[sq, skv, dv]")) ||
+      failed(requireSizesWithinLimits(op, "result", getResult().getType(), resultLimits)) ||
       failed(requireSameElementType(op, "table", getTable(), "result", getResult())))
     return failure();
   if (failed(requireDim(op, "table", tableType, 0, "rows",
@@ -107,7 +138,7 @@ LogicalResult RelativeValueOp::verify() {
 
 LogicalResult SinusoidalOp::verify() {
   Operation *op = getOperation();
-  if (failed(requireRank(op, "input", getInput().getType(), 3, "[b, s, d]")))
+  if (failed(verifyEmbeddingInput(op, getInput())))
     return failure();
   int64_t modelDim = dim(getInput(), 2);
   if (!ShapedType::isDynamic(modelDim) && modelDim % 2 != 0)
@@ -120,8 +151,9 @@ LogicalResult SinusoidalOp::verify() {
 LogicalResult LearnedOp::verify() {
   Operation *op = getOperation();
   Type tableType = getTable().getType();
-  if (failed(requireRank(op, "input", getInput().getType(), 3, "[b, s, d]")) ||
+  if (failed(verifyEmbeddingInput(op, getInput())) ||
       failed(requireRank(op, "table", tableType, 2, "[max_positions, d]")) ||
+      failed(verifyTableSizes(op, getTable())) ||
       failed(requireSameElementType(op, "table", getTable(), "input", getInput())))
     return failure();
   if (failed(requireDim(op, "table", tableType, 0, "rows",

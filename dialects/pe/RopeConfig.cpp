@@ -1,4 +1,5 @@
 #include "dialects/pe/RopeConfig.h"
+#include "dialects/Limits.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -55,4 +56,35 @@ ref::RopeConfig pejit::pe::toReferenceConfig(RopeAttr rope) {
       })
       .Default([&](mlir::Attribute) { s.kind = Kind::None; });
   return config;
+}
+
+mlir::LogicalResult
+pejit::pe::verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
+                                 llvm::function_ref<mlir::InFlightDiagnostic()> emitError) {
+  ref::RopeConfig config = toReferenceConfig(rope);
+  // The reference needs a head dim: with a dynamic one, the explicit rotary
+  // dim is all that matters.
+  if (mlir::ShapedType::isDynamic(headDim)) {
+    if (config.rotaryDim == 0)
+      return mlir::success();
+    headDim = config.rotaryDim;
+  }
+  // Short contexts (seqLen 0 picks the unscaled dynamic frequencies) and
+  // long ones (longrope's long factors; dynamic_ntk only lowers them).
+  for (int64_t seqLen : {int64_t(0), config.scaling.originalMaxPosition + 1}) {
+    ref::RopeFrequencies frequencies = ref::computeRopeFrequencies(config, headDim, seqLen);
+    for (auto [c, invFreq] : llvm::enumerate(frequencies.invFreq))
+      if (!(invFreq >= 0.0 && invFreq <= limits::kMaxInverseFrequency))
+        return emitError() << "rope inverse frequency " << c << " is " << formatF64(invFreq)
+                           << " (from theta and the scaling): it must be at most 2^19 = "
+                           << formatF64(limits::kMaxInverseFrequency)
+                           << ", so that angles (|position| < 2^31) stay below 2^50";
+    double factor = frequencies.attentionFactor;
+    llvm::StringRef problem = limits::f32RangeProblem(factor);
+    if (!(factor > 0.0) || !problem.empty())
+      return emitError() << "rope attention factor " << formatF64(factor)
+                         << " (from the scaling) must be positive and an f32"
+                         << (problem.empty() ? "" : ": it is ") << problem;
+  }
+  return mlir::success();
 }

@@ -128,7 +128,10 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
   Value scaled = math::PowFOp::create(b, loc, ratio, f64(rd / (rd - 2.0)));
   Value newBase = arith::MulFOp::create(b, loc, scaled, f64(config.theta));
   Value logBase = math::LogOp::create(b, loc, newBase);
-  for (size_t c = 0; c < base.size(); ++c) {
+  // inv_freq[0] = base^0 = 1 for any base: exp(log(base) * -0) would be NaN
+  // for a base that overflowed to inf (a huge factor at a long context).
+  memref::StoreOp::create(b, loc, f64(1.0), invFreq, ValueRange{indexConst(b, loc, 0)});
+  for (size_t c = 1; c < base.size(); ++c) {
     Value exponent = arith::MulFOp::create(b, loc, logBase, f64(-2.0 * c / rd));
     Value freq = math::ExpOp::create(b, loc, exponent);
     memref::StoreOp::create(b, loc, freq, invFreq, ValueRange{indexConst(b, loc, c)});

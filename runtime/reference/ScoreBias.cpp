@@ -33,8 +33,10 @@ std::vector<double> alibiSlopes(int64_t numHeads) {
     return alibiSlopesPowerOfTwo(numHeads);
   // Non-power-of-two: slopes of the closest lower power of two, then every
   // other slope of twice that, up to n slopes.
+  // closest * 2 < numHeads, written so that it cannot overflow (at
+  // numHeads = INT64_MAX the product did, and the loop never ended).
   int64_t closest = 1;
-  while (closest * 2 < numHeads)
+  while (closest <= (numHeads - 1) / 2)
     closest *= 2;
   std::vector<double> slopes = alibiSlopesPowerOfTwo(closest);
   std::vector<double> finer = alibiSlopes(2 * closest);

@@ -130,7 +130,7 @@ func.func @value_term_shape(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>,
 // -----
 
 func.func @scale(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{'attn.attention' op scale must be positive and finite}}
+  // expected-error @+1 {{'attn.attention' op scale must be positive and an f32}}
   %o = attn.attention %q, %k, %v scale(-1.0) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
   return
 }
@@ -154,7 +154,7 @@ func.func @window(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor
 // -----
 
 func.func @softcap(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{'attn.attention' op softcap must be positive and finite}}
+  // expected-error @+1 {{'attn.attention' op softcap must be positive and an f32}}
   %o = attn.attention %q, %k, %v softcap(0.0) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
   return
 }

@@ -26,7 +26,7 @@ func.func @rope_odd_head_dim(%x: tensor<1x4x8x63xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @rope_zero_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+1 {{rope theta must be positive, got 0.0}}
+  // expected-error @+1 {{rope theta must be positive and finite, got 0.0}}
   %0 = pe.rope %x, %pos <layout = half, theta = 0.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
@@ -34,7 +34,7 @@ func.func @rope_zero_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @rope_negative_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+1 {{rope theta must be positive, got -10000.0}}
+  // expected-error @+1 {{rope theta must be positive and finite, got -10000.0}}
   %0 = pe.rope %x, %pos <layout = half, theta = -10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
@@ -115,7 +115,7 @@ func.func @rope_sections_sum_explicit(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8
 // -----
 
 func.func @linear_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{linear scaling factor must be positive, got 0.0}}
+  // expected-error @+2 {{linear scaling factor must be positive and finite, got 0.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.linear<factor = 0.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
@@ -124,7 +124,7 @@ func.func @linear_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @ntk_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{ntk scaling factor must be positive, got -2.0}}
+  // expected-error @+2 {{ntk scaling factor must be positive and finite, got -2.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.ntk<factor = -2.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
@@ -142,7 +142,7 @@ func.func @dynamic_ntk_original(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @dynamic_ntk_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{dynamic_ntk factor must be positive, got -1.0}}
+  // expected-error @+2 {{dynamic_ntk factor must be positive and finite, got -1.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = -1.0, original_max_position = 2048>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
@@ -169,7 +169,7 @@ func.func @yarn_betas_equal(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @yarn_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{yarn factor must be positive, got 0.0}}
+  // expected-error @+2 {{yarn factor must be positive and finite, got 0.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 0.0, original_max_position = 4096>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
@@ -178,7 +178,7 @@ func.func @yarn_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @yarn_attention_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{yarn attention_factor must be positive, got -1.0}}
+  // expected-error @+2 {{yarn attention_factor must be positive and finite, got -1.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 4096, attention_factor = -1.0>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
@@ -196,7 +196,7 @@ func.func @llama3_freq_factors(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @llama3_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{llama3 factor must be positive, got -8.0}}
+  // expected-error @+2 {{llama3 factor must be positive and finite, got -8.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 500000.0, scaling = #pe.llama3<factor = -8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
@@ -230,7 +230,7 @@ func.func @longrope_lists_differ(%x: tensor<1x4x8x8xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @longrope_entry(%x: tensor<1x4x8x4xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+2 {{longrope long_factor entry must be positive, got 0.0}}
+  // expected-error @+2 {{longrope long_factor entry must be positive and finite, got 0.0}}
   // expected-error @+1 {{failed to parse PE_RopeAttr parameter 'scaling'}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.longrope<short_factor = [1.0, 1.0], long_factor = [2.0, 0.0], original_max_position = 4096>> : tensor<1x4x8x4xf32>, tensor<8xi32>
   return
@@ -375,7 +375,7 @@ func.func @sinusoidal_odd(%x: tensor<2x16x63xf32>, %pos: tensor<16xi32>) {
 // -----
 
 func.func @sinusoidal_base(%x: tensor<2x16x64xf32>, %pos: tensor<16xi32>) {
-  // expected-error @+1 {{sinusoidal base must be positive, got 0.0}}
+  // expected-error @+1 {{sinusoidal base must be positive and finite, got 0.0}}
   %0 = pe.sinusoidal %x, %pos <base = 0.0> : tensor<2x16x64xf32>, tensor<16xi32>
   return
 }

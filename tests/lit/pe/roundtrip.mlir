@@ -101,7 +101,7 @@ func.func @absolute(%x: tensor<2x16x64xf32>, %pos: tensor<16xi64>, %table: tenso
 // Small decimals round-trip exactly.
 // CHECK-LABEL: func.func @float_printing
 func.func @float_printing(%x: tensor<1x1x4x4xf32>, %pos: tensor<4xi32>) {
-  // CHECK: theta = 0.1, scaling = #pe.linear<factor = 1.0e-06>
-  %0 = pe.rope %x, %pos <layout = half, theta = 0.1, scaling = #pe.linear<factor = 0.000001>> : tensor<1x1x4x4xf32>, tensor<4xi32>
+  // CHECK: theta = 0.1, scaling = #pe.yarn<factor = 2.0, original_max_position = 64, attention_factor = 1.0e-06>
+  %0 = pe.rope %x, %pos <layout = half, theta = 0.1, scaling = #pe.yarn<factor = 2.0, original_max_position = 64, attention_factor = 0.000001>> : tensor<1x1x4x4xf32>, tensor<4xi32>
   return
 }
