@@ -2,6 +2,7 @@
 // them to the kernel's memref descriptors, runs the prologue once and the
 // work items on the thread pool.
 #include "runtime/CompiledKernel.h"
+#include "dialects/Limits.h"
 
 #include <sstream>
 
@@ -90,9 +91,15 @@ Status buildPositionTable(const TensorView *view, const std::string &what, int64
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t s = 0; s < seq; ++s) {
       int64_t offset = (view->shape.size() == 2 ? r * strides[0] : 0) + s * strides.back();
-      table[r * seq + s] = view->dtype == DType::I64
-                               ? static_cast<const int64_t *>(view->data)[offset]
-                               : static_cast<const int32_t *>(view->data)[offset];
+      int64_t position = view->dtype == DType::I64
+                             ? static_cast<const int64_t *>(view->data)[offset]
+                             : static_cast<const int32_t *>(view->data)[offset];
+      // docs/limits.md: RoPE angles stay exact only for |position| < 2^31.
+      if (position < -limits::kMaxPositionMagnitude || position >= limits::kMaxPositionMagnitude)
+        return Status::error(what + ": position " + std::to_string(position) + " at [" +
+                             (view->shape.size() == 2 ? std::to_string(r) + ", " : "") +
+                             std::to_string(s) + "] is outside [-2^31, 2^31)");
+      table[r * seq + s] = position;
     }
   return Status();
 }

@@ -276,10 +276,10 @@ Expected<DType> parseDescr(const std::string &descr) {
 
 } // namespace
 
-Expected<Array> parseNpy(const uint8_t *data, size_t size,
-                         const std::string &nameForMessages) {
+Expected<NpyPreamble> parseNpyPreamble(const uint8_t *data, size_t size,
+                                       const std::string &nameForMessages) {
   auto failure = [&](const std::string &message) {
-    return Expected<Array>::failure(nameForMessages + ": " + message);
+    return Expected<NpyPreamble>::failure(nameForMessages + ": " + message);
   };
   if (size > 0 && std::memcmp(data, kMagic, std::min(size, kMagicSize)) != 0)
     return failure("not a .npy file (bad magic)");
@@ -291,18 +291,34 @@ Expected<Array> parseNpy(const uint8_t *data, size_t size,
     return failure("unsupported .npy format version " + std::to_string(major) +
                    "." + std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
   size_t lengthBytes = major == 1 ? 2 : 4;
-  size_t headerStart = kMagicSize + 2 + lengthBytes;
-  if (size < headerStart)
+  NpyPreamble preamble;
+  preamble.headerStart = kMagicSize + 2 + lengthBytes;
+  if (size < preamble.headerStart)
     return failure("truncated header (file ends after " +
                    std::to_string(size) + " bytes)");
-  uint64_t headerLength = 0;
   for (size_t i = 0; i < lengthBytes; ++i)
-    headerLength |= uint64_t(data[8 + i]) << (8 * i);
+    preamble.headerLength |= uint64_t(data[8 + i]) << (8 * i);
+  if (preamble.headerLength > kMaxHeaderLength)
+    return failure("header of " + std::to_string(preamble.headerLength) +
+                   " bytes is beyond the limit of " + std::to_string(kMaxHeaderLength) +
+                   " (NumPy writes a few hundred)");
+  return Expected<NpyPreamble>::success(preamble);
+}
+
+Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
+                                   const std::string &nameForMessages) {
+  auto failure = [&](const std::string &message) {
+    return Expected<NpyHeader>::failure(nameForMessages + ": " + message);
+  };
+  Expected<NpyPreamble> preamble = parseNpyPreamble(data, size, nameForMessages);
+  if (!preamble)
+    return Expected<NpyHeader>::failure(preamble.error);
+  size_t headerStart = preamble->headerStart;
+  uint64_t headerLength = preamble->headerLength;
   if (headerLength > size - headerStart)
     return failure("truncated header (it claims " +
                    std::to_string(headerLength) + " bytes but only " +
                    std::to_string(size - headerStart) + " follow)");
-
   std::string header(reinterpret_cast<const char *>(data) + headerStart,
                      headerLength);
   Value dict;
@@ -333,7 +349,8 @@ Expected<Array> parseNpy(const uint8_t *data, size_t size,
   if (!dtype)
     return failure(dtype.error);
 
-  Array array;
+  NpyHeader result;
+  Array &array = result.array;
   array.dtype = *dtype;
   if (shape->kind != Value::Tuple)
     return failure("'shape' is not a tuple");
@@ -363,14 +380,32 @@ Expected<Array> parseNpy(const uint8_t *data, size_t size,
   if (!needed)
     return failure("shape " + shapeToString(array.shape) + " of " +
                    dtypeName(*dtype) + " is too large (size overflows)");
-  size_t dataStart = headerStart + headerLength, have = size - dataStart;
-  if (static_cast<uint64_t>(*needed) != have)
-    return failure("shape " + shapeToString(array.shape) + " of " +
-                   dtypeName(*dtype) + " needs " + std::to_string(*needed) +
-                   " bytes of data but the file has " + std::to_string(have));
-  array.bytes.assign(data + dataStart, data + size);
+  result.dataStart = headerStart + headerLength;
+  result.dataBytes = static_cast<uint64_t>(*needed);
+  return Expected<NpyHeader>::success(std::move(result));
+}
+
+std::string dataSizeProblem(const NpyHeader &header, uint64_t have) {
+  if (header.dataBytes == have)
+    return "";
+  return "shape " + shapeToString(header.array.shape) + " of " +
+         dtypeName(header.array.dtype) + " needs " + std::to_string(header.dataBytes) +
+         " bytes of data but the file has " + std::to_string(have);
+}
+
+Expected<Array> parseNpy(const uint8_t *data, size_t size,
+                         const std::string &nameForMessages) {
+  Expected<NpyHeader> header = parseNpyHeader(data, size, nameForMessages);
+  if (!header)
+    return Expected<Array>::failure(header.error);
+  if (std::string problem = dataSizeProblem(*header, size - header->dataStart);
+      !problem.empty())
+    return Expected<Array>::failure(nameForMessages + ": " + problem);
+  Array array = std::move(header->array);
+  array.bytes.assign(data + header->dataStart, data + size);
   return Expected<Array>::success(std::move(array));
 }
+
 
 std::string validateArray(const Array &array) {
   std::optional<int64_t> needed = byteCount(array.shape, elementSize(array.dtype));

@@ -81,8 +81,38 @@ template <class T> struct Expected {
 /// Python's spelling of a shape, for messages: "()", "(7,)", "(2, 3)".
 std::string shapeToString(const std::vector<int64_t> &shape);
 
-/// Reads and validates a .npy file. Messages start with "<path>: ".
+/// Reads and validates a .npy file. Messages start with "<path>: ". The
+/// header is read and checked before any data, and no more data is read
+/// than the header declares (a file that is not .npy, like /dev/zero, fails
+/// after its first bytes).
 Expected<Array> readNpy(const std::string &path);
+
+/// Header lengths above this are refused (NumPy's own limit is 10000 by
+/// default; the format allows 4 GiB).
+constexpr uint64_t kMaxHeaderLength = uint64_t(1) << 20;
+
+/// The fixed start of a .npy file: magic, version, header length.
+struct NpyPreamble {
+  size_t headerStart = 0;    ///< offset of the header text
+  uint64_t headerLength = 0; ///< bytes of header text
+};
+/// Parses the preamble from the first bytes of a file (at least 12 of them
+/// when the file has them).
+Expected<NpyPreamble> parseNpyPreamble(const uint8_t *data, size_t size,
+                                       const std::string &nameForMessages);
+
+/// The array a header describes (shape and dtype, no bytes yet) and where
+/// and how much data follows.
+struct NpyHeader {
+  Array array;
+  size_t dataStart = 0;
+  uint64_t dataBytes = 0;
+};
+/// Parses preamble and header; data[0, size) must hold at least the header.
+Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
+                                   const std::string &nameForMessages);
+/// "" when `have` bytes of data are what the header needs, else the message.
+std::string dataSizeProblem(const NpyHeader &header, uint64_t have);
 
 /// Parses .npy bytes held in memory. Messages start with "<nameForMessages>: ".
 Expected<Array> parseNpy(const uint8_t *data, size_t size,

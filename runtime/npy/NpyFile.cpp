@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/npy/Npy.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -15,30 +16,62 @@
 
 namespace pejit::npy {
 
+namespace {
+
+/// Appends up to `count` bytes read from `fd` to `out`; false (with errno
+/// set) on a read error. Fewer bytes only at the end of the file.
+bool readUpTo(int fd, uint64_t count, std::vector<uint8_t> &out) {
+  uint8_t chunk[1 << 16];
+  while (count > 0) {
+    ssize_t n = ::read(fd, chunk, static_cast<size_t>(std::min<uint64_t>(count, sizeof chunk)));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return false;
+    if (n == 0)
+      break;
+    out.insert(out.end(), chunk, chunk + n);
+    count -= static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+// Preamble, then header, then exactly the data the header declares: nothing
+// is read (or allocated) on the word of a file before its header checks out.
 Expected<Array> readNpy(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return Expected<Array>::failure(path + ": cannot open: " +
                                     std::strerror(errno));
+  auto fail = [&](std::string message) {
+    ::close(fd);
+    return Expected<Array>::failure(std::move(message));
+  };
+  auto readError = [&] { return fail(path + ": cannot read: " + std::strerror(errno)); };
   std::vector<uint8_t> contents;
+  if (!readUpTo(fd, 12, contents))
+    return readError();
+  Expected<NpyPreamble> preamble = parseNpyPreamble(contents.data(), contents.size(), path);
+  if (!preamble)
+    return fail(preamble.error);
+  uint64_t headerEnd = preamble->headerStart + preamble->headerLength;
+  if (!readUpTo(fd, headerEnd - contents.size(), contents))
+    return readError();
+  Expected<NpyHeader> header = parseNpyHeader(contents.data(), contents.size(), path);
+  if (!header)
+    return fail(header.error);
+  // A regular file's size tells a short or long file before any data is read.
   struct stat st;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-    contents.reserve(static_cast<size_t>(st.st_size));
-  uint8_t chunk[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return Expected<Array>::failure(path + ": cannot read: " +
-                                      std::strerror(err));
-    }
-    if (n == 0)
-      break;
-    contents.insert(contents.end(), chunk, chunk + n);
-  }
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) >= headerEnd)
+    if (std::string problem = dataSizeProblem(*header, st.st_size - headerEnd);
+        !problem.empty())
+      return fail(path + ": " + problem);
+  // One byte past the declared data tells a longer stream.
+  if (!readUpTo(fd, header->dataBytes + 1, contents))
+    return readError();
   ::close(fd);
   return parseNpy(contents.data(), contents.size(), path);
 }
