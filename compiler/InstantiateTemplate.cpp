@@ -6,6 +6,7 @@
 // encoding.
 #include "compiler/InstantiateTemplate.h"
 #include "compiler/TemplateSupport.h"
+#include "compiler/X86TileRules.h"
 #include "compiler/Passes.h"
 #include "dialects/Limits.h"
 #include "dialects/attn/AttnOps.h"
@@ -100,20 +101,6 @@ KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const TemplateTiles &
   return plan;
 }
 
-/// Bytes of one work item's tiles on the stack: Qs [BM, D], Qt [D, BM], Ks
-/// [BN, D], Vs [BN, DV], St [BN, BM], Os [BM, DV] and the row vectors M, L,
-/// A [BM], in f32; nothing when a product overflows.
-std::optional<int64_t> itemTileBytes(const pe::AttentionShape &shape, const TemplateTiles &t) {
-  using limits::product;
-  int64_t bm = t.queryTile, bn = t.keyTile, d = shape.headDim, dv = shape.valueDim;
-  std::optional<int64_t> parts[] = {product(2 * d + dv + 3, bm), product(d + dv, bn),
-                                    product(bn, bm)};
-  std::optional<int64_t> floats = 0;
-  for (std::optional<int64_t> part : parts)
-    floats = part && floats ? llvm::checkedAdd(*floats, *part) : std::nullopt;
-  return floats ? product(*floats, 4) : std::nullopt;
-}
-
 /// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
 std::string narrowBody(const std::string &t) {
   if (t == "f32")
@@ -170,20 +157,10 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
   if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
-  if (tiles.queryTile <= 0 || tiles.queryTile % 48 != 0 || tiles.keyTile <= 0 ||
-      tiles.keyTile % 6 != 0)
-    return op.emitError() << "tile config (" << tiles.queryTile << ", " << tiles.keyTile
-                          << ") is invalid: tile_m must be a multiple of 48, tile_n of 6";
-  // The tiles live in a worker's stack frame (8 MiB): --tile=48x99999996
-  // asked for 70 GB of it and crashed.
-  std::optional<int64_t> tileBytes = itemTileBytes(shape, tiles);
-  if (!tileBytes || *tileBytes > limits::kMaxTileStackBytes)
-    return op.emitError() << "tile config (" << tiles.queryTile << ", " << tiles.keyTile
-                          << ") is invalid: a work item's tiles at d = " << shape.headDim
-                          << ", dv = " << shape.valueDim << " need "
-                          << (tileBytes ? std::to_string(*tileBytes) + " bytes" : "over 2^63 bytes")
-                          << " of stack, beyond pejit's limit of " << limits::kMaxTileStackBytes
-                          << " (4 MiB)";
+  if (std::string problem =
+          x86TileProblem(tiles.queryTile, tiles.keyTile, shape.headDim, shape.valueDim);
+      !problem.empty())
+    return op.emitError() << problem;
 
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;

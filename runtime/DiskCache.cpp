@@ -20,6 +20,7 @@
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -80,16 +81,11 @@ void fsyncDir(const fs::path &dir) {
   }
 }
 
-std::string uniqueSuffix() {
-  static std::atomic<int64_t> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
 
 /// Renames an entry out of the way first, so no reader sees it half removed.
 void removeEntryDir(const fs::path &entry) {
   std::error_code ec;
-  fs::path trash = entry.parent_path() / (".trash-" + entry.filename().string() + "-" + uniqueSuffix());
+  fs::path trash = entry.parent_path() / (".trash-" + entry.filename().string() + "-" + uniqueWriterSuffix());
   fs::rename(entry, trash, ec);
   fs::remove_all(ec ? entry : trash, ec);
 }
@@ -206,6 +202,12 @@ std::string fnv1aHex(const std::string &bytes) {
   return text;
 }
 
+std::string uniqueWriterSuffix() {
+  static std::atomic<int64_t> counter{0};
+  return std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
 void warnOnce(const std::string &message) {
   static std::mutex mutex;
   static std::set<std::string> seen;
@@ -231,13 +233,31 @@ CacheSettings CacheSettings::fromEnvironment() {
   else if (const char *home = std::getenv("HOME"); home && *home)
     settings.dir = std::string(home) + "/.cache/pejit";
   if (const char *mb = std::getenv("PEJIT_CACHE_MAX_MB"); mb && *mb) {
+    // At most 2^30 MB (1 PiB), so the byte count cannot overflow: before
+    // this bound, 9999999999999 wrapped negative and evicted every entry as
+    // soon as it was written.
+    constexpr long long kMaxMegabytes = 1ll << 30;
     char *end = nullptr;
+    errno = 0;
     long long value = std::strtoll(mb, &end, 10);
-    if (end && *end == '\0' && value >= 0)
+    if (end && *end == '\0' && errno == 0 && value >= 0 && value <= kMaxMegabytes) {
       settings.maxBytes = static_cast<int64_t>(value) << 20;
-    else
+      if (value == 0)
+        warnOnce("PEJIT_CACHE_MAX_MB=0 keeps no kernel on disk (PEJIT_DISABLE_CACHE=1 says so "
+                 "directly)");
+    } else {
       warnOnce(std::string("PEJIT_CACHE_MAX_MB='") + mb +
-               "' is not a non-negative integer; using 1024");
+               "' is not an integer in [0, 1073741824]; using 1024");
+    }
+  }
+  if (const char *timeout = std::getenv("PEJIT_CACHE_LOCK_TIMEOUT"); timeout && *timeout) {
+    char *end = nullptr;
+    double seconds = std::strtod(timeout, &end);
+    if (end && *end == '\0' && seconds > 0 && seconds <= 86400)
+      settings.lockTimeoutSeconds = seconds;
+    else
+      warnOnce(std::string("PEJIT_CACHE_LOCK_TIMEOUT='") + timeout +
+               "' is not a number of seconds in (0, 86400]; using 60");
   }
   if (const char *dump = std::getenv("PEJIT_DUMP_IR"))
     settings.dumpIrDir = dump;
@@ -259,6 +279,8 @@ DiskCache::DiskCache(CacheSettings settings) : settings_(std::move(settings)) {
     warnOnce("cache directory '" + settings_.dir + "' is " +
              (readable_ ? "read-only" : "missing and cannot be created") +
              (ec ? " (" + ec.message() + ")" : "") + "; new kernels stay in memory");
+  else
+    removeLeftovers();
 }
 
 std::string DiskCache::entryDir(const std::string &key) const {
@@ -333,7 +355,7 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   if (!writable_)
     return;
   fs::path entry = entryDir(key);
-  fs::path temp = settings_.dir + "/.tmp-" + fnv1aHex(key) + "-" + uniqueSuffix();
+  fs::path temp = settings_.dir + "/.tmp-" + fnv1aHex(key) + "-" + uniqueWriterSuffix();
   std::error_code ec;
   if (!fs::create_directory(temp, ec)) {
     warnOnce("cannot write to the cache directory '" + settings_.dir + "': " + ec.message());
@@ -413,6 +435,11 @@ DiskCache::KeyLock::~KeyLock() {
   ::close(fd_);
 }
 
+// A compile takes well under a second; a holder that keeps the lock for
+// minutes is stuck (stopped in a debugger, suspended, on a hung file
+// system), and waiting on it forever would hang this process too. So: poll,
+// say after a few seconds who we wait for, and past the timeout compile
+// without the lock (the entry is still stored atomically).
 std::unique_ptr<DiskCache::KeyLock> DiskCache::lockKey(const std::string &key) {
   if (!writable_)
     return nullptr;
@@ -420,9 +447,36 @@ std::unique_ptr<DiskCache::KeyLock> DiskCache::lockKey(const std::string &key) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return nullptr;
-  while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+  auto start = std::chrono::steady_clock::now();
+  double timeout = settings_.lockTimeoutSeconds;
+  double announceAfter = std::min(5.0, timeout / 2);
+  bool announced = false;
+  for (int attempt = 0;; ++attempt) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0)
+      return std::make_unique<KeyLock>(fd);
+    if (errno == EINTR)
+      continue;
+    if (errno != EWOULDBLOCK) {
+      ::close(fd);
+      return nullptr;
+    }
+    double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!announced && waited >= announceAfter) {
+      std::fprintf(stderr,
+                   "pejit: waiting for another process that compiles kernel %s (lock '%s'); "
+                   "compiling it here after %g s\n",
+                   fnv1aHex(key).c_str(), path.c_str(), timeout);
+      announced = true;
+    }
+    if (waited >= timeout) {
+      warnOnce("gave up after " + std::to_string(static_cast<int64_t>(timeout)) +
+               " s waiting for the lock '" + path + "'; compiling the kernel in this process");
+      ::close(fd);
+      return nullptr;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 + 5 * attempt)));
   }
-  return std::make_unique<KeyLock>(fd);
 }
 
 } // namespace pejit

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
@@ -72,46 +73,14 @@ void DiskCache::countLookup(bool hit) {
     std::sscanf(buffer, "hits %lld misses %lld", &hits, &misses);
   (hit ? hits : misses) += 1;
   int length = std::snprintf(buffer, sizeof(buffer), "hits %lld misses %lld\n", hits, misses);
-  if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, buffer, static_cast<size_t>(length), 0) < 0)
+  // Write, then cut to length: the counters only grow, so the new text is
+  // never shorter, and a kill in between leaves the new or the old counts
+  // (truncating first left an empty file, and the counts were lost).
+  if (::pwrite(fd, buffer, static_cast<size_t>(length), 0) != length ||
+      ::ftruncate(fd, length) != 0)
     warnOnce("cannot update '" + path + "'");
   ::flock(fd, LOCK_UN);
   ::close(fd);
-}
-
-std::optional<TileConfig> DiskCache::loadTuned(const std::string &tuneKey) const {
-  if (!readable_)
-    return std::nullopt;
-  std::istringstream text(readSmallFile(settings_.dir + "/tuned/" + fnv1aHex(tuneKey)));
-  std::string word, fingerprint;
-  TileConfig tiles;
-  // "pejit-tuned 1 <fingerprint>\ntile M N\n..."; anything else is ignored.
-  if (!(text >> word) || word != "pejit-tuned" || !(text >> word >> fingerprint) ||
-      fingerprint != compilerFingerprint() || !(text >> word) || word != "tile" ||
-      !(text >> tiles.queryTile >> tiles.keyTile) || tiles.queryTile <= 0 || tiles.keyTile <= 0)
-    return std::nullopt;
-  return tiles;
-}
-
-void DiskCache::storeTuned(const std::string &tuneKey, const TileConfig &tiles,
-                           const std::string &report) {
-  if (!writable_)
-    return;
-  std::error_code ec;
-  fs::path dir = settings_.dir + "/tuned";
-  fs::create_directories(dir, ec);
-  fs::path temp = dir / (".tmp-" + std::to_string(::getpid()));
-  std::string text = "pejit-tuned 1 " + compilerFingerprint() + "\ntile " +
-                     std::to_string(tiles.queryTile) + " " + std::to_string(tiles.keyTile) +
-                     "\n" + report;
-  if (std::FILE *file = std::fopen(temp.c_str(), "wb")) {
-    bool ok = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-    ok = std::fflush(file) == 0 && ::fsync(::fileno(file)) == 0 && ok;
-    ok = std::fclose(file) == 0 && ok;
-    if (ok && ::rename(temp.c_str(), (dir / fnv1aHex(tuneKey)).c_str()) == 0)
-      return;
-  }
-  fs::remove(temp, ec);
-  warnOnce("cannot store the tuned config in '" + dir.string() + "'");
 }
 
 std::vector<DiskCache::EntryInfo> DiskCache::list(bool verify) const {
@@ -149,6 +118,8 @@ std::vector<DiskCache::EntryInfo> DiskCache::list(bool verify) const {
   }
   std::sort(entries.begin(), entries.end(),
             [](const EntryInfo &a, const EntryInfo &b) { return a.ageSeconds < b.ageSeconds; });
+  for (EntryInfo &tuned : listTuned(verify))
+    entries.push_back(std::move(tuned));
   return entries;
 }
 
@@ -170,7 +141,50 @@ DiskCache::Stats DiskCache::stats() const {
   return stats;
 }
 
+namespace {
+
+/// The writer's pid in a temporary name ending in uniqueWriterSuffix()
+/// ("...-<pid>-<counter>-<time>"), or 0.
+pid_t writerPid(const std::string &name) {
+  size_t last = name.rfind('-');
+  size_t middle = last == std::string::npos || last == 0 ? std::string::npos
+                                                         : name.rfind('-', last - 1);
+  size_t first = middle == std::string::npos || middle == 0 ? std::string::npos
+                                                            : name.rfind('-', middle - 1);
+  if (first == std::string::npos)
+    return 0;
+  std::string digits = name.substr(first + 1, middle - first - 1);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+    return 0;
+  return static_cast<pid_t>(std::strtol(digits.c_str(), nullptr, 10));
+}
+
+/// Whether a temporary file or directory is a crashed writer's: its pid is
+/// no process on this host (on a cache shared between hosts the pid may be
+/// another host's; those go after the hour), or it is over an hour old.
+bool isLeftover(const fs::path &path) {
+  pid_t pid = writerPid(path.filename().string());
+  bool writerGone = pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+  return writerGone || ageSeconds(path) > 3600;
+}
+
+} // namespace
+
+void DiskCache::removeLeftovers() {
+  std::error_code ec;
+  for (const std::string &dir : {settings_.dir, settings_.dir + "/tuned"})
+    for (const auto &item : fs::directory_iterator(dir, ec)) {
+      std::string name = item.path().filename().string();
+      bool temporary = name.rfind(".tmp-", 0) == 0, trash = name.rfind(".trash-", 0) == 0;
+      if ((temporary || trash) && isLeftover(item.path())) {
+        std::error_code removeError;
+        fs::remove_all(item.path(), removeError);
+      }
+    }
+}
+
 void DiskCache::evict() {
+  removeLeftovers();
   struct Candidate {
     fs::path path;
     int64_t bytes;
@@ -181,13 +195,6 @@ void DiskCache::evict() {
   std::error_code ec;
   for (const auto &item : fs::directory_iterator(settings_.dir, ec)) {
     std::string name = item.path().filename().string();
-    // Temporary directories of writers that died (an hour is ample).
-    if ((name.rfind(".tmp-", 0) == 0 || name.rfind(".trash-", 0) == 0) &&
-        ageSeconds(item.path()) > 3600) {
-      std::error_code removeError;
-      fs::remove_all(item.path(), removeError);
-      continue;
-    }
     if (!isEntryName(name))
       continue;
     Candidate candidate{item.path(), entryBytes(item.path()), ageSeconds(item.path() / "meta")};

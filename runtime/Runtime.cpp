@@ -91,6 +91,8 @@ struct Runtime::Impl {
   std::map<std::string, std::shared_future<Expected<std::shared_ptr<const NvidiaKernelImpl>>>>
       nvidia;
 
+  /// The kernel of `spec` at `tiles`: from memory, disk, or compiled.
+  Compiled get(const Spec &spec, const TileConfig &tiles);
   Compiled obtain(const Spec &spec, const TileConfig &tiles, const std::string &key);
   Compiled loadFromDisk(const std::string &key, const TileConfig &tiles);
   Compiled compileAndStore(const Spec &spec, const TileConfig &tiles, const std::string &key);
@@ -204,25 +206,41 @@ std::string tuneKey(const Spec &spec) {
 } // namespace
 
 Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> requested) {
+  auto kernelOf = [](const Compiled &compiled) -> Expected<Kernel> {
+    if (!compiled)
+      return Expected<Kernel>::error(compiled.error());
+    return Kernel(*compiled);
+  };
+  if (requested)
+    return kernelOf(impl_->get(spec, *requested));
+  std::optional<TileConfig> tuned = impl_->disk->loadTuned(tuneKey(spec));
+  if (!tuned)
+    return kernelOf(impl_->get(spec, TileConfig{}));
+  Compiled kernel = impl_->get(spec, *tuned);
+  if (kernel)
+    return kernelOf(kernel);
+  // A tuned config that passed its checks on load can still fail for this
+  // shape (a file edited by hand, a rule that changed): when the default
+  // tiles compile, the tuned config is at fault. Say so, remove it, go on.
+  Compiled fallback = impl_->get(spec, TileConfig{});
+  if (fallback)
+    impl_->disk->discardTuned(tuneKey(spec), kernel.error());
+  return kernelOf(fallback);
+}
+
+Compiled Runtime::Impl::get(const Spec &spec, const TileConfig &tiles) {
   static const std::string host = hostTarget();
-  TileConfig tiles = requested ? *requested
-                               : impl_->disk->loadTuned(tuneKey(spec)).value_or(TileConfig{});
   std::string key = compilerFingerprint() + "|" + host + "|tile=" +
                     std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
                     "|" + spec.source();
   std::promise<Compiled> promise;
   bool compileHere = false;
-  std::shared_future<Compiled> future =
-      futureFor(impl_->mutex, impl_->cache, key, promise, compileHere);
+  std::shared_future<Compiled> future = futureFor(mutex, cache, key, promise, compileHere);
   if (!compileHere)
-    ++impl_->memoryHits;
-  if (compileHere) {
-    promise.set_value(impl_->obtain(spec, tiles, key));
-  }
-  const Compiled &compiled = future.get();
-  if (!compiled)
-    return Expected<Kernel>::error(compiled.error());
-  return Kernel(*compiled);
+    ++memoryHits;
+  if (compileHere)
+    promise.set_value(obtain(spec, tiles, key));
+  return future.get();
 }
 
 int64_t Runtime::compileCount() const { return impl_->compiles.load(); }
@@ -230,7 +248,7 @@ int64_t Runtime::compileCount() const { return impl_->compiles.load(); }
 Expected<TuneReport> Runtime::tune(const Spec &spec, TuneOptions options) {
   Expected<TuneReport> report = tuneCandidates(*this, spec, options);
   if (report)
-    impl_->disk->storeTuned(tuneKey(spec), report->best, report->table());
+    impl_->disk->storeTuned(tuneKey(spec), report->best, spec.name(), report->table());
   return report;
 }
 

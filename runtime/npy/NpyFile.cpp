@@ -10,6 +10,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <csignal>
+#include <cstdlib>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +37,33 @@ bool readUpTo(int fd, uint64_t count, std::vector<uint8_t> &out) {
     count -= static_cast<uint64_t>(n);
   }
   return true;
+}
+
+/// Removes `<dir><stem><pid>-<n>` files of writers that were killed before
+/// their rename (their pid is no process any more), so outputs written
+/// again and again do not pile up hidden temporaries.
+void removeDeadWritersTemps(const std::string &dirPrefix, const std::string &stem) {
+  DIR *dir = ::opendir(dirPrefix.empty() ? "." : dirPrefix.c_str());
+  if (!dir)
+    return;
+  std::vector<std::string> stale;
+  while (const struct dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.compare(0, stem.size(), stem) != 0)
+      continue;
+    std::string rest = name.substr(stem.size());
+    size_t dash = rest.find('-');
+    std::string digits = rest.substr(0, dash);
+    if (dash == std::string::npos || digits.empty() ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    pid_t pid = static_cast<pid_t>(std::strtol(digits.c_str(), nullptr, 10));
+    if (pid > 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH)
+      stale.push_back(dirPrefix + name);
+  }
+  ::closedir(dir);
+  for (const std::string &file : stale)
+    ::unlink(file.c_str());
 }
 
 } // namespace
@@ -86,8 +116,9 @@ std::string writeNpy(const std::string &path, const Array &array) {
   std::string dirPrefix = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   // Hidden, unique, beside the target so the rename stays in one filesystem;
   // the base is shortened so a long target name still leaves room (NAME_MAX).
-  std::string tempPrefix = dirPrefix + "." + path.substr(dirPrefix.size(), 200) +
-                           ".tmp-" + std::to_string(::getpid()) + "-";
+  std::string stem = "." + path.substr(dirPrefix.size(), 200) + ".tmp-";
+  removeDeadWritersTemps(dirPrefix, stem);
+  std::string tempPrefix = dirPrefix + stem + std::to_string(::getpid()) + "-";
   static std::atomic<unsigned> counter{0};
   std::string temp;
   int fd = -1;
