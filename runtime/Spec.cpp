@@ -2,6 +2,7 @@
 // text in the pe + attn dialects, unfused, as a user would write it) or from
 // a file.
 #include "runtime/Pejit.h"
+#include "compiler/SourceNesting.h"
 #include "dialects/pe/PEAttrs.h"
 
 #include <fstream>
@@ -129,6 +130,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
 }
 
 Expected<Spec> Spec::fromText(std::string mlirText, std::string name) {
+  if (std::optional<std::string> problem = sourceNestingProblem(mlirText, name))
+    return Expected<Spec>::error(*problem);
   if (mlirText.find("attn.attention") == std::string::npos)
     return Expected<Spec>::error(name + ": no attn.attention in the source");
   return Spec(std::move(mlirText), std::move(name));

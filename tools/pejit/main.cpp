@@ -3,6 +3,8 @@
 #include "bench/AttentionBench.h"
 #include "tools/pejit/Commands.h"
 
+#include "llvm/Support/InitLLVM.h"
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -84,6 +86,8 @@ int usageError(const std::string &message) {
 } // namespace pejit::cli
 
 int main(int argc, char **argv) {
+  // A crash (there should be none) prints LLVM's stack dump, not nothing.
+  llvm::InitLLVM init(argc, argv);
   using namespace pejit::cli;
   if (argc < 2)
     return usageError("no command given");
