@@ -1,0 +1,325 @@
+#include "tests/fuzz/FuzzCase.h"
+
+#include "compiler/Registration.h"
+#include "compiler/SourceNesting.h"
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/RopeConfig.h"
+#include "runtime/Pejit.h"
+#include "runtime/ReferenceInterpreter.h"
+#include "runtime/npy/Npy.h"
+#include "runtime/reference/ScoreBias.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace pejit::fuzz {
+
+const char *verdictName(Verdict verdict) {
+  switch (verdict) {
+  case Verdict::RejectedParse:
+    return "rejected-parse";
+  case Verdict::Parsed:
+    return "parsed";
+  case Verdict::RejectedCompile:
+    return "rejected-compile";
+  case Verdict::RejectedRun:
+    return "rejected-run";
+  case Verdict::Compiled:
+    return "compiled";
+  case Verdict::Checked:
+    return "checked";
+  case Verdict::Bounded:
+    return "bounded";
+  case Verdict::RoundtripFailure:
+    return "roundtrip-failure";
+  case Verdict::WrongResult:
+    return "wrong-result";
+  }
+  return "?";
+}
+
+bool isFailure(Verdict verdict) {
+  return verdict == Verdict::RoundtripFailure || verdict == Verdict::WrongResult;
+}
+
+namespace {
+
+std::string firstLine(const std::string &text) { return text.substr(0, text.find('\n')); }
+
+/// Parses `text` in `context`; the first diagnostic goes to `error`.
+mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext &context, const std::string &text,
+                                        std::string &error) {
+  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return mlir::success();
+  });
+  return mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+}
+
+std::string print(mlir::ModuleOp module, bool generic) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mlir::OpPrintingFlags flags;
+  if (generic)
+    flags.printGenericOpForm();
+  module->print(os, flags);
+  return text;
+}
+
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  auto context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+/// Printed IR must parse back and print the same, from the custom and from
+/// the generic form. Empty, or what differs.
+std::string roundtripProblem(mlir::ModuleOp module) {
+  std::string custom = print(module, false);
+  for (bool generic : {false, true}) {
+    std::string printed = generic ? print(module, true) : custom, error;
+    auto context = makeContext();
+    mlir::OwningOpRef<mlir::ModuleOp> again = parse(*context, printed, error);
+    if (!again)
+      return std::string(generic ? "generic" : "custom") + " form does not parse back: " +
+             firstLine(error);
+    if (print(*again, false) != custom)
+      return std::string(generic ? "generic" : "custom") + " form prints differently after a roundtrip";
+  }
+  return "";
+}
+
+/// The largest score magnitude the attention can produce on inputs in
+/// [-1, 1] (RoPE pairs rotate to at most sqrt 2 per channel, times the
+/// attention factor), plus ALiBi's largest bias. Above ~200, f32 rounding of
+/// the scores (~2^-22 relative) moves the softmax by more than 1e-4, and
+/// only bounds can be checked.
+double scoreMagnitude(mlir::ModuleOp module) {
+  double magnitude = 0;
+  module->walk([&](attn::AttentionOp op) {
+    auto q = mlir::cast<mlir::RankedTensorType>(op.getQuery().getType());
+    auto k = mlir::cast<mlir::RankedTensorType>(op.getKey().getType());
+    double d = static_cast<double>(q.getDimSize(3));
+    double factor = 1.0, slope = 0.0;
+    module->walk([&](mlir::Operation *inner) {
+      auto consider = [&](mlir::Attribute attr) {
+        if (auto rope = mlir::dyn_cast<pe::RopeAttr>(attr)) {
+          ref::RopeConfig config = pe::toReferenceConfig(rope);
+          for (int64_t len : {int64_t(0), config.scaling.originalMaxPosition + 1})
+            factor = std::max(
+                factor, std::fabs(ref::computeRopeFrequencies(config, q.getDimSize(3), len)
+                                      .attentionFactor));
+        } else if (auto alibi = mlir::dyn_cast<pe::AlibiAttr>(attr)) {
+          std::vector<double> slopes = alibi.getSlopes().empty()
+                                           ? ref::alibiSlopes(alibi.getNumHeads())
+                                           : std::vector<double>(alibi.getSlopes().begin(),
+                                                                 alibi.getSlopes().end());
+          for (double s : slopes)
+            slope = std::max(slope, std::fabs(s));
+        }
+      };
+      for (mlir::NamedAttribute named : inner->getAttrs()) {
+        consider(named.getValue());
+        if (auto list = mlir::dyn_cast<mlir::ArrayAttr>(named.getValue()))
+          for (mlir::Attribute item : list)
+            consider(item);
+      }
+    });
+    double dot = op.getEffectiveScale() * 2.0 * factor * factor * d;
+    if (mlir::FloatAttr softcap = op.getSoftcapAttr())
+      dot = std::min(dot, softcap.getValueAsDouble());
+    double lengths = static_cast<double>(q.getDimSize(2) + k.getDimSize(2));
+    magnitude = std::max(magnitude, dot + slope * lengths);
+  });
+  return magnitude;
+}
+
+struct Inputs {
+  std::vector<std::vector<float>> floats;
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<npy::Array> narrow; // 16-bit copies the kernel reads
+  std::vector<TensorView> views;
+  std::vector<ReferenceArgument> reference;
+};
+
+int64_t elements(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// Random inputs for the signature's arguments (trailing position ids
+/// omitted now and then): floats in [-1, 1], rounded to the kernel's dtype;
+/// position ids in a random range, rarely beyond 2^31.
+Inputs drawInputs(const FunctionSignature &sig, DType dtype, std::mt19937_64 &rng) {
+  Inputs in;
+  size_t count = sig.arguments.size();
+  if (count > sig.requiredArguments && rng() % 3 == 0)
+    count = sig.requiredArguments;
+  in.floats.resize(count);
+  in.ids.resize(count);
+  in.narrow.resize(count);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const int64_t ranges[] = {16, 4096, int64_t(1) << 20, (int64_t(1) << 31) - 1, int64_t(1) << 32};
+  for (size_t i = 0; i < count; ++i) {
+    const ArgumentInfo &arg = sig.arguments[i];
+    int64_t n = elements(arg.shape);
+    if (arg.isInteger) {
+      int64_t range = ranges[rng() % (rng() % 50 == 0 ? 5 : 4)];
+      bool sequential = rng() % 2 == 0;
+      for (int64_t j = 0; j < n; ++j)
+        in.ids[i].push_back(sequential ? j % range : static_cast<int64_t>(rng() % range));
+      in.views.push_back({in.ids[i].data(), DType::I64, arg.shape, {}});
+      in.reference.push_back(ref::PositionIds(arg.shape, in.ids[i]));
+      continue;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      in.floats[i].push_back(unit(rng));
+    if (dtype == DType::F32) {
+      in.views.push_back({in.floats[i].data(), DType::F32, arg.shape, {}});
+    } else {
+      npy::DType narrow = dtype == DType::F16 ? npy::DType::F16 : npy::DType::BF16;
+      in.narrow[i] = npy::fromFloat32(in.floats[i], arg.shape, narrow);
+      in.floats[i] = npy::toFloat32(in.narrow[i]);
+      in.views.push_back({in.narrow[i].bytes.data(), dtype, arg.shape, {}});
+    }
+    in.reference.push_back(
+        ref::Tensor(arg.shape, std::vector<double>(in.floats[i].begin(), in.floats[i].end())));
+  }
+  return in;
+}
+
+/// Ill-conditioned attention: every output finite and within the range of
+/// its KV head's values; rows without a visible key (reference 0) zero, and
+/// no other row all zero.
+std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expected,
+                          const std::vector<float> &value, const std::vector<int64_t> &vShape,
+                          int64_t queryHeads) {
+  int64_t b = vShape[0], hkv = vShape[1], skv = vShape[2], dv = vShape[3];
+  int64_t sq = expected.shape[2], group = queryHeads / hkv;
+  for (int64_t bi = 0; bi < b; ++bi)
+    for (int64_t h = 0; h < queryHeads; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        bool refZero = true, outZero = true;
+        for (int64_t c = 0; c < dv; ++c) {
+          double lo = INFINITY, hi = -INFINITY;
+          for (int64_t j = 0; j < skv; ++j) {
+            double x = value[((bi * hkv + h / group) * skv + j) * dv + c];
+            lo = std::min(lo, x);
+            hi = std::max(hi, x);
+          }
+          size_t at = static_cast<size_t>(((bi * queryHeads + h) * sq + i) * dv + c);
+          double x = out[at], slack = 1e-2;
+          if (!std::isfinite(x) || x < lo - slack || x > hi + slack)
+            return "output [" + std::to_string(bi) + ", " + std::to_string(h) + ", " +
+                   std::to_string(i) + ", " + std::to_string(c) + "] = " + std::to_string(x) +
+                   " is outside its values' range";
+          refZero &= expected.data[at] == 0.0;
+          outZero &= x == 0.0;
+        }
+        if (refZero != outZero)
+          return "row [" + std::to_string(bi) + ", " + std::to_string(h) + ", " +
+                 std::to_string(i) + "] is " + (outZero ? "zero, the reference's is not"
+                                                        : "not zero, the reference's is");
+      }
+  return "";
+}
+
+} // namespace
+
+CaseResult runCase(const std::string &text, uint64_t inputSeed) {
+  if (std::optional<std::string> problem = sourceNestingProblem(text, "<fuzz>"))
+    return {Verdict::RejectedParse, *problem};
+  auto context = makeContext();
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module = parse(*context, text, error);
+  if (!module)
+    return {Verdict::RejectedParse, firstLine(error)};
+  if (std::string problem = roundtripProblem(*module); !problem.empty())
+    return {Verdict::RoundtripFailure, problem};
+  bool hasAttention = false;
+  module->walk([&](attn::AttentionOp) { hasAttention = true; });
+  if (!hasAttention)
+    return {Verdict::Parsed, ""};
+  double magnitude = scoreMagnitude(*module);
+
+  Expected<Spec> spec = Spec::fromText(text, "<fuzz>");
+  if (!spec)
+    return {Verdict::RejectedCompile, firstLine(spec.error())};
+  Runtime runtime(RuntimeOptions{1, ""});
+  Expected<Kernel> kernel = runtime.get(*spec);
+  if (!kernel)
+    return {Verdict::RejectedCompile, firstLine(kernel.error())};
+  Expected<FunctionSignature> signature = describeFunction(spec->source(), "<fuzz>");
+  if (!signature)
+    return {Verdict::WrongResult, "compiled, but the reference cannot read it: " +
+                                      firstLine(signature.error())};
+  const Shape &s = kernel->shape();
+  double referenceWork = static_cast<double>(s.batch) * s.queryHeads * s.querySeq * s.keySeq *
+                         (s.headDim + s.valueDim);
+  if (referenceWork > 2e8)
+    return {Verdict::Compiled, s.str()};
+
+  std::mt19937_64 rng(inputSeed);
+  Inputs inputs = drawInputs(*signature, kernel->dtype(), rng);
+  std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  std::vector<float> out(static_cast<size_t>(elements(outShape)),
+                         std::numeric_limits<float>::quiet_NaN());
+  bool narrowOut = kernel->outputDtype() != DType::F32;
+  std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff); // 0xffff: NaN
+  TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(),
+                     kernel->outputDtype(), outShape, {}};
+  if (Status status = kernel->run(inputs.views, outView); !status)
+    return {Verdict::RejectedRun, firstLine(status.message())};
+  if (narrowOut)
+    out = npy::toFloat32(
+        npy::Array{kernel->outputDtype() == DType::F16 ? npy::DType::F16 : npy::DType::BF16,
+                   outShape, out16});
+  Expected<ref::Tensor> expected = interpretReference(spec->source(), inputs.reference, "<fuzz>");
+  if (!expected)
+    return {Verdict::WrongResult, "ran, but the reference failed: " + firstLine(expected.error())};
+  if (expected->data.size() != out.size())
+    return {Verdict::WrongResult, "the reference's result has another shape"};
+
+  if (magnitude > 200) {
+    size_t valueIndex = 0;
+    for (size_t i = 0; i < signature->arguments.size(); ++i)
+      if (signature->arguments[i].role == "value")
+        valueIndex = i;
+    std::string problem = boundsProblem(out, *expected, inputs.floats[valueIndex],
+                                        signature->arguments[valueIndex].shape, s.queryHeads);
+    if (!problem.empty())
+      return {Verdict::WrongResult, "scores up to " + std::to_string(magnitude) + ": " + problem};
+    return {Verdict::Bounded, "scores up to " + std::to_string(magnitude)};
+  }
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected->data[i]));
+    double err = std::fabs(out[i] - expected->data[i]);
+    maxErr = std::max(maxErr, std::isnan(err) ? INFINITY : err);
+  }
+  double relative = maxErr / std::max(maxRef, 1e-30);
+  bool half = kernel->dtype() != DType::F32 || narrowOut;
+  double tolerance = half ? 1e-2 : 1e-4;
+  std::string measured = "relative error " + std::to_string(relative) + " (tolerance " +
+                         (half ? "1e-2" : "1e-4") + ")";
+  if (!(relative <= tolerance))
+    return {Verdict::WrongResult, measured};
+  return {Verdict::Checked, measured};
+}
+
+} // namespace pejit::fuzz
