@@ -73,10 +73,23 @@ std::string readAll(int fd) {
   return text;
 }
 
-std::string tailOf(const std::string &path, size_t bytes) {
+/// What a crashed child said: the sanitizer's or LLVM's first report line
+/// when there is one, then the end of its stderr.
+std::string crashReport(const std::string &path, size_t bytes) {
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), {});
-  return text.size() > bytes ? text.substr(text.size() - bytes) : text;
+  std::string first;
+  for (const char *marker : {"runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                             "Stack dump:", "terminate called"}) {
+    size_t at = text.find(marker);
+    if (at != std::string::npos) {
+      size_t begin = text.rfind('\n', at);
+      begin = begin == std::string::npos ? 0 : begin + 1;
+      first = text.substr(begin, text.find('\n', at) - begin) + "\n";
+      break;
+    }
+  }
+  return first + (text.size() > bytes ? text.substr(text.size() - bytes) : text);
 }
 
 pid_t startChild(const std::string &text, uint64_t inputSeed, const std::string &errFile,
@@ -120,9 +133,11 @@ void record(Tally &tally, const Running &run, const std::string &kind, const std
     return;
   std::string path = settings.out + "/" + kind + "-" + std::to_string(tally.failures.size()) +
                      ".mlir";
-  std::ofstream(path) << "// pejit fuzz: " << kind << ": " << detail << "\n// input seed "
-                      << run.inputSeed << "\n"
-                      << run.text;
+  // The report as comments, so the file is the input as it ran.
+  std::string comment = "// pejit fuzz: " + kind + ": ";
+  for (char c : detail)
+    comment += c == '\n' ? std::string("\n//   ") : std::string(1, c);
+  std::ofstream(path) << comment << "\n// input seed " << run.inputSeed << "\n" << run.text;
   tally.failures.push_back(kind + ": " + detail + " (reproducer " + path + ")");
 }
 
@@ -152,7 +167,7 @@ bool reap(pid_t pid, Running &run, Tally &tally) {
   } else {
     std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                           : "exit " + std::to_string(WEXITSTATUS(status));
-    record(tally, run, "crash", how + "; stderr ends: " + tailOf(run.errFile, 600), true);
+    record(tally, run, "crash", how + ": " + crashReport(run.errFile, 600), true);
   }
   return true;
 }
