@@ -66,6 +66,12 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
   if (!fused.op)
     return fused.func.emitError() << "no attn.attention to compile";
   attn::AttentionOp op = fused.op;
+  // The kernel writes the attention's result to the caller's output: a
+  // function that does not return it computes nothing a caller can see.
+  auto returnOp = dyn_cast<func::ReturnOp>(fused.func.getBody().back().getTerminator());
+  if (!returnOp || returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
+    return fused.func.emitError() << "the function must return the attn.attention's result "
+                                     "(and nothing else): that is the kernel's output";
   if (op.getBias() || op.getKeyTerm() || op.getValueTerm())
     return op.emitError() << "the kernel takes no bias, key_term or value_term "
                              "tensor: fuse the encoding that produces it "

@@ -31,10 +31,12 @@ constexpr int64_t kMaxElements = int64_t(1) << 40;
 constexpr int64_t kMaxTableRows = int64_t(1) << 24;
 /// Position ids lie in [-2^31, 2^31) whether they come as i32 or i64.
 constexpr int64_t kMaxPositionMagnitude = int64_t(1) << 31;
-/// RoPE angles = position x inv_freq stay below 2^50 rad, where the kernels'
-/// float64 range reduction is exact (error < 2e-9; at 2^54 it is 3e-4), so
-/// every inverse frequency is at most 2^50 / 2^31 = 2^19.
-constexpr double kMaxInverseFrequency = 524288.0;
+/// RoPE angles = position x inv_freq stay below 2^36 rad: there the
+/// float64 angle itself is good to 2^-17 rad, and two computations of an
+/// inverse frequency that differ in its last bit (a kernel's and the
+/// reference's) move it by less than 2^-16. (The kernels' range reduction
+/// holds to 2^50.) So every inverse frequency is at most 2^36 / 2^31 = 32.
+constexpr double kMaxInverseFrequency = 32.0;
 /// x86 kernels keep one work item's tiles on a worker's 8 MiB stack.
 constexpr int64_t kMaxTileStackBytes = int64_t(4) << 20;
 

@@ -20,7 +20,6 @@
 #include <sstream>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -222,48 +221,6 @@ const std::string &compilerFingerprint() {
   return fingerprint;
 }
 
-CacheSettings CacheSettings::fromEnvironment() {
-  CacheSettings settings;
-  const char *disable = std::getenv("PEJIT_DISABLE_CACHE");
-  settings.enabled = !(disable && *disable && std::string(disable) != "0");
-  if (const char *dir = std::getenv("PEJIT_CACHE_DIR"); dir && *dir)
-    settings.dir = dir;
-  else if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    settings.dir = std::string(xdg) + "/pejit";
-  else if (const char *home = std::getenv("HOME"); home && *home)
-    settings.dir = std::string(home) + "/.cache/pejit";
-  if (const char *mb = std::getenv("PEJIT_CACHE_MAX_MB"); mb && *mb) {
-    // At most 2^30 MB (1 PiB), so the byte count cannot overflow: before
-    // this bound, 9999999999999 wrapped negative and evicted every entry as
-    // soon as it was written.
-    constexpr long long kMaxMegabytes = 1ll << 30;
-    char *end = nullptr;
-    errno = 0;
-    long long value = std::strtoll(mb, &end, 10);
-    if (end && *end == '\0' && errno == 0 && value >= 0 && value <= kMaxMegabytes) {
-      settings.maxBytes = static_cast<int64_t>(value) << 20;
-      if (value == 0)
-        warnOnce("PEJIT_CACHE_MAX_MB=0 keeps no kernel on disk (PEJIT_DISABLE_CACHE=1 says so "
-                 "directly)");
-    } else {
-      warnOnce(std::string("PEJIT_CACHE_MAX_MB='") + mb +
-               "' is not an integer in [0, 1073741824]; using 1024");
-    }
-  }
-  if (const char *timeout = std::getenv("PEJIT_CACHE_LOCK_TIMEOUT"); timeout && *timeout) {
-    char *end = nullptr;
-    double seconds = std::strtod(timeout, &end);
-    if (end && *end == '\0' && seconds > 0 && seconds <= 86400)
-      settings.lockTimeoutSeconds = seconds;
-    else
-      warnOnce(std::string("PEJIT_CACHE_LOCK_TIMEOUT='") + timeout +
-               "' is not a number of seconds in (0, 86400]; using 60");
-  }
-  if (const char *dump = std::getenv("PEJIT_DUMP_IR"))
-    settings.dumpIrDir = dump;
-  return settings;
-}
-
 DiskCache::DiskCache(CacheSettings settings) : settings_(std::move(settings)) {
   if (!settings_.enabled)
     return;
@@ -427,55 +384,6 @@ void DiskCache::dumpStages(const std::string &key, const KernelArtifact &artifac
     fs::remove(file, ec);
     if (!writeFileSynced(file, text))
       warnOnce("PEJIT_DUMP_IR: cannot write '" + file.string() + "'");
-  }
-}
-
-DiskCache::KeyLock::~KeyLock() {
-  ::flock(fd_, LOCK_UN);
-  ::close(fd_);
-}
-
-// A compile takes well under a second; a holder that keeps the lock for
-// minutes is stuck (stopped in a debugger, suspended, on a hung file
-// system), and waiting on it forever would hang this process too. So: poll,
-// say after a few seconds who we wait for, and past the timeout compile
-// without the lock (the entry is still stored atomically).
-std::unique_ptr<DiskCache::KeyLock> DiskCache::lockKey(const std::string &key) {
-  if (!writable_)
-    return nullptr;
-  std::string path = entryDir(key) + ".lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return nullptr;
-  auto start = std::chrono::steady_clock::now();
-  double timeout = settings_.lockTimeoutSeconds;
-  double announceAfter = std::min(5.0, timeout / 2);
-  bool announced = false;
-  for (int attempt = 0;; ++attempt) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0)
-      return std::make_unique<KeyLock>(fd);
-    if (errno == EINTR)
-      continue;
-    if (errno != EWOULDBLOCK) {
-      ::close(fd);
-      return nullptr;
-    }
-    double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!announced && waited >= announceAfter) {
-      std::fprintf(stderr,
-                   "pejit: waiting for another process that compiles kernel %s (lock '%s'); "
-                   "compiling it here after %g s\n",
-                   fnv1aHex(key).c_str(), path.c_str(), timeout);
-      announced = true;
-    }
-    if (waited >= timeout) {
-      warnOnce("gave up after " + std::to_string(static_cast<int64_t>(timeout)) +
-               " s waiting for the lock '" + path + "'; compiling the kernel in this process");
-      ::close(fd);
-      return nullptr;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(100, 5 + 5 * attempt)));
   }
 }
 

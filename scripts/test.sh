@@ -28,7 +28,7 @@ while IFS= read -r binary; do
   log=$(mktemp)
   # A hung binary fails the run instead of blocking it.
   timeout 1200 "$binary" --gtest_brief=1 >"$log" 2>&1; rc=$?
-  grep -E "^\[  (FAILED|SKIPPED) |Failure|error" "$log" | head -40
+  grep -E "^\[  (FAILED|SKIPPED) |Failure|error|^fuzz: " "$log" | head -40
   p=$(grep -E "^\[  PASSED  \] [0-9]+ test" "$log" | awk '{print $4}')
   f=$(grep -E "^\[  FAILED  \] [0-9]+ test" "$log" | awk '{print $4}')
   s=$(grep -E "^\[  SKIPPED \] [0-9]+ test" "$log" | awk '{print $4}')

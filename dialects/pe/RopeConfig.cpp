@@ -76,9 +76,9 @@ pejit::pe::verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
     for (auto [c, invFreq] : llvm::enumerate(frequencies.invFreq))
       if (!(invFreq >= 0.0 && invFreq <= limits::kMaxInverseFrequency))
         return emitError() << "rope inverse frequency " << c << " is " << formatF64(invFreq)
-                           << " (from theta and the scaling): it must be at most 2^19 = "
+                           << " (from theta and the scaling): it must be at most "
                            << formatF64(limits::kMaxInverseFrequency)
-                           << ", so that angles (|position| < 2^31) stay below 2^50";
+                           << ", so that angles (|position| < 2^31) stay below 2^36";
     double factor = frequencies.attentionFactor;
     llvm::StringRef problem = limits::f32RangeProblem(factor);
     if (!(factor > 0.0) || !problem.empty())

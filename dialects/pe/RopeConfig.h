@@ -13,8 +13,8 @@ ref::RopeConfig toReferenceConfig(RopeAttr rope);
 /// The frequencies and attention factor the kernels will use for `rope` on
 /// head dim `headDim` (rotary dims already checked against it), for short
 /// and long contexts: every inverse frequency finite and at most
-/// limits::kMaxInverseFrequency (so angles stay where the kernels' range
-/// reduction is exact), the attention factor positive and an f32.
+/// limits::kMaxInverseFrequency (so angles stay where float64 holds them
+/// exactly enough), the attention factor positive and an f32.
 mlir::LogicalResult verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
                                           llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 

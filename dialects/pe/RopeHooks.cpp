@@ -118,22 +118,23 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
     return;
   }
   // HF _compute_dynamic_ntk_parameters: base = theta * ((factor * seqLen /
-  // original) - (factor - 1))^(rd / (rd - 2)); inv_freq[c] = base^(-2c/rd).
+  // original) - (factor - 1))^(rd / (rd - 2)); inv_freq[c] = 1 / base^(2c/rd).
+  // The reference's operations in its order (runtime/reference/Rope.cpp),
+  // with libm's pow as it calls it: exp(log(base) * -2c/rd) was off by a few
+  // ulps, which large angles (position x inv_freq) turn into visible error.
   double factor = config.scaling.factor;
   double rd = 2.0 * static_cast<double>(base.size());
   auto f64 = [&](double v) { return arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(v)); };
   Value len = arith::SIToFPOp::create(b, loc, b.getF64Type(), seqLen);
-  Value ratio = arith::MulFOp::create(b, loc, len, f64(factor / original));
+  Value ratio = arith::MulFOp::create(b, loc, f64(factor), len);
+  ratio = arith::DivFOp::create(b, loc, ratio, f64(static_cast<double>(original)));
   ratio = arith::SubFOp::create(b, loc, ratio, f64(factor - 1.0));
   Value scaled = math::PowFOp::create(b, loc, ratio, f64(rd / (rd - 2.0)));
-  Value newBase = arith::MulFOp::create(b, loc, scaled, f64(config.theta));
-  Value logBase = math::LogOp::create(b, loc, newBase);
-  // inv_freq[0] = base^0 = 1 for any base: exp(log(base) * -0) would be NaN
-  // for a base that overflowed to inf (a huge factor at a long context).
-  memref::StoreOp::create(b, loc, f64(1.0), invFreq, ValueRange{indexConst(b, loc, 0)});
-  for (size_t c = 1; c < base.size(); ++c) {
-    Value exponent = arith::MulFOp::create(b, loc, logBase, f64(-2.0 * c / rd));
-    Value freq = math::ExpOp::create(b, loc, exponent);
+  Value newBase = arith::MulFOp::create(b, loc, f64(config.theta), scaled);
+  for (size_t c = 0; c < base.size(); ++c) {
+    // base^0 = 1 for any base, inf and NaN included (pow's own rule).
+    Value power = math::PowFOp::create(b, loc, newBase, f64(static_cast<double>(2 * c) / rd));
+    Value freq = arith::DivFOp::create(b, loc, f64(1.0), power);
     memref::StoreOp::create(b, loc, freq, invFreq, ValueRange{indexConst(b, loc, c)});
   }
 }

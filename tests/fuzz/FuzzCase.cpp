@@ -218,6 +218,17 @@ std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expe
       for (int64_t i = 0; i < sq; ++i) {
         bool refZero = true, outZero = true;
         for (int64_t c = 0; c < dv; ++c) {
+          size_t at = static_cast<size_t>(((bi * queryHeads + h) * sq + i) * dv + c);
+          refZero &= expected.data[at] == 0.0;
+          outZero &= out[at] == 0.0;
+        }
+        if (refZero != outZero)
+          return "row [" + std::to_string(bi) + ", " + std::to_string(h) + ", " +
+                 std::to_string(i) + "] is " + (outZero ? "zero, the reference's is not"
+                                                        : "not zero, the reference's is");
+        if (refZero)
+          continue; // a row that sees no key
+        for (int64_t c = 0; c < dv; ++c) {
           double lo = INFINITY, hi = -INFINITY;
           for (int64_t j = 0; j < skv; ++j) {
             double x = value[((bi * hkv + h / group) * skv + j) * dv + c];
@@ -230,13 +241,7 @@ std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expe
             return "output [" + std::to_string(bi) + ", " + std::to_string(h) + ", " +
                    std::to_string(i) + ", " + std::to_string(c) + "] = " + std::to_string(x) +
                    " is outside its values' range";
-          refZero &= expected.data[at] == 0.0;
-          outZero &= x == 0.0;
         }
-        if (refZero != outZero)
-          return "row [" + std::to_string(bi) + ", " + std::to_string(h) + ", " +
-                 std::to_string(i) + "] is " + (outZero ? "zero, the reference's is not"
-                                                        : "not zero, the reference's is");
       }
   return "";
 }

@@ -4,7 +4,8 @@
 // result of an accepted program, and writes each failing input to the
 // report directory as a reproducer. Longer or other runs:
 //   pejit-fuzz-tests --fuzz-seconds=3600 --fuzz-seed=7 --fuzz-out=DIR
-// (or PEJIT_FUZZ_SECONDS, PEJIT_FUZZ_SEED, PEJIT_FUZZ_OUT).
+// (or PEJIT_FUZZ_SECONDS, PEJIT_FUZZ_SEED, PEJIT_FUZZ_OUT), and one
+// reproducer again: pejit-fuzz-tests --fuzz-replay=FILE.
 #include "tests/fuzz/FuzzCase.h"
 #include "tests/fuzz/FuzzMutator.h"
 
@@ -239,6 +240,23 @@ std::string optionValue(const std::string &arg, const char *name) {
   return arg.rfind(prefix, 0) == 0 ? arg.substr(prefix.size()) : "";
 }
 
+/// Runs one reproducer in this process (its "// input seed N" line gives
+/// the inputs) and prints the verdict: exit 1 for a failure.
+int replay(const std::string &path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  uint64_t inputSeed = 0;
+  if (size_t at = text.find("// input seed "); at != std::string::npos)
+    inputSeed = std::strtoull(text.c_str() + at + 14, nullptr, 10);
+  // The input as it ran: what follows the report's comment lines.
+  size_t body = text.find('\n', text.find("// input seed "));
+  if (text.rfind("// pejit fuzz: ", 0) == 0 && body != std::string::npos)
+    text = text.substr(body + 1);
+  CaseResult result = runCase(text, inputSeed);
+  std::printf("%s\t%s\n", verdictName(result.verdict), result.detail.c_str());
+  return isFailure(result.verdict) ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -261,9 +279,11 @@ int main(int argc, char **argv) {
       settings.seed = std::strtoull(v.c_str(), nullptr, 10);
     else if (std::string v = optionValue(arg, "fuzz-out"); !v.empty())
       settings.out = v;
+    else if (std::string v = optionValue(arg, "fuzz-replay"); !v.empty())
+      return replay(v);
     else {
       std::fprintf(stderr, "pejit-fuzz-tests: unknown argument '%s' (--fuzz-seconds=N, "
-                           "--fuzz-seed=S, --fuzz-out=DIR)\n", argv[i]);
+                           "--fuzz-seed=S, --fuzz-out=DIR, --fuzz-replay=FILE)\n", argv[i]);
       return 2;
     }
   }

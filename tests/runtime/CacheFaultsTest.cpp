@@ -128,30 +128,34 @@ TEST_F(CacheFaults, TunedConfigIsUsedWhenWhole) {
 }
 
 // "tile 7 5" made every later run of the spec fail, and `cache verify` said
-// 0 damaged.
+// 0 damaged; a huge tuned tile put a 70 GB frame on the stack.
 TEST_F(CacheFaults, InvalidTunedTilesAreReportedRemovedAndNotUsed) {
-  tuneOnce({96, 48});
-  rewriteTunedTiles("tile 7 5");
-  {
-    DiskCache cache(settings());
-    bool reported = false;
-    for (const DiskCache::EntryInfo &entry : cache.list(/*verify=*/true))
-      if (entry.tuned) {
-        reported = true;
-        EXPECT_NE(entry.problem.find("tile config (7, 5) is invalid"), std::string::npos)
-            << entry.problem;
-      }
-    EXPECT_TRUE(reported);
+  for (std::string tiles : {"7 5", "48 99999996"}) {
+    SCOPED_TRACE("tile " + tiles);
+    tuneOnce({96, 48});
+    rewriteTunedTiles("tile " + tiles);
+    std::string config = "tile config (" + tiles.substr(0, tiles.find(' ')) + ", " +
+                         tiles.substr(tiles.find(' ') + 1) + ") is invalid";
+    {
+      DiskCache cache(settings());
+      bool reported = false;
+      for (const DiskCache::EntryInfo &entry : cache.list(/*verify=*/true))
+        if (entry.tuned) {
+          reported = true;
+          EXPECT_NE(entry.problem.find(config), std::string::npos) << entry.problem;
+        }
+      EXPECT_TRUE(reported);
+    }
+    Runtime runtime(options());
+    ::testing::internal::CaptureStderr();
+    Expected<Kernel> kernel = runtime.get(ropeSpec());
+    std::string warnings = ::testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(kernel) << kernel.error();
+    EXPECT_EQ(kernel->tiles().queryTile, TileConfig{}.queryTile);
+    EXPECT_NE(warnings.find("tuned config '"), std::string::npos) << warnings;
+    EXPECT_NE(warnings.find(config), std::string::npos) << warnings;
+    EXPECT_TRUE(tunedFile().empty());
   }
-  Runtime runtime(options());
-  ::testing::internal::CaptureStderr();
-  Expected<Kernel> kernel = runtime.get(ropeSpec());
-  std::string warnings = ::testing::internal::GetCapturedStderr();
-  ASSERT_TRUE(kernel) << kernel.error();
-  EXPECT_EQ(kernel->tiles().queryTile, TileConfig{}.queryTile);
-  EXPECT_NE(warnings.find("tuned config '"), std::string::npos) << warnings;
-  EXPECT_NE(warnings.find("tile config (7, 5) is invalid"), std::string::npos) << warnings;
-  EXPECT_TRUE(tunedFile().empty());
 }
 
 TEST_F(CacheFaults, TunedConfigWithAFlippedByteIsRemoved) {
@@ -193,8 +197,7 @@ TEST_F(CacheFaults, AbsurdSizeLimitsAreRefusedWithAWarning) {
     CacheSettings parsed = CacheSettings::fromEnvironment();
     std::string warnings = ::testing::internal::GetCapturedStderr();
     EXPECT_EQ(parsed.maxBytes, int64_t(1) << 30) << value;
-    EXPECT_NE(warnings.find("is not an integer in [0, 1073741824]; using 1024"),
-              std::string::npos)
+    EXPECT_NE(warnings.find("is not an integer in [0, 1073741824]; using 1024"), std::string::npos)
         << value << ": " << warnings;
   }
   setenv("PEJIT_CACHE_MAX_MB", "1073741824", 1);
@@ -221,15 +224,13 @@ TEST_F(CacheFaults, StuckLockHolderTimesOut) {
   ::testing::internal::CaptureStderr();
   std::unique_ptr<DiskCache::KeyLock> second = cache.lockKey("some key");
   std::string messages = ::testing::internal::GetCapturedStderr();
-  double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_FALSE(second);
   EXPECT_GE(waited, 0.6);
   EXPECT_LT(waited, 5.0);
   EXPECT_NE(messages.find("waiting for another process that compiles kernel"), std::string::npos)
       << messages;
-  EXPECT_NE(messages.find("compiling the kernel in this process"), std::string::npos)
-      << messages;
+  EXPECT_NE(messages.find("compiling the kernel in this process"), std::string::npos) << messages;
   held.reset();
   EXPECT_TRUE(cache.lockKey("some key")); // free again
 }
@@ -238,8 +239,8 @@ TEST_F(CacheFaults, StuckLockHolderTimesOut) {
 // returns a kernel, after the timeout.
 TEST_F(CacheFaults, RuntimeCompilesPastAStuckLock) {
   setenv("PEJIT_CACHE_LOCK_TIMEOUT", "0.3", 1);
-  std::string key = compilerFingerprint() + "|" + Runtime::hostTarget() + "|tile=" +
-                    std::to_string(TileConfig{}.queryTile) + "x" +
+  std::string key = compilerFingerprint() + "|" + Runtime::hostTarget() +
+                    "|tile=" + std::to_string(TileConfig{}.queryTile) + "x" +
                     std::to_string(TileConfig{}.keyTile) + "|" + ropeSpec().source();
   int fd = ::open((dir / (fnv1aHex(key) + ".lock")).c_str(), O_RDWR | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
@@ -302,7 +303,8 @@ TEST_F(CacheFaults, ZeroSizeSpecsNeverReachTheCache) {
   empty.querySeq = 0;
   Expected<Kernel> kernel = runtime.get(ropeSpec(empty));
   ASSERT_FALSE(kernel);
-  EXPECT_NE(kernel.error().find("(dim 2) is 0: every dimension must be at least 1"), std::string::npos)
+  EXPECT_NE(kernel.error().find("(dim 2) is 0: every dimension must be at least 1"),
+            std::string::npos)
       << kernel.error();
   DiskCache cache(settings());
   EXPECT_EQ(cache.stats().entries, 0);

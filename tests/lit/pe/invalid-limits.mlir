@@ -13,9 +13,10 @@ func.func @rope_infinite_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 
 // -----
 
-// inv_freq[c] = theta^(-2c/d): at theta 1e-40 the largest is ~1e39.
+// inv_freq[c] = theta^(-2c/d): at theta 1e-40 the largest is ~1e39, and
+// index 2 is the first beyond 32.
 func.func @rope_tiny_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+1 {{rope inverse frequency 5 is 1778279.41}}
+  // expected-error @+1 {{rope inverse frequency 2 is 316.22776601}}
   %0 = pe.rope %x, %pos <layout = half, theta = 1.0e-40> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
@@ -23,7 +24,7 @@ func.func @rope_tiny_theta(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
 // -----
 
 func.func @rope_theta_1e_minus_300(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
-  // expected-error @+1 {{it must be at most 2^19 = 524288.0, so that angles (|position| < 2^31) stay below 2^50}}
+  // expected-error @+1 {{it must be at most 32.0, so that angles (|position| < 2^31) stay below 2^36}}
   %0 = pe.rope %x, %pos <layout = half, theta = 1.0e-300> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
@@ -34,6 +35,23 @@ func.func @rope_theta_1e_minus_300(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>
 func.func @linear_tiny_factor(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
   // expected-error @+1 {{'pe.rope' op rope inverse frequency 0 is 9.99999999999}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.linear<factor = 1.0e-300>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+// The bound itself: factor 1/32 makes inv_freq[0] exactly 32 (accepted);
+// 0.03 makes it 33.3.
+func.func @linear_factor_at_the_bound(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.linear<factor = 0.03125>> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
+
+// -----
+
+func.func @linear_factor_past_the_bound(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{rope inverse frequency 0 is 33.333333333333336}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.linear<factor = 0.03>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
 
