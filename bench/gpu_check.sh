@@ -33,7 +33,7 @@ case "${1:-}" in
       echo "gpu_check: building the runner on this machine"
       mkdir -p /tmp/pejit-runner
       c++ -O2 -std=c++17 -I. bench/gpu/gpu_check_runner.cpp runtime/cuda/*.cpp \
-          runtime/reference/*.cpp -ldl -lpthread -o /tmp/pejit-runner/gpu_check_runner || exit 1
+          reference/*.cpp -ldl -lpthread -o /tmp/pejit-runner/gpu_check_runner || exit 1
       runner=/tmp/pejit-runner/gpu_check_runner
     fi
     timeout 420 "$runner" "$OUT/bundle" 20; rc=$?

@@ -1,7 +1,7 @@
 #include "compiler/Pipelines.h"
 
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
-#include "compiler/Passes.h"
+#include "compiler/passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"

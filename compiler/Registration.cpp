@@ -1,5 +1,5 @@
 #include "compiler/Registration.h"
-#include "compiler/NvidiaLowering.h"
+#include "compiler/backends/nvidia/NvidiaLowering.h"
 #include "dialects/attn/AttnDialect.h"
 #include "dialects/pe/PEDialect.h"
 

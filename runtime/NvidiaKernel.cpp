@@ -3,12 +3,12 @@
 // through the CUDA driver (runtime/cuda, loaded with dlopen).
 #include "runtime/NvidiaKernelImpl.h"
 
-#include "compiler/InstantiateTemplate.h"
-#include "compiler/NvidiaLowering.h"
-#include "compiler/Passes.h"
+#include "compiler/passes/Instantiate.h"
+#include "compiler/backends/nvidia/NvidiaLowering.h"
+#include "compiler/passes/Passes.h"
 #include "compiler/Registration.h"
-#include "runtime/CompiledKernel.h"
-#include "runtime/DiskCache.h"
+#include "runtime/X86KernelImpl.h"
+#include "runtime/cache/DiskCache.h"
 #include "runtime/cuda/AttentionLaunch.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -2,7 +2,7 @@
 #ifndef PEJIT_RUNTIME_NVIDIAKERNELIMPL_H
 #define PEJIT_RUNTIME_NVIDIAKERNELIMPL_H
 
-#include "runtime/CompiledKernel.h"
+#include "runtime/X86KernelImpl.h"
 #include "runtime/Pejit.h"
 
 #include <map>

@@ -17,7 +17,7 @@
 #ifndef PEJIT_RUNTIME_PEJIT_H
 #define PEJIT_RUNTIME_PEJIT_H
 
-#include "runtime/reference/Rope.h"
+#include "reference/Rope.h"
 
 #include <cstdint>
 #include <memory>

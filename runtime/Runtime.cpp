@@ -3,8 +3,8 @@
 // the spec's source (which carries shapes and dtypes). Concurrent requests
 // for one key share a future, so the kernel is compiled once per process;
 // across processes a lock file per key does the same (DiskCache.h).
-#include "runtime/CompiledKernel.h"
-#include "runtime/DiskCache.h"
+#include "runtime/X86KernelImpl.h"
+#include "runtime/cache/DiskCache.h"
 #include "runtime/NvidiaKernelImpl.h"
 #include "runtime/Tuner.h"
 

@@ -6,9 +6,9 @@
 #ifndef PEJIT_BENCH_GPU_GPUCHECKCASES_H
 #define PEJIT_BENCH_GPU_GPUCHECKCASES_H
 
-#include "runtime/reference/Attention.h"
-#include "runtime/reference/Rope.h"
-#include "runtime/reference/ScoreBias.h"
+#include "reference/Attention.h"
+#include "reference/Rope.h"
+#include "reference/ScoreBias.h"
 
 #include <algorithm>
 #include <cstdint>

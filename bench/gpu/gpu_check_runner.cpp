@@ -6,9 +6,9 @@
 //   gpu_check_runner BUNDLE_DIR [REPEATS=20]
 #include "bench/gpu/GpuCheckCases.h"
 #include "runtime/cuda/AttentionLaunch.h"
-#include "runtime/reference/Attention.h"
-#include "runtime/reference/Rope.h"
-#include "runtime/reference/ScoreBias.h"
+#include "reference/Attention.h"
+#include "reference/Rope.h"
+#include "reference/ScoreBias.h"
 
 #include <algorithm>
 #include <chrono>

@@ -13,7 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "runtime/reference/ScoreBias.h"
+#include "reference/ScoreBias.h"
 
 using namespace mlir;
 using namespace pejit::pe;

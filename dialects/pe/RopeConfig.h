@@ -4,7 +4,7 @@
 #define PEJIT_DIALECTS_PE_ROPECONFIG_H
 
 #include "dialects/pe/PEAttrs.h"
-#include "runtime/reference/Rope.h"
+#include "reference/Rope.h"
 
 namespace pejit::pe {
 

@@ -4,7 +4,7 @@
 // angle = position * inv_freq[c]:
 //   out_a = x_a cos - x_b sin,   out_b = x_b cos + x_a sin
 // with cos and sin scaled by the scaling's attention factor (yarn, longrope).
-// inv_freq comes from the float64 reference (runtime/reference/Rope.cpp), so
+// inv_freq comes from the float64 reference (reference/Rope.cpp), so
 // every scaling variant changes only a table: static scalings are constants,
 // dynamic_ntk and longrope pick theirs per call from max(position) + 1.
 //
@@ -27,7 +27,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "runtime/reference/Rope.h"
+#include "reference/Rope.h"
 
 using namespace mlir;
 using namespace pejit::pe;
@@ -119,7 +119,7 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
   }
   // HF _compute_dynamic_ntk_parameters: base = theta * ((factor * seqLen /
   // original) - (factor - 1))^(rd / (rd - 2)); inv_freq[c] = 1 / base^(2c/rd).
-  // The reference's operations in its order (runtime/reference/Rope.cpp),
+  // The reference's operations in its order (reference/Rope.cpp),
   // with libm's pow as it calls it: exp(log(base) * -2c/rd) was off by a few
   // ulps, which large angles (position x inv_freq) turn into visible error.
   double factor = config.scaling.factor;

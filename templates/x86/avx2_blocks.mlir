@@ -31,7 +31,7 @@ func.func private @key_cache_tile(%scratch: !SCRATCH, %b: index, %hk: index, %jt
 }
 
 // Rows [j0, j0 + nk) of V[b, hk] as f32 rows: a view of V itself (f32, full
-// Q tiles) or those rows copied (widened) into Vs (InstantiateTemplate.cpp).
+// Q tiles) or those rows copied (widened) into Vs (InstantiateX86Template.cpp).
 func.func private @kv_value_rows(%v: !V, %Vs: memref<${BN}x${DV}xf32>, %b: index, %hk: index,
                                  %j0: index, %nk: index) -> !VROWS {
   ${VALUE_ROWS}

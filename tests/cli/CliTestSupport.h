@@ -5,10 +5,10 @@
 #define PEJIT_TESTS_CLI_CLITESTSUPPORT_H
 
 #include "runtime/npy/Npy.h"
-#include "runtime/reference/Attention.h"
-#include "runtime/reference/Rope.h"
-#include "runtime/reference/ScoreBias.h"
-#include "runtime/reference/Tensor.h"
+#include "reference/Attention.h"
+#include "reference/Rope.h"
+#include "reference/ScoreBias.h"
+#include "reference/Tensor.h"
 
 #include "gtest/gtest.h"
 

@@ -3,7 +3,7 @@
 // the case's IR. Here, with the compiler, the two must agree: the reference
 // interpreter on caseMlir(c) gives what caseReference(c) gives.
 #include "bench/gpu/GpuCheckCases.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 
 #include "gtest/gtest.h"
 

@@ -6,8 +6,8 @@
 #include "tests/cli/CliTestSupport.h"
 
 #include "runtime/Pejit.h"
-#include "compiler/NvidiaLowering.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "compiler/backends/nvidia/NvidiaLowering.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include "gtest/gtest.h"

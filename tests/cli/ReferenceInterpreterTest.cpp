@@ -2,8 +2,8 @@
 // unfused source against its fused form (hand-written and the compiler's).
 #include "tests/cli/CliTestSupport.h"
 
-#include "runtime/ReferenceInterpreter.h"
-#include "runtime/reference/Absolute.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
+#include "reference/Absolute.h"
 
 #include "gtest/gtest.h"
 

@@ -6,9 +6,9 @@
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/RopeConfig.h"
 #include "runtime/Pejit.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/npy/Npy.h"
-#include "runtime/reference/ScoreBias.h"
+#include "reference/ScoreBias.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"

@@ -6,9 +6,9 @@
 #define PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
 
 #include "runtime/Pejit.h"
-#include "runtime/reference/Attention.h"
-#include "runtime/reference/Rope.h"
-#include "runtime/reference/ScoreBias.h"
+#include "reference/Attention.h"
+#include "reference/Rope.h"
+#include "reference/ScoreBias.h"
 
 #include <cmath>
 #include <limits>

@@ -4,7 +4,7 @@
 // output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
 // <= 1e-2 (a bf16 output alone rounds by up to 2^-9 relative).
 #include "runtime/Pejit.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/npy/Npy.h"
 
 #include "gtest/gtest.h"

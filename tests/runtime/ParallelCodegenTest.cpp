@@ -1,11 +1,11 @@
 // Splitting a module by function for concurrent codegen, and linking the
-// parts' objects back together (runtime/ParallelCodegen.h, ObjectCode.h).
-#include "compiler/InstantiateTemplate.h"
+// parts' objects back together (compiler/backends/x86/ParallelCodegen.h, ObjectCode.h).
+#include "compiler/passes/Instantiate.h"
 #include "compiler/Registration.h"
-#include "runtime/CodegenParts.h"
-#include "runtime/CompiledKernel.h"
-#include "runtime/ObjectCode.h"
-#include "runtime/ParallelCodegen.h"
+#include "compiler/backends/x86/CodegenParts.h"
+#include "runtime/X86KernelImpl.h"
+#include "compiler/backends/x86/ObjectCode.h"
+#include "compiler/backends/x86/ParallelCodegen.h"
 #include "runtime/Pejit.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -1,6 +1,6 @@
 //===- AttentionTest.cpp - properties of the naive float64 attention ------===//
 
-#include "runtime/reference/Attention.h"
+#include "reference/Attention.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 #ifndef PEJIT_TESTS_UNIT_RANDOMINPUTS_H
 #define PEJIT_TESTS_UNIT_RANDOMINPUTS_H
 
-#include "runtime/reference/Tensor.h"
+#include "reference/Tensor.h"
 
 #include <gtest/gtest.h>
 

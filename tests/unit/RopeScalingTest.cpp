@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/reference/Rope.h"
+#include "reference/Rope.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

@@ -1,0 +1,93 @@
+// pe-fuse-into-attention: positional encodings become attributes of the
+// attn.attention that consumes them (see Passes.td for the rules).
+//
+//   %qr = pe.rope %q, %qp <E>;  %kr = pe.rope %k, %kp <E>;  %b = pe.alibi <A>
+//   attn.attention %qr, %kr, %v bias(%b)
+// becomes
+//   attn.attention %q, %k, %v query_positions(%qp) key_positions(%kp)
+//       scale(1/sqrt(d)) encodings([E, A])
+#include "compiler/passes/Passes.h"
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/PEOps.h"
+
+#include "mlir/IR/Builders.h"
+#include <cmath>
+
+namespace pejit {
+#define GEN_PASS_DEF_FUSEINTOATTENTION
+#include "compiler/passes/Passes.h.inc"
+} // namespace pejit
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// The pe op producing `value` if it is a fusable encoding of `kind` whose
+/// result has no other user.
+pe::PositionalEncodingOpInterface fusableProducer(Value value, pe::EncodingKind kind) {
+  auto producer = value.getDefiningOp<pe::PositionalEncodingOpInterface>();
+  if (!producer || producer.getEncodingKind() != kind ||
+      !producer.getPositionalEncoding().isFusable() || !value.hasOneUse())
+    return nullptr;
+  return producer;
+}
+
+bool hasQKTransform(ArrayRef<Attribute> encodings) {
+  return llvm::any_of(encodings, [](Attribute attr) {
+    return cast<pe::PositionalEncodingAttrInterface>(attr).getEncodingKind() ==
+           pe::EncodingKind::QKTransform;
+  });
+}
+
+/// Q and K rotated by the same encoding -> the attention's QK transform.
+void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
+  if (op.getQueryPositions() || op.getKeyPositions() || hasQKTransform(encodings))
+    return;
+  auto queryOp = fusableProducer(op.getQuery(), pe::EncodingKind::QKTransform);
+  auto keyOp = fusableProducer(op.getKey(), pe::EncodingKind::QKTransform);
+  if (!queryOp || !keyOp || queryOp == keyOp ||
+      queryOp.getPositionalEncoding() != keyOp.getPositionalEncoding())
+    return;
+  op.getQueryMutable().assign(queryOp.getTransformedInput());
+  op.getKeyMutable().assign(keyOp.getTransformedInput());
+  if (Value positions = queryOp.getPositionIds())
+    op.getQueryPositionsMutable().assign(positions);
+  if (Value positions = keyOp.getPositionIds())
+    op.getKeyPositionsMutable().assign(positions);
+  encodings.push_back(queryOp.getPositionalEncoding());
+  queryOp->erase();
+  keyOp->erase();
+}
+
+/// A score bias computed from indices alone -> a fused score bias.
+void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
+  if (!op.getBias())
+    return;
+  auto biasOp = fusableProducer(op.getBias(), pe::EncodingKind::ScoreBias);
+  if (!biasOp || biasOp->getNumOperands() != 0)
+    return;
+  op.getBiasMutable().clear();
+  encodings.push_back(biasOp.getPositionalEncoding());
+  biasOp->erase();
+}
+
+struct FuseIntoAttentionPass
+    : pejit::impl::FuseIntoAttentionBase<FuseIntoAttentionPass> {
+  void runOnOperation() override {
+    getOperation().walk([](attn::AttentionOp op) {
+      SmallVector<Attribute> encodings;
+      if (ArrayAttr existing = op.getEncodingsAttr())
+        llvm::append_range(encodings, existing.getValue());
+      fuseQKTransform(op, encodings);
+      fuseScoreBias(op, encodings);
+      Builder builder(op.getContext());
+      if (!encodings.empty())
+        op.setEncodingsAttr(builder.getArrayAttr(encodings));
+      if (!op.getScaleAttr())
+        op.setScaleAttr(builder.getF64FloatAttr(op.getEffectiveScale()));
+    });
+  }
+};
+
+} // namespace

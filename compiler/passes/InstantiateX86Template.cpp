@@ -1,0 +1,255 @@
+// attn-instantiate-template: the fused attention function of a module becomes
+// the kernel of templates/x86/avx2_attention.mlir. The template's ${NAME}
+// parameters (shapes, tiles, mask flags, scale) are substituted as text, the
+// result is parsed, and its hook ops are expanded by the fused encodings
+// through PositionalEncodingAttrInterface; this file never names a concrete
+// encoding.
+#include "compiler/passes/Instantiate.h"
+#include "compiler/passes/TemplateSupport.h"
+#include "compiler/backends/x86/X86TileRules.h"
+#include "compiler/passes/Passes.h"
+#include "dialects/Limits.h"
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/PEAttrs.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/Regex.h"
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "templates/X86Avx2Attention.inc"
+#include "templates/X86Avx2Blocks.inc"
+#include "templates/X86Avx2Tiles.inc"
+
+namespace pejit {
+#define GEN_PASS_DEF_INSTANTIATETEMPLATE
+#include "compiler/passes/Passes.h.inc"
+} // namespace pejit
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// The body of @kv_value_rows: rows [j0, j0 + nk) of V[b, hk] as f32 rows.
+/// With `inPlace` (f32 V, full Q tiles) a view of V itself, no copy; else
+/// the rows are copied (f16/bf16: widened) into the Vs tile, which is then
+/// viewed the same way. P . V reads V in 16-column slices down the rows: with
+/// a full Q tile the FMAs hide that, in decode (one query row per item, bound
+/// by reading K and V) the row-by-row copy was ~17% faster.
+std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile,
+                          bool inPlace) {
+  std::string dv = std::to_string(valueDim);
+  if (inPlace)
+    return "%rows = memref.subview %v[%b, %hk, %j0, 0] [1, 1, %nk, " + dv +
+           "] [1, 1, 1, 1] : !V to !VROWS\n  return %rows : !VROWS";
+  std::string tile = "memref<" + std::to_string(keyTile) + "x" + dv + "xf32>";
+  std::string widened = t == "f32" ? "%x"
+                                   : "%w";
+  std::string widen = t == "f32" ? ""
+                                 : "      %w = arith.extf %x : vector<8x" + t +
+                                       "> to vector<8xf32>\n";
+  return "%c0 = arith.constant 0 : index\n"
+         "  %c1 = arith.constant 1 : index\n"
+         "  %c8 = arith.constant 8 : index\n"
+         "  %dv = arith.constant " + dv + " : index\n"
+         "  scf.for %r = %c0 to %nk step %c1 {\n"
+         "    %j = arith.addi %j0, %r : index\n"
+         "    scf.for %d = %c0 to %dv step %c8 {\n"
+         "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" + t + ">\n" +
+         widen + "      vector.store " + widened + ", %Vs[%r, %d] : " + tile +
+         ", vector<8xf32>\n"
+         "    }\n"
+         "  }\n"
+         "  %rows = memref.cast %Vs : " + tile + " to !VROWS\n"
+         "  return %rows : !VROWS";
+}
+/// Whether K is rotated once per call into a key cache in scratch
+/// (@pejit_prepare) or once per (Q tile, K tile) as the items load it.
+/// Once per call pays one pass over K and a scratch of K's size in f32; per
+/// tile pays ceil(SQ / BM) rotations of every K row (~5% of a causal
+/// s = 2048 prefill, more without a mask). So: with a QK transform, two or
+/// more Q tiles, and a cache of at most kMaxKeyCacheBytes.
+struct KeyCachePlan {
+  bool enabled = false;
+  int64_t keyTiles = 0, jobs = 0, offset = 0, scratchFloats = 0;
+};
+constexpr int64_t kMaxKeyCacheBytes = int64_t(256) << 20;
+KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const TemplateTiles &tiles,
+                          int64_t numQueryTiles, bool hasQKTransform, int64_t tableFloats) {
+  KeyCachePlan plan;
+  plan.keyTiles = llvm::divideCeil(shape.keySeq, tiles.keyTile);
+  plan.scratchFloats = tableFloats;
+  // K in f32, padded to whole tiles (checked: a product that overflows is
+  // too big, never a small number that passes the size check).
+  std::optional<int64_t> cacheFloats = limits::product(shape.batch, shape.kvHeads);
+  for (int64_t factor : {plan.keyTiles, tiles.keyTile, shape.headDim})
+    cacheFloats = cacheFloats ? limits::product(*cacheFloats, factor) : std::nullopt;
+  plan.enabled = hasQKTransform && numQueryTiles >= 2 && cacheFloats &&
+                 *cacheFloats <= kMaxKeyCacheBytes / 4;
+  if (!plan.enabled)
+    return plan;
+  plan.jobs = shape.batch * shape.kvHeads * plan.keyTiles;
+  plan.offset = (tableFloats + 15) / 16 * 16; // 64-byte aligned tiles
+  plan.scratchFloats = plan.offset + *cacheFloats;
+  return plan;
+}
+
+/// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
+std::string narrowBody(const std::string &t) {
+  if (t == "f32")
+    return "return %x : vector<8xf32>";
+  if (t == "f16") // vcvtps2ph (F16C)
+    return "%n = arith.truncf %x : vector<8xf32> to vector<8xf16>\n"
+           "  return %n : vector<8xf16>";
+  // bf16 = the high half of the f32 bits, rounded to nearest even:
+  // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16; NaN stays a quiet NaN. Written
+  // out because LLVM makes truncf to bf16 a libgcc call without AVX512-BF16.
+  return "%bits = arith.bitcast %x : vector<8xf32> to vector<8xi32>\n"
+         "  %c16 = arith.constant dense<16> : vector<8xi32>\n"
+         "  %c1 = arith.constant dense<1> : vector<8xi32>\n"
+         "  %bias = arith.constant dense<32767> : vector<8xi32>\n"
+         "  %qnan = arith.constant dense<2143289344> : vector<8xi32>\n"
+         "  %hi = arith.shrui %bits, %c16 : vector<8xi32>\n"
+         "  %lsb = arith.andi %hi, %c1 : vector<8xi32>\n"
+         "  %up = arith.addi %bits, %bias : vector<8xi32>\n"
+         "  %rounded = arith.addi %up, %lsb : vector<8xi32>\n"
+         "  %nan = arith.cmpf uno, %x, %x : vector<8xf32>\n"
+         "  %kept = arith.select %nan, %qnan, %rounded : vector<8xi1>, vector<8xi32>\n"
+         "  %top = arith.shrui %kept, %c16 : vector<8xi32>\n"
+         "  %half = arith.trunci %top : vector<8xi32> to vector<8xi16>\n"
+         "  %n = arith.bitcast %half : vector<8xi16> to vector<8xbf16>\n"
+         "  return %n : vector<8xbf16>";
+}
+
+} // namespace
+
+LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles &tiles) {
+  FailureOr<FusedAttention> found = findFusedAttention(module);
+  if (failed(found))
+    return failure();
+  attn::AttentionOp op = found->op;
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
+  for (auto [type, name] : {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"},
+                            {oType, "result"}}) {
+    if (!type.hasStaticShape())
+      return op.emitError() << name << " has a dynamic shape " << type
+                            << ": pejit compiles one kernel per shape";
+    if (!kernelElementTypeName(type.getElementType()))
+      return op.emitError() << name << " element type " << type.getElementType()
+                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
+  }
+  Type inType = qType.getElementType(), outType = oType.getElementType();
+  if (kType.getElementType() != inType || vType.getElementType() != inType)
+    return op.emitError() << "the x86 kernel takes query, key and value of one element type, got "
+                          << inType << ", " << kType.getElementType() << ", "
+                          << vType.getElementType();
+  pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/8);
+  if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
+    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
+                          << shape.headDim << ", dv = " << shape.valueDim;
+  if (std::string problem =
+          x86TileProblem(tiles.queryTile, tiles.keyTile, shape.headDim, shape.valueDim);
+      !problem.empty())
+    return op.emitError() << problem;
+
+  pe::PositionalEncodingAttrInterface qkTransform;
+  SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
+  if (ArrayAttr encodings = op.getEncodingsAttr()) {
+    for (Attribute attr : encodings) {
+      auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+      if (!encoding.isFusable())
+        return op.emitError() << "encoding " << attr << " has no kernel hooks yet";
+      if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+        qkTransform = encoding;
+      else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
+        scoreBiases.push_back(encoding);
+      else
+        return op.emitError() << "encoding " << attr << " is not supported by the x86 kernel";
+    }
+  }
+
+  int64_t numQueryTiles = llvm::divideCeil(shape.querySeq, tiles.queryTile);
+  KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
+                                       qkTransform ? qkTransform.getScratchFloats(shape) : 0);
+  std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
+  std::map<std::string, std::string> params = {
+      {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
+      {"HKV", std::to_string(shape.kvHeads)},
+      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
+      {"SQ", std::to_string(shape.querySeq)}, {"SKV", std::to_string(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)}, {"DV", std::to_string(shape.valueDim)},
+      {"NQT", std::to_string(numQueryTiles)}, {"BM", std::to_string(tiles.queryTile)},
+      {"BN", std::to_string(tiles.keyTile)},
+      {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
+      {"SCALE", formatFloat(op.getEffectiveScale())},
+      {"QPB", std::to_string(shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.keyPositionRows)},
+      {"T", kernelElementTypeName(inType)}, {"OT", kernelElementTypeName(outType)},
+      {"KONCE", keyCache.enabled ? "true" : "false"},
+      {"KOFF", std::to_string(keyCache.offset)}, {"NKT", std::to_string(keyCache.keyTiles)},
+      {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
+      {"PREPARE_JOBS", std::to_string(keyCache.jobs)},
+      {"VALUE_ROWS",
+       valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile,
+                     /*inPlace=*/inType.isF32() && shape.querySeq >= tiles.queryTile)},
+      {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
+  FailureOr<std::string> text =
+      substitute(loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate},
+                                        {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
+                                         {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate}}),
+                 params, op);
+  if (failed(text))
+    return failure();
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  if (!kernel)
+    return op.emitError() << "the kernel template did not parse after substitution";
+
+  std::optional<double> softcap;
+  if (FloatAttr attr = op.getSoftcapAttr())
+    softcap = attr.getValueAsDouble();
+  expandHooks(*kernel, shape, qkTransform, scoreBiases, softcap);
+
+  // items <= b hq sq, within the query's 2^40 elements (the verifier's
+  // bound): no overflow.
+  int64_t items = shape.batch * shape.queryHeads * numQueryTiles;
+  Builder attrs(module.getContext());
+  NamedAttrList info;
+  info.append("items", attrs.getI64IntegerAttr(items));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(keyCache.scratchFloats));
+  info.append("prepare_jobs", attrs.getI64IntegerAttr(keyCache.jobs));
+  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
+  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));
+  info.append("tile_n", attrs.getI64IntegerAttr(tiles.keyTile));
+  info.append("target", attrs.getStringAttr("x86-avx2"));
+  info.append("dtype", attrs.getStringAttr(kernelElementTypeName(inType)));
+  info.append("out_dtype", attrs.getStringAttr(kernelElementTypeName(outType)));
+  info.append("function", attrs.getStringAttr(found->func.getSymName()));
+  info.append("arguments", attrs.getArrayAttr(found->roles));
+
+  spliceKernel(module, *found, *kernel, attrs.getDictionaryAttr(info));
+  return success();
+}
+
+namespace {
+struct InstantiateTemplatePass
+    : pejit::impl::InstantiateTemplateBase<InstantiateTemplatePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (failed(instantiateX86Template(getOperation(), {tileM, tileN})))
+      signalPassFailure();
+  }
+};
+} // namespace

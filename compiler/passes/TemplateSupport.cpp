@@ -1,0 +1,230 @@
+// Shared pieces of the kernel template instantiations (TemplateSupport.h).
+#include "compiler/passes/TemplateSupport.h"
+#include "compiler/passes/Instantiate.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/TileCopy.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+
+namespace pejit {
+
+std::string formatFloat(double value) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof(buffer), "%.9e", value);
+  return buffer;
+}
+
+/// Replaces every ${NAME}; fails on a name without a value.
+FailureOr<std::string> substitute(const std::string &text,
+                                  const std::map<std::string, std::string> &params,
+                                  Operation *op) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t start = text.find("${", pos);
+    if (start == std::string::npos)
+      break;
+    size_t end = text.find('}', start);
+    std::string name = text.substr(start + 2, end - start - 2);
+    auto it = params.find(name);
+    if (it == params.end())
+      return op->emitError() << "kernel template parameter ${" << name << "} has no value";
+    out += text.substr(pos, start - pos) + it->second;
+    pos = end + 1;
+  }
+  return out + text.substr(pos);
+}
+
+
+/// The one function, whose body is one attn.attention on its arguments.
+FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError() << "expected one function to compile, found " << funcs.size();
+  FusedAttention fused{funcs[0], nullptr, {}};
+  for (Operation &op : fused.func.getBody().getOps()) {
+    if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+      if (fused.op)
+        return op.emitError() << "expected one attn.attention per kernel, found another";
+      fused.op = attention;
+    } else if (!isa<func::ReturnOp>(op)) {
+      return op.emitError() << "'" << op.getName()
+                            << "' cannot be compiled into the kernel: only a fused "
+                               "attn.attention can (no fused kernel hook for it yet)";
+    }
+  }
+  if (!fused.op)
+    return fused.func.emitError() << "no attn.attention to compile";
+  attn::AttentionOp op = fused.op;
+  // The kernel writes the attention's result to the caller's output: a
+  // function that does not return it computes nothing a caller can see.
+  auto returnOp = dyn_cast<func::ReturnOp>(fused.func.getBody().back().getTerminator());
+  if (!returnOp || returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
+    return fused.func.emitError() << "the function must return the attn.attention's result "
+                                     "(and nothing else): that is the kernel's output";
+  if (op.getBias() || op.getKeyTerm() || op.getValueTerm())
+    return op.emitError() << "the kernel takes no bias, key_term or value_term "
+                             "tensor: fuse the encoding that produces it "
+                             "(pe-fuse-into-attention) or drop it";
+  std::pair<Value, StringRef> operandRoles[] = {
+      {op.getQuery(), "query"}, {op.getKey(), "key"}, {op.getValue(), "value"},
+      {op.getQueryPositions(), "query_positions"}, {op.getKeyPositions(), "key_positions"}};
+  Builder builder(module.getContext());
+  for (BlockArgument arg : fused.func.getArguments()) {
+    StringRef role;
+    for (auto [value, name] : operandRoles)
+      if (value == arg && role.empty())
+        role = name;
+    // One tensor of position ids for both Q and K (e.g. LLaMA's position_ids).
+    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
+      role = "positions";
+    if (role.empty())
+      return fused.func.emitError() << "argument #" << arg.getArgNumber()
+                                    << " is not an operand of attn.attention";
+    fused.roles.push_back(builder.getStringAttr(role));
+  }
+  for (auto [value, name] : operandRoles)
+    if (value && !isa<BlockArgument>(value))
+      return op.emitError() << "operand '" << name << "' is computed by '"
+                            << value.getDefiningOp()->getName()
+                            << "', which could not be fused into the attention";
+  return fused;
+}
+
+/// softcap * tanh(s / softcap) on every score of the tile.
+void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64_t lanes) {
+  auto type = cast<MemRefType>(scores.getType());
+  auto vecType = VectorType::get({lanes}, b.getF32Type());
+  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto splat = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, vecType,
+                                     DenseElementsAttr::get(vecType, static_cast<float>(v)));
+  };
+  Value cap = splat(softcap), invCap = splat(1.0 / softcap);
+  auto rows = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(0)), idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rows.getBody());
+  auto cols = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(1)), idx(lanes));
+  b.setInsertionPointToStart(cols.getBody());
+  SmallVector<Value> at{rows.getInductionVar(), cols.getInductionVar()};
+  Value s = vector::LoadOp::create(b, loc, vecType, scores, at);
+  Value t = math::TanhOp::create(b, loc, arith::MulFOp::create(b, loc, s, invCap));
+  vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
+}
+
+
+void spliceKernel(ModuleOp module, FusedAttention &found, ModuleOp kernel, DictionaryAttr info) {
+  found.func.erase();
+  Block *body = module.getBody();
+  for (Operation &kernelOp : llvm::make_early_inc_range(kernel.getBody()->getOperations()))
+    kernelOp.moveBefore(body, body->end());
+  module->setAttr(kKernelInfoAttr, info);
+}
+
+const char *kernelElementTypeName(Type type) {
+  return type.isF32() ? "f32" : type.isF16() ? "f16" : type.isBF16() ? "bf16" : nullptr;
+}
+
+std::string loadTemplate(const std::string &relativePath, const char *embedded) {
+  if (const char *dir = std::getenv("PEJIT_TEMPLATE_DIR")) {
+    if (auto buffer = llvm::MemoryBuffer::getFile(std::string(dir) + "/" + relativePath))
+      return (*buffer)->getBuffer().str();
+  }
+  return embedded;
+}
+
+std::string loadTemplateWithBlocks(TemplateFile kernel, llvm::ArrayRef<TemplateFile> blocks) {
+  std::string text = loadTemplate(kernel.path, kernel.embedded);
+  std::string blockText;
+  for (const TemplateFile &block : blocks)
+    blockText += loadTemplate(block.path, block.embedded) + "\n";
+  const std::string marker = "// @pejit-blocks\n";
+  if (size_t at = text.find(marker); at != std::string::npos)
+    return text.replace(at, marker.size(), blockText);
+  return text + "\n" + blockText;
+}
+
+pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  pe::AttentionShape shape;
+  shape.batch = qType.getDimSize(0);
+  shape.queryHeads = qType.getDimSize(1);
+  shape.querySeq = qType.getDimSize(2);
+  shape.headDim = qType.getDimSize(3);
+  shape.kvHeads = kType.getDimSize(1);
+  shape.keySeq = kType.getDimSize(2);
+  shape.valueDim = vType.getDimSize(3);
+  shape.vectorWidth = vectorWidth;
+  // [s] ids are shared by the batch; [b, s] ids have a row per batch entry.
+  auto positionRows = [](Value positions) -> int64_t {
+    if (!positions)
+      return 1;
+    auto type = cast<RankedTensorType>(positions.getType());
+    return type.getRank() == 2 ? type.getDimSize(0) : 1;
+  };
+  shape.queryPositionRows = positionRows(op.getQueryPositions());
+  shape.keyPositionRows = positionRows(op.getKeyPositions());
+  return shape;
+}
+
+std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
+  std::optional<int64_t> window = op.getWindow();
+  if (window && *window >= keySeq)
+    return std::nullopt;
+  return window;
+}
+
+void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
+                 pe::PositionalEncodingAttrInterface qkTransform,
+                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> scoreBiases,
+                 std::optional<double> softcap) {
+  OpBuilder b(kernel.getContext());
+  SmallVector<Operation *> hooks;
+  kernel.walk([&](Operation *hook) {
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp>(hook))
+      hooks.push_back(hook);
+  });
+  for (Operation *hook : hooks) {
+    b.setInsertionPoint(hook);
+    Location loc = hook->getLoc();
+    if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKPrologue(b, loc, shape,
+                                   {prologue.getQueryPositions(), prologue.getKeyPositions(),
+                                    prologue.getScratch(), prologue.getRowBegin(),
+                                    prologue.getRowStep()});
+    } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKTileTransform(
+            b, loc, shape,
+            {transform.getTile(), transform.getRows(), transform.getSeqStart(),
+             transform.getBatch(), transform.getScratch(), transform.getIsKey(),
+             transform.getSource()});
+      else if (transform.getSource()) // no transform: the rows are only copied
+        pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(),
+                            transform.getRows(), 0, shape.headDim, shape.vectorWidth);
+    } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
+      if (softcap)
+        emitSoftcap(b, loc, mod.getScores(), *softcap, shape.vectorWidth);
+      for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
+        bias.emitScoreBias(b, loc, shape,
+                           {mod.getScores(), mod.getHead(), mod.getQueryStart(),
+                            mod.getKeyStart()});
+    }
+    hook->erase();
+  }
+}
+
+} // namespace pejit

@@ -1,0 +1,53 @@
+//===- Attention.h - naive float64 attention (the unfused semantics) -------===//
+//
+// Mirrors the tensor-level IR step by step, in CONVENTIONS.md's order:
+//   s = scale·(q·k [+ keyTerm]); if softcap: s = softcap·tanh(s/softcap);
+//   s += bias; mask (causal / window, bottom-right aligned); softmax;
+//   out = P·V [+ Σ_j p_ij valueTerm[i, j, :]].
+// A row that sees no key outputs zeros.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PEJIT_RUNTIME_REFERENCE_ATTENTION_H
+#define PEJIT_RUNTIME_REFERENCE_ATTENTION_H
+
+#include "reference/Tensor.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace pejit::ref {
+
+struct AttentionOptions {
+  /// Default 1/sqrt(d).
+  std::optional<double> scale;
+  /// Bottom-right aligned: row i sees key j iff j <= i + (skv − sq).
+  bool causal = false;
+  /// Left window w: additionally j >= i + (skv − sq) − w (also without causal).
+  std::optional<int64_t> window;
+  /// s = softcap·tanh(s/softcap).
+  std::optional<double> softcap;
+  /// [1|b, 1|hq, sq, skv], added after scale and softcap.
+  const Tensor *bias = nullptr;
+  /// [b, hq, sq, skv], added to q·k before the scale (Shaw key term).
+  const Tensor *keyTerm = nullptr;
+  /// [sq, skv, dv]; output += Σ_j p_ij·valueTerm[i, j, :] (Shaw value term).
+  const Tensor *valueTerm = nullptr;
+};
+
+/// Whether query row i sees key j under the options' causal/window mask.
+bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j,
+                int64_t sq, int64_t skv);
+
+/// q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]; hq % hkv == 0
+/// (GQA/MQA: q head h uses kv head h / (hq/hkv)). Returns [b, hq, sq, dv].
+Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
+                 const AttentionOptions &options);
+
+/// Softmax probabilities P [b, hq, sq, skv] before multiplying V; rows that
+/// see no key are all zeros.
+Tensor attentionProbabilities(const Tensor &q, const Tensor &k,
+                              const AttentionOptions &options);
+
+} // namespace pejit::ref
+
+#endif // PEJIT_RUNTIME_REFERENCE_ATTENTION_H

@@ -1,0 +1,450 @@
+// The float64 interpreter of source IR (ReferenceInterpreter.h): parse with
+// the pejit dialects, bind the arguments, then evaluate op by op with the
+// reference/ functions.
+#include "reference/interpreter/ReferenceInterpreter.h"
+
+#include "compiler/Registration.h"
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/PEOps.h"
+#include "dialects/pe/RopeConfig.h"
+#include "reference/Absolute.h"
+#include "reference/Attention.h"
+#include "reference/Rope.h"
+#include "reference/ScoreBias.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace pejit {
+
+namespace {
+
+template <typename T> std::string str(const T &printable) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << printable;
+  return text;
+}
+
+/// A parsed, verified module and its one function.
+struct Parsed {
+  std::unique_ptr<mlir::MLIRContext> context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp func;
+};
+
+Expected<Parsed> parse(const std::string &source, const std::string &name) {
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  Parsed parsed;
+  parsed.context = std::make_unique<mlir::MLIRContext>(registry,
+                                                       mlir::MLIRContext::Threading::DISABLED);
+  std::string messages;
+  mlir::ScopedDiagnosticHandler handler(parsed.context.get(), [&](mlir::Diagnostic &diag) {
+    messages += (messages.empty() ? "" : "\n") + str(diag.getLocation()) + ": " + str(diag);
+    return mlir::success();
+  });
+  parsed.module = mlir::parseSourceString<mlir::ModuleOp>(source, parsed.context.get(), name);
+  if (!parsed.module)
+    return Expected<Parsed>::error(messages.empty() ? "cannot parse the source" : messages);
+  auto funcs = llvm::to_vector(parsed.module->getOps<mlir::func::FuncOp>());
+  if (funcs.size() != 1 || funcs[0].isExternal())
+    return Expected<Parsed>::error(name + ": expected one function with a body, found " +
+                                   std::to_string(funcs.size()) + " function(s)");
+  parsed.func = funcs[0];
+  if (parsed.func.getNumResults() != 1)
+    return Expected<Parsed>::error("@" + parsed.func.getSymName().str() +
+                                   " must return one tensor");
+  return parsed;
+}
+
+/// The attention that consumes a pe.rope result, and as which operand.
+std::pair<attn::AttentionOp, bool> ropeTarget(pe::RopeOp rope) {
+  for (mlir::Operation *user : rope.getResult().getUsers())
+    if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
+      if (attention.getQuery() == rope.getResult())
+        return {attention, false};
+      if (attention.getKey() == rope.getResult())
+        return {attention, true};
+    }
+  return {nullptr, false};
+}
+
+std::string useRole(mlir::OpOperand &use) {
+  mlir::Operation *user = use.getOwner();
+  unsigned n = use.getOperandNumber();
+  if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
+    static const char *names[] = {"query", "key", "value", "query_positions", "key_positions",
+                                  "bias", "key_term", "value_term"};
+    for (unsigned i = 0; i < 8; ++i) {
+      auto [start, length] = attention.getODSOperandIndexAndLength(i);
+      if (n >= start && n < start + length)
+        return names[i];
+    }
+  }
+  if (auto rope = mlir::dyn_cast<pe::RopeOp>(user)) {
+    auto [attention, isKey] = ropeTarget(rope);
+    std::string target = attention ? (isKey ? "key" : "query") : "";
+    if (n == 0)
+      return target.empty() ? "pe.rope input" : target;
+    return target.empty() ? "pe.rope positions" : target + "_positions";
+  }
+  std::string name = user->getName().getStringRef().str();
+  const char *operand = nullptr;
+  if (mlir::isa<pe::T5BiasOp, pe::RelativeValueOp>(user))
+    operand = "table";
+  else if (mlir::isa<pe::RelativeKeyOp>(user))
+    operand = n == 0 ? "query" : "table";
+  else if (mlir::isa<pe::SinusoidalOp, pe::LearnedOp>(user))
+    operand = n == 0 ? "input" : n == 1 ? "positions" : "table";
+  return operand ? name + " " + operand : name + " operand #" + std::to_string(n);
+}
+
+std::string argumentRole(mlir::BlockArgument arg) {
+  std::vector<std::string> roles;
+  for (mlir::OpOperand &use : arg.getUses()) {
+    std::string role = useRole(use);
+    if (std::find(roles.begin(), roles.end(), role) == roles.end())
+      roles.push_back(role);
+  }
+  if (roles.empty())
+    return "unused";
+  std::sort(roles.begin(), roles.end());
+  if (roles == std::vector<std::string>{"key_positions", "query_positions"})
+    return "positions";
+  std::string joined;
+  for (const std::string &role : roles)
+    joined += (joined.empty() ? "" : " and ") + role;
+  return joined;
+}
+
+Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
+  FunctionSignature sig;
+  sig.name = func.getSymName().str();
+  for (mlir::BlockArgument arg : func.getArguments()) {
+    auto type = mlir::dyn_cast<mlir::RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape())
+      return Expected<FunctionSignature>::error(
+          "argument " + std::to_string(arg.getArgNumber()) + " of @" + sig.name + " has type " +
+          str(arg.getType()) + ": only statically shaped tensors are supported");
+    ArgumentInfo info;
+    info.role = argumentRole(arg);
+    info.shape.assign(type.getShape().begin(), type.getShape().end());
+    info.isInteger = type.getElementType().isInteger();
+    info.elementType = str(type.getElementType());
+    info.type = str(type);
+    if (!info.isInteger)
+      sig.requiredArguments = sig.arguments.size() + 1;
+    sig.arguments.push_back(std::move(info));
+  }
+  auto result = mlir::dyn_cast<mlir::RankedTensorType>(func.getResultTypes()[0]);
+  if (!result || !result.hasStaticShape())
+    return Expected<FunctionSignature>::error("the result of @" + sig.name +
+                                              " must be a statically shaped tensor");
+  sig.resultShape.assign(result.getShape().begin(), result.getShape().end());
+  sig.resultType = str(result);
+  func.walk([&](attn::AttentionOp op) { sig.causal |= op.getCausal(); });
+  return sig;
+}
+
+/// A value of the function: a float tensor, position ids, or omitted ids
+/// (the default of the role that reads them).
+struct Val {
+  enum Kind { Float, Ids, Default } kind = Float;
+  ref::Tensor tensor;
+  ref::PositionIds ids;
+};
+
+/// [1|b, 1|h, sq, skv] a + b, broadcast over the first two dims.
+ref::Tensor addBias(const ref::Tensor &a, const ref::Tensor &b) {
+  ref::Tensor sum({std::max(a.dim(0), b.dim(0)), std::max(a.dim(1), b.dim(1)), a.dim(2), a.dim(3)});
+  for (int64_t n = 0; n < sum.dim(0); ++n)
+    for (int64_t h = 0; h < sum.dim(1); ++h)
+      for (int64_t i = 0; i < sum.dim(2); ++i)
+        for (int64_t j = 0; j < sum.dim(3); ++j)
+          sum.at(n, h, i, j) = a.at(std::min(n, a.dim(0) - 1), std::min(h, a.dim(1) - 1), i, j) +
+                               b.at(std::min(n, b.dim(0) - 1), std::min(h, b.dim(1) - 1), i, j);
+  return sum;
+}
+
+/// `bias` [1, h, sq, skv] repeated to `shape` ([1|b, h, sq, skv]).
+ref::Tensor broadcastTo(const ref::Tensor &bias, llvm::ArrayRef<int64_t> shape) {
+  return addBias(ref::Tensor({shape[0], 1, shape[2], shape[3]}), bias);
+}
+
+std::vector<int64_t> dimsOf(mlir::Value value) {
+  auto shape = mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
+  return {shape.begin(), shape.end()};
+}
+
+class Interpreter {
+public:
+  llvm::DenseMap<mlir::Value, Val> values;
+  ref::Tensor returned; ///< the function's result
+  std::string error;
+
+  bool fail(mlir::Operation *op, const std::string &message) {
+    error = "'" + op->getName().getStringRef().str() + "' at " + str(op->getLoc()) + ": " + message;
+    return false;
+  }
+
+  const ref::Tensor &tensor(mlir::Value value) {
+    static const ref::Tensor missing;
+    auto it = values.find(value); // operands dominate their users: always found
+    return it == values.end() ? missing : it->second.tensor;
+  }
+
+  /// Ids of `value` (null = absent) in the role query/key of an attention
+  /// with sq, skv; omitted ids take CONVENTIONS.md's defaults.
+  std::optional<ref::PositionIds> ids(mlir::Operation *op, mlir::Value value, bool isKey,
+                                      int64_t sq, int64_t skv) {
+    if (value && !values.count(value)) {
+      fail(op, "position ids must be a function argument");
+      return std::nullopt;
+    }
+    if (value && values[value].kind == Val::Ids)
+      return values[value].ids;
+    return isKey ? ref::defaultKeyPositions(skv) : ref::defaultQueryPositions(sq, skv);
+  }
+
+  std::optional<ref::PositionIds> ropeIds(pe::RopeOp rope) {
+    auto [attention, isKey] = ropeTarget(rope);
+    mlir::Value positions = rope.getPositions();
+    if (!values.count(positions)) {
+      fail(rope, "position ids must be a function argument");
+      return std::nullopt;
+    }
+    if (!attention && values[positions].kind != Val::Ids) {
+      fail(rope, "its position ids are omitted but its result does not feed an "
+                 "attn.attention query or key, so they have no default");
+      return std::nullopt;
+    }
+    if (!attention)
+      return values[positions].ids;
+    return ids(rope, positions, isKey, dimsOf(attention.getQuery())[2],
+               dimsOf(attention.getKey())[2]);
+  }
+
+  /// RoPE's seqLen: max(position) + 1 over every id a RoPE reads.
+  std::optional<int64_t> ropeSeqLen(mlir::func::FuncOp func) {
+    int64_t seqLen = 0;
+    for (mlir::Operation &op : func.getBody().getOps()) {
+      std::vector<std::optional<ref::PositionIds>> all;
+      if (auto rope = mlir::dyn_cast<pe::RopeOp>(op))
+        all.push_back(ropeIds(rope));
+      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op); attention && fusedRope(attention)) {
+        int64_t sq = dimsOf(attention.getQuery())[2], skv = dimsOf(attention.getKey())[2];
+        all.push_back(ids(&op, attention.getQueryPositions(), false, sq, skv));
+        all.push_back(ids(&op, attention.getKeyPositions(), true, sq, skv));
+      }
+      for (const auto &positions : all) {
+        if (!positions)
+          return std::nullopt;
+        seqLen = std::max(seqLen, ref::maxPositionPlusOne(*positions));
+      }
+    }
+    return seqLen;
+  }
+
+  static pe::RopeAttr fusedRope(attn::AttentionOp op) {
+    if (mlir::ArrayAttr encodings = op.getEncodingsAttr())
+      for (mlir::Attribute attr : encodings)
+        if (auto rope = mlir::dyn_cast<pe::RopeAttr>(attr))
+          return rope;
+    return nullptr;
+  }
+
+  bool rotate(mlir::Operation *op, pe::RopeAttr attr, ref::Tensor &x,
+              const ref::PositionIds &positions, bool omitted, int64_t seqLen) {
+    ref::RopeConfig config = pe::toReferenceConfig(attr);
+    if (!config.sections.empty() && omitted)
+      return fail(op, "M-RoPE (sections) needs explicit position ids");
+    x = ref::applyRope(config, x, positions, seqLen);
+    return true;
+  }
+
+  bool omitted(mlir::Value positions) {
+    return !positions || values[positions].kind == Val::Default;
+  }
+
+  bool attention(attn::AttentionOp op, int64_t seqLen, ref::Tensor &out) {
+    ref::Tensor q = tensor(op.getQuery()), k = tensor(op.getKey());
+    int64_t sq = q.dim(2), skv = k.dim(2);
+    ref::AttentionOptions options;
+    options.scale = op.getEffectiveScale();
+    options.causal = op.getCausal();
+    if (mlir::IntegerAttr window = op.getWindowAttr())
+      options.window = window.getInt();
+    if (mlir::FloatAttr softcap = op.getSoftcapAttr())
+      options.softcap = softcap.getValueAsDouble();
+    std::optional<ref::Tensor> bias;
+    if (op.getBias())
+      bias = tensor(op.getBias());
+    for (mlir::Attribute attr : op.getEncodingsAttr() ? op.getEncodingsAttr().getValue()
+                                                      : llvm::ArrayRef<mlir::Attribute>()) {
+      if (auto rope = mlir::dyn_cast<pe::RopeAttr>(attr)) {
+        auto qIds = ids(op, op.getQueryPositions(), false, sq, skv);
+        auto kIds = ids(op, op.getKeyPositions(), true, sq, skv);
+        if (!qIds || !kIds ||
+            !rotate(op, rope, q, *qIds, omitted(op.getQueryPositions()), seqLen) ||
+            !rotate(op, rope, k, *kIds, omitted(op.getKeyPositions()), seqLen))
+          return false;
+      } else if (auto alibi = mlir::dyn_cast<pe::AlibiAttr>(attr)) {
+        std::vector<double> slopes(alibi.getSlopes().begin(), alibi.getSlopes().end());
+        ref::Tensor a = ref::alibiBias(
+            alibi.getNumHeads(), alibi.getHeadOffset(), q.dim(1),
+            alibi.getForm() == pe::AlibiForm::Causal ? ref::AlibiForm::Causal
+                                                     : ref::AlibiForm::Symmetric,
+            sq, skv, slopes);
+        bias = bias ? addBias(*bias, a) : a;
+      } else {
+        return fail(op, "fused encoding " + str(attr) +
+                            " is not supported by the reference interpreter");
+      }
+    }
+    options.bias = bias ? &*bias : nullptr;
+    options.keyTerm = op.getKeyTerm() ? &tensor(op.getKeyTerm()) : nullptr;
+    options.valueTerm = op.getValueTerm() ? &tensor(op.getValueTerm()) : nullptr;
+    out = ref::attention(q, k, tensor(op.getValue()), options);
+    return true;
+  }
+
+  /// Evaluates one op into `values`; false (with `error`) if it cannot.
+  bool evaluate(mlir::Operation &op, int64_t seqLen) {
+    ref::Tensor result;
+    bool ok = llvm::TypeSwitch<mlir::Operation *, bool>(&op)
+        .Case([&](pe::RopeOp rope) {
+          std::optional<ref::PositionIds> positions = ropeIds(rope);
+          result = tensor(rope.getInput());
+          return positions && rotate(rope, rope.getEncoding(), result, *positions,
+                                     omitted(rope.getPositions()), seqLen);
+        })
+        .Case([&](pe::AlibiOp alibi) {
+          pe::AlibiAttr a = alibi.getEncoding();
+          std::vector<int64_t> shape = dimsOf(alibi.getResult());
+          std::vector<double> slopes(a.getSlopes().begin(), a.getSlopes().end());
+          result = broadcastTo(
+              ref::alibiBias(a.getNumHeads(), a.getHeadOffset(), shape[1],
+                             a.getForm() == pe::AlibiForm::Causal ? ref::AlibiForm::Causal
+                                                                  : ref::AlibiForm::Symmetric,
+                             shape[2], shape[3], slopes),
+              shape);
+          return true;
+        })
+        .Case([&](pe::T5BiasOp t5) {
+          pe::T5BiasAttr a = t5.getEncoding();
+          std::vector<int64_t> shape = dimsOf(t5.getResult());
+          result = broadcastTo(ref::t5Bias(tensor(t5.getTable()), a.getBidirectional(),
+                                           a.getNumBuckets(), a.getMaxDistance(), shape[2],
+                                           shape[3]),
+                               shape);
+          return true;
+        })
+        .Case([&](pe::RelativeKeyOp rk) {
+          result = ref::relativeKeyTerm(tensor(rk.getQuery()), tensor(rk.getTable()),
+                                        rk.getEncoding().getClip(), dimsOf(rk.getResult())[3]);
+          return true;
+        })
+        .Case([&](pe::RelativeValueOp rv) {
+          std::vector<int64_t> shape = dimsOf(rv.getResult());
+          result = ref::relativeValueTerm(tensor(rv.getTable()), rv.getEncoding().getClip(),
+                                          shape[0], shape[1]);
+          return true;
+        })
+        .Case<pe::SinusoidalOp, pe::LearnedOp>([&](auto absolute) {
+          const ref::Tensor &x = tensor(absolute.getInput());
+          auto positions = ids(absolute, absolute.getPositions(), true, x.dim(1), x.dim(1));
+          if (!positions)
+            return false;
+          if constexpr (std::is_same_v<decltype(absolute), pe::SinusoidalOp>) {
+            result = ref::sinusoidalEmbedding(x, *positions, absolute.getEncoding().getBase());
+          } else {
+            const ref::Tensor &table = tensor(absolute.getTable());
+            for (int64_t p : positions->data)
+              if (p < 0 || p >= table.dim(0))
+                return fail(absolute, "position " + std::to_string(p) + " is outside the table's [0, " +
+                                          std::to_string(table.dim(0)) + ")");
+            result = ref::learnedEmbedding(x, *positions, table);
+          }
+          return true;
+        })
+        .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
+        .Case([&](mlir::func::ReturnOp ret) {
+          result = tensor(ret.getOperand(0));
+          return true;
+        })
+        .Default([&](mlir::Operation *other) {
+          return fail(other, "this op is not supported by the reference interpreter");
+        });
+    if (ok && op.getNumResults() == 1)
+      values[op.getResult(0)].tensor = std::move(result);
+    else if (ok && mlir::isa<mlir::func::ReturnOp>(op))
+      returned = std::move(result);
+    return ok;
+  }
+};
+
+} // namespace
+
+Expected<FunctionSignature> describeFunction(const std::string &mlirSource,
+                                             const std::string &name) {
+  Expected<Parsed> parsed = parse(mlirSource, name);
+  if (!parsed)
+    return Expected<FunctionSignature>::error(parsed.error());
+  return signatureOf(parsed->func);
+}
+
+Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
+                                         const std::vector<ReferenceArgument> &arguments,
+                                         const std::string &name) {
+  using Result = Expected<ref::Tensor>;
+  Expected<Parsed> parsed = parse(mlirSource, name);
+  if (!parsed)
+    return Result::error(parsed.error());
+  Expected<FunctionSignature> sig = signatureOf(parsed->func);
+  if (!sig)
+    return Result::error(sig.error());
+  if (arguments.size() < sig->requiredArguments || arguments.size() > sig->arguments.size())
+    return Result::error("@" + sig->name + " takes " + std::to_string(sig->requiredArguments) +
+                         " to " + std::to_string(sig->arguments.size()) + " arguments, got " +
+                         std::to_string(arguments.size()));
+  Interpreter interpreter;
+  for (size_t i = 0; i < sig->arguments.size(); ++i) {
+    const ArgumentInfo &info = sig->arguments[i];
+    Val &val = interpreter.values[parsed->func.getArgument(i)];
+    std::string what = "argument " + std::to_string(i) + " (" + info.role + ", " + info.type + ")";
+    if (i >= arguments.size()) {
+      val.kind = Val::Default;
+      continue;
+    }
+    if (const auto *t = std::get_if<ref::Tensor>(&arguments[i])) {
+      if (info.isInteger || t->shape != info.shape)
+        return Result::error(what + " was given a float tensor " + ref::shapeToString(t->shape));
+      val.tensor = *t;
+    } else {
+      const auto &ids = std::get<ref::PositionIds>(arguments[i]);
+      if (!info.isInteger || ids.shape != info.shape)
+        return Result::error(what + " was given position ids " + ref::shapeToString(ids.shape));
+      val.kind = Val::Ids;
+      val.ids = ids;
+    }
+  }
+  std::optional<int64_t> seqLen = interpreter.ropeSeqLen(parsed->func);
+  if (!seqLen)
+    return Result::error(interpreter.error);
+  for (mlir::Operation &op : parsed->func.getBody().getOps())
+    if (!interpreter.evaluate(op, *seqLen))
+      return Result::error(interpreter.error);
+  return std::move(interpreter.returned);
+}
+
+} // namespace pejit
