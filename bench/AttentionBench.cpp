@@ -236,7 +236,7 @@ int runAttentionBench(int argc, char **argv) {
       coldDirs.push_back(coldDir);
       Runtime cold({1, coldDir});
       auto t0 = Clock::now();
-      Expected<Kernel> kernel = cold.get(Spec::fromBuilder(fusedSpec, shape));
+      Expected<X86Kernel> kernel = cold.getX86(Spec::fromBuilder(fusedSpec, shape));
       compiles.push_back(ms(t0, Clock::now()));
       if (!kernel) {
         std::fprintf(stderr, "%s: %s\n", c.name.c_str(), kernel.error().c_str());
@@ -248,7 +248,7 @@ int runAttentionBench(int argc, char **argv) {
     {
       Runtime fromDisk({1, coldDir});
       auto t0 = Clock::now();
-      Expected<Kernel> kernel = fromDisk.get(Spec::fromBuilder(fusedSpec, shape));
+      Expected<X86Kernel> kernel = fromDisk.getX86(Spec::fromBuilder(fusedSpec, shape));
       row.diskHitMs = ms(t0, Clock::now());
       if (!kernel || !kernel->loadedFromDisk())
         row.diskHitMs = -1; // the disk cache is off (PEJIT_DISABLE_CACHE)
@@ -259,7 +259,7 @@ int runAttentionBench(int argc, char **argv) {
         std::filesystem::remove_all(dir, ignored);
     }
     Runtime runtime({threads});
-    Expected<Kernel> fused = runtime.get(Spec::fromBuilder(fusedSpec, shape));
+    Expected<X86Kernel> fused = runtime.getX86(Spec::fromBuilder(fusedSpec, shape));
     if (!fused) {
       std::fprintf(stderr, "%s: %s\n", c.name.c_str(), fused.error().c_str());
       return 1;
@@ -267,7 +267,7 @@ int runAttentionBench(int argc, char **argv) {
     // Cache hit: building the spec and looking it up, as a caller would.
     auto start = Clock::now();
     for (int i = 0; i < 100; ++i)
-      (void)runtime.get(Spec::fromBuilder(fusedSpec, shape));
+      (void)runtime.getX86(Spec::fromBuilder(fusedSpec, shape));
     row.hitUs = ms(start, Clock::now()) * 10.0;
     int reps = c.sq * c.skv >= 2048 * 2048 ? repeats : 3 * repeats;
     Interleaved fusedRuns = medianWithPeak(
@@ -279,7 +279,7 @@ int runAttentionBench(int argc, char **argv) {
     // Unfused: a RoPE pass writes rotated Q and K, then attention without RoPE.
     AttentionSpec plainSpec;
     plainSpec.causal = c.causal;
-    Expected<Kernel> plain = runtime.get(Spec::fromBuilder(plainSpec, shape));
+    Expected<X86Kernel> plain = runtime.getX86(Spec::fromBuilder(plainSpec, shape));
     Buffer qr(q.size()), kr(k.size());
     std::vector<float> cs, sn;
     row.unfusedMs = medianMs(reps, [&] {

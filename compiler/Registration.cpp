@@ -1,9 +1,16 @@
 #include "compiler/Registration.h"
-#include "compiler/backends/nvidia/NvidiaLowering.h"
 #include "dialects/attn/AttnDialect.h"
 #include "dialects/pe/PEDialect.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
@@ -42,5 +49,12 @@ void pejit::registerDialects(mlir::DialectRegistry &registry) {
   mlir::vector::registerConvertVectorToLLVMInterface(registry);
   mlir::registerBuiltinDialectTranslation(registry);
   mlir::registerLLVMDialectTranslation(registry);
-  registerNvidiaDialects(registry);
+  // The nvidia stages: gpu, nvgpu, nvvm and what their lowering and
+  // serialization need.
+  registry.insert<mlir::gpu::GPUDialect, mlir::nvgpu::NVGPUDialect, mlir::NVVM::NVVMDialect>();
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  mlir::NVVM::registerConvertGpuToNVVMInterface(registry);
+  mlir::registerConvertNVVMToLLVMInterface(registry);
+  mlir::registerGPUDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry);
 }

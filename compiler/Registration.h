@@ -8,7 +8,8 @@
 namespace pejit {
 
 /// pe, attn and the upstream dialects of the tiled and lowered stages (func,
-/// arith, math, vector, scf, cf, memref, tensor, index, ub, llvm), with the
+/// arith, math, vector, scf, cf, memref, tensor, index, ub, llvm; gpu, nvgpu,
+/// nvvm for the nvidia stages), with the
 /// interfaces that lowering to LLVM and translating to LLVM IR need.
 void registerDialects(mlir::DialectRegistry &registry);
 

@@ -18,7 +18,7 @@ int main() {
   spec.rope = pejit::ref::RopeConfig{};
   spec.rope->theta = 500000.0;
   pejit::Runtime runtime;
-  pejit::Expected<pejit::Kernel> kernel = runtime.get(pejit::Spec::fromBuilder(spec, shape));
+  pejit::Expected<pejit::X86Kernel> kernel = runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
   if (!kernel) {
     std::fprintf(stderr, "%s\n", kernel.error().c_str());
     return 1;

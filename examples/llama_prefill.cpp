@@ -5,8 +5,8 @@
 //
 //   llama_prefill [seq_len = 2048] [repeats = 5]
 #include "runtime/Pejit.h"
-#include "runtime/reference/Attention.h"
-#include "runtime/reference/Rope.h"
+#include "reference/Attention.h"
+#include "reference/Rope.h"
 
 #include <algorithm>
 #include <chrono>
@@ -30,8 +30,8 @@ int main(int argc, char **argv) {
 
   pejit::Runtime runtime;
   auto start = Clock::now();
-  pejit::Expected<pejit::Kernel> kernel =
-      runtime.get(pejit::Spec::fromBuilder(spec, shape));
+  pejit::Expected<pejit::X86Kernel> kernel =
+      runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
   double compileMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!kernel) {
     std::fprintf(stderr, "compile failed: %s\n", kernel.error().c_str());

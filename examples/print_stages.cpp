@@ -16,12 +16,12 @@ int main(int argc, char **argv) {
   spec.causal = true;
   pejit::Shape shape{1, 4, 4, 64, 64, 64, 64};
   pejit::Runtime runtime;
-  pejit::Expected<pejit::Kernel> kernel = runtime.get(pejit::Spec::fromBuilder(spec, shape));
+  pejit::Expected<pejit::X86Kernel> kernel = runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
   if (!kernel) {
     std::fprintf(stderr, "%s\n", kernel.error().c_str());
     return 1;
   }
-  for (const std::string &stage : pejit::Kernel::stageNames()) {
+  for (const std::string &stage : pejit::X86Kernel::stageNames()) {
     if (argc > 1 && stage != argv[1])
       continue;
     pejit::Expected<std::string> text = kernel->ir(stage);

@@ -1,168 +1,42 @@
-// NVIDIA kernels: the stages from the user's IR to PTX (compiler/
-// NvidiaLowering), ptxas when present (cubin + resource usage), and a run
-// through the CUDA driver (runtime/cuda, loaded with dlopen).
+// NvidiaKernel: a kernel the nvidia stage table compiled (compiler/backends/
+// nvidia), kept as its artifact, and run through the CUDA driver
+// (runtime/cuda, loaded with dlopen).
 #include "runtime/NvidiaKernelImpl.h"
 
-#include "compiler/passes/Instantiate.h"
-#include "compiler/backends/nvidia/NvidiaLowering.h"
-#include "compiler/passes/Passes.h"
-#include "compiler/Registration.h"
-#include "runtime/X86KernelImpl.h"
-#include "runtime/cache/DiskCache.h"
+#include "compiler/backends/nvidia/NvidiaBackend.h"
+#include "runtime/Views.h"
+#include "runtime/core/KernelMeta.h"
 #include "runtime/cuda/AttentionLaunch.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-
-#include <array>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
-
-namespace fs = std::filesystem;
-
 namespace pejit {
-
-namespace {
-
-std::string ptxasPath() {
-  std::vector<std::string> candidates;
-  if (const char *env = std::getenv("PEJIT_PTXAS"))
-    candidates.push_back(env);
-  if (const char *home = std::getenv("CUDA_HOME"))
-    candidates.push_back(std::string(home) + "/bin/ptxas");
-  candidates.push_back("/usr/local/cuda/bin/ptxas");
-  if (const char *path = std::getenv("PATH")) {
-    std::istringstream dirs(path);
-    for (std::string dir; std::getline(dirs, dir, ':');)
-      candidates.push_back(dir + "/ptxas");
-  }
-  for (const std::string &candidate : candidates)
-    if (!candidate.empty() && ::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-  return "";
-}
-
-std::string shellQuoted(const std::string &text) {
-  std::string out = "'";
-  for (char c : text)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-/// ptxas -v on the PTX: the cubin and its resource report, or an error
-/// carrying ptxas's messages (a rejected kernel is a compiler bug).
-Status assemble(NvidiaKernelImpl &kernel) {
-  std::string ptxas = ptxasPath();
-  if (ptxas.empty())
-    return Status();
-  char dirTemplate[] = "/tmp/pejit-ptxas-XXXXXX";
-  if (!mkdtemp(dirTemplate))
-    return Status::error("ptxas: cannot create a temporary directory");
-  fs::path dir = dirTemplate;
-  std::ofstream(dir / "kernel.ptx", std::ios::binary) << kernel.ptx;
-  std::string command = shellQuoted(ptxas) + " -arch=" + kernel.arch + " -v " +
-                        shellQuoted((dir / "kernel.ptx").string()) + " -o " +
-                        shellQuoted((dir / "kernel.cubin").string()) + " > " +
-                        shellQuoted((dir / "log").string()) + " 2>&1";
-  int status = std::system(command.c_str());
-  std::ifstream log(dir / "log");
-  kernel.ptxasLog.assign(std::istreambuf_iterator<char>(log), {});
-  std::ifstream cubin(dir / "kernel.cubin", std::ios::binary);
-  kernel.cubin.assign(std::istreambuf_iterator<char>(cubin), {});
-  std::error_code ignored;
-  fs::remove_all(dir, ignored);
-  if (status != 0 || kernel.cubin.empty())
-    return Status::error("ptxas (" + ptxas + ") rejected the kernel for " + kernel.arch + ":\n" +
-                         kernel.ptxasLog);
-  return Status();
-}
-
-std::vector<int64_t> intArray(mlir::DictionaryAttr info, llvm::StringRef name) {
-  std::vector<int64_t> values;
-  if (auto array = info.getAs<mlir::ArrayAttr>(name))
-    for (mlir::Attribute value : array)
-      values.push_back(mlir::cast<mlir::IntegerAttr>(value).getInt());
-  return values;
-}
-
-} // namespace
 
 Expected<std::shared_ptr<const NvidiaKernelImpl>>
 NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
                           const NvidiaTileConfig &tiles) {
   using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
-  if (!isSupportedNvidiaChip(arch))
-    return Result::error("nvidia: architecture '" + arch +
-                         "' is not supported (sm_80, sm_86, sm_89, sm_90)");
-  initializeCompilerOnce();
-  mlir::DialectRegistry registry;
-  registerDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  context.loadAllAvailableDialects();
-  std::string diagnostics;
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &diag) {
-    llvm::raw_string_ostream os(diagnostics);
-    os << (diagnostics.empty() ? "" : "\n") << diag.getLocation() << ": " << diag;
-    return mlir::success();
-  });
-  auto failed = [&](const char *stage) {
-    return Result::error(std::string(stage) + ": " +
-                         (diagnostics.empty() ? "failed" : diagnostics));
-  };
-  auto kernel = std::make_shared<NvidiaKernelImpl>();
-  kernel->arch = arch;
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(spec.source(), &context, spec.name());
-  if (!module)
-    return failed("source");
-  kernel->stages["source"] = printOperation(*module);
-  mlir::PassManager fuse(&context);
-  fuse.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
-  if (mlir::failed(fuse.run(*module)))
-    return failed("fused");
-  kernel->stages["fused"] = printOperation(*module);
-  if (mlir::failed(instantiateNvidiaTemplate(*module, {tiles.queryTile, tiles.keyTile, tiles.splits})))
-    return failed("tiled");
-  kernel->stages["tiled"] = printOperation(*module);
-  auto info = (*module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
-  kernel->grid = intArray(info, "grid");
-  kernel->block = intArray(info, "block");
-  for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
-    kernel->arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
-  kernel->inputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("dtype"));
-  kernel->outputDtype = kernelInfoDtype(info.getAs<mlir::StringAttr>("out_dtype"));
-  kernel->scratchFloats = info.getAs<mlir::IntegerAttr>("scratch_floats").getInt();
-  kernel->queryPositionRows = info.getAs<mlir::IntegerAttr>("query_position_rows").getInt();
-  kernel->keyPositionRows = info.getAs<mlir::IntegerAttr>("key_position_rows").getInt();
-  kernel->splits = info.getAs<mlir::IntegerAttr>("splits").getInt();
-  kernel->partialOutputFloats = info.getAs<mlir::IntegerAttr>("partial_output_floats").getInt();
-  kernel->partialRowFloats = info.getAs<mlir::IntegerAttr>("partial_row_floats").getInt();
-  kernel->combineGrid = intArray(info, "combine_grid");
-  (*module)->removeAttr(kKernelInfoAttr);
-  // The kernel's memref types carry the static shape (q, k, v, o).
-  module->walk([&](mlir::gpu::GPUFuncOp func) {
-    if (func.getName() != "pejit_attention")
-      return;
-    auto dims = [&](unsigned arg) {
-      return mlir::cast<mlir::MemRefType>(func.getArgumentTypes()[arg]).getShape();
-    };
-    kernel->shape = {dims(0)[0], dims(0)[1], dims(1)[1], dims(0)[2],
-                     dims(1)[2], dims(0)[3], dims(2)[3]};
-  });
-  mlir::FailureOr<std::string> ptx =
-      lowerNvidiaToPtx(*module, arch, &kernel->stages["unrolled"], findCudaToolkit(ptxasPath()));
-  if (mlir::failed(ptx))
-    return failed("ptx");
-  kernel->ptx = *ptx;
-  kernel->stages["ptx"] = *ptx;
-  if (Status status = assemble(*kernel); !status)
+  if (Status status = checkNvidiaArch(arch); !status)
     return Result::error(status.message());
+  Expected<KernelArtifact> artifact = runStages(nvidiaStages(arch, tiles), spec.source(),
+                                                spec.name());
+  if (!artifact)
+    return Result::error(artifact.error());
+  return fromArtifact(std::move(*artifact));
+}
+
+Expected<std::shared_ptr<const NvidiaKernelImpl>>
+NvidiaKernelImpl::fromArtifact(KernelArtifact artifact) {
+  using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
+  auto meta = artifact.stages.find("nvidia.meta");
+  if (meta == artifact.stages.end() || !artifact.stages.count("ptx"))
+    return Result::error("not an nvidia kernel entry (no nvidia.meta or ptx)");
+  auto kernel = std::make_shared<NvidiaKernelImpl>();
+  static_cast<KernelDescription &>(*kernel) = artifact;
+  if (Status status = readNvidiaMeta(meta->second, kernel->launch, *kernel); !status)
+    return Result::error(status.message());
+  if (artifact.objects.empty())
+    artifact.objects.push_back(""); // no ptxas: PTX only
+  artifact.stages.try_emplace("ptxas-log");
+  kernel->artifact = std::move(artifact);
   return std::shared_ptr<const NvidiaKernelImpl>(kernel);
 }
 
@@ -220,6 +94,7 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   auto driver = cuda::currentDriver();
   if (!driver)
     return fail(driver.error());
+  const std::string &arch = launch.arch;
   std::string deviceArch = (*driver)->device().arch();
   if (deviceArch.size() == arch.size() && deviceArch < arch)
     return fail("the kernel is for " + arch + ", the device is " + deviceArch);
@@ -229,8 +104,8 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
       bytes *= static_cast<size_t>(d);
     return bytes;
   };
-  cuda::AttentionKernelImage image{cubin.empty() ? ptx : cubin, grid, block, scratchFloats,
-                                   splits, partialOutputFloats, partialRowFloats, combineGrid};
+  cuda::AttentionKernelImage image =
+      cuda::kernelImage(launch, scratchFloats, cubin().empty() ? ptx() : cubin());
   cuda::AttentionBuffers buffers;
   buffers.query = views[0]->data;
   buffers.key = views[1]->data;
@@ -247,99 +122,42 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   return Status();
 }
 
-KernelArtifact NvidiaKernelImpl::toArtifact() const {
-  KernelArtifact artifact;
-  static_cast<KernelDescription &>(artifact) = *this;
-  artifact.items = grid[0] * grid[1] * grid[2];
-  artifact.stages = stages;
-  artifact.stages["ptxas-log"] = ptxasLog;
-  std::ostringstream meta;
-  meta << "arch " << arch << "\ngrid " << grid[0] << " " << grid[1] << " " << grid[2]
-       << "\nblock " << block[0] << " " << block[1] << " " << block[2] << "\ndtype "
-       << dtypeName(inputDtype) << "\nout " << dtypeName(outputDtype) << "\nsplits " << splits
-       << " " << partialOutputFloats << " " << partialRowFloats << "\ncombine "
-       << combineGrid[0] << " " << combineGrid[1] << " " << combineGrid[2] << "\n";
-  artifact.stages["nvidia.meta"] = meta.str();
-  artifact.objects = {cubin};
-  return artifact;
-}
-
-Expected<std::shared_ptr<const NvidiaKernelImpl>>
-NvidiaKernelImpl::fromArtifact(const KernelArtifact &artifact) {
-  using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
-  auto meta = artifact.stages.find("nvidia.meta");
-  auto ptx = artifact.stages.find("ptx");
-  if (meta == artifact.stages.end() || ptx == artifact.stages.end())
-    return Result::error("not an nvidia kernel entry (no nvidia.meta or ptx)");
-  auto kernel = std::make_shared<NvidiaKernelImpl>();
-  std::istringstream fields(meta->second);
-  kernel->grid.assign(3, 0);
-  kernel->block.assign(3, 0);
-  for (std::string key; fields >> key;) {
-    if (key == "arch")
-      fields >> kernel->arch;
-    else if (key == "grid")
-      fields >> kernel->grid[0] >> kernel->grid[1] >> kernel->grid[2];
-    else if (key == "block")
-      fields >> kernel->block[0] >> kernel->block[1] >> kernel->block[2];
-    else if (key == "splits")
-      fields >> kernel->splits >> kernel->partialOutputFloats >> kernel->partialRowFloats;
-    else if (key == "combine") {
-      kernel->combineGrid.assign(3, 0);
-      fields >> kernel->combineGrid[0] >> kernel->combineGrid[1] >> kernel->combineGrid[2];
-    } else if (key == "dtype" || key == "out") {
-      std::string name;
-      fields >> name;
-      (key == "dtype" ? kernel->inputDtype : kernel->outputDtype) =
-          floatDtypeNamed(name).value_or(DType::F32);
-    }
-  }
-  if (kernel->arch.empty() || kernel->grid[0] <= 0 || kernel->block[0] <= 0)
-    return Result::error("nvidia.meta is incomplete");
-  DType inputDtype = kernel->inputDtype, outputDtype = kernel->outputDtype; // from nvidia.meta
-  static_cast<KernelDescription &>(*kernel) = artifact;
-  kernel->inputDtype = inputDtype;
-  kernel->outputDtype = outputDtype;
-  kernel->stages = artifact.stages;
-  kernel->ptxasLog = kernel->stages["ptxas-log"];
-  kernel->stages.erase("ptxas-log");
-  kernel->stages.erase("nvidia.meta");
-  kernel->ptx = ptx->second;
-  kernel->cubin = artifact.objects.empty() ? std::string() : artifact.objects[0];
-  return std::shared_ptr<const NvidiaKernelImpl>(kernel);
-}
-
 const std::vector<std::string> &NvidiaKernel::stageNames() {
-  static const std::vector<std::string> names = {"source", "fused", "tiled", "unrolled", "ptx"};
+  static const std::vector<std::string> names = textStageNames(nvidiaStages());
   return names;
 }
 
-Expected<std::string> NvidiaKernel::ir(const std::string &stage) const {
-  auto it = impl_->stages.find(stage);
-  if (it != impl_->stages.end())
-    return it->second;
-  std::string known;
-  for (const std::string &name : stageNames())
-    known += (known.empty() ? "" : ", ") + name;
-  return Expected<std::string>::error("unknown nvidia stage '" + stage + "' (stages: " + known +
-                                      ")");
+Expected<std::string> NvidiaKernelImpl::stage(const std::string &name) const {
+  static const StageTable table = nvidiaStages();
+  return stageText(table, artifact.stages, name, [&](const std::string &derived) {
+    return deriveStage(table, derived, [](const std::string &) {
+      return Expected<std::string>::error("the nvidia backend has no derived stages");
+    });
+  });
 }
 
-const std::string &NvidiaKernel::arch() const { return impl_->arch; }
-const std::string &NvidiaKernel::ptx() const { return impl_->ptx; }
-const std::string &NvidiaKernel::cubin() const { return impl_->cubin; }
-const std::string &NvidiaKernel::ptxasLog() const { return impl_->ptxasLog; }
-const std::vector<int64_t> &NvidiaKernel::grid() const { return impl_->grid; }
-const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->block; }
+Expected<std::string> NvidiaKernel::ir(const std::string &stage) const {
+  return impl_->stage(stage);
+}
+
+const std::string &NvidiaKernel::arch() const { return impl_->launch.arch; }
+const std::string &NvidiaKernel::ptx() const { return impl_->ptx(); }
+const std::string &NvidiaKernel::cubin() const { return impl_->cubin(); }
+const std::string &NvidiaKernel::ptxasLog() const { return impl_->ptxasLog(); }
+const std::vector<int64_t> &NvidiaKernel::grid() const { return impl_->launch.grid; }
+const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->launch.block; }
 const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->arguments; }
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
 DType NvidiaKernel::dtype() const { return impl_->inputDtype; }
 DType NvidiaKernel::outputDtype() const { return impl_->outputDtype; }
 int64_t NvidiaKernel::scratchFloats() const { return impl_->scratchFloats; }
-int64_t NvidiaKernel::splits() const { return impl_->splits; }
-int64_t NvidiaKernel::partialOutputFloats() const { return impl_->partialOutputFloats; }
-int64_t NvidiaKernel::partialRowFloats() const { return impl_->partialRowFloats; }
-const std::vector<int64_t> &NvidiaKernel::combineGrid() const { return impl_->combineGrid; }
+int64_t NvidiaKernel::splits() const { return impl_->launch.splits; }
+int64_t NvidiaKernel::partialOutputFloats() const { return impl_->launch.partialOutputFloats; }
+int64_t NvidiaKernel::partialRowFloats() const { return impl_->launch.partialRowFloats; }
+const std::vector<int64_t> &NvidiaKernel::combineGrid() const { return impl_->launch.combineGrid; }
+const std::string &NvidiaKernel::launchMeta() const {
+  return impl_->artifact.stages.at("nvidia.meta");
+}
 Status NvidiaKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   return impl_->run(inputs, out);
 }

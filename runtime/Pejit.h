@@ -7,7 +7,7 @@
 //   spec.rope = pejit::ref::RopeConfig{...};   // fused RoPE on Q and K
 //   spec.causal = true;
 //   pejit::Shape shape{1, 32, 8, 2048, 2048, 128, 128};
-//   auto kernel = rt.get(pejit::Spec::fromBuilder(spec, shape));
+//   auto kernel = rt.getX86(pejit::Spec::fromBuilder(spec, shape));
 //   if (!kernel) { std::cerr << kernel.error(); ... }
 //   pejit::Status s = kernel->run({q, k, v}, out);  // TensorViews
 //   std::cout << kernel->ir("tiled");
@@ -17,7 +17,9 @@
 #ifndef PEJIT_RUNTIME_PEJIT_H
 #define PEJIT_RUNTIME_PEJIT_H
 
+#include "compiler/Target.h"
 #include "reference/Rope.h"
+#include "runtime/core/Types.h"
 
 #include <cstdint>
 #include <memory>
@@ -28,59 +30,6 @@
 #include <vector>
 
 namespace pejit {
-
-/// Success, or an error message.
-class Status {
-public:
-  Status() = default;
-  static Status error(std::string message) { return Status(std::move(message)); }
-  bool ok() const { return !message_; }
-  explicit operator bool() const { return ok(); }
-  const std::string &message() const;
-
-private:
-  explicit Status(std::string message) : message_(std::move(message)) {}
-  std::optional<std::string> message_;
-};
-
-/// A value, or an error message.
-template <typename T> class Expected {
-public:
-  Expected(T value) : value_(std::move(value)) {}
-  static Expected error(std::string message) { return Expected(Status::error(std::move(message))); }
-  Expected(Status status) : status_(std::move(status)) {}
-  bool ok() const { return value_.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const std::string &error() const { return status_.message(); }
-  T &operator*() { return *value_; }
-  T *operator->() { return &*value_; }
-  const T &operator*() const { return *value_; }
-  const T *operator->() const { return &*value_; }
-
-private:
-  std::optional<T> value_;
-  Status status_;
-};
-
-enum class DType { F32, F16, BF16, I32, I64 };
-const char *dtypeName(DType dtype);
-
-/// A user buffer: element pointer, dtype, shape and strides in elements.
-/// Empty strides mean contiguous (row-major).
-struct TensorView {
-  void *data = nullptr;
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-};
-
-/// The static shape of one attention call.
-struct Shape {
-  int64_t batch = 1, queryHeads = 1, kvHeads = 1;
-  int64_t querySeq = 1, keySeq = 1, headDim = 64, valueDim = 64;
-  bool operator==(const Shape &other) const;
-  std::string str() const;
-};
 
 /// ALiBi over `numHeads` heads in total; this attention's heads are
 /// [headOffset, headOffset + queryHeads) of them.
@@ -119,30 +68,25 @@ private:
   std::string source_, name_;
 };
 
-/// Tile sizes of the x86 template: tile_m a multiple of 48, tile_n of 6.
-struct TileConfig {
-  int64_t queryTile = 144;
-  int64_t keyTile = 96;
-};
+class X86KernelImpl;
 
-class CompiledKernel;
-
-/// A JIT-compiled kernel for one (spec, shape, target, tile config).
-/// Cheap to copy; copies share the compiled code.
-class Kernel {
+/// A kernel JIT-compiled for this host's x86 CPU, for one (spec, shape,
+/// tile config). Cheap to copy; copies share the compiled code.
+class X86Kernel {
 public:
   /// Inputs bound in the order of the source function's arguments (query,
   /// key, value and the position ids it declares); `out` is [b, hq, sq, dv].
   /// Thread-safe. Each concurrent run uses a scratch buffer of its own (RoPE
   /// tables and, for prefill, K rotated once in f32: up to 256 MiB); the
   /// compiled kernel keeps one for later runs (as long as its Runtime or a
-  /// copy of this Kernel holds it).
+  /// copy of this X86Kernel holds it).
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
-  /// Text of a stage: "source", "fused", "tiled", "llvm" (LLVM dialect),
-  /// "llvm-ir" (optimized LLVM IR) or "asm"; an error for other names. The
-  /// first three are kept from the compile; the others are derived from the
-  /// tiled stage on the first request (tens of ms), as the compile lowered
-  /// and compiled it (asm: part by part, as the kernel's objects were).
+  /// Text of a stage of the x86 stage table: "source", "fused", "tiled",
+  /// "llvm" (LLVM dialect), "llvm-ir" (optimized LLVM IR) or "asm"; an error
+  /// for other names. The first three are kept from the compile; the others
+  /// are derived from the tiled stage on the first request (tens of ms), as
+  /// the compile lowered and compiled it (asm: part by part, as the
+  /// kernel's objects were).
   Expected<std::string> ir(const std::string &stage) const;
   static const std::vector<std::string> &stageNames();
   /// The argument roles, in order ("query", "key", ...).
@@ -153,7 +97,7 @@ public:
   /// True when the code came from the disk cache (nothing was compiled).
   bool loadedFromDisk() const;
   /// The tile config the kernel was compiled with.
-  TileConfig tiles() const;
+  X86TileConfig tiles() const;
   DType dtype() const;       ///< of query, key and value (f32, f16 or bf16)
   DType outputDtype() const; ///< of the output, as the IR's result says
   /// Identity of the compiled code (equal for the same cache entry).
@@ -161,25 +105,16 @@ public:
 
 private:
   friend class Runtime;
-  explicit Kernel(std::shared_ptr<const CompiledKernel> impl) : impl_(std::move(impl)) {}
-  std::shared_ptr<const CompiledKernel> impl_;
+  explicit X86Kernel(std::shared_ptr<const X86KernelImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<const X86KernelImpl> impl_;
 };
 
 class NvidiaKernelImpl;
 
-/// Tiles of the nvidia kernel: queryTile = 16 x warps per block (16, 32, 64,
-/// 128), keyTile a multiple of 16 up to 128 (shared memory permitting).
-struct NvidiaTileConfig {
-  /// 0 = from the shape: 16 rows (1 warp) for sq <= 16, 32 for sq <= 32, else 64.
-  int64_t queryTile = 0;
-  int64_t keyTile = 64;
-  /// Split-KV blocks per query tile (decode); 0 = from the shape, 1 = none.
-  int64_t splits = 0;
-};
-
 /// A kernel compiled for an NVIDIA GPU: PTX for one architecture, and a cubin
 /// when ptxas is found ($PEJIT_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin or
-/// PATH). Inputs are f16 or bf16, the output f32. Cheap to copy.
+/// PATH). Inputs are f16 or bf16; the output f32, f16 or bf16, as the IR's
+/// result says. Cheap to copy.
 class NvidiaKernel {
 public:
   /// "source", "fused", "tiled" (the gpu.module), "unrolled" (its register
@@ -206,8 +141,11 @@ public:
   int64_t partialOutputFloats() const;
   int64_t partialRowFloats() const;
   const std::vector<int64_t> &combineGrid() const;
+  /// The launch description as text (runtime/core/KernelMeta.h): what the
+  /// disk cache keeps and the GPU check runner reads.
+  const std::string &launchMeta() const;
   /// Copies the inputs (host, contiguous, the kernel's dtype) to the GPU,
-  /// launches, and copies the f32 output back. Needs a CUDA driver and a
+  /// launches, and copies the output back. Needs a CUDA driver and a
   /// device of this architecture or newer; without them, an error saying so.
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
 
@@ -226,7 +164,7 @@ struct RuntimeOptions {
 
 /// One tile config the autotuner tried: its median time, or why it failed.
 struct TuneCandidate {
-  TileConfig tiles;
+  X86TileConfig tiles;
   double medianMs = 0; ///< infinity when it failed
   std::string error;
 };
@@ -234,29 +172,36 @@ struct TuneCandidate {
 struct TuneOptions {
   /// Configs to try; empty = the template's candidate set, pruned to those
   /// whose tiles fit the L2 cache and are not much longer than the sequence.
-  std::vector<TileConfig> candidates;
+  std::vector<X86TileConfig> candidates;
   int repeats = 5;      ///< timed runs per candidate (after one warm-up)
   bool progress = true; ///< progress bar on stderr, when it is a terminal
   /// Times one compiled candidate in ms (tests use it to control speeds);
   /// default: median of `repeats` runs on random inputs of the shape.
-  std::function<double(const Kernel &)> measure;
+  std::function<double(const X86Kernel &)> measure;
 };
 
 struct TuneReport {
   std::vector<TuneCandidate> candidates; ///< in the order tried
-  TileConfig best;
+  X86TileConfig best;
   /// A Markdown table of the candidates, best marked.
   std::string table() const;
 };
 
-/// What get() did so far, in this Runtime.
+/// One stage of a backend's stage table.
+struct StageInfo {
+  std::string name;
+  std::string summary;
+  bool derived = false; ///< computed on request from an earlier stage's text
+};
+
+/// What getX86() and getNvidia() did so far, in this Runtime.
 struct RuntimeStats {
   int64_t compiles = 0;    ///< kernels compiled from source
   int64_t diskHits = 0;    ///< kernels loaded from the disk cache
-  int64_t memoryHits = 0;  ///< get() calls answered from memory
+  int64_t memoryHits = 0;  ///< getX86() and getNvidia() calls answered from memory
 };
 
-/// Compiles and caches kernels. Thread-safe: concurrent get() calls for the
+/// Compiles and caches kernels. Thread-safe: concurrent getX86() (getNvidia()) calls for the
 /// same key compile it once and all receive that kernel.
 class Runtime {
 public:
@@ -265,23 +210,27 @@ public:
   Runtime(const Runtime &) = delete;
   Runtime &operator=(const Runtime &) = delete;
 
-  /// The kernel for `spec` with `tiles`; without tiles, the config the
-  /// autotuner stored for this (spec, shape, target), else the default.
-  Expected<Kernel> get(const Spec &spec, std::optional<TileConfig> tiles = std::nullopt);
+  /// The x86 kernel for `spec` with `tiles`; without tiles, the config the
+  /// autotuner stored for this (spec, shape, host CPU), else the default.
+  Expected<X86Kernel> getX86(const Spec &spec, std::optional<X86TileConfig> tiles = std::nullopt);
   /// Number of compilations done (misses of both caches).
   int64_t compileCount() const;
   RuntimeStats stats() const;
   /// The kernel for `spec` on an NVIDIA GPU of architecture `arch` (sm_80,
-  /// sm_86, sm_89, sm_90); compiled here, no GPU needed. Cached in memory.
+  /// sm_86, sm_89, sm_90); compiled here, no GPU needed. Cached in memory
+  /// and on disk.
   Expected<NvidiaKernel> getNvidia(const Spec &spec, const std::string &arch = "sm_80",
                                    NvidiaTileConfig tiles = {});
   /// Compiles and times every candidate tile config for `spec` (one shape,
-  /// this host), stores the fastest in the disk cache, where later get()
+  /// this host), stores the fastest in the disk cache, where later getX86()
   /// calls without tiles (in any process) find it. Fails only when no
   /// candidate works.
   Expected<TuneReport> tune(const Spec &spec, TuneOptions options = {});
-  /// The host CPU name and features that are part of every kernel key.
+  /// The host CPU name and features that are part of every x86 kernel key.
   static std::string hostTarget();
+  /// The stages of `target`'s stage table that have text (what ir() and
+  /// `pejit compile --emit` accept), in order, with one-line summaries.
+  static std::vector<StageInfo> stages(const Target &target);
 
 private:
   struct Impl;

@@ -3,10 +3,12 @@
 // the spec's source (which carries shapes and dtypes). Concurrent requests
 // for one key share a future, so the kernel is compiled once per process;
 // across processes a lock file per key does the same (DiskCache.h).
-#include "runtime/X86KernelImpl.h"
-#include "runtime/cache/DiskCache.h"
+#include "compiler/backends/nvidia/NvidiaBackend.h"
+#include "compiler/backends/x86/X86Backend.h"
 #include "runtime/NvidiaKernelImpl.h"
 #include "runtime/Tuner.h"
+#include "runtime/X86KernelImpl.h"
+#include "runtime/cache/DiskCache.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -25,42 +27,8 @@
 namespace pejit {
 
 namespace {
-using Compiled = Expected<std::shared_ptr<const CompiledKernel>>;
+using Compiled = Expected<std::shared_ptr<const X86KernelImpl>>;
 } // namespace
-
-const std::string &Status::message() const {
-  static const std::string empty;
-  return message_ ? *message_ : empty;
-}
-
-const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return "float32";
-  case DType::F16:
-    return "float16";
-  case DType::BF16:
-    return "bfloat16";
-  case DType::I32:
-    return "int32";
-  case DType::I64:
-    return "int64";
-  }
-  return "unknown";
-}
-
-bool Shape::operator==(const Shape &o) const {
-  return batch == o.batch && queryHeads == o.queryHeads && kvHeads == o.kvHeads &&
-         querySeq == o.querySeq && keySeq == o.keySeq && headDim == o.headDim &&
-         valueDim == o.valueDim;
-}
-
-std::string Shape::str() const {
-  return "b=" + std::to_string(batch) + " hq=" + std::to_string(queryHeads) +
-         " hkv=" + std::to_string(kvHeads) + " sq=" + std::to_string(querySeq) +
-         " skv=" + std::to_string(keySeq) + " d=" + std::to_string(headDim) +
-         " dv=" + std::to_string(valueDim);
-}
 
 namespace {
 
@@ -92,10 +60,10 @@ struct Runtime::Impl {
       nvidia;
 
   /// The kernel of `spec` at `tiles`: from memory, disk, or compiled.
-  Compiled get(const Spec &spec, const TileConfig &tiles);
-  Compiled obtain(const Spec &spec, const TileConfig &tiles, const std::string &key);
-  Compiled loadFromDisk(const std::string &key, const TileConfig &tiles);
-  Compiled compileAndStore(const Spec &spec, const TileConfig &tiles, const std::string &key);
+  Compiled get(const Spec &spec, const X86TileConfig &tiles);
+  Compiled obtain(const Spec &spec, const X86TileConfig &tiles, const std::string &key);
+  Compiled loadFromDisk(const std::string &key, const X86TileConfig &tiles);
+  Compiled compileAndStore(const Spec &spec, const X86TileConfig &tiles, const std::string &key);
 
   /// A disk hit (`load`), else `build` under the key's lock file, after a
   /// second look (another process may have stored the key while we waited);
@@ -118,13 +86,13 @@ struct Runtime::Impl {
   }
 };
 
-Compiled Runtime::Impl::loadFromDisk(const std::string &key, const TileConfig &tiles) {
+Compiled Runtime::Impl::loadFromDisk(const std::string &key, const X86TileConfig &tiles) {
   auto start = std::chrono::steady_clock::now();
   std::optional<KernelArtifact> artifact = disk->load(key);
   if (!artifact)
     return Compiled::error("not in the disk cache");
-  Expected<std::shared_ptr<CompiledKernel>> kernel =
-      CompiledKernel::load(std::move(*artifact), pool);
+  Expected<std::shared_ptr<X86KernelImpl>> kernel =
+      X86KernelImpl::load(std::move(*artifact), pool);
   if (!kernel) {
     disk->discard(key, kernel.error());
     return Compiled::error(kernel.error());
@@ -133,11 +101,11 @@ Compiled Runtime::Impl::loadFromDisk(const std::string &key, const TileConfig &t
   (*kernel)->tiles = tiles;
   (*kernel)->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return Compiled(std::shared_ptr<const CompiledKernel>(std::move(*kernel)));
+  return Compiled(std::shared_ptr<const X86KernelImpl>(std::move(*kernel)));
 }
 
 /// Disk hit, else compile (under the key's lock file) and store.
-Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const std::string &key) {
+Compiled Runtime::Impl::obtain(const Spec &spec, const X86TileConfig &tiles, const std::string &key) {
   auto load = [&]() -> std::optional<Compiled> {
     Compiled kernel = loadFromDisk(key, tiles);
     return kernel ? std::optional<Compiled>(std::move(kernel)) : std::nullopt;
@@ -145,31 +113,39 @@ Compiled Runtime::Impl::obtain(const Spec &spec, const TileConfig &tiles, const 
   return viaDisk<Compiled>(key, load, [&] { return compileAndStore(spec, tiles, key); });
 }
 
-Compiled Runtime::Impl::compileAndStore(const Spec &spec, const TileConfig &tiles,
+Compiled Runtime::Impl::compileAndStore(const Spec &spec, const X86TileConfig &tiles,
                                         const std::string &key) {
   auto start = std::chrono::steady_clock::now();
-  Expected<KernelArtifact> artifact = CompiledKernel::build(spec, tiles);
+  StageTable table = x86Stages(tiles);
+  Expected<KernelArtifact> artifact = runStages(table, spec.source(), spec.name());
   if (!artifact)
     return Compiled::error(artifact.error());
   if (disk->dumpsStages()) {
-    // The llvm stage is derived on request (Compile.cpp); a dump has it too.
-    Expected<std::string> llvmStage = lowerTiledStage(artifact->stages.at("tiled"));
-    if (llvmStage)
-      artifact->stages["llvm"] = std::move(*llvmStage);
+    // Derived stages wait for a request; a dump has the cheap ones too.
+    std::function<Expected<std::string>(const std::string &)> textOf =
+        [&](const std::string &name) -> Expected<std::string> {
+      if (auto it = artifact->stages.find(name); it != artifact->stages.end())
+        return it->second;
+      return deriveStage(table, name, textOf);
+    };
+    for (const Stage &stage : table.stages)
+      if (stage.kind == StageKind::Derived && stage.dumped)
+        if (Expected<std::string> text = textOf(stage.name))
+          artifact->stages[stage.name] = std::move(*text);
   }
   disk->dumpStages(key, *artifact);
   disk->store(key,
               artifact->shape.str() + " tile=" + std::to_string(tiles.queryTile) + "x" +
                   std::to_string(tiles.keyTile) + " " + spec.name(),
               *artifact);
-  Expected<std::shared_ptr<CompiledKernel>> kernel =
-      CompiledKernel::load(std::move(*artifact), pool);
+  Expected<std::shared_ptr<X86KernelImpl>> kernel =
+      X86KernelImpl::load(std::move(*artifact), pool);
   if (!kernel)
     return Compiled::error(kernel.error());
   (*kernel)->tiles = tiles;
   (*kernel)->compileMs =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return Compiled(std::shared_ptr<const CompiledKernel>(std::move(*kernel)));
+  return Compiled(std::shared_ptr<const X86KernelImpl>(std::move(*kernel)));
 }
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -205,30 +181,30 @@ std::string tuneKey(const Spec &spec) {
 }
 } // namespace
 
-Expected<Kernel> Runtime::get(const Spec &spec, std::optional<TileConfig> requested) {
-  auto kernelOf = [](const Compiled &compiled) -> Expected<Kernel> {
+Expected<X86Kernel> Runtime::getX86(const Spec &spec, std::optional<X86TileConfig> requested) {
+  auto kernelOf = [](const Compiled &compiled) -> Expected<X86Kernel> {
     if (!compiled)
-      return Expected<Kernel>::error(compiled.error());
-    return Kernel(*compiled);
+      return Expected<X86Kernel>::error(compiled.error());
+    return X86Kernel(*compiled);
   };
   if (requested)
     return kernelOf(impl_->get(spec, *requested));
-  std::optional<TileConfig> tuned = impl_->disk->loadTuned(tuneKey(spec));
+  std::optional<X86TileConfig> tuned = impl_->disk->loadTuned(tuneKey(spec));
   if (!tuned)
-    return kernelOf(impl_->get(spec, TileConfig{}));
+    return kernelOf(impl_->get(spec, X86TileConfig{}));
   Compiled kernel = impl_->get(spec, *tuned);
   if (kernel)
     return kernelOf(kernel);
   // A tuned config that passed its checks on load can still fail for this
   // shape (a file edited by hand, a rule that changed): when the default
   // tiles compile, the tuned config is at fault. Say so, remove it, go on.
-  Compiled fallback = impl_->get(spec, TileConfig{});
+  Compiled fallback = impl_->get(spec, X86TileConfig{});
   if (fallback)
     impl_->disk->discardTuned(tuneKey(spec), kernel.error());
   return kernelOf(fallback);
 }
 
-Compiled Runtime::Impl::get(const Spec &spec, const TileConfig &tiles) {
+Compiled Runtime::Impl::get(const Spec &spec, const X86TileConfig &tiles) {
   static const std::string host = hostTarget();
   std::string key = compilerFingerprint() + "|" + host + "|tile=" +
                     std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
@@ -270,7 +246,7 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
       std::optional<KernelArtifact> artifact = disk.load(key);
       if (!artifact)
         return std::nullopt;
-      Compiled kernel = NvidiaKernelImpl::fromArtifact(*artifact);
+      Compiled kernel = NvidiaKernelImpl::fromArtifact(std::move(*artifact));
       if (!kernel) {
         disk.discard(key, kernel.error());
         return std::nullopt;
@@ -280,7 +256,7 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
     auto build = [&] {
       Compiled compiled = NvidiaKernelImpl::compile(spec, arch, tiles);
       if (compiled) {
-        KernelArtifact artifact = (*compiled)->toArtifact();
+        const KernelArtifact &artifact = (*compiled)->artifact;
         disk.dumpStages(key, artifact);
         disk.store(key, artifact.shape.str() + " nvidia:" + arch + " " + spec.name(), artifact);
       }
@@ -292,6 +268,15 @@ Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &a
   if (!compiled)
     return Expected<NvidiaKernel>::error(compiled.error());
   return NvidiaKernel(*compiled);
+}
+
+std::vector<StageInfo> Runtime::stages(const Target &target) {
+  StageTable table = target.kind == Target::Kind::X86 ? x86Stages() : nvidiaStages(target.arch);
+  std::vector<StageInfo> stages;
+  for (const Stage &stage : table.stages)
+    if (stage.kind != StageKind::Binary)
+      stages.push_back({stage.name, stage.summary, stage.kind == StageKind::Derived});
+  return stages;
 }
 
 RuntimeStats Runtime::stats() const {

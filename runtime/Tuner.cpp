@@ -17,9 +17,9 @@
 
 namespace pejit {
 
-std::vector<TileConfig> candidateTiles(const Shape &shape, int64_t l2Bytes) {
+std::vector<X86TileConfig> candidateTiles(const Shape &shape, int64_t l2Bytes) {
   auto roundUp = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  std::vector<TileConfig> tiles;
+  std::vector<X86TileConfig> tiles;
   for (int64_t m : {48, 96, 144, 192, 240})
     for (int64_t n : {48, 72, 96, 120}) {
       // One tile past the sequence is the most worth trying.
@@ -33,13 +33,13 @@ std::vector<TileConfig> candidateTiles(const Shape &shape, int64_t l2Bytes) {
       tiles.push_back({m, n});
     }
   if (tiles.empty())
-    tiles.push_back(TileConfig{});
+    tiles.push_back(X86TileConfig{});
   return tiles;
 }
 
 namespace {
 
-double medianRunMs(const Kernel &kernel, int repeats) {
+double medianRunMs(const X86Kernel &kernel, int repeats) {
   const Shape &s = kernel.shape();
   std::mt19937 engine(std::random_device{}());
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -95,7 +95,7 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
   if (options.candidates.empty()) {
     // The shape is known once one kernel exists; the default config is one
     // of the candidates anyway.
-    Expected<Kernel> probe = runtime.get(spec, TileConfig{});
+    Expected<X86Kernel> probe = runtime.getX86(spec, X86TileConfig{});
     if (!probe)
       return Expected<TuneReport>::error(probe.error());
     long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -105,11 +105,11 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
   // Compile every candidate first, on all cores (each compile is one
   // thread); timing then runs them one at a time on the whole machine.
   size_t count = options.candidates.size();
-  std::vector<std::optional<Expected<Kernel>>> kernels(count);
+  std::vector<std::optional<Expected<X86Kernel>>> kernels(count);
   std::atomic<size_t> next{0};
   auto compileSome = [&] {
     for (size_t i = next++; i < count; i = next++)
-      kernels[i].emplace(runtime.get(spec, options.candidates[i]));
+      kernels[i].emplace(runtime.getX86(spec, options.candidates[i]));
   };
   std::vector<std::thread> compilers;
   unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
@@ -124,7 +124,7 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
   double bestMs = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < count; ++i) {
     TuneCandidate candidate{options.candidates[i], std::numeric_limits<double>::infinity(), ""};
-    const Expected<Kernel> &kernel = *kernels[i];
+    const Expected<X86Kernel> &kernel = *kernels[i];
     if (!kernel) {
       candidate.error = kernel.error();
     } else {

@@ -1,61 +1,18 @@
-// Kernel::run: checks the user's views against the compiled shape, binds
-// them to the kernel's memref descriptors, runs the prologue once and the
-// work items on the thread pool.
+// X86Kernel: an artifact's objects linked into the process (load), its
+// stages' text (stage), and run: checks the user's views against the
+// compiled shape, binds them to the kernel's memref descriptors, runs the
+// prologue once and the work items on the thread pool.
 #include "runtime/X86KernelImpl.h"
-#include "dialects/Limits.h"
+#include "runtime/Views.h"
+
+#include "compiler/backends/x86/ObjectCode.h"
+#include "compiler/backends/x86/X86Backend.h"
 
 #include <sstream>
 
 namespace pejit {
 
 namespace {
-
-std::string dims(const std::vector<int64_t> &shape) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    out << (i ? ", " : "") << shape[i];
-  out << "]";
-  return out.str();
-}
-
-std::vector<int64_t> stridesOf(const TensorView &view) {
-  if (!view.strides.empty())
-    return view.strides;
-  std::vector<int64_t> strides(view.shape.size(), 1);
-  for (int i = static_cast<int>(view.shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * view.shape[i + 1];
-  return strides;
-}
-
-/// Checks a view's pointer, dtype, shape and strides; `what` names it.
-Status checkView(const TensorView &view, const std::string &what,
-                 const std::vector<int64_t> &expected, std::vector<DType> dtypes) {
-  if (!view.data)
-    return Status::error(what + ": data pointer is null");
-  bool dtypeOk = false;
-  for (DType d : dtypes)
-    dtypeOk |= view.dtype == d;
-  if (!dtypeOk)
-    return Status::error(what + ": dtype " + dtypeName(view.dtype) +
-                         " is not supported here (expected " + dtypeName(dtypes[0]) +
-                         (dtypes.size() > 1 ? std::string(" or ") + dtypeName(dtypes[1]) : "") +
-                         ")");
-  if (view.shape != expected)
-    return Status::error(what + ": shape " + dims(view.shape) +
-                         " does not match the kernel's " + dims(expected));
-  if (!view.strides.empty() && view.strides.size() != view.shape.size())
-    return Status::error(what + ": " + std::to_string(view.strides.size()) +
-                         " strides for a rank-" + std::to_string(view.shape.size()) + " shape");
-  std::vector<int64_t> strides = stridesOf(view);
-  if (!strides.empty() && strides.back() != 1)
-    return Status::error(what + ": the last dimension must be contiguous (stride 1), got " +
-                         std::to_string(strides.back()));
-  for (int64_t stride : strides)
-    if (stride < 0)
-      return Status::error(what + ": negative strides are not supported");
-  return Status();
-}
 
 MemRefDescriptor<float, 4> describe4(const TensorView &view) {
   MemRefDescriptor<float, 4> desc{};
@@ -70,41 +27,57 @@ MemRefDescriptor<float, 4> describe4(const TensorView &view) {
 
 } // namespace
 
-/// Position ids as the kernel takes them: i64 [rows, seq], from the user's
-/// i32/i64 view, or the CONVENTIONS.md default (first + index).
-Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
-                     int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table) {
-  table.assign(rows * seq, 0);
-  if (!view) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t s = 0; s < seq; ++s)
-        table[r * seq + s] = first + s;
-    return Status();
+X86KernelImpl::~X86KernelImpl() = default;
+
+Expected<std::shared_ptr<X86KernelImpl>>
+X86KernelImpl::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) {
+  using Result = Expected<std::shared_ptr<X86KernelImpl>>;
+  Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
+  if (!object)
+    return Result::error(object.error());
+  Expected<void *> prologue = (*object)->lookup("_mlir_ciface_pejit_prologue");
+  if (!prologue)
+    return Result::error(prologue.error());
+  Expected<void *> item = (*object)->lookup("_mlir_ciface_pejit_item");
+  if (!item)
+    return Result::error(item.error());
+  void *prepare = nullptr;
+  if (artifact.prepareJobs > 0) {
+    Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_prepare");
+    if (!found)
+      return Result::error(found.error());
+    prepare = *found;
   }
-  std::vector<int64_t> expected = rows == 1 ? std::vector<int64_t>{seq}
-                                            : std::vector<int64_t>{batch, seq};
-  if (rows == 1 && view->shape.size() == 2 && view->shape[0] == 1)
-    expected = {1, seq};
-  if (Status s = checkView(*view, what, expected, {DType::I64, DType::I32}); !s)
-    return s;
-  std::vector<int64_t> strides = stridesOf(*view);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t s = 0; s < seq; ++s) {
-      int64_t offset = (view->shape.size() == 2 ? r * strides[0] : 0) + s * strides.back();
-      int64_t position = view->dtype == DType::I64
-                             ? static_cast<const int64_t *>(view->data)[offset]
-                             : static_cast<const int32_t *>(view->data)[offset];
-      // docs/limits.md: RoPE angles stay exact only for |position| < 2^31.
-      if (position < -limits::kMaxPositionMagnitude || position >= limits::kMaxPositionMagnitude)
-        return Status::error(what + ": position " + std::to_string(position) + " at [" +
-                             (view->shape.size() == 2 ? std::to_string(r) + ", " : "") +
-                             std::to_string(s) + "] is outside [-2^31, 2^31)");
-      table[r * seq + s] = position;
-    }
-  return Status();
+  std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
+  kernel->prepare_ = reinterpret_cast<PrepareFn>(prepare);
+  kernel->pool_ = std::move(pool);
+  kernel->object_ = std::move(*object);
+  kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
+  kernel->item_ = reinterpret_cast<ItemFn>(*item);
+  static_cast<KernelDescription &>(*kernel) = artifact;
+  kernel->stages_ = std::move(artifact.stages);
+  return Result(std::move(kernel));
 }
 
-Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+Expected<std::string> X86KernelImpl::stage(const std::string &name) const {
+  static const StageTable table = x86Stages();
+  // Derived stages are computed once, under the lock, and kept.
+  std::function<Expected<std::string>(const std::string &)> derived =
+      [&](const std::string &stage) -> Expected<std::string> {
+    if (auto it = stages_.find(stage); it != stages_.end())
+      return it->second;
+    if (auto it = derivedStages_.find(stage); it != derivedStages_.end())
+      return it->second;
+    Expected<std::string> text = deriveStage(table, stage, derived);
+    if (text)
+      derivedStages_[stage] = *text;
+    return text;
+  };
+  std::lock_guard<std::mutex> lock(derivedMutex_);
+  return stageText(table, stages_, name, derived);
+}
+
+Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   size_t required = 0;
   for (const std::string &role : arguments)
     required += role.find("positions") == std::string::npos;
@@ -204,7 +177,7 @@ Status CompiledKernel::run(const std::vector<TensorView> &inputs, const TensorVi
   return Status();
 }
 
-CompiledKernel::ScratchBuffer CompiledKernel::takeScratch() const {
+X86KernelImpl::ScratchBuffer X86KernelImpl::takeScratch() const {
   {
     std::lock_guard<std::mutex> lock(scratchMutex_);
     if (spareScratch_)
@@ -217,7 +190,7 @@ CompiledKernel::ScratchBuffer CompiledKernel::takeScratch() const {
   return ScratchBuffer(static_cast<float *>(std::aligned_alloc(64, bytes)));
 }
 
-void CompiledKernel::returnScratch(ScratchBuffer buffer) const {
+void X86KernelImpl::returnScratch(ScratchBuffer buffer) const {
   // One spare at most: memory stays bounded by one scratch per kernel
   // (plus one per run in flight); a concurrent run's extra one is freed.
   std::lock_guard<std::mutex> lock(scratchMutex_);
@@ -225,26 +198,25 @@ void CompiledKernel::returnScratch(ScratchBuffer buffer) const {
     spareScratch_ = std::move(buffer);
 }
 
-Status Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+Status X86Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   return impl_->run(inputs, out);
 }
 
-Expected<std::string> Kernel::ir(const std::string &stage) const { return impl_->stage(stage); }
+Expected<std::string> X86Kernel::ir(const std::string &stage) const { return impl_->stage(stage); }
 
-const std::vector<std::string> &Kernel::stageNames() {
-  static const std::vector<std::string> names = {"source", "fused", "tiled",
-                                                 "llvm",   "llvm-ir", "asm"};
+const std::vector<std::string> &X86Kernel::stageNames() {
+  static const std::vector<std::string> names = textStageNames(x86Stages());
   return names;
 }
 
-const std::vector<std::string> &Kernel::arguments() const { return impl_->arguments; }
-const Shape &Kernel::shape() const { return impl_->shape; }
-double Kernel::compileMilliseconds() const { return impl_->compileMs; }
+const std::vector<std::string> &X86Kernel::arguments() const { return impl_->arguments; }
+const Shape &X86Kernel::shape() const { return impl_->shape; }
+double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }
 
-bool Kernel::loadedFromDisk() const { return impl_->fromDisk; }
+bool X86Kernel::loadedFromDisk() const { return impl_->fromDisk; }
 
-TileConfig Kernel::tiles() const { return impl_->tiles; }
-DType Kernel::dtype() const { return impl_->inputDtype; }
-DType Kernel::outputDtype() const { return impl_->outputDtype; }
+X86TileConfig X86Kernel::tiles() const { return impl_->tiles; }
+DType X86Kernel::dtype() const { return impl_->inputDtype; }
+DType X86Kernel::outputDtype() const { return impl_->outputDtype; }
 
 } // namespace pejit

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (installs, configures, builds) and runs every pejit test: the lit
-# suite (FileCheck, verify-diagnostics) and every GoogleTest binary. Prints
+# suite (FileCheck, verify-diagnostics, the install + find_package test)
+# and every GoogleTest binary. Prints
 # one summary line "tests: N passed, N failed, N skipped" and exits non-zero
 # on any failure.
 set -uo pipefail

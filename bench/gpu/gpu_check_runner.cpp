@@ -5,6 +5,7 @@
 // cases with CUDA events. Prints one line per case and a Markdown table.
 //   gpu_check_runner BUNDLE_DIR [REPEATS=20]
 #include "bench/gpu/GpuCheckCases.h"
+#include "runtime/core/KernelMeta.h"
 #include "runtime/cuda/AttentionLaunch.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
@@ -79,31 +80,19 @@ Loaded loadCase(const std::string &dir, const GpuCase &c) {
     loaded.error = "no " + c.name + ".meta in the bundle";
     return loaded;
   }
-  std::istringstream lines(meta);
-  for (std::string key; lines >> key;) {
-    if (key == "grid" || key == "block") {
-      std::vector<int64_t> &dims = key == "grid" ? loaded.image.grid : loaded.image.block;
-      dims.resize(3);
-      lines >> dims[0] >> dims[1] >> dims[2];
-    } else if (key == "scratch") {
-      lines >> loaded.image.scratchFloats;
-    } else if (key == "splits") {
-      lines >> loaded.image.splits >> loaded.image.partialOutputFloats >>
-          loaded.image.partialRowFloats;
-    } else if (key == "combine") {
-      loaded.image.combineGrid.resize(3);
-      lines >> loaded.image.combineGrid[0] >> loaded.image.combineGrid[1] >>
-          loaded.image.combineGrid[2];
-    } else {
-      std::string ignored;
-      lines >> ignored;
-    }
+  // The runtime's own reader of the launch description (KernelMeta.h).
+  NvidiaLaunch launch;
+  KernelDescription description;
+  if (Status status = readNvidiaMeta(meta, launch, description); !status) {
+    loaded.error = c.name + ".meta: " + status.message();
+    return loaded;
   }
-  loaded.image.image = readFile(dir + "/" + c.name + ".cubin");
-  if (loaded.image.image.empty())
-    loaded.image.image = readFile(dir + "/" + c.name + ".ptx");
-  if (loaded.image.image.empty())
+  std::string image = readFile(dir + "/" + c.name + ".cubin");
+  if (image.empty())
+    image = readFile(dir + "/" + c.name + ".ptx");
+  if (image.empty())
     loaded.error = "no cubin or PTX for " + c.name;
+  loaded.image = cuda::kernelImage(launch, description.scratchFloats, std::move(image));
   return loaded;
 }
 

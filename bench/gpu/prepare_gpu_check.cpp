@@ -33,17 +33,7 @@ int main(int argc, char **argv) {
     std::ofstream(out + "/" + c.name + ".ptx", std::ios::binary) << kernel->ptx();
     if (!kernel->cubin().empty())
       std::ofstream(out + "/" + c.name + ".cubin", std::ios::binary) << kernel->cubin();
-    std::ofstream meta(out + "/" + c.name + ".meta");
-    meta << "arch " << kernel->arch() << "\n";
-    meta << "grid " << kernel->grid()[0] << " " << kernel->grid()[1] << " " << kernel->grid()[2]
-         << "\n";
-    meta << "block " << kernel->block()[0] << " " << kernel->block()[1] << " "
-         << kernel->block()[2] << "\n";
-    meta << "scratch " << kernel->scratchFloats() << "\n";
-    meta << "splits " << kernel->splits() << " " << kernel->partialOutputFloats() << " "
-         << kernel->partialRowFloats() << "\n";
-    meta << "combine " << kernel->combineGrid()[0] << " " << kernel->combineGrid()[1] << " "
-         << kernel->combineGrid()[2] << "\n";
+    std::ofstream(out + "/" + c.name + ".meta") << kernel->launchMeta();
     std::printf("%-34s %s  %zu bytes PTX, %zu bytes cubin\n", c.name.c_str(), arch.c_str(),
                 kernel->ptx().size(), kernel->cubin().size());
   }

@@ -30,7 +30,7 @@ constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 } // namespace
 
-LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTiles &tiles) {
+LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTileConfig &tiles) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();
@@ -196,7 +196,7 @@ struct InstantiateNvidiaTemplatePass
     : pejit::impl::InstantiateNvidiaTemplateBase<InstantiateNvidiaTemplatePass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(instantiateNvidiaTemplate(getOperation(), {tileM, tileN})))
+    if (failed(instantiateNvidiaTemplate(getOperation(), NvidiaTileConfig{tileM, tileN, 0})))
       signalPassFailure();
   }
 };

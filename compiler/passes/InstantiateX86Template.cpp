@@ -1,4 +1,4 @@
-// attn-instantiate-template: the fused attention function of a module becomes
+// attn-instantiate-x86-template: the fused attention function of a module becomes
 // the kernel of templates/x86/avx2_attention.mlir. The template's ${NAME}
 // parameters (shapes, tiles, mask flags, scale) are substituted as text, the
 // result is parsed, and its hook ops are expanded by the fused encodings
@@ -28,7 +28,7 @@
 #include "templates/X86Avx2Tiles.inc"
 
 namespace pejit {
-#define GEN_PASS_DEF_INSTANTIATETEMPLATE
+#define GEN_PASS_DEF_INSTANTIATEX86TEMPLATE
 #include "compiler/passes/Passes.h.inc"
 } // namespace pejit
 
@@ -81,7 +81,7 @@ struct KeyCachePlan {
   int64_t keyTiles = 0, jobs = 0, offset = 0, scratchFloats = 0;
 };
 constexpr int64_t kMaxKeyCacheBytes = int64_t(256) << 20;
-KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const TemplateTiles &tiles,
+KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const X86TileConfig &tiles,
                           int64_t numQueryTiles, bool hasQKTransform, int64_t tableFloats) {
   KeyCachePlan plan;
   plan.keyTiles = llvm::divideCeil(shape.keySeq, tiles.keyTile);
@@ -130,7 +130,7 @@ std::string narrowBody(const std::string &t) {
 
 } // namespace
 
-LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles &tiles) {
+LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig &tiles) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();
@@ -244,11 +244,11 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const TemplateTiles
 }
 
 namespace {
-struct InstantiateTemplatePass
-    : pejit::impl::InstantiateTemplateBase<InstantiateTemplatePass> {
+struct InstantiateX86TemplatePass
+    : pejit::impl::InstantiateX86TemplateBase<InstantiateX86TemplatePass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(instantiateX86Template(getOperation(), {tileM, tileN})))
+    if (failed(instantiateX86Template(getOperation(), X86TileConfig{tileM, tileN})))
       signalPassFailure();
   }
 };

@@ -21,11 +21,11 @@ def FuseIntoAttention : Pass<"pe-fuse-into-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::pejit::attn::AttnDialect", "::pejit::pe::PEDialect"];
 }
 
-def InstantiateTemplate : Pass<"attn-instantiate-template", "::mlir::ModuleOp"> {
-  let summary = "Instantiate the kernel template for the fused attention";
+def InstantiateX86Template : Pass<"attn-instantiate-x86-template", "::mlir::ModuleOp"> {
+  let summary = "Instantiate the x86 AVX2 template for the fused attention";
   let description = [{
     The module's one function (a fused attn.attention on its arguments, static
-    f32 shapes) is replaced by the kernel functions of the x86 AVX2 template
+    shapes, f32, f16 or bf16) is replaced by the kernel functions of the x86 AVX2 template
     (templates/x86/avx2_attention.mlir): @pejit_prologue, run once per call,
     and @pejit_item, run once per (batch, query head, query tile). Shapes,
     tiles, mask flags and the scale are substituted into the template; its

@@ -78,7 +78,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 
 //===----------------------------------------------------------------------===//
 // Template hook ops: where a kernel template lets the fused encodings in.
-// attn-instantiate-template replaces each with the code that the encodings'
+// attn-instantiate-x86-template (and -nvidia-) replace each with the code that the encodings'
 // PositionalEncodingAttrInterface hooks emit (nothing, if no encoding of that
 // kind is fused). Templates hold loop structure only; these are the seams.
 //===----------------------------------------------------------------------===//

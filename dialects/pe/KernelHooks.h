@@ -1,5 +1,5 @@
 // What a kernel template hands to the positional-encoding hooks when
-// attn-instantiate-template expands its hook ops (attn.qk_prologue,
+// attn-instantiate-{x86,nvidia}-template expand its hook ops (attn.qk_prologue,
 // attn.qk_transform, attn.score_mod). The hooks emit IR at the builder's
 // insertion point; they know the encoding, the template knows the loops.
 #ifndef PEJIT_DIALECTS_PE_KERNELHOOKS_H

@@ -18,10 +18,10 @@
 // in (keys 0..skv-1, queries skv-sq..skv-1). RoPE's seqLen (dynamic_ntk,
 // longrope) is max(position)+1 over every query and key position id that a
 // RoPE of the function reads, as the kernel's prologue computes it.
-#ifndef PEJIT_RUNTIME_REFERENCEINTERPRETER_H
-#define PEJIT_RUNTIME_REFERENCEINTERPRETER_H
+#ifndef PEJIT_REFERENCE_INTERPRETER_REFERENCEINTERPRETER_H
+#define PEJIT_REFERENCE_INTERPRETER_REFERENCEINTERPRETER_H
 
-#include "runtime/Pejit.h"
+#include "runtime/core/Types.h"
 #include "reference/Tensor.h"
 
 #include <optional>
@@ -75,4 +75,4 @@ Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
 
 } // namespace pejit
 
-#endif // PEJIT_RUNTIME_REFERENCEINTERPRETER_H
+#endif // PEJIT_REFERENCE_INTERPRETER_REFERENCEINTERPRETER_H

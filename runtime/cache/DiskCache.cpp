@@ -2,6 +2,7 @@
 #include "runtime/cache/DiskCache.h"
 
 #include "runtime/SourceFingerprint.inc"
+#include "runtime/Version.h"
 
 #include "llvm/Config/llvm-config.h"
 
@@ -217,7 +218,7 @@ void warnOnce(const std::string &message) {
 
 const std::string &compilerFingerprint() {
   static const std::string fingerprint =
-      std::string("pejit-0.2/llvm-") + LLVM_VERSION_STRING + "/src-" + kPejitSourceFingerprint;
+      std::string("pejit-") + PEJIT_VERSION + "/llvm-" + LLVM_VERSION_STRING + "/src-" + kPejitSourceFingerprint;
   return fingerprint;
 }
 

@@ -60,7 +60,7 @@ std::string uniqueWriterSuffix();
 
 /// A tuned config file, parsed and checked; `problem` is empty when whole.
 struct TunedFile {
-  TileConfig tiles{0, 0};
+  X86TileConfig tiles{0, 0};
   std::string fingerprint, summary, problem;
 };
 TunedFile parseTunedFile(const std::string &text);
@@ -98,10 +98,10 @@ public:
 
   /// The tuned tiles of `tuneKey` from this pejit build, or nothing; a
   /// damaged or invalid config is reported and removed.
-  std::optional<TileConfig> loadTuned(const std::string &tuneKey);
+  std::optional<X86TileConfig> loadTuned(const std::string &tuneKey);
   /// Removes the tuned config of `tuneKey` with a warning saying why.
   void discardTuned(const std::string &tuneKey, const std::string &why);
-  void storeTuned(const std::string &tuneKey, const TileConfig &tiles, const std::string &summary,
+  void storeTuned(const std::string &tuneKey, const X86TileConfig &tiles, const std::string &summary,
                   const std::string &report);
 
   struct EntryInfo {

@@ -84,7 +84,7 @@ TunedFile parseTunedFile(const std::string &text) {
   return tuned;
 }
 
-std::optional<TileConfig> DiskCache::loadTuned(const std::string &tuneKey) {
+std::optional<X86TileConfig> DiskCache::loadTuned(const std::string &tuneKey) {
   if (!readable_)
     return std::nullopt;
   bool found = false;
@@ -111,7 +111,7 @@ void DiskCache::discardTuned(const std::string &tuneKey, const std::string &why)
   }
 }
 
-void DiskCache::storeTuned(const std::string &tuneKey, const TileConfig &tiles,
+void DiskCache::storeTuned(const std::string &tuneKey, const X86TileConfig &tiles,
                            const std::string &summary, const std::string &report) {
   if (!writable_)
     return;

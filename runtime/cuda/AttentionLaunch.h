@@ -5,6 +5,7 @@
 #ifndef PEJIT_RUNTIME_CUDA_ATTENTIONLAUNCH_H
 #define PEJIT_RUNTIME_CUDA_ATTENTIONLAUNCH_H
 
+#include "runtime/core/KernelArtifact.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <cstdint>
@@ -23,6 +24,14 @@ struct AttentionKernelImage {
   int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
   std::vector<int64_t> combineGrid;
 };
+
+/// The image of a kernel with launch description `launch` (KernelMeta.h).
+inline AttentionKernelImage kernelImage(const NvidiaLaunch &launch, int64_t scratchFloats,
+                                        std::string image) {
+  return {std::move(image), launch.grid,         launch.block,            scratchFloats,
+          launch.splits,    launch.partialOutputFloats, launch.partialRowFloats,
+          launch.combineGrid};
+}
 
 /// Host buffers of one call; positions are i64 [rows, seq] (already
 /// defaulted by the caller).

@@ -24,7 +24,7 @@
 // indexed by loop counters with constant bounds; LLVM unrolls the loops and
 // promotes the arrays to registers (ptxas -v: 0 bytes stack frame).
 //
-// Parameters (text, attn-instantiate-template): ${B} ${HQ} ${HKV} ${GROUP}
+// Parameters (text, attn-instantiate-nvidia-template): ${B} ${HQ} ${HKV} ${GROUP}
 // ${SQ} ${SKV} ${D} ${DV} (multiples of 16) ${DP}=D+8 ${DVP}=DV+8 (padded
 // shared rows: no bank conflicts on fragment loads) ${NQT}=ceil(SQ/64)
 // ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${SCALE} ${T} (f16|bf16)

@@ -24,7 +24,7 @@
 // @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
 // put in place of the `// @pejit-blocks` line at the end before substitution.
 //
-// Parameters, substituted as text before parsing (attn-instantiate-template):
+// Parameters, substituted as text before parsing (attn-instantiate-x86-template):
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}

@@ -303,6 +303,25 @@ TEST(PejitHelp, ListsTheCommands) {
   }
 }
 
+// Every subcommand answers --help (and -h, anywhere on the line) with its own
+// usage on stdout and exit 0, even where its other arguments are wrong.
+TEST(PejitHelp, EveryCommandAnswersHelp) {
+  TempDir dir;
+  for (const char *command : {"compile", "run", "bench", "tune", "cache"}) {
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{command, "--help"}, {command, "x.mlir", "--bogus", "-h"}}) {
+      Result r = runPejit(dir, args);
+      EXPECT_EQ(r.exitCode, 0) << command << ": " << r.err;
+      EXPECT_TRUE(contains(r.out, std::string("usage: pejit ") + command)) << r.out;
+      EXPECT_FALSE(contains(r.out, "commands:")) << command << " printed the whole usage";
+    }
+  }
+  // compile's stage list is the stage tables' (x86 and nvidia).
+  Result compile = runPejit(dir, {"compile", "--help"});
+  EXPECT_TRUE(contains(compile.out, "source, fused, tiled, llvm, llvm-ir, asm")) << compile.out;
+  EXPECT_TRUE(contains(compile.out, "source, fused, tiled, unrolled, ptx")) << compile.out;
+}
+
 } // namespace
 
 // `pejit bench` on its cheapest case: it measures something real (positive

@@ -9,10 +9,15 @@
 #include "compiler/backends/nvidia/NvidiaLowering.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/npy/Npy.h"
+#include "tools/pejit/RunNvidia.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -322,12 +327,101 @@ TEST(PejitNvidia, SecondRuntimeLoadsPtxAndCubinFromTheDiskCache) {
   EXPECT_NE(other->ptx(), ptx);
 }
 
+/// One variant's GPU numerics check, as `pejit run --target=nvidia --check`
+/// does it (tools/pejit/RunNvidia.cpp, in process): fresh random inputs
+/// written as .npy, queries at the bottom-right of the keys (decode
+/// offsets), the output poisoned with NaN before the launch, the max error
+/// relative to the reference's max |value| compared with 1e-2. The kernel
+/// runs through the CUDA driver, or through the launcher `fake` makes from
+/// the float64 reference of the drawn inputs.
+struct NumericsOutcome {
+  int exitCode = -1;
+  double maxRelativeError = -1; ///< -1: the comparison did not run
+  ref::Tensor expected;         ///< the float64 reference on the same inputs
+};
+
+using FakeLauncherFactory = std::function<cli::NvidiaLauncher(const ref::Tensor &expected)>;
+
+NumericsOutcome checkVariantNumerics(const Variant &variant, const std::string &type,
+                                     const std::string &arch,
+                                     const FakeLauncherFactory &fake = {}) {
+  NumericsOutcome outcome;
+  TempDir dir;
+  std::string text = withType(variant.mlir, type);
+  Expected<FunctionSignature> signature = describeFunction(text);
+  Expected<Spec> spec = Spec::fromText(text, "k.mlir");
+  EXPECT_TRUE(signature && spec);
+  if (!signature || !spec)
+    return outcome;
+  int64_t sq = signature->resultShape[2], skv = 0;
+  for (const ArgumentInfo &arg : signature->arguments)
+    if (arg.role == "key")
+      skv = arg.shape[2];
+  std::vector<std::string> paths;
+  std::vector<ReferenceArgument> referenceInputs;
+  for (size_t i = 0; i < signature->arguments.size(); ++i) {
+    const ArgumentInfo &arg = signature->arguments[i];
+    std::string path = dir.file("arg" + std::to_string(i) + ".npy");
+    if (arg.isInteger) {
+      // Keys at 0 .. skv-1; queries at skv-sq .. skv-1 (the bottom-right).
+      int64_t first = arg.role == "query_positions" ? skv - sq : 0, count = 1;
+      for (int64_t extent : arg.shape)
+        count *= extent;
+      std::vector<int64_t> values(count);
+      for (int64_t e = 0; e < count; ++e)
+        values[e] = first + e % arg.shape.back();
+      ref::PositionIds ids(arg.shape, values);
+      writeIds(path, ids, arg.elementType == "i32" ? npy::DType::I32 : npy::DType::I64);
+      referenceInputs.push_back(ids);
+    } else {
+      npy::DType dtype = type == "bf16" ? npy::DType::BF16 : npy::DType::F16;
+      writeTensor(path, randomTensor(arg.shape), dtype);
+      // The reference sees the values the GPU sees: rounded to 16 bits.
+      npy::Expected<npy::Array> stored = npy::readNpy(path);
+      std::vector<float> values = npy::toFloat32(*stored);
+      referenceInputs.push_back(
+          ref::Tensor(arg.shape, std::vector<double>(values.begin(), values.end())));
+    }
+    paths.push_back(path);
+  }
+  Expected<ref::Tensor> expected = interpretReference(text, referenceInputs);
+  EXPECT_TRUE(expected) << expected.error();
+  if (expected)
+    outcome.expected = *expected;
+  cli::NvidiaRunRequest request{"k.mlir", arch, *spec, *signature, paths};
+  request.check = true;
+  request.maxRelativeError = &outcome.maxRelativeError;
+  outcome.exitCode = cli::runNvidia(request, fake ? fake(outcome.expected) : nullptr);
+  return outcome;
+}
+
+/// A fake launcher: writes `values` (the reference, or a corruption of it)
+/// into the output in the kernel's output dtype; with no values it leaves
+/// the output untouched (its NaN poison stays).
+cli::NvidiaLauncher writesOutput(std::optional<std::vector<float>> values) {
+  return [values](const NvidiaKernel &, const std::vector<TensorView> &,
+                  const TensorView &out) -> Status {
+    if (!values)
+      return Status();
+    if (out.dtype == DType::F32) {
+      std::copy(values->begin(), values->end(), static_cast<float *>(out.data));
+      return Status();
+    }
+    npy::Array narrow = npy::fromFloat32(
+        *values, out.shape, out.dtype == DType::BF16 ? npy::DType::BF16 : npy::DType::F16);
+    std::copy(narrow.bytes.begin(), narrow.bytes.end(), static_cast<uint8_t *>(out.data));
+    return Status();
+  };
+}
+
+std::vector<float> asFloats(const ref::Tensor &tensor) {
+  return std::vector<float>(tensor.data.begin(), tensor.data.end());
+}
+
 /// The GPU numerics of every variant, f16 and bf16, against the float64
-/// reference (`pejit run --target=nvidia --check`: max error relative to the
-/// reference's max |value| <= 1e-2), fresh random inputs each run, output
-/// poisoned with NaN by the run. Queries sit at the bottom-right of the keys
-/// (decode offsets). Without a CUDA driver each run must fail only for the
-/// driver (so the inputs were accepted), and the test is skipped.
+/// reference (checkVariantNumerics). Without a CUDA driver each run must
+/// fail only for the driver (so the inputs were accepted), and the test is
+/// skipped; the comparison itself is tested below with fake launchers.
 TEST(PejitNvidia, EveryVariantMatchesTheFloat64ReferenceOnTheGpu) {
   PEJIT_REQUIRE_LIBDEVICE();
   std::string noDriver;
@@ -338,49 +432,73 @@ TEST(PejitNvidia, EveryVariantMatchesTheFloat64ReferenceOnTheGpu) {
   for (const Variant &variant : variants())
     for (const char *type : {"f16", "bf16"}) {
       SCOPED_TRACE(std::string(variant.name) + " " + type + " " + arch);
-      TempDir dir;
-      std::string text = withType(variant.mlir, type);
-      writeText(dir.file("k.mlir"), text);
-      Expected<FunctionSignature> signature = describeFunction(text);
-      ASSERT_TRUE(signature) << signature.error();
-      int64_t sq = signature->resultShape[2], skv = 0;
-      for (const ArgumentInfo &arg : signature->arguments)
-        if (arg.role == "key")
-          skv = arg.shape[2];
-      std::vector<std::string> args = {"run", dir.file("k.mlir"), "--target=nvidia:" + arch,
-                                       "--check"};
-      for (size_t i = 0; i < signature->arguments.size(); ++i) {
-        const ArgumentInfo &arg = signature->arguments[i];
-        std::string path = dir.file("arg" + std::to_string(i) + ".npy");
-        if (arg.isInteger) {
-          // Keys at 0 .. skv-1; queries at skv-sq .. skv-1 (the bottom-right).
-          int64_t first = arg.role == "query_positions" ? skv - sq : 0, count = 1;
-          for (int64_t extent : arg.shape)
-            count *= extent;
-          std::vector<int64_t> values(count);
-          for (int64_t e = 0; e < count; ++e)
-            values[e] = first + e % arg.shape.back();
-          writeIds(path, ref::PositionIds(arg.shape, values), arg.elementType == "i32" ? npy::DType::I32 : npy::DType::I64);
-        } else {
-          writeTensor(path, randomTensor(arg.shape),
-                      std::string(type) == "bf16" ? npy::DType::BF16 : npy::DType::F16);
-        }
-        args.push_back("--input=@" + path);
-      }
-      Result r = runPejit(dir, args);
+      NumericsOutcome outcome = checkVariantNumerics(variant, type, arch);
       if (!driver) {
-        EXPECT_EQ(r.exitCode, 1) << r.err;
-        EXPECT_NE(r.err.find("CUDA driver"), std::string::npos) << r.err;
+        EXPECT_EQ(outcome.exitCode, 1);
+        EXPECT_EQ(outcome.maxRelativeError, -1); // failed at the launch, not the check
         continue;
       }
-      ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
-      size_t at = r.out.find("max relative error: ");
-      ASSERT_NE(at, std::string::npos) << r.out;
-      double error = std::atof(r.out.c_str() + at + 20);
-      EXPECT_LE(error, 1e-2) << r.out;
+      EXPECT_EQ(outcome.exitCode, 0);
+      EXPECT_GE(outcome.maxRelativeError, 0);
+      EXPECT_LE(outcome.maxRelativeError, 1e-2);
     }
   if (!driver)
     GTEST_SKIP() << noDriver << " (every variant's inputs were accepted; the numerics need a GPU)";
+}
+
+/// The numerics path of the test above, with fake launchers in place of the
+/// GPU: the reference's own values (rounded to the output dtype) pass; one
+/// element off by 5% of the output's range, the rows of two queries
+/// swapped, an output left as NaN and a launch error all fail.
+TEST(PejitNvidia, GpuNumericsCheckCatchesWrongOutputsWithAFakeLauncher) {
+  PEJIT_REQUIRE_LIBDEVICE();
+  std::vector<Variant> all = variants();
+  ASSERT_GE(all.size(), 2u);
+  for (const Variant *variant : {&all.front(), &all.back()})
+    for (const char *type : {"f16", "bf16"}) {
+      SCOPED_TRACE(std::string(variant->name) + " " + type);
+      NumericsOutcome exact = checkVariantNumerics(*variant, type, "sm_90", [](auto &expected) {
+        return writesOutput(asFloats(expected));
+      });
+      EXPECT_EQ(exact.exitCode, 0);
+      EXPECT_GE(exact.maxRelativeError, 0);
+      EXPECT_LE(exact.maxRelativeError, 1e-2);
+
+      NumericsOutcome offByFivePercent =
+          checkVariantNumerics(*variant, type, "sm_90", [](auto &expected) {
+            std::vector<float> values = asFloats(expected);
+            float range = 0;
+            for (float v : values)
+              range = std::max(range, std::fabs(v));
+            values[values.size() / 2] += 0.05f * range;
+            return writesOutput(values);
+          });
+      EXPECT_EQ(offByFivePercent.exitCode, 1);
+      EXPECT_GT(offByFivePercent.maxRelativeError, 0.03);
+
+      NumericsOutcome swappedRows =
+          checkVariantNumerics(*variant, type, "sm_90", [](auto &expected) {
+            std::vector<float> values = asFloats(expected);
+            int64_t dv = expected.shape.back();
+            std::swap_ranges(values.begin(), values.begin() + dv, values.begin() + dv);
+            return writesOutput(values);
+          });
+      EXPECT_EQ(swappedRows.exitCode, 1);
+      EXPECT_GT(swappedRows.maxRelativeError, 1e-2);
+
+      NumericsOutcome untouched = checkVariantNumerics(
+          *variant, type, "sm_90", [](auto &) { return writesOutput(std::nullopt); });
+      EXPECT_EQ(untouched.exitCode, 1);
+      EXPECT_TRUE(std::isinf(untouched.maxRelativeError)) << untouched.maxRelativeError;
+
+      NumericsOutcome launchFails = checkVariantNumerics(*variant, type, "sm_90", [](auto &) {
+        return [](const NvidiaKernel &, const std::vector<TensorView> &, const TensorView &) {
+          return Status::error("fake launch failure");
+        };
+      });
+      EXPECT_EQ(launchFails.exitCode, 1);
+      EXPECT_EQ(launchFails.maxRelativeError, -1);
+    }
 }
 
 /// The GPU lowering calls libdevice for math (softmax exp2, RoPE's rounding):

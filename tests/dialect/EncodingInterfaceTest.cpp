@@ -3,6 +3,7 @@
 // from C++ are checked like parsed ones, and the fused attribute is the op's.
 #include "dialects/attn/AttnDialect.h"
 #include "dialects/pe/PEDialect.h"
+#include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/PEOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include <map>
+#include <set>
 #include <string>
 
 using namespace mlir;
@@ -42,15 +44,64 @@ func.func @all(%q: tensor<1x4x8x16xf32>, %pos: tensor<8xi32>, %t5: tensor<32x4xf
 }
 )mlir";
 
+/// (mnemonic, TypeID) of each attribute in the dialect's generated list: the
+/// list PEDialect::initialize() registers.
+template <typename... Attrs> std::vector<std::pair<std::string, TypeID>> attributeList() {
+  return {{Attrs::getMnemonic().str(), TypeID::get<Attrs>()}...};
+}
+
+std::vector<std::pair<std::string, TypeID>> registeredPeAttributes() {
+  return attributeList<
+#define GET_ATTRDEF_LIST
+#include "dialects/pe/PEAttrs.cpp.inc"
+      >();
+}
+
+// Walks what the dialect registers, not a list written here: every pe op
+// implements PositionalEncodingOpInterface and appears in kEveryEncoding
+// (so its kind is checked), and every pe attribute is either an encoding
+// (PositionalEncodingAttrInterface, the attribute of one of those ops) or a
+// RoPE scaling (RopeScalingAttrInterface). A new op or attribute that skips
+// the interfaces, or the program above, fails here.
 TEST_F(EncodingInterfaceTest, EveryPeOpReportsItsKindThroughTheInterface) {
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kEveryEncoding, &context);
   ASSERT_TRUE(module);
   std::map<std::string, EncodingKind> kinds;
+  std::set<const void *> encodingsSeen;
   module->walk([&](PositionalEncodingOpInterface op) {
     // The op's kind is its attribute's kind: fusion moves only the attribute.
     EXPECT_EQ(op.getEncodingKind(), op.getPositionalEncoding().getEncodingKind());
     kinds[op->getName().getStringRef().str()] = op.getEncodingKind();
+    encodingsSeen.insert(op.getPositionalEncoding().getTypeID().getAsOpaquePointer());
   });
+
+  std::set<std::string> registeredOps, walkedOps;
+  for (RegisteredOperationName op : context.getRegisteredOperations()) {
+    if (op.getDialectNamespace() != "pe")
+      continue;
+    registeredOps.insert(op.getStringRef().str());
+    EXPECT_TRUE(op.hasInterface<PositionalEncodingOpInterface>())
+        << op.getStringRef().str() << " does not implement PositionalEncodingOpInterface";
+  }
+  for (const auto &[name, kind] : kinds)
+    walkedOps.insert(name);
+  EXPECT_FALSE(registeredOps.empty());
+  EXPECT_EQ(registeredOps, walkedOps) << "kEveryEncoding must use every registered pe op";
+
+  std::vector<std::pair<std::string, TypeID>> attributes = registeredPeAttributes();
+  EXPECT_GE(attributes.size(), registeredOps.size());
+  for (const auto &[mnemonic, typeID] : attributes) {
+    const AbstractAttribute &abstract = AbstractAttribute::lookup(typeID, &context);
+    bool encoding = abstract.hasInterface(PositionalEncodingAttrInterface::getInterfaceID());
+    bool scaling = abstract.hasInterface(RopeScalingAttrInterface::getInterfaceID());
+    EXPECT_NE(encoding, scaling) << "#pe." << mnemonic
+                                 << " must be an encoding or a RoPE scaling, exactly one";
+    if (encoding)
+      EXPECT_TRUE(encodingsSeen.count(typeID.getAsOpaquePointer()))
+          << "#pe." << mnemonic << " is the encoding of no op in kEveryEncoding";
+  }
+
+  // The kinds the design gives each op (ARCHITECTURE: the encoding kinds).
   std::map<std::string, EncodingKind> expected = {
       {"pe.rope", EncodingKind::QKTransform},   {"pe.alibi", EncodingKind::ScoreBias},
       {"pe.t5_bias", EncodingKind::ScoreBias},  {"pe.relative_key", EncodingKind::ScoreBias},

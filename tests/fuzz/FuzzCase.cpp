@@ -268,7 +268,7 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
   if (!spec)
     return {Verdict::RejectedCompile, firstLine(spec.error())};
   Runtime runtime(RuntimeOptions{1, ""});
-  Expected<Kernel> kernel = runtime.get(*spec);
+  Expected<X86Kernel> kernel = runtime.getX86(*spec);
   if (!kernel)
     return {Verdict::RejectedCompile, firstLine(kernel.error())};
   Expected<FunctionSignature> signature = describeFunction(spec->source(), "<fuzz>");

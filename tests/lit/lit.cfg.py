@@ -6,7 +6,7 @@ from lit.llvm import llvm_config
 
 config.name = "pejit"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.pejit_obj_root
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
@@ -15,6 +15,11 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["pejit-opt"], [config.pejit_tools_dir])
 # The pejit CLI, with no disk cache (tests must not write to ~/.cache).
+config.substitutions.append(("%pejit_build_dir", config.pejit_build_dir))
+config.substitutions.append(("%pejit_source_dir", config.pejit_source_dir))
+config.substitutions.append(("%cmake", config.cmake))
+config.substitutions.append(("%cxx_flags", config.cxx_flags))
+config.substitutions.append(("%cxx", config.cxx))
 config.substitutions.append(("%pejit", config.pejit_cli))
 config.environment["PEJIT_DISABLE_CACHE"] = "1"
 if os.access("/usr/local/cuda/bin/ptxas", os.X_OK):

@@ -86,12 +86,12 @@ protected:
     return {};
   }
   /// Tunes kShape with one candidate, so a tuned file exists.
-  void tuneOnce(TileConfig tiles) {
+  void tuneOnce(X86TileConfig tiles) {
     Runtime runtime(options());
     TuneOptions tune;
     tune.candidates = {tiles};
     tune.progress = false;
-    tune.measure = [](const Kernel &) { return 1.0; };
+    tune.measure = [](const X86Kernel &) { return 1.0; };
     ASSERT_TRUE(runtime.tune(ropeSpec(), tune));
     ASSERT_FALSE(tunedFile().empty());
   }
@@ -110,11 +110,11 @@ protected:
   std::string expectDefaultTilesWithWarnings() {
     Runtime runtime(options());
     ::testing::internal::CaptureStderr();
-    Expected<Kernel> kernel = runtime.get(ropeSpec());
+    Expected<X86Kernel> kernel = runtime.getX86(ropeSpec());
     std::string warnings = ::testing::internal::GetCapturedStderr();
     EXPECT_TRUE(kernel) << kernel.error();
     if (kernel)
-      EXPECT_EQ(kernel->tiles().queryTile, TileConfig{}.queryTile);
+      EXPECT_EQ(kernel->tiles().queryTile, X86TileConfig{}.queryTile);
     return warnings;
   }
   fs::path dir;
@@ -123,7 +123,7 @@ protected:
 TEST_F(CacheFaults, TunedConfigIsUsedWhenWhole) {
   tuneOnce({96, 48});
   Runtime runtime(options());
-  Expected<Kernel> kernel = runtime.get(ropeSpec());
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec());
   ASSERT_TRUE(kernel) << kernel.error();
   EXPECT_EQ(kernel->tiles().queryTile, 96);
   EXPECT_EQ(kernel->tiles().keyTile, 48);
@@ -203,10 +203,10 @@ TEST_F(CacheFaults, AbsurdSizeLimitsAreRefusedWithAWarning) {
   setenv("PEJIT_CACHE_MAX_MB", "9999999999999", 1);
   {
     Runtime runtime(options());
-    ASSERT_TRUE(runtime.get(ropeSpec()));
+    ASSERT_TRUE(runtime.getX86(ropeSpec()));
   }
   Runtime second(options());
-  ASSERT_TRUE(second.get(ropeSpec()));
+  ASSERT_TRUE(second.getX86(ropeSpec()));
   EXPECT_EQ(second.stats().diskHits, 1);
 }
 
@@ -237,14 +237,14 @@ TEST_F(CacheFaults, StuckLockHolderTimesOut) {
 TEST_F(CacheFaults, RuntimeCompilesPastAStuckLock) {
   setenv("PEJIT_CACHE_LOCK_TIMEOUT", "0.3", 1);
   std::string key = compilerFingerprint() + "|" + Runtime::hostTarget() +
-                    "|tile=" + std::to_string(TileConfig{}.queryTile) + "x" +
-                    std::to_string(TileConfig{}.keyTile) + "|" + ropeSpec().source();
+                    "|tile=" + std::to_string(X86TileConfig{}.queryTile) + "x" +
+                    std::to_string(X86TileConfig{}.keyTile) + "|" + ropeSpec().source();
   int fd = ::open((dir / (fnv1aHex(key) + ".lock")).c_str(), O_RDWR | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);
   Runtime runtime(options());
   ::testing::internal::CaptureStderr();
-  Expected<Kernel> kernel = runtime.get(ropeSpec());
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec());
   std::string messages = ::testing::internal::GetCapturedStderr();
   ::close(fd);
   ASSERT_TRUE(kernel) << kernel.error();
@@ -298,7 +298,7 @@ TEST_F(CacheFaults, ZeroSizeSpecsNeverReachTheCache) {
   Runtime runtime(options());
   Shape empty = kShape;
   empty.querySeq = 0;
-  Expected<Kernel> kernel = runtime.get(ropeSpec(empty));
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec(empty));
   ASSERT_FALSE(kernel);
   EXPECT_NE(kernel.error().find("(dim 2) is 0: every dimension must be at least 1"),
             std::string::npos)

@@ -67,7 +67,7 @@ protected:
     return o;
   }
   /// Runs the kernel on this test's inputs into a NaN-poisoned output.
-  std::vector<float> run(const Kernel &kernel) const {
+  std::vector<float> run(const X86Kernel &kernel) const {
     std::vector<float> out(2 * 37 * 64, std::numeric_limits<float>::quiet_NaN());
     Status status = kernel.run({{const_cast<float *>(q.data()), DType::F32, {1, 2, 37, 64}, {}},
                                 {const_cast<float *>(k.data()), DType::F32, {1, 1, 53, 64}, {}},
@@ -90,14 +90,14 @@ TEST_F(DiskCacheTest, SecondRuntimeLoadsFromDiskWithIdenticalOutput) {
   std::vector<float> fresh, loaded;
   {
     Runtime first(options());
-    Expected<Kernel> kernel = first.get(ropeSpec());
+    Expected<X86Kernel> kernel = first.getX86(ropeSpec());
     ASSERT_TRUE(kernel) << kernel.error();
     EXPECT_FALSE(kernel->loadedFromDisk());
     EXPECT_EQ(first.stats().compiles, 1);
     fresh = run(*kernel);
   }
   Runtime second(options());
-  Expected<Kernel> kernel = second.get(ropeSpec());
+  Expected<X86Kernel> kernel = second.getX86(ropeSpec());
   ASSERT_TRUE(kernel) << kernel.error();
   EXPECT_TRUE(kernel->loadedFromDisk());
   EXPECT_EQ(second.stats().compiles, 0);
@@ -122,7 +122,7 @@ TEST_F(DiskCacheTest, DamagedEntriesAreRebuiltWithAWarning) {
   std::vector<float> reference;
   {
     Runtime first(options());
-    Expected<Kernel> kernel = first.get(ropeSpec());
+    Expected<X86Kernel> kernel = first.getX86(ropeSpec());
     ASSERT_TRUE(kernel) << kernel.error();
     reference = run(*kernel);
   }
@@ -172,7 +172,7 @@ TEST_F(DiskCacheTest, DamagedEntriesAreRebuiltWithAWarning) {
     damage.apply(stored);
     ::testing::internal::CaptureStderr();
     Runtime again(options());
-    Expected<Kernel> kernel = again.get(ropeSpec());
+    Expected<X86Kernel> kernel = again.getX86(ropeSpec());
     std::string warnings = ::testing::internal::GetCapturedStderr();
     ASSERT_TRUE(kernel) << kernel.error();
     EXPECT_FALSE(kernel->loadedFromDisk());
@@ -183,7 +183,7 @@ TEST_F(DiskCacheTest, DamagedEntriesAreRebuiltWithAWarning) {
       ASSERT_EQ(out[i], reference[i]) << "element " << i;
     // ... and the rebuilt entry is whole again.
     Runtime after(options());
-    Expected<Kernel> reloaded = after.get(ropeSpec());
+    Expected<X86Kernel> reloaded = after.getX86(ropeSpec());
     ASSERT_TRUE(reloaded);
     EXPECT_TRUE(reloaded->loadedFromDisk());
   }
@@ -194,7 +194,7 @@ TEST_F(DiskCacheTest, DumpIrWritesEveryStageOfEachCompile) {
   setenv("PEJIT_DUMP_IR", dump.c_str(), 1);
   Runtime runtime(options());
   unsetenv("PEJIT_DUMP_IR");
-  Expected<Kernel> kernel = runtime.get(ropeSpec());
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec());
   ASSERT_TRUE(kernel) << kernel.error();
   std::vector<fs::path> kernels;
   for (const auto &item : fs::directory_iterator(dump))
@@ -212,7 +212,7 @@ TEST_F(DiskCacheTest, UnwritableDirectoryWarnsAndKeepsWorking) {
   o.cacheDir = "/proc/self/pejit-cache-cannot-exist";
   ::testing::internal::CaptureStderr();
   Runtime runtime(o);
-  Expected<Kernel> kernel = runtime.get(ropeSpec());
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec());
   std::string warnings = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(kernel) << kernel.error();
   EXPECT_NE(warnings.find("pejit-cache-cannot-exist"), std::string::npos) << warnings;
@@ -228,7 +228,7 @@ TEST_F(DiskCacheTest, FourRuntimesOnOneKeyLeaveOneWholeEntry) {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       Runtime runtime(options());
-      Expected<Kernel> kernel = runtime.get(ropeSpec());
+      Expected<X86Kernel> kernel = runtime.getX86(ropeSpec());
       ASSERT_TRUE(kernel) << kernel.error();
       compiles[t] = runtime.stats().compiles;
       outputs[t] = run(*kernel);
@@ -303,7 +303,7 @@ TEST_F(DiskCacheTest, TunerPicksTheFastestPersistsItAndSurvivesAFailingCandidate
   // fail to compile, be reported, and not stop the others.
   tuning.candidates = {{144, 96}, {96, 48}, {50, 7}, {48, 72}};
   // Speeds under the test's control: 96x48 is the fast one.
-  tuning.measure = [](const Kernel &kernel) {
+  tuning.measure = [](const X86Kernel &kernel) {
     return kernel.tiles().queryTile == 96 && kernel.tiles().keyTile == 48 ? 1.0 : 5.0;
   };
   {
@@ -320,11 +320,11 @@ TEST_F(DiskCacheTest, TunerPicksTheFastestPersistsItAndSurvivesAFailingCandidate
   // A later Runtime (another process) uses the stored choice by itself,
   // and the tuned kernel is a correct one (same output as the default's).
   Runtime later(options());
-  Expected<Kernel> tuned = later.get(ropeSpec());
+  Expected<X86Kernel> tuned = later.getX86(ropeSpec());
   ASSERT_TRUE(tuned) << tuned.error();
   EXPECT_EQ(tuned->tiles().queryTile, 96);
   EXPECT_EQ(tuned->tiles().keyTile, 48);
-  Expected<Kernel> standard = later.get(ropeSpec(), TileConfig{});
+  Expected<X86Kernel> standard = later.getX86(ropeSpec(), X86TileConfig{});
   ASSERT_TRUE(standard);
   std::vector<float> a = run(*tuned), b = run(*standard);
   double worst = 0, scale = 0;

@@ -21,7 +21,7 @@ namespace pejit::testing {
 struct Case {
   AttentionSpec spec;
   Shape shape;
-  TileConfig tiles;
+  X86TileConfig tiles;
   /// Explicit position ids ([s] or [b, s] per spec.positionsPerBatch); empty
   /// means the kernel's defaults.
   std::vector<int64_t> queryPositions, keyPositions;
@@ -69,7 +69,7 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
 
-  Expected<Kernel> kernel = runtime.get(Spec::fromBuilder(c.spec, s), c.tiles);
+  Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(c.spec, s), c.tiles);
   if (!kernel) {
     outcome.error = kernel.error();
     return outcome;

@@ -176,7 +176,7 @@ TEST(FusedAttention, KeyCacheWithManyQueryTiles) {
     expectMatches(c);
     expectMatches(c);
     // b * hkv * ceil(350 / 96) = 16 jobs: the cache was used.
-    Expected<Kernel> kernel = suiteRuntime->get(Spec::fromBuilder(c.spec, c.shape), c.tiles);
+    Expected<X86Kernel> kernel = suiteRuntime->getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
     ASSERT_TRUE(kernel) << kernel.error();
     EXPECT_NE(kernel->ir("tiled")->find("prepare_jobs = 16 : i64"), std::string::npos);
   }
@@ -286,7 +286,7 @@ TEST(FusedAttention, RopeAndAlibiTogether) {
 }
 
 TEST(FusedAttention, TileConfigsAgree) {
-  for (TileConfig tiles : {TileConfig{48, 6}, TileConfig{96, 72}, TileConfig{144, 48}}) {
+  for (X86TileConfig tiles : {X86TileConfig{48, 6}, X86TileConfig{96, 72}, X86TileConfig{144, 48}}) {
     Case c = shaped(1, 2, 2, 150, 150, 64);
     c.spec.rope = rope();
     c.spec.causal = true;

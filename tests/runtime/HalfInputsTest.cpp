@@ -83,7 +83,7 @@ TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
         ASSERT_TRUE(sig) << sig.error();
         Expected<Spec> spec = Spec::fromText(text);
         ASSERT_TRUE(spec) << spec.error();
-        Expected<Kernel> kernel = runtime.get(*spec);
+        Expected<X86Kernel> kernel = runtime.getX86(*spec);
         ASSERT_TRUE(kernel) << kernel.error();
         EXPECT_EQ(kernel->dtype(), dtypeOf(in));
         EXPECT_EQ(kernel->outputDtype(), dtypeOf(out));
@@ -148,7 +148,7 @@ TEST(HalfInputs, AViewOfAnotherDtypeIsAClearError) {
   std::string text = withTypes(variants()[1].second, "bf16", "f32");
   Expected<Spec> spec = Spec::fromText(text);
   ASSERT_TRUE(spec) << spec.error();
-  Expected<Kernel> kernel = runtime.get(*spec);
+  Expected<X86Kernel> kernel = runtime.getX86(*spec);
   ASSERT_TRUE(kernel) << kernel.error();
   std::vector<float> q(12 * 63 * 64), k(12 * 130 * 64), v(k.size()), o(q.size(), -7.0f);
   std::vector<uint16_t> k16(k.size()), v16(v.size());

@@ -4,6 +4,7 @@
 #include "compiler/Registration.h"
 #include "compiler/backends/x86/CodegenParts.h"
 #include "runtime/X86KernelImpl.h"
+#include "compiler/Stages.h"
 #include "compiler/backends/x86/ObjectCode.h"
 #include "compiler/backends/x86/ParallelCodegen.h"
 #include "runtime/Pejit.h"
@@ -229,7 +230,7 @@ TEST_F(ParallelCodegenTest, LoweredPartsDefineWhatTheLlvmStageHas) {
   spec.rope = ref::RopeConfig{};
   spec.causal = true;
   // Three Q tiles: K is rotated once per call too (pejit_prepare).
-  Expected<Kernel> kernel = runtime.get(Spec::fromBuilder(spec, Shape{1, 2, 2, 300, 300, 64, 64}));
+  Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(spec, Shape{1, 2, 2, 300, 300, 64, 64}));
   ASSERT_TRUE(kernel) << kernel.error();
   Expected<std::string> tiledText = kernel->ir("tiled"), llvmText = kernel->ir("llvm");
   ASSERT_TRUE(tiledText && llvmText);

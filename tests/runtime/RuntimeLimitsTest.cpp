@@ -21,41 +21,41 @@ Spec plainSpec(Shape shape, bool rope = false) {
   return Spec::fromBuilder(spec, shape);
 }
 
-void expectError(const Expected<Kernel> &kernel, const std::string &fragment) {
+void expectError(const Expected<X86Kernel> &kernel, const std::string &fragment) {
   ASSERT_FALSE(kernel) << "compiled, expected an error containing: " << fragment;
   EXPECT_NE(kernel.error().find(fragment), std::string::npos) << kernel.error();
 }
 
 TEST(RuntimeLimits, ZeroSizeDimensionsAreNamed) {
   Runtime runtime({1, ""});
-  expectError(runtime.get(plainSpec({1, 2, 2, 0, 8, 64, 64})),
+  expectError(runtime.getX86(plainSpec({1, 2, 2, 0, 8, 64, 64})),
               "query sq (dim 2) is 0: every dimension must be at least 1");
-  expectError(runtime.get(plainSpec({0, 2, 2, 8, 8, 64, 64})),
+  expectError(runtime.getX86(plainSpec({0, 2, 2, 8, 8, 64, 64})),
               "query b (dim 0) is 0: every dimension must be at least 1");
-  expectError(runtime.get(plainSpec({1, 2, 2, 8, 0, 64, 64})),
+  expectError(runtime.getX86(plainSpec({1, 2, 2, 8, 0, 64, 64})),
               "key skv (dim 2) is 0: every dimension must be at least 1");
-  expectError(runtime.get(plainSpec({1, 0, 2, 8, 8, 64, 64})),
+  expectError(runtime.getX86(plainSpec({1, 0, 2, 8, 8, 64, 64})),
               "query hq (dim 1) is 0: every dimension must be at least 1");
 }
 
 TEST(RuntimeLimits, HugeHeadDimIsAnError) {
   Runtime runtime({1, ""});
-  expectError(runtime.get(plainSpec({1, 1, 1, 8, 8, int64_t(1) << 20, 64})),
+  expectError(runtime.getX86(plainSpec({1, 1, 1, 8, 8, int64_t(1) << 20, 64})),
               "query d (dim 3) is 1048576, beyond pejit's limit of 1024");
-  expectError(runtime.get(plainSpec({1, 1, 1, 8, 8, int64_t(1) << 31, 64})),
+  expectError(runtime.getX86(plainSpec({1, 1, 1, 8, 8, int64_t(1) << 31, 64})),
               "beyond pejit's limit of 1024");
 }
 
 TEST(RuntimeLimits, HugeTilesAreAnErrorNotAStackOverflow) {
   Runtime runtime({1, ""});
-  expectError(runtime.get(plainSpec({1, 1, 1, 8, 8, 64, 64}), TileConfig{48, 99999996}),
+  expectError(runtime.getX86(plainSpec({1, 1, 1, 8, 8, 64, 64}), X86TileConfig{48, 99999996}),
               "tile config (48, 99999996) is invalid");
 }
 
 TEST(RuntimeLimits, PositionsOutsideInt32RangeAreNamed) {
   Runtime runtime({1, ""});
   Shape shape{1, 1, 1, 4, 4, 64, 64};
-  Expected<Kernel> kernel = runtime.get(plainSpec(shape, /*rope=*/true));
+  Expected<X86Kernel> kernel = runtime.getX86(plainSpec(shape, /*rope=*/true));
   ASSERT_TRUE(kernel) << kernel.error();
   std::vector<float> q(4 * 64, 0.5f), k(4 * 64, 0.25f), v(4 * 64, 1.0f), out(4 * 64);
   std::vector<int64_t> queryPositions = {0, 1, 2, 3};

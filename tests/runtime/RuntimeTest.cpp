@@ -28,9 +28,9 @@ const Shape kShape{1, 2, 2, 40, 40, 64, 64};
 // before main returns.
 TEST(Runtime, CacheHitReturnsTheSameKernel) {
   Runtime runtime;
-  Expected<Kernel> first = runtime.get(ropeSpec(kShape));
+  Expected<X86Kernel> first = runtime.getX86(ropeSpec(kShape));
   ASSERT_TRUE(first) << first.error();
-  Expected<Kernel> second = runtime.get(ropeSpec(kShape));
+  Expected<X86Kernel> second = runtime.getX86(ropeSpec(kShape));
   ASSERT_TRUE(second) << second.error();
   EXPECT_EQ(first->id(), second->id());
   EXPECT_EQ(runtime.compileCount(), 1);
@@ -38,12 +38,12 @@ TEST(Runtime, CacheHitReturnsTheSameKernel) {
 
 TEST(Runtime, NewShapeOrTileConfigCompilesAnew) {
   Runtime runtime;
-  Expected<Kernel> base = runtime.get(ropeSpec(kShape));
+  Expected<X86Kernel> base = runtime.getX86(ropeSpec(kShape));
   Shape longer = kShape;
   longer.keySeq = 41;
-  Expected<Kernel> otherShape = runtime.get(ropeSpec(longer));
-  Expected<Kernel> otherTiles = runtime.get(ropeSpec(kShape), TileConfig{48, 48});
-  Expected<Kernel> otherMask = runtime.get(ropeSpec(kShape, /*causal=*/false));
+  Expected<X86Kernel> otherShape = runtime.getX86(ropeSpec(longer));
+  Expected<X86Kernel> otherTiles = runtime.getX86(ropeSpec(kShape), X86TileConfig{48, 48});
+  Expected<X86Kernel> otherMask = runtime.getX86(ropeSpec(kShape, /*causal=*/false));
   ASSERT_TRUE(base && otherShape && otherTiles && otherMask);
   EXPECT_NE(base->id(), otherShape->id());
   EXPECT_NE(base->id(), otherTiles->id());
@@ -63,7 +63,7 @@ TEST(Runtime, EightThreadsAskingForOneKeyCompileOnce) {
       ++ready;
       while (ready.load() < 8) {
       } // start together
-      Expected<Kernel> kernel = runtime.get(spec);
+      Expected<X86Kernel> kernel = runtime.getX86(spec);
       if (kernel)
         ids[t] = kernel->id();
     });
@@ -83,7 +83,7 @@ TEST(Runtime, EightThreadsAskingForOneKeyCompileOnce) {
 TEST(Runtime, ConcurrentRunsOfOneKernelKeepTheirScratchApart) {
   Runtime runtime;
   Shape shape{1, 2, 2, 300, 300, 64, 64};
-  Expected<Kernel> kernel = runtime.get(ropeSpec(shape));
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec(shape));
   ASSERT_TRUE(kernel) << kernel.error();
   ASSERT_NE(kernel->ir("tiled")->find("prepare_jobs = 8 : i64"), std::string::npos);
   size_t n = 2 * 300 * 64;
@@ -127,7 +127,7 @@ TEST(Runtime, EveryStageHasItsIR) {
   AttentionSpec spec;
   spec.rope = ref::RopeConfig{};
   spec.alibi = AlibiSpec{2, 0, false};
-  Expected<Kernel> kernel = runtime.get(Spec::fromBuilder(spec, kShape));
+  Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(spec, kShape));
   ASSERT_TRUE(kernel) << kernel.error();
   auto stage = [&](const char *name) {
     Expected<std::string> text = kernel->ir(name);
@@ -170,7 +170,7 @@ TEST(Runtime, BadSourcesAreErrorValues) {
     })",
                                       "gqa.mlir");
   ASSERT_TRUE(bad);
-  Expected<Kernel> kernel = runtime.get(*bad);
+  Expected<X86Kernel> kernel = runtime.getX86(*bad);
   ASSERT_FALSE(kernel);
   EXPECT_NE(kernel.error().find("hq (12) is not a multiple of hkv (5)"), std::string::npos)
       << kernel.error();
@@ -188,7 +188,7 @@ TEST(Runtime, UnfusableEncodingIsNamed) {
       return %o : tensor<1x2x8x64xf32>
     })");
   ASSERT_TRUE(spec);
-  Expected<Kernel> kernel = runtime.get(*spec);
+  Expected<X86Kernel> kernel = runtime.getX86(*spec);
   ASSERT_FALSE(kernel);
   EXPECT_NE(kernel.error().find("'pe.t5_bias' cannot be compiled"), std::string::npos)
       << kernel.error();
@@ -196,7 +196,7 @@ TEST(Runtime, UnfusableEncodingIsNamed) {
 
 TEST(Runtime, BadBuffersAreErrorValues) {
   Runtime runtime;
-  Expected<Kernel> kernel = runtime.get(ropeSpec(kShape));
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec(kShape));
   ASSERT_TRUE(kernel) << kernel.error();
   std::vector<float> q(2 * 40 * 64), k(q.size()), v(q.size());
   std::vector<float> out(q.size(), std::numeric_limits<float>::quiet_NaN());
@@ -235,7 +235,7 @@ TEST(Runtime, StridedViewsMatchContiguousOnes) {
   // Q stored inside a wider buffer ([b, h, s, 2d] with the head in the first
   // half): strides are honoured, not assumed.
   Runtime runtime;
-  Expected<Kernel> kernel = runtime.get(ropeSpec(kShape));
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec(kShape));
   ASSERT_TRUE(kernel) << kernel.error();
   size_t n = 2 * 40 * 64;
   std::vector<float> q(n), k(n), v(n), wide(2 * n, 7.0f), out1(n), out2(n);

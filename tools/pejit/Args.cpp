@@ -73,7 +73,7 @@ std::optional<int64_t> parseInteger(const std::string &text, int64_t minimum) {
   return static_cast<int64_t>(value);
 }
 
-std::optional<TileConfig> parseTile(const std::string &text) {
+std::optional<X86TileConfig> parseTile(const std::string &text) {
   size_t x = text.find('x');
   if (x == std::string::npos)
     return std::nullopt;
@@ -81,7 +81,7 @@ std::optional<TileConfig> parseTile(const std::string &text) {
   std::optional<int64_t> n = parseInteger(text.substr(x + 1), 1);
   if (!m || !n)
     return std::nullopt;
-  return TileConfig{*m, *n};
+  return X86TileConfig{*m, *n};
 }
 
 std::string filePath(const std::string &reference) {

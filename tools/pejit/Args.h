@@ -38,7 +38,7 @@ std::string parseArgs(int argc, char **argv, int first, const std::vector<FlagSp
 
 /// "96x72" -> {96, 72}; std::nullopt if malformed (the template checks the
 /// multiples when compiling).
-std::optional<TileConfig> parseTile(const std::string &text);
+std::optional<X86TileConfig> parseTile(const std::string &text);
 
 /// A decimal integer >= minimum, or std::nullopt.
 std::optional<int64_t> parseInteger(const std::string &text, int64_t minimum);

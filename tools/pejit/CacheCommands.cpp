@@ -3,7 +3,7 @@
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
 
-#include "runtime/DiskCache.h"
+#include "runtime/cache/DiskCache.h"
 #include "runtime/Pejit.h"
 
 #include <cstdio>
@@ -28,7 +28,7 @@ int tuneCommand(int argc, char **argv) {
   if (std::optional<std::string> list = args.value("candidates")) {
     std::istringstream items(*list);
     for (std::string item; std::getline(items, item, ',');) {
-      std::optional<TileConfig> tiles = parseTile(item);
+      std::optional<X86TileConfig> tiles = parseTile(item);
       if (!tiles)
         return usageError("tune: candidate '" + item + "' is not MxN (e.g. 96x72)");
       options.candidates.push_back(*tiles);
@@ -45,7 +45,7 @@ int tuneCommand(int argc, char **argv) {
     std::fprintf(stderr, "pejit: %s\n", report.error().c_str());
     return kExitError;
   }
-  std::printf("%s\nbest: %lldx%lld (stored; `pejit run` and Runtime::get use it)\n",
+  std::printf("%s\nbest: %lldx%lld (stored; `pejit run` and Runtime::getX86 use it)\n",
               report->table().c_str(), (long long)report->best.queryTile,
               (long long)report->best.keyTile);
   return kExitOk;

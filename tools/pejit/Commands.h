@@ -10,7 +10,9 @@ namespace pejit::cli {
 constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2;
 
 /// The full usage text.
-const char *usageText();
+const std::string &usageText();
+/// One command's section of it ("" for an unknown command).
+std::string commandUsage(const std::string &command);
 /// Prints "pejit: <message>" and the usage text to stderr; returns kExitUsage.
 int usageError(const std::string &message);
 

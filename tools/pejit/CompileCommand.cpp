@@ -50,28 +50,30 @@ int compileCommand(int argc, char **argv) {
   if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}, {"target"}}, args); !error.empty())
     return usageError("compile: " + error);
   if (args.has("help")) {
-    std::fputs(usageText(), stdout);
+    std::fputs(usageText().c_str(), stdout);
     return kExitOk;
   }
   if (args.positional.size() != 1)
     return usageError("compile: expected one FILE.mlir, got " +
                       std::to_string(args.positional.size()) + " positional arguments");
   std::string emit = args.value("emit").value_or("fused");
-  std::string target = args.value("target").value_or("host");
-  bool nvidia = target == "nvidia" || target.rfind("nvidia:", 0) == 0;
-  if (!nvidia && target != "host")
-    return usageError("compile: unknown --target=" + target + " (host, nvidia or nvidia:sm_XX)");
-  const std::vector<std::string> &stages =
-      nvidia ? NvidiaKernel::stageNames() : Kernel::stageNames();
+  std::string targetError;
+  std::optional<Target> target = Target::parse(args.value("target").value_or("host"), &targetError);
+  if (!target)
+    return usageError("compile: --target: " + targetError);
+  bool nvidia = target->kind == Target::Kind::Nvidia;
+  std::vector<std::string> stages;
+  for (const StageInfo &stage : Runtime::stages(*target))
+    stages.push_back(stage.name);
   if (emit != "all" && std::find(stages.begin(), stages.end(), emit) == stages.end()) {
     std::string known;
     for (const std::string &stage : stages)
       known += stage + ", ";
     return usageError("compile: unknown stage '" + emit + "' (stages: " + known + "all)");
   }
-  std::optional<TileConfig> tiles; // none: the tuned config, else the default
+  std::optional<X86TileConfig> tiles; // none: the tuned config, else the default
   if (std::optional<std::string> tile = args.value("tile")) {
-    std::optional<TileConfig> parsed = parseTile(*tile);
+    std::optional<X86TileConfig> parsed = parseTile(*tile);
     if (!parsed)
       return usageError("compile: --tile=" + *tile + " is not MxN (e.g. 96x72)");
     tiles = *parsed;
@@ -84,11 +86,11 @@ int compileCommand(int argc, char **argv) {
   }
   Runtime runtime(RuntimeOptions{1});
   if (nvidia)
-    return printNvidiaStages(runtime, *spec, target == "nvidia" ? "sm_80" : target.substr(7),
+    return printNvidiaStages(runtime, *spec, target->arch,
                              tiles ? NvidiaTileConfig{tiles->queryTile, tiles->keyTile}
                                    : NvidiaTileConfig{},
                              emit == "all" ? stages : std::vector<std::string>{emit});
-  Expected<Kernel> kernel = runtime.get(*spec, tiles);
+  Expected<X86Kernel> kernel = runtime.getX86(*spec, tiles);
   if (!kernel) {
     std::fprintf(stderr, "pejit: %s\n", kernel.error().c_str());
     return kExitError;

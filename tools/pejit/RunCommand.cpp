@@ -7,7 +7,7 @@
 #include "tools/pejit/TensorIO.h"
 
 #include "runtime/Pejit.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/npy/Npy.h"
 
 #include <algorithm>
@@ -38,11 +38,11 @@ struct RunOptions {
   std::string file;
   std::vector<std::string> inputs;
   std::optional<std::string> output;
-  std::optional<TileConfig> tiles; // none: the tuned config, else the default
+  std::optional<X86TileConfig> tiles; // none: the tuned config, else the default
   int threads = 0;
   int64_t repeat = 0;
   bool check = false;
-  std::string target = "host";
+  Target target = Target::host();
 };
 
 /// Fills `options` from the command line; "" or a usage message.
@@ -58,7 +58,7 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
   if (options.output && options.output->empty())
     return "--output needs a file name (--output=@FILE.npy)";
   if (std::optional<std::string> tile = args.value("tile")) {
-    std::optional<TileConfig> parsed = parseTile(*tile);
+    std::optional<X86TileConfig> parsed = parseTile(*tile);
     if (!parsed)
       return "--tile=" + *tile + " is not MxN (e.g. 96x72)";
     options.tiles = *parsed;
@@ -76,10 +76,11 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
     options.repeat = *n;
   }
   options.check = args.has("check");
-  options.target = args.value("target").value_or("host");
-  if (options.target != "host" && options.target != "nvidia" &&
-      options.target.rfind("nvidia:", 0) != 0)
-    return "unknown --target=" + options.target + " (host, nvidia or nvidia:sm_XX)";
+  std::string targetError;
+  std::optional<Target> target = Target::parse(args.value("target").value_or("host"), &targetError);
+  if (!target)
+    return "--target: " + targetError;
+  options.target = *target;
   return "";
 }
 
@@ -92,7 +93,7 @@ int runCommand(int argc, char **argv) {
   if (std::string error = parseArgs(argc, argv, 2, specs, args); !error.empty())
     return usageError("run: " + error);
   if (args.has("help")) {
-    std::fputs(usageText(), stdout);
+    std::fputs(usageText().c_str(), stdout);
     return kExitOk;
   }
   RunOptions options;
@@ -117,9 +118,9 @@ int runCommand(int argc, char **argv) {
                            std::to_string(sig.arguments.size())) +
                 " inputs (--input=@FILE.npy, in argument order), got " + std::to_string(given) +
                 "; its arguments:\n" + listArguments(sig));
-  if (options.target != "host")
+  if (options.target.kind == Target::Kind::Nvidia)
     return runNvidia({options.file,
-                      options.target == "nvidia" ? "sm_80" : options.target.substr(7), *spec,
+                      options.target.arch, *spec,
                       sig, options.inputs, options.output, options.check});
   std::vector<HostTensor> inputs(given);
   for (size_t i = 0; i < given; ++i) {
@@ -132,7 +133,7 @@ int runCommand(int argc, char **argv) {
   }
 
   Runtime runtime(RuntimeOptions{options.threads});
-  Expected<Kernel> kernel = runtime.get(*spec, options.tiles);
+  Expected<X86Kernel> kernel = runtime.getX86(*spec, options.tiles);
   if (!kernel)
     return fail(kernel.error());
   // A kernel on f16/bf16 inputs reads 16-bit values; --check's reference

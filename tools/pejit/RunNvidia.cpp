@@ -29,7 +29,7 @@ struct DeviceInput {
 
 } // namespace
 
-int runNvidia(const NvidiaRunRequest &request) {
+int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
   const FunctionSignature &sig = request.signature;
   Runtime runtime;
   Expected<NvidiaKernel> kernel = runtime.getNvidia(request.spec, request.arch);
@@ -78,7 +78,8 @@ int runNvidia(const NvidiaRunRequest &request) {
   std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff);
   TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(), outType,
                      outShape, {}};
-  if (Status status = kernel->run(views, outView); !status)
+  Status status = launch ? launch(*kernel, views, outView) : kernel->run(views, outView);
+  if (!status)
     return fail(request.file + ": " + status.message());
   if (narrowOut)
     out = npy::toFloat32(npy::Array{npyDtype(outType), outShape, out16});
@@ -97,6 +98,8 @@ int runNvidia(const NvidiaRunRequest &request) {
       return fail("--check: the reference result " + ref::shapeToString(expected->shape) +
                   " does not match the kernel's output");
     double error = relativeError(out, *expected);
+    if (request.maxRelativeError)
+      *request.maxRelativeError = error;
     std::printf("max relative error: %.3g (tolerance 1e-2, f16/bf16 inputs)\n", error);
     if (!(error <= 1e-2))
       return fail("--check failed: max relative error " + std::to_string(error));

@@ -3,8 +3,9 @@
 #define PEJIT_TOOLS_PEJIT_RUNNVIDIA_H
 
 #include "runtime/Pejit.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,10 +19,19 @@ struct NvidiaRunRequest {
   std::vector<std::string> inputs; ///< .npy paths, in argument order
   std::optional<std::string> output;
   bool check = false;
+  /// With check: receives the max relative error (tests read it).
+  double *maxRelativeError = nullptr;
 };
 
+/// Runs a compiled kernel on views (host buffers); the default is
+/// NvidiaKernel::run (CUDA driver). Tests pass a fake to exercise the
+/// output handling and the --check comparison without a GPU.
+using NvidiaLauncher = std::function<Status(const NvidiaKernel &, const std::vector<TensorView> &,
+                                            const TensorView &)>;
+
 /// Compiles for the GPU, runs on the .npy inputs, writes/compares the output.
-int runNvidia(const NvidiaRunRequest &request);
+/// Returns the exit code (kExitOk, kExitError).
+int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch = {});
 
 } // namespace pejit::cli
 

@@ -5,7 +5,7 @@
 #define PEJIT_TOOLS_PEJIT_TENSORIO_H
 
 #include "runtime/Pejit.h"
-#include "runtime/ReferenceInterpreter.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/npy/Npy.h"
 
 #include <cstdint>

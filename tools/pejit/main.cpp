@@ -9,82 +9,6 @@
 #include <cstring>
 #include <string>
 
-namespace pejit::cli {
-
-const char *usageText() {
-  return R"(usage: pejit <command> [options]
-
-JIT-compiles attention with positional encodings, written in the pe + attn
-MLIR dialects (one func.func), for the host CPU.
-
-commands:
-  compile FILE.mlir [--emit=STAGE] [--tile=MxN] [--target=TARGET]
-      Compile FILE.mlir and print the IR of one stage.
-      --emit=STAGE         source, fused (default), tiled, llvm, llvm-ir, asm,
-                           or all (every stage, each after a header line);
-                           for nvidia: source, fused, tiled, unrolled, ptx
-      --target=TARGET      host (default), nvidia (sm_80) or nvidia:sm_XX
-                           (sm_80, sm_86, sm_89, sm_90): f16/bf16 tensor-core
-                           kernel as PTX, assembled by ptxas when found
-                           (its register/spill report goes to stderr)
-      --tile=MxN           query x key tile: x86 default 144x96 (M a multiple
-                           of 48, N of 6); nvidia default 64x64 (M = 16 x
-                           warps: 16, 32, 64, 128; N a multiple of 16 <= 128)
-
-  run FILE.mlir --input=@FILE.npy ... [--output=@FILE.npy] [options]
-      Compile FILE.mlir and run it on .npy tensors.
-      --input=@FILE.npy    one per function argument, in order (trailing
-                           position ids may be omitted: CONVENTIONS.md
-                           defaults). float32 for tensors (float16, and
-                           bfloat16 stored as uint16, are converted to
-                           float32); int32 or int64 for position ids
-      --output=@FILE.npy   write the result (float32)
-      --tile=MxN           as for compile
-      --threads=N          worker threads (default: all cores, or
-                           PEJIT_NUM_THREADS)
-      --check              also evaluate the float64 reference interpreter
-                           on the same inputs, print the max relative error
-                           and fail (exit 1) above 1e-4
-      --repeat=N           run N more times; print the median time and
-                           GFLOP/s (4*b*hq*sq*skv*d FLOPs, half if causal)
-      --target=nvidia[:sm_XX]  run on an NVIDIA GPU through the CUDA driver:
-                           f16 .npy, or bf16 stored as uint16; output
-                           float32; --check at tolerance 1e-2
-      Compile and run times go to stderr.
-
-  help, --help         print this text
-
-  bench [--json] [--repeats=N] [--quick] [--cases=NAME,...]
-      Fused RoPE attention vs a separate RoPE pass + attention vs naive
-      attention (b=1, hq=hkv=16, d=128, s=512/2048/4096 causal and not,
-      decode over 4096 keys): ms, GFLOP/s, fraction of this machine's
-      measured fp32 FMA peak, JIT cold compile and cache-hit time.
-
-  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
-      Compile and time tile configs for FILE.mlir's shape on this CPU (a
-      progress bar on a terminal), print the table and store the fastest in
-      the disk cache: later `run` and Runtime::get without --tile use it.
-
-  cache ls | stats | verify | clear
-      The disk cache (PEJIT_CACHE_DIR): entries with size, age and shape;
-      hits, misses and bytes; every entry's checksums (exit 1 if one is
-      damaged); remove everything.
-
-environment: PEJIT_CACHE_DIR, PEJIT_CACHE_MAX_MB (default 1024),
-  PEJIT_DISABLE_CACHE=1, PEJIT_DUMP_IR=DIR, PEJIT_NUM_THREADS,
-  PEJIT_TEMPLATE_DIR, PEJIT_TIMING=1, PEJIT_PERF=1 (README has the list)
-
-exit codes: 0 success, 1 error (compile, inputs, --check failed), 2 usage
-)";
-}
-
-int usageError(const std::string &message) {
-  std::fprintf(stderr, "pejit: %s\n\n%s", message.c_str(), usageText());
-  return kExitUsage;
-}
-
-} // namespace pejit::cli
-
 int main(int argc, char **argv) {
   // A crash (there should be none) prints LLVM's stack dump, not nothing.
   llvm::InitLLVM init(argc, argv);
@@ -93,9 +17,16 @@ int main(int argc, char **argv) {
     return usageError("no command given");
   std::string command = argv[1];
   if (command == "help" || command == "--help" || command == "-h") {
-    std::fputs(usageText(), stdout);
+    std::fputs(usageText().c_str(), stdout);
     return kExitOk;
   }
+  // Every command answers --help (anywhere after it) with its own usage.
+  std::string usage = commandUsage(command);
+  for (int i = 2; i < argc && !usage.empty(); ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf("usage: pejit %s", usage.c_str() + 2); // the section, unindented
+      return kExitOk;
+    }
   if (command == "compile")
     return compileCommand(argc, argv);
   if (command == "run")

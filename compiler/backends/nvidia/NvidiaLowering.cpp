@@ -30,21 +30,21 @@ using namespace mlir;
 
 namespace pejit {
 
-void registerNvidiaDialects(DialectRegistry &registry) {
-  registry.insert<gpu::GPUDialect, nvgpu::NVGPUDialect, NVVM::NVVMDialect>();
-  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
-  NVVM::registerConvertGpuToNVVMInterface(registry);
-  registerConvertNVVMToLLVMInterface(registry);
-  registerGPUDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
-}
-
 bool isSupportedNvidiaChip(const std::string &chip) {
   return chip == "sm_80" || chip == "sm_86" || chip == "sm_89" || chip == "sm_90";
 }
 
+LogicalResult unrollNvidiaRegisterLoops(ModuleOp module) {
+  PassManager unroll(module.getContext());
+  unroll.addPass(createCanonicalizerPass());
+  unroll.addPass(createUnrollAnnotatedLoops());
+  unroll.addPass(createCanonicalizerPass());
+  unroll.addPass(createCSEPass());
+  unroll.addPass(createSymbolDCEPass());
+  return unroll.run(module);
+}
+
 FailureOr<std::string> lowerNvidiaToPtx(ModuleOp module, const std::string &chip,
-                                        std::string *unrolledStage,
                                         const std::string &cudaToolkit) {
   static std::once_flag nvptx;
   std::call_once(nvptx, [] {
@@ -53,20 +53,6 @@ FailureOr<std::string> lowerNvidiaToPtx(ModuleOp module, const std::string &chip
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
-  PassManager unroll(module.getContext());
-  unroll.addPass(createCanonicalizerPass());
-  unroll.addPass(createUnrollAnnotatedLoops());
-  unroll.addPass(createCanonicalizerPass());
-  unroll.addPass(createCSEPass());
-  unroll.addPass(createSymbolDCEPass());
-  if (failed(unroll.run(module)))
-    return failure();
-  if (unrolledStage) {
-    unrolledStage->clear();
-    llvm::raw_string_ostream os(*unrolledStage);
-    module->print(os);
-  }
-
   PassManager lower(module.getContext());
   gpu::GPUToNVVMPipelineOptions options;
   options.cubinChip = chip;

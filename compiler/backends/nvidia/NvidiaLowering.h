@@ -3,9 +3,9 @@
 // That lowering turns math ops (exp2, fma, roundeven, pow, ...) into calls
 // to the CUDA toolkit's libdevice, which is linked into every kernel (its
 // nvvm/libdevice/libdevice.10.bc is the only toolkit file needed); ptxas,
-// when present, is run by the runtime.
-#ifndef PEJIT_COMPILER_NVIDIALOWERING_H
-#define PEJIT_COMPILER_NVIDIALOWERING_H
+// when present, is run by the nvidia backend's last stage (Ptxas.h).
+#ifndef PEJIT_COMPILER_BACKENDS_NVIDIA_NVIDIALOWERING_H
+#define PEJIT_COMPILER_BACKENDS_NVIDIA_NVIDIALOWERING_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -14,21 +14,19 @@
 
 namespace pejit {
 
-/// gpu, nvgpu, nvvm and the interfaces their lowering and serialization need.
-void registerNvidiaDialects(mlir::DialectRegistry &registry);
-
 /// Architectures pejit emits PTX for ("sm_80", "sm_90").
 bool isSupportedNvidiaChip(const std::string &chip);
 
-/// Unrolls the template's register loops, lowers the gpu.module to NVVM and
-/// serializes it to PTX for `chip` (PTX ISA 8.0). `unrolledStage` receives
-/// the module after the unrolling (the last MLIR stage before LLVM).
-/// `cudaToolkit` is the toolkit whose nvvm/libdevice is linked (empty: MLIR's
+/// Unrolls the template's register loops (pejit-unroll-annotated-loops,
+/// then canonicalize, cse, symbol-dce): the last MLIR stage before NVVM.
+mlir::LogicalResult unrollNvidiaRegisterLoops(mlir::ModuleOp module);
+
+/// Lowers the unrolled gpu.module to NVVM and serializes it to PTX for
+/// `chip` (PTX ISA 8.0). `cudaToolkit` is the toolkit whose nvvm/libdevice is linked (empty: MLIR's
 /// own search, CUDA_ROOT / CUDA_HOME / CUDA_PATH). A kernel that still calls
 /// a libdevice function (none found) is an error naming it. Fails with the
 /// diagnostics on the module's context.
 mlir::FailureOr<std::string> lowerNvidiaToPtx(mlir::ModuleOp module, const std::string &chip,
-                                              std::string *unrolledStage,
                                               const std::string &cudaToolkit = "");
 
 /// The CUDA toolkit to take libdevice from: the first of $CUDA_ROOT,
@@ -39,4 +37,4 @@ std::string findCudaToolkit(const std::string &ptxas = "");
 
 } // namespace pejit
 
-#endif // PEJIT_COMPILER_NVIDIALOWERING_H
+#endif // PEJIT_COMPILER_BACKENDS_NVIDIA_NVIDIALOWERING_H

@@ -174,8 +174,7 @@ std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
     for (const auto &helper : group.helpers)
       group.size += sizes.lookup(helper.getKey());
   }
-  std::stable_sort(partGroups.begin(), partGroups.end(),
-                   [](const Group &a, const Group &b) { return a.size > b.size; });
+  sortLargestFirst(partGroups);
 
   llvm::StringSet<> internal = wrappedOnly(module, references);
   std::vector<CodegenPart> parts;

@@ -18,7 +18,9 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 namespace pejit {
@@ -50,6 +52,22 @@ struct CodegenPart {
 /// lowered already), all functions marked kColdFunctionAttr (and their
 /// wrappers) in one part. A private helper is defined in each part that
 /// calls it.
+/// Orders `items` by their `size` member, largest first, equal sizes in
+/// their original order (std::stable_sort's result, without libstdc++'s
+/// deprecated temporary buffer).
+template <typename T> void sortLargestFirst(std::vector<T> &items) {
+  std::vector<size_t> order(items.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return items[a].size != items[b].size ? items[a].size > items[b].size : a < b;
+  });
+  std::vector<T> sorted;
+  sorted.reserve(items.size());
+  for (size_t index : order)
+    sorted.push_back(std::move(items[index]));
+  items = std::move(sorted);
+}
+
 std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module);
 
 /// Linkage for a lowered part (llvm.func) before it is translated: its

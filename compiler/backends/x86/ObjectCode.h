@@ -5,7 +5,7 @@
 #ifndef PEJIT_RUNTIME_OBJECTCODE_H
 #define PEJIT_RUNTIME_OBJECTCODE_H
 
-#include "runtime/Pejit.h"
+#include "runtime/core/Types.h"
 
 #include <memory>
 #include <string>

@@ -96,8 +96,7 @@ Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, 
   // the unrolled loops), so each thread taking the next part balances them.
   for (CodegenPart &part : parts)
     part.size = backendCostEstimate(*part.module);
-  std::stable_sort(parts.begin(), parts.end(),
-                   [](const CodegenPart &a, const CodegenPart &b) { return a.size > b.size; });
+  sortLargestFirst(parts);
   std::vector<Expected<std::string>> objects(parts.size(),
                                              Expected<std::string>::error("not compiled"));
   // Each part is translated, optimized and compiled on one thread, in its

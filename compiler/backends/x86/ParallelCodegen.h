@@ -7,7 +7,7 @@
 
 #include "compiler/backends/x86/CodegenParts.h"
 #include "compiler/backends/x86/ObjectCode.h"
-#include "runtime/Pejit.h"
+#include "runtime/core/Types.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

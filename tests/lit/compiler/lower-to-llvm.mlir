@@ -1,6 +1,6 @@
 // pejit-lower-to-llvm: the tiled stage in the LLVM dialect only, with the
 // C interface wrappers the runtime calls.
-// RUN: pejit-opt %s --attn-instantiate-template --pejit-lower-to-llvm | FileCheck %s
+// RUN: pejit-opt %s --attn-instantiate-x86-template --pejit-lower-to-llvm | FileCheck %s
 
 // The template's once-per-call functions stay marked pejit.cold (their
 // wrappers too): the runtime compiles them without loop strength reduction.

@@ -1,4 +1,4 @@
-// attn-instantiate-template: the fused attention function becomes the x86
+// attn-instantiate-x86-template: the fused attention function becomes the x86
 // AVX2 template's kernel, with the encodings' hooks expanded in place of
 // attn.qk_prologue / attn.qk_transform / attn.score_mod.
 //   RoPE:  prologue tables cos/sin(pos * inv_freq) (vector sin/cos in f64),
@@ -8,7 +8,7 @@
 //   V:     read in place by P . V when f32 with full Q tiles (a view), else
 //          copied (widened) into a tile
 //   ALiBi: St[jr, ir] += -slope[h] * ((i0 + ir + off) - (j0 + jr))
-// RUN: pejit-opt %s --split-input-file --attn-instantiate-template | FileCheck %s
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template | FileCheck %s
 
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is

@@ -1,5 +1,5 @@
-// What attn-instantiate-template refuses, each with a message naming it.
-// RUN: pejit-opt %s --split-input-file --attn-instantiate-template --verify-diagnostics
+// What attn-instantiate-x86-template refuses, each with a message naming it.
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
 
 func.func @unfused_op(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %t: tensor<32x2xf32>) -> tensor<1x2x8x64xf32> {
   // expected-error @+1 {{'pe.t5_bias' cannot be compiled into the kernel: only a fused attn.attention can (no fused kernel hook for it yet)}}

@@ -1,0 +1,215 @@
+// The stage runner shared by every backend (Stages.h).
+#include "compiler/Stages.h"
+
+#include "compiler/Pipelines.h"
+#include "compiler/Registration.h"
+#include "compiler/passes/Instantiate.h"
+#include "compiler/passes/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+namespace pejit {
+
+std::string printOperation(mlir::Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+void initializeCompilerOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    registerPipelines();
+  });
+}
+
+struct DiagnosticCollector::Handler {
+  Handler(mlir::MLIRContext &context, std::string &messages)
+      : scoped(&context, [&messages](mlir::Diagnostic &diag) {
+          std::string text;
+          llvm::raw_string_ostream os(text);
+          os << diag.getLocation() << ": " << diag;
+          for (mlir::Diagnostic &note : diag.getNotes())
+            os << "\n  note: " << note;
+          messages += (messages.empty() ? "" : "\n") + text;
+          return mlir::success();
+        }) {}
+  mlir::ScopedDiagnosticHandler scoped;
+};
+
+DiagnosticCollector::DiagnosticCollector(mlir::MLIRContext &context)
+    : handler_(std::make_unique<Handler>(context, messages_)) {}
+
+DiagnosticCollector::~DiagnosticCollector() = default;
+
+std::string DiagnosticCollector::take(const std::string &stage) {
+  std::string text = stage + ": " + (messages_.empty() ? "failed" : messages_);
+  messages_.clear();
+  return text;
+}
+
+namespace {
+
+/// Worker threads for MLIR's function-level passes, shared by every
+/// kernel's context: a pool per context would start threads for each
+/// compile. One per core, at most 4: a kernel has only a few big functions.
+llvm::ThreadPoolInterface &passThreads() {
+  static llvm::DefaultThreadPool pool(llvm::hardware_concurrency(
+      std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 4)));
+  return pool;
+}
+
+} // namespace
+
+std::unique_ptr<mlir::MLIRContext> makeCompilerContext(bool parallelPasses) {
+  mlir::DialectRegistry registry;
+  registerDialects(registry);
+  auto context = std::make_unique<mlir::MLIRContext>(registry,
+                                                     mlir::MLIRContext::Threading::DISABLED);
+  // The lowering's function-level passes run on the kernel's functions at
+  // once (pejit_item and pejit_pv_tile are about the same size).
+  if (parallelPasses)
+    context->setThreadPool(passThreads());
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+Expected<KernelArtifact> runStages(const StageTable &table, const std::string &source,
+                                   const std::string &name) {
+  initializeCompilerOnce();
+  std::unique_ptr<mlir::MLIRContext> context = makeCompilerContext(table.parallelPasses);
+  DiagnosticCollector diagnostics(*context);
+  CompileState state;
+  state.sourceText = source;
+  state.sourceName = name;
+  state.context = context.get();
+  std::string timing;
+  for (const Stage &stage : table.stages) {
+    if (stage.kind == StageKind::Derived)
+      continue;
+    auto start = std::chrono::steady_clock::now();
+    if (mlir::failed(stage.run(state)))
+      return Expected<KernelArtifact>::error(diagnostics.take(stage.name));
+    // A kept stage's text is its module, unless the stage wrote its own (ptx).
+    if (stage.kind == StageKind::Kept && !state.artifact.stages.count(stage.name))
+      state.artifact.stages[stage.name] = printOperation(*state.module);
+    char lap[64];
+    std::snprintf(lap, sizeof(lap), " %s %.1f", stage.name.c_str(),
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            start)
+                      .count());
+    timing += lap;
+  }
+  if (std::getenv("PEJIT_TIMING"))
+    std::fprintf(stderr, "pejit timing (%s, ms):%s\n", table.target.c_str(), timing.c_str());
+  return std::move(state.artifact);
+}
+
+std::vector<std::string> textStageNames(const StageTable &table) {
+  std::vector<std::string> names;
+  for (const Stage &stage : table.stages)
+    if (stage.kind != StageKind::Binary)
+      names.push_back(stage.name);
+  return names;
+}
+
+Expected<std::string> deriveStage(const StageTable &table, const std::string &name,
+                                  const StageTextFn &textOf) {
+  for (const Stage &stage : table.stages)
+    if (stage.name == name && stage.kind == StageKind::Derived)
+      return stage.derive(textOf);
+  return Expected<std::string>::error(name + ": not a derived " + table.target + " stage");
+}
+
+Expected<std::string> stageText(const StageTable &table,
+                                const std::map<std::string, std::string> &kept,
+                                const std::string &name, const StageTextFn &derived) {
+  for (const Stage &stage : table.stages) {
+    if (stage.name != name || stage.kind == StageKind::Binary)
+      continue;
+    if (stage.kind == StageKind::Derived)
+      return derived(name);
+    if (auto it = kept.find(name); it != kept.end())
+      return it->second;
+    return Expected<std::string>::error("stage '" + name + "' was not kept");
+  }
+  std::string known;
+  for (const std::string &stage : textStageNames(table))
+    known += (known.empty() ? "" : ", ") + stage;
+  return Expected<std::string>::error("unknown stage '" + name + "' of the " + table.target +
+                                      " backend (stages: " + known + ")");
+}
+
+namespace {
+
+int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
+  auto attr = dict.getAs<mlir::IntegerAttr>(name);
+  return attr ? attr.getInt() : 0;
+}
+
+/// "f32", "f16", "bf16" (absent or other: f32) as a DType.
+DType dtypeField(mlir::DictionaryAttr dict, llvm::StringRef name) {
+  auto attr = dict.getAs<mlir::StringAttr>(name);
+  if (attr && attr.getValue() == "f16")
+    return DType::F16;
+  if (attr && attr.getValue() == "bf16")
+    return DType::BF16;
+  return DType::F32;
+}
+
+} // namespace
+
+void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
+  auto info = module->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
+  description.items = intField(info, "items");
+  description.scratchFloats = intField(info, "scratch_floats");
+  description.prepareJobs = intField(info, "prepare_jobs");
+  description.queryPositionRows = intField(info, "query_position_rows");
+  description.keyPositionRows = intField(info, "key_position_rows");
+  description.inputDtype = dtypeField(info, "dtype");
+  description.outputDtype = dtypeField(info, "out_dtype");
+  description.arguments.clear();
+  for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
+    description.arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
+}
+
+Stage sourceStage() {
+  Stage stage;
+  stage.name = "source";
+  stage.summary = "the user's IR: pe and attn ops on tensors";
+  stage.run = [](CompileState &state) {
+    state.module = mlir::parseSourceString<mlir::ModuleOp>(state.sourceText, state.context,
+                                                           state.sourceName);
+    return mlir::success(static_cast<bool>(state.module));
+  };
+  return stage;
+}
+
+Stage fusedStage() {
+  Stage stage;
+  stage.name = "fused";
+  stage.summary = "pe-fuse-into-attention: encodings moved into attn.attention";
+  stage.run = [](CompileState &state) {
+    mlir::PassManager fuse(state.context);
+    fuse.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
+    return fuse.run(*state.module);
+  };
+  return stage;
+}
+
+} // namespace pejit

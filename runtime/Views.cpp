@@ -1,0 +1,90 @@
+// Checking user buffers against a kernel's shapes, and the position tables
+// kernels take: shared by the x86 and nvidia runs.
+#include "runtime/Views.h"
+
+#include "dialects/Limits.h"
+
+#include <sstream>
+
+namespace pejit {
+
+std::string dimsText(const std::vector<int64_t> &shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+std::vector<int64_t> stridesOf(const TensorView &view) {
+  if (!view.strides.empty())
+    return view.strides;
+  std::vector<int64_t> strides(view.shape.size(), 1);
+  for (int i = static_cast<int>(view.shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * view.shape[i + 1];
+  return strides;
+}
+
+/// Checks a view's pointer, dtype, shape and strides; `what` names it.
+Status checkView(const TensorView &view, const std::string &what,
+                 const std::vector<int64_t> &expected, std::vector<DType> dtypes) {
+  if (!view.data)
+    return Status::error(what + ": data pointer is null");
+  bool dtypeOk = false;
+  for (DType d : dtypes)
+    dtypeOk |= view.dtype == d;
+  if (!dtypeOk)
+    return Status::error(what + ": dtype " + dtypeName(view.dtype) +
+                         " is not supported here (expected " + dtypeName(dtypes[0]) +
+                         (dtypes.size() > 1 ? std::string(" or ") + dtypeName(dtypes[1]) : "") +
+                         ")");
+  if (view.shape != expected)
+    return Status::error(what + ": shape " + dimsText(view.shape) +
+                         " does not match the kernel's " + dimsText(expected));
+  if (!view.strides.empty() && view.strides.size() != view.shape.size())
+    return Status::error(what + ": " + std::to_string(view.strides.size()) +
+                         " strides for a rank-" + std::to_string(view.shape.size()) + " shape");
+  std::vector<int64_t> strides = stridesOf(view);
+  if (!strides.empty() && strides.back() != 1)
+    return Status::error(what + ": the last dimension must be contiguous (stride 1), got " +
+                         std::to_string(strides.back()));
+  for (int64_t stride : strides)
+    if (stride < 0)
+      return Status::error(what + ": negative strides are not supported");
+  return Status();
+}
+
+Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
+                     int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table) {
+  table.assign(rows * seq, 0);
+  if (!view) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t s = 0; s < seq; ++s)
+        table[r * seq + s] = first + s;
+    return Status();
+  }
+  std::vector<int64_t> expected = rows == 1 ? std::vector<int64_t>{seq}
+                                            : std::vector<int64_t>{batch, seq};
+  if (rows == 1 && view->shape.size() == 2 && view->shape[0] == 1)
+    expected = {1, seq};
+  if (Status s = checkView(*view, what, expected, {DType::I64, DType::I32}); !s)
+    return s;
+  std::vector<int64_t> strides = stridesOf(*view);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t s = 0; s < seq; ++s) {
+      int64_t offset = (view->shape.size() == 2 ? r * strides[0] : 0) + s * strides.back();
+      int64_t position = view->dtype == DType::I64
+                             ? static_cast<const int64_t *>(view->data)[offset]
+                             : static_cast<const int32_t *>(view->data)[offset];
+      // docs/limits.md: RoPE angles stay exact only for |position| < 2^31.
+      if (position < -limits::kMaxPositionMagnitude || position >= limits::kMaxPositionMagnitude)
+        return Status::error(what + ": position " + std::to_string(position) + " at [" +
+                             (view->shape.size() == 2 ? std::to_string(r) + ", " : "") +
+                             std::to_string(s) + "] is outside [-2^31, 2^31)");
+      table[r * seq + s] = position;
+    }
+  return Status();
+}
+
+} // namespace pejit

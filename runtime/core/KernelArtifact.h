@@ -1,0 +1,51 @@
+// What a backend's stage table produces and the runtime keeps: a kernel as
+// data. The disk cache stores it; the x86 runtime links its objects in
+// process; the nvidia runtime and the GPU check runner launch its cubin.
+#ifndef PEJIT_RUNTIME_CORE_KERNELARTIFACT_H
+#define PEJIT_RUNTIME_CORE_KERNELARTIFACT_H
+
+#include "runtime/core/Types.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pejit {
+
+/// What the runtime needs to call a compiled kernel, besides its code: the
+/// same for x86 and nvidia kernels.
+struct KernelDescription {
+  Shape shape;
+  /// The role of each input, in order: "query", "key", "value",
+  /// "query_positions", "key_positions", or "positions" (both).
+  std::vector<std::string> arguments;
+  int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
+  int64_t prepareJobs = 0;
+  DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
+};
+
+/// How an nvidia kernel is launched: kept as the artifact's "nvidia.meta"
+/// stage, in the text format of KernelMeta.h.
+struct NvidiaLaunch {
+  std::string arch;                 ///< sm_80, sm_86, sm_89, sm_90
+  std::vector<int64_t> grid, block; ///< of pejit_attention
+  /// Split-KV (splits > 1): partial outputs and row statistics per split,
+  /// merged by pejit_combine over combineGrid.
+  int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
+  std::vector<int64_t> combineGrid;
+};
+
+/// Everything a compiled kernel is, as data: its description, the text of
+/// every kept stage, and its object code.
+struct KernelArtifact : KernelDescription {
+  std::map<std::string, std::string> stages; // by stage name
+  /// x86: ELF relocatables, one per codegen part, linked together on load.
+  /// nvidia: one entry, the cubin (empty without ptxas).
+  std::vector<std::string> objects;
+};
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_CORE_KERNELARTIFACT_H

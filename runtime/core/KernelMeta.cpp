@@ -1,0 +1,88 @@
+#include "runtime/core/KernelMeta.h"
+
+#include <set>
+#include <sstream>
+
+namespace pejit {
+
+namespace {
+
+void writeDims(std::ostream &out, const char *key, const std::vector<int64_t> &dims) {
+  out << key;
+  for (int64_t d : dims)
+    out << " " << d;
+  out << "\n";
+}
+
+/// Reads `count` integers after `key`; false when they are not there.
+bool readInts(std::istringstream &line, int64_t *values, int count) {
+  for (int i = 0; i < count; ++i)
+    if (!(line >> values[i]))
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription &description) {
+  std::ostringstream out;
+  out << "arch " << launch.arch << "\n";
+  writeDims(out, "grid", launch.grid);
+  writeDims(out, "block", launch.block);
+  out << "dtype " << dtypeName(description.inputDtype) << "\n";
+  out << "out " << dtypeName(description.outputDtype) << "\n";
+  out << "scratch " << description.scratchFloats << "\n";
+  out << "splits " << launch.splits << " " << launch.partialOutputFloats << " "
+      << launch.partialRowFloats << "\n";
+  writeDims(out, "combine", launch.combineGrid);
+  return out.str();
+}
+
+Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
+                      KernelDescription &description) {
+  std::istringstream lines(text);
+  std::set<std::string> seen;
+  for (std::string lineText; std::getline(lines, lineText);) {
+    std::istringstream line(lineText);
+    std::string key;
+    if (!(line >> key))
+      continue;
+    bool ok = true;
+    if (key == "arch") {
+      ok = static_cast<bool>(line >> launch.arch);
+    } else if (key == "grid" || key == "block" || key == "combine") {
+      std::vector<int64_t> &dims =
+          key == "grid" ? launch.grid : key == "block" ? launch.block : launch.combineGrid;
+      dims.assign(3, 0);
+      ok = readInts(line, dims.data(), 3) && dims[0] > 0 && dims[1] > 0 && dims[2] > 0;
+    } else if (key == "dtype" || key == "out") {
+      std::string name;
+      std::optional<DType> dtype = (line >> name) ? floatDtypeNamed(name) : std::nullopt;
+      ok = dtype.has_value();
+      if (ok)
+        (key == "dtype" ? description.inputDtype : description.outputDtype) = *dtype;
+    } else if (key == "scratch") {
+      ok = readInts(line, &description.scratchFloats, 1) && description.scratchFloats >= 0;
+    } else if (key == "splits") {
+      int64_t values[3];
+      ok = readInts(line, values, 3) && values[0] >= 1 && values[1] >= 0 && values[2] >= 0;
+      if (ok) {
+        launch.splits = values[0];
+        launch.partialOutputFloats = values[1];
+        launch.partialRowFloats = values[2];
+      }
+    } else {
+      continue;
+    }
+    if (!ok)
+      return Status::error("kernel meta: malformed '" + key + "' line: '" + lineText + "'");
+    seen.insert(key);
+  }
+  for (const char *required : {"arch", "grid", "block", "dtype", "out", "scratch", "splits",
+                               "combine"})
+    if (!seen.count(required))
+      return Status::error(std::string("kernel meta: no '") + required + "' line");
+  return Status();
+}
+
+} // namespace pejit

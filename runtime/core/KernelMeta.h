@@ -1,0 +1,31 @@
+// The one reader and writer of an nvidia kernel's launch description
+// ("nvidia.meta" in the disk cache, NAME.meta in the GPU check bundle): one
+// "key values..." line per field.
+//   arch sm_90
+//   grid 8 32 1
+//   block 128 1 1
+//   dtype float16        (of q, k, v)
+//   out float32          (of the output)
+//   scratch 4096         (floats of the QK transform's tables)
+//   splits 1 0 0         (splits, partial output floats, partial row floats)
+//   combine 1 1 1        (pejit_combine's grid)
+#ifndef PEJIT_RUNTIME_CORE_KERNELMETA_H
+#define PEJIT_RUNTIME_CORE_KERNELMETA_H
+
+#include "runtime/core/KernelArtifact.h"
+
+#include <string>
+
+namespace pejit {
+
+std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription &description);
+
+/// Reads what writeNvidiaMeta wrote into `launch` and the description's
+/// dtypes and scratch size. An error names the field that is missing or
+/// malformed; unknown keys are ignored (newer writers may add fields).
+Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
+                      KernelDescription &description);
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_CORE_KERNELMETA_H

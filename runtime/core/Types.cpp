@@ -1,0 +1,46 @@
+#include "runtime/core/Types.h"
+
+namespace pejit {
+
+const std::string &Status::message() const {
+  static const std::string empty;
+  return message_ ? *message_ : empty;
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "float32";
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16";
+  case DType::I32:
+    return "int32";
+  case DType::I64:
+    return "int64";
+  }
+  return "unknown";
+}
+
+std::optional<DType> floatDtypeNamed(const std::string &name) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16})
+    if (name == dtypeName(dtype))
+      return dtype;
+  return std::nullopt;
+}
+
+bool Shape::operator==(const Shape &o) const {
+  return batch == o.batch && queryHeads == o.queryHeads && kvHeads == o.kvHeads &&
+         querySeq == o.querySeq && keySeq == o.keySeq && headDim == o.headDim &&
+         valueDim == o.valueDim;
+}
+
+std::string Shape::str() const {
+  return "b=" + std::to_string(batch) + " hq=" + std::to_string(queryHeads) +
+         " hkv=" + std::to_string(kvHeads) + " sq=" + std::to_string(querySeq) +
+         " skv=" + std::to_string(keySeq) + " d=" + std::to_string(headDim) +
+         " dv=" + std::to_string(valueDim);
+}
+
+} // namespace pejit
