@@ -15,8 +15,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <new>
 #include <random>
@@ -93,9 +93,8 @@ struct BenchCase {
 /// The unfused path's RoPE pass: HF-style rotate_half over a [1, h, s, d]
 /// tensor into a new buffer, cos/sin recomputed per call like a model
 /// would, rows split over the thread pool.
-void ropePass(ThreadPool &pool, const float *x, float *out, int64_t heads, int64_t seq,
-              int64_t d, int64_t firstPosition, std::vector<float> &cosTable,
-              std::vector<float> &sinTable) {
+void ropePass(ThreadPool &pool, const float *x, float *out, int64_t heads, int64_t seq, int64_t d,
+              int64_t firstPosition, std::vector<float> &cosTable, std::vector<float> &sinTable) {
   int64_t half = d / 2;
   cosTable.resize(seq * half);
   sinTable.resize(seq * half);
@@ -173,9 +172,10 @@ int runAttentionBench(int argc, char **argv) {
     else if (arg.rfind("--cases=", 0) == 0)
       only = arg.substr(8);
     else {
-      std::fprintf(stderr, "pejit bench: unknown argument '%s'\n"
-                           "usage: pejit bench [--json] [--repeats=N] [--quick] "
-                           "[--cases=prefill-512,prefill-2048-causal,decode-4096,...]\n",
+      std::fprintf(stderr,
+                   "pejit bench: unknown argument '%s'\n"
+                   "usage: pejit bench [--json] [--repeats=N] [--quick] "
+                   "[--cases=prefill-512,prefill-2048-causal,decode-4096,...]\n",
                    arg.c_str());
       return 2;
     }
@@ -198,8 +198,8 @@ int runAttentionBench(int argc, char **argv) {
                 cases.end());
 
   double peak = measurePeakFmaGflops(threads);
-  std::fprintf(stderr, "fp32 FMA peak (%s, %d threads): %.1f GFLOP/s\n",
-               fmaIsaName(detectFmaIsa()), threads, peak);
+  std::fprintf(stderr, "fp32 FMA peak (%s, %d threads): %.1f GFLOP/s\n", fmaIsaName(detectFmaIsa()),
+               threads, peak);
   ThreadPool pool(threads);
   std::mt19937 engine(42);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -270,8 +270,8 @@ int runAttentionBench(int argc, char **argv) {
       (void)runtime.getX86(Spec::fromBuilder(fusedSpec, shape));
     row.hitUs = ms(start, Clock::now()) * 10.0;
     int reps = c.sq * c.skv >= 2048 * 2048 ? repeats : 3 * repeats;
-    Interleaved fusedRuns = medianWithPeak(
-        reps, threads, [&] { (void)fused->run(views(q.data(), k.data()), out); });
+    Interleaved fusedRuns =
+        medianWithPeak(reps, threads, [&] { (void)fused->run(views(q.data(), k.data()), out); });
     row.fusedMs = fusedRuns.kernelMs;
     row.peak = fusedRuns.peakGflops;
     row.bestMs = fusedRuns.bestMs;
@@ -311,8 +311,8 @@ int runAttentionBench(int argc, char **argv) {
                   r.c.name.c_str(), (long long)r.c.sq, (long long)r.c.skv,
                   r.c.causal ? "true" : "false", threads, r.peak, r.fusedMs,
                   r.gflop / r.fusedMs * 1e3, r.gflop / r.fusedMs * 1e3 / r.peak, r.bestMs,
-                  r.gflop / r.bestMs * 1e3 / r.peak, r.unfusedMs,
-                  r.naiveMs, r.compileMs, r.hitUs, r.diskHitMs);
+                  r.gflop / r.bestMs * 1e3 / r.peak, r.unfusedMs, r.naiveMs, r.compileMs, r.hitUs,
+                  r.diskHitMs);
     return 0;
   }
   std::printf("pejit bench: b=1 hq=hkv=16 d=128 f32, RoPE half, %d threads, "
@@ -332,8 +332,8 @@ int runAttentionBench(int argc, char **argv) {
                 "%.1f |\n",
                 r.c.name.c_str(), r.fusedMs, r.gflop / r.fusedMs * 1e3, r.peak,
                 100.0 * r.gflop / r.fusedMs * 1e3 / r.peak,
-                100.0 * r.gflop / r.bestMs * 1e3 / r.peak, r.unfusedMs,
-                r.unfusedMs / r.fusedMs, naive, r.compileMs, r.diskHitMs, r.hitUs);
+                100.0 * r.gflop / r.bestMs * 1e3 / r.peak, r.unfusedMs, r.unfusedMs / r.fusedMs,
+                naive, r.compileMs, r.diskHitMs, r.hitUs);
   }
   return 0;
 }

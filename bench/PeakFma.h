@@ -22,9 +22,7 @@ namespace pejit::bench {
 
 enum class FmaIsa { Avx2, Avx512 };
 
-inline const char *fmaIsaName(FmaIsa isa) {
-  return isa == FmaIsa::Avx512 ? "avx512" : "avx2";
-}
+inline const char *fmaIsaName(FmaIsa isa) { return isa == FmaIsa::Avx512 ? "avx512" : "avx2"; }
 
 inline FmaIsa detectFmaIsa() {
   __builtin_cpu_init();
@@ -44,8 +42,7 @@ constexpr int kAvx512Chains = 24; // of 32 zmm registers
 constexpr float kMul = 0.9999f;
 constexpr float kAdd = 0.0001f;
 
-__attribute__((target("avx2,fma"), noinline)) inline float
-fmaLoopAvx2(std::int64_t iters) {
+__attribute__((target("avx2,fma"), noinline)) inline float fmaLoopAvx2(std::int64_t iters) {
   const __m256 a = _mm256_set1_ps(kMul);
   const __m256 b = _mm256_set1_ps(kAdd);
   __m256 acc[kAvx2Chains];
@@ -67,8 +64,7 @@ fmaLoopAvx2(std::int64_t iters) {
   return total;
 }
 
-__attribute__((target("avx512f"), noinline)) inline float
-fmaLoopAvx512(std::int64_t iters) {
+__attribute__((target("avx512f"), noinline)) inline float fmaLoopAvx512(std::int64_t iters) {
   const __m512 a = _mm512_set1_ps(kMul);
   const __m512 b = _mm512_set1_ps(kAdd);
   __m512 acc[kAvx512Chains];
@@ -98,8 +94,7 @@ inline float runFmaLoop(FmaIsa isa, std::int64_t iters) {
 
 // FLOPs of one loop iteration: chains x lanes x 2 (an FMA is a mul and an add).
 inline double flopsPerIter(FmaIsa isa) {
-  return isa == FmaIsa::Avx512 ? kAvx512Chains * 16 * 2.0
-                               : kAvx2Chains * 8 * 2.0;
+  return isa == FmaIsa::Avx512 ? kAvx512Chains * 16 * 2.0 : kAvx2Chains * 8 * 2.0;
 }
 
 // Runs the loop on `threads` threads released together; returns wall seconds.
@@ -125,9 +120,7 @@ inline double timeThreads(FmaIsa isa, int threads, std::int64_t iters) {
   go.store(true, std::memory_order_release);
   for (auto &th : pool)
     th.join();
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   float total = 0.0f;
   for (float s : sums)
     total += s;
@@ -150,14 +143,12 @@ inline double measurePeakFmaGflops(int threads, FmaIsa isa, int repeats = 5,
     iters *= 4;
     seconds = detail::timeThreads(isa, 1, iters);
   }
-  iters = std::max<std::int64_t>(
-      1, static_cast<std::int64_t>(iters * targetSeconds / seconds));
+  iters = std::max<std::int64_t>(1, static_cast<std::int64_t>(iters * targetSeconds / seconds));
 
   std::vector<double> gflops;
   for (int r = 0; r < repeats; ++r) {
     double s = detail::timeThreads(isa, threads, iters);
-    gflops.push_back(detail::flopsPerIter(isa) * static_cast<double>(iters) *
-                     threads / s * 1e-9);
+    gflops.push_back(detail::flopsPerIter(isa) * static_cast<double>(iters) * threads / s * 1e-9);
   }
   std::nth_element(gflops.begin(), gflops.begin() + repeats / 2, gflops.end());
   return gflops[static_cast<size_t>(repeats / 2)];

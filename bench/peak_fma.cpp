@@ -15,9 +15,7 @@
 namespace {
 
 int usage(const char *argv0) {
-  std::fprintf(stderr,
-               "usage: %s [N] [--json] [--isa=avx2|avx512] [--repeats=R]\n",
-               argv0);
+  std::fprintf(stderr, "usage: %s [N] [--json] [--isa=avx2|avx512] [--repeats=R]\n", argv0);
   return 2;
 }
 
@@ -67,11 +65,9 @@ int main(int argc, char **argv) {
                 "\"gflops_nthreads\": %.2f}\n",
                 fmaIsaName(isa), threads, one, many);
   } else {
-    std::printf("fp32 FMA peak (%s, register-resident, median of %d)\n",
-                fmaIsaName(isa), repeats);
+    std::printf("fp32 FMA peak (%s, register-resident, median of %d)\n", fmaIsaName(isa), repeats);
     std::printf("  %3d thread : %9.2f GFLOP/s\n", 1, one);
-    std::printf("  %3d threads: %9.2f GFLOP/s (%.2f per thread)\n", threads,
-                many, many / threads);
+    std::printf("  %3d threads: %9.2f GFLOP/s (%.2f per thread)\n", threads, many, many / threads);
   }
   return 0;
 }

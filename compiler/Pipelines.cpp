@@ -1,7 +1,7 @@
 #include "compiler/Pipelines.h"
 
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "compiler/passes/Passes.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -34,16 +34,15 @@ void pejit::registerPipelines() {
   mlir::registerTransformsPasses();
   mlir::registerConversionPasses();
   mlir::memref::registerMemRefPasses();
-  mlir::PassPipelineRegistration<>(
-      "pejit-simplify", "canonicalize and cse pejit IR",
-      [](mlir::OpPassManager &pm) {
-        pm.addPass(mlir::createCanonicalizerPass());
-        pm.addPass(mlir::createCSEPass());
-      });
-  mlir::PassPipelineRegistration<>(
-      "pejit-lower-to-llvm", "lower pejit's tiled stage to the LLVM dialect",
-      [](mlir::OpPassManager &pm) {
-        if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), pm)))
-          llvm::errs() << "pejit-lower-to-llvm: bad pipeline text\n";
-      });
+  mlir::PassPipelineRegistration<>("pejit-simplify", "canonicalize and cse pejit IR",
+                                   [](mlir::OpPassManager &pm) {
+                                     pm.addPass(mlir::createCanonicalizerPass());
+                                     pm.addPass(mlir::createCSEPass());
+                                   });
+  mlir::PassPipelineRegistration<>("pejit-lower-to-llvm",
+                                   "lower pejit's tiled stage to the LLVM dialect",
+                                   [](mlir::OpPassManager &pm) {
+                                     if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), pm)))
+                                       llvm::errs() << "pejit-lower-to-llvm: bad pipeline text\n";
+                                   });
 }

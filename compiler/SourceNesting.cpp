@@ -25,8 +25,8 @@ std::optional<std::string> sourceNestingProblem(llvm::StringRef text, llvm::Stri
     } else if (c == '(' || c == '[' || c == '{' || c == '<') {
       if (++depth > kMaxSourceNesting)
         return name.str() + ":" + std::to_string(line) + ":" + std::to_string(column) +
-                ": error: brackets nest deeper than " + std::to_string(kMaxSourceNesting) +
-                " levels, pejit's limit for its (recursive) parser";
+               ": error: brackets nest deeper than " + std::to_string(kMaxSourceNesting) +
+               " levels, pejit's limit for its (recursive) parser";
     } else if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) {
       depth = depth > 0 ? depth - 1 : 0;
     }

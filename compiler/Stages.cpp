@@ -79,8 +79,8 @@ llvm::ThreadPoolInterface &passThreads() {
 std::unique_ptr<mlir::MLIRContext> makeCompilerContext(bool parallelPasses) {
   mlir::DialectRegistry registry;
   registerDialects(registry);
-  auto context = std::make_unique<mlir::MLIRContext>(registry,
-                                                     mlir::MLIRContext::Threading::DISABLED);
+  auto context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
   // The lowering's function-level passes run on the kernel's functions at
   // once (pejit_item and pejit_pv_tile are about the same size).
   if (parallelPasses)
@@ -109,10 +109,10 @@ Expected<KernelArtifact> runStages(const StageTable &table, const std::string &s
     if (stage.kind == StageKind::Kept && !state.artifact.stages.count(stage.name))
       state.artifact.stages[stage.name] = printOperation(*state.module);
     char lap[64];
-    std::snprintf(lap, sizeof(lap), " %s %.1f", stage.name.c_str(),
-                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                            start)
-                      .count());
+    std::snprintf(
+        lap, sizeof(lap), " %s %.1f", stage.name.c_str(),
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
     timing += lap;
   }
   if (std::getenv("PEJIT_TIMING"))
@@ -193,8 +193,8 @@ Stage sourceStage() {
   stage.name = "source";
   stage.summary = "the user's IR: pe and attn ops on tensors";
   stage.run = [](CompileState &state) {
-    state.module = mlir::parseSourceString<mlir::ModuleOp>(state.sourceText, state.context,
-                                                           state.sourceName);
+    state.module =
+        mlir::parseSourceString<mlir::ModuleOp>(state.sourceText, state.context, state.sourceName);
     return mlir::success(static_cast<bool>(state.module));
   };
   return stage;

@@ -41,9 +41,7 @@ constexpr double kMaxInverseFrequency = 32.0;
 constexpr int64_t kMaxTileStackBytes = int64_t(4) << 20;
 
 /// a * b, or nothing when it overflows int64.
-inline std::optional<int64_t> product(int64_t a, int64_t b) {
-  return llvm::checkedMul(a, b);
-}
+inline std::optional<int64_t> product(int64_t a, int64_t b) { return llvm::checkedMul(a, b); }
 
 /// Why `value`, an f64 attribute that the kernels use as an f32 constant,
 /// cannot be one: not finite, or beyond f32's range; or an empty string.

@@ -29,26 +29,24 @@ inline std::string dimToString(int64_t dim) {
 
 /// `name` must be a ranked tensor of rank `rank`; `layout` (e.g. "[b, h, s, d]")
 /// is quoted in the message.
-inline mlir::LogicalResult requireRank(mlir::Operation *op, llvm::StringRef name,
-                                       mlir::Type type, int64_t rank,
-                                       llvm::StringRef layout) {
+inline mlir::LogicalResult requireRank(mlir::Operation *op, llvm::StringRef name, mlir::Type type,
+                                       int64_t rank, llvm::StringRef layout) {
   auto tensor = mlir::dyn_cast<mlir::RankedTensorType>(type);
   if (!tensor || tensor.getRank() != rank)
-    return op->emitOpError() << name << " must be " << layout << " (rank " << rank
-                             << "), got " << type;
+    return op->emitOpError() << name << " must be " << layout << " (rank " << rank << "), got "
+                             << type;
   return mlir::success();
 }
 
 /// Dim `index` of `name` (called `dimName`) must equal `expected`, which is
 /// `what` (e.g. "the input's s").
-inline mlir::LogicalResult requireDim(mlir::Operation *op, llvm::StringRef name,
-                                      mlir::Type type, unsigned index,
-                                      llvm::StringRef dimName, int64_t expected,
+inline mlir::LogicalResult requireDim(mlir::Operation *op, llvm::StringRef name, mlir::Type type,
+                                      unsigned index, llvm::StringRef dimName, int64_t expected,
                                       llvm::StringRef what) {
   int64_t actual = mlir::cast<mlir::RankedTensorType>(type).getDimSize(index);
   if (dimsConflict(actual, expected))
-    return op->emitOpError() << name << " " << dimName << " (dim " << index << ") is "
-                             << actual << " but " << what << " is " << expected;
+    return op->emitOpError() << name << " " << dimName << " (dim " << index << ") is " << actual
+                             << " but " << what << " is " << expected;
   return mlir::success();
 }
 
@@ -70,13 +68,11 @@ inline mlir::LogicalResult requireSizesWithinLimits(mlir::Operation *op, llvm::S
   for (auto [index, size] : llvm::enumerate(tensor.getShape())) {
     if (mlir::ShapedType::isDynamic(size))
       continue;
-    DimLimit limit = index < dimLimits.size() ? dimLimits[index]
-                                              : DimLimit{"", limits::kMaxLength};
-    std::string label = name.str() + (limit.name.empty() ? "" : " " + limit.name.str()) +
-                        " (dim " + std::to_string(index) + ")";
+    DimLimit limit = index < dimLimits.size() ? dimLimits[index] : DimLimit{"", limits::kMaxLength};
+    std::string label = name.str() + (limit.name.empty() ? "" : " " + limit.name.str()) + " (dim " +
+                        std::to_string(index) + ")";
     if (size < 1)
-      return op->emitOpError() << label << " is " << size
-                               << ": every dimension must be at least 1";
+      return op->emitOpError() << label << " is " << size << ": every dimension must be at least 1";
     if (size > limit.max)
       return op->emitOpError() << label << " is " << size << ", beyond pejit's limit of "
                                << limit.max;
@@ -92,8 +88,8 @@ inline mlir::LogicalResult requireSizesWithinLimits(mlir::Operation *op, llvm::S
 /// Position ids: element type i32 or i64; shape [s] or [b, s], or with
 /// `numAxes` > 0 (M-RoPE) [numAxes, s] or [numAxes, b, s].
 inline mlir::LogicalResult verifyPositionIds(mlir::Operation *op, llvm::StringRef name,
-                                             mlir::Type type, int64_t batch,
-                                             int64_t seq, int64_t numAxes = 0) {
+                                             mlir::Type type, int64_t batch, int64_t seq,
+                                             int64_t numAxes = 0) {
   auto tensor = mlir::cast<mlir::RankedTensorType>(type);
   if (!tensor.getElementType().isSignlessInteger(32) &&
       !tensor.getElementType().isSignlessInteger(64))
@@ -102,17 +98,15 @@ inline mlir::LogicalResult verifyPositionIds(mlir::Operation *op, llvm::StringRe
   int64_t lead = numAxes > 0 ? 1 : 0;
   int64_t rank = tensor.getRank();
   if (rank != 1 + lead && rank != 2 + lead)
-    return op->emitOpError()
-           << name << " must be " << (numAxes > 0 ? "[axes, s] or [axes, b, s]" : "[s] or [b, s]")
-           << " (rank " << 1 + lead << " or " << 2 + lead << "), got " << type;
+    return op->emitOpError() << name << " must be "
+                             << (numAxes > 0 ? "[axes, s] or [axes, b, s]" : "[s] or [b, s]")
+                             << " (rank " << 1 + lead << " or " << 2 + lead << "), got " << type;
   if (numAxes > 0 && dimsConflict(tensor.getDimSize(0), numAxes))
     return op->emitOpError() << name << " has " << tensor.getDimSize(0)
-                             << " axes (dim 0) but the encoding has " << numAxes
-                             << " sections";
+                             << " axes (dim 0) but the encoding has " << numAxes << " sections";
   if (failed(requireDim(op, name, type, rank - 1, "s", seq, "the sequence length")))
     return mlir::failure();
-  if (rank == 2 + lead &&
-      failed(requireDim(op, name, type, lead, "b", batch, "the batch size")))
+  if (rank == 2 + lead && failed(requireDim(op, name, type, lead, "b", batch, "the batch size")))
     return mlir::failure();
   return mlir::success();
 }

@@ -32,17 +32,17 @@ int main() {
   std::vector<int64_t> queryPosition{first + cached - 1}, keyPositions(cached);
   for (int64_t j = 0; j < cached; ++j)
     keyPositions[j] = first + j;
-  std::vector<pejit::TensorView> inputs = {
-      {q.data(), pejit::DType::F32, {1, 32, 1, 128}, {}},
-      {k.data(), pejit::DType::F32, {1, 8, cached, 128}, {}},
-      {v.data(), pejit::DType::F32, {1, 8, cached, 128}, {}},
-      {queryPosition.data(), pejit::DType::I64, {1}, {}},
-      {keyPositions.data(), pejit::DType::I64, {cached}, {}}};
+  std::vector<pejit::TensorView> inputs = {{q.data(), pejit::DType::F32, {1, 32, 1, 128}, {}},
+                                           {k.data(), pejit::DType::F32, {1, 8, cached, 128}, {}},
+                                           {v.data(), pejit::DType::F32, {1, 8, cached, 128}, {}},
+                                           {queryPosition.data(), pejit::DType::I64, {1}, {}},
+                                           {keyPositions.data(), pejit::DType::I64, {cached}, {}}};
   pejit::TensorView out{o.data(), pejit::DType::F32, {1, 32, 1, 128}, {}};
   (void)kernel->run(inputs, out); // warm-up
   auto start = std::chrono::steady_clock::now();
   pejit::Status status = kernel->run(inputs, out);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!status) {
     std::fprintf(stderr, "%s\n", status.message().c_str());
     return 1;
@@ -50,7 +50,7 @@ int main() {
   std::printf("decode step: 1 query @ %lld over %lld cached keys @ %lld..%lld: %.3f ms "
               "(compile %.0f ms), o[0][0..3] = %.4f %.4f %.4f %.4f\n",
               (long long)queryPosition[0], (long long)cached, (long long)first,
-              (long long)(first + cached - 1), ms, kernel->compileMilliseconds(), o[0], o[1],
-              o[2], o[3]);
+              (long long)(first + cached - 1), ms, kernel->compileMilliseconds(), o[0], o[1], o[2],
+              o[3]);
   return 0;
 }

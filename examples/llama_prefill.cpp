@@ -4,9 +4,9 @@
 // checks the last query rows of head 0 against the float64 reference.
 //
 //   llama_prefill [seq_len = 2048] [repeats = 5]
-#include "runtime/Pejit.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
+#include "runtime/Pejit.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 int main(int argc, char **argv) {
   int64_t seq = argc > 1 ? std::atoll(argv[1]) : 2048;
   int repeats = argc > 2 ? std::atoi(argv[2]) : 5;
-  pejit::Shape shape{/*batch=*/1, /*queryHeads=*/32, /*kvHeads=*/8, seq, seq,
+  pejit::Shape shape{/*batch=*/1,     /*queryHeads=*/32, /*kvHeads=*/8, seq, seq,
                      /*headDim=*/128, /*valueDim=*/128};
   pejit::AttentionSpec spec;
   spec.rope = pejit::ref::RopeConfig{};
@@ -30,8 +30,7 @@ int main(int argc, char **argv) {
 
   pejit::Runtime runtime;
   auto start = Clock::now();
-  pejit::Expected<pejit::X86Kernel> kernel =
-      runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
+  pejit::Expected<pejit::X86Kernel> kernel = runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
   double compileMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!kernel) {
     std::fprintf(stderr, "compile failed: %s\n", kernel.error().c_str());
@@ -77,8 +76,10 @@ int main(int argc, char **argv) {
     qPos[i] = seq - rows + i;
   for (int64_t j = 0; j < seq; ++j)
     kPos[j] = j;
-  pejit::ref::Tensor qr = pejit::ref::applyRope(*spec.rope, q0, pejit::ref::PositionIds({rows}, qPos), seq);
-  pejit::ref::Tensor kr = pejit::ref::applyRope(*spec.rope, k0, pejit::ref::PositionIds({seq}, kPos), seq);
+  pejit::ref::Tensor qr =
+      pejit::ref::applyRope(*spec.rope, q0, pejit::ref::PositionIds({rows}, qPos), seq);
+  pejit::ref::Tensor kr =
+      pejit::ref::applyRope(*spec.rope, k0, pejit::ref::PositionIds({seq}, kPos), seq);
   pejit::ref::AttentionOptions options;
   options.causal = true;
   pejit::ref::Tensor expected = pejit::ref::attention(qr, kr, v0, options);

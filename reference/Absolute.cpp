@@ -12,20 +12,17 @@ namespace {
 /// Checks x is [b, s, d] and positions match it; returns the position rows
 /// (1 = shared by the batch).
 int64_t checkEmbeddingInputs(const Tensor &x, const PositionIds &positions) {
-  PEJIT_REF_CHECK(x.rank() == 3,
-                  "x must be [b, s, d], got " + shapeToString(x.shape));
+  PEJIT_REF_CHECK(x.rank() == 3, "x must be [b, s, d], got " + shapeToString(x.shape));
   int64_t rows = positions.batchRows(/*sectioned=*/false);
-  PEJIT_REF_CHECK(positions.length() == x.shape[1] &&
-                      (rows == 1 || rows == x.shape[0]),
-                  "positions " + shapeToString(positions.shape) +
-                      " do not match x " + shapeToString(x.shape));
+  PEJIT_REF_CHECK(positions.length() == x.shape[1] && (rows == 1 || rows == x.shape[0]),
+                  "positions " + shapeToString(positions.shape) + " do not match x " +
+                      shapeToString(x.shape));
   return rows;
 }
 
 } // namespace
 
-Tensor sinusoidalEmbedding(const Tensor &x, const PositionIds &positions,
-                           double base) {
+Tensor sinusoidalEmbedding(const Tensor &x, const PositionIds &positions, double base) {
   const int64_t rows = checkEmbeddingInputs(x, positions);
   PEJIT_REF_CHECK(base > 0.0, "base must be > 0");
   const int64_t batch = x.shape[0], length = x.shape[1], dim = x.shape[2];
@@ -44,21 +41,19 @@ Tensor sinusoidalEmbedding(const Tensor &x, const PositionIds &positions,
   return out;
 }
 
-Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions,
-                        const Tensor &table) {
+Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions, const Tensor &table) {
   const int64_t rows = checkEmbeddingInputs(x, positions);
   const int64_t batch = x.shape[0], length = x.shape[1], dim = x.shape[2];
   PEJIT_REF_CHECK(table.rank() == 2 && table.shape[1] == dim,
-                  "table must be [maxPositions, d = " + std::to_string(dim) +
-                      "], got " + shapeToString(table.shape));
+                  "table must be [maxPositions, d = " + std::to_string(dim) + "], got " +
+                      shapeToString(table.shape));
   Tensor out = x;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = 0; t < length; ++t) {
       int64_t p = positions.get(rows == 1 ? 0 : b, t);
-      PEJIT_REF_CHECK(p >= 0 && p < table.shape[0],
-                      "position " + std::to_string(p) +
-                          " outside the table's " +
-                          std::to_string(table.shape[0]) + " rows");
+      PEJIT_REF_CHECK(p >= 0 && p < table.shape[0], "position " + std::to_string(p) +
+                                                        " outside the table's " +
+                                                        std::to_string(table.shape[0]) + " rows");
       for (int64_t c = 0; c < dim; ++c)
         out.at(b, t, c) += table.at(p, c);
     }

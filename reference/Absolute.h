@@ -13,13 +13,11 @@ namespace pejit::ref {
 
 /// x: [b, s, d]; positions [s] or [b, s]. Returns x + PE with
 /// PE(p, 2i) = sin(p / base^(2i/d)), PE(p, 2i+1) = cos(p / base^(2i/d)).
-Tensor sinusoidalEmbedding(const Tensor &x, const PositionIds &positions,
-                           double base = 10000.0);
+Tensor sinusoidalEmbedding(const Tensor &x, const PositionIds &positions, double base = 10000.0);
 
 /// x: [b, s, d]; positions [s] or [b, s] in [0, maxPositions); table:
 /// [maxPositions, d]. Returns x + table[p].
-Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions,
-                        const Tensor &table);
+Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions, const Tensor &table);
 
 } // namespace pejit::ref
 

@@ -11,44 +11,33 @@ namespace pejit::ref {
 
 namespace {
 
-void checkQueryKey(const Tensor &q, const Tensor &k,
-                   const AttentionOptions &options) {
-  PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, hq, sq, d], got " +
-                                     shapeToString(q.shape));
-  PEJIT_REF_CHECK(k.rank() == 4, "k must be [b, hkv, skv, d], got " +
-                                     shapeToString(k.shape));
+void checkQueryKey(const Tensor &q, const Tensor &k, const AttentionOptions &options) {
+  PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, hq, sq, d], got " + shapeToString(q.shape));
+  PEJIT_REF_CHECK(k.rank() == 4, "k must be [b, hkv, skv, d], got " + shapeToString(k.shape));
   PEJIT_REF_CHECK(k.shape[0] == q.shape[0] && k.shape[3] == q.shape[3],
-                  "k " + shapeToString(k.shape) +
-                      " must match q's batch and head dim, q is " +
+                  "k " + shapeToString(k.shape) + " must match q's batch and head dim, q is " +
                       shapeToString(q.shape));
   PEJIT_REF_CHECK(k.shape[1] > 0 && q.shape[1] % k.shape[1] == 0,
-                  "q heads " + std::to_string(q.shape[1]) +
-                      " must be a multiple of k heads " +
+                  "q heads " + std::to_string(q.shape[1]) + " must be a multiple of k heads " +
                       std::to_string(k.shape[1]));
-  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2],
-                skv = k.shape[2];
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], skv = k.shape[2];
   if (options.window)
     PEJIT_REF_CHECK(*options.window >= 0, "window must be >= 0");
   if (options.softcap)
     PEJIT_REF_CHECK(*options.softcap > 0.0, "softcap must be > 0");
   if (const Tensor *bias = options.bias)
-    PEJIT_REF_CHECK(bias->rank() == 4 &&
-                        (bias->shape[0] == 1 || bias->shape[0] == batch) &&
-                        (bias->shape[1] == 1 || bias->shape[1] == heads) &&
-                        bias->shape[2] == sq && bias->shape[3] == skv,
-                    "bias must be [1|b, 1|hq, sq, skv], got " +
-                        shapeToString(bias->shape));
+    PEJIT_REF_CHECK(bias->rank() == 4 && (bias->shape[0] == 1 || bias->shape[0] == batch) &&
+                        (bias->shape[1] == 1 || bias->shape[1] == heads) && bias->shape[2] == sq &&
+                        bias->shape[3] == skv,
+                    "bias must be [1|b, 1|hq, sq, skv], got " + shapeToString(bias->shape));
   if (const Tensor *keyTerm = options.keyTerm)
-    PEJIT_REF_CHECK(keyTerm->shape ==
-                        std::vector<int64_t>({batch, heads, sq, skv}),
-                    "keyTerm must be [b, hq, sq, skv], got " +
-                        shapeToString(keyTerm->shape));
+    PEJIT_REF_CHECK(keyTerm->shape == std::vector<int64_t>({batch, heads, sq, skv}),
+                    "keyTerm must be [b, hq, sq, skv], got " + shapeToString(keyTerm->shape));
 }
 
 } // namespace
 
-bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j,
-                int64_t sq, int64_t skv) {
+bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j, int64_t sq, int64_t skv) {
   // CONVENTIONS: masks use sequence indices, bottom-right aligned.
   const int64_t aligned = i + (skv - sq);
   if (options.causal && j > aligned)
@@ -60,14 +49,12 @@ bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j,
   return true;
 }
 
-Tensor attentionProbabilities(const Tensor &q, const Tensor &k,
-                              const AttentionOptions &options) {
+Tensor attentionProbabilities(const Tensor &q, const Tensor &k, const AttentionOptions &options) {
   checkQueryKey(q, k, options);
-  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2],
-                headDim = q.shape[3], kvHeads = k.shape[1], skv = k.shape[2];
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], headDim = q.shape[3],
+                kvHeads = k.shape[1], skv = k.shape[2];
   const int64_t group = heads / kvHeads;
-  const double scale =
-      options.scale ? *options.scale : 1.0 / std::sqrt(double(headDim));
+  const double scale = options.scale ? *options.scale : 1.0 / std::sqrt(double(headDim));
 
   Tensor probabilities({batch, heads, sq, skv});
   std::vector<double> scores(static_cast<size_t>(skv));
@@ -88,8 +75,7 @@ Tensor attentionProbabilities(const Tensor &q, const Tensor &k,
           if (options.softcap)
             s = *options.softcap * std::tanh(s / *options.softcap);
           if (const Tensor *bias = options.bias)
-            s += bias->at(bias->shape[0] == 1 ? 0 : b,
-                          bias->shape[1] == 1 ? 0 : h, i, j);
+            s += bias->at(bias->shape[0] == 1 ? 0 : b, bias->shape[1] == 1 ? 0 : h, i, j);
           scores[j] = s;
           rowMax = std::max(rowMax, s);
           anyVisible = true;
@@ -115,19 +101,16 @@ Tensor attentionProbabilities(const Tensor &q, const Tensor &k,
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  const AttentionOptions &options) {
   checkQueryKey(q, k, options);
-  PEJIT_REF_CHECK(v.rank() == 4 && v.shape[0] == k.shape[0] &&
-                      v.shape[1] == k.shape[1] && v.shape[2] == k.shape[2],
-                  "v must be [b, hkv, skv, dv] matching k " +
-                      shapeToString(k.shape) + ", got " +
+  PEJIT_REF_CHECK(v.rank() == 4 && v.shape[0] == k.shape[0] && v.shape[1] == k.shape[1] &&
+                      v.shape[2] == k.shape[2],
+                  "v must be [b, hkv, skv, dv] matching k " + shapeToString(k.shape) + ", got " +
                       shapeToString(v.shape));
-  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2],
-                kvHeads = k.shape[1], skv = k.shape[2], valueDim = v.shape[3];
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], kvHeads = k.shape[1],
+                skv = k.shape[2], valueDim = v.shape[3];
   const int64_t group = heads / kvHeads;
   if (const Tensor *valueTerm = options.valueTerm)
-    PEJIT_REF_CHECK(valueTerm->shape ==
-                        std::vector<int64_t>({sq, skv, valueDim}),
-                    "valueTerm must be [sq, skv, dv], got " +
-                        shapeToString(valueTerm->shape));
+    PEJIT_REF_CHECK(valueTerm->shape == std::vector<int64_t>({sq, skv, valueDim}),
+                    "valueTerm must be [sq, skv, dv], got " + shapeToString(valueTerm->shape));
 
   const Tensor probabilities = attentionProbabilities(q, k, options);
   Tensor out({batch, heads, sq, valueDim});

@@ -35,8 +35,7 @@ struct AttentionOptions {
 };
 
 /// Whether query row i sees key j under the options' causal/window mask.
-bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j,
-                int64_t sq, int64_t skv);
+bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j, int64_t sq, int64_t skv);
 
 /// q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]; hq % hkv == 0
 /// (GQA/MQA: q head h uses kv head h / (hq/hkv)). Returns [b, hq, sq, dv].
@@ -45,8 +44,7 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
 
 /// Softmax probabilities P [b, hq, sq, skv] before multiplying V; rows that
 /// see no key are all zeros.
-Tensor attentionProbabilities(const Tensor &q, const Tensor &k,
-                              const AttentionOptions &options);
+Tensor attentionProbabilities(const Tensor &q, const Tensor &k, const AttentionOptions &options);
 
 } // namespace pejit::ref
 

@@ -18,8 +18,7 @@ using Kind = RopeScaling::Kind;
 std::vector<double> unscaledInverseFrequencies(double base, int64_t rotaryDim) {
   std::vector<double> invFreq(static_cast<size_t>(rotaryDim / 2));
   for (int64_t c = 0; c < rotaryDim / 2; ++c)
-    invFreq[c] = 1.0 / std::pow(base, static_cast<double>(2 * c) /
-                                          static_cast<double>(rotaryDim));
+    invFreq[c] = 1.0 / std::pow(base, static_cast<double>(2 * c) / static_cast<double>(rotaryDim));
   return invFreq;
 }
 
@@ -42,18 +41,15 @@ RopeFrequencies yarnFrequencies(const RopeConfig &config, int64_t rotaryDim) {
   // get_mscale(factor).
   if (s.attentionFactor)
     result.attentionFactor = *s.attentionFactor;
-  else if (s.mscale && s.mscaleAllDim && *s.mscale != 0.0 &&
-           *s.mscaleAllDim != 0.0)
-    result.attentionFactor = yarnGetMscale(s.factor, *s.mscale) /
-                             yarnGetMscale(s.factor, *s.mscaleAllDim);
+  else if (s.mscale && s.mscaleAllDim && *s.mscale != 0.0 && *s.mscaleAllDim != 0.0)
+    result.attentionFactor =
+        yarnGetMscale(s.factor, *s.mscale) / yarnGetMscale(s.factor, *s.mscaleAllDim);
   else
     result.attentionFactor = yarnGetMscale(s.factor);
 
   // HF find_correction_dim: rd·ln(orig / (num_rot·2π)) / (2·ln(base)).
   auto correctionDim = [&](double numRotations) {
-    return rd *
-           std::log(static_cast<double>(s.originalMaxPosition) /
-                    (numRotations * 2.0 * kPi)) /
+    return rd * std::log(static_cast<double>(s.originalMaxPosition) / (numRotations * 2.0 * kPi)) /
            (2.0 * std::log(base));
   };
   // HF find_correction_range: floor/ceil when truncating, clamp to [0, rd-1].
@@ -73,20 +69,18 @@ RopeFrequencies yarnFrequencies(const RopeConfig &config, int64_t rotaryDim) {
   result.invFreq.resize(extrapolation.size());
   for (size_t c = 0; c < extrapolation.size(); ++c) {
     // HF linear_ramp_factor: clamp((i - low) / (high - low), 0, 1).
-    double ramp = std::clamp((static_cast<double>(c) - low) / (high - low),
-                             0.0, 1.0);
+    double ramp = std::clamp((static_cast<double>(c) - low) / (high - low), 0.0, 1.0);
     double extrapolationFactor = 1.0 - ramp;
     double interpolation = extrapolation[c] / s.factor;
     // HF: inv_freq = interp·(1 − ef) + extrap·ef.
-    result.invFreq[c] = interpolation * (1.0 - extrapolationFactor) +
-                        extrapolation[c] * extrapolationFactor;
+    result.invFreq[c] =
+        interpolation * (1.0 - extrapolationFactor) + extrapolation[c] * extrapolationFactor;
   }
   return result;
 }
 
 // HF `_compute_llama3_parameters`.
-std::vector<double> llama3Frequencies(const RopeConfig &config,
-                                      int64_t rotaryDim) {
+std::vector<double> llama3Frequencies(const RopeConfig &config, int64_t rotaryDim) {
   const RopeScaling &s = config.scaling;
   const double orig = static_cast<double>(s.originalMaxPosition);
   const double lowFreqWavelen = orig / s.lowFreqFactor;
@@ -100,8 +94,7 @@ std::vector<double> llama3Frequencies(const RopeConfig &config,
       // high frequency: unchanged
     } else {
       // HF smooth_factor = (orig/wavelen − low) / (high − low).
-      double smooth = (orig / wavelen - s.lowFreqFactor) /
-                      (s.highFreqFactor - s.lowFreqFactor);
+      double smooth = (orig / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
       f = (1.0 - smooth) * f / s.factor + smooth * f;
     }
   }
@@ -117,10 +110,9 @@ void checkScaling(const RopeConfig &config, int64_t rotaryDim) {
   if (s.kind == Kind::Ntk || s.kind == Kind::DynamicNtk)
     PEJIT_REF_CHECK(rotaryDim > 2, "ntk scalings need rotaryDim > 2 "
                                    "(exponent rd/(rd-2))");
-  if (s.kind == Kind::DynamicNtk || s.kind == Kind::Yarn ||
-      s.kind == Kind::Llama3 || s.kind == Kind::LongRope)
-    PEJIT_REF_CHECK(s.originalMaxPosition > 0,
-                    "originalMaxPosition must be > 0 for this scaling");
+  if (s.kind == Kind::DynamicNtk || s.kind == Kind::Yarn || s.kind == Kind::Llama3 ||
+      s.kind == Kind::LongRope)
+    PEJIT_REF_CHECK(s.originalMaxPosition > 0, "originalMaxPosition must be > 0 for this scaling");
   if (s.kind == Kind::Llama3)
     PEJIT_REF_CHECK(s.highFreqFactor > s.lowFreqFactor && s.lowFreqFactor > 0,
                     "llama3 needs highFreqFactor > lowFreqFactor > 0");
@@ -139,13 +131,11 @@ int64_t resolveRotaryDim(const RopeConfig &config, int64_t headDim) {
   int64_t rotaryDim = config.rotaryDim == 0 ? headDim : config.rotaryDim;
   PEJIT_REF_CHECK(rotaryDim > 0 && rotaryDim <= headDim && rotaryDim % 2 == 0,
                   "rotaryDim " + std::to_string(rotaryDim) +
-                      " must be even and in (0, headDim = " +
-                      std::to_string(headDim) + "]");
+                      " must be even and in (0, headDim = " + std::to_string(headDim) + "]");
   return rotaryDim;
 }
 
-RopeFrequencies computeRopeFrequencies(const RopeConfig &config,
-                                       int64_t headDim, int64_t seqLen) {
+RopeFrequencies computeRopeFrequencies(const RopeConfig &config, int64_t headDim, int64_t seqLen) {
   const int64_t rotaryDim = resolveRotaryDim(config, headDim);
   checkScaling(config, rotaryDim);
   const RopeScaling &s = config.scaling;
@@ -164,17 +154,17 @@ RopeFrequencies computeRopeFrequencies(const RopeConfig &config,
     break;
   case Kind::Ntk:
     // NTK-aware scaling (bloc97, 2023): base = theta·factor^(rd/(rd−2)).
-    result.invFreq = unscaledInverseFrequencies(
-        config.theta * std::pow(s.factor, rd / (rd - 2.0)), rotaryDim);
+    result.invFreq =
+        unscaledInverseFrequencies(config.theta * std::pow(s.factor, rd / (rd - 2.0)), rotaryDim);
     break;
   case Kind::DynamicNtk: {
     // HF `_compute_dynamic_ntk_parameters`, stateless: seq_len is clamped to
     // at least original, so seq_len <= original leaves the base unchanged.
     double base = config.theta;
     if (seqLen > s.originalMaxPosition) {
-      double ratio = s.factor * static_cast<double>(seqLen) /
-                         static_cast<double>(s.originalMaxPosition) -
-                     (s.factor - 1.0);
+      double ratio =
+          s.factor * static_cast<double>(seqLen) / static_cast<double>(s.originalMaxPosition) -
+          (s.factor - 1.0);
       base = config.theta * std::pow(ratio, rd / (rd - 2.0));
     }
     result.invFreq = unscaledInverseFrequencies(base, rotaryDim);
@@ -189,8 +179,7 @@ RopeFrequencies computeRopeFrequencies(const RopeConfig &config,
   case Kind::LongRope: {
     // HF `_compute_longrope_parameters`: long factors iff seq_len > original;
     // inv_freq[c] = 1 / (ext[c]·theta^(2c/rd)).
-    const std::vector<double> &ext =
-        seqLen > s.originalMaxPosition ? s.longFactor : s.shortFactor;
+    const std::vector<double> &ext = seqLen > s.originalMaxPosition ? s.longFactor : s.shortFactor;
     result.invFreq = unscaledInverseFrequencies(config.theta, rotaryDim);
     for (size_t c = 0; c < ext.size(); ++c)
       result.invFreq[c] /= ext[c];
@@ -202,20 +191,17 @@ RopeFrequencies computeRopeFrequencies(const RopeConfig &config,
       result.attentionFactor = 1.0;
     else
       result.attentionFactor = std::sqrt(
-          1.0 + std::log(s.factor) /
-                    std::log(static_cast<double>(s.originalMaxPosition)));
+          1.0 + std::log(s.factor) / std::log(static_cast<double>(s.originalMaxPosition)));
     break;
   }
   }
   return result;
 }
 
-Tensor applyRope(const RopeConfig &config, const Tensor &x,
-                 const PositionIds &positions, int64_t seqLen) {
-  PEJIT_REF_CHECK(x.rank() == 4, "x must be [b, h, s, d], got " +
-                                     shapeToString(x.shape));
-  const int64_t batch = x.shape[0], heads = x.shape[1], length = x.shape[2],
-                headDim = x.shape[3];
+Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
+                 int64_t seqLen) {
+  PEJIT_REF_CHECK(x.rank() == 4, "x must be [b, h, s, d], got " + shapeToString(x.shape));
+  const int64_t batch = x.shape[0], heads = x.shape[1], length = x.shape[2], headDim = x.shape[3];
   const RopeFrequencies freqs = computeRopeFrequencies(config, headDim, seqLen);
   const int64_t half = static_cast<int64_t>(freqs.invFreq.size());
   const bool sectioned = !config.sections.empty();
@@ -234,31 +220,27 @@ Tensor applyRope(const RopeConfig &config, const Tensor &x,
     for (int64_t section : config.sections)
       total += section;
     PEJIT_REF_CHECK(total == half, "sections sum to " + std::to_string(total) +
-                                       " but rotaryDim/2 = " +
-                                       std::to_string(half));
-    PEJIT_REF_CHECK(positions.rank() >= 2 &&
-                        positions.shape[0] ==
-                            static_cast<int64_t>(config.sections.size()),
-                    "sectioned positions must be [A, s] or [A, b, s] with A = " +
-                        std::to_string(config.sections.size()) + ", got " +
-                        shapeToString(positions.shape));
+                                       " but rotaryDim/2 = " + std::to_string(half));
+    PEJIT_REF_CHECK(
+        positions.rank() >= 2 && positions.shape[0] == static_cast<int64_t>(config.sections.size()),
+        "sectioned positions must be [A, s] or [A, b, s] with A = " +
+            std::to_string(config.sections.size()) + ", got " + shapeToString(positions.shape));
   }
   const int64_t positionRows = positions.batchRows(sectioned);
-  PEJIT_REF_CHECK(positions.length() == length,
-                  "positions " + shapeToString(positions.shape) +
-                      " do not match sequence length " + std::to_string(length));
+  PEJIT_REF_CHECK(positions.length() == length, "positions " + shapeToString(positions.shape) +
+                                                    " do not match sequence length " +
+                                                    std::to_string(length));
   PEJIT_REF_CHECK(positionRows == 1 || positionRows == batch,
-                  "positions " + shapeToString(positions.shape) +
-                      " do not match batch " + std::to_string(batch));
+                  "positions " + shapeToString(positions.shape) + " do not match batch " +
+                      std::to_string(batch));
 
   Tensor out = x;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t positionRow = positionRows == 1 ? 0 : b;
     for (int64_t t = 0; t < length; ++t) {
       for (int64_t c = 0; c < half; ++c) {
-        int64_t position =
-            sectioned ? positions.get(axisOfFrequency[c], positionRow, t)
-                      : positions.get(positionRow, t);
+        int64_t position = sectioned ? positions.get(axisOfFrequency[c], positionRow, t)
+                                     : positions.get(positionRow, t);
         // RoFormer: angle = position × inv_freq, in float64 (CONVENTIONS).
         double angle = static_cast<double>(position) * freqs.invFreq[c];
         double cosine = std::cos(angle) * freqs.attentionFactor;

@@ -67,14 +67,13 @@ int64_t resolveRotaryDim(const RopeConfig &config, int64_t headDim);
 
 /// Frequencies for one call. seqLen = max(position)+1 over the call (queries
 /// and keys); only dynamic_ntk and longrope read it.
-RopeFrequencies computeRopeFrequencies(const RopeConfig &config,
-                                       int64_t headDim, int64_t seqLen);
+RopeFrequencies computeRopeFrequencies(const RopeConfig &config, int64_t headDim, int64_t seqLen);
 
 /// x: [b, h, s, d]. positions: [s] or [b, s]; with sections, [A, s] or
 /// [A, b, s] where A = sections.size(). Returns a rotated copy; channels
 /// >= rotaryDim pass through unchanged.
-Tensor applyRope(const RopeConfig &config, const Tensor &x,
-                 const PositionIds &positions, int64_t seqLen);
+Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
+                 int64_t seqLen);
 
 /// max(position) + 1 over all given ids (0 when all are empty): the seqLen
 /// that dynamic_ntk and longrope see (CONVENTIONS: RoPE).

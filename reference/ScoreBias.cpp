@@ -40,28 +40,22 @@ std::vector<double> alibiSlopes(int64_t numHeads) {
     closest *= 2;
   std::vector<double> slopes = alibiSlopesPowerOfTwo(closest);
   std::vector<double> finer = alibiSlopes(2 * closest);
-  for (size_t i = 0; i < finer.size() &&
-                     static_cast<int64_t>(slopes.size()) < numHeads;
-       i += 2)
+  for (size_t i = 0; i < finer.size() && static_cast<int64_t>(slopes.size()) < numHeads; i += 2)
     slopes.push_back(finer[i]);
   return slopes;
 }
 
-Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads,
-                 AlibiForm form, int64_t sq, int64_t skv,
-                 const std::vector<double> &explicitSlopes) {
+Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm form, int64_t sq,
+                 int64_t skv, const std::vector<double> &explicitSlopes) {
   PEJIT_REF_CHECK(numHeads > 0 && heads > 0, "head counts must be > 0");
   PEJIT_REF_CHECK(headOffset >= 0 && headOffset + heads <= numHeads,
                   "shard heads [" + std::to_string(headOffset) + ", " +
-                      std::to_string(headOffset + heads) +
-                      ") exceed numHeads " + std::to_string(numHeads));
+                      std::to_string(headOffset + heads) + ") exceed numHeads " +
+                      std::to_string(numHeads));
   PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
-  PEJIT_REF_CHECK(explicitSlopes.empty() ||
-                      static_cast<int64_t>(explicitSlopes.size()) == numHeads,
-                  "explicitSlopes must hold numHeads = " +
-                      std::to_string(numHeads) + " slopes");
-  std::vector<double> slopes =
-      explicitSlopes.empty() ? alibiSlopes(numHeads) : explicitSlopes;
+  PEJIT_REF_CHECK(explicitSlopes.empty() || static_cast<int64_t>(explicitSlopes.size()) == numHeads,
+                  "explicitSlopes must hold numHeads = " + std::to_string(numHeads) + " slopes");
+  std::vector<double> slopes = explicitSlopes.empty() ? alibiSlopes(numHeads) : explicitSlopes;
   Tensor bias({1, heads, sq, skv});
   for (int64_t h = 0; h < heads; ++h) {
     double slope = slopes[headOffset + h];
@@ -69,17 +63,16 @@ Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads,
       for (int64_t j = 0; j < skv; ++j) {
         // CONVENTIONS: ALiBi; distance from the bottom-right aligned query.
         double distance = double((i + skv - sq) - j);
-        bias.at(0, h, i, j) = form == AlibiForm::Causal
-                                  ? -slope * distance
-                                  : -slope * std::fabs(distance);
+        bias.at(0, h, i, j) =
+            form == AlibiForm::Causal ? -slope * distance : -slope * std::fabs(distance);
       }
     }
   }
   return bias;
 }
 
-int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional,
-                                 int64_t numBuckets, int64_t maxDistance) {
+int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional, int64_t numBuckets,
+                                 int64_t maxDistance) {
   // T5 `_relative_position_bucket` (Raffel et al. 2020; HF modeling_t5).
   int64_t bucket = 0;
   if (bidirectional) {
@@ -94,8 +87,7 @@ int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional,
   }
   const int64_t maxExact = numBuckets / 2;
   PEJIT_REF_CHECK(maxDistance > maxExact,
-                  "maxDistance must exceed the exact-bucket range " +
-                      std::to_string(maxExact));
+                  "maxDistance must exceed the exact-bucket range " + std::to_string(maxExact));
   if (relativePosition < maxExact)
     return bucket + relativePosition;
   // Logarithmic buckets up to maxDistance; truncation toward zero as T5's
@@ -108,20 +100,19 @@ int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional,
   return bucket + std::min(large, numBuckets - 1);
 }
 
-Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets,
-              int64_t maxDistance, int64_t sq, int64_t skv) {
+Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets, int64_t maxDistance,
+              int64_t sq, int64_t skv) {
   PEJIT_REF_CHECK(table.rank() == 2 && table.shape[0] == numBuckets,
-                  "table must be [numBuckets = " + std::to_string(numBuckets) +
-                      ", heads], got " + shapeToString(table.shape));
+                  "table must be [numBuckets = " + std::to_string(numBuckets) + ", heads], got " +
+                      shapeToString(table.shape));
   PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
   const int64_t heads = table.shape[1];
   Tensor bias({1, heads, sq, skv});
   for (int64_t i = 0; i < sq; ++i) {
     for (int64_t j = 0; j < skv; ++j) {
       // CONVENTIONS: T5; relative = key index − aligned query index.
-      int64_t bucket = t5RelativePositionBucket(j - (i + skv - sq),
-                                                bidirectional, numBuckets,
-                                                maxDistance);
+      int64_t bucket =
+          t5RelativePositionBucket(j - (i + skv - sq), bidirectional, numBuckets, maxDistance);
       for (int64_t h = 0; h < heads; ++h)
         bias.at(0, h, i, j) = table.at(bucket, h);
     }
@@ -129,25 +120,20 @@ Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets,
   return bias;
 }
 
-int64_t shawRelativeIndex(int64_t i, int64_t j, int64_t clip, int64_t sq,
-                          int64_t skv) {
+int64_t shawRelativeIndex(int64_t i, int64_t j, int64_t clip, int64_t sq, int64_t skv) {
   PEJIT_REF_CHECK(clip >= 0, "clip must be >= 0");
   // Shaw et al. 2018: clip(j − i, −k, k), with the aligned query index.
   return std::clamp<int64_t>(j - (i + skv - sq), -clip, clip);
 }
 
-Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip,
-                       int64_t skv) {
-  PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, h, sq, d], got " +
-                                     shapeToString(q.shape));
-  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2],
-                headDim = q.shape[3];
+Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, int64_t skv) {
+  PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, h, sq, d], got " + shapeToString(q.shape));
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], headDim = q.shape[3];
   PEJIT_REF_CHECK(clip >= 0, "clip must be >= 0");
-  PEJIT_REF_CHECK(keyTable.rank() == 2 && keyTable.shape[0] == 2 * clip + 1 &&
-                      keyTable.shape[1] == headDim,
-                  "keyTable must be [2k+1 = " + std::to_string(2 * clip + 1) +
-                      ", d = " + std::to_string(headDim) + "], got " +
-                      shapeToString(keyTable.shape));
+  PEJIT_REF_CHECK(
+      keyTable.rank() == 2 && keyTable.shape[0] == 2 * clip + 1 && keyTable.shape[1] == headDim,
+      "keyTable must be [2k+1 = " + std::to_string(2 * clip + 1) +
+          ", d = " + std::to_string(headDim) + "], got " + shapeToString(keyTable.shape));
   PEJIT_REF_CHECK(skv >= 0, "skv must be >= 0");
   Tensor term({batch, heads, sq, skv});
   for (int64_t b = 0; b < batch; ++b)
@@ -164,13 +150,11 @@ Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip,
   return term;
 }
 
-Tensor relativeValueTerm(const Tensor &valueTable, int64_t clip, int64_t sq,
-                         int64_t skv) {
+Tensor relativeValueTerm(const Tensor &valueTable, int64_t clip, int64_t sq, int64_t skv) {
   PEJIT_REF_CHECK(clip >= 0, "clip must be >= 0");
-  PEJIT_REF_CHECK(valueTable.rank() == 2 &&
-                      valueTable.shape[0] == 2 * clip + 1,
-                  "valueTable must be [2k+1 = " + std::to_string(2 * clip + 1) +
-                      ", dv], got " + shapeToString(valueTable.shape));
+  PEJIT_REF_CHECK(valueTable.rank() == 2 && valueTable.shape[0] == 2 * clip + 1,
+                  "valueTable must be [2k+1 = " + std::to_string(2 * clip + 1) + ", dv], got " +
+                      shapeToString(valueTable.shape));
   PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
   const int64_t valueDim = valueTable.shape[1];
   Tensor term({sq, skv, valueDim});

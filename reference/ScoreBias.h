@@ -27,32 +27,28 @@ enum class AlibiForm {
 /// [1, heads, sq, skv] for the shard heads [headOffset, headOffset + heads) of
 /// numHeads. Slopes are slopes[headOffset + h] of alibiSlopes(numHeads), or of
 /// explicitSlopes when non-empty (then it must hold all numHeads slopes).
-Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads,
-                 AlibiForm form, int64_t sq, int64_t skv,
-                 const std::vector<double> &explicitSlopes = {});
+Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm form, int64_t sq,
+                 int64_t skv, const std::vector<double> &explicitSlopes = {});
 
 /// T5's `_relative_position_bucket` (relative = key index − query index).
-int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional,
-                                 int64_t numBuckets, int64_t maxDistance);
+int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional, int64_t numBuckets,
+                                 int64_t maxDistance);
 
 /// table: [numBuckets, heads]. Returns [1, heads, sq, skv] with
 /// table[bucket(j − (i + skv − sq)), h].
-Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets,
-              int64_t maxDistance, int64_t sq, int64_t skv);
+Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets, int64_t maxDistance,
+              int64_t sq, int64_t skv);
 
 /// Shaw et al. 2018 clipped relative index: clip(j − (i + skv − sq), −k, k).
-int64_t shawRelativeIndex(int64_t i, int64_t j, int64_t clip, int64_t sq,
-                          int64_t skv);
+int64_t shawRelativeIndex(int64_t i, int64_t j, int64_t clip, int64_t sq, int64_t skv);
 
 /// q: [b, h, sq, d]; keyTable aK: [2k+1, d]. Returns [b, h, sq, skv] with
 /// q_i · aK[rel + k]; attention adds it to q·k before the scale.
-Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip,
-                       int64_t skv);
+Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, int64_t skv);
 
 /// valueTable aV: [2k+1, dv]. Returns [sq, skv, dv] with aV[rel + k];
 /// attention adds Σ_j p_ij · term[i, j, :] to the output.
-Tensor relativeValueTerm(const Tensor &valueTable, int64_t clip, int64_t sq,
-                         int64_t skv);
+Tensor relativeValueTerm(const Tensor &valueTable, int64_t clip, int64_t sq, int64_t skv);
 
 } // namespace pejit::ref
 

@@ -19,10 +19,10 @@ namespace pejit::ref {
 [[noreturn]] void fail(const char *where, const std::string &message);
 
 /// Checks a precondition; on failure names the function and the broken rule.
-#define PEJIT_REF_CHECK(cond, message)                                         \
-  do {                                                                         \
-    if (!(cond))                                                               \
-      ::pejit::ref::fail(__func__, (message));                                 \
+#define PEJIT_REF_CHECK(cond, message)                                                             \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      ::pejit::ref::fail(__func__, (message));                                                     \
   } while (false)
 
 /// "[2, 3, 4]" for messages.
@@ -47,19 +47,13 @@ struct Tensor {
   int64_t offset(std::initializer_list<int64_t> index) const;
 
   double &at(std::initializer_list<int64_t> index) { return data[offset(index)]; }
-  double at(std::initializer_list<int64_t> index) const {
-    return data[offset(index)];
-  }
+  double at(std::initializer_list<int64_t> index) const { return data[offset(index)]; }
   double &at(int64_t i, int64_t j) { return at({i, j}); }
   double at(int64_t i, int64_t j) const { return at({i, j}); }
   double &at(int64_t i, int64_t j, int64_t k) { return at({i, j, k}); }
   double at(int64_t i, int64_t j, int64_t k) const { return at({i, j, k}); }
-  double &at(int64_t i, int64_t j, int64_t k, int64_t l) {
-    return at({i, j, k, l});
-  }
-  double at(int64_t i, int64_t j, int64_t k, int64_t l) const {
-    return at({i, j, k, l});
-  }
+  double &at(int64_t i, int64_t j, int64_t k, int64_t l) { return at({i, j, k, l}); }
+  double at(int64_t i, int64_t j, int64_t k, int64_t l) const { return at({i, j, k, l}); }
 };
 
 /// Integer position ids. Plain (1-D encodings): shape [s] shared by the batch,

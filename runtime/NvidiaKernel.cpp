@@ -16,8 +16,8 @@ NvidiaKernelImpl::compile(const Spec &spec, const std::string &arch,
   using Result = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
   if (Status status = checkNvidiaArch(arch); !status)
     return Result::error(status.message());
-  Expected<KernelArtifact> artifact = runStages(nvidiaStages(arch, tiles), spec.source(),
-                                                spec.name());
+  Expected<KernelArtifact> artifact =
+      runStages(nvidiaStages(arch, tiles), spec.source(), spec.name());
   if (!artifact)
     return Result::error(artifact.error());
   return fromArtifact(std::move(*artifact));
@@ -86,8 +86,8 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
                                      s.batch, s.keySeq - s.querySeq, queryPositions);
       !st)
     return st;
-  if (Status st = buildPositionTable(views[4], "key positions", keyPositionRows, s.keySeq,
-                                     s.batch, 0, keyPositions);
+  if (Status st = buildPositionTable(views[4], "key positions", keyPositionRows, s.keySeq, s.batch,
+                                     0, keyPositions);
       !st)
     return st;
 

@@ -20,8 +20,7 @@ public:
   compile(const Spec &spec, const std::string &arch, const NvidiaTileConfig &tiles);
   /// From an artifact (a fresh compile's, or a disk cache entry); an error
   /// when it is not an nvidia kernel or its nvidia.meta is damaged.
-  static Expected<std::shared_ptr<const NvidiaKernelImpl>>
-  fromArtifact(KernelArtifact artifact);
+  static Expected<std::shared_ptr<const NvidiaKernelImpl>> fromArtifact(KernelArtifact artifact);
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
   Expected<std::string> stage(const std::string &name) const;

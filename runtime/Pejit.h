@@ -22,8 +22,8 @@
 #include "runtime/core/Types.h"
 
 #include <cstdint>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,8 +63,7 @@ public:
   const std::string &name() const { return name_; }
 
 private:
-  Spec(std::string source, std::string name)
-      : source_(std::move(source)), name_(std::move(name)) {}
+  Spec(std::string source, std::string name) : source_(std::move(source)), name_(std::move(name)) {}
   std::string source_, name_;
 };
 
@@ -131,8 +130,8 @@ public:
   const std::vector<int64_t> &block() const;
   const std::vector<std::string> &arguments() const;
   const Shape &shape() const;
-  DType dtype() const;        ///< of the inputs (f16 or bf16)
-  DType outputDtype() const;  ///< f32, f16 or bf16, as the IR's result says
+  DType dtype() const;       ///< of the inputs (f16 or bf16)
+  DType outputDtype() const; ///< f32, f16 or bf16, as the IR's result says
   /// Floats of the QK transform's tables (pejit_prologue fills them); 0: none.
   int64_t scratchFloats() const;
   /// Split-KV: blocks sharing a query tile's keys (1: none), the sizes of
@@ -196,9 +195,9 @@ struct StageInfo {
 
 /// What getX86() and getNvidia() did so far, in this Runtime.
 struct RuntimeStats {
-  int64_t compiles = 0;    ///< kernels compiled from source
-  int64_t diskHits = 0;    ///< kernels loaded from the disk cache
-  int64_t memoryHits = 0;  ///< getX86() and getNvidia() calls answered from memory
+  int64_t compiles = 0;   ///< kernels compiled from source
+  int64_t diskHits = 0;   ///< kernels loaded from the disk cache
+  int64_t memoryHits = 0; ///< getX86() and getNvidia() calls answered from memory
 };
 
 /// Compiles and caches kernels. Thread-safe: concurrent getX86() (getNvidia()) calls for the

@@ -91,8 +91,7 @@ Compiled Runtime::Impl::loadFromDisk(const std::string &key, const X86TileConfig
   std::optional<KernelArtifact> artifact = disk->load(key);
   if (!artifact)
     return Compiled::error("not in the disk cache");
-  Expected<std::shared_ptr<X86KernelImpl>> kernel =
-      X86KernelImpl::load(std::move(*artifact), pool);
+  Expected<std::shared_ptr<X86KernelImpl>> kernel = X86KernelImpl::load(std::move(*artifact), pool);
   if (!kernel) {
     disk->discard(key, kernel.error());
     return Compiled::error(kernel.error());
@@ -105,7 +104,8 @@ Compiled Runtime::Impl::loadFromDisk(const std::string &key, const X86TileConfig
 }
 
 /// Disk hit, else compile (under the key's lock file) and store.
-Compiled Runtime::Impl::obtain(const Spec &spec, const X86TileConfig &tiles, const std::string &key) {
+Compiled Runtime::Impl::obtain(const Spec &spec, const X86TileConfig &tiles,
+                               const std::string &key) {
   auto load = [&]() -> std::optional<Compiled> {
     Compiled kernel = loadFromDisk(key, tiles);
     return kernel ? std::optional<Compiled>(std::move(kernel)) : std::nullopt;
@@ -138,8 +138,7 @@ Compiled Runtime::Impl::compileAndStore(const Spec &spec, const X86TileConfig &t
               artifact->shape.str() + " tile=" + std::to_string(tiles.queryTile) + "x" +
                   std::to_string(tiles.keyTile) + " " + spec.name(),
               *artifact);
-  Expected<std::shared_ptr<X86KernelImpl>> kernel =
-      X86KernelImpl::load(std::move(*artifact), pool);
+  Expected<std::shared_ptr<X86KernelImpl>> kernel = X86KernelImpl::load(std::move(*artifact), pool);
   if (!kernel)
     return Compiled::error(kernel.error());
   (*kernel)->tiles = tiles;
@@ -206,9 +205,9 @@ Expected<X86Kernel> Runtime::getX86(const Spec &spec, std::optional<X86TileConfi
 
 Compiled Runtime::Impl::get(const Spec &spec, const X86TileConfig &tiles) {
   static const std::string host = hostTarget();
-  std::string key = compilerFingerprint() + "|" + host + "|tile=" +
-                    std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
-                    "|" + spec.source();
+  std::string key = compilerFingerprint() + "|" + host +
+                    "|tile=" + std::to_string(tiles.queryTile) + "x" +
+                    std::to_string(tiles.keyTile) + "|" + spec.source();
   std::promise<Compiled> promise;
   bool compileHere = false;
   std::shared_future<Compiled> future = futureFor(mutex, cache, key, promise, compileHere);
@@ -231,9 +230,10 @@ Expected<TuneReport> Runtime::tune(const Spec &spec, TuneOptions options) {
 Expected<NvidiaKernel> Runtime::getNvidia(const Spec &spec, const std::string &arch,
                                           NvidiaTileConfig tiles) {
   using Compiled = Expected<std::shared_ptr<const NvidiaKernelImpl>>;
-  std::string key = compilerFingerprint() + "|nvidia:" + arch + "|tile=" +
-                    std::to_string(tiles.queryTile) + "x" + std::to_string(tiles.keyTile) +
-                    "/split=" + std::to_string(tiles.splits) + "|" + spec.source();
+  std::string key = compilerFingerprint() + "|nvidia:" + arch +
+                    "|tile=" + std::to_string(tiles.queryTile) + "x" +
+                    std::to_string(tiles.keyTile) + "/split=" + std::to_string(tiles.splits) + "|" +
+                    spec.source();
   std::promise<Compiled> promise;
   bool compileHere = false;
   std::shared_future<Compiled> future =

@@ -1,9 +1,9 @@
 // Spec: the MLIR source of one attention, from the C++ builder (generated
 // text in the pe + attn dialects, unfused, as a user would write it) or from
 // a file.
-#include "runtime/Pejit.h"
 #include "compiler/SourceNesting.h"
 #include "dialects/pe/PEAttrs.h"
+#include "runtime/Pejit.h"
 
 #include <fstream>
 #include <sstream>
@@ -48,9 +48,9 @@ std::string scalingText(const ref::RopeScaling &s) {
     return text + ", truncate = " + (s.truncate ? "true" : "false") + ">";
   }
   case Kind::Llama3:
-    return "#pe.llama3<factor = " + literal(s.factor) + ", low_freq_factor = " +
-           literal(s.lowFreqFactor) + ", high_freq_factor = " + literal(s.highFreqFactor) +
-           ", " + orig + ">";
+    return "#pe.llama3<factor = " + literal(s.factor) +
+           ", low_freq_factor = " + literal(s.lowFreqFactor) +
+           ", high_freq_factor = " + literal(s.highFreqFactor) + ", " + orig + ">";
   case Kind::LongRope: {
     std::string text = "#pe.longrope<short_factor = " + list(s.shortFactor) +
                        ", long_factor = " + list(s.longFactor) + ", " + orig +
@@ -89,10 +89,10 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   std::string k = tensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, "f32");
   std::string v = tensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, "f32");
   std::string o = tensor({s.batch, s.queryHeads, s.querySeq, s.valueDim}, "f32");
-  std::string qp = spec.positionsPerBatch ? tensor({s.batch, s.querySeq}, "i64")
-                                          : tensor({s.querySeq}, "i64");
-  std::string kp = spec.positionsPerBatch ? tensor({s.batch, s.keySeq}, "i64")
-                                          : tensor({s.keySeq}, "i64");
+  std::string qp =
+      spec.positionsPerBatch ? tensor({s.batch, s.querySeq}, "i64") : tensor({s.querySeq}, "i64");
+  std::string kp =
+      spec.positionsPerBatch ? tensor({s.batch, s.keySeq}, "i64") : tensor({s.keySeq}, "i64");
   std::ostringstream out;
   out << "func.func @attention(%q: " << q << ", %k: " << k << ", %v: " << v;
   if (spec.rope)
@@ -111,8 +111,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     std::string biasType = tensor({1, s.queryHeads, s.querySeq, s.keySeq}, "f32");
     out << "  %bias = pe.alibi <num_heads = " << spec.alibi->numHeads
         << ", head_offset = " << spec.alibi->headOffset
-        << ", form = " << (spec.alibi->symmetric ? "symmetric" : "causal") << "> : "
-        << biasType << "\n";
+        << ", form = " << (spec.alibi->symmetric ? "symmetric" : "causal") << "> : " << biasType
+        << "\n";
     bias = " bias(%bias : " + biasType + ")";
   }
   out << "  %o = attn.attention " << qIn << ", " << kIn << ", %v" << bias;

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
-#include <thread>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
+#include <thread>
 #include <unistd.h>
 
 namespace pejit {
@@ -61,9 +61,9 @@ double medianRunMs(const X86Kernel &kernel, int repeats) {
     if (!kernel.run(inputs, out))
       return std::numeric_limits<double>::infinity();
     if (r > 0) // the first run is a warm-up
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
+      times.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -112,8 +112,8 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
       kernels[i].emplace(runtime.getX86(spec, options.candidates[i]));
   };
   std::vector<std::thread> compilers;
-  unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(),
-                                                     static_cast<unsigned>(count)));
+  unsigned threads = std::max(
+      1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(count)));
   for (unsigned t = 1; t < threads; ++t)
     compilers.emplace_back(compileSome);
   compileSome();

@@ -56,7 +56,7 @@ Status checkView(const TensorView &view, const std::string &what,
 }
 
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
-                     int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table) {
+                          int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table) {
   table.assign(rows * seq, 0);
   if (!view) {
     for (int64_t r = 0; r < rows; ++r)
@@ -64,8 +64,8 @@ Status buildPositionTable(const TensorView *view, const std::string &what, int64
         table[r * seq + s] = first + s;
     return Status();
   }
-  std::vector<int64_t> expected = rows == 1 ? std::vector<int64_t>{seq}
-                                            : std::vector<int64_t>{batch, seq};
+  std::vector<int64_t> expected =
+      rows == 1 ? std::vector<int64_t>{seq} : std::vector<int64_t>{batch, seq};
   if (rows == 1 && view->shape.size() == 2 && view->shape[0] == 1)
     expected = {1, seq};
   if (Status s = checkView(*view, what, expected, {DType::I64, DType::I32}); !s)

@@ -2,8 +2,8 @@
 // stages' text (stage), and run: checks the user's views against the
 // compiled shape, binds them to the kernel's memref descriptors, runs the
 // prologue once and the work items on the thread pool.
-#include "runtime/X86KernelImpl.h"
 #include "runtime/Views.h"
+#include "runtime/X86KernelImpl.h"
 
 #include "compiler/backends/x86/ObjectCode.h"
 #include "compiler/backends/x86/X86Backend.h"
@@ -29,8 +29,8 @@ MemRefDescriptor<float, 4> describe4(const TensorView &view) {
 
 X86KernelImpl::~X86KernelImpl() = default;
 
-Expected<std::shared_ptr<X86KernelImpl>>
-X86KernelImpl::load(KernelArtifact artifact, std::shared_ptr<ThreadPool> pool) {
+Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact artifact,
+                                                             std::shared_ptr<ThreadPool> pool) {
   using Result = Expected<std::shared_ptr<X86KernelImpl>>;
   Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
   if (!object)
@@ -82,23 +82,23 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   for (const std::string &role : arguments)
     required += role.find("positions") == std::string::npos;
   if (inputs.size() < required || inputs.size() > arguments.size())
-    return Status::error("expected " + std::to_string(required) +
-                         (required == arguments.size()
-                              ? std::string()
-                              : " to " + std::to_string(arguments.size())) +
-                         " inputs (" + [&] {
-                           std::string names;
-                           for (const std::string &r : arguments)
-                             names += (names.empty() ? "" : ", ") + r;
-                           return names;
-                         }() + "), got " + std::to_string(inputs.size()));
+    return Status::error(
+        "expected " + std::to_string(required) +
+        (required == arguments.size() ? std::string() : " to " + std::to_string(arguments.size())) +
+        " inputs (" +
+        [&] {
+          std::string names;
+          for (const std::string &r : arguments)
+            names += (names.empty() ? "" : ", ") + r;
+          return names;
+        }() +
+        "), got " + std::to_string(inputs.size()));
   const Shape &s = shape;
   const TensorView *views[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   const char *roles[5] = {"query", "key", "value", "query_positions", "key_positions"};
   // "positions": one argument holds the ids of both queries and keys.
   auto plays = [&](size_t argument, int role) {
-    return arguments[argument] == roles[role] ||
-           (role >= 3 && arguments[argument] == "positions");
+    return arguments[argument] == roles[role] || (role >= 3 && arguments[argument] == "positions");
   };
   for (size_t i = 0; i < inputs.size(); ++i)
     for (int r = 0; r < 5; ++r)
@@ -125,24 +125,27 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
 
   std::vector<int64_t> queryPositions, keyPositions;
   if (Status st = buildPositionTable(views[3], name(3), queryPositionRows, s.querySeq, s.batch,
-                                s.keySeq - s.querySeq, queryPositions);
+                                     s.keySeq - s.querySeq, queryPositions);
       !st)
     return st;
   if (Status st = buildPositionTable(views[4], name(4), keyPositionRows, s.keySeq, s.batch, 0,
-                                keyPositions);
+                                     keyPositions);
       !st)
     return st;
 
-  MemRefDescriptor<int64_t, 2> qp{queryPositions.data(), queryPositions.data(), 0,
-                                  {queryPositionRows, s.querySeq}, {s.querySeq, 1}};
-  MemRefDescriptor<int64_t, 2> kp{keyPositions.data(), keyPositions.data(), 0,
-                                  {keyPositionRows, s.keySeq}, {s.keySeq, 1}};
+  MemRefDescriptor<int64_t, 2> qp{queryPositions.data(),
+                                  queryPositions.data(),
+                                  0,
+                                  {queryPositionRows, s.querySeq},
+                                  {s.querySeq, 1}};
+  MemRefDescriptor<int64_t, 2> kp{
+      keyPositions.data(), keyPositions.data(), 0, {keyPositionRows, s.keySeq}, {s.keySeq, 1}};
   ScratchBuffer scratch = takeScratch();
   if (!scratch)
-    return Status::error("out of memory: the kernel's scratch of " +
-                         std::to_string(scratchFloats) + " floats could not be allocated");
-  MemRefDescriptor<float, 1> sd{scratch.get(), scratch.get(), 0,
-                                {std::max<int64_t>(scratchFloats, 1)}, {1}};
+    return Status::error("out of memory: the kernel's scratch of " + std::to_string(scratchFloats) +
+                         " floats could not be allocated");
+  MemRefDescriptor<float, 1> sd{
+      scratch.get(), scratch.get(), 0, {std::max<int64_t>(scratchFloats, 1)}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   // The tables (RoPE's cos/sin per position) on all cores: call i fills
@@ -185,8 +188,8 @@ X86KernelImpl::ScratchBuffer X86KernelImpl::takeScratch() const {
   }
   // Every float the kernel reads from scratch it wrote first (tables, key
   // cache), so the buffer needs no clearing. 64-byte aligned for its tiles.
-  size_t bytes = (static_cast<size_t>(std::max<int64_t>(scratchFloats, 1)) * sizeof(float) + 63) /
-                 64 * 64;
+  size_t bytes =
+      (static_cast<size_t>(std::max<int64_t>(scratchFloats, 1)) * sizeof(float) + 63) / 64 * 64;
   return ScratchBuffer(static_cast<float *>(std::aligned_alloc(64, bytes)));
 }
 

@@ -45,7 +45,7 @@ public:
   /// Links an artifact's objects into the process: no compiling. The caller
   /// fills in compileMs, fromDisk and tiles before sharing it as const.
   static Expected<std::shared_ptr<X86KernelImpl>> load(KernelArtifact artifact,
-                                                        std::shared_ptr<ThreadPool> pool);
+                                                       std::shared_ptr<ThreadPool> pool);
   ~X86KernelImpl();
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;

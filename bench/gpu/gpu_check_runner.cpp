@@ -5,11 +5,11 @@
 // cases with CUDA events. Prints one line per case and a Markdown table.
 //   gpu_check_runner BUNDLE_DIR [REPEATS=20]
 #include "bench/gpu/GpuCheckCases.h"
-#include "runtime/core/KernelMeta.h"
-#include "runtime/cuda/AttentionLaunch.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
+#include "runtime/core/KernelMeta.h"
+#include "runtime/cuda/AttentionLaunch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -111,8 +111,8 @@ Outcome runCase(const std::string &dir, const GpuCase &c, int repeats) {
   }
   // Seeded from the clock: std::random_device pulls arc4random (glibc 2.36),
   // which the GPU machine may not have.
-  std::mt19937 engine(static_cast<uint32_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::mt19937 engine(
+      static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto make = [&](int64_t heads, int64_t seq, std::vector<uint16_t> &bits, ref::Tensor &exact) {
     exact = ref::Tensor({c.batch, heads, seq, c.headDim});
@@ -195,13 +195,12 @@ int main(int argc, char **argv) {
                 c.name.c_str(), r.relError);
     failed += !r.ok;
     if (c.timed) {
-      double flops = 4.0 * c.batch * c.queryHeads * c.querySeq * c.keySeq * c.headDim *
-                     (c.causal ? 0.5 : 1.0);
+      double flops =
+          4.0 * c.batch * c.queryHeads * c.querySeq * c.keySeq * c.headDim * (c.causal ? 0.5 : 1.0);
       double tflops = flops / (r.medianMs * 1e-3) / 1e12;
       std::printf("  %.3f ms  %.1f TFLOPS", r.medianMs, tflops);
       char row[200];
-      std::snprintf(row, sizeof(row), "| %s | %.3f | %.1f |\n", c.name.c_str(), r.medianMs,
-                    tflops);
+      std::snprintf(row, sizeof(row), "| %s | %.3f | %.1f |\n", c.name.c_str(), r.medianMs, tflops);
       table += row;
     }
     std::printf("\n");

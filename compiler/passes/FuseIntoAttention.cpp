@@ -72,8 +72,7 @@ void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) 
   biasOp->erase();
 }
 
-struct FuseIntoAttentionPass
-    : pejit::impl::FuseIntoAttentionBase<FuseIntoAttentionPass> {
+struct FuseIntoAttentionPass : pejit::impl::FuseIntoAttentionBase<FuseIntoAttentionPass> {
   void runOnOperation() override {
     getOperation().walk([](attn::AttentionOp op) {
       SmallVector<Attribute> encodings;

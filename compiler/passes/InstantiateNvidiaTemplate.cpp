@@ -76,7 +76,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
 
   // Decode-sized queries get a one-warp block instead of padding 64 rows.
-  int64_t bm = tiles.queryTile > 0 ? tiles.queryTile
+  int64_t bm = tiles.queryTile > 0    ? tiles.queryTile
                : shape.querySeq <= 16 ? 16
                : shape.querySeq <= 32 ? 32
                                       : 64;
@@ -86,11 +86,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
                           << ") is invalid: the query tile is 16 x warps (16, 32, 64 or 128), "
                              "the key tile a multiple of 16 up to 128";
   int64_t kRows = std::max(bm, bn);
-  int64_t sharedBytes =
-      (kRows * (shape.headDim + 8) + bn * (shape.valueDim + 8)) * 2; // f16/bf16
+  int64_t sharedBytes = (kRows * (shape.headDim + 8) + bn * (shape.valueDim + 8)) * 2; // f16/bf16
   if (sharedBytes > kStaticSharedBytes)
-    return op.emitError() << "nvidia tile config (" << bm << ", " << bn << ") needs "
-                          << sharedBytes << " bytes of shared memory for d = " << shape.headDim
+    return op.emitError() << "nvidia tile config (" << bm << ", " << bn << ") needs " << sharedBytes
+                          << " bytes of shared memory for d = " << shape.headDim
                           << ", more than the " << kStaticSharedBytes << " a block has statically";
   bool bf16 = element.isBF16();
   Type outElement = cast<RankedTensorType>(op.getResult().getType()).getElementType();
@@ -107,8 +106,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (splits <= 0) {
     splits = 1;
     if (blocks < 264 && kvTiles >= 4)
-      splits = std::max<int64_t>(
-          1, std::min<int64_t>({(264 + blocks - 1) / blocks, kvTiles / 2, 32}));
+      splits =
+          std::max<int64_t>(1, std::min<int64_t>({(264 + blocks - 1) / blocks, kvTiles / 2, 32}));
   }
   if (splits > kvTiles)
     splits = std::max<int64_t>(kvTiles, 1);
@@ -119,30 +118,45 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
     return text;
   };
   bool split = splits > 1;
-  std::string woShape = split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq,
-                                      shape.valueDim})
-                              : "1x1x1x1x1";
+  std::string woShape =
+      split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq, shape.valueDim})
+            : "1x1x1x1x1";
   std::string wmlShape =
       split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq}) : "1x1x1x1";
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::map<std::string, std::string> params = {
-      {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
+      {"B", std::to_string(shape.batch)},
+      {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},
       {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", std::to_string(shape.querySeq)}, {"SKV", std::to_string(shape.keySeq)},
-      {"D", std::to_string(shape.headDim)}, {"DV", std::to_string(shape.valueDim)},
-      {"DP", std::to_string(shape.headDim + 8)}, {"DVP", std::to_string(shape.valueDim + 8)},
-      {"D16", std::to_string(shape.headDim / 16)}, {"DV8", std::to_string(shape.valueDim / 8)},
-      {"NQT", std::to_string(numQueryTiles)}, {"BM", std::to_string(bm)},
-      {"BN", std::to_string(bn)}, {"BN8", std::to_string(bn / 8)},
-      {"BN16", std::to_string(bn / 16)}, {"THREADS", std::to_string(32 * warps)},
-      {"KROWS", std::to_string(kRows)}, {"SPLITS", std::to_string(splits)},
-      {"SPLIT_KV", split ? "true" : "false"}, {"WO_SHAPE", woShape}, {"WML_SHAPE", wmlShape},
+      {"SQ", std::to_string(shape.querySeq)},
+      {"SKV", std::to_string(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"DV", std::to_string(shape.valueDim)},
+      {"DP", std::to_string(shape.headDim + 8)},
+      {"DVP", std::to_string(shape.valueDim + 8)},
+      {"D16", std::to_string(shape.headDim / 16)},
+      {"DV8", std::to_string(shape.valueDim / 8)},
+      {"NQT", std::to_string(numQueryTiles)},
+      {"BM", std::to_string(bm)},
+      {"BN", std::to_string(bn)},
+      {"BN8", std::to_string(bn / 8)},
+      {"BN16", std::to_string(bn / 16)},
+      {"THREADS", std::to_string(32 * warps)},
+      {"KROWS", std::to_string(kRows)},
+      {"SPLITS", std::to_string(splits)},
+      {"SPLIT_KV", split ? "true" : "false"},
+      {"WO_SHAPE", woShape},
+      {"WML_SHAPE", wmlShape},
       {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
-      {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
-      {"SCALE", formatFloat(op.getEffectiveScale())}, {"T", bf16 ? "bf16" : "f16"},
-      {"MMA", bf16 ? "mma_bf16" : "mma_f16"}, {"OT", outName}, {"CVT", "out_" + outName},
+      {"HAS_WINDOW", window ? "true" : "false"},
+      {"WINDOW", std::to_string(window.value_or(0))},
+      {"SCALE", formatFloat(op.getEffectiveScale())},
+      {"T", bf16 ? "bf16" : "f16"},
+      {"MMA", bf16 ? "mma_bf16" : "mma_f16"},
+      {"OT", outName},
+      {"CVT", "out_" + outName},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
       {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))}};

@@ -4,10 +4,10 @@
 // result is parsed, and its hook ops are expanded by the fused encodings
 // through PositionalEncodingAttrInterface; this file never names a concrete
 // encoding.
-#include "compiler/passes/Instantiate.h"
-#include "compiler/passes/TemplateSupport.h"
 #include "compiler/backends/x86/X86TileRules.h"
+#include "compiler/passes/Instantiate.h"
 #include "compiler/passes/Passes.h"
+#include "compiler/passes/TemplateSupport.h"
 #include "dialects/Limits.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
@@ -43,31 +43,32 @@ namespace {
 /// viewed the same way. P . V reads V in 16-column slices down the rows: with
 /// a full Q tile the FMAs hide that, in decode (one query row per item, bound
 /// by reading K and V) the row-by-row copy was ~17% faster.
-std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile,
-                          bool inPlace) {
+std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile, bool inPlace) {
   std::string dv = std::to_string(valueDim);
   if (inPlace)
     return "%rows = memref.subview %v[%b, %hk, %j0, 0] [1, 1, %nk, " + dv +
            "] [1, 1, 1, 1] : !V to !VROWS\n  return %rows : !VROWS";
   std::string tile = "memref<" + std::to_string(keyTile) + "x" + dv + "xf32>";
-  std::string widened = t == "f32" ? "%x"
-                                   : "%w";
-  std::string widen = t == "f32" ? ""
-                                 : "      %w = arith.extf %x : vector<8x" + t +
-                                       "> to vector<8xf32>\n";
+  std::string widened = t == "f32" ? "%x" : "%w";
+  std::string widen =
+      t == "f32" ? "" : "      %w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n";
   return "%c0 = arith.constant 0 : index\n"
          "  %c1 = arith.constant 1 : index\n"
          "  %c8 = arith.constant 8 : index\n"
-         "  %dv = arith.constant " + dv + " : index\n"
+         "  %dv = arith.constant " +
+         dv +
+         " : index\n"
          "  scf.for %r = %c0 to %nk step %c1 {\n"
          "    %j = arith.addi %j0, %r : index\n"
          "    scf.for %d = %c0 to %dv step %c8 {\n"
-         "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" + t + ">\n" +
-         widen + "      vector.store " + widened + ", %Vs[%r, %d] : " + tile +
+         "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" +
+         t + ">\n" + widen + "      vector.store " + widened + ", %Vs[%r, %d] : " + tile +
          ", vector<8xf32>\n"
          "    }\n"
          "  }\n"
-         "  %rows = memref.cast %Vs : " + tile + " to !VROWS\n"
+         "  %rows = memref.cast %Vs : " +
+         tile +
+         " to !VROWS\n"
          "  return %rows : !VROWS";
 }
 /// Whether K is rotated once per call into a key cache in scratch
@@ -91,8 +92,8 @@ KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const X86TileConfig &
   std::optional<int64_t> cacheFloats = limits::product(shape.batch, shape.kvHeads);
   for (int64_t factor : {plan.keyTiles, tiles.keyTile, shape.headDim})
     cacheFloats = cacheFloats ? limits::product(*cacheFloats, factor) : std::nullopt;
-  plan.enabled = hasQKTransform && numQueryTiles >= 2 && cacheFloats &&
-                 *cacheFloats <= kMaxKeyCacheBytes / 4;
+  plan.enabled =
+      hasQKTransform && numQueryTiles >= 2 && cacheFloats && *cacheFloats <= kMaxKeyCacheBytes / 4;
   if (!plan.enabled)
     return plan;
   plan.jobs = shape.batch * shape.kvHeads * plan.keyTiles;
@@ -139,8 +140,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
   auto oType = cast<RankedTensorType>(op.getResult().getType());
-  for (auto [type, name] : {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"},
-                            {oType, "result"}}) {
+  for (auto [type, name] :
+       {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
     if (!type.hasStaticShape())
       return op.emitError() << name << " has a dynamic shape " << type
                             << ": pejit compiles one kernel per shape";
@@ -183,22 +184,29 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
                                        qkTransform ? qkTransform.getScratchFloats(shape) : 0);
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::map<std::string, std::string> params = {
-      {"B", std::to_string(shape.batch)}, {"HQ", std::to_string(shape.queryHeads)},
+      {"B", std::to_string(shape.batch)},
+      {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},
       {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", std::to_string(shape.querySeq)}, {"SKV", std::to_string(shape.keySeq)},
-      {"D", std::to_string(shape.headDim)}, {"DV", std::to_string(shape.valueDim)},
-      {"NQT", std::to_string(numQueryTiles)}, {"BM", std::to_string(tiles.queryTile)},
+      {"SQ", std::to_string(shape.querySeq)},
+      {"SKV", std::to_string(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"DV", std::to_string(shape.valueDim)},
+      {"NQT", std::to_string(numQueryTiles)},
+      {"BM", std::to_string(tiles.queryTile)},
       {"BN", std::to_string(tiles.keyTile)},
       {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
-      {"HAS_WINDOW", window ? "true" : "false"}, {"WINDOW", std::to_string(window.value_or(0))},
+      {"HAS_WINDOW", window ? "true" : "false"},
+      {"WINDOW", std::to_string(window.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
-      {"T", kernelElementTypeName(inType)}, {"OT", kernelElementTypeName(outType)},
+      {"T", kernelElementTypeName(inType)},
+      {"OT", kernelElementTypeName(outType)},
       {"KONCE", keyCache.enabled ? "true" : "false"},
-      {"KOFF", std::to_string(keyCache.offset)}, {"NKT", std::to_string(keyCache.keyTiles)},
+      {"KOFF", std::to_string(keyCache.offset)},
+      {"NKT", std::to_string(keyCache.keyTiles)},
       {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
       {"PREPARE_JOBS", std::to_string(keyCache.jobs)},
       {"VALUE_ROWS",

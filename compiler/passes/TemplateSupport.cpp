@@ -2,9 +2,9 @@
 #include "compiler/passes/TemplateSupport.h"
 #include "compiler/passes/Instantiate.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/TileCopy.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -26,8 +26,7 @@ std::string formatFloat(double value) {
 
 /// Replaces every ${NAME}; fails on a name without a value.
 FailureOr<std::string> substitute(const std::string &text,
-                                  const std::map<std::string, std::string> &params,
-                                  Operation *op) {
+                                  const std::map<std::string, std::string> &params, Operation *op) {
   std::string out;
   size_t pos = 0;
   while (true) {
@@ -44,7 +43,6 @@ FailureOr<std::string> substitute(const std::string &text,
   }
   return out + text.substr(pos);
 }
-
 
 /// The one function, whose body is one attn.attention on its arguments.
 FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
@@ -76,9 +74,11 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     return op.emitError() << "the kernel takes no bias, key_term or value_term "
                              "tensor: fuse the encoding that produces it "
                              "(pe-fuse-into-attention) or drop it";
-  std::pair<Value, StringRef> operandRoles[] = {
-      {op.getQuery(), "query"}, {op.getKey(), "key"}, {op.getValue(), "value"},
-      {op.getQueryPositions(), "query_positions"}, {op.getKeyPositions(), "key_positions"}};
+  std::pair<Value, StringRef> operandRoles[] = {{op.getQuery(), "query"},
+                                                {op.getKey(), "key"},
+                                                {op.getValue(), "value"},
+                                                {op.getQueryPositions(), "query_positions"},
+                                                {op.getKeyPositions(), "key_positions"}};
   Builder builder(module.getContext());
   for (BlockArgument arg : fused.func.getArguments()) {
     StringRef role;
@@ -89,8 +89,8 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
       role = "positions";
     if (role.empty())
-      return fused.func.emitError() << "argument #" << arg.getArgNumber()
-                                    << " is not an operand of attn.attention";
+      return fused.func.emitError()
+             << "argument #" << arg.getArgNumber() << " is not an operand of attn.attention";
     fused.roles.push_back(builder.getStringAttr(role));
   }
   for (auto [value, name] : operandRoles)
@@ -121,7 +121,6 @@ void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64
   Value t = math::TanhOp::create(b, loc, arith::MulFOp::create(b, loc, s, invCap));
   vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
 }
-
 
 void spliceKernel(ModuleOp module, FusedAttention &found, ModuleOp kernel, DictionaryAttr info) {
   found.func.erase();
@@ -207,21 +206,21 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
                                     prologue.getRowStep()});
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
       if (qkTransform)
-        qkTransform.emitQKTileTransform(
-            b, loc, shape,
-            {transform.getTile(), transform.getRows(), transform.getSeqStart(),
-             transform.getBatch(), transform.getScratch(), transform.getIsKey(),
-             transform.getSource()});
+        qkTransform.emitQKTileTransform(b, loc, shape,
+                                        {transform.getTile(), transform.getRows(),
+                                         transform.getSeqStart(), transform.getBatch(),
+                                         transform.getScratch(), transform.getIsKey(),
+                                         transform.getSource()});
       else if (transform.getSource()) // no transform: the rows are only copied
-        pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(),
-                            transform.getRows(), 0, shape.headDim, shape.vectorWidth);
+        pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(), transform.getRows(),
+                            0, shape.headDim, shape.vectorWidth);
     } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
       if (softcap)
         emitSoftcap(b, loc, mod.getScores(), *softcap, shape.vectorWidth);
       for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
-        bias.emitScoreBias(b, loc, shape,
-                           {mod.getScores(), mod.getHead(), mod.getQueryStart(),
-                            mod.getKeyStart()});
+        bias.emitScoreBias(
+            b, loc, shape,
+            {mod.getScores(), mod.getHead(), mod.getQueryStart(), mod.getKeyStart()});
     }
     hook->erase();
   }

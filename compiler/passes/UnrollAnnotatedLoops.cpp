@@ -17,8 +17,7 @@ namespace {
 constexpr llvm::StringLiteral kUnrollAttr = "pejit.unroll";
 constexpr llvm::StringLiteral kUnrollFactorAttr = "pejit.unroll_factor";
 
-struct UnrollAnnotatedLoops
-    : public pejit::impl::UnrollAnnotatedLoopsBase<UnrollAnnotatedLoops> {
+struct UnrollAnnotatedLoops : public pejit::impl::UnrollAnnotatedLoopsBase<UnrollAnnotatedLoops> {
   void runOnOperation() override {
     // Post-order walk: inner loops first, so an outer loop unrolls copies of
     // bodies that are already straight-line code (whichever way each of

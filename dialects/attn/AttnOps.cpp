@@ -57,10 +57,8 @@ LogicalResult AttentionOp::verify() {
       failed(requireDim(op, "value", v.getType(), 1, "hkv", hkv, "the key's hkv")) ||
       failed(requireDim(op, "value", v.getType(), 2, "skv", skv, "the key's skv")))
     return failure();
-  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) &&
-      (hkv == 0 || hq % hkv != 0))
-    return emitOpError() << "hq (" << hq << ") is not a multiple of hkv (" << hkv
-                         << ")";
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) && (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "hq (" << hq << ") is not a multiple of hkv (" << hkv << ")";
   Type resultType = getResult().getType();
   if (failed(requireDim(op, "result", resultType, 0, "b", b, "the query's b")) ||
       failed(requireDim(op, "result", resultType, 1, "hq", hq, "the query's hq")) ||
@@ -69,17 +67,16 @@ LogicalResult AttentionOp::verify() {
     return failure();
 
   if (getQueryPositions() &&
-      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(),
-                               b, sq)))
+      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq)))
     return failure();
   if (getKeyPositions() &&
-      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b,
-                               skv)))
+      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b, skv)))
     return failure();
   // The optional tensors' dims equal the checked ones above (or are 1), but
   // a bias [b, hq, sq, skv] can still exceed the element limit.
   for (auto [name, value] : {std::pair<StringRef, Value>{"bias", getBias()},
-                             {"key_term", getKeyTerm()}, {"value_term", getValueTerm()}})
+                             {"key_term", getKeyTerm()},
+                             {"value_term", getValueTerm()}})
     if (value && failed(requireSizesWithinLimits(op, name, value.getType(), {})))
       return failure();
 

@@ -68,7 +68,8 @@ void AlibiAttr::emitScoreBias(OpBuilder &b, Location loc, const AttentionShape &
   Value ir = cols.getInductionVar();
   Value irF = arith::SIToFPOp::create(b, loc, f32Type,
                                       arith::IndexCastOp::create(b, loc, b.getI64Type(), ir));
-  Value base = vector::BroadcastOp::create(b, loc, vecType, arith::AddFOp::create(b, loc, rowStart, irF));
+  Value base =
+      vector::BroadcastOp::create(b, loc, vecType, arith::AddFOp::create(b, loc, rowStart, irF));
   Value distance = arith::AddFOp::create(b, loc, iota, base);
   if (symmetric)
     distance = math::AbsFOp::create(b, loc, distance);

@@ -54,9 +54,7 @@ FailureOr<llvm::SmallVector<F64>> pejit::pe::parseF64Array(AsmParser &parser) {
 
 FailureOr<llvm::SmallVector<int64_t>> pejit::pe::parseI64Array(AsmParser &parser) {
   llvm::SmallVector<int64_t> values;
-  auto parseOne = [&]() -> ParseResult {
-    return parser.parseInteger(values.emplace_back());
-  };
+  auto parseOne = [&]() -> ParseResult { return parser.parseInteger(values.emplace_back()); };
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseOne))
     return failure();
   return values;
@@ -100,9 +98,7 @@ std::string pejit::pe::formatF64(double value) {
   return text;
 }
 
-void pejit::pe::printF64(AsmPrinter &printer, double value) {
-  printer << formatF64(value);
-}
+void pejit::pe::printF64(AsmPrinter &printer, double value) { printer << formatF64(value); }
 
 void pejit::pe::printF64Array(AsmPrinter &printer, llvm::ArrayRef<F64> values) {
   printer << '[';
@@ -123,8 +119,7 @@ LogicalResult requireFinite(EmitErrorFn emitError, llvm::StringRef name, double 
   return success();
 }
 
-LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name,
-                              double value) {
+LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name, double value) {
   if (!(value > 0.0) || !std::isfinite(value))
     return emitError() << name << " must be positive and finite, got " << formatF64(value);
   return success();
@@ -145,13 +140,12 @@ LogicalResult requireInRange(EmitErrorFn emitError, llvm::StringRef name, int64_
   if (value <= 0)
     return emitError() << name << " must be positive, got " << value;
   if (value > max)
-    return emitError() << name << " (" << value << ") exceeds pejit's limit of " << max
-                       << " (" << why << ")";
+    return emitError() << name << " (" << value << ") exceeds pejit's limit of " << max << " ("
+                       << why << ")";
   return success();
 }
 
-LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name,
-                              int64_t value) {
+LogicalResult requirePositive(EmitErrorFn emitError, llvm::StringRef name, int64_t value) {
   if (value <= 0)
     return emitError() << name << " must be positive, got " << value;
   return success();
@@ -175,8 +169,7 @@ static LogicalResult verifyNtkRotaryDim(llvm::StringRef name, int64_t rotaryDim,
   return success();
 }
 
-LogicalResult NtkScalingAttr::verifyRotaryDim(int64_t rotaryDim,
-                                              EmitErrorFn emitError) const {
+LogicalResult NtkScalingAttr::verifyRotaryDim(int64_t rotaryDim, EmitErrorFn emitError) const {
   return verifyNtkRotaryDim("ntk scaling", rotaryDim, emitError);
 }
 
@@ -189,19 +182,15 @@ LogicalResult DynamicNtkScalingAttr::verify(EmitErrorFn emitError, F64 factor,
                                             int64_t originalMaxPosition) {
   if (failed(requirePositive(emitError, "dynamic_ntk factor", factor)))
     return failure();
-  return requirePositive(emitError, "dynamic_ntk original_max_position",
-                         originalMaxPosition);
+  return requirePositive(emitError, "dynamic_ntk original_max_position", originalMaxPosition);
 }
 
 LogicalResult YarnScalingAttr::verify(EmitErrorFn emitError, F64 factor,
-                                      int64_t originalMaxPosition, F64 betaFast,
-                                      F64 betaSlow, std::optional<F64> mscale,
-                                      std::optional<F64> mscaleAllDim,
-                                      std::optional<F64> attentionFactor,
-                                      bool truncate) {
+                                      int64_t originalMaxPosition, F64 betaFast, F64 betaSlow,
+                                      std::optional<F64> mscale, std::optional<F64> mscaleAllDim,
+                                      std::optional<F64> attentionFactor, bool truncate) {
   if (failed(requirePositive(emitError, "yarn factor", factor)) ||
-      failed(requirePositive(emitError, "yarn original_max_position",
-                             originalMaxPosition)) ||
+      failed(requirePositive(emitError, "yarn original_max_position", originalMaxPosition)) ||
       failed(requirePositive(emitError, "yarn beta_slow", betaSlow)) ||
       failed(requireFinite(emitError, "yarn beta_fast", betaFast)) ||
       (mscale && failed(requireFinite(emitError, "yarn mscale", *mscale))) ||
@@ -209,33 +198,28 @@ LogicalResult YarnScalingAttr::verify(EmitErrorFn emitError, F64 factor,
     return failure();
   if (!(betaFast > betaSlow))
     return emitError() << "yarn beta_fast (" << formatF64(betaFast)
-                       << ") must be greater than beta_slow ("
-                       << formatF64(betaSlow) << ")";
+                       << ") must be greater than beta_slow (" << formatF64(betaSlow) << ")";
   if (attentionFactor &&
       failed(requirePositive(emitError, "yarn attention_factor", *attentionFactor)))
     return failure();
   return success();
 }
 
-LogicalResult Llama3ScalingAttr::verify(EmitErrorFn emitError, F64 factor,
-                                        F64 lowFreqFactor, F64 highFreqFactor,
-                                        int64_t originalMaxPosition) {
+LogicalResult Llama3ScalingAttr::verify(EmitErrorFn emitError, F64 factor, F64 lowFreqFactor,
+                                        F64 highFreqFactor, int64_t originalMaxPosition) {
   if (failed(requirePositive(emitError, "llama3 factor", factor)) ||
       failed(requirePositive(emitError, "llama3 low_freq_factor", lowFreqFactor)) ||
       failed(requirePositive(emitError, "llama3 high_freq_factor", highFreqFactor)) ||
-      failed(requirePositive(emitError, "llama3 original_max_position",
-                             originalMaxPosition)))
+      failed(requirePositive(emitError, "llama3 original_max_position", originalMaxPosition)))
     return failure();
   if (!(highFreqFactor > lowFreqFactor))
-    return emitError() << "llama3 high_freq_factor ("
-                       << formatF64(highFreqFactor)
-                       << ") must be greater than low_freq_factor ("
-                       << formatF64(lowFreqFactor) << ")";
+    return emitError() << "llama3 high_freq_factor (" << formatF64(highFreqFactor)
+                       << ") must be greater than low_freq_factor (" << formatF64(lowFreqFactor)
+                       << ")";
   return success();
 }
 
-LogicalResult LongRopeScalingAttr::verify(EmitErrorFn emitError,
-                                          llvm::ArrayRef<F64> shortFactor,
+LogicalResult LongRopeScalingAttr::verify(EmitErrorFn emitError, llvm::ArrayRef<F64> shortFactor,
                                           llvm::ArrayRef<F64> longFactor,
                                           int64_t originalMaxPosition, F64 factor,
                                           std::optional<F64> attentionFactor) {
@@ -248,8 +232,7 @@ LogicalResult LongRopeScalingAttr::verify(EmitErrorFn emitError,
   for (F64 f : longFactor)
     if (failed(requirePositive(emitError, "longrope long_factor entry", f)))
       return failure();
-  if (failed(requirePositive(emitError, "longrope original_max_position",
-                             originalMaxPosition)) ||
+  if (failed(requirePositive(emitError, "longrope original_max_position", originalMaxPosition)) ||
       failed(requirePositive(emitError, "longrope factor", factor)))
     return failure();
   if (attentionFactor &&
@@ -258,8 +241,7 @@ LogicalResult LongRopeScalingAttr::verify(EmitErrorFn emitError,
   return success();
 }
 
-LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim,
-                                                   EmitErrorFn emitError) const {
+LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim, EmitErrorFn emitError) const {
   if (static_cast<int64_t>(getShortFactor().size()) != rotaryDim / 2)
     return emitError() << "longrope factor lists have " << getShortFactor().size()
                        << " entries but rotary_dim/2 is " << rotaryDim / 2;
@@ -270,9 +252,8 @@ LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim,
 // Positional encodings
 //===----------------------------------------------------------------------===//
 
-LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout,
-                               F64 theta, std::optional<int64_t> rotaryDim,
-                               RopeScalingAttrInterface scaling,
+LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 theta,
+                               std::optional<int64_t> rotaryDim, RopeScalingAttrInterface scaling,
                                llvm::ArrayRef<int64_t> sections) {
   if (failed(requirePositive(emitError, "rope theta", theta)))
     return failure();
@@ -293,14 +274,13 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout,
     sectionSum += section;
   }
   if (rotaryDim && !sections.empty() && sectionSum != *rotaryDim / 2)
-    return emitError() << "rope sections sum to " << sectionSum
-                       << " but rotary_dim/2 is " << *rotaryDim / 2;
+    return emitError() << "rope sections sum to " << sectionSum << " but rotary_dim/2 is "
+                       << *rotaryDim / 2;
   return success();
 }
 
-LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads,
-                                int64_t headOffset, AlibiForm form,
-                                llvm::ArrayRef<F64> slopes) {
+LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads, int64_t headOffset,
+                                AlibiForm form, llvm::ArrayRef<F64> slopes) {
   if (failed(requireInRange(emitError, "alibi num_heads", numHeads, limits::kMaxHeads,
                             "the most heads an attention has")))
     return failure();
@@ -308,16 +288,16 @@ LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads,
     return emitError() << "alibi head_offset (" << headOffset
                        << ") must be in [0, num_heads = " << numHeads << ")";
   if (!slopes.empty() && static_cast<int64_t>(slopes.size()) != numHeads)
-    return emitError() << "alibi slopes has " << slopes.size()
-                       << " entries but num_heads is " << numHeads;
+    return emitError() << "alibi slopes has " << slopes.size() << " entries but num_heads is "
+                       << numHeads;
   for (auto [index, slope] : llvm::enumerate(slopes))
     if (failed(requireF32(emitError, "alibi slopes[" + std::to_string(index) + "]", slope)))
       return failure();
   return success();
 }
 
-LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets,
-                                 int64_t maxDistance, bool bidirectional) {
+LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets, int64_t maxDistance,
+                                 bool bidirectional) {
   // T5's _relative_position_bucket: buckets per sign (halved when
   // bidirectional), half of those exact, the rest logarithmic up to
   // max_distance; the log needs max_distance > max_exact >= 1.
@@ -325,16 +305,13 @@ LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets,
   int64_t maxExact = perSign / 2;
   if (numBuckets < (bidirectional ? 4 : 2) || (bidirectional && numBuckets % 2))
     return emitError() << "t5_bias num_buckets (" << numBuckets << ") must be "
-                       << (bidirectional ? "even and >= 4 when bidirectional"
-                                         : ">= 2");
+                       << (bidirectional ? "even and >= 4 when bidirectional" : ">= 2");
   if (numBuckets > limits::kMaxTableRows)
-    return emitError() << "t5_bias num_buckets (" << numBuckets
-                       << ") exceeds pejit's limit of " << limits::kMaxTableRows
-                       << " (rows of the bias table)";
+    return emitError() << "t5_bias num_buckets (" << numBuckets << ") exceeds pejit's limit of "
+                       << limits::kMaxTableRows << " (rows of the bias table)";
   if (maxDistance > limits::kMaxLength)
-    return emitError() << "t5_bias max_distance (" << maxDistance
-                       << ") exceeds pejit's limit of " << limits::kMaxLength
-                       << " (the longest sequence)";
+    return emitError() << "t5_bias max_distance (" << maxDistance << ") exceeds pejit's limit of "
+                       << limits::kMaxLength << " (the longest sequence)";
   if (maxDistance <= maxExact)
     return emitError() << "t5_bias max_distance (" << maxDistance
                        << ") must exceed the exact bucket range (" << maxExact << ")";
@@ -364,8 +341,8 @@ LogicalResult SinusoidalAttr::verify(EmitErrorFn emitError, F64 base) {
 }
 
 LogicalResult LearnedAttr::verify(EmitErrorFn emitError, int64_t maxPositions) {
-  return requireInRange(emitError, "learned max_positions", maxPositions,
-                        limits::kMaxTableRows, "rows of the embedding table");
+  return requireInRange(emitError, "learned max_positions", maxPositions, limits::kMaxTableRows,
+                        "rows of the embedding table");
 }
 
 LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
@@ -374,11 +351,10 @@ LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
     return success();
   std::optional<int64_t> explicitRotaryDim = getRotaryDim();
   if (explicitRotaryDim && *explicitRotaryDim > headDim)
-    return emitError() << "rotary_dim (" << *explicitRotaryDim
-                       << ") exceeds head_dim (" << headDim << ") of input";
+    return emitError() << "rotary_dim (" << *explicitRotaryDim << ") exceeds head_dim (" << headDim
+                       << ") of input";
   if (!explicitRotaryDim && headDim % 2 != 0)
-    return emitError() << "head_dim (" << headDim
-                       << ") must be even when rotary_dim is absent";
+    return emitError() << "head_dim (" << headDim << ") must be even when rotary_dim is absent";
   int64_t rotaryDim = explicitRotaryDim.value_or(headDim);
   if (getScaling() && failed(getScaling().verifyRotaryDim(rotaryDim, emitError)))
     return failure();
@@ -387,19 +363,16 @@ LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
     for (int64_t section : getSections())
       sum += section;
     if (sum != rotaryDim / 2)
-      return emitError() << "sections sum to " << sum << " but rotary_dim/2 is "
-                         << rotaryDim / 2;
+      return emitError() << "sections sum to " << sum << " but rotary_dim/2 is " << rotaryDim / 2;
   }
   return verifyRopeFrequencies(*this, headDim, emitError);
 }
 
 LogicalResult AlibiAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
                                             EmitErrorFn emitError) const {
-  if (!ShapedType::isDynamic(queryHeads) &&
-      getHeadOffset() + queryHeads > getNumHeads())
-    return emitError() << "head_offset (" << getHeadOffset() << ") + heads ("
-                       << queryHeads << ") exceeds num_heads (" << getNumHeads()
-                       << ")";
+  if (!ShapedType::isDynamic(queryHeads) && getHeadOffset() + queryHeads > getNumHeads())
+    return emitError() << "head_offset (" << getHeadOffset() << ") + heads (" << queryHeads
+                       << ") exceeds num_heads (" << getNumHeads() << ")";
   return success();
 }
 

@@ -12,13 +12,13 @@ using namespace pejit::pe;
 
 namespace {
 
-LogicalResult requireSameElementType(Operation *op, StringRef name, Value a,
-                                     StringRef otherName, Value b) {
+LogicalResult requireSameElementType(Operation *op, StringRef name, Value a, StringRef otherName,
+                                     Value b) {
   Type ea = cast<RankedTensorType>(a.getType()).getElementType();
   Type eb = cast<RankedTensorType>(b.getType()).getElementType();
   if (ea != eb)
-    return op->emitOpError() << name << " element type " << ea << " does not match "
-                             << otherName << " element type " << eb;
+    return op->emitOpError() << name << " element type " << ea << " does not match " << otherName
+                             << " element type " << eb;
   return success();
 }
 
@@ -57,12 +57,10 @@ LogicalResult RopeOp::verify() {
     return failure();
   RopeAttr encoding = getEncoding();
   auto emitError = [&]() { return emitOpError(); };
-  if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3),
-                                         emitError)))
+  if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3), emitError)))
     return failure();
-  return verifyPositionIds(op, "positions", getPositions().getType(),
-                           dim(getInput(), 0), dim(getInput(), 2),
-                           encoding.getSections().size());
+  return verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
+                           dim(getInput(), 2), encoding.getSections().size());
 }
 
 Value RopeOp::getTransformedInput() { return getInput(); }
@@ -73,8 +71,7 @@ LogicalResult AlibiOp::verify() {
   if (failed(verifyBiasResult(op, getResult())))
     return failure();
   auto emitError = [&]() { return emitOpError(); };
-  return getEncoding().verifyForAttention(dim(getResult(), 1), ShapedType::kDynamic,
-                                          emitError);
+  return getEncoding().verifyForAttention(dim(getResult(), 1), ShapedType::kDynamic, emitError);
 }
 
 LogicalResult T5BiasOp::verify() {
@@ -86,8 +83,8 @@ LogicalResult T5BiasOp::verify() {
     return failure();
   if (failed(requireDim(op, "table", getTable().getType(), 0, "num_buckets",
                         getEncoding().getNumBuckets(), "num_buckets")) ||
-      failed(requireDim(op, "table", getTable().getType(), 1, "h",
-                        dim(getResult(), 1), "the heads of the result")))
+      failed(requireDim(op, "table", getTable().getType(), 1, "h", dim(getResult(), 1),
+                        "the heads of the result")))
     return failure();
   return success();
 }
@@ -100,20 +97,20 @@ LogicalResult RelativeKeyOp::verify() {
   if (failed(requireRank(op, "query", getQuery().getType(), 4, "[b, h, sq, d]")) ||
       failed(requireSizesWithinLimits(op, "query", getQuery().getType(), queryLimits)) ||
       failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, d]")) ||
-      failed(verifyTableSizes(op, getTable())) ||
-      failed(verifyBiasResult(op, getResult())) ||
+      failed(verifyTableSizes(op, getTable())) || failed(verifyBiasResult(op, getResult())) ||
       failed(requireSameElementType(op, "table", getTable(), "query", getQuery())))
     return failure();
   int64_t clip = getEncoding().getClip();
-  if (failed(requireDim(op, "table", tableType, 0, "rows", 2 * clip + 1,
-                        "2 * clip + 1")) ||
-      failed(requireDim(op, "table", tableType, 1, "d", dim(getQuery(), 3),
-                        "the query's head_dim")))
+  if (failed(requireDim(op, "table", tableType, 0, "rows", 2 * clip + 1, "2 * clip + 1")) ||
+      failed(
+          requireDim(op, "table", tableType, 1, "d", dim(getQuery(), 3), "the query's head_dim")))
     return failure();
   for (unsigned i = 0; i < 3; ++i)
     if (failed(requireDim(op, "result", getResult().getType(), i,
-                          i == 0 ? "b" : i == 1 ? "h" : "sq", dim(getQuery(), i),
-                          "the query's")))
+                          i == 0   ? "b"
+                          : i == 1 ? "h"
+                                   : "sq",
+                          dim(getQuery(), i), "the query's")))
       return failure();
   return success();
 }
@@ -128,10 +125,10 @@ LogicalResult RelativeValueOp::verify() {
       failed(requireSizesWithinLimits(op, "result", getResult().getType(), resultLimits)) ||
       failed(requireSameElementType(op, "table", getTable(), "result", getResult())))
     return failure();
-  if (failed(requireDim(op, "table", tableType, 0, "rows",
-                        2 * getEncoding().getClip() + 1, "2 * clip + 1")) ||
-      failed(requireDim(op, "result", getResult().getType(), 2, "dv",
-                        dim(getTable(), 1), "the table's dv")))
+  if (failed(requireDim(op, "table", tableType, 0, "rows", 2 * getEncoding().getClip() + 1,
+                        "2 * clip + 1")) ||
+      failed(requireDim(op, "result", getResult().getType(), 2, "dv", dim(getTable(), 1),
+                        "the table's dv")))
     return failure();
   return success();
 }
@@ -144,8 +141,8 @@ LogicalResult SinusoidalOp::verify() {
   if (!ShapedType::isDynamic(modelDim) && modelDim % 2 != 0)
     return emitOpError() << "input d (" << modelDim
                          << ") must be even: channels pair as (sin, cos)";
-  return verifyPositionIds(op, "positions", getPositions().getType(),
-                           dim(getInput(), 0), dim(getInput(), 1));
+  return verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
+                           dim(getInput(), 1));
 }
 
 LogicalResult LearnedOp::verify() {
@@ -156,13 +153,12 @@ LogicalResult LearnedOp::verify() {
       failed(verifyTableSizes(op, getTable())) ||
       failed(requireSameElementType(op, "table", getTable(), "input", getInput())))
     return failure();
-  if (failed(requireDim(op, "table", tableType, 0, "rows",
-                        getEncoding().getMaxPositions(), "max_positions")) ||
-      failed(requireDim(op, "table", tableType, 1, "d", dim(getInput(), 2),
-                        "the input's d")))
+  if (failed(requireDim(op, "table", tableType, 0, "rows", getEncoding().getMaxPositions(),
+                        "max_positions")) ||
+      failed(requireDim(op, "table", tableType, 1, "d", dim(getInput(), 2), "the input's d")))
     return failure();
-  return verifyPositionIds(op, "positions", getPositions().getType(),
-                           dim(getInput(), 0), dim(getInput(), 1));
+  return verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
+                           dim(getInput(), 1));
 }
 
 #define GET_OP_CLASSES

@@ -8,8 +8,8 @@ using namespace pejit::pe;
 
 ref::RopeConfig pejit::pe::toReferenceConfig(RopeAttr rope) {
   ref::RopeConfig config;
-  config.layout = rope.getLayout() == RopeLayout::Half ? ref::RopeLayout::Half
-                                                       : ref::RopeLayout::Interleaved;
+  config.layout =
+      rope.getLayout() == RopeLayout::Half ? ref::RopeLayout::Half : ref::RopeLayout::Interleaved;
   config.theta = rope.getTheta();
   config.rotaryDim = rope.getRotaryDim().value_or(0);
   config.sections.assign(rope.getSections().begin(), rope.getSections().end());
@@ -21,8 +21,14 @@ ref::RopeConfig pejit::pe::toReferenceConfig(RopeAttr rope) {
   if (!rope.getScaling())
     return config;
   llvm::TypeSwitch<mlir::Attribute>(rope.getScaling())
-      .Case([&](LinearScalingAttr a) { s.kind = Kind::Linear; s.factor = a.getFactor(); })
-      .Case([&](NtkScalingAttr a) { s.kind = Kind::Ntk; s.factor = a.getFactor(); })
+      .Case([&](LinearScalingAttr a) {
+        s.kind = Kind::Linear;
+        s.factor = a.getFactor();
+      })
+      .Case([&](NtkScalingAttr a) {
+        s.kind = Kind::Ntk;
+        s.factor = a.getFactor();
+      })
       .Case([&](DynamicNtkScalingAttr a) {
         s.kind = Kind::DynamicNtk;
         s.factor = a.getFactor();

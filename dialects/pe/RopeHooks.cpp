@@ -49,9 +49,7 @@ struct TableLayout {
     keyTable = shape.keyPositionRows * shape.keySeq * width;
   }
   int64_t cosBase(bool isKey) const { return isKey ? 2 * queryTable : 0; }
-  int64_t sinBase(bool isKey) const {
-    return cosBase(isKey) + (isKey ? keyTable : queryTable);
-  }
+  int64_t sinBase(bool isKey) const { return cosBase(isKey) + (isKey ? keyTable : queryTable); }
 };
 
 Value indexConst(OpBuilder &b, Location loc, int64_t value) {
@@ -69,13 +67,13 @@ Value emitSeqLen(OpBuilder &b, Location loc, const QKPrologueArgs &args) {
   Value maxPos = arith::ConstantIntOp::create(b, loc, b.getI64Type(), -1);
   for (Value positions : {args.queryPositions, args.keyPositions}) {
     auto type = cast<MemRefType>(positions.getType());
-    auto rows = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(0)),
-                                   one, ValueRange{maxPos});
+    auto rows = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(0)), one,
+                                   ValueRange{maxPos});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(rows.getBody());
-      auto cols = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(1)),
-                                     one, ValueRange{rows.getRegionIterArgs()[0]});
+      auto cols = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(1)), one,
+                                     ValueRange{rows.getRegionIterArgs()[0]});
       b.setInsertionPointToStart(cols.getBody());
       Value p = memref::LoadOp::create(b, loc, positions,
                                        ValueRange{rows.getInductionVar(), cols.getInductionVar()});
@@ -91,9 +89,8 @@ Value emitSeqLen(OpBuilder &b, Location loc, const QKPrologueArgs &args) {
 }
 
 /// Fills invFreq (memref<half x f64>) for this call.
-void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
-                            const AttentionShape &shape, const QKPrologueArgs &args,
-                            Value invFreq) {
+void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const AttentionShape &shape,
+                            const QKPrologueArgs &args, Value invFreq) {
   pejit::ref::RopeConfig config = toReferenceConfig(rope);
   Value zero = indexConst(b, loc, 0);
   auto store = [&](llvm::ArrayRef<double> values) {
@@ -101,8 +98,7 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
   };
   int64_t original = config.scaling.originalMaxPosition;
   // Frequencies when max(position) + 1 <= original (seqLen = 0 selects them).
-  std::vector<double> base =
-      pejit::ref::computeRopeFrequencies(config, shape.headDim, 0).invFreq;
+  std::vector<double> base = pejit::ref::computeRopeFrequencies(config, shape.headDim, 0).invFreq;
   store(base);
   using Kind = pejit::ref::RopeScaling::Kind;
   if (config.scaling.kind != Kind::DynamicNtk && config.scaling.kind != Kind::LongRope)
@@ -124,7 +120,9 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
   // ulps, which large angles (position x inv_freq) turn into visible error.
   double factor = config.scaling.factor;
   double rd = 2.0 * static_cast<double>(base.size());
-  auto f64 = [&](double v) { return arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(v)); };
+  auto f64 = [&](double v) {
+    return arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(v));
+  };
   Value len = arith::SIToFPOp::create(b, loc, b.getF64Type(), seqLen);
   Value ratio = arith::MulFOp::create(b, loc, f64(factor), len);
   ratio = arith::DivFOp::create(b, loc, ratio, f64(static_cast<double>(original)));
@@ -177,8 +175,8 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   if (vectorized) {
     auto f64Type = VectorType::get({kLanes}, b.getF64Type());
     Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{c});
-    Value angle = arith::MulFOp::create(
-        b, loc, vector::BroadcastOp::create(b, loc, f64Type, posF), freq);
+    Value angle =
+        arith::MulFOp::create(b, loc, vector::BroadcastOp::create(b, loc, f64Type, posF), freq);
     auto [sinV, cosV] = emitSinCos(b, loc, angle);
     Value factorV = vector::BroadcastOp::create(b, loc, f64Type, factor);
     auto f32Type = VectorType::get({kLanes}, b.getF32Type());
@@ -201,8 +199,8 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   Value negSin32 = arith::NegFOp::create(b, loc, sin32);
   if (vectorized) {
     // Entries 2c and 2c + 1: cos twice; -sin then +sin.
-    Value cosPairs = vector::ShuffleOp::create(b, loc, cos32, cos32,
-                                               ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
+    Value cosPairs =
+        vector::ShuffleOp::create(b, loc, cos32, cos32, ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
     Value sinPairs = vector::ShuffleOp::create(b, loc, negSin32, sin32,
                                                ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
     storeAt(cosPairs, cosBase, even);
@@ -232,12 +230,10 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
   double attentionFactor =
       pejit::ref::computeRopeFrequencies(toReferenceConfig(*this), shape.headDim, 0)
           .attentionFactor;
-  emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor,
-             layout.cosBase(false), layout.sinBase(false), args.scratch, args.rowBegin,
-             args.rowStep);
-  emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor,
-             layout.cosBase(true), layout.sinBase(true), args.scratch, args.rowBegin,
-             args.rowStep);
+  emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, layout.cosBase(false),
+             layout.sinBase(false), args.scratch, args.rowBegin, args.rowStep);
+  emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, layout.cosBase(true),
+             layout.sinBase(true), args.scratch, args.rowBegin, args.rowStep);
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -261,8 +257,10 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   Value r = rowLoop.getInductionVar();
   Value tableRow = arith::AddIOp::create(b, loc, firstRow, r);
   Value rowBase = arith::MulIOp::create(b, loc, tableRow, indexConst(b, loc, layout.width));
-  Value cosRow = arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.cosBase(args.isKey)));
-  Value sinRow = arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.sinBase(args.isKey)));
+  Value cosRow =
+      arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.cosBase(args.isKey)));
+  Value sinRow =
+      arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.sinBase(args.isKey)));
   Value halfOffset = indexConst(b, loc, layout.half);
   auto chanLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.width),
                                      indexConst(b, loc, vectorized ? lanes : 1));
@@ -282,7 +280,9 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
     auto vecType = VectorType::get({lanes}, b.getF32Type());
     auto tileVecType = VectorType::get({lanes}, element);
     auto inputVecType = VectorType::get({lanes}, inputElement);
-    auto load = [&](Value mem, ValueRange idx) { return vector::LoadOp::create(b, loc, vecType, mem, idx); };
+    auto load = [&](Value mem, ValueRange idx) {
+      return vector::LoadOp::create(b, loc, vecType, mem, idx);
+    };
     auto loadTile = [&](ValueRange idx) -> Value {
       Value x = vector::LoadOp::create(b, loc, inputVecType, input, idx);
       return widen ? arith::ExtFOp::create(b, loc, vecType, x).getResult() : x;
@@ -341,9 +341,9 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
     rotatePair(c, arith::AddIOp::create(b, loc, c, halfOffset), cosAt, sinAt);
     return;
   }
-  Value isEven = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, loc, c, indexConst(b, loc, 2)), zero);
+  Value isEven =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            arith::RemUIOp::create(b, loc, c, indexConst(b, loc, 2)), zero);
   auto ifEven = scf::IfOp::create(b, loc, isEven, /*withElseRegion=*/false);
   b.setInsertionPointToStart(ifEven.thenBlock());
   rotatePair(c, arith::AddIOp::create(b, loc, c, one), cosAt,

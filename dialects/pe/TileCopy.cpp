@@ -42,8 +42,8 @@ void emitTileRowCopy(OpBuilder &b, Location loc, Value source, Value tile, Value
     Value c = loop.getInductionVar();
     Value x = vector::LoadOp::create(b, loc, VectorType::get({lanes}, sourceElement), source,
                                      ValueRange{r, c});
-    vector::StoreOp::create(b, loc, convert(b, loc, x, VectorType::get({lanes}, tileElement)),
-                            tile, ValueRange{r, c});
+    vector::StoreOp::create(b, loc, convert(b, loc, x, VectorType::get({lanes}, tileElement)), tile,
+                            ValueRange{r, c});
   }
   if (channelEnd > vectorEnd) {
     auto loop = scf::ForOp::create(b, loc, index(vectorEnd), index(channelEnd), index(1));

@@ -13,9 +13,8 @@ namespace pejit::pe {
 /// [channelBegin, channelEnd): vectors of `lanes` elements, then scalars for
 /// the rest. source and tile are 2-D float memrefs; f16/bf16 widen to f32
 /// (extf) and f32 narrows (truncf) when the tile is the narrower one.
-void emitTileRowCopy(mlir::OpBuilder &b, mlir::Location loc, mlir::Value source,
-                     mlir::Value tile, mlir::Value rows, int64_t channelBegin,
-                     int64_t channelEnd, int64_t lanes);
+void emitTileRowCopy(mlir::OpBuilder &b, mlir::Location loc, mlir::Value source, mlir::Value tile,
+                     mlir::Value rows, int64_t channelBegin, int64_t channelEnd, int64_t lanes);
 
 } // namespace pejit::pe
 

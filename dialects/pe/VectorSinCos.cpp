@@ -59,9 +59,9 @@ std::pair<Value, Value> pejit::pe::emitSinCos(OpBuilder &b, Location loc, Value 
   Value cosBase = arith::SelectOp::create(b, loc, swap, s, c);
   Value sinNeg = bitSet(q, 2);
   Value cosNeg = bitSet(arith::AddIOp::create(b, loc, q, splatInt(1)), 2);
-  Value sinOut = arith::SelectOp::create(b, loc, sinNeg,
-                                         arith::NegFOp::create(b, loc, sinBase), sinBase);
-  Value cosOut = arith::SelectOp::create(b, loc, cosNeg,
-                                         arith::NegFOp::create(b, loc, cosBase), cosBase);
+  Value sinOut =
+      arith::SelectOp::create(b, loc, sinNeg, arith::NegFOp::create(b, loc, sinBase), sinBase);
+  Value cosOut =
+      arith::SelectOp::create(b, loc, cosNeg, arith::NegFOp::create(b, loc, cosBase), cosBase);
   return {sinOut, cosOut};
 }

@@ -46,8 +46,8 @@ Expected<Parsed> parse(const std::string &source, const std::string &name) {
   mlir::DialectRegistry registry;
   registerDialects(registry);
   Parsed parsed;
-  parsed.context = std::make_unique<mlir::MLIRContext>(registry,
-                                                       mlir::MLIRContext::Threading::DISABLED);
+  parsed.context =
+      std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
   std::string messages;
   mlir::ScopedDiagnosticHandler handler(parsed.context.get(), [&](mlir::Diagnostic &diag) {
     messages += (messages.empty() ? "" : "\n") + str(diag.getLocation()) + ": " + str(diag);
@@ -83,8 +83,8 @@ std::string useRole(mlir::OpOperand &use) {
   mlir::Operation *user = use.getOwner();
   unsigned n = use.getOperandNumber();
   if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
-    static const char *names[] = {"query", "key", "value", "query_positions", "key_positions",
-                                  "bias", "key_term", "value_term"};
+    static const char *names[] = {"query",         "key",  "value",    "query_positions",
+                                  "key_positions", "bias", "key_term", "value_term"};
     for (unsigned i = 0; i < 8; ++i) {
       auto [start, length] = attention.getODSOperandIndexAndLength(i);
       if (n >= start && n < start + length)
@@ -241,7 +241,8 @@ public:
       std::vector<std::optional<ref::PositionIds>> all;
       if (auto rope = mlir::dyn_cast<pe::RopeOp>(op))
         all.push_back(ropeIds(rope));
-      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op); attention && fusedRope(attention)) {
+      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op);
+          attention && fusedRope(attention)) {
         int64_t sq = dimsOf(attention.getQuery())[2], skv = dimsOf(attention.getKey())[2];
         all.push_back(ids(&op, attention.getQueryPositions(), false, sq, skv));
         all.push_back(ids(&op, attention.getKeyPositions(), true, sq, skv));
@@ -300,11 +301,11 @@ public:
           return false;
       } else if (auto alibi = mlir::dyn_cast<pe::AlibiAttr>(attr)) {
         std::vector<double> slopes(alibi.getSlopes().begin(), alibi.getSlopes().end());
-        ref::Tensor a = ref::alibiBias(
-            alibi.getNumHeads(), alibi.getHeadOffset(), q.dim(1),
-            alibi.getForm() == pe::AlibiForm::Causal ? ref::AlibiForm::Causal
-                                                     : ref::AlibiForm::Symmetric,
-            sq, skv, slopes);
+        ref::Tensor a =
+            ref::alibiBias(alibi.getNumHeads(), alibi.getHeadOffset(), q.dim(1),
+                           alibi.getForm() == pe::AlibiForm::Causal ? ref::AlibiForm::Causal
+                                                                    : ref::AlibiForm::Symmetric,
+                           sq, skv, slopes);
         bias = bias ? addBias(*bias, a) : a;
       } else {
         return fail(op, "fused encoding " + str(attr) +
@@ -321,70 +322,72 @@ public:
   /// Evaluates one op into `values`; false (with `error`) if it cannot.
   bool evaluate(mlir::Operation &op, int64_t seqLen) {
     ref::Tensor result;
-    bool ok = llvm::TypeSwitch<mlir::Operation *, bool>(&op)
-        .Case([&](pe::RopeOp rope) {
-          std::optional<ref::PositionIds> positions = ropeIds(rope);
-          result = tensor(rope.getInput());
-          return positions && rotate(rope, rope.getEncoding(), result, *positions,
-                                     omitted(rope.getPositions()), seqLen);
-        })
-        .Case([&](pe::AlibiOp alibi) {
-          pe::AlibiAttr a = alibi.getEncoding();
-          std::vector<int64_t> shape = dimsOf(alibi.getResult());
-          std::vector<double> slopes(a.getSlopes().begin(), a.getSlopes().end());
-          result = broadcastTo(
-              ref::alibiBias(a.getNumHeads(), a.getHeadOffset(), shape[1],
-                             a.getForm() == pe::AlibiForm::Causal ? ref::AlibiForm::Causal
-                                                                  : ref::AlibiForm::Symmetric,
-                             shape[2], shape[3], slopes),
-              shape);
-          return true;
-        })
-        .Case([&](pe::T5BiasOp t5) {
-          pe::T5BiasAttr a = t5.getEncoding();
-          std::vector<int64_t> shape = dimsOf(t5.getResult());
-          result = broadcastTo(ref::t5Bias(tensor(t5.getTable()), a.getBidirectional(),
-                                           a.getNumBuckets(), a.getMaxDistance(), shape[2],
-                                           shape[3]),
-                               shape);
-          return true;
-        })
-        .Case([&](pe::RelativeKeyOp rk) {
-          result = ref::relativeKeyTerm(tensor(rk.getQuery()), tensor(rk.getTable()),
-                                        rk.getEncoding().getClip(), dimsOf(rk.getResult())[3]);
-          return true;
-        })
-        .Case([&](pe::RelativeValueOp rv) {
-          std::vector<int64_t> shape = dimsOf(rv.getResult());
-          result = ref::relativeValueTerm(tensor(rv.getTable()), rv.getEncoding().getClip(),
-                                          shape[0], shape[1]);
-          return true;
-        })
-        .Case<pe::SinusoidalOp, pe::LearnedOp>([&](auto absolute) {
-          const ref::Tensor &x = tensor(absolute.getInput());
-          auto positions = ids(absolute, absolute.getPositions(), true, x.dim(1), x.dim(1));
-          if (!positions)
-            return false;
-          if constexpr (std::is_same_v<decltype(absolute), pe::SinusoidalOp>) {
-            result = ref::sinusoidalEmbedding(x, *positions, absolute.getEncoding().getBase());
-          } else {
-            const ref::Tensor &table = tensor(absolute.getTable());
-            for (int64_t p : positions->data)
-              if (p < 0 || p >= table.dim(0))
-                return fail(absolute, "position " + std::to_string(p) + " is outside the table's [0, " +
-                                          std::to_string(table.dim(0)) + ")");
-            result = ref::learnedEmbedding(x, *positions, table);
-          }
-          return true;
-        })
-        .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
-        .Case([&](mlir::func::ReturnOp ret) {
-          result = tensor(ret.getOperand(0));
-          return true;
-        })
-        .Default([&](mlir::Operation *other) {
-          return fail(other, "this op is not supported by the reference interpreter");
-        });
+    bool ok =
+        llvm::TypeSwitch<mlir::Operation *, bool>(&op)
+            .Case([&](pe::RopeOp rope) {
+              std::optional<ref::PositionIds> positions = ropeIds(rope);
+              result = tensor(rope.getInput());
+              return positions && rotate(rope, rope.getEncoding(), result, *positions,
+                                         omitted(rope.getPositions()), seqLen);
+            })
+            .Case([&](pe::AlibiOp alibi) {
+              pe::AlibiAttr a = alibi.getEncoding();
+              std::vector<int64_t> shape = dimsOf(alibi.getResult());
+              std::vector<double> slopes(a.getSlopes().begin(), a.getSlopes().end());
+              result = broadcastTo(ref::alibiBias(a.getNumHeads(), a.getHeadOffset(), shape[1],
+                                                  a.getForm() == pe::AlibiForm::Causal
+                                                      ? ref::AlibiForm::Causal
+                                                      : ref::AlibiForm::Symmetric,
+                                                  shape[2], shape[3], slopes),
+                                   shape);
+              return true;
+            })
+            .Case([&](pe::T5BiasOp t5) {
+              pe::T5BiasAttr a = t5.getEncoding();
+              std::vector<int64_t> shape = dimsOf(t5.getResult());
+              result = broadcastTo(ref::t5Bias(tensor(t5.getTable()), a.getBidirectional(),
+                                               a.getNumBuckets(), a.getMaxDistance(), shape[2],
+                                               shape[3]),
+                                   shape);
+              return true;
+            })
+            .Case([&](pe::RelativeKeyOp rk) {
+              result = ref::relativeKeyTerm(tensor(rk.getQuery()), tensor(rk.getTable()),
+                                            rk.getEncoding().getClip(), dimsOf(rk.getResult())[3]);
+              return true;
+            })
+            .Case([&](pe::RelativeValueOp rv) {
+              std::vector<int64_t> shape = dimsOf(rv.getResult());
+              result = ref::relativeValueTerm(tensor(rv.getTable()), rv.getEncoding().getClip(),
+                                              shape[0], shape[1]);
+              return true;
+            })
+            .Case<pe::SinusoidalOp, pe::LearnedOp>([&](auto absolute) {
+              const ref::Tensor &x = tensor(absolute.getInput());
+              auto positions = ids(absolute, absolute.getPositions(), true, x.dim(1), x.dim(1));
+              if (!positions)
+                return false;
+              if constexpr (std::is_same_v<decltype(absolute), pe::SinusoidalOp>) {
+                result = ref::sinusoidalEmbedding(x, *positions, absolute.getEncoding().getBase());
+              } else {
+                const ref::Tensor &table = tensor(absolute.getTable());
+                for (int64_t p : positions->data)
+                  if (p < 0 || p >= table.dim(0))
+                    return fail(absolute, "position " + std::to_string(p) +
+                                              " is outside the table's [0, " +
+                                              std::to_string(table.dim(0)) + ")");
+                result = ref::learnedEmbedding(x, *positions, table);
+              }
+              return true;
+            })
+            .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
+            .Case([&](mlir::func::ReturnOp ret) {
+              result = tensor(ret.getOperand(0));
+              return true;
+            })
+            .Default([&](mlir::Operation *other) {
+              return fail(other, "this op is not supported by the reference interpreter");
+            });
     if (ok && op.getNumResults() == 1)
       values[op.getResult(0)].tensor = std::move(result);
     else if (ok && mlir::isa<mlir::func::ReturnOp>(op))

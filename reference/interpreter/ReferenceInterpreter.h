@@ -21,8 +21,8 @@
 #ifndef PEJIT_REFERENCE_INTERPRETER_REFERENCEINTERPRETER_H
 #define PEJIT_REFERENCE_INTERPRETER_REFERENCEINTERPRETER_H
 
-#include "runtime/core/Types.h"
 #include "reference/Tensor.h"
+#include "runtime/core/Types.h"
 
 #include <optional>
 #include <string>
@@ -42,9 +42,9 @@ struct ArgumentInfo {
   /// "key_term", "value_term", or "<op> <operand>" (e.g. "pe.t5_bias table").
   std::string role;
   std::vector<int64_t> shape;
-  bool isInteger = false;   ///< position ids (i32/i64); else a float tensor
-  std::string elementType;  ///< "f32", "f16", "i64", ...
-  std::string type;         ///< "tensor<1x4x64x64xf32>"
+  bool isInteger = false;  ///< position ids (i32/i64); else a float tensor
+  std::string elementType; ///< "f32", "f16", "i64", ...
+  std::string type;        ///< "tensor<1x4x64x64xf32>"
 };
 
 /// The signature of the module's one function.

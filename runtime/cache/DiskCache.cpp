@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <map>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -81,11 +81,11 @@ void fsyncDir(const fs::path &dir) {
   }
 }
 
-
 /// Renames an entry out of the way first, so no reader sees it half removed.
 void removeEntryDir(const fs::path &entry) {
   std::error_code ec;
-  fs::path trash = entry.parent_path() / (".trash-" + entry.filename().string() + "-" + uniqueWriterSuffix());
+  fs::path trash =
+      entry.parent_path() / (".trash-" + entry.filename().string() + "-" + uniqueWriterSuffix());
   fs::rename(entry, trash, ec);
   fs::remove_all(ec ? entry : trash, ec);
 }
@@ -217,8 +217,8 @@ void warnOnce(const std::string &message) {
 }
 
 const std::string &compilerFingerprint() {
-  static const std::string fingerprint =
-      std::string("pejit-") + PEJIT_VERSION + "/llvm-" + LLVM_VERSION_STRING + "/src-" + kPejitSourceFingerprint;
+  static const std::string fingerprint = std::string("pejit-") + PEJIT_VERSION + "/llvm-" +
+                                         LLVM_VERSION_STRING + "/src-" + kPejitSourceFingerprint;
   return fingerprint;
 }
 
@@ -345,15 +345,15 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +
           std::to_string(artifact.keyPositionRows) + "\n";
   for (size_t i = 0; i < artifact.objects.size(); ++i)
-    meta += "file " + objectFileName(i) + " " + std::to_string(artifact.objects[i].size()) +
-            " " + fnv1aHex(artifact.objects[i]) + "\n";
+    meta += "file " + objectFileName(i) + " " + std::to_string(artifact.objects[i].size()) + " " +
+            fnv1aHex(artifact.objects[i]) + "\n";
   meta += "file stages " + std::to_string(stagesText.size()) + " " + fnv1aHex(stagesText) + "\n";
   meta += "checksum " + fnv1aHex(meta) + "\n";
   bool written = !artifact.objects.empty();
   for (size_t i = 0; written && i < artifact.objects.size(); ++i)
     written = writeFileSynced(temp / objectFileName(i), artifact.objects[i]);
   written = written && writeFileSynced(temp / "stages", stagesText) &&
-                 writeFileSynced(temp / "meta", meta);
+            writeFileSynced(temp / "meta", meta);
   fsyncDir(temp);
   // rename() of a directory onto an existing non-empty one fails: another
   // process stored the same key first, and its entry is as good as ours.

@@ -36,11 +36,11 @@ namespace pejit {
 
 /// The environment's cache settings (README, "Environment variables").
 struct CacheSettings {
-  bool enabled = true;        // PEJIT_DISABLE_CACHE=1 turns the disk cache off
-  std::string dir;            // PEJIT_CACHE_DIR
-  int64_t maxBytes = 1 << 30; // PEJIT_CACHE_MAX_MB (default 1024, at most 2^30)
+  bool enabled = true;            // PEJIT_DISABLE_CACHE=1 turns the disk cache off
+  std::string dir;                // PEJIT_CACHE_DIR
+  int64_t maxBytes = 1 << 30;     // PEJIT_CACHE_MAX_MB (default 1024, at most 2^30)
   double lockTimeoutSeconds = 60; // PEJIT_CACHE_LOCK_TIMEOUT: then compile unlocked
-  std::string dumpIrDir;      // PEJIT_DUMP_IR: every stage of every compile
+  std::string dumpIrDir;          // PEJIT_DUMP_IR: every stage of every compile
   static CacheSettings fromEnvironment();
 };
 
@@ -101,8 +101,8 @@ public:
   std::optional<X86TileConfig> loadTuned(const std::string &tuneKey);
   /// Removes the tuned config of `tuneKey` with a warning saying why.
   void discardTuned(const std::string &tuneKey, const std::string &why);
-  void storeTuned(const std::string &tuneKey, const X86TileConfig &tiles, const std::string &summary,
-                  const std::string &report);
+  void storeTuned(const std::string &tuneKey, const X86TileConfig &tiles,
+                  const std::string &summary, const std::string &report);
 
   struct EntryInfo {
     std::string name, summary, problem; // problem: empty when the entry is whole

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
@@ -147,10 +147,10 @@ namespace {
 /// ("...-<pid>-<counter>-<time>"), or 0.
 pid_t writerPid(const std::string &name) {
   size_t last = name.rfind('-');
-  size_t middle = last == std::string::npos || last == 0 ? std::string::npos
-                                                         : name.rfind('-', last - 1);
-  size_t first = middle == std::string::npos || middle == 0 ? std::string::npos
-                                                            : name.rfind('-', middle - 1);
+  size_t middle =
+      last == std::string::npos || last == 0 ? std::string::npos : name.rfind('-', last - 1);
+  size_t first =
+      middle == std::string::npos || middle == 0 ? std::string::npos : name.rfind('-', middle - 1);
   if (first == std::string::npos)
     return 0;
   std::string digits = name.substr(first + 1, middle - first - 1);

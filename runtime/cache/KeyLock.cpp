@@ -44,8 +44,7 @@ std::unique_ptr<DiskCache::KeyLock> DiskCache::lockKey(const std::string &key) {
       ::close(fd);
       return nullptr;
     }
-    double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!announced && waited >= announceAfter) {
       std::fprintf(stderr,
                    "pejit: waiting for another process that compiles kernel %s (lock '%s'); "

@@ -13,10 +13,10 @@
 #include "runtime/cache/DiskCache.h"
 
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <sys/stat.h>
-#include <ctime>
 #include <unistd.h>
 
 namespace fs = std::filesystem;

@@ -51,8 +51,9 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
     if (key == "arch") {
       ok = static_cast<bool>(line >> launch.arch);
     } else if (key == "grid" || key == "block" || key == "combine") {
-      std::vector<int64_t> &dims =
-          key == "grid" ? launch.grid : key == "block" ? launch.block : launch.combineGrid;
+      std::vector<int64_t> &dims = key == "grid"    ? launch.grid
+                                   : key == "block" ? launch.block
+                                                    : launch.combineGrid;
       dims.assign(3, 0);
       ok = readInts(line, dims.data(), 3) && dims[0] > 0 && dims[1] > 0 && dims[2] > 0;
     } else if (key == "dtype" || key == "out") {
@@ -78,8 +79,8 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
       return Status::error("kernel meta: malformed '" + key + "' line: '" + lineText + "'");
     seen.insert(key);
   }
-  for (const char *required : {"arch", "grid", "block", "dtype", "out", "scratch", "splits",
-                               "combine"})
+  for (const char *required :
+       {"arch", "grid", "block", "dtype", "out", "scratch", "splits", "combine"})
     if (!seen.count(required))
       return Status::error(std::string("kernel meta: no '") + required + "' line");
   return Status();

@@ -40,18 +40,15 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
   // then query positions, key positions.
   std::vector<DeviceBuffer> buffers;
   buffers.reserve(10);
-  for (auto [data, bytes] : {std::pair{host.query, host.queryBytes},
-                             std::pair{host.key, host.keyBytes},
-                             std::pair{host.value, host.valueBytes},
-                             std::pair<const void *, size_t>{nullptr, host.outputBytes},
-                             std::pair<const void *, size_t>{
-                                 nullptr, static_cast<size_t>(kernel.scratchFloats) * 4},
-                             std::pair<const void *, size_t>{
-                                 nullptr, static_cast<size_t>(kernel.partialOutputFloats) * 4},
-                             std::pair<const void *, size_t>{
-                                 nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4},
-                             std::pair<const void *, size_t>{
-                                 nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4}})
+  for (auto [data, bytes] :
+       {std::pair{host.query, host.queryBytes}, std::pair{host.key, host.keyBytes},
+        std::pair{host.value, host.valueBytes},
+        std::pair<const void *, size_t>{nullptr, host.outputBytes},
+        std::pair<const void *, size_t>{nullptr, static_cast<size_t>(kernel.scratchFloats) * 4},
+        std::pair<const void *, size_t>{nullptr,
+                                        static_cast<size_t>(kernel.partialOutputFloats) * 4},
+        std::pair<const void *, size_t>{nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4},
+        std::pair<const void *, size_t>{nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4}})
     if (Status st = upload(data, bytes, buffers); !st)
       return st;
   KernelArgs args, combineArgs;
@@ -89,8 +86,7 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
     if (Status st = upload(host.queryPositions->data(), host.queryPositions->size() * 8, buffers);
         !st)
       return st;
-    if (Status st = upload(host.keyPositions->data(), host.keyPositions->size() * 8, buffers);
-        !st)
+    if (Status st = upload(host.keyPositions->data(), host.keyPositions->size() * 8, buffers); !st)
       return st;
   }
   if (Status st = runOnce(); !st)

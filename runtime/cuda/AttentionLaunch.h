@@ -16,9 +16,9 @@ namespace pejit::cuda {
 
 /// What the launch needs to know of a compiled kernel.
 struct AttentionKernelImage {
-  std::string image;                 ///< cubin bytes, or PTX text
-  std::vector<int64_t> grid, block;  ///< of pejit_attention
-  int64_t scratchFloats = 0;         ///< 0: no QK transform, no prologue
+  std::string image;                ///< cubin bytes, or PTX text
+  std::vector<int64_t> grid, block; ///< of pejit_attention
+  int64_t scratchFloats = 0;        ///< 0: no QK transform, no prologue
   /// Split-KV (splits > 1): pejit_attention leaves partial O [.., dv] and
   /// row max / row sum per split; pejit_combine (combineGrid) merges them.
   int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
@@ -28,9 +28,9 @@ struct AttentionKernelImage {
 /// The image of a kernel with launch description `launch` (KernelMeta.h).
 inline AttentionKernelImage kernelImage(const NvidiaLaunch &launch, int64_t scratchFloats,
                                         std::string image) {
-  return {std::move(image), launch.grid,         launch.block,            scratchFloats,
-          launch.splits,    launch.partialOutputFloats, launch.partialRowFloats,
-          launch.combineGrid};
+  return {std::move(image),        launch.grid,       launch.block,
+          scratchFloats,           launch.splits,     launch.partialOutputFloats,
+          launch.partialRowFloats, launch.combineGrid};
 }
 
 /// Host buffers of one call; positions are i64 [rows, seq] (already

@@ -22,8 +22,7 @@ constexpr const char *kLibraryName = "libcuda.so.1";
 
 /// Points fn at symbol, unless already set or an earlier lookup failed
 /// (error not empty); on failure error names the symbol.
-template <class F>
-void resolve(void *library, F &fn, const char *symbol, std::string &error) {
+template <class F> void resolve(void *library, F &fn, const char *symbol, std::string &error) {
   if (fn || !error.empty())
     return;
   dlerror(); // clear any stale error so the one below is this lookup's
@@ -37,18 +36,18 @@ void resolve(void *library, F &fn, const char *symbol, std::string &error) {
 }
 
 std::string dims(const std::array<unsigned, 3> &d) {
-  return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " +
-         std::to_string(d[2]) + ")";
+  return "(" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " + std::to_string(d[2]) +
+         ")";
 }
 
 } // namespace
 
 /// Declares `const Driver &name` (loaded, its context current on this
 /// thread), or returns the reason it is not available from the function.
-#define PEJIT_CUDA_DRIVER_OR_RETURN(name)                                      \
-  Result<const Driver *> name##OrError = currentDriver();                      \
-  if (!name##OrError)                                                          \
-    return Error{name##OrError.error()};                                       \
+#define PEJIT_CUDA_DRIVER_OR_RETURN(name)                                                          \
+  Result<const Driver *> name##OrError = currentDriver();                                          \
+  if (!name##OrError)                                                                              \
+    return Error{name##OrError.error()};                                                           \
   const Driver &name = **name##OrError
 
 // --- driver --------------------------------------------------------------------
@@ -60,8 +59,9 @@ std::string Driver::describe(CUresult result, const char *call) const {
     name = nullptr;
   if (!api_.cuGetErrorString || api_.cuGetErrorString(result, &text) != CUDA_SUCCESS || !text)
     text = "unrecognized error code";
-  return std::string(call) + " failed: " +
-         (name ? std::string(name) : "CUDA error " + std::to_string(result)) + " (" + text + ")";
+  return std::string(call) +
+         " failed: " + (name ? std::string(name) : "CUDA error " + std::to_string(result)) + " (" +
+         text + ")";
 }
 
 std::string Driver::load(Driver &d) {
@@ -202,8 +202,7 @@ Status DeviceBuffer::copyToHost(void *destination, size_t bytes, size_t offset) 
   if (Status s = checkRange(bytes, offset, "copyToHost"); !s || bytes == 0)
     return s;
   PEJIT_CUDA_DRIVER_OR_RETURN(d);
-  return d.check(d.api().cuMemcpyDtoH_v2(destination, pointer_ + offset, bytes),
-                 "cuMemcpyDtoH_v2");
+  return d.check(d.api().cuMemcpyDtoH_v2(destination, pointer_ + offset, bytes), "cuMemcpyDtoH_v2");
 }
 
 // --- modules -----------------------------------------------------------------------
@@ -315,14 +314,13 @@ std::vector<uint8_t> KernelArgs::packed() const {
 
 // --- launch ---------------------------------------------------------------------------
 
-Status launch(const Function &function, std::array<unsigned, 3> grid,
-              std::array<unsigned, 3> block, unsigned sharedBytes, KernelArgs &args,
-              CUstream stream) {
+Status launch(const Function &function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+              unsigned sharedBytes, KernelArgs &args, CUstream stream) {
   PEJIT_CUDA_DRIVER_OR_RETURN(d); // first: a missing driver is the root cause
   if (!function.handle)
     return Error{"launch: no kernel (the Function has no handle)"};
-  std::string where = " (kernel '" + function.name + "', grid " + dims(grid) +
-                      ", block " + dims(block) + ", " + std::to_string(sharedBytes) +
+  std::string where = " (kernel '" + function.name + "', grid " + dims(grid) + ", block " +
+                      dims(block) + ", " + std::to_string(sharedBytes) +
                       " bytes of dynamic shared memory)";
   if (sharedBytes > kDefaultMaxDynamicShared) {
     int limit = d.device().maxSharedPerBlockOptin;
@@ -335,9 +333,9 @@ Status launch(const Function &function, std::array<unsigned, 3> grid,
         r != CUDA_SUCCESS)
       return Error{d.describe(r, "cuFuncSetAttribute") + where};
   }
-  CUresult r = d.api().cuLaunchKernel(function.handle, grid[0], grid[1], grid[2], block[0],
-                                      block[1], block[2], sharedBytes, stream, args.params(),
-                                      nullptr);
+  CUresult r =
+      d.api().cuLaunchKernel(function.handle, grid[0], grid[1], grid[2], block[0], block[1],
+                             block[2], sharedBytes, stream, args.params(), nullptr);
   if (r != CUDA_SUCCESS)
     return Error{d.describe(r, "cuLaunchKernel") + where};
   return {};
@@ -377,8 +375,7 @@ Result<float> Timer::elapsedMs() const {
   if (Status s = d.check(d.api().cuEventSynchronize(stop_), "cuEventSynchronize"); !s)
     return s;
   float ms = 0;
-  if (Status s = d.check(d.api().cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime");
-      !s)
+  if (Status s = d.check(d.api().cuEventElapsedTime(&ms, start_, stop_), "cuEventElapsedTime"); !s)
     return s;
   return ms;
 }

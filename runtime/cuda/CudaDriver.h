@@ -64,8 +64,7 @@ public:
   /// The failure of a Status as a Result (an ok() Status is a caller bug,
   /// still reported as a failure rather than as an empty value).
   Result(const Status &failed)
-      : error_(failed.ok() ? "internal error: success used as a failure"
-                           : failed.error()) {}
+      : error_(failed.ok() ? "internal error: success used as a failure" : failed.error()) {}
   bool ok() const { return value_.has_value(); }
   explicit operator bool() const { return ok(); }
   /// "" on success.
@@ -108,31 +107,31 @@ constexpr unsigned kDefaultMaxDynamicShared = 48 * 1024;
 /// The driver entry points used, as X(name, parameters); each is resolved by
 /// its exported name with dlsym into DriverApi::name. Enum parameters are
 /// int (every CUDA enum is int-sized).
-#define PEJIT_CUDA_DRIVER_API(X)                                               \
-  X(cuGetErrorName, (CUresult, const char **))                                 \
-  X(cuGetErrorString, (CUresult, const char **))                               \
-  X(cuInit, (unsigned))                                                        \
-  X(cuDeviceGetCount, (int *))                                                 \
-  X(cuDeviceGet, (CUdevice *, int))                                            \
-  X(cuDeviceGetName, (char *, int, CUdevice))                                  \
-  X(cuDeviceGetAttribute, (int *, int, CUdevice))                              \
-  X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                         \
-  X(cuCtxSetCurrent, (CUcontext))                                              \
-  X(cuCtxSynchronize, ())                                                      \
-  X(cuMemAlloc_v2, (CUdeviceptr *, size_t))                                    \
-  X(cuMemFree_v2, (CUdeviceptr))                                               \
-  X(cuMemcpyHtoD_v2, (CUdeviceptr, const void *, size_t))                      \
-  X(cuMemcpyDtoH_v2, (void *, CUdeviceptr, size_t))                            \
-  X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, int *, void **))  \
-  X(cuModuleUnload, (CUmodule))                                                \
-  X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *))               \
-  X(cuFuncSetAttribute, (CUfunction, int, int))                                \
-  X(cuLaunchKernel, (CUfunction, unsigned, unsigned, unsigned, unsigned,       \
-                     unsigned, unsigned, unsigned, CUstream, void **, void **)) \
-  X(cuEventCreate, (CUevent *, unsigned))                                      \
-  X(cuEventRecord, (CUevent, CUstream))                                        \
-  X(cuEventSynchronize, (CUevent))                                             \
-  X(cuEventElapsedTime, (float *, CUevent, CUevent)) /* _v2 if exported */     \
+#define PEJIT_CUDA_DRIVER_API(X)                                                                   \
+  X(cuGetErrorName, (CUresult, const char **))                                                     \
+  X(cuGetErrorString, (CUresult, const char **))                                                   \
+  X(cuInit, (unsigned))                                                                            \
+  X(cuDeviceGetCount, (int *))                                                                     \
+  X(cuDeviceGet, (CUdevice *, int))                                                                \
+  X(cuDeviceGetName, (char *, int, CUdevice))                                                      \
+  X(cuDeviceGetAttribute, (int *, int, CUdevice))                                                  \
+  X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                                             \
+  X(cuCtxSetCurrent, (CUcontext))                                                                  \
+  X(cuCtxSynchronize, ())                                                                          \
+  X(cuMemAlloc_v2, (CUdeviceptr *, size_t))                                                        \
+  X(cuMemFree_v2, (CUdeviceptr))                                                                   \
+  X(cuMemcpyHtoD_v2, (CUdeviceptr, const void *, size_t))                                          \
+  X(cuMemcpyDtoH_v2, (void *, CUdeviceptr, size_t))                                                \
+  X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned, int *, void **))                      \
+  X(cuModuleUnload, (CUmodule))                                                                    \
+  X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *))                                   \
+  X(cuFuncSetAttribute, (CUfunction, int, int))                                                    \
+  X(cuLaunchKernel, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,       \
+                     unsigned, CUstream, void **, void **))                                        \
+  X(cuEventCreate, (CUevent *, unsigned))                                                          \
+  X(cuEventRecord, (CUevent, CUstream))                                                            \
+  X(cuEventSynchronize, (CUevent))                                                                 \
+  X(cuEventElapsedTime, (float *, CUevent, CUevent)) /* _v2 if exported */                         \
   X(cuEventDestroy_v2, (CUevent))
 
 struct DriverApi {
@@ -146,8 +145,8 @@ struct DriverApi {
 /// What pejit needs to know about the device it runs on.
 struct Device {
   int ordinal = 0;
-  std::string name;  ///< e.g. "NVIDIA H100 80GB HBM3"
-  int major = 0;     ///< compute capability
+  std::string name; ///< e.g. "NVIDIA H100 80GB HBM3"
+  int major = 0;    ///< compute capability
   int minor = 0;
   int multiprocessors = 0;
   /// Largest dynamic + static shared memory per block after opting in.
@@ -178,9 +177,7 @@ public:
     return result == CUDA_SUCCESS ? Status() : Status(Error{describe(result, call)});
   }
   /// Makes the primary context current on the calling thread.
-  Status makeCurrent() const {
-    return check(api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-  }
+  Status makeCurrent() const { return check(api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
 private:
   Driver() = default;
@@ -253,9 +250,7 @@ public:
   /// Loads image bytes that need not be NUL-terminated (e.g. PTX text in a
   /// std::string, or a cubin read from a file).
   static Result<Module> load(const void *data, size_t size);
-  static Result<Module> load(const std::string &image) {
-    return load(image.data(), image.size());
-  }
+  static Result<Module> load(const std::string &image) { return load(image.data(), image.size()); }
 
   Module() = default;
   Module(Module &&other) noexcept { swap(other); }
@@ -285,9 +280,7 @@ public:
   enum class Kind { Pointer, Int32, Int64, Float32 };
 
   KernelArgs &pointer(CUdeviceptr value);
-  KernelArgs &pointer(const DeviceBuffer &buffer) {
-    return pointer(buffer.pointer());
-  }
+  KernelArgs &pointer(const DeviceBuffer &buffer) { return pointer(buffer.pointer()); }
   KernelArgs &int32(int32_t value);
   KernelArgs &int64(int64_t value);
   KernelArgs &float32(float value);
@@ -327,9 +320,8 @@ private:
 /// kernel is opted in first (cuFuncSetAttribute
 /// MAX_DYNAMIC_SHARED_SIZE_BYTES), up to the device's opt-in maximum.
 /// Asynchronous: execution errors surface at synchronize().
-Status launch(const Function &function, std::array<unsigned, 3> grid,
-              std::array<unsigned, 3> block, unsigned sharedBytes,
-              KernelArgs &args, CUstream stream = nullptr);
+Status launch(const Function &function, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+              unsigned sharedBytes, KernelArgs &args, CUstream stream = nullptr);
 
 /// Waits for all work on the device (cuCtxSynchronize); this is where the
 /// errors of asynchronous launches surface.

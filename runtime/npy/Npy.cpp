@@ -19,31 +19,46 @@ namespace pejit::npy {
 
 const char *dtypeName(DType dtype) {
   switch (dtype) {
-  case DType::F32: return "float32";
-  case DType::F16: return "float16";
-  case DType::BF16: return "bfloat16";
-  case DType::I32: return "int32";
-  case DType::I64: return "int64";
+  case DType::F32:
+    return "float32";
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16";
+  case DType::I32:
+    return "int32";
+  case DType::I64:
+    return "int64";
   }
   return "?";
 }
 
 size_t elementSize(DType dtype) {
   switch (dtype) {
-  case DType::F32: case DType::I32: return 4;
-  case DType::F16: case DType::BF16: return 2;
-  case DType::I64: return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::I64:
+    return 8;
   }
   return 0;
 }
 
 const char *dtypeDescr(DType dtype) {
   switch (dtype) {
-  case DType::F32: return "<f4";
-  case DType::F16: return "<f2";
-  case DType::BF16: return "<u2";
-  case DType::I32: return "<i4";
-  case DType::I64: return "<i8";
+  case DType::F32:
+    return "<f4";
+  case DType::F16:
+    return "<f2";
+  case DType::BF16:
+    return "<u2";
+  case DType::I32:
+    return "<i4";
+  case DType::I64:
+    return "<i8";
   }
   return "?";
 }
@@ -69,8 +84,7 @@ constexpr size_t kMagicSize = 6;
 constexpr size_t kAlignment = 64;
 
 /// Byte count of shape × elemSize, or nullopt on a negative dim or overflow.
-std::optional<int64_t> byteCount(const std::vector<int64_t> &shape,
-                                 size_t elemSize) {
+std::optional<int64_t> byteCount(const std::vector<int64_t> &shape, size_t elemSize) {
   int64_t n = static_cast<int64_t>(elemSize);
   for (int64_t d : shape)
     if (d < 0 || __builtin_mul_overflow(n, d, &n))
@@ -87,9 +101,9 @@ struct Value {
   std::string text; // String: contents; Int: the literal as written
   bool boolean = false;
   int64_t integer = 0;
-  bool overflow = false; // Int did not fit in int64
-  std::vector<Value> items;             // Tuple, List, Dict values
-  std::vector<std::string> keys;        // Dict keys (string keys only)
+  bool overflow = false;         // Int did not fit in int64
+  std::vector<Value> items;      // Tuple, List, Dict values
+  std::vector<std::string> keys; // Dict keys (string keys only)
 };
 
 class HeaderParser {
@@ -102,8 +116,7 @@ public:
     if (pos >= s.size() || s[pos] != '{')
       return "header is not a Python dict literal";
     if (!parseValue(out, 0))
-      return "malformed header dict (" + problem + " at offset " +
-             std::to_string(pos) + ")";
+      return "malformed header dict (" + problem + " at offset " + std::to_string(pos) + ")";
     skipSpace();
     if (pos != s.size())
       return "malformed header dict (unexpected text after the closing '}')";
@@ -116,17 +129,14 @@ private:
   std::string problem;
 
   void skipSpace() {
-    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' ||
-                              s[pos] == '\n' || s[pos] == '\r'))
+    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '\n' || s[pos] == '\r'))
       ++pos;
   }
   bool fail(const char *what) {
     problem = what;
     return false;
   }
-  bool startsWith(const char *word) {
-    return s.compare(pos, std::strlen(word), word) == 0;
-  }
+  bool startsWith(const char *word) { return s.compare(pos, std::strlen(word), word) == 0; }
 
   bool parseValue(Value &v, int depth) {
     if (depth > 16)
@@ -141,9 +151,9 @@ private:
       return parseSequence(v, depth);
     if (c == '-' || c == '+' || (c >= '0' && c <= '9'))
       return parseInt(v);
-    for (auto [word, kind, b] : {std::tuple{"True", Value::Bool, true},
-                                 std::tuple{"False", Value::Bool, false},
-                                 std::tuple{"None", Value::None, false}})
+    for (auto [word, kind, b] :
+         {std::tuple{"True", Value::Bool, true}, std::tuple{"False", Value::Bool, false},
+          std::tuple{"None", Value::None, false}})
       if (startsWith(word)) {
         pos += std::strlen(word);
         v.kind = kind;
@@ -178,8 +188,7 @@ private:
     for (; pos < s.size() && s[pos] >= '0' && s[pos] <= '9'; ++pos) {
       int digit = s[pos] - '0';
       if (__builtin_mul_overflow(v.integer, 10, &v.integer) ||
-          __builtin_add_overflow(v.integer, negative ? -digit : digit,
-                                 &v.integer))
+          __builtin_add_overflow(v.integer, negative ? -digit : digit, &v.integer))
         v.overflow = true;
     }
     v.text = s.substr(start, pos - start);
@@ -227,19 +236,21 @@ private:
 /// NumPy's name for a descriptor's type code, for messages ("" if unknown).
 std::string numpyTypeName(const std::string &code) {
   static const char *const names[][2] = {
-      {"f2", "float16"}, {"f4", "float32"},   {"f8", "float64"},
-      {"f16", "float128"}, {"i1", "int8"},    {"i2", "int16"},
-      {"i4", "int32"},   {"i8", "int64"},     {"u1", "uint8"},
-      {"u2", "uint16"},  {"u4", "uint32"},    {"u8", "uint64"},
-      {"b1", "bool"},    {"c8", "complex64"}, {"c16", "complex128"},
-      {"c32", "complex256"}, {"O", "object"}, {"O8", "object"}};
+      {"f2", "float16"}, {"f4", "float32"},   {"f8", "float64"},     {"f16", "float128"},
+      {"i1", "int8"},    {"i2", "int16"},     {"i4", "int32"},       {"i8", "int64"},
+      {"u1", "uint8"},   {"u2", "uint16"},    {"u4", "uint32"},      {"u8", "uint64"},
+      {"b1", "bool"},    {"c8", "complex64"}, {"c16", "complex128"}, {"c32", "complex256"},
+      {"O", "object"},   {"O8", "object"}};
   for (auto &n : names)
     if (code == n[0])
       return n[1];
   if (!code.empty() && std::strchr("USVMma", code[0]))
-    return code[0] == 'U' ? "unicode string" : code[0] == 'S' ? "bytes"
-         : code[0] == 'V' ? "void" : code[0] == 'M' ? "datetime64"
-         : code[0] == 'm' ? "timedelta64" : "bytes";
+    return code[0] == 'U'   ? "unicode string"
+           : code[0] == 'S' ? "bytes"
+           : code[0] == 'V' ? "void"
+           : code[0] == 'M' ? "datetime64"
+           : code[0] == 'm' ? "timedelta64"
+                            : "bytes";
   return "";
 }
 
@@ -251,20 +262,23 @@ Expected<DType> parseDescr(const std::string &descr) {
     order = code[0];
     code.erase(0, 1);
   }
-  static const std::pair<const char *, DType> supported[] = {
-      {"f4", DType::F32}, {"f2", DType::F16}, {"u2", DType::BF16},
-      {"i4", DType::I32}, {"i8", DType::I64}};
+  static const std::pair<const char *, DType> supported[] = {{"f4", DType::F32},
+                                                             {"f2", DType::F16},
+                                                             {"u2", DType::BF16},
+                                                             {"i4", DType::I32},
+                                                             {"i8", DType::I64}};
   for (auto &[c, dtype] : supported) {
     if (code != c)
       continue;
     if (order == '>')
-      return Expected<DType>::failure(
-          "big-endian '" + descr + "' is not supported; save little-endian "
-          "data (e.g. a.astype('<" + code + "'))");
+      return Expected<DType>::failure("big-endian '" + descr +
+                                      "' is not supported; save little-endian "
+                                      "data (e.g. a.astype('<" +
+                                      code + "'))");
     if (order == '|')
-      return Expected<DType>::failure(
-          "dtype '" + descr + "' is ambiguous: byte order '|' is only valid "
-          "for 1-byte types");
+      return Expected<DType>::failure("dtype '" + descr +
+                                      "' is ambiguous: byte order '|' is only valid "
+                                      "for 1-byte types");
     return Expected<DType>::success(dtype);
   }
   std::string name = numpyTypeName(code);
@@ -284,18 +298,16 @@ Expected<NpyPreamble> parseNpyPreamble(const uint8_t *data, size_t size,
   if (size > 0 && std::memcmp(data, kMagic, std::min(size, kMagicSize)) != 0)
     return failure("not a .npy file (bad magic)");
   if (size < kMagicSize + 2)
-    return failure("truncated header (file ends after " +
-                   std::to_string(size) + " bytes)");
+    return failure("truncated header (file ends after " + std::to_string(size) + " bytes)");
   uint8_t major = data[6], minor = data[7];
   if (major < 1 || major > 3 || minor != 0)
-    return failure("unsupported .npy format version " + std::to_string(major) +
-                   "." + std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+    return failure("unsupported .npy format version " + std::to_string(major) + "." +
+                   std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
   size_t lengthBytes = major == 1 ? 2 : 4;
   NpyPreamble preamble;
   preamble.headerStart = kMagicSize + 2 + lengthBytes;
   if (size < preamble.headerStart)
-    return failure("truncated header (file ends after " +
-                   std::to_string(size) + " bytes)");
+    return failure("truncated header (file ends after " + std::to_string(size) + " bytes)");
   for (size_t i = 0; i < lengthBytes; ++i)
     preamble.headerLength |= uint64_t(data[8 + i]) << (8 * i);
   if (preamble.headerLength > kMaxHeaderLength)
@@ -316,14 +328,11 @@ Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
   size_t headerStart = preamble->headerStart;
   uint64_t headerLength = preamble->headerLength;
   if (headerLength > size - headerStart)
-    return failure("truncated header (it claims " +
-                   std::to_string(headerLength) + " bytes but only " +
-                   std::to_string(size - headerStart) + " follow)");
-  std::string header(reinterpret_cast<const char *>(data) + headerStart,
-                     headerLength);
+    return failure("truncated header (it claims " + std::to_string(headerLength) +
+                   " bytes but only " + std::to_string(size - headerStart) + " follow)");
+  std::string header(reinterpret_cast<const char *>(data) + headerStart, headerLength);
   Value dict;
-  if (std::string problem = HeaderParser(header).parseDict(dict);
-      !problem.empty())
+  if (std::string problem = HeaderParser(header).parseDict(dict); !problem.empty())
     return failure(problem);
   const Value *descr = nullptr, *fortran = nullptr, *shape = nullptr;
   for (size_t i = 0; i < dict.keys.size(); ++i) { // other keys are ignored
@@ -339,9 +348,8 @@ Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
   if (!shape)
     return failure("header has no 'shape' key");
   if (descr->kind != Value::String)
-    return failure(descr->kind == Value::List
-                       ? "structured dtypes are not supported"
-                       : "'descr' is not a string");
+    return failure(descr->kind == Value::List ? "structured dtypes are not supported"
+                                              : "'descr' is not a string");
   // Missing 'fortran_order' is read as False (NumPy always writes it).
   if (fortran && fortran->kind != Value::Bool)
     return failure("'fortran_order' is not True or False");
@@ -363,8 +371,7 @@ Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
   }
   for (int64_t d : array.shape)
     if (d < 0)
-      return failure("shape " + shapeToString(array.shape) +
-                     " has a negative dimension");
+      return failure("shape " + shapeToString(array.shape) + " has a negative dimension");
   // Fortran and C order coincide when at most one dim exceeds 1 or there is
   // no data, so only reject when the layouts really differ.
   int64_t nonUnitDims = 0;
@@ -378,8 +385,8 @@ Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
                    "np.ascontiguousarray)");
   std::optional<int64_t> needed = byteCount(array.shape, elementSize(*dtype));
   if (!needed)
-    return failure("shape " + shapeToString(array.shape) + " of " +
-                   dtypeName(*dtype) + " is too large (size overflows)");
+    return failure("shape " + shapeToString(array.shape) + " of " + dtypeName(*dtype) +
+                   " is too large (size overflows)");
   result.dataStart = headerStart + headerLength;
   result.dataBytes = static_cast<uint64_t>(*needed);
   return Expected<NpyHeader>::success(std::move(result));
@@ -388,34 +395,29 @@ Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
 std::string dataSizeProblem(const NpyHeader &header, uint64_t have) {
   if (header.dataBytes == have)
     return "";
-  return "shape " + shapeToString(header.array.shape) + " of " +
-         dtypeName(header.array.dtype) + " needs " + std::to_string(header.dataBytes) +
-         " bytes of data but the file has " + std::to_string(have);
+  return "shape " + shapeToString(header.array.shape) + " of " + dtypeName(header.array.dtype) +
+         " needs " + std::to_string(header.dataBytes) + " bytes of data but the file has " +
+         std::to_string(have);
 }
 
-Expected<Array> parseNpy(const uint8_t *data, size_t size,
-                         const std::string &nameForMessages) {
+Expected<Array> parseNpy(const uint8_t *data, size_t size, const std::string &nameForMessages) {
   Expected<NpyHeader> header = parseNpyHeader(data, size, nameForMessages);
   if (!header)
     return Expected<Array>::failure(header.error);
-  if (std::string problem = dataSizeProblem(*header, size - header->dataStart);
-      !problem.empty())
+  if (std::string problem = dataSizeProblem(*header, size - header->dataStart); !problem.empty())
     return Expected<Array>::failure(nameForMessages + ": " + problem);
   Array array = std::move(header->array);
   array.bytes.assign(data + header->dataStart, data + size);
   return Expected<Array>::success(std::move(array));
 }
 
-
 std::string validateArray(const Array &array) {
   std::optional<int64_t> needed = byteCount(array.shape, elementSize(array.dtype));
-  std::string what = "shape " + shapeToString(array.shape) + " of " +
-                     dtypeName(array.dtype);
+  std::string what = "shape " + shapeToString(array.shape) + " of " + dtypeName(array.dtype);
   if (!needed)
     return what + " is invalid (negative dimension or size overflow)";
   if (static_cast<uint64_t>(*needed) != array.bytes.size())
-    return what + " needs " + std::to_string(*needed) +
-           " bytes of data but the array holds " +
+    return what + " needs " + std::to_string(*needed) + " bytes of data but the array holds " +
            std::to_string(array.bytes.size());
   return "";
 }
@@ -424,8 +426,7 @@ std::vector<uint8_t> serializeNpy(const Array &array) {
   if (!validateArray(array).empty())
     return {};
   std::string dict = std::string("{'descr': '") + dtypeDescr(array.dtype) +
-                     "', 'fortran_order': False, 'shape': " +
-                     shapeToString(array.shape) + ", }";
+                     "', 'fortran_order': False, 'shape': " + shapeToString(array.shape) + ", }";
   // Version 1.0 while the padded header length fits its uint16 field.
   auto paddedLength = [&](size_t prefix) {
     size_t unpadded = prefix + dict.size() + 1; // + '\n'

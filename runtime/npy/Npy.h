@@ -115,8 +115,7 @@ Expected<NpyHeader> parseNpyHeader(const uint8_t *data, size_t size,
 std::string dataSizeProblem(const NpyHeader &header, uint64_t have);
 
 /// Parses .npy bytes held in memory. Messages start with "<nameForMessages>: ".
-Expected<Array> parseNpy(const uint8_t *data, size_t size,
-                         const std::string &nameForMessages);
+Expected<Array> parseNpy(const uint8_t *data, size_t size, const std::string &nameForMessages);
 
 /// "" when array.bytes holds exactly the bytes its shape and dtype need,
 /// else what is wrong, e.g. "shape (2, 3) of float32 needs 24 bytes of data
@@ -151,12 +150,10 @@ std::vector<int64_t> toInt64(const Array &array);
 /// An array of dtype target holding values (rounded as above for F16/BF16;
 /// for I32/I64 truncated toward zero, NaN -> 0, saturated). values.size()
 /// should equal the product of shape; writeNpy reports a mismatch.
-Array fromFloat32(const std::vector<float> &values, std::vector<int64_t> shape,
-                  DType target);
+Array fromFloat32(const std::vector<float> &values, std::vector<int64_t> shape, DType target);
 /// An array of dtype target holding values (I32 saturates; float targets go
 /// through float, so they are exact up to 2^24 in magnitude).
-Array fromInt64(const std::vector<int64_t> &values, std::vector<int64_t> shape,
-                DType target);
+Array fromInt64(const std::vector<int64_t> &values, std::vector<int64_t> shape, DType target);
 
 } // namespace pejit::npy
 

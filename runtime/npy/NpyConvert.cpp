@@ -29,8 +29,7 @@ float bitsFloat(uint32_t u) {
 
 /// q = m / 2^shift rounded to nearest, ties to even (shift in 1..31).
 uint32_t shiftRightRoundEven(uint32_t m, unsigned shift) {
-  uint32_t q = m >> shift, rest = m & ((1u << shift) - 1),
-           half = 1u << (shift - 1);
+  uint32_t q = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
   return q + (rest > half || (rest == half && (q & 1)));
 }
 
@@ -61,9 +60,7 @@ template <class T> T loadElement(const Array &a, size_t i) {
 
 /// Elements actually present (bytes may be short if the array was built by
 /// hand; never read past the end).
-size_t storedElements(const Array &a) {
-  return a.bytes.size() / elementSize(a.dtype);
-}
+size_t storedElements(const Array &a) { return a.bytes.size() / elementSize(a.dtype); }
 
 } // namespace
 
@@ -71,8 +68,7 @@ float f16BitsToFloat(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000) << 16;
   uint32_t exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
   if (exponent == 0) // zero or subnormal: mantissa · 2^-24, exact in float
-    return sign ? -std::ldexp(float(mantissa), -24)
-                : std::ldexp(float(mantissa), -24);
+    return sign ? -std::ldexp(float(mantissa), -24) : std::ldexp(float(mantissa), -24);
   if (exponent == 31) // inf or NaN (payload kept)
     return bitsFloat(sign | 0x7f800000 | (mantissa << 13));
   return bitsFloat(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
@@ -100,8 +96,7 @@ uint16_t floatToF16Bits(float value) {
   // Subnormal f16: value = (mantissa | 2^23) · 2^(exponent-23) = q · 2^-24.
   // A result of 0x400 is the smallest normal, which is also correct.
   uint32_t full = mantissa | 0x800000;
-  return static_cast<uint16_t>(
-      sign | shiftRightRoundEven(full, unsigned(-exponent - 1)));
+  return static_cast<uint16_t>(sign | shiftRightRoundEven(full, unsigned(-exponent - 1)));
 }
 
 float bf16BitsToFloat(uint16_t bits) { return bitsFloat(uint32_t(bits) << 16); }
@@ -121,11 +116,21 @@ std::vector<float> toFloat32(const Array &a) {
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) {
     switch (a.dtype) {
-    case DType::F32: out[i] = loadElement<float>(a, i); break;
-    case DType::F16: out[i] = f16BitsToFloat(loadElement<uint16_t>(a, i)); break;
-    case DType::BF16: out[i] = bf16BitsToFloat(loadElement<uint16_t>(a, i)); break;
-    case DType::I32: out[i] = static_cast<float>(loadElement<int32_t>(a, i)); break;
-    case DType::I64: out[i] = static_cast<float>(loadElement<int64_t>(a, i)); break;
+    case DType::F32:
+      out[i] = loadElement<float>(a, i);
+      break;
+    case DType::F16:
+      out[i] = f16BitsToFloat(loadElement<uint16_t>(a, i));
+      break;
+    case DType::BF16:
+      out[i] = bf16BitsToFloat(loadElement<uint16_t>(a, i));
+      break;
+    case DType::I32:
+      out[i] = static_cast<float>(loadElement<int32_t>(a, i));
+      break;
+    case DType::I64:
+      out[i] = static_cast<float>(loadElement<int64_t>(a, i));
+      break;
     }
   }
   return out;
@@ -137,8 +142,7 @@ std::vector<int64_t> toInt64(const Array &a) {
     size_t n = storedElements(a);
     out.resize(n);
     for (size_t i = 0; i < n; ++i)
-      out[i] = a.dtype == DType::I32 ? loadElement<int32_t>(a, i)
-                                     : loadElement<int64_t>(a, i);
+      out[i] = a.dtype == DType::I32 ? loadElement<int32_t>(a, i) : loadElement<int64_t>(a, i);
     return out;
   }
   for (float f : toFloat32(a))
@@ -146,24 +150,32 @@ std::vector<int64_t> toInt64(const Array &a) {
   return out;
 }
 
-Array fromFloat32(const std::vector<float> &values, std::vector<int64_t> shape,
-                  DType target) {
+Array fromFloat32(const std::vector<float> &values, std::vector<int64_t> shape, DType target) {
   Array a{target, std::move(shape), {}};
   a.bytes.reserve(values.size() * elementSize(target));
   for (float v : values) {
     switch (target) {
-    case DType::F32: appendElement(a.bytes, v); break;
-    case DType::F16: appendElement(a.bytes, floatToF16Bits(v)); break;
-    case DType::BF16: appendElement(a.bytes, floatToBf16Bits(v)); break;
-    case DType::I32: appendElement(a.bytes, saturatingCast<int32_t>(v)); break;
-    case DType::I64: appendElement(a.bytes, saturatingCast<int64_t>(v)); break;
+    case DType::F32:
+      appendElement(a.bytes, v);
+      break;
+    case DType::F16:
+      appendElement(a.bytes, floatToF16Bits(v));
+      break;
+    case DType::BF16:
+      appendElement(a.bytes, floatToBf16Bits(v));
+      break;
+    case DType::I32:
+      appendElement(a.bytes, saturatingCast<int32_t>(v));
+      break;
+    case DType::I64:
+      appendElement(a.bytes, saturatingCast<int64_t>(v));
+      break;
     }
   }
   return a;
 }
 
-Array fromInt64(const std::vector<int64_t> &values, std::vector<int64_t> shape,
-                DType target) {
+Array fromInt64(const std::vector<int64_t> &values, std::vector<int64_t> shape, DType target) {
   if (target != DType::I32 && target != DType::I64) {
     std::vector<float> floats(values.begin(), values.end());
     return fromFloat32(floats, std::move(shape), target);

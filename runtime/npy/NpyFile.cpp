@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -73,8 +73,7 @@ void removeDeadWritersTemps(const std::string &dirPrefix, const std::string &ste
 Expected<Array> readNpy(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return Expected<Array>::failure(path + ": cannot open: " +
-                                    std::strerror(errno));
+    return Expected<Array>::failure(path + ": cannot open: " + std::strerror(errno));
   auto fail = [&](std::string message) {
     ::close(fd);
     return Expected<Array>::failure(std::move(message));
@@ -96,8 +95,7 @@ Expected<Array> readNpy(const std::string &path) {
   struct stat st;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
       static_cast<uint64_t>(st.st_size) >= headerEnd)
-    if (std::string problem = dataSizeProblem(*header, st.st_size - headerEnd);
-        !problem.empty())
+    if (std::string problem = dataSizeProblem(*header, st.st_size - headerEnd); !problem.empty())
       return fail(path + ": " + problem);
   // One byte past the declared data tells a longer stream.
   if (!readUpTo(fd, header->dataBytes + 1, contents))
@@ -130,8 +128,8 @@ std::string writeNpy(const std::string &path, const Array &array) {
       break;
   }
   if (fd < 0)
-    return path + ": cannot create a temporary file in '" +
-           (dirPrefix.empty() ? "." : dirPrefix) + "': " + std::strerror(errno);
+    return path + ": cannot create a temporary file in '" + (dirPrefix.empty() ? "." : dirPrefix) +
+           "': " + std::strerror(errno);
 
   auto abandon = [&](const char *what, int err) {
     if (fd >= 0)

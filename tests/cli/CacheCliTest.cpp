@@ -120,12 +120,12 @@ TEST(PejitCache, VerifyFindsADamagedEntryAndClearEmptiesTheCache) {
 
 TEST(PejitTune, PrintsATableStoresTheBestAndRunUsesIt) {
   Inputs in;
-  Result tune = runWithCache(
-      in.dir, {"tune", in.dir.file("attn.mlir"), "--candidates=48x48,96x72,nonsense"});
+  Result tune =
+      runWithCache(in.dir, {"tune", in.dir.file("attn.mlir"), "--candidates=48x48,96x72,nonsense"});
   EXPECT_EQ(tune.exitCode, 2) << tune.err; // a malformed candidate is a usage error
   EXPECT_TRUE(contains(tune.err, "candidate 'nonsense'")) << tune.err;
-  tune = runWithCache(in.dir,
-                      {"tune", in.dir.file("attn.mlir"), "--candidates=48x48,96x72", "--repeats=2"});
+  tune = runWithCache(
+      in.dir, {"tune", in.dir.file("attn.mlir"), "--candidates=48x48,96x72", "--repeats=2"});
   ASSERT_EQ(tune.exitCode, 0) << tune.err;
   EXPECT_TRUE(contains(tune.out, "| 48x48 |")) << tune.out;
   EXPECT_TRUE(contains(tune.out, "| 96x72 |")) << tune.out;

@@ -99,8 +99,8 @@ TEST(PejitRun, OmittedPositionIdsTakeTheDefaults) {
   args.insert(args.end(), {"--check", "--output=@" + files.output});
   Result r = runPejit(files.dir, args);
   ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
-  ref::Tensor expected = ropeAlibiReference(files.q, files.k, files.v, consecutiveIds(16, 48),
-                                            consecutiveIds(0, 64));
+  ref::Tensor expected =
+      ropeAlibiReference(files.q, files.k, files.v, consecutiveIds(16, 48), consecutiveIds(0, 64));
   EXPECT_LE(relativeError(readOutput(files.output, {1, 4, 48, 64}), expected), 1e-4);
 }
 
@@ -183,7 +183,8 @@ TEST(PejitRun, MalformedNpyIsReportedWithTheFileName) {
   expectBadKey(files, "cannot open");
 
   writeTensor(files.dir.file("kpos.npy"), randomTensor({64}));
-  Result r = runPejit(files.dir, files.runArgs({"q.npy", "v.npy", "v.npy", "qpos.npy", "kpos.npy"}));
+  Result r =
+      runPejit(files.dir, files.runArgs({"q.npy", "v.npy", "v.npy", "qpos.npy", "kpos.npy"}));
   EXPECT_EQ(r.exitCode, 1);
   EXPECT_TRUE(contains(r.err, "kpos.npy: dtype float32 does not match argument 4 "
                               "(key_positions) of @attn: expected int32 or int64"))
@@ -206,13 +207,12 @@ TEST(PejitRun, WrongInputCountListsTheArguments) {
 
 TEST(PejitRun, UsageErrorsExitWithTwo) {
   RopeAlibiFiles files;
-  for (std::vector<std::string> args :
-       {std::vector<std::string>{"run", files.mlir, "--bogus"},
-        {"run", files.mlir, "--tile=abc"},
-        {"run", files.mlir, "--repeat=0"},
-        {"run", "--check"},
-        {"frobnicate"},
-        {}}) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"run", files.mlir, "--bogus"},
+                                        {"run", files.mlir, "--tile=abc"},
+                                        {"run", files.mlir, "--repeat=0"},
+                                        {"run", "--check"},
+                                        {"frobnicate"},
+                                        {}}) {
     Result r = runPejit(files.dir, args);
     EXPECT_EQ(r.exitCode, 2) << r.err;
     EXPECT_TRUE(contains(r.err, "usage: pejit")) << r.err;

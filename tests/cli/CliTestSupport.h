@@ -4,11 +4,11 @@
 #ifndef PEJIT_TESTS_CLI_CLITESTSUPPORT_H
 #define PEJIT_TESTS_CLI_CLITESTSUPPORT_H
 
-#include "runtime/npy/Npy.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
 #include "reference/Tensor.h"
+#include "runtime/npy/Npy.h"
 
 #include "gtest/gtest.h"
 
@@ -61,8 +61,8 @@ inline uint32_t testSeed() {
 }
 
 inline std::string seedTrace() {
-  return "random seed " + std::to_string(testSeed()) + " (replay with PEJIT_TEST_SEED=" +
-         std::to_string(testSeed()) + ")";
+  return "random seed " + std::to_string(testSeed()) +
+         " (replay with PEJIT_TEST_SEED=" + std::to_string(testSeed()) + ")";
 }
 
 inline std::mt19937 &rng() {
@@ -185,8 +185,8 @@ inline ref::Tensor ropeAlibiReference(const ref::Tensor &q, const ref::Tensor &k
   ref::AttentionOptions options;
   options.causal = true;
   options.bias = &bias;
-  return ref::attention(ref::applyRope(rope, q, qIds, seqLen), ref::applyRope(rope, k, kIds, seqLen),
-                        v, options);
+  return ref::attention(ref::applyRope(rope, q, qIds, seqLen),
+                        ref::applyRope(rope, k, kIds, seqLen), v, options);
 }
 
 /// Position ids first, first+1, ... (length n).

@@ -5,9 +5,9 @@
 // in the attention kernel. Then a run without a CUDA driver is a clear error.
 #include "tests/cli/CliTestSupport.h"
 
-#include "runtime/Pejit.h"
 #include "compiler/backends/nvidia/NvidiaLowering.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/Pejit.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/npy/Npy.h"
 #include "tools/pejit/RunNvidia.h"
@@ -17,8 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unistd.h>
@@ -45,9 +45,11 @@ std::string ropeWith(const std::string &rope, int b, int hq, int hkv, int sq, in
   std::string out = "tensor<" + std::to_string(b) + "x" + std::to_string(hq) + "x" +
                     std::to_string(sq) + "x64xf32>";
   return "func.func @f(%q: " + t(hq, sq) + ", %k: " + t(hkv, skv) + ", %v: " + t(hkv, skv) +
-         ") -> " + out + " {\n  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout "
-         "= half, theta = 10000.0, " + rope + ">" + more + "]) : " + t(hq, sq) + ", " +
-         t(hkv, skv) + ", " + t(hkv, skv) + " -> " + out + "\n  return %o : " + out + "\n}\n";
+         ") -> " + out +
+         " {\n  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout "
+         "= half, theta = 10000.0, " +
+         rope + ">" + more + "]) : " + t(hq, sq) + ", " + t(hkv, skv) + ", " + t(hkv, skv) +
+         " -> " + out + "\n  return %o : " + out + "\n}\n";
 }
 
 std::vector<Variant> variants() {
@@ -94,12 +96,15 @@ std::vector<Variant> variants() {
                                      ", #pe.alibi<num_heads = 16, form = causal>")},
       {"rope_ntk_decode", ropeWith("scaling = #pe.ntk<factor = 4.0>", 1, 8, 2, 1, 300)},
       {"rope_dynamic_ntk", ropeWith("scaling = #pe.dynamic_ntk<factor = 2.0, "
-                                    "original_max_position = 32>", 2, 4, 4, 90, 90)},
+                                    "original_max_position = 32>",
+                                    2, 4, 4, 90, 90)},
       {"rope_yarn_decode", ropeWith("scaling = #pe.yarn<factor = 4.0, original_max_position = "
-                                    "64>", 1, 4, 1, 1, 129)},
+                                    "64>",
+                                    1, 4, 1, 1, 129)},
       {"rope_longrope", ropeWith("rotary_dim = 8, scaling = #pe.longrope<short_factor = [1.0, "
                                  "1.5, 2.0, 3.25], long_factor = [1.0, 4.0, 8.0, 16.0], "
-                                 "original_max_position = 64, factor = 32.0>", 1, 2, 2, 70, 70)},
+                                 "original_max_position = 64, factor = 32.0>",
+                                 1, 2, 2, 70, 70)},
       {"decode_window",
        "func.func @f(%q: tensor<1x8x1x128x@T@>, %k: tensor<1x8x1000x128x@T@>, "
        "%v: tensor<1x8x1000x128x@T@>) -> tensor<1x8x1x128xf32> {\n"
@@ -118,9 +123,9 @@ std::string withType(std::string text, const std::string &type) {
 // The GPU lowering links the CUDA toolkit's libdevice into every kernel;
 // without a toolkit the compile is an error (tested below), so the tests
 // that need PTX skip, saying why.
-#define PEJIT_REQUIRE_LIBDEVICE()                                                              \
-  if (findCudaToolkit().empty())                                                               \
-  GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice here (CUDA_HOME, /usr/local/cuda): "   \
+#define PEJIT_REQUIRE_LIBDEVICE()                                                                  \
+  if (findCudaToolkit().empty())                                                                   \
+  GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice here (CUDA_HOME, /usr/local/cuda): "        \
                   "the GPU lowering links libdevice"
 
 bool hasPtxas() {
@@ -195,8 +200,7 @@ TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
     Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, "sm_80", tiles);
     ASSERT_TRUE(kernel) << kernel.error();
     EXPECT_EQ(kernel->block()[0], 2 * tiles.queryTile); // 32 threads per 16 rows
-    EXPECT_EQ(kernel->grid()[0],
-              (100 + tiles.queryTile - 1) / tiles.queryTile * kernel->splits());
+    EXPECT_EQ(kernel->grid()[0], (100 + tiles.queryTile - 1) / tiles.queryTile * kernel->splits());
     if (ptxas)
       EXPECT_NE(kernel->ptxasLog().find("0 bytes stack frame, 0 bytes spill stores"),
                 std::string::npos)
@@ -221,8 +225,7 @@ TEST(PejitNvidia, UnknownArchOrStageIsAClearError) {
   Result arch = runPejit(dir, {"compile", dir.file("k.mlir"), "--target=nvidia:sm_61"});
   EXPECT_EQ(arch.exitCode, 1);
   EXPECT_NE(arch.err.find("architecture 'sm_61' is not supported"), std::string::npos) << arch.err;
-  Result stage =
-      runPejit(dir, {"compile", dir.file("k.mlir"), "--target=nvidia", "--emit=asm"});
+  Result stage = runPejit(dir, {"compile", dir.file("k.mlir"), "--target=nvidia", "--emit=asm"});
   EXPECT_EQ(stage.exitCode, 2);
   EXPECT_NE(stage.err.find("unknown stage 'asm' (stages: source, fused, tiled, unrolled, ptx"),
             std::string::npos)
@@ -238,13 +241,17 @@ TEST(PejitNvidia, CliRunChecksDtypesThenNeedsADriver) {
   for (int i = 0; i < 3; ++i) {
     ref::Tensor t = randomTensor(shapes[i]);
     std::vector<float> values(t.data.begin(), t.data.end());
-    ASSERT_EQ(npy::writeNpy(dir.file(names[i]), npy::fromFloat32(values, shapes[i],
-                                                                  npy::DType::F16)),
-              "");
+    ASSERT_EQ(
+        npy::writeNpy(dir.file(names[i]), npy::fromFloat32(values, shapes[i], npy::DType::F16)),
+        "");
   }
-  std::vector<std::string> args = {"run", dir.file("k.mlir"), "--target=nvidia:sm_90",
-                                   "--input=@" + dir.file("q.npy"), "--input=@" + dir.file("k.npy"),
-                                   "--input=@" + dir.file("v.npy"), "--output=@" + dir.file("o.npy")};
+  std::vector<std::string> args = {"run",
+                                   dir.file("k.mlir"),
+                                   "--target=nvidia:sm_90",
+                                   "--input=@" + dir.file("q.npy"),
+                                   "--input=@" + dir.file("k.npy"),
+                                   "--input=@" + dir.file("v.npy"),
+                                   "--output=@" + dir.file("o.npy")};
   Result r = runPejit(dir, args);
   if (r.exitCode == 0)
     GTEST_SKIP() << "a CUDA device is present";
@@ -457,9 +464,8 @@ TEST(PejitNvidia, GpuNumericsCheckCatchesWrongOutputsWithAFakeLauncher) {
   for (const Variant *variant : {&all.front(), &all.back()})
     for (const char *type : {"f16", "bf16"}) {
       SCOPED_TRACE(std::string(variant->name) + " " + type);
-      NumericsOutcome exact = checkVariantNumerics(*variant, type, "sm_90", [](auto &expected) {
-        return writesOutput(asFloats(expected));
-      });
+      NumericsOutcome exact = checkVariantNumerics(
+          *variant, type, "sm_90", [](auto &expected) { return writesOutput(asFloats(expected)); });
       EXPECT_EQ(exact.exitCode, 0);
       EXPECT_GE(exact.maxRelativeError, 0);
       EXPECT_LE(exact.maxRelativeError, 1e-2);
@@ -517,14 +523,14 @@ TEST(PejitNvidia, ALibdeviceCallWithoutAToolkitIsAClearError) {
   ::setenv("PEJIT_DISABLE_CACHE", "1", 1);
   writeText(dir.file("rope.mlir"), withType(variants()[0].mlir, "f16"));
   writeText(dir.file("alibi.mlir"), withType(variants()[2].mlir, "f16"));
-  Result rope = runPejit(dir, {"compile", dir.file("rope.mlir"), "--target=nvidia:sm_80",
-                               "--emit=ptx"});
-  Result alibi = runPejit(dir, {"compile", dir.file("alibi.mlir"), "--target=nvidia:sm_80",
-                                "--emit=ptx"});
+  Result rope =
+      runPejit(dir, {"compile", dir.file("rope.mlir"), "--target=nvidia:sm_80", "--emit=ptx"});
+  Result alibi =
+      runPejit(dir, {"compile", dir.file("alibi.mlir"), "--target=nvidia:sm_80", "--emit=ptx"});
   ::unsetenv("CUDA_HOME");
   bool toolkitHere = !findCudaToolkit().empty();
-  Result found = runPejit(dir, {"compile", dir.file("rope.mlir"), "--target=nvidia:sm_80",
-                                "--emit=ptx"});
+  Result found =
+      runPejit(dir, {"compile", dir.file("rope.mlir"), "--target=nvidia:sm_80", "--emit=ptx"});
   for (const auto &[name, value] : saved)
     if (value)
       ::setenv(name.c_str(), value->c_str(), 1);

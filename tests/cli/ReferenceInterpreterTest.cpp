@@ -2,8 +2,8 @@
 // unfused source against its fused form (hand-written and the compiler's).
 #include "tests/cli/CliTestSupport.h"
 
-#include "reference/interpreter/ReferenceInterpreter.h"
 #include "reference/Absolute.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 
 #include "gtest/gtest.h"
 
@@ -76,8 +76,10 @@ TEST(ReferenceInterpreter, DynamicNtkSeqLenSpansQueriesAndKeys) {
   std::string source = std::string(R"(
 func.func @ntk(%q: tensor<2x4x8x32xf32>, %k: tensor<2x2x16x32xf32>, %v: tensor<2x2x16x32xf32>,
                %qp: tensor<2x8xi64>, %kp: tensor<2x16xi64>) -> tensor<2x4x8x32xf32> {
-  %qr = pe.rope %q, %qp )") + rope + R"( : tensor<2x4x8x32xf32>, tensor<2x8xi64>
-  %kr = pe.rope %k, %kp )" + rope + R"( : tensor<2x2x16x32xf32>, tensor<2x16xi64>
+  %qr = pe.rope %q, %qp )") +
+                       rope + R"( : tensor<2x4x8x32xf32>, tensor<2x8xi64>
+  %kr = pe.rope %k, %kp )" +
+                       rope + R"( : tensor<2x2x16x32xf32>, tensor<2x16xi64>
   %o = attn.attention %qr, %kr, %v causal
       : tensor<2x4x8x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32> -> tensor<2x4x8x32xf32>
   return %o : tensor<2x4x8x32xf32>
@@ -86,7 +88,8 @@ func.func @ntk(%q: tensor<2x4x8x32xf32>, %k: tensor<2x2x16x32xf32>, %v: tensor<2
 func.func @ntk(%q: tensor<2x4x8x32xf32>, %k: tensor<2x2x16x32xf32>, %v: tensor<2x2x16x32xf32>,
                %qp: tensor<2x8xi64>, %kp: tensor<2x16xi64>) -> tensor<2x4x8x32xf32> {
   %o = attn.attention %q, %k, %v query_positions(%qp : tensor<2x8xi64>)
-      key_positions(%kp : tensor<2x16xi64>) causal encodings([#pe.rope)") + rope + R"(])
+      key_positions(%kp : tensor<2x16xi64>) causal encodings([#pe.rope)") +
+                      rope + R"(])
       : tensor<2x4x8x32xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32> -> tensor<2x4x8x32xf32>
   return %o : tensor<2x4x8x32xf32>
 })";
@@ -148,9 +151,9 @@ func.func @t5(%q: tensor<2x2x8x16xf32>, %k: tensor<2x2x12x16xf32>, %v: tensor<2x
   options.bias = &bias;
   options.keyTerm = &keyTerm;
   options.valueTerm = &valueTerm;
-  EXPECT_LE(relativeError(interpret(source, {q, k, v, table, aK, aV}),
-                          ref::attention(q, k, v, options)),
-            kExact);
+  EXPECT_LE(
+      relativeError(interpret(source, {q, k, v, table, aK, aV}), ref::attention(q, k, v, options)),
+      kExact);
 }
 
 TEST(ReferenceInterpreter, AbsoluteEmbeddingsMatchDirectCalls) {
@@ -172,10 +175,10 @@ func.func @emb(%x: tensor<2x16x64xf32>, %pos: tensor<2x16xi64>, %table: tensor<5
   EXPECT_LE(relativeError(interpret(source, {x, pos, table}), expected), kExact);
 
   ids[5] = 512;
-  Expected<ref::Tensor> outside = interpretReference(source, {x, ref::PositionIds({2, 16}, ids), table});
+  Expected<ref::Tensor> outside =
+      interpretReference(source, {x, ref::PositionIds({2, 16}, ids), table});
   ASSERT_FALSE(outside);
-  EXPECT_NE(outside.error().find("position 512 is outside the table's [0, 512)"),
-            std::string::npos)
+  EXPECT_NE(outside.error().find("position 512 is outside the table's [0, 512)"), std::string::npos)
       << outside.error();
 }
 

@@ -19,9 +19,7 @@ namespace {
 
 /// Whether libcuda.so.1 can be loaded at all, found independently of the
 /// library under test (the handle is kept: the driver is never unloaded).
-bool driverLibraryLoads() {
-  return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) != nullptr;
-}
+bool driverLibraryLoads() { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL) != nullptr; }
 
 bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
@@ -163,8 +161,8 @@ TEST(KernelArgs, PacksInDeclarationOrderAtNaturalOffsets) {
   EXPECT_EQ(args.kind(3), KernelArgs::Kind::Int64);
 
   // The recorded layout (the same as a C struct with these members).
-  const std::vector<std::pair<size_t, size_t>> expected = {
-      {0, 8}, {8, 8}, {16, 4}, {24, 8}, {32, 4}, {36, 4}, {40, 8}};
+  const std::vector<std::pair<size_t, size_t>> expected = {{0, 8},  {8, 8},  {16, 4}, {24, 8},
+                                                           {32, 4}, {36, 4}, {40, 8}};
   EXPECT_EQ(args.layout(), expected);
   EXPECT_EQ(args.totalSize(), 48u);
 
@@ -242,7 +240,7 @@ TEST(CudaDriver, LaunchesAPtxKernel) {
   EXPECT_TRUE(contains(missing.error(), "cuModuleGetFunction failed: CUDA_ERROR_NOT_FOUND"))
       << missing.error();
 
-  const int n = 1000; // not a multiple of the block: the bounds check matters
+  const int n = 1000;              // not a multiple of the block: the bounds check matters
   std::vector<float> host(n + 24); // the tail must stay untouched
   std::iota(host.begin(), host.end(), -10.0f);
   Result<DeviceBuffer> data = DeviceBuffer::allocate(host.size() * sizeof(float));

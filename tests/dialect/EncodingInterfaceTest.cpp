@@ -2,8 +2,8 @@
 // encoding and kind through PositionalEncodingOpInterface, attributes built
 // from C++ are checked like parsed ones, and the fused attribute is the op's.
 #include "dialects/attn/AttnDialect.h"
-#include "dialects/pe/PEDialect.h"
 #include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/PEDialect.h"
 #include "dialects/pe/PEOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -103,17 +103,16 @@ TEST_F(EncodingInterfaceTest, EveryPeOpReportsItsKindThroughTheInterface) {
 
   // The kinds the design gives each op (ARCHITECTURE: the encoding kinds).
   std::map<std::string, EncodingKind> expected = {
-      {"pe.rope", EncodingKind::QKTransform},   {"pe.alibi", EncodingKind::ScoreBias},
-      {"pe.t5_bias", EncodingKind::ScoreBias},  {"pe.relative_key", EncodingKind::ScoreBias},
-      {"pe.relative_value", EncodingKind::ValueTerm},
-      {"pe.sinusoidal", EncodingKind::Additive}, {"pe.learned", EncodingKind::Additive}};
+      {"pe.rope", EncodingKind::QKTransform},         {"pe.alibi", EncodingKind::ScoreBias},
+      {"pe.t5_bias", EncodingKind::ScoreBias},        {"pe.relative_key", EncodingKind::ScoreBias},
+      {"pe.relative_value", EncodingKind::ValueTerm}, {"pe.sinusoidal", EncodingKind::Additive},
+      {"pe.learned", EncodingKind::Additive}};
   EXPECT_EQ(kinds, expected);
 }
 
 TEST_F(EncodingInterfaceTest, BuilderAttributesAreUniquedAndPrintLikeParsedOnes) {
   auto scaling = Llama3ScalingAttr::get(&context, 8.0, 1.0, 4.0, 8192);
-  auto rope = RopeAttr::get(&context, RopeLayout::Half, 500000.0, std::nullopt,
-                            scaling, {});
+  auto rope = RopeAttr::get(&context, RopeLayout::Half, 500000.0, std::nullopt, scaling, {});
   auto parsed = parseAttribute(
       "#pe.rope<layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, "
       "low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>>",
@@ -134,14 +133,14 @@ TEST_F(EncodingInterfaceTest, CheckedBuilderRejectsBadParametersWithAMessage) {
   // Arguments of the exact parameter types select the generated, verifying
   // getChecked (a near match would pick the generic template instead).
   std::optional<F64> none;
-  auto bad = YarnScalingAttr::getChecked(emitError, &context, F64(4.0), int64_t(4096),
-                                         F64(1.0), F64(32.0), none, none, none, true);
+  auto bad = YarnScalingAttr::getChecked(emitError, &context, F64(4.0), int64_t(4096), F64(1.0),
+                                         F64(32.0), none, none, none, true);
   EXPECT_FALSE(bad);
   EXPECT_EQ(message, "yarn beta_fast (1.0) must be greater than beta_slow (32.0)");
 
-  auto odd = RopeAttr::getChecked(emitError, &context, RopeLayout::Interleaved,
-                                  F64(10000.0), std::optional<int64_t>(7),
-                                  RopeScalingAttrInterface(), llvm::ArrayRef<int64_t>());
+  auto odd = RopeAttr::getChecked(emitError, &context, RopeLayout::Interleaved, F64(10000.0),
+                                  std::optional<int64_t>(7), RopeScalingAttrInterface(),
+                                  llvm::ArrayRef<int64_t>());
   EXPECT_FALSE(odd);
   EXPECT_EQ(message, "rope rotary_dim must be even, got 7");
 }

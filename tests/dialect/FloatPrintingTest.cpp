@@ -25,9 +25,9 @@ namespace {
 TEST(FloatPrinting, NonFiniteValuesPrintAsHexThatParses) {
   MLIRContext context;
   context.loadDialect<PEDialect>();
-  for (double value : {std::numeric_limits<double>::infinity(),
-                       -std::numeric_limits<double>::infinity(),
-                       std::numeric_limits<double>::quiet_NaN()}) {
+  for (double value :
+       {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::quiet_NaN()}) {
     std::string text = formatF64(value);
     ASSERT_EQ(text.rfind("0x", 0), 0u) << text;
     std::string error;
@@ -45,8 +45,9 @@ TEST(FloatPrinting, FiniteValuesRoundtripExactly) {
   MLIRContext context;
   context.loadDialect<PEDialect>();
   std::mt19937_64 rng(std::random_device{}());
-  std::vector<double> values = {1.0,  0.1,    1e-6,  500000.0, 1e300, 5e-324,
-                                1.7976931348623157e308, 3.0e-5, 123456789.125, 1e15, 1e16};
+  std::vector<double> values = {
+      1.0,    0.1,           1e-6, 500000.0, 1e300, 5e-324, 1.7976931348623157e308,
+      3.0e-5, 123456789.125, 1e15, 1e16};
   for (int i = 0; i < 2000; ++i) {
     double x;
     do

@@ -5,10 +5,10 @@
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/RopeConfig.h"
-#include "runtime/Pejit.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/npy/Npy.h"
 #include "reference/ScoreBias.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/Pejit.h"
+#include "runtime/npy/Npy.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -94,10 +94,11 @@ std::string roundtripProblem(mlir::ModuleOp module) {
     auto context = makeContext();
     mlir::OwningOpRef<mlir::ModuleOp> again = parse(*context, printed, error);
     if (!again)
-      return std::string(generic ? "generic" : "custom") + " form does not parse back: " +
-             firstLine(error);
+      return std::string(generic ? "generic" : "custom") +
+             " form does not parse back: " + firstLine(error);
     if (print(*again, false) != custom)
-      return std::string(generic ? "generic" : "custom") + " form prints differently after a roundtrip";
+      return std::string(generic ? "generic" : "custom") +
+             " form prints differently after a roundtrip";
   }
   return "";
 }
@@ -122,13 +123,14 @@ double scoreMagnitude(mlir::ModuleOp module) {
           ref::RopeConfig config = pe::toReferenceConfig(rope);
           for (int64_t len : {int64_t(0), config.scaling.originalMaxPosition + 1})
             factor = std::max(
-                factor, std::fabs(ref::computeRopeFrequencies(config, q.getDimSize(3), len)
-                                      .attentionFactor));
+                factor,
+                std::fabs(
+                    ref::computeRopeFrequencies(config, q.getDimSize(3), len).attentionFactor));
         } else if (auto alibi = mlir::dyn_cast<pe::AlibiAttr>(attr)) {
-          std::vector<double> slopes = alibi.getSlopes().empty()
-                                           ? ref::alibiSlopes(alibi.getNumHeads())
-                                           : std::vector<double>(alibi.getSlopes().begin(),
-                                                                 alibi.getSlopes().end());
+          std::vector<double> slopes =
+              alibi.getSlopes().empty()
+                  ? ref::alibiSlopes(alibi.getNumHeads())
+                  : std::vector<double>(alibi.getSlopes().begin(), alibi.getSlopes().end());
           for (double s : slopes)
             slope = std::max(slope, std::fabs(s));
         }
@@ -224,8 +226,8 @@ std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expe
         }
         if (refZero != outZero)
           return "row [" + std::to_string(bi) + ", " + std::to_string(h) + ", " +
-                 std::to_string(i) + "] is " + (outZero ? "zero, the reference's is not"
-                                                        : "not zero, the reference's is");
+                 std::to_string(i) + "] is " +
+                 (outZero ? "zero, the reference's is not" : "not zero, the reference's is");
         if (refZero)
           continue; // a row that sees no key
         for (int64_t c = 0; c < dv; ++c) {
@@ -273,8 +275,8 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
     return {Verdict::RejectedCompile, firstLine(kernel.error())};
   Expected<FunctionSignature> signature = describeFunction(spec->source(), "<fuzz>");
   if (!signature)
-    return {Verdict::WrongResult, "compiled, but the reference cannot read it: " +
-                                      firstLine(signature.error())};
+    return {Verdict::WrongResult,
+            "compiled, but the reference cannot read it: " + firstLine(signature.error())};
   const Shape &s = kernel->shape();
   double referenceWork = static_cast<double>(s.batch) * s.queryHeads * s.querySeq * s.keySeq *
                          (s.headDim + s.valueDim);
@@ -289,13 +291,14 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
   bool narrowOut = kernel->outputDtype() != DType::F32;
   std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff); // 0xffff: NaN
   TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(),
-                     kernel->outputDtype(), outShape, {}};
+                     kernel->outputDtype(),
+                     outShape,
+                     {}};
   if (Status status = kernel->run(inputs.views, outView); !status)
     return {Verdict::RejectedRun, firstLine(status.message())};
   if (narrowOut)
-    out = npy::toFloat32(
-        npy::Array{kernel->outputDtype() == DType::F16 ? npy::DType::F16 : npy::DType::BF16,
-                   outShape, out16});
+    out = npy::toFloat32(npy::Array{
+        kernel->outputDtype() == DType::F16 ? npy::DType::F16 : npy::DType::BF16, outShape, out16});
   Expected<ref::Tensor> expected = interpretReference(spec->source(), inputs.reference, "<fuzz>");
   if (!expected)
     return {Verdict::WrongResult, "ran, but the reference failed: " + firstLine(expected.error())};

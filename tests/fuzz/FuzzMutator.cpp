@@ -21,26 +21,96 @@ template <typename T> const T &pick(const std::vector<T> &items, Rng &rng) {
 bool chance(Rng &rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 
 // Values at the edges of every bound pejit has (dims, i32/i64, f32 range).
-const std::vector<std::string> kIntegers = {
-    "0", "1", "2", "3", "-1", "5", "6", "7", "8", "12", "15", "16", "17", "31", "32", "47", "48",
-    "63", "64", "65", "96", "127", "128", "129", "144", "256", "1000", "1023", "1024", "1025",
-    "4096", "65536", "16777216", "2147483647", "2147483648", "4294967296", "1099511627776",
-    "9223372036854775807", "-9223372036854775808", "-2147483648"};
-const std::vector<std::string> kFloats = {
-    "0.0", "-0.0", "1.0", "-1.0", "0.5", "2.0", "1.0e-300", "1.0e-40", "1.0e-38", "1.0e-7",
-    "1.0e9", "1.0e30", "3.4e38", "3.5e38", "1.0e39", "1.0e300", "0x7FF0000000000000",
-    "0xFFF0000000000000", "0x7FF8000000000000", "10000.0", "500000.0", "0.125", "8.0", "32.0"};
+const std::vector<std::string> kIntegers = {"0",
+                                            "1",
+                                            "2",
+                                            "3",
+                                            "-1",
+                                            "5",
+                                            "6",
+                                            "7",
+                                            "8",
+                                            "12",
+                                            "15",
+                                            "16",
+                                            "17",
+                                            "31",
+                                            "32",
+                                            "47",
+                                            "48",
+                                            "63",
+                                            "64",
+                                            "65",
+                                            "96",
+                                            "127",
+                                            "128",
+                                            "129",
+                                            "144",
+                                            "256",
+                                            "1000",
+                                            "1023",
+                                            "1024",
+                                            "1025",
+                                            "4096",
+                                            "65536",
+                                            "16777216",
+                                            "2147483647",
+                                            "2147483648",
+                                            "4294967296",
+                                            "1099511627776",
+                                            "9223372036854775807",
+                                            "-9223372036854775808",
+                                            "-2147483648"};
+const std::vector<std::string> kFloats = {"0.0",
+                                          "-0.0",
+                                          "1.0",
+                                          "-1.0",
+                                          "0.5",
+                                          "2.0",
+                                          "1.0e-300",
+                                          "1.0e-40",
+                                          "1.0e-38",
+                                          "1.0e-7",
+                                          "1.0e9",
+                                          "1.0e30",
+                                          "3.4e38",
+                                          "3.5e38",
+                                          "1.0e39",
+                                          "1.0e300",
+                                          "0x7FF0000000000000",
+                                          "0xFFF0000000000000",
+                                          "0x7FF8000000000000",
+                                          "10000.0",
+                                          "500000.0",
+                                          "0.125",
+                                          "8.0",
+                                          "32.0"};
 const std::vector<std::pair<std::string, std::string>> kSwaps = {
-    {"half", "interleaved"}, {"causal", "symmetric"}, {"f32", "f16"},   {"f32", "bf16"},
-    {"f16", "f64"},          {"i32", "i64"},          {"i64", "f32"},   {"true", "false"},
-    {"linear", "ntk"},       {"yarn", "llama3"},      {"rope", "alibi"}, {"%q", "%k"},
-    {"key_positions", "query_positions"},             {"tensor<", "memref<"}};
+    {"half", "interleaved"},
+    {"causal", "symmetric"},
+    {"f32", "f16"},
+    {"f32", "bf16"},
+    {"f16", "f64"},
+    {"i32", "i64"},
+    {"i64", "f32"},
+    {"true", "false"},
+    {"linear", "ntk"},
+    {"yarn", "llama3"},
+    {"rope", "alibi"},
+    {"%q", "%k"},
+    {"key_positions", "query_positions"},
+    {"tensor<", "memref<"}};
 const std::vector<std::string> kAttentionSnippets = {
-    " causal", " window(0)", " window(1)", " window(9223372036854775807)", " softcap(30.0)",
-    " softcap(1.0e-40)", " scale(1.0e30)", " scale(0.0)", " scale(1.0)", " window(-1)"};
+    " causal",        " window(0)",        " window(1)",     " window(9223372036854775807)",
+    " softcap(30.0)", " softcap(1.0e-40)", " scale(1.0e30)", " scale(0.0)",
+    " scale(1.0)",    " window(-1)"};
 const std::vector<std::string> kRopeSnippets = {
-    ", rotary_dim = 32", ", rotary_dim = 0", ", rotary_dim = 1048576", ", sections = [8, 8, 16]",
-    ", scaling = #pe.linear<factor = 1.0e-300>", ", scaling = #pe.ntk<factor = 4.0>",
+    ", rotary_dim = 32",
+    ", rotary_dim = 0",
+    ", rotary_dim = 1048576",
+    ", sections = [8, 8, 16]",
+    ", scaling = #pe.linear<factor = 1.0e-300>",
+    ", scaling = #pe.ntk<factor = 4.0>",
     ", scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 16>",
     ", scaling = #pe.yarn<factor = 4.0, original_max_position = 32>",
     ", scaling = #pe.llama3<factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, "
@@ -50,9 +120,9 @@ const std::vector<std::string> kRopeSnippets = {
 std::vector<std::pair<size_t, size_t>> numberTokens(const std::string &text) {
   std::vector<std::pair<size_t, size_t>> tokens;
   for (size_t i = 0; i < text.size();) {
-    bool startsNumber = std::isdigit(static_cast<unsigned char>(text[i])) &&
-                        (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1])) ||
-                         text[i - 1] == 'x');
+    bool startsNumber =
+        std::isdigit(static_cast<unsigned char>(text[i])) &&
+        (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == 'x');
     if (!startsNumber) {
       ++i;
       continue;
@@ -63,12 +133,12 @@ std::vector<std::pair<size_t, size_t>> numberTokens(const std::string &text) {
       for (end = i + 2; end < text.size() && std::isxdigit(static_cast<unsigned char>(text[end]));)
         ++end;
     else
-      while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                   text[end] == '.' ||
-                                   (text[end] == 'e' && end + 1 < text.size() &&
-                                    (text[end + 1] == '-' || text[end + 1] == '+' ||
-                                     std::isdigit(static_cast<unsigned char>(text[end + 1])))) ||
-                                   ((text[end] == '-' || text[end] == '+') && text[end - 1] == 'e')))
+      while (end < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.' ||
+              (text[end] == 'e' && end + 1 < text.size() &&
+               (text[end + 1] == '-' || text[end + 1] == '+' ||
+                std::isdigit(static_cast<unsigned char>(text[end + 1])))) ||
+              ((text[end] == '-' || text[end] == '+') && text[end - 1] == 'e')))
         ++end;
     tokens.push_back({begin, end});
     i = end;
@@ -206,8 +276,8 @@ std::vector<std::string> loadCorpus(const std::string &sourceDir) {
       size_t at = 0;
       while (at <= text.size()) {
         size_t split = text.find("// -----", at);
-        std::string piece = text.substr(at, split == std::string::npos ? std::string::npos
-                                                                       : split - at);
+        std::string piece =
+            text.substr(at, split == std::string::npos ? std::string::npos : split - at);
         if (piece.find("func.func") != std::string::npos)
           corpus.push_back(piece);
         if (split == std::string::npos)
@@ -220,7 +290,9 @@ std::vector<std::string> loadCorpus(const std::string &sourceDir) {
 }
 
 std::string randomBuilderProgram(Rng &rng) {
-  auto between = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % (hi - lo + 1)); };
+  auto between = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % (hi - lo + 1));
+  };
   Shape shape;
   shape.batch = between(1, 2);
   shape.kvHeads = pick(std::vector<int64_t>{1, 2}, rng);

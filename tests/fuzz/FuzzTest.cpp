@@ -132,8 +132,8 @@ void record(Tally &tally, const Running &run, const std::string &kind, const std
     std::printf("%s\t%s\n", kind.c_str(), detail.substr(0, 200).c_str());
   if (!failure)
     return;
-  std::string path = settings.out + "/" + kind + "-" + std::to_string(tally.failures.size()) +
-                     ".mlir";
+  std::string path =
+      settings.out + "/" + kind + "-" + std::to_string(tally.failures.size()) + ".mlir";
   // The report as comments, so the file is the input as it ran.
   std::string comment = "// pejit fuzz: " + kind + ": ";
   for (char c : detail)
@@ -162,8 +162,8 @@ bool reap(pid_t pid, Running &run, Tally &tally) {
   size_t tab = line.find('\t');
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && tab != std::string::npos) {
     std::string kind = line.substr(0, tab), detail = line.substr(tab + 1);
-    bool failure = kind == verdictName(Verdict::RoundtripFailure) ||
-                   kind == verdictName(Verdict::WrongResult);
+    bool failure =
+        kind == verdictName(Verdict::RoundtripFailure) || kind == verdictName(Verdict::WrongResult);
     record(tally, run, kind, detail, failure);
   } else {
     std::string how = WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
@@ -285,12 +285,15 @@ int main(int argc, char **argv) {
     else if (std::string v = optionValue(arg, "fuzz-replay"); !v.empty())
       return replay(v);
     else {
-      std::fprintf(stderr, "pejit-fuzz-tests: unknown argument '%s' (--fuzz-seconds=N, "
-                           "--fuzz-seed=S, --fuzz-out=DIR, --fuzz-replay=FILE)\n", argv[i]);
+      std::fprintf(stderr,
+                   "pejit-fuzz-tests: unknown argument '%s' (--fuzz-seconds=N, "
+                   "--fuzz-seed=S, --fuzz-out=DIR, --fuzz-replay=FILE)\n",
+                   argv[i]);
       return 2;
     }
   }
   if (settings.out.empty())
-    settings.out = (fs::temp_directory_path() / ("pejit-fuzz-" + std::to_string(::getpid()))).string();
+    settings.out =
+        (fs::temp_directory_path() / ("pejit-fuzz-" + std::to_string(::getpid()))).string();
   return RUN_ALL_TESTS();
 }

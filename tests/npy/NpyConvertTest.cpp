@@ -28,17 +28,16 @@ float floatFromBits(uint32_t u) {
 /// binary16 value by definition: (-1)^s · 2^(e-15) · 1.m, or 2^-14 · 0.m.
 double f16Formula(uint16_t h) {
   int sign = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  double magnitude = e == 0 ? std::ldexp(m, -24)
-                   : e == 31 ? (m ? std::nan("") : HUGE_VAL)
-                             : std::ldexp(1024 + m, e - 25);
+  double magnitude = e == 0    ? std::ldexp(m, -24)
+                     : e == 31 ? (m ? std::nan("") : HUGE_VAL)
+                               : std::ldexp(1024 + m, e - 25);
   return sign ? -magnitude : magnitude;
 }
 
 /// Checks that bits (produced for x by a converter with the given decoder)
 /// is x rounded to nearest, ties to even: no neighbour is closer, and a tie
 /// keeps the even pattern. Works for any finite x within range.
-template <class Decode>
-void expectNearestEven(float x, uint16_t bits, Decode decode) {
+template <class Decode> void expectNearestEven(float x, uint16_t bits, Decode decode) {
   double chosen = decode(bits), error = std::fabs(double(x) - chosen);
   for (int step : {-1, 1}) {
     uint16_t neighbourBits = static_cast<uint16_t>(bits + step);
@@ -57,22 +56,28 @@ void expectNearestEven(float x, uint16_t bits, Decode decode) {
 
 TEST(NpyF16, KnownValuesRoundToNearestEven) {
   const std::pair<float, uint16_t> cases[] = {
-      {1.0f, 0x3c00},           {-2.5f, 0xc100},
-      {0.0f, 0x0000},           {-0.0f, 0x8000},
-      {65504.0f, 0x7bff},       {65519.0f, 0x7bff},
-      {65520.0f, 0x7c00},       // tie between 65504 (odd) and inf: even wins
-      {kInf, 0x7c00},           {-kInf, 0xfc00},
-      {1e6f, 0x7c00},           {std::ldexp(1.0f, -14), 0x0400},
-      {std::ldexp(1.0f, -24), 0x0001},  // smallest subnormal
-      {std::ldexp(1.0f, -25), 0x0000},  // tie between 0 and 1: 0
-      {std::ldexp(3.0f, -25), 0x0002},  // tie between 1 and 2: 2
+      {1.0f, 0x3c00},
+      {-2.5f, 0xc100},
+      {0.0f, 0x0000},
+      {-0.0f, 0x8000},
+      {65504.0f, 0x7bff},
+      {65519.0f, 0x7bff},
+      {65520.0f, 0x7c00}, // tie between 65504 (odd) and inf: even wins
+      {kInf, 0x7c00},
+      {-kInf, 0xfc00},
+      {1e6f, 0x7c00},
+      {std::ldexp(1.0f, -14), 0x0400},
+      {std::ldexp(1.0f, -24), 0x0001}, // smallest subnormal
+      {std::ldexp(1.0f, -25), 0x0000}, // tie between 0 and 1: 0
+      {std::ldexp(3.0f, -25), 0x0002}, // tie between 1 and 2: 2
       {std::ldexp(1.0f, -25) * 1.001f, 0x0001},
-      {std::ldexp(1023.0f, -24), 0x03ff}, // largest subnormal
-      {std::ldexp(2047.0f, -25), 0x0400}, // tie 0x3ff / 0x400: even
+      {std::ldexp(1023.0f, -24), 0x03ff},     // largest subnormal
+      {std::ldexp(2047.0f, -25), 0x0400},     // tie 0x3ff / 0x400: even
       {1.0f + std::ldexp(1.0f, -11), 0x3c00}, // tie: keep 1.0
       {1.0f + std::ldexp(3.0f, -11), 0x3c02}, // tie: up to even
       {1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20), 0x3c01},
-      {1.0f / 3.0f, 0x3555},    {std::ldexp(1.0f, -40), 0x0000},
+      {1.0f / 3.0f, 0x3555},
+      {std::ldexp(1.0f, -40), 0x0000},
       {floatFromBits(1), 0x0000}, // float subnormal
   };
   for (auto [value, bits] : cases) {
@@ -127,15 +132,17 @@ TEST(NpyF16, RandomFloatsRoundToTheNearestEvenNeighbour) {
 
 TEST(NpyBf16, KnownValuesRoundToNearestEven) {
   const std::pair<float, uint16_t> cases[] = {
-      {1.0f, 0x3f80},           {-2.5f, 0xc020},
-      {0.0f, 0x0000},           {kInf, 0x7f80},
+      {1.0f, 0x3f80},
+      {-2.5f, 0xc020},
+      {0.0f, 0x0000},
+      {kInf, 0x7f80},
       {1.0f + std::ldexp(1.0f, -8), 0x3f80}, // tie: keep 1.0
       {1.0f + std::ldexp(3.0f, -8), 0x3f82}, // tie: up to even
       {1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20), 0x3f81},
       {std::numeric_limits<float>::max(), 0x7f80}, // above the last midpoint
-      {floatFromBits(0x7f7f0000), 0x7f7f},        // largest finite bf16
-      {std::ldexp(1.0f, -133), 0x0001},           // smallest bf16 subnormal
-      {std::ldexp(1.0f, -149), 0x0000},           // smallest float: to zero
+      {floatFromBits(0x7f7f0000), 0x7f7f},         // largest finite bf16
+      {std::ldexp(1.0f, -133), 0x0001},            // smallest bf16 subnormal
+      {std::ldexp(1.0f, -149), 0x0000},            // smallest float: to zero
       {1.0f / 3.0f, 0x3eab},
   };
   for (auto [value, bits] : cases) {
@@ -189,8 +196,8 @@ TEST(NpyConvert, ArraysConvertElementwise) {
                                              : bf16BitsToFloat(floatToBf16Bits(values[i]));
       EXPECT_EQ(back[i], expected);
       if (dtype != DType::F32) {
-        EXPECT_EQ(stored, dtype == DType::F16 ? floatToF16Bits(values[i])
-                                              : floatToBf16Bits(values[i]));
+        EXPECT_EQ(stored,
+                  dtype == DType::F16 ? floatToF16Bits(values[i]) : floatToBf16Bits(values[i]));
       }
     }
   }
@@ -201,8 +208,7 @@ TEST(NpyConvert, IntegersRoundTripAndSaturate) {
   SCOPED_TRACE(rng.trace());
   std::vector<int64_t> ints(20);
   for (int64_t &v : ints)
-    v = rng.integer(std::numeric_limits<int32_t>::min(),
-                    std::numeric_limits<int32_t>::max());
+    v = rng.integer(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
   EXPECT_EQ(toInt64(fromInt64(ints, {4, 5}, DType::I32)), ints);
   ints.push_back(std::numeric_limits<int64_t>::min());
   ints.push_back(rng.integer(0, std::numeric_limits<int64_t>::max()));
@@ -210,8 +216,7 @@ TEST(NpyConvert, IntegersRoundTripAndSaturate) {
 
   const int64_t i32max = std::numeric_limits<int32_t>::max(),
                 i32min = std::numeric_limits<int32_t>::min();
-  EXPECT_EQ(toInt64(fromInt64({int64_t(1) << 40, -(int64_t(1) << 40), 7},
-                              {3}, DType::I32)),
+  EXPECT_EQ(toInt64(fromInt64({int64_t(1) << 40, -(int64_t(1) << 40), 7}, {3}, DType::I32)),
             (std::vector<int64_t>{i32max, i32min, 7}));
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> floats = {-2.7f, 2.7f, nan, 1e20f, -1e20f, 16777216.0f};
@@ -224,14 +229,15 @@ TEST(NpyConvert, IntegersRoundTripAndSaturate) {
             toInt64(fromFloat32(floats, {6}, DType::I64)));
   EXPECT_EQ(toFloat32(fromInt64({-5, 0, 16777216}, {3}, DType::I64)),
             (std::vector<float>{-5.0f, 0.0f, 16777216.0f}));
-  EXPECT_EQ(toFloat32(fromInt64({-5, 3}, {2}, DType::BF16)),
-            (std::vector<float>{-5.0f, 3.0f}));
+  EXPECT_EQ(toFloat32(fromInt64({-5, 3}, {2}, DType::BF16)), (std::vector<float>{-5.0f, 3.0f}));
 }
 
 TEST(NpyConvert, DTypeHelpers) {
   const std::tuple<DType, const char *, size_t, const char *> expected[] = {
-      {DType::F32, "float32", 4, "<f4"}, {DType::F16, "float16", 2, "<f2"},
-      {DType::BF16, "bfloat16", 2, "<u2"}, {DType::I32, "int32", 4, "<i4"},
+      {DType::F32, "float32", 4, "<f4"},
+      {DType::F16, "float16", 2, "<f2"},
+      {DType::BF16, "bfloat16", 2, "<u2"},
+      {DType::I32, "int32", 4, "<i4"},
       {DType::I64, "int64", 8, "<i8"}};
   for (auto [dtype, name, size, descr] : expected) {
     EXPECT_STREQ(dtypeName(dtype), name);

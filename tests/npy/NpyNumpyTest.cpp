@@ -17,16 +17,15 @@ using namespace pejit::npytest;
 namespace {
 
 bool haveNumpy() {
-  static const bool have =
-      std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0;
+  static const bool have = std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0;
   return have;
 }
 
-#define REQUIRE_NUMPY()                                                        \
-  do {                                                                         \
-    if (!haveNumpy())                                                          \
-      GTEST_SKIP() << "python3 cannot import numpy; install it (pip install "  \
-                      "numpy) to test against real NumPy files";               \
+#define REQUIRE_NUMPY()                                                                            \
+  do {                                                                                             \
+    if (!haveNumpy())                                                                              \
+      GTEST_SKIP() << "python3 cannot import numpy; install it (pip install "                      \
+                      "numpy) to test against real NumPy files";                                   \
   } while (false)
 
 /// Runs a Python script (numpy imported as np); returns its exit status.
@@ -38,12 +37,16 @@ int runPython(const TempDir &dir, const std::string &body) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-struct Kind { DType dtype; const char *numpyDescr; };
-const Kind kKinds[] = {{DType::F32, "<f4"}, {DType::F16, "<f2"},
-                       {DType::BF16, "<u2"}, {DType::I32, "<i4"},
+struct Kind {
+  DType dtype;
+  const char *numpyDescr;
+};
+const Kind kKinds[] = {{DType::F32, "<f4"},
+                       {DType::F16, "<f2"},
+                       {DType::BF16, "<u2"},
+                       {DType::I32, "<i4"},
                        {DType::I64, "<i8"}};
-const std::vector<std::vector<int64_t>> kShapes = {{}, {0}, {7}, {2, 3, 5},
-                                                   {1, 2, 3, 4}};
+const std::vector<std::vector<int64_t>> kShapes = {{}, {0}, {7}, {2, 3, 5}, {1, 2, 3, 4}};
 
 std::string pyShape(const std::vector<int64_t> &shape) {
   std::string s = "(";
@@ -69,9 +72,8 @@ TEST(NpyNumpy, ReadsFilesSavedByNumpy) {
       std::string i = std::to_string(raw.size());
       raw.push_back(rng.bytes(size_t(n) * elementSize(k.dtype)));
       writeFileBytes(dir.file(i + ".bin"), raw.back().data(), raw.back().size());
-      script += "np.save('" + dir.file(i + ".npy") + "', np.fromfile('" +
-                dir.file(i + ".bin") + "', dtype='" + k.numpyDescr +
-                "').reshape(" + pyShape(shape) + "))\n";
+      script += "np.save('" + dir.file(i + ".npy") + "', np.fromfile('" + dir.file(i + ".bin") +
+                "', dtype='" + k.numpyDescr + "').reshape(" + pyShape(shape) + "))\n";
     }
   ASSERT_EQ(runPython(dir, script), 0);
   size_t i = 0;
@@ -102,11 +104,14 @@ TEST(NpyNumpy, NumpyLoadsFilesWrittenByPejit) {
       std::string name = dir.file(std::to_string(i++));
       ASSERT_EQ(writeNpy(name + ".npy", a), "");
       writeFileBytes(name + ".bin", a.bytes.data(), a.bytes.size());
-      script += "a = np.load('" + name + ".npy')\n"
-                "if a.dtype.str != '" + k.numpyDescr + "' or a.shape != " +
-                pyShape(shape) + " or a.tobytes() != open('" + name +
+      script += "a = np.load('" + name +
+                ".npy')\n"
+                "if a.dtype.str != '" +
+                k.numpyDescr + "' or a.shape != " + pyShape(shape) + " or a.tobytes() != open('" +
+                name +
                 ".bin', 'rb').read():\n"
-                "    print('mismatch in', '" + name + "', a.dtype.str, a.shape); bad = 1\n";
+                "    print('mismatch in', '" +
+                name + "', a.dtype.str, a.shape); bad = 1\n";
     }
   EXPECT_EQ(runPython(dir, script + "sys.exit(bad)\n"), 0);
 }
@@ -114,11 +119,15 @@ TEST(NpyNumpy, NumpyLoadsFilesWrittenByPejit) {
 TEST(NpyNumpy, RejectsNumpyFilesWeDoNotSupport) {
   REQUIRE_NUMPY();
   TempDir dir;
-  ASSERT_EQ(runPython(dir,
-                      "a = np.arange(6, dtype='<f4').reshape(2, 3)\n"
-                      "np.save('" + dir.file("fortran.npy") + "', np.asfortranarray(a))\n"
-                      "np.save('" + dir.file("f64.npy") + "', a.astype(np.float64))\n"
-                      "np.save('" + dir.file("big.npy") + "', a.astype('>f4'))\n"),
+  ASSERT_EQ(runPython(dir, "a = np.arange(6, dtype='<f4').reshape(2, 3)\n"
+                           "np.save('" +
+                               dir.file("fortran.npy") +
+                               "', np.asfortranarray(a))\n"
+                               "np.save('" +
+                               dir.file("f64.npy") +
+                               "', a.astype(np.float64))\n"
+                               "np.save('" +
+                               dir.file("big.npy") + "', a.astype('>f4'))\n"),
             0);
   const std::pair<const char *, const char *> cases[] = {
       {"fortran.npy", "fortran_order=True is not supported (save with np.ascontiguousarray)"},
@@ -154,8 +163,9 @@ TEST(NpyNumpy, Float16RoundingMatchesNumpy) {
   int64_t n = int64_t(values.size());
   ASSERT_EQ(writeNpy(dir.file("in.npy"), fromFloat32(values, {n}, DType::F32)), "");
   ASSERT_EQ(runPython(dir, "with np.errstate(over='ignore'):\n"
-                           "    np.save('" + dir.file("out.npy") + "', np.load('" +
-                               dir.file("in.npy") + "').astype(np.float16))\n"),
+                           "    np.save('" +
+                               dir.file("out.npy") + "', np.load('" + dir.file("in.npy") +
+                               "').astype(np.float16))\n"),
             0);
   Expected<Array> r = readNpy(dir.file("out.npy"));
   ASSERT_TRUE(r) << r.error;

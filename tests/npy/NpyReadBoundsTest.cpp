@@ -27,9 +27,9 @@ TEST(NpyReadBounds, DevZeroFailsAtTheMagic) {
 TEST(NpyReadBounds, HugeDeclaredShapeFailsBeforeReadingData) {
   TempDir dir;
   // 2^40 float32 elements (4 TiB) declared, 16 bytes present.
-  std::vector<uint8_t> bytes = buildNpy(
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }",
-      std::vector<uint8_t>(16, 0));
+  std::vector<uint8_t> bytes =
+      buildNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }",
+               std::vector<uint8_t>(16, 0));
   writeFileBytes(dir.file("big.npy"), bytes.data(), bytes.size());
   Expected<Array> result = readNpy(dir.file("big.npy"));
   ASSERT_FALSE(result);
@@ -57,8 +57,8 @@ TEST(NpyReadBounds, EndlessStreamAfterTheDataIsRejected) {
   TempDir dir;
   std::string fifo = dir.file("stream.npy");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::vector<uint8_t> bytes = buildNpy(
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", std::vector<uint8_t>(16, 0));
+  std::vector<uint8_t> bytes = buildNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
+                                        std::vector<uint8_t>(16, 0));
   std::signal(SIGPIPE, SIG_IGN); // the writer's write after the reader closed: EPIPE
   std::thread writer([&] {
     int fd = ::open(fifo.c_str(), O_WRONLY);

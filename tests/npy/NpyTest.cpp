@@ -12,8 +12,7 @@ using namespace pejit::npytest;
 
 namespace {
 
-const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I32,
-                            DType::I64};
+const DType kAllDTypes[] = {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64};
 
 Array randomArray(SeededRng &rng, DType dtype, std::vector<int64_t> shape) {
   Array a{dtype, std::move(shape), {}};
@@ -37,8 +36,7 @@ std::string parseError(const std::vector<uint8_t> &bytes) {
 
 std::string dictFor(const std::string &descr, const std::string &shape,
                     const std::string &fortran = "False") {
-  return "{'descr': '" + descr + "', 'fortran_order': " + fortran +
-         ", 'shape': " + shape + ", }";
+  return "{'descr': '" + descr + "', 'fortran_order': " + fortran + ", 'shape': " + shape + ", }";
 }
 
 } // namespace
@@ -47,8 +45,7 @@ TEST(NpyRoundTrip, EveryDTypeAndShapeInMemoryAndOnDisk) {
   SeededRng rng;
   SCOPED_TRACE(rng.trace());
   TempDir dir;
-  const std::vector<std::vector<int64_t>> shapes = {
-      {}, {0}, {7}, {2, 3, 5}, {1, 2, 3, 4}};
+  const std::vector<std::vector<int64_t>> shapes = {{}, {0}, {7}, {2, 3, 5}, {1, 2, 3, 4}};
   for (DType dtype : kAllDTypes)
     for (const auto &shape : shapes) {
       SCOPED_TRACE(std::string(dtypeName(dtype)) + " " + shapeToString(shape));
@@ -67,15 +64,19 @@ TEST(NpyRoundTrip, EveryDTypeAndShapeInMemoryAndOnDisk) {
       EXPECT_EQ(read->dtype, dtype);
       EXPECT_EQ(read->shape, shape);
       EXPECT_EQ(read->bytes, a.bytes);
-      EXPECT_EQ(read->numel(), static_cast<int64_t>(a.bytes.size() /
-                                                    elementSize(dtype)));
+      EXPECT_EQ(read->numel(), static_cast<int64_t>(a.bytes.size() / elementSize(dtype)));
     }
 }
 
 TEST(NpyFormat, HeaderIsVersion1PythonDictAlignedTo64) {
   SeededRng rng;
   SCOPED_TRACE(rng.trace());
-  struct Case { DType dtype; const char *descr; std::vector<int64_t> shape; const char *py; };
+  struct Case {
+    DType dtype;
+    const char *descr;
+    std::vector<int64_t> shape;
+    const char *py;
+  };
   const Case cases[] = {{DType::F32, "<f4", {2, 3}, "(2, 3)"},
                         {DType::F16, "<f2", {7}, "(7,)"},
                         {DType::BF16, "<u2", {}, "()"},
@@ -95,13 +96,11 @@ TEST(NpyFormat, HeaderIsVersion1PythonDictAlignedTo64) {
     std::string header(b.begin() + 10, b.begin() + dataStart);
     EXPECT_EQ(header.back(), '\n');
     EXPECT_EQ(header.rfind("{'descr': '" + std::string(c.descr) +
-                               "', 'fortran_order': False, 'shape': " + c.py +
-                               ", }",
+                               "', 'fortran_order': False, 'shape': " + c.py + ", }",
                            0),
               0u)
         << header;
-    EXPECT_EQ(header.find_first_not_of(' ', header.find('}') + 1),
-              header.size() - 1);
+    EXPECT_EQ(header.find_first_not_of(' ', header.find('}') + 1), header.size() - 1);
   }
 }
 
@@ -140,15 +139,17 @@ TEST(NpyParse, AcceptsValidHeaderVariations) {
   SeededRng rng;
   SCOPED_TRACE(rng.trace());
   std::vector<uint8_t> data = rng.bytes(6 * 4);
-  struct Case { std::string dict; size_t align; DType dtype; };
+  struct Case {
+    std::string dict;
+    size_t align;
+    DType dtype;
+  };
   const Case cases[] = {
       // Old NumPy aligned to 16; Python 2 wrote long ints as 3L.
       {dictFor("<f4", "(2, 3)"), 16, DType::F32},
       {"{'descr':'<f4','fortran_order':False,'shape':(2L,3L)}", 64, DType::F32},
-      {"{\"shape\": (2, 3), \"descr\": \"=i4\", \"fortran_order\": False}", 64,
-       DType::I32},
-      {"{'descr': 'f4', 'shape': (6,), 'extra': [1, {'a': None}]}", 64,
-       DType::F32},
+      {"{\"shape\": (2, 3), \"descr\": \"=i4\", \"fortran_order\": False}", 64, DType::I32},
+      {"{'descr': 'f4', 'shape': (6,), 'extra': [1, {'a': None}]}", 64, DType::F32},
       // Fortran order with a single non-unit dim is the same layout.
       {dictFor("<u2", "(1, 12)", "True"), 64, DType::BF16},
   };
@@ -171,7 +172,10 @@ TEST(NpyErrors, EveryMalformedInputNamesTheFileAndTheProblem) {
   };
   std::vector<uint8_t> v4 = good;
   v4[6] = 4;
-  struct Case { std::vector<uint8_t> bytes; std::string phrase; };
+  struct Case {
+    std::vector<uint8_t> bytes;
+    std::string phrase;
+  };
   const Case cases[] = {
       {bytesOf("PK\x03\x04 this is a zip"), "q.npy: not a .npy file (bad magic)"},
       {{}, "q.npy: truncated header"},
@@ -209,8 +213,8 @@ TEST(NpyErrors, EveryMalformedInputNamesTheFileAndTheProblem) {
       {withDict("{'descr': 4, 'shape': (6,)}"), "q.npy: 'descr' is not a string"},
       {withDict("{'descr': '<f4', 'fortran_order': 0, 'shape': (6,)}"),
        "q.npy: 'fortran_order' is not True or False"},
-      {withDict("{'descr': '<f4', 'shape': " + std::string(40, '(') + "6" +
-                std::string(40, ')') + "}"),
+      {withDict("{'descr': '<f4', 'shape': " + std::string(40, '(') + "6" + std::string(40, ')') +
+                "}"),
        "q.npy: malformed header dict (nested too deeply"},
   };
   for (const Case &c : cases) {
@@ -225,8 +229,8 @@ TEST(NpyErrors, CorruptedFilesGiveAnArrayOrAMessageNeverACrash) {
   SeededRng rng;
   SCOPED_TRACE(rng.trace());
   for (int i = 0; i < 20000; ++i) {
-    Array a = randomArray(rng, kAllDTypes[rng.integer(0, 4)],
-                          {rng.integer(0, 3), rng.integer(1, 4)});
+    Array a =
+        randomArray(rng, kAllDTypes[rng.integer(0, 4)], {rng.integer(0, 3), rng.integer(1, 4)});
     std::vector<uint8_t> b = serializeNpy(a);
     for (int64_t flips = rng.integer(1, 4); flips > 0; --flips)
       b[size_t(rng.integer(0, 70))] = static_cast<uint8_t>(rng.bits());

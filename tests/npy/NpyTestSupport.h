@@ -58,8 +58,7 @@ private:
 class TempDir {
 public:
   TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "pejit-npy-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "pejit-npy-XXXXXX").string();
     path_ = ::mkdtemp(pattern.data()) ? pattern : "";
   }
   ~TempDir() {
@@ -86,16 +85,14 @@ private:
 /// .npy bytes with a hand-written header dict: magic, version, little-endian
 /// length (2 bytes for v1, 4 for v2/v3), dict padded with spaces and '\n' so
 /// the data starts at a multiple of align.
-inline std::vector<uint8_t> buildNpy(const std::string &dict,
-                                     const std::vector<uint8_t> &data,
+inline std::vector<uint8_t> buildNpy(const std::string &dict, const std::vector<uint8_t> &data,
                                      int major = 1, size_t align = 64) {
   size_t prefix = major == 1 ? 10 : 12;
   std::string header = dict;
   while ((prefix + header.size() + 1) % align != 0)
     header += ' ';
   header += '\n';
-  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y',
-                              static_cast<uint8_t>(major), 0};
+  std::vector<uint8_t> out = {0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<uint8_t>(major), 0};
   for (size_t i = 0; i < prefix - 8; ++i)
     out.push_back(static_cast<uint8_t>(header.size() >> (8 * i)));
   out.insert(out.end(), header.begin(), header.end());
@@ -114,8 +111,7 @@ inline std::string readFileBytes(const std::string &path) {
   return s;
 }
 
-inline void writeFileBytes(const std::string &path, const void *data,
-                           size_t size) {
+inline void writeFileBytes(const std::string &path, const void *data, size_t size) {
   FILE *f = std::fopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr) << path;
   if (size > 0) { // fwrite's buffer must not be null, even for 0 bytes

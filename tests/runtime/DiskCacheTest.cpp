@@ -9,10 +9,10 @@
 
 #include <cmath>
 #include <csignal>
-#include <functional>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <random>
 #include <sys/wait.h>
@@ -132,7 +132,9 @@ TEST_F(DiskCacheTest, DamagedEntriesAreRebuiltWithAWarning) {
   };
   std::vector<Damage> damages = {
       {"kernel.o is truncated",
-       [](const fs::path &e) { fs::resize_file(e / "kernel.o", fs::file_size(e / "kernel.o") / 2); }},
+       [](const fs::path &e) {
+         fs::resize_file(e / "kernel.o", fs::file_size(e / "kernel.o") / 2);
+       }},
       {"kernel.o checksum mismatch",
        [](const fs::path &e) {
          std::fstream file(e / "kernel.o", std::ios::in | std::ios::out | std::ios::binary);

@@ -48,7 +48,8 @@ TEST(ExtremeValues, LargeScaleKeepsTheRowMax) {
       Case c = shaped(150, 150); // a full and a partial query tile
       c.spec.scale = scale;
       c.spec.causal = causal;
-      expectMatches(c, std::string(scale > 1e10 ? "scale 1e30" : "scale 1e9") + (causal ? " causal" : ""));
+      expectMatches(c, std::string(scale > 1e10 ? "scale 1e30" : "scale 1e9") +
+                           (causal ? " causal" : ""));
     }
 }
 
@@ -85,15 +86,14 @@ TEST(ExtremeValues, WindowsUpToInt64Max) {
     int64_t sq, skv;
   };
   for (Lengths lengths : {Lengths{70, 200}, Lengths{200, 70}, Lengths{150, 150}})
-    for (int64_t window : {max, max - 1, lengths.skv - 1, lengths.skv, lengths.skv + 1,
-                           lengths.sq + lengths.skv})
+    for (int64_t window :
+         {max, max - 1, lengths.skv - 1, lengths.skv, lengths.skv + 1, lengths.sq + lengths.skv})
       for (bool causal : {false, true}) {
         Case c = shaped(lengths.sq, lengths.skv);
         c.spec.window = window;
         c.spec.causal = causal;
-        expectMatches(c, "window " + std::to_string(window) + (causal ? " causal" : "") +
-                             " sq " + std::to_string(lengths.sq) + " skv " +
-                             std::to_string(lengths.skv));
+        expectMatches(c, "window " + std::to_string(window) + (causal ? " causal" : "") + " sq " +
+                             std::to_string(lengths.sq) + " skv " + std::to_string(lengths.skv));
       }
 }
 

@@ -5,10 +5,10 @@
 #ifndef PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
 #define PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
 
-#include "runtime/Pejit.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
+#include "runtime/Pejit.h"
 
 #include <cmath>
 #include <limits>
@@ -30,7 +30,7 @@ struct Case {
 };
 
 struct Outcome {
-  std::string error;   ///< non-empty if compiling or running failed
+  std::string error; ///< non-empty if compiling or running failed
   double relativeError = std::numeric_limits<double>::infinity();
   uint32_t seed = 0;
 };
@@ -46,8 +46,7 @@ inline std::mt19937 &rng(uint32_t *seedOut) {
 inline ref::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &engine,
                                 double range = 1.0) {
   ref::Tensor t(std::move(shape));
-  std::uniform_real_distribution<float> dist(static_cast<float>(-range),
-                                             static_cast<float>(range));
+  std::uniform_real_distribution<float> dist(static_cast<float>(-range), static_cast<float>(range));
   for (double &x : t.data)
     x = dist(engine); // float values, so f32 inputs equal the reference's
   return t;
@@ -74,10 +73,9 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     outcome.error = kernel.error();
     return outcome;
   }
-  std::vector<TensorView> inputs = {
-      {qf.data(), DType::F32, q.shape, {}},
-      {kf.data(), DType::F32, k.shape, {}},
-      {vf.data(), DType::F32, v.shape, {}}};
+  std::vector<TensorView> inputs = {{qf.data(), DType::F32, q.shape, {}},
+                                    {kf.data(), DType::F32, k.shape, {}},
+                                    {vf.data(), DType::F32, v.shape, {}}};
   std::vector<int64_t> qp = c.queryPositions, kp = c.keyPositions;
   auto positionShape = [&](int64_t seq) {
     return c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq}
@@ -114,10 +112,10 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   options.window = c.spec.window;
   options.softcap = c.spec.softcap;
   if (c.spec.alibi) {
-    bias = ref::alibiBias(c.spec.alibi->numHeads, c.spec.alibi->headOffset, s.queryHeads,
-                          c.spec.alibi->symmetric ? ref::AlibiForm::Symmetric
-                                                  : ref::AlibiForm::Causal,
-                          s.querySeq, s.keySeq);
+    bias =
+        ref::alibiBias(c.spec.alibi->numHeads, c.spec.alibi->headOffset, s.queryHeads,
+                       c.spec.alibi->symmetric ? ref::AlibiForm::Symmetric : ref::AlibiForm::Causal,
+                       s.querySeq, s.keySeq);
     options.bias = &bias;
   }
   ref::Tensor expected = ref::attention(qr, kr, v, options);

@@ -73,16 +73,16 @@ TEST_P(Lengths, RopeAttentionMatchesReference) {
 
 // 1, 7, 63, 64, 65, 257, 1000, and 97, 144, 145 at the default tiles (144 x 96):
 // sq < skv (bottom-right causal), sq > skv (rows that see no key: zeros).
-INSTANTIATE_TEST_SUITE_P(
-    FusedAttention, Lengths,
-    ::testing::Values(LengthCase{1, 1, false}, LengthCase{7, 7, true},
-                      LengthCase{63, 63, true}, LengthCase{64, 64, false},
-                      LengthCase{65, 65, true}, LengthCase{257, 257, true},
-                      LengthCase{1000, 1000, true}, LengthCase{1000, 1000, false},
-                      LengthCase{7, 257, true}, LengthCase{65, 1000, true},
-                      LengthCase{257, 63, true}, LengthCase{257, 63, false},
-                      LengthCase{1, 1000, false}, LengthCase{63, 7, true},
-                      LengthCase{145, 145, true}, LengthCase{144, 97, false}));
+INSTANTIATE_TEST_SUITE_P(FusedAttention, Lengths,
+                         ::testing::Values(LengthCase{1, 1, false}, LengthCase{7, 7, true},
+                                           LengthCase{63, 63, true}, LengthCase{64, 64, false},
+                                           LengthCase{65, 65, true}, LengthCase{257, 257, true},
+                                           LengthCase{1000, 1000, true},
+                                           LengthCase{1000, 1000, false}, LengthCase{7, 257, true},
+                                           LengthCase{65, 1000, true}, LengthCase{257, 63, true},
+                                           LengthCase{257, 63, false}, LengthCase{1, 1000, false},
+                                           LengthCase{63, 7, true}, LengthCase{145, 145, true},
+                                           LengthCase{144, 97, false}));
 
 TEST(FusedAttention, HeadDims) {
   for (int64_t d : {64, 96, 128}) {
@@ -229,9 +229,9 @@ TEST(FusedAttention, RopeScalings) {
   ref::RopeScaling ntk{Kind::Ntk, 4.0};
   expectMatches(scaled(ntk));
   ref::RopeScaling dynamic{Kind::DynamicNtk, 2.0, 64};
-  expectMatches(scaled(dynamic, 40));        // max position + 1 <= 64: unscaled
-  expectMatches(scaled(dynamic, 90));        // 90 > 64: base grows with seq_len
-  expectMatches(scaled(dynamic, 30, 1000));  // offsets count: seq_len = 1030
+  expectMatches(scaled(dynamic, 40));       // max position + 1 <= 64: unscaled
+  expectMatches(scaled(dynamic, 90));       // 90 > 64: base grows with seq_len
+  expectMatches(scaled(dynamic, 30, 1000)); // offsets count: seq_len = 1030
   ref::RopeScaling yarn{Kind::Yarn, 8.0, 128};
   expectMatches(scaled(yarn));
   yarn.mscale = 1.0;
@@ -286,7 +286,8 @@ TEST(FusedAttention, RopeAndAlibiTogether) {
 }
 
 TEST(FusedAttention, TileConfigsAgree) {
-  for (X86TileConfig tiles : {X86TileConfig{48, 6}, X86TileConfig{96, 72}, X86TileConfig{144, 48}}) {
+  for (X86TileConfig tiles :
+       {X86TileConfig{48, 6}, X86TileConfig{96, 72}, X86TileConfig{144, 48}}) {
     Case c = shaped(1, 2, 2, 150, 150, 64);
     c.spec.rope = rope();
     c.spec.causal = true;

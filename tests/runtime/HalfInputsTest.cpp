@@ -3,8 +3,8 @@
 // same IR on the same 16-bit values. Fresh random inputs every run; the
 // output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
 // <= 1e-2 (a bf16 output alone rounds by up to 2^-9 relative).
-#include "runtime/Pejit.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/Pejit.h"
 #include "runtime/npy/Npy.h"
 
 #include "gtest/gtest.h"
@@ -66,8 +66,8 @@ npy::DType npyOf(const std::string &type) {
 }
 
 struct Input {
-  npy::Array array;          // the bytes the kernel reads
-  std::vector<int64_t> ids;  // position ids
+  npy::Array array;         // the bytes the kernel reads
+  std::vector<int64_t> ids; // position ids
 };
 
 TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
@@ -114,8 +114,8 @@ TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
           inputs[i].array = npy::fromFloat32(values, arg.shape, npyOf(in));
           std::vector<float> rounded = npy::toFloat32(inputs[i].array); // what the kernel reads
           views.push_back({inputs[i].array.bytes.data(), dtypeOf(in), arg.shape, {}});
-          reference.push_back(ref::Tensor(arg.shape, std::vector<double>(rounded.begin(),
-                                                                         rounded.end())));
+          reference.push_back(
+              ref::Tensor(arg.shape, std::vector<double>(rounded.begin(), rounded.end())));
         }
         const Shape &s = kernel->shape();
         std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
@@ -124,8 +124,8 @@ TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
         std::vector<float> out32(outCount, std::numeric_limits<float>::quiet_NaN());
         std::vector<uint8_t> out16(outCount * 2, 0xff);
         bool narrow = out != "f32";
-        TensorView outView{narrow ? static_cast<void *>(out16.data()) : out32.data(),
-                           dtypeOf(out), outShape, {}};
+        TensorView outView{
+            narrow ? static_cast<void *>(out16.data()) : out32.data(), dtypeOf(out), outShape, {}};
         Status status = kernel->run(views, outView);
         ASSERT_TRUE(status) << status.message();
         if (narrow)
@@ -137,7 +137,8 @@ TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
         for (size_t e = 0; e < outCount; ++e) {
           maxRef = std::max(maxRef, std::fabs(expected->data[e]));
           double err = std::fabs(out32[e] - expected->data[e]);
-          maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+          maxErr =
+              std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
         }
         EXPECT_LE(maxErr / maxRef, 1e-2) << "max error " << maxErr << " of " << maxRef;
       }

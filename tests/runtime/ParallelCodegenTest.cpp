@@ -1,13 +1,13 @@
 // Splitting a module by function for concurrent codegen, and linking the
 // parts' objects back together (compiler/backends/x86/ParallelCodegen.h, ObjectCode.h).
-#include "compiler/passes/Instantiate.h"
-#include "compiler/Registration.h"
-#include "compiler/backends/x86/CodegenParts.h"
-#include "runtime/X86KernelImpl.h"
-#include "compiler/Stages.h"
-#include "compiler/backends/x86/ObjectCode.h"
 #include "compiler/backends/x86/ParallelCodegen.h"
+#include "compiler/Registration.h"
+#include "compiler/Stages.h"
+#include "compiler/backends/x86/CodegenParts.h"
+#include "compiler/backends/x86/ObjectCode.h"
+#include "compiler/passes/Instantiate.h"
 #include "runtime/Pejit.h"
+#include "runtime/X86KernelImpl.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
@@ -205,7 +205,8 @@ TEST_F(ParallelCodegenTest, AFunctionOnlyItsWrapperCallsIsInternalToItsPart) {
 
 TEST_F(ParallelCodegenTest, PartsLinkedTogetherComputeWhatTheModuleSays) {
   for (int threads : {1, 2, 8}) {
-    Expected<std::vector<std::string>> objects = compileParts(partitionForCodegen(*module), threads);
+    Expected<std::vector<std::string>> objects =
+        compileParts(partitionForCodegen(*module), threads);
     ASSERT_TRUE(objects) << objects.error();
     ASSERT_EQ(objects->size(), 2u); // one per part, whatever the threads
     Expected<std::unique_ptr<LoadedObject>> loaded = LoadedObject::load(*objects);
@@ -230,7 +231,8 @@ TEST_F(ParallelCodegenTest, LoweredPartsDefineWhatTheLlvmStageHas) {
   spec.rope = ref::RopeConfig{};
   spec.causal = true;
   // Three Q tiles: K is rotated once per call too (pejit_prepare).
-  Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(spec, Shape{1, 2, 2, 300, 300, 64, 64}));
+  Expected<X86Kernel> kernel =
+      runtime.getX86(Spec::fromBuilder(spec, Shape{1, 2, 2, 300, 300, 64, 64}));
   ASSERT_TRUE(kernel) << kernel.error();
   Expected<std::string> tiledText = kernel->ir("tiled"), llvmText = kernel->ir("llvm");
   ASSERT_TRUE(tiledText && llvmText);
@@ -256,8 +258,8 @@ TEST_F(ParallelCodegenTest, LoweredPartsDefineWhatTheLlvmStageHas) {
   for (mlir::LLVM::LLVMFuncOp fn : whole->getOps<mlir::LLVM::LLVMFuncOp>())
     if (!fn.isExternal() && !fn.isPrivate())
       EXPECT_EQ(definitions[fn.getName().str()], 1) << fn.getName().str();
-  for (const char *name : {"pejit_item", "_mlir_ciface_pejit_item", "pejit_s_tile",
-                           "pejit_pv_tile", "pejit_prologue", "pejit_prepare"})
+  for (const char *name : {"pejit_item", "_mlir_ciface_pejit_item", "pejit_s_tile", "pejit_pv_tile",
+                           "pejit_prologue", "pejit_prepare"})
     EXPECT_EQ(definitions[name], 1) << name;
 }
 

@@ -217,7 +217,8 @@ TEST(Runtime, BadBuffersAreErrorValues) {
   expectError({qv, kv, halfValue}, ov, "input 2 (value): dtype float16 is not supported");
   TensorView wrongShape = qv;
   wrongShape.shape = {1, 2, 41, 64};
-  expectError({wrongShape, kv, vv}, ov, "input 0 (query): shape [1, 2, 41, 64] does not match the kernel's [1, 2, 40, 64]");
+  expectError({wrongShape, kv, vv}, ov,
+              "input 0 (query): shape [1, 2, 41, 64] does not match the kernel's [1, 2, 40, 64]");
   TensorView strided = qv;
   strided.strides = {5120, 2560, 64, 2};
   expectError({strided, kv, vv}, ov, "the last dimension must be contiguous");
@@ -225,7 +226,8 @@ TEST(Runtime, BadBuffersAreErrorValues) {
   TensorView badPositions{positions.data(), DType::I64, {41}, {}};
   expectError({qv, kv, vv, badPositions}, ov, "input 3 (query_positions): shape [41]");
   TensorView floatPositions{q.data(), DType::F32, {40}, {}};
-  expectError({qv, kv, vv, floatPositions}, ov, "dtype float32 is not supported here (expected int64 or int32)");
+  expectError({qv, kv, vv, floatPositions}, ov,
+              "dtype float32 is not supported here (expected int64 or int32)");
   // Nothing was written on any failure.
   for (float x : out)
     ASSERT_TRUE(std::isnan(x));
@@ -247,8 +249,8 @@ TEST(Runtime, StridedViewsMatchContiguousOnes) {
   }
   std::vector<int64_t> dims{1, 2, 40, 64};
   TensorView kv{k.data(), DType::F32, dims, {}}, vv{v.data(), DType::F32, dims, {}};
-  ASSERT_TRUE(kernel->run({{q.data(), DType::F32, dims, {}}, kv, vv},
-                          {out1.data(), DType::F32, dims, {}}));
+  ASSERT_TRUE(
+      kernel->run({{q.data(), DType::F32, dims, {}}, kv, vv}, {out1.data(), DType::F32, dims, {}}));
   ASSERT_TRUE(kernel->run({{wide.data(), DType::F32, dims, {10240, 5120, 128, 1}}, kv, vv},
                           {out2.data(), DType::F32, dims, {}}));
   EXPECT_EQ(out1, out2);

@@ -23,7 +23,8 @@ using namespace std::chrono_literals;
 
 /// Fails the whole binary if `body` has not returned after `limit`: a hung
 /// parallelFor cannot be cancelled, and the test must not block CI.
-template <typename Body> void withWatchdog(std::chrono::seconds limit, const char *what, Body body) {
+template <typename Body>
+void withWatchdog(std::chrono::seconds limit, const char *what, Body body) {
   std::promise<void> finished;
   std::future<void> done = finished.get_future();
   std::thread watchdog([&] {

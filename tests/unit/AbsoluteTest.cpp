@@ -78,9 +78,8 @@ TEST(Learned, AddsTheTableRowOfEachPosition) {
   Tensor x = rng.tensor({batch, length, dim});
   Tensor table = rng.tensor({maxPositions, dim});
   for (bool perBatch : {false, true}) {
-    PositionIds positions = perBatch
-                                ? rng.positions({batch, length}, 0, maxPositions - 1)
-                                : rng.positions({length}, 0, maxPositions - 1);
+    PositionIds positions = perBatch ? rng.positions({batch, length}, 0, maxPositions - 1)
+                                     : rng.positions({length}, 0, maxPositions - 1);
     Tensor out = ref::learnedEmbedding(x, positions, table);
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t t = 0; t < length; ++t) {

@@ -15,8 +15,8 @@ namespace {
 using ref::AttentionOptions;
 
 /// The mask as CONVENTIONS.md states it, written out independently.
-bool visibleByConvention(bool causal, std::optional<int64_t> window, int64_t i,
-                         int64_t j, int64_t sq, int64_t skv) {
+bool visibleByConvention(bool causal, std::optional<int64_t> window, int64_t i, int64_t j,
+                         int64_t sq, int64_t skv) {
   int64_t aligned = i + (skv - sq);
   return (!causal || j <= aligned) && (!window || j >= aligned - *window);
 }
@@ -25,9 +25,8 @@ struct Inputs {
   Tensor q, k, v;
 };
 
-Inputs randomInputs(SeededRng &rng, int64_t batch, int64_t heads,
-                    int64_t kvHeads, int64_t sq, int64_t skv, int64_t d,
-                    int64_t dv, double range = 1.0) {
+Inputs randomInputs(SeededRng &rng, int64_t batch, int64_t heads, int64_t kvHeads, int64_t sq,
+                    int64_t skv, int64_t d, int64_t dv, double range = 1.0) {
   return {rng.tensor({batch, heads, sq, d}, -range, range),
           rng.tensor({batch, kvHeads, skv, d}, -range, range),
           rng.tensor({batch, kvHeads, skv, dv})};
@@ -57,8 +56,7 @@ TEST(Attention, ProbabilityRowsSumToOneAndMaskedKeysGetZero) {
             }
             sum += p.at(b, h, i, j);
           }
-          EXPECT_NEAR(sum, visible ? 1.0 : 0.0, 1e-13)
-              << "variant " << variant << " row " << i;
+          EXPECT_NEAR(sum, visible ? 1.0 : 0.0, 1e-13) << "variant " << variant << " row " << i;
         }
   }
 }
@@ -133,8 +131,7 @@ TEST(Attention, GroupedQueryEqualsRepeatedKeyValueHeads) {
     AttentionOptions options;
     options.causal = true;
     EXPECT_TRUE(tensorsNear(ref::attention(in.q, in.k, in.v, options),
-                            ref::attention(in.q, kRepeated, vRepeated, options),
-                            0.0))
+                            ref::attention(in.q, kRepeated, vRepeated, options), 0.0))
         << "kvHeads " << kvHeads;
   }
 }
@@ -215,8 +212,7 @@ TEST(Attention, BiasAndKeyTermShiftScores) {
   plain.causal = true;
   Tensor p = ref::attentionProbabilities(in.q, in.k, plain);
   for (std::vector<int64_t> biasShape :
-       {std::vector<int64_t>{1, 1, sq, skv},
-        std::vector<int64_t>{batch, heads, sq, skv}}) {
+       {std::vector<int64_t>{1, 1, sq, skv}, std::vector<int64_t>{batch, heads, sq, skv}}) {
     Tensor bias = rng.tensor(biasShape, -3.0, 3.0);
     AttentionOptions biased = plain;
     biased.bias = &bias;
@@ -231,8 +227,8 @@ TEST(Attention, BiasAndKeyTermShiftScores) {
           for (int64_t j = 0; j < skv; ++j)
             normalizer += p.at(b, h, i, j) * std::exp(biasAt(j));
           for (int64_t j = 0; j < skv; ++j)
-            EXPECT_NEAR(pb.at(b, h, i, j),
-                        p.at(b, h, i, j) * std::exp(biasAt(j)) / normalizer, 1e-14);
+            EXPECT_NEAR(pb.at(b, h, i, j), p.at(b, h, i, j) * std::exp(biasAt(j)) / normalizer,
+                        1e-14);
         }
   }
   Tensor keyTerm = rng.tensor({batch, heads, sq, skv});

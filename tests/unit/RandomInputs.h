@@ -72,32 +72,28 @@ private:
 };
 
 /// Declares `name` and attaches its seed to every failure in this scope.
-#define PEJIT_SEEDED_RNG(name)                                                 \
-  ::pejit::test::SeededRng name;                                               \
+#define PEJIT_SEEDED_RNG(name)                                                                     \
+  ::pejit::test::SeededRng name;                                                                   \
   SCOPED_TRACE(name.trace())
 
 /// Same shape and |a − b| <= absTol + relTol·|b| elementwise; names the first
 /// mismatch.
-inline ::testing::AssertionResult tensorsNear(const Tensor &a, const Tensor &b,
-                                              double absTol,
+inline ::testing::AssertionResult tensorsNear(const Tensor &a, const Tensor &b, double absTol,
                                               double relTol = 0.0) {
   if (a.shape != b.shape)
-    return ::testing::AssertionFailure()
-           << "shapes differ: " << ref::shapeToString(a.shape) << " vs "
-           << ref::shapeToString(b.shape);
+    return ::testing::AssertionFailure() << "shapes differ: " << ref::shapeToString(a.shape)
+                                         << " vs " << ref::shapeToString(b.shape);
   for (size_t n = 0; n < a.data.size(); ++n) {
     double tol = absTol + relTol * std::fabs(b.data[n]);
     if (!(std::fabs(a.data[n] - b.data[n]) <= tol))
-      return ::testing::AssertionFailure()
-             << "flat element " << n << ": " << a.data[n] << " vs "
-             << b.data[n] << " (tolerance " << tol << ")";
+      return ::testing::AssertionFailure() << "flat element " << n << ": " << a.data[n] << " vs "
+                                           << b.data[n] << " (tolerance " << tol << ")";
   }
   return ::testing::AssertionSuccess();
 }
 
 /// Euclidean norm of x[b, h, t, from:to].
-inline double rowNorm(const Tensor &x, int64_t b, int64_t h, int64_t t,
-                      int64_t from, int64_t to) {
+inline double rowNorm(const Tensor &x, int64_t b, int64_t h, int64_t t, int64_t from, int64_t to) {
   double sum = 0.0;
   for (int64_t c = from; c < to; ++c)
     sum += x.at(b, h, t, c) * x.at(b, h, t, c);

@@ -22,8 +22,7 @@ using Kind = RopeScaling::Kind;
 
 constexpr double kPi = 3.14159265358979323846;
 
-RopeConfig scaled(Kind kind, double factor, int64_t original = 0,
-                  double theta = 10000.0) {
+RopeConfig scaled(Kind kind, double factor, int64_t original = 0, double theta = 10000.0) {
   RopeConfig config;
   config.theta = theta;
   config.scaling.kind = kind;
@@ -37,8 +36,7 @@ double plainFrequency(double theta, int64_t c, int64_t rotaryDim) {
   return std::pow(theta, -2.0 * double(c) / double(rotaryDim));
 }
 
-void expectFrequenciesNear(const std::vector<double> &got,
-                           const std::vector<double> &expected,
+void expectFrequenciesNear(const std::vector<double> &got, const std::vector<double> &expected,
                            double relTol = 1e-14) {
   ASSERT_EQ(got.size(), expected.size());
   for (size_t c = 0; c < got.size(); ++c)
@@ -57,8 +55,7 @@ TEST(RopeScaling, LinearAtScaledPositionEqualsNone) {
       p *= 2; // even, so p·2.5 stays an integer
     for (size_t n = 0; n < positions.data.size(); ++n)
       stretched.data[n] = int64_t(double(positions.data[n]) * factor);
-    Tensor viaLinear =
-        ref::applyRope(scaled(Kind::Linear, factor), x, stretched, 0);
+    Tensor viaLinear = ref::applyRope(scaled(Kind::Linear, factor), x, stretched, 0);
     Tensor viaNone = ref::applyRope(RopeConfig(), x, positions, 0);
     EXPECT_TRUE(tensorsNear(viaLinear, viaNone, 1e-10)) << "factor " << factor;
   }
@@ -93,26 +90,23 @@ TEST(RopeScaling, DynamicNtkIsUnscaledUntilOriginalThenStretchesTheta) {
   const std::vector<double> unscaled =
       ref::computeRopeFrequencies(RopeConfig(), headDim, 0).invFreq;
   for (int64_t seqLen : {int64_t(1), rng.integer(2, original - 1), original})
-    EXPECT_EQ(ref::computeRopeFrequencies(dynamic, headDim, seqLen).invFreq,
-              unscaled)
+    EXPECT_EQ(ref::computeRopeFrequencies(dynamic, headDim, seqLen).invFreq, unscaled)
         << "seqLen " << seqLen;
 
   const int64_t seqLen = rng.integer(original + 1, 8 * original);
   RopeConfig plain;
-  plain.theta = 10000.0 * std::pow(factor * seqLen / original - (factor - 1.0),
-                                   headDim / (headDim - 2.0));
-  expectFrequenciesNear(
-      ref::computeRopeFrequencies(dynamic, headDim, seqLen).invFreq,
-      ref::computeRopeFrequencies(plain, headDim, 0).invFreq);
+  plain.theta =
+      10000.0 * std::pow(factor * seqLen / original - (factor - 1.0), headDim / (headDim - 2.0));
+  expectFrequenciesNear(ref::computeRopeFrequencies(dynamic, headDim, seqLen).invFreq,
+                        ref::computeRopeFrequencies(plain, headDim, 0).invFreq);
 
   // Through applyRope: seqLen is max(position) + 1 over queries and keys.
   PositionIds queries = PositionIds::shared({seqLen - 1});
   PositionIds keys = rng.positions({5}, 0, seqLen - 1);
   EXPECT_EQ(ref::maxPositionPlusOne(queries, keys), seqLen);
   Tensor x = rng.tensor({1, 1, 5, headDim});
-  EXPECT_TRUE(tensorsNear(
-      ref::applyRope(dynamic, x, keys, ref::maxPositionPlusOne(queries, keys)),
-      ref::applyRope(plain, x, keys, 0), 1e-9));
+  EXPECT_TRUE(tensorsNear(ref::applyRope(dynamic, x, keys, ref::maxPositionPlusOne(queries, keys)),
+                          ref::applyRope(plain, x, keys, 0), 1e-9));
 }
 
 // Llama 3.1 defaults: high-frequency channels (wavelength < orig/hff) keep
@@ -124,8 +118,7 @@ TEST(RopeScaling, Llama3KeepsHighFrequenciesAndDividesLowOnes) {
   RopeConfig config = scaled(Kind::Llama3, factor, original, theta);
   config.scaling.lowFreqFactor = lff;
   config.scaling.highFreqFactor = hff;
-  std::vector<double> invFreq =
-      ref::computeRopeFrequencies(config, rotaryDim, 0).invFreq;
+  std::vector<double> invFreq = ref::computeRopeFrequencies(config, rotaryDim, 0).invFreq;
   int high = 0, low = 0, medium = 0;
   for (int64_t c = 0; c < rotaryDim / 2; ++c) {
     double plain = plainFrequency(theta, c, rotaryDim);
@@ -163,8 +156,8 @@ TEST(RopeScaling, YarnAttentionFactorAndFrequencyRamp) {
   // Frequencies with fewer than beta_fast rotations over the original context
   // (truncated with floor) stay unscaled: c <= floor(rd·ln(orig/(32·2π)) /
   // (2·ln θ)).
-  int64_t lastUnscaled = int64_t(std::floor(
-      rotaryDim * std::log(original / (32.0 * 2 * kPi)) / (2 * std::log(10000.0))));
+  int64_t lastUnscaled = int64_t(
+      std::floor(rotaryDim * std::log(original / (32.0 * 2 * kPi)) / (2 * std::log(10000.0))));
   double previousRatio = 1.0;
   for (int64_t c = 0; c <= last; ++c) {
     double ratio = freqs.invFreq[c] / plainFrequency(10000.0, c, rotaryDim);
@@ -183,12 +176,11 @@ TEST(RopeScaling, YarnAttentionFactorSources) {
   config.scaling.mscale = 0.707;
   config.scaling.mscaleAllDim = 1.0;
   EXPECT_NEAR(ref::computeRopeFrequencies(config, 64, 0).attentionFactor,
-              (0.1 * 0.707 * std::log(40.0) + 1) / (0.1 * std::log(40.0) + 1),
-              1e-15);
+              (0.1 * 0.707 * std::log(40.0) + 1) / (0.1 * std::log(40.0) + 1), 1e-15);
   // Only one of the two given: falls back to get_mscale(factor).
   config.scaling.mscaleAllDim.reset();
-  EXPECT_NEAR(ref::computeRopeFrequencies(config, 64, 0).attentionFactor,
-              0.1 * std::log(40.0) + 1, 1e-15);
+  EXPECT_NEAR(ref::computeRopeFrequencies(config, 64, 0).attentionFactor, 0.1 * std::log(40.0) + 1,
+              1e-15);
   config.scaling.attentionFactor = 0.75;
   EXPECT_EQ(ref::computeRopeFrequencies(config, 64, 0).attentionFactor, 0.75);
   // factor <= 1 means no extension: get_mscale is 1.
@@ -221,17 +213,14 @@ TEST(RopeScaling, LongRopeSwitchesFactorsAfterOriginalLength) {
     config.scaling.longFactor.push_back(rng.uniform(2.0, 40.0));
   }
   for (int64_t seqLen : {int64_t(1), original, original + 1, 10 * original}) {
-    const std::vector<double> &ext = seqLen > original
-                                         ? config.scaling.longFactor
-                                         : config.scaling.shortFactor;
+    const std::vector<double> &ext =
+        seqLen > original ? config.scaling.longFactor : config.scaling.shortFactor;
     std::vector<double> expected;
     for (int64_t c = 0; c < headDim / 2; ++c)
       expected.push_back(1.0 / (ext[c] * std::pow(10000.0, 2.0 * c / headDim)));
-    ref::RopeFrequencies freqs =
-        ref::computeRopeFrequencies(config, headDim, seqLen);
+    ref::RopeFrequencies freqs = ref::computeRopeFrequencies(config, headDim, seqLen);
     expectFrequenciesNear(freqs.invFreq, expected);
-    EXPECT_NEAR(freqs.attentionFactor,
-                std::sqrt(1 + std::log(16.0) / std::log(double(original))),
+    EXPECT_NEAR(freqs.attentionFactor, std::sqrt(1 + std::log(16.0) / std::log(double(original))),
                 1e-15);
   }
   // Through applyRope: ids reaching position `original` (seqLen original+1)
@@ -246,8 +235,7 @@ TEST(RopeScaling, LongRopeSwitchesFactorsAfterOriginalLength) {
   RopeConfig noExtension = scaled(Kind::LongRope, 1.0, original);
   noExtension.scaling.shortFactor = config.scaling.shortFactor;
   noExtension.scaling.longFactor = config.scaling.longFactor;
-  EXPECT_EQ(ref::computeRopeFrequencies(noExtension, headDim, 1).attentionFactor,
-            1.0);
+  EXPECT_EQ(ref::computeRopeFrequencies(noExtension, headDim, 1).attentionFactor, 1.0);
 }
 
 } // namespace

@@ -16,8 +16,7 @@ using ref::RopeLayout;
 
 const RopeLayout kLayouts[] = {RopeLayout::Half, RopeLayout::Interleaved};
 
-RopeConfig makeConfig(RopeLayout layout, int64_t rotaryDim = 0,
-                      double theta = 10000.0) {
+RopeConfig makeConfig(RopeLayout layout, int64_t rotaryDim = 0, double theta = 10000.0) {
   RopeConfig config;
   config.layout = layout;
   config.rotaryDim = rotaryDim;
@@ -26,8 +25,8 @@ RopeConfig makeConfig(RopeLayout layout, int64_t rotaryDim = 0,
 }
 
 /// q·k of single vectors q [1,1,1,d] rotated at m and k rotated at n.
-double rotatedScore(const RopeConfig &config, const Tensor &q, const Tensor &k,
-                    int64_t m, int64_t n) {
+double rotatedScore(const RopeConfig &config, const Tensor &q, const Tensor &k, int64_t m,
+                    int64_t n) {
   Tensor qr = ref::applyRope(config, q, PositionIds::shared({m}), 0);
   Tensor kr = ref::applyRope(config, k, PositionIds::shared({n}), 0);
   double dot = 0.0;
@@ -48,8 +47,7 @@ TEST(Rope, RotationKeepsVectorNorms) {
         for (int64_t h = 0; h < 3; ++h)
           for (int64_t t = 0; t < 7; ++t) {
             double before = rowNorm(x, b, h, t, 0, headDim);
-            EXPECT_NEAR(rowNorm(out, b, h, t, 0, headDim), before,
-                        1e-13 * before)
+            EXPECT_NEAR(rowNorm(out, b, h, t, 0, headDim), before, 1e-13 * before)
                 << "rotaryDim " << rotaryDim;
           }
     }
@@ -73,16 +71,14 @@ TEST(Rope, ScaledNormsGrowByAttentionFactor) {
   // YaRN: 0.1·ln(s) + 1; LongRoPE: sqrt(1 + ln(s)/ln(original)).
   const double yarnFactor = 0.1 * std::log(4.0) + 1.0;
   const double longropeFactor = std::sqrt(1.0 + std::log(8.0) / std::log(4096.0));
-  for (auto [config, factor] : {std::pair{yarn, yarnFactor},
-                                std::pair{longrope, longropeFactor}}) {
+  for (auto [config, factor] : {std::pair{yarn, yarnFactor}, std::pair{longrope, longropeFactor}}) {
     Tensor x = rng.tensor({1, 2, 5, headDim});
     PositionIds positions = rng.positions({5}, 0, 10000);
     Tensor out = ref::applyRope(config, x, positions, 10001);
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t t = 0; t < 5; ++t) {
         double expected = factor * rowNorm(x, 0, h, t, 0, headDim);
-        EXPECT_NEAR(rowNorm(out, 0, h, t, 0, headDim), expected,
-                    1e-13 * expected);
+        EXPECT_NEAR(rowNorm(out, 0, h, t, 0, headDim), expected, 1e-13 * expected);
       }
   }
 }
@@ -97,13 +93,11 @@ TEST(Rope, ScoresDependOnlyOnRelativePosition) {
       RopeConfig config = makeConfig(layout, rotaryDim);
       Tensor q = rng.tensor({1, 1, 1, headDim});
       Tensor k = rng.tensor({1, 1, 1, headDim});
-      double bound = 1e-9 * rowNorm(q, 0, 0, 0, 0, headDim) *
-                     rowNorm(k, 0, 0, 0, 0, headDim);
+      double bound = 1e-9 * rowNorm(q, 0, 0, 0, 0, headDim) * rowNorm(k, 0, 0, 0, 0, headDim);
       int64_t m = rng.integer(0, 4096), n = rng.integer(0, 4096);
       double base = rotatedScore(config, q, k, m, n);
       for (int64_t shift : {rng.integer(1, 1000), rng.integer(1000000, 1001000)}) {
-        EXPECT_NEAR(rotatedScore(config, q, k, m + shift, n + shift), base,
-                    bound)
+        EXPECT_NEAR(rotatedScore(config, q, k, m + shift, n + shift), base, bound)
             << "m " << m << " n " << n << " shift " << shift;
       }
     }
@@ -118,24 +112,20 @@ TEST(Rope, InterleavedEqualsHalfUnderChannelPermutation) {
     const int64_t half = rotaryDim / 2;
     std::vector<int64_t> halfToInterleaved(headDim);
     for (int64_t c = 0; c < headDim; ++c)
-      halfToInterleaved[c] = c >= rotaryDim ? c
-                             : c < half     ? 2 * c
-                                            : 2 * (c - half) + 1;
+      halfToInterleaved[c] = c >= rotaryDim ? c : c < half ? 2 * c : 2 * (c - half) + 1;
     Tensor x = rng.tensor({2, 2, 5, headDim});
     PositionIds positions = rng.positions({2, 5}, 0, 50000);
     Tensor permuted(x.shape);
     for (int64_t n = 0; n < x.numel() / headDim; ++n)
       for (int64_t c = 0; c < headDim; ++c)
         permuted.data[n * headDim + halfToInterleaved[c]] = x.data[n * headDim + c];
-    Tensor viaHalf =
-        ref::applyRope(makeConfig(RopeLayout::Half, rotaryDim), x, positions, 0);
-    Tensor viaInterleaved = ref::applyRope(
-        makeConfig(RopeLayout::Interleaved, rotaryDim), permuted, positions, 0);
+    Tensor viaHalf = ref::applyRope(makeConfig(RopeLayout::Half, rotaryDim), x, positions, 0);
+    Tensor viaInterleaved =
+        ref::applyRope(makeConfig(RopeLayout::Interleaved, rotaryDim), permuted, positions, 0);
     Tensor unpermuted(x.shape);
     for (int64_t n = 0; n < x.numel() / headDim; ++n)
       for (int64_t c = 0; c < headDim; ++c)
-        unpermuted.data[n * headDim + c] =
-            viaInterleaved.data[n * headDim + halfToInterleaved[c]];
+        unpermuted.data[n * headDim + c] = viaInterleaved.data[n * headDim + halfToInterleaved[c]];
     EXPECT_TRUE(tensorsNear(unpermuted, viaHalf, 0.0)) << "rotaryDim " << rotaryDim;
   }
 }
@@ -145,8 +135,7 @@ TEST(Rope, PartialRotaryPassesTrailingChannelsThrough) {
   const int64_t headDim = 33, rotaryDim = 10;
   for (RopeLayout layout : kLayouts) {
     Tensor x = rng.tensor({2, 2, 6, headDim});
-    Tensor out = ref::applyRope(makeConfig(layout, rotaryDim), x,
-                                rng.positions({6}, 1, 1000), 0);
+    Tensor out = ref::applyRope(makeConfig(layout, rotaryDim), x, rng.positions({6}, 1, 1000), 0);
     bool rotatedSomething = false;
     for (int64_t n = 0; n < x.numel() / headDim; ++n)
       for (int64_t c = 0; c < headDim; ++c) {
@@ -163,8 +152,7 @@ TEST(Rope, PositionZeroIsIdentity) {
   PEJIT_SEEDED_RNG(rng);
   for (RopeLayout layout : kLayouts) {
     Tensor x = rng.tensor({1, 3, 4, 8});
-    Tensor out = ref::applyRope(makeConfig(layout), x,
-                                PositionIds::shared({0, 0, 0, 0}), 0);
+    Tensor out = ref::applyRope(makeConfig(layout), x, PositionIds::shared({0, 0, 0, 0}), 0);
     EXPECT_TRUE(tensorsNear(out, x, 0.0));
   }
 }
@@ -179,15 +167,15 @@ TEST(Rope, PerBatchPositionsMatchSharedPositionsPerRow) {
   Tensor all = ref::applyRope(config, x, perBatch, 0);
   const int64_t rowSize = heads * length * headDim;
   for (int64_t b = 0; b < batch; ++b) {
-    Tensor row({1, heads, length, headDim},
-               std::vector<double>(x.data.begin() + b * rowSize,
-                                   x.data.begin() + (b + 1) * rowSize));
+    Tensor row(
+        {1, heads, length, headDim},
+        std::vector<double>(x.data.begin() + b * rowSize, x.data.begin() + (b + 1) * rowSize));
     std::vector<int64_t> ids(perBatch.data.begin() + b * length,
                              perBatch.data.begin() + (b + 1) * length);
     Tensor expected = ref::applyRope(config, row, PositionIds::shared(ids), 0);
-    Tensor got({1, heads, length, headDim},
-               std::vector<double>(all.data.begin() + b * rowSize,
-                                   all.data.begin() + (b + 1) * rowSize));
+    Tensor got(
+        {1, heads, length, headDim},
+        std::vector<double>(all.data.begin() + b * rowSize, all.data.begin() + (b + 1) * rowSize));
     EXPECT_TRUE(tensorsNear(got, expected, 0.0)) << "batch row " << b;
   }
 }
@@ -206,8 +194,8 @@ TEST(Rope, SectionsWithIdenticalAxesEqualOneDimensionalRope) {
     for (int axis = 0; axis < 3; ++axis)
       stacked.insert(stacked.end(), ids.data.begin(), ids.data.end());
     PositionIds axes({3, batch, length}, stacked);
-    EXPECT_TRUE(tensorsNear(ref::applyRope(sectioned, x, axes, 0),
-                            ref::applyRope(plain, x, ids, 0), 0.0));
+    EXPECT_TRUE(
+        tensorsNear(ref::applyRope(sectioned, x, axes, 0), ref::applyRope(plain, x, ids, 0), 0.0));
   }
 }
 
@@ -238,8 +226,7 @@ TEST(Rope, SectionAxisOnlyMovesItsOwnFrequencies) {
 
 TEST(Rope, DefaultPositionsAreBottomRightAligned) {
   EXPECT_EQ(ref::defaultKeyPositions(4).data, (std::vector<int64_t>{0, 1, 2, 3}));
-  EXPECT_EQ(ref::defaultQueryPositions(3, 10).data,
-            (std::vector<int64_t>{7, 8, 9}));
+  EXPECT_EQ(ref::defaultQueryPositions(3, 10).data, (std::vector<int64_t>{7, 8, 9}));
   EXPECT_EQ(ref::defaultQueryPositions(1, 10).data, (std::vector<int64_t>{9}));
 }
 
@@ -258,8 +245,7 @@ TEST(Rope, MaxPositionPlusOneSpansQueriesAndKeys) {
 TEST(RopeDeathTest, BadConfigNamesTheRuleBroken) {
   Tensor x({1, 1, 2, 8});
   RopeConfig odd = makeConfig(RopeLayout::Half, 5);
-  EXPECT_DEATH(ref::applyRope(odd, x, PositionIds::shared({0, 1}), 0),
-               "rotaryDim 5 must be even");
+  EXPECT_DEATH(ref::applyRope(odd, x, PositionIds::shared({0, 1}), 0), "rotaryDim 5 must be even");
   RopeConfig sectioned = makeConfig(RopeLayout::Half);
   sectioned.sections = {1, 1};
   EXPECT_DEATH(ref::applyRope(sectioned, x, PositionIds({2, 2}, {0, 1, 0, 1}), 0),

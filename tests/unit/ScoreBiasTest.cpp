@@ -40,8 +40,8 @@ TEST(Alibi, TwelveHeadsFollowTheNonPowerOfTwoRule) {
   ASSERT_EQ(slopes.size(), 12u);
   for (int h = 0; h < 8; ++h)
     EXPECT_EQ(slopes[h], std::ldexp(1.0, -(h + 1))) << "head " << h;
-  const double odd[] = {std::pow(2.0, -0.5), std::pow(2.0, -1.5),
-                        std::pow(2.0, -2.5), std::pow(2.0, -3.5)};
+  const double odd[] = {std::pow(2.0, -0.5), std::pow(2.0, -1.5), std::pow(2.0, -2.5),
+                        std::pow(2.0, -3.5)};
   for (int h = 0; h < 4; ++h)
     EXPECT_NEAR(slopes[8 + h], odd[h], 1e-14 * odd[h]) << "head " << 8 + h;
 }
@@ -105,8 +105,8 @@ TEST(Alibi, CausalAndSymmetricAgreeOnTheCausalPart) {
 
 TEST(Alibi, ExplicitSlopesReplaceTheComputedOnes) {
   PEJIT_SEEDED_RNG(rng);
-  std::vector<double> slopes = {rng.uniform(0, 1), rng.uniform(0, 1),
-                                rng.uniform(0, 1), rng.uniform(0, 1)};
+  std::vector<double> slopes = {rng.uniform(0, 1), rng.uniform(0, 1), rng.uniform(0, 1),
+                                rng.uniform(0, 1)};
   Tensor bias = ref::alibiBias(4, 1, 2, AlibiForm::Causal, 3, 5, slopes);
   for (int64_t h = 0; h < 2; ++h)
     EXPECT_DOUBLE_EQ(bias.at(0, h, 0, 0), -slopes[1 + h] * (0 + 5 - 3 - 0));
@@ -115,9 +115,7 @@ TEST(Alibi, ExplicitSlopesReplaceTheComputedOnes) {
 // Values worked by hand from T5's formula (bidirectional: 16 buckets per sign,
 // 8 exact; log buckets 8 + floor(ln(r/8)/ln(16)·8)).
 TEST(T5Bias, BidirectionalBucketsAtKnownDistances) {
-  auto bucket = [](int64_t rel) {
-    return ref::t5RelativePositionBucket(rel, true, 32, 128);
-  };
+  auto bucket = [](int64_t rel) { return ref::t5RelativePositionBucket(rel, true, 32, 128); };
   EXPECT_EQ(bucket(0), 0);
   EXPECT_EQ(bucket(-1), 1);
   EXPECT_EQ(bucket(1), 17);
@@ -132,9 +130,7 @@ TEST(T5Bias, BidirectionalBucketsAtKnownDistances) {
 
 // Causal: future keys all map to bucket 0; 16 exact; log buckets up to 31.
 TEST(T5Bias, CausalBucketsAtKnownDistances) {
-  auto bucket = [](int64_t rel) {
-    return ref::t5RelativePositionBucket(rel, false, 32, 128);
-  };
+  auto bucket = [](int64_t rel) { return ref::t5RelativePositionBucket(rel, false, 32, 128); };
   EXPECT_EQ(bucket(1), 0);
   EXPECT_EQ(bucket(500), 0);
   EXPECT_EQ(bucket(0), 0);
@@ -166,8 +162,8 @@ TEST(T5Bias, BiasLooksUpTableByAlignedRelativePosition) {
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < sq; ++i)
         for (int64_t j = 0; j < skv; ++j) {
-          int64_t bucket = ref::t5RelativePositionBucket(
-              j - (i + skv - sq), bidirectional, buckets, 128);
+          int64_t bucket =
+              ref::t5RelativePositionBucket(j - (i + skv - sq), bidirectional, buckets, 128);
           EXPECT_EQ(bias.at(0, h, i, j), table.at(bucket, h));
         }
   }

@@ -15,7 +15,7 @@
 namespace pejit::cli {
 
 struct FlagSpec {
-  std::string name;  ///< without the leading "--"
+  std::string name; ///< without the leading "--"
   bool takesValue = true;
   bool repeatable = false;
 };

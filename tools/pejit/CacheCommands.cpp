@@ -3,8 +3,8 @@
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
 
-#include "runtime/cache/DiskCache.h"
 #include "runtime/Pejit.h"
+#include "runtime/cache/DiskCache.h"
 
 #include <cstdio>
 #include <sstream>
@@ -66,8 +66,7 @@ int cacheCommand(int argc, char **argv) {
     for (const DiskCache::EntryInfo &e : entries) {
       std::printf("%s  %8.1f KB  %8.0f s old  %s%s\n", e.name.c_str(), e.bytes / 1024.0,
                   e.ageSeconds, e.summary.c_str(),
-                  verify ? (e.problem.empty() ? "  [ok]" : ("  [" + e.problem + "]").c_str())
-                         : "");
+                  verify ? (e.problem.empty() ? "  [ok]" : ("  [" + e.problem + "]").c_str()) : "");
       damaged += !e.problem.empty();
     }
     if (verify)

@@ -47,7 +47,8 @@ int printNvidiaStages(Runtime &runtime, const Spec &spec, const std::string &arc
 
 int compileCommand(int argc, char **argv) {
   Args args;
-  if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}, {"target"}}, args); !error.empty())
+  if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}, {"target"}}, args);
+      !error.empty())
     return usageError("compile: " + error);
   if (args.has("help")) {
     std::fputs(usageText().c_str(), stdout);

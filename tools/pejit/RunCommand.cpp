@@ -6,8 +6,8 @@
 #include "tools/pejit/RunNvidia.h"
 #include "tools/pejit/TensorIO.h"
 
-#include "runtime/Pejit.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/Pejit.h"
 #include "runtime/npy/Npy.h"
 
 #include <algorithm>
@@ -88,8 +88,9 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
 
 int runCommand(int argc, char **argv) {
   Args args;
-  std::vector<FlagSpec> specs = {{"input", true, true}, {"output"}, {"tile"},
-                                 {"threads"}, {"repeat"}, {"check", false}, {"target"}};
+  std::vector<FlagSpec> specs = {
+      {"input", true, true}, {"output"}, {"tile"}, {"threads"}, {"repeat"},
+      {"check", false},      {"target"}};
   if (std::string error = parseArgs(argc, argv, 2, specs, args); !error.empty())
     return usageError("run: " + error);
   if (args.has("help")) {
@@ -119,9 +120,8 @@ int runCommand(int argc, char **argv) {
                 " inputs (--input=@FILE.npy, in argument order), got " + std::to_string(given) +
                 "; its arguments:\n" + listArguments(sig));
   if (options.target.kind == Target::Kind::Nvidia)
-    return runNvidia({options.file,
-                      options.target.arch, *spec,
-                      sig, options.inputs, options.output, options.check});
+    return runNvidia({options.file, options.target.arch, *spec, sig, options.inputs, options.output,
+                      options.check});
   std::vector<HostTensor> inputs(given);
   for (size_t i = 0; i < given; ++i) {
     std::string note;
@@ -158,7 +158,9 @@ int runCommand(int argc, char **argv) {
   bool narrowOut = kernel->outputDtype() != DType::F32;
   std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff);
   TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(),
-                     kernel->outputDtype(), outShape, {}};
+                     kernel->outputDtype(),
+                     outShape,
+                     {}};
 
   auto start = std::chrono::steady_clock::now();
   if (Status status = kernel->run(views, outView); !status)
@@ -185,8 +187,9 @@ int runCommand(int argc, char **argv) {
       times.push_back(millisecondsSince(t0));
     }
     std::sort(times.begin(), times.end());
-    double median = times.size() % 2 ? times[times.size() / 2]
-                                     : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+    double median = times.size() % 2
+                        ? times[times.size() / 2]
+                        : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
     double flops = 4.0 * shape.batch * shape.queryHeads * shape.querySeq * shape.keySeq *
                    shape.headDim * (sig.causal ? 0.5 : 1.0);
     std::printf("median %.3f ms over %lld runs, %.2f GFLOP/s\n", median,

@@ -2,8 +2,8 @@
 // GPU through the CUDA driver. Tensors stay in their 16-bit dtype (f16 .npy,
 // or bf16 stored as uint16); the output is written as float32. --check
 // compares with the float64 interpreter at the bf16/f16 tolerance, 1e-2.
-#include "tools/pejit/Commands.h"
 #include "tools/pejit/RunNvidia.h"
+#include "tools/pejit/Commands.h"
 #include "tools/pejit/TensorIO.h"
 
 #include "runtime/npy/Npy.h"
@@ -58,8 +58,8 @@ int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
     }
     npy::DType wanted = npyDtype(kernel->dtype());
     if (array->dtype != wanted)
-      return fail(path + ": dtype " + npy::dtypeName(array->dtype) + " does not match " +
-                  arg.role + ": the nvidia kernel takes " + npy::dtypeName(wanted) +
+      return fail(path + ": dtype " + npy::dtypeName(array->dtype) + " does not match " + arg.role +
+                  ": the nvidia kernel takes " + npy::dtypeName(wanted) +
                   (bf16 ? " (bf16 stored as uint16)" : ""));
     input.array = std::move(*array);
     views.push_back({input.array.bytes.data(), kernel->dtype(), input.array.shape, {}});
@@ -76,8 +76,8 @@ int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
   DType outType = kernel->outputDtype();
   bool narrowOut = outType != DType::F32;
   std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff);
-  TensorView outView{narrowOut ? static_cast<void *>(out16.data()) : out.data(), outType,
-                     outShape, {}};
+  TensorView outView{
+      narrowOut ? static_cast<void *>(out16.data()) : out.data(), outType, outShape, {}};
   Status status = launch ? launch(*kernel, views, outView) : kernel->run(views, outView);
   if (!status)
     return fail(request.file + ": " + status.message());
@@ -85,13 +85,13 @@ int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
     out = npy::toFloat32(npy::Array{npyDtype(outType), outShape, out16});
   std::fprintf(stderr, "pejit: ran on the GPU (%s)\n", kernel->arch().c_str());
   if (request.output)
-    if (std::string error = npy::writeNpy(*request.output,
-                                          npy::fromFloat32(out, outShape, npy::DType::F32));
+    if (std::string error =
+            npy::writeNpy(*request.output, npy::fromFloat32(out, outShape, npy::DType::F32));
         !error.empty())
       return fail(error);
   if (request.check) {
-    Expected<ref::Tensor> expected = interpretReference(request.spec.source(), reference,
-                                                        request.file);
+    Expected<ref::Tensor> expected =
+        interpretReference(request.spec.source(), reference, request.file);
     if (!expected)
       return fail("--check: " + expected.error());
     if (expected->data.size() != out.size())

@@ -21,8 +21,8 @@ ReferenceArgument HostTensor::referenceArgument() const {
 }
 
 std::string argumentName(const FunctionSignature &signature, size_t index) {
-  return "argument " + std::to_string(index) + " (" + signature.arguments[index].role +
-         ") of @" + signature.name;
+  return "argument " + std::to_string(index) + " (" + signature.arguments[index].role + ") of @" +
+         signature.name;
 }
 
 std::string listArguments(const FunctionSignature &signature) {
@@ -37,8 +37,8 @@ std::string listArguments(const FunctionSignature &signature) {
   return text;
 }
 
-std::string loadArgument(const std::string &path, const FunctionSignature &signature,
-                         size_t index, HostTensor &out, std::string &note) {
+std::string loadArgument(const std::string &path, const FunctionSignature &signature, size_t index,
+                         HostTensor &out, std::string &note) {
   npy::Expected<npy::Array> array = npy::readNpy(path);
   if (!array)
     return array.error;
@@ -67,8 +67,8 @@ std::string loadArgument(const std::string &path, const FunctionSignature &signa
                        : arg.elementType == "bf16" ? "bfloat16"
                                                    : "float32";
   if (dtype != wanted)
-    note = "note: " + path + " is " + dtype + "; the x86 kernel takes " + wanted +
-           " (" + arg.type + "), values converted";
+    note = "note: " + path + " is " + dtype + "; the x86 kernel takes " + wanted + " (" + arg.type +
+           "), values converted";
   return "";
 }
 
@@ -83,8 +83,9 @@ double relativeError(const std::vector<float> &out, const ref::Tensor &expected)
 }
 
 npy::DType npyDtype(DType dtype) {
-  return dtype == DType::BF16 ? npy::DType::BF16 : dtype == DType::F16 ? npy::DType::F16
-                                                                        : npy::DType::F32;
+  return dtype == DType::BF16  ? npy::DType::BF16
+         : dtype == DType::F16 ? npy::DType::F16
+                               : npy::DType::F32;
 }
 
 std::string writeFloat32(const std::string &path, const std::vector<float> &data,

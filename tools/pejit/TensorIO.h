@@ -4,8 +4,8 @@
 #ifndef PEJIT_TOOLS_PEJIT_TENSORIO_H
 #define PEJIT_TOOLS_PEJIT_TENSORIO_H
 
-#include "runtime/Pejit.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/Pejit.h"
 #include "runtime/npy/Npy.h"
 
 #include <cstdint>
@@ -34,8 +34,8 @@ std::string listArguments(const FunctionSignature &signature);
 
 /// Reads `path` for argument `index`. Returns "" or a message naming the file
 /// and the problem; `note` is set when the data was converted (f16/bf16).
-std::string loadArgument(const std::string &path, const FunctionSignature &signature,
-                         size_t index, HostTensor &out, std::string &note);
+std::string loadArgument(const std::string &path, const FunctionSignature &signature, size_t index,
+                         HostTensor &out, std::string &note);
 
 /// max |out - ref| / max |ref| over the reference's elements (out has as
 /// many); a NaN in `out` counts as infinite error.

@@ -96,8 +96,7 @@ Stage cubinStage(std::string arch) {
     std::string ptxas = ptxasPath();
     std::string cubin, log;
     if (!ptxas.empty()) {
-      Status status =
-          assembleWithPtxas(ptxas, arch, state.artifact.stages.at("ptx"), cubin, log);
+      Status status = assembleWithPtxas(ptxas, arch, state.artifact.stages.at("ptx"), cubin, log);
       if (!status)
         return mlir::LogicalResult(mlir::emitError(state.module->getLoc()) << status.message());
     }
@@ -120,7 +119,7 @@ Status checkNvidiaArch(const std::string &arch) {
 StageTable nvidiaStages(const std::string &arch, const NvidiaTileConfig &tiles) {
   StageTable table;
   table.target = "nvidia";
-  table.stages = {sourceStage(), fusedStage(), tiledStage(arch, tiles),
+  table.stages = {sourceStage(),   fusedStage(),   tiledStage(arch, tiles),
                   unrolledStage(), ptxStage(arch), cubinStage(arch)};
   return table;
 }

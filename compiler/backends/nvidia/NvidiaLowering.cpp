@@ -115,8 +115,7 @@ std::string findCudaToolkit(const std::string &ptxas) {
       candidates.push_back(value);
   if (candidates.empty()) { // a toolkit the user named is the only one tried
     if (!ptxas.empty())     // <toolkit>/bin/ptxas
-      candidates.push_back(
-          llvm::sys::path::parent_path(llvm::sys::path::parent_path(ptxas)).str());
+      candidates.push_back(llvm::sys::path::parent_path(llvm::sys::path::parent_path(ptxas)).str());
     candidates.push_back("/usr/local/cuda");
   }
   for (const std::string &candidate : candidates)

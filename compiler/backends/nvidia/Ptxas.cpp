@@ -40,8 +40,8 @@ std::string shellQuoted(const std::string &text) {
 
 } // namespace
 
-Status assembleWithPtxas(const std::string &ptxas, const std::string &arch,
-                         const std::string &ptx, std::string &cubin, std::string &log) {
+Status assembleWithPtxas(const std::string &ptxas, const std::string &arch, const std::string &ptx,
+                         std::string &cubin, std::string &log) {
   char dirTemplate[] = "/tmp/pejit-ptxas-XXXXXX";
   if (!mkdtemp(dirTemplate))
     return Status::error("ptxas: cannot create a temporary directory");

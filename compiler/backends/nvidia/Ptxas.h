@@ -16,8 +16,8 @@ std::string ptxasPath();
 
 /// ptxas -arch=`arch` -v on `ptx`: the cubin and its report. An error
 /// carries ptxas's messages (a rejected kernel is a compiler bug).
-Status assembleWithPtxas(const std::string &ptxas, const std::string &arch,
-                         const std::string &ptx, std::string &cubin, std::string &log);
+Status assembleWithPtxas(const std::string &ptxas, const std::string &arch, const std::string &ptx,
+                         std::string &cubin, std::string &log);
 
 } // namespace pejit
 

@@ -47,9 +47,8 @@ SymbolReferences symbolReferences(mlir::ModuleOp module) {
     auto name = top.getAttrOfType<mlir::StringAttr>(mlir::SymbolTable::getSymbolAttrName());
     llvm::StringSet<> &refs = references[name ? name.getValue() : ""];
     top.walk([&](mlir::Operation *op) {
-      op->getAttrDictionary().walk([&](mlir::SymbolRefAttr ref) {
-        refs.insert(ref.getRootReference().getValue());
-      });
+      op->getAttrDictionary().walk(
+          [&](mlir::SymbolRefAttr ref) { refs.insert(ref.getRootReference().getValue()); });
     });
   }
   return references;
@@ -179,8 +178,8 @@ std::vector<CodegenPart> partitionForCodegen(mlir::ModuleOp module) {
   llvm::StringSet<> internal = wrappedOnly(module, references);
   std::vector<CodegenPart> parts;
   for (const Group &group : partGroups) {
-    CodegenPart part{partModule(module, group.functions, group.helpers), group.cold, group.size,
-                     {}};
+    CodegenPart part{
+        partModule(module, group.functions, group.helpers), group.cold, group.size, {}};
     for (const auto &function : group.functions)
       if (internal.contains(function.getKey()))
         part.wrappedOnly.insert(function.getKey());

@@ -7,8 +7,8 @@
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
 #include "llvm/ExecutionEngine/SectionMemoryManager.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/OptBisect.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -117,20 +117,19 @@ LoadedObject::load(const std::vector<std::string> &objects) {
   // PEJIT_PERF=1: jitdump records for `perf record -k 1` + `perf inject --jit`.
   llvm::JITEventListener *perf =
       std::getenv("PEJIT_PERF") ? llvm::JITEventListener::createPerfJITEventListener() : nullptr;
-  auto jit =
-      llvm::orc::LLJITBuilder()
-          .setObjectLinkingLayerCreator(
-              [perf](llvm::orc::ExecutionSession &session)
-                  -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
-                auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
-                    session, [](const llvm::MemoryBuffer &) {
-                      return std::make_unique<llvm::SectionMemoryManager>();
-                    });
-                if (perf)
-                  layer->registerJITEventListener(*perf);
-                return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
-              })
-          .create();
+  auto jit = llvm::orc::LLJITBuilder()
+                 .setObjectLinkingLayerCreator(
+                     [perf](llvm::orc::ExecutionSession &session)
+                         -> llvm::Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+                       auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                           session, [](const llvm::MemoryBuffer &) {
+                             return std::make_unique<llvm::SectionMemoryManager>();
+                           });
+                       if (perf)
+                         layer->registerJITEventListener(*perf);
+                       return std::unique_ptr<llvm::orc::ObjectLayer>(std::move(layer));
+                     })
+                 .create();
   if (!jit)
     return Result::error("jit: " + llvm::toString(jit.takeError()));
   auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(

@@ -116,7 +116,8 @@ Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, 
     llvm::LLVMContext context;
     std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(part, context);
     if (!llvmModule)
-      return fail("jit: part " + std::to_string(i) + " of the kernel does not translate to LLVM IR");
+      return fail("jit: part " + std::to_string(i) +
+                  " of the kernel does not translate to LLVM IR");
     std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
     if (!machine)
       return fail("jit: cannot create a target machine for the host CPU");
@@ -124,15 +125,15 @@ Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, 
     if (Status status = optimizeKernel(*llvmModule, *machine); !status)
       return fail(status.message());
     double optimized = watch.elapsed();
-    objects[i] = emitCode(*llvmModule, *machine,
-                          parts[i].cold ? LoopStrengthReduction::Skip : LoopStrengthReduction::Run,
-                          kind);
+    objects[i] =
+        emitCode(*llvmModule, *machine,
+                 parts[i].cold ? LoopStrengthReduction::Skip : LoopStrengthReduction::Run, kind);
     char line[160];
     std::snprintf(line, sizeof(line),
                   "  part %zu (%s, %lld ops): began %.1f translated %.1f optimized %.1f "
                   "emitted %.1f\n",
-                  i, parts[i].cold ? "cold" : "hot", static_cast<long long>(parts[i].size),
-                  began, translated, optimized, watch.elapsed());
+                  i, parts[i].cold ? "cold" : "hot", static_cast<long long>(parts[i].size), began,
+                  translated, optimized, watch.elapsed());
     timings[i] = line;
   };
   std::atomic<size_t> next{0};

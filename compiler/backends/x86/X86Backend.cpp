@@ -87,8 +87,7 @@ Expected<std::string> lowerTiledStage(const std::string &tiled) {
     return Expected<std::string>::error(diagnostics.take("llvm"));
   (*module)->removeAttr(kKernelInfoAttr); // as when the kernel was compiled
   mlir::PassManager lower(context.get());
-  if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower)) ||
-      failed(lower.run(*module)))
+  if (failed(mlir::parsePassPipeline(lowerToLLVMPipeline(), lower)) || failed(lower.run(*module)))
     return Expected<std::string>::error(diagnostics.take("llvm"));
   return printOperation(*module);
 }
@@ -164,13 +163,15 @@ StageTable x86Stages(const X86TileConfig &tiles) {
       derivedStage("llvm", "the tiled stage lowered whole to the LLVM dialect",
                    from("tiled", lowerTiledStage), /*dumped=*/true),
       derivedStage("llvm-ir", "optimized LLVM IR of the llvm stage",
-                   from("llvm", [](const std::string &text) {
-                     return translateLLVMDialect(text, /*assembly=*/false);
-                   })),
+                   from("llvm",
+                        [](const std::string &text) {
+                          return translateLLVMDialect(text, /*assembly=*/false);
+                        })),
       derivedStage("asm", "host assembly, codegen part by part",
-                   from("llvm", [](const std::string &text) {
-                     return translateLLVMDialect(text, /*assembly=*/true);
-                   })),
+                   from("llvm",
+                        [](const std::string &text) {
+                          return translateLLVMDialect(text, /*assembly=*/true);
+                        })),
   };
   return table;
 }

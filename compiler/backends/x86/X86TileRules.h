@@ -15,8 +15,8 @@ namespace pejit {
 /// Bytes of one work item's tiles on the stack: Qs [BM, D], Qt [D, BM], Ks
 /// [BN, D], Vs [BN, DV], St [BN, BM], Os [BM, DV] and the row vectors M, L,
 /// A [BM], in f32; nothing when a product overflows.
-inline std::optional<int64_t> x86ItemTileBytes(int64_t queryTile, int64_t keyTile,
-                                               int64_t headDim, int64_t valueDim) {
+inline std::optional<int64_t> x86ItemTileBytes(int64_t queryTile, int64_t keyTile, int64_t headDim,
+                                               int64_t valueDim) {
   using limits::product;
   int64_t bm = queryTile, bn = keyTile, d = headDim, dv = valueDim;
   std::optional<int64_t> parts[] = {product(2 * d + dv + 3, bm), product(d + dv, bn),

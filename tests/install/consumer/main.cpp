@@ -22,8 +22,7 @@ int main() {
   pejit::RuntimeOptions options;
   options.threads = 1;
   pejit::Runtime runtime(options);
-  pejit::Expected<pejit::X86Kernel> kernel =
-      runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
+  pejit::Expected<pejit::X86Kernel> kernel = runtime.getX86(pejit::Spec::fromBuilder(spec, shape));
   if (!kernel) {
     std::fprintf(stderr, "consumer: %s\n", kernel.error().c_str());
     return 1;
@@ -74,8 +73,8 @@ int main() {
     maxValue = std::max(maxValue, std::fabs(expected.data[i]));
   }
   double relative = maxError / std::max(maxValue, 1e-30);
-  std::printf("consumer: pejit %s, compiled in %.0f ms, max relative error %.2e\n",
-              PEJIT_VERSION, kernel->compileMilliseconds(), relative);
+  std::printf("consumer: pejit %s, compiled in %.0f ms, max relative error %.2e\n", PEJIT_VERSION,
+              kernel->compileMilliseconds(), relative);
   if (!(relative <= 1e-4)) {
     std::printf("consumer: FAILED (tolerance 1e-4)\n");
     return 1;
