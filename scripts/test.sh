@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (installs, configures, builds) and runs every pejit test: the lit
-# suite (FileCheck, verify-diagnostics, the install + find_package test)
-# and every GoogleTest binary. Prints
+# suite (FileCheck, verify-diagnostics, the install + find_package test),
+# the clang-format check and every GoogleTest binary. Prints
 # one summary line "tests: N passed, N failed, N skipped" and exits non-zero
 # on any failure.
 set -uo pipefail
@@ -23,6 +23,9 @@ lp=$(count Passed); lf=$(count Failed); lu=$(count Unresolved); ls_=$(count Unsu
 passed=$((passed + ${lp:-0})); failed=$((failed + ${lf:-0} + ${lu:-0})); skipped=$((skipped + ${ls_:-0}))
 [ -z "$lp" ] && [ -z "$lf" ] && { echo "lit did not run"; failed=$((failed + 1)); }
 rm -f "$lit_log"
+
+# Formatting: every C++ file as clang-format 22 writes it (.clang-format).
+if bash scripts/format.sh --check; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # GoogleTest binaries: every executable named *-tests under the build dir.
 while IFS= read -r binary; do
