@@ -80,8 +80,9 @@ Tensor attentionProbabilities(const Tensor &q, const Tensor &k, const AttentionO
           rowMax = std::max(rowMax, s);
           anyVisible = true;
         }
-        // FlashAttention: a row that sees no key stays all zeros.
-        if (!anyVisible)
+        // FlashAttention: a row that sees no key stays all zeros, and so
+        // does one whose every visible score is -inf (a user's -inf bias).
+        if (!anyVisible || rowMax == -std::numeric_limits<double>::infinity())
           continue;
         // Stable softmax: subtract the row max before exp.
         double sum = 0.0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace pejit::test {
@@ -109,6 +110,28 @@ TEST(Attention, RowsThatSeeNoKeyOutputZeros) {
         allZero &= out.at(0, h, i, c) == 0.0;
       EXPECT_EQ(allZero, blind) << "row " << i;
     }
+}
+
+// CONVENTIONS: a row whose every bias entry is -inf outputs zeros, not NaN;
+// the other rows are untouched by it.
+TEST(Attention, RowsWhoseBiasIsAllMinusInfinityOutputZeros) {
+  PEJIT_SEEDED_RNG(rng);
+  const int64_t sq = rng.integer(2, 6), skv = rng.integer(1, 6), dv = 3;
+  Inputs in = randomInputs(rng, 1, 2, 2, sq, skv, 4, dv);
+  const int64_t masked = rng.integer(0, sq - 1);
+  Tensor bias({1, 1, sq, skv});
+  for (int64_t j = 0; j < skv; ++j)
+    bias.at({0, 0, masked, j}) = -std::numeric_limits<double>::infinity();
+  AttentionOptions options;
+  options.bias = &bias;
+  Tensor out = ref::attention(in.q, in.k, in.v, options);
+  Tensor plain = ref::attention(in.q, in.k, in.v, AttentionOptions{});
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t c = 0; c < dv; ++c) {
+        double expected = i == masked ? 0.0 : plain.at(0, h, i, c);
+        EXPECT_EQ(out.at(0, h, i, c), expected) << "row " << i << " of " << sq;
+      }
 }
 
 // GQA/MQA: q head h reads kv head h / (hq / hkv), i.e. the same as MHA with
