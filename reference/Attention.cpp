@@ -38,7 +38,7 @@ void checkQueryKey(const Tensor &q, const Tensor &k, const AttentionOptions &opt
 } // namespace
 
 bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j, int64_t sq, int64_t skv) {
-  // CONVENTIONS: masks use sequence indices, bottom-right aligned.
+  // docs/semantics.md, masks use sequence indices, bottom-right aligned.
   const int64_t aligned = i + (skv - sq);
   if (options.causal && j > aligned)
     return false;

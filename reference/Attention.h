@@ -1,6 +1,6 @@
 //===- Attention.h - naive float64 attention (the unfused semantics) -------===//
 //
-// Mirrors the tensor-level IR step by step, in CONVENTIONS.md's order:
+// Mirrors the tensor-level IR step by step, in docs/semantics.md's order:
 //   s = scale·(q·k [+ keyTerm]); if softcap: s = softcap·tanh(s/softcap);
 //   s += bias; mask (causal / window, bottom-right aligned); softmax;
 //   out = P·V [+ Σ_j p_ij valueTerm[i, j, :]].

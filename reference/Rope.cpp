@@ -241,7 +241,7 @@ Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &p
       for (int64_t c = 0; c < half; ++c) {
         int64_t position = sectioned ? positions.get(axisOfFrequency[c], positionRow, t)
                                      : positions.get(positionRow, t);
-        // RoFormer: angle = position × inv_freq, in float64 (CONVENTIONS).
+        // RoFormer: angle = position × inv_freq, in float64 (docs/semantics.md).
         double angle = static_cast<double>(position) * freqs.invFreq[c];
         double cosine = std::cos(angle) * freqs.attentionFactor;
         double sine = std::sin(angle) * freqs.attentionFactor;

@@ -1,6 +1,6 @@
 //===- Rope.h - float64 rotary position embedding (RoPE) reference --------===//
 //
-// RoPE and its context-extension scalings, exactly as CONVENTIONS.md fixes them
+// RoPE and its context-extension scalings, exactly as docs/semantics.md fixes them
 // (HF transformers' rope utilities). Everything is float64: the angle
 // position × inv_freq is formed in double, so positions around 1e6 stay exact
 // to ~1e-10 rad.
@@ -76,7 +76,7 @@ Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &p
                  int64_t seqLen);
 
 /// max(position) + 1 over all given ids (0 when all are empty): the seqLen
-/// that dynamic_ntk and longrope see (CONVENTIONS: RoPE).
+/// that dynamic_ntk and longrope see (docs/semantics.md, RoPE).
 int64_t maxPositionPlusOne(const PositionIds &positions);
 template <typename... More>
 int64_t maxPositionPlusOne(const PositionIds &first, const PositionIds &second,

@@ -61,7 +61,7 @@ Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm 
     double slope = slopes[headOffset + h];
     for (int64_t i = 0; i < sq; ++i) {
       for (int64_t j = 0; j < skv; ++j) {
-        // CONVENTIONS: ALiBi; distance from the bottom-right aligned query.
+        // docs/semantics.md, ALiBi; distance from the bottom-right aligned query.
         double distance = double((i + skv - sq) - j);
         bias.at(0, h, i, j) =
             form == AlibiForm::Causal ? -slope * distance : -slope * std::fabs(distance);
@@ -110,7 +110,7 @@ Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets, int64
   Tensor bias({1, heads, sq, skv});
   for (int64_t i = 0; i < sq; ++i) {
     for (int64_t j = 0; j < skv; ++j) {
-      // CONVENTIONS: T5; relative = key index − aligned query index.
+      // docs/semantics.md, T5; relative = key index − aligned query index.
       int64_t bucket =
           t5RelativePositionBucket(j - (i + skv - sq), bidirectional, numBuckets, maxDistance);
       for (int64_t h = 0; h < heads; ++h)

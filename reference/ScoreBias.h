@@ -1,7 +1,7 @@
 //===- ScoreBias.h - float64 ALiBi, T5 and Shaw relative-position terms ---===//
 //
 // Score-side positional encodings. All use sequence indices aligned
-// bottom-right: query row i sits at key index i + (skv − sq) (CONVENTIONS:
+// bottom-right: query row i sits at key index i + (skv − sq) (docs/semantics.md,
 // Indices and masks).
 //
 //===----------------------------------------------------------------------===//

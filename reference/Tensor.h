@@ -83,10 +83,10 @@ struct PositionIds {
   int64_t get(int64_t axis, int64_t batch, int64_t index) const;
 };
 
-/// Default key positions 0 .. skv-1 (CONVENTIONS: Position ids).
+/// Default key positions 0 .. skv-1 (docs/semantics.md, Position ids).
 PositionIds defaultKeyPositions(int64_t skv);
 /// Default query positions (skv - sq) .. skv-1: bottom-right aligned, so a
-/// decode step with sq = 1 gets position skv - 1 (CONVENTIONS: Position ids).
+/// decode step with sq = 1 gets position skv - 1 (docs/semantics.md, Position ids).
 PositionIds defaultQueryPositions(int64_t sq, int64_t skv);
 
 } // namespace pejit::ref

@@ -48,7 +48,7 @@ struct AttentionSpec {
   std::optional<double> softcap;
   std::optional<double> scale; ///< default 1/sqrt(d)
   /// Whether run() takes query/key position ids ([s] shared, or [b, s] when
-  /// positionsPerBatch); otherwise the CONVENTIONS.md defaults are used.
+  /// positionsPerBatch); otherwise the docs/semantics.md defaults are used.
   bool queryPositions = false, keyPositions = false, positionsPerBatch = false;
 };
 

@@ -22,7 +22,7 @@ Status checkView(const TensorView &view, const std::string &what,
                  const std::vector<int64_t> &expected, std::vector<DType> dtypes);
 
 /// Position ids as kernels take them: i64 [rows, seq], from the user's
-/// i32/i64 view ([seq], [1, seq] or [batch, seq]), or the CONVENTIONS.md
+/// i32/i64 view ([seq], [1, seq] or [batch, seq]), or the docs/semantics.md
 /// default (first + index) when null. Positions outside [-2^31, 2^31) are an
 /// error naming the index (docs/limits.md).
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,

@@ -238,7 +238,7 @@ inline std::vector<GpuCase> gpuCases() {
 }
 
 /// The case as pejit IR: pe.rope on Q and K with position ids (%qpos,
-/// %kpos: the runner passes CONVENTIONS.md's defaults, queries at
+/// %kpos: the runner passes docs/semantics.md's defaults, queries at
 /// skv - sq + i), pe.alibi as a bias, f32 output.
 inline std::string caseMlir(const GpuCase &c) {
   std::string t = c.bf16 ? "bf16" : "f16";

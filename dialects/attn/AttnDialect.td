@@ -11,7 +11,7 @@ def Attn_Dialect : Dialect {
     `attn.attention` is the one op the compiler fuses positional encodings
     into and lowers through a kernel template. Its semantics (score order,
     bottom-right causal alignment, windows, empty rows) are fixed in
-    shared/design/CONVENTIONS.md.
+    docs/semantics.md.
   }];
 }
 

@@ -136,7 +136,7 @@ def Attn_ScoreModOp : Attn_Op<"score_mod"> {
     `scores` is St [BN, BM] (f32): St[jr, ir] is the scaled score of query
     row i0 + ir and key row j0 + jr, for query head `head`. Expands to the
     softcap (if the attention has one), then each fused score bias, in
-    CONVENTIONS.md's order. Masking stays in the template.
+    docs/semantics.md's order. Masking stays in the template.
   }];
   let arguments = (ins AnyMemRef:$scores, Index:$head, Index:$query_start,
                        Index:$key_start);

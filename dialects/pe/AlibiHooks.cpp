@@ -1,6 +1,6 @@
 // ALiBi's kernel hook (PositionalEncodingAttrInterface on #pe.alibi).
 //
-// Math (CONVENTIONS.md "ALiBi"), with off = skv - sq:
+// Math (docs/semantics.md "ALiBi"), with off = skv - sq:
 //   bias(h, i, j) = -slope[head_offset + h] * d,  d = (i + off) - j  (causal)
 //                                                  or |i + off - j| (symmetric)
 // Slopes are the ALiBi paper's get_slopes(num_heads) (float64 reference),

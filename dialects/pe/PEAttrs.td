@@ -24,7 +24,7 @@ def PE_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi distance form", [
 }
 
 //===----------------------------------------------------------------------===//
-// RoPE scalings (HF transformers' rope utilities; CONVENTIONS.md "RoPE")
+// RoPE scalings (HF transformers' rope utilities; docs/semantics.md "RoPE")
 //===----------------------------------------------------------------------===//
 
 class PE_ScalingAttr<string name, string mnemonic, list<string> overrides = []>

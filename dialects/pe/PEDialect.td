@@ -15,7 +15,7 @@ def PE_Dialect : Dialect {
     `pe.alibi`, ...) that applies it. The op form is what users write; the
     fusion pass moves the attribute onto `attn.attention`, so the attention
     lowering calls the interface and never switches on concrete PE types.
-    The exact semantics are fixed in shared/design/CONVENTIONS.md.
+    The exact semantics are fixed in docs/semantics.md.
   }];
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{

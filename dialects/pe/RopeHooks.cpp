@@ -1,6 +1,6 @@
 // RoPE's kernel hooks (PositionalEncodingAttrInterface on #pe.rope).
 //
-// Math (CONVENTIONS.md "RoPE"): pair (a, b) of channels rotates by
+// Math (docs/semantics.md "RoPE"): pair (a, b) of channels rotates by
 // angle = position * inv_freq[c]:
 //   out_a = x_a cos - x_b sin,   out_b = x_b cos + x_a sin
 // with cos and sin scaled by the scaling's attention factor (yarn, longrope).

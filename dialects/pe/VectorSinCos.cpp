@@ -7,7 +7,7 @@
 //       truncation < 2e-11 on |r| <= pi/4)
 //   quadrant q = k mod 4:  sin x = (q & 1 ? c : s) * (q & 2 ? -1 : 1)
 //                          cos x = (q & 1 ? s : c) * ((q + 1) & 2 ? -1 : 1)
-// Exact range reduction matters: RoPE angles reach 1e6 rad (CONVENTIONS.md).
+// Exact range reduction matters: RoPE angles reach 1e6 rad (docs/semantics.md).
 #include "dialects/pe/VectorSinCos.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

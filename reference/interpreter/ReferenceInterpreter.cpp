@@ -204,7 +204,7 @@ public:
   }
 
   /// Ids of `value` (null = absent) in the role query/key of an attention
-  /// with sq, skv; omitted ids take CONVENTIONS.md's defaults.
+  /// with sq, skv; omitted ids take docs/semantics.md's defaults.
   std::optional<ref::PositionIds> ids(mlir::Operation *op, mlir::Value value, bool isKey,
                                       int64_t sq, int64_t skv) {
     if (value && !values.count(value)) {

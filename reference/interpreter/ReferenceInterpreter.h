@@ -13,7 +13,7 @@
 // the float64 reference in reference/. Any other op is an error that
 // names it. Element types are ignored: everything is computed in float64.
 //
-// Position ids follow CONVENTIONS.md: trailing integer arguments may be
+// Position ids follow docs/semantics.md: trailing integer arguments may be
 // omitted, and an omitted id tensor takes the default of the role it is used
 // in (keys 0..skv-1, queries skv-sq..skv-1). RoPE's seqLen (dynamic_ntk,
 // longrope) is max(position)+1 over every query and key position id that a

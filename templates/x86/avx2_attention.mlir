@@ -19,7 +19,7 @@
 // place: copying Q/K/V into tiles and rotating them there cost more
 // (bench/RESULTS.md, session 4).
 // Keeping the score tile transposed makes the softmax reductions plain
-// elementwise vector ops (shared/design/TOOLCHAIN.md, "x86 kernel recipe").
+// elementwise vector ops, which the backend lowers well.
 // @pejit_prepare, @exp2_v8, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
 // @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
 // put in place of the `// @pejit-blocks` line at the end before substitution.

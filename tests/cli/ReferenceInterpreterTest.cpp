@@ -57,7 +57,7 @@ TEST(ReferenceInterpreter, CompilersFusedStageAgrees) {
   ref::Tensor source = interpret(kRopeAlibiSource, {in.q, in.k, in.v, in.qIds, in.kIds});
   EXPECT_LE(relativeError(interpret(fused.out, {in.q, in.k, in.v, in.qIds, in.kIds}), source),
             kExact);
-  // Omitted position ids: CONVENTIONS.md defaults, in both forms.
+  // Omitted position ids: docs/semantics.md defaults, in both forms.
   ref::Tensor defaults =
       ropeAlibiReference(in.q, in.k, in.v, consecutiveIds(16, 48), consecutiveIds(0, 64));
   EXPECT_LE(relativeError(interpret(kRopeAlibiSource, {in.q, in.k, in.v}), defaults), kExact);

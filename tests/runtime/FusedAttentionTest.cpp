@@ -146,7 +146,7 @@ TEST(FusedAttention, ExplicitNonContiguousPositionsPerBatch) {
   c.spec.positionsPerBatch = true;
   c.spec.causal = true;
   // Packed sequences / gaps: positions restart and jump; masks still use
-  // sequence indices (CONVENTIONS.md).
+  // sequence indices (docs/semantics.md).
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t s = 0; s < 40; ++s) {
       int64_t position = b == 0 ? (s < 20 ? s : s - 20) : 3 * s + 7;
@@ -195,7 +195,7 @@ TEST(FusedAttention, DecodeWithPositionOffset) {
 }
 
 TEST(FusedAttention, LargePositionsNearOneMillion) {
-  // angle = position * inv_freq must be formed without f32 loss (CONVENTIONS).
+  // angle = position * inv_freq must be formed without f32 loss (docs/semantics.md).
   Case c = shaped(1, 2, 2, 64, 64, 64);
   c.spec.rope = rope();
   for (int64_t s = 0; s < 64; ++s) {

@@ -15,7 +15,7 @@ namespace {
 
 using ref::AttentionOptions;
 
-/// The mask as CONVENTIONS.md states it, written out independently.
+/// The mask as docs/semantics.md states it, written out independently.
 bool visibleByConvention(bool causal, std::optional<int64_t> window, int64_t i, int64_t j,
                          int64_t sq, int64_t skv) {
   int64_t aligned = i + (skv - sq);
@@ -112,7 +112,7 @@ TEST(Attention, RowsThatSeeNoKeyOutputZeros) {
     }
 }
 
-// CONVENTIONS: a row whose every bias entry is -inf outputs zeros, not NaN;
+// docs/semantics.md, a row whose every bias entry is -inf outputs zeros, not NaN;
 // the other rows are untouched by it.
 TEST(Attention, RowsWhoseBiasIsAllMinusInfinityOutputZeros) {
   PEJIT_SEEDED_RNG(rng);

@@ -1,7 +1,7 @@
 //===- RopeScalingTest.cpp - RoPE scaling variants vs their stated math ---===//
 //
 // Each scaling is checked against an independent statement of what it should
-// do (CONVENTIONS.md: RoPE), not against stored outputs.
+// do (docs/semantics.md: RoPE), not against stored outputs.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,5 +1,5 @@
 // The nvidia lowering (NvidiaLowering.h). The pipeline options follow
-// shared/design/TOOLCHAIN.md: +ptx80 (the default +ptx60 aborts for sm_90),
+// pejit's toolchain notes: +ptx80 (the default +ptx60 aborts for sm_90),
 // format=isa (PTX text, no external tool), bare pointers for kernel memrefs
 // (static shapes: one pointer per tensor argument), opt-level 3.
 #include "compiler/backends/nvidia/NvidiaLowering.h"
