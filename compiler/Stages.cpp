@@ -6,6 +6,7 @@
 #include "compiler/passes/Instantiate.h"
 #include "compiler/passes/Passes.h"
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -157,11 +158,6 @@ Expected<std::string> stageText(const StageTable &table,
 
 namespace {
 
-int64_t intField(mlir::DictionaryAttr dict, llvm::StringRef name) {
-  auto attr = dict.getAs<mlir::IntegerAttr>(name);
-  return attr ? attr.getInt() : 0;
-}
-
 /// "f32", "f16", "bf16" (absent or other: f32) as a DType.
 DType dtypeField(mlir::DictionaryAttr dict, llvm::StringRef name) {
   auto attr = dict.getAs<mlir::StringAttr>(name);
@@ -174,13 +170,31 @@ DType dtypeField(mlir::DictionaryAttr dict, llvm::StringRef name) {
 
 } // namespace
 
+int64_t kernelInfoInt(mlir::DictionaryAttr info, llvm::StringRef name) {
+  auto attr = info.getAs<mlir::IntegerAttr>(name);
+  return attr ? attr.getInt() : 0;
+}
+
+std::vector<int64_t> kernelInfoInts(mlir::DictionaryAttr info, llvm::StringRef name) {
+  std::vector<int64_t> values;
+  if (auto array = info.getAs<mlir::ArrayAttr>(name))
+    for (mlir::Attribute value : array)
+      values.push_back(mlir::cast<mlir::IntegerAttr>(value).getInt());
+  return values;
+}
+
+Shape kernelShape(mlir::TypeRange arguments) {
+  auto dims = [&](unsigned arg) { return mlir::cast<mlir::MemRefType>(arguments[arg]).getShape(); };
+  return {dims(0)[0], dims(0)[1], dims(1)[1], dims(0)[2], dims(1)[2], dims(0)[3], dims(2)[3]};
+}
+
 void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   auto info = module->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
-  description.items = intField(info, "items");
-  description.scratchFloats = intField(info, "scratch_floats");
-  description.prepareJobs = intField(info, "prepare_jobs");
-  description.queryPositionRows = intField(info, "query_position_rows");
-  description.keyPositionRows = intField(info, "key_position_rows");
+  description.items = kernelInfoInt(info, "items");
+  description.scratchFloats = kernelInfoInt(info, "scratch_floats");
+  description.prepareJobs = kernelInfoInt(info, "prepare_jobs");
+  description.queryPositionRows = kernelInfoInt(info, "query_position_rows");
+  description.keyPositionRows = kernelInfoInt(info, "key_position_rows");
   description.inputDtype = dtypeField(info, "dtype");
   description.outputDtype = dtypeField(info, "out_dtype");
   description.arguments.clear();

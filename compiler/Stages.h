@@ -107,6 +107,15 @@ private:
 /// scratch size, position rows and (x86) work items and prepare jobs.
 void readKernelInfo(mlir::ModuleOp module, KernelDescription &description);
 
+/// One integer (0 when absent) and one integer list (empty when absent) of
+/// a kernel description: what the backends read beyond readKernelInfo.
+int64_t kernelInfoInt(mlir::DictionaryAttr info, llvm::StringRef name);
+std::vector<int64_t> kernelInfoInts(mlir::DictionaryAttr info, llvm::StringRef name);
+
+/// The call's shape from a kernel function's first three arguments, the
+/// memrefs of q [b, hq, sq, d], k [b, hkv, skv, d] and v [b, hkv, skv, dv].
+Shape kernelShape(mlir::TypeRange arguments);
+
 /// The source stage (parse the user's IR) and the fused stage
 /// (pe-fuse-into-attention): the first two of every table.
 Stage sourceStage();

@@ -13,19 +13,6 @@ namespace pejit {
 
 namespace {
 
-std::vector<int64_t> intArray(mlir::DictionaryAttr info, llvm::StringRef name) {
-  std::vector<int64_t> values;
-  if (auto array = info.getAs<mlir::ArrayAttr>(name))
-    for (mlir::Attribute value : array)
-      values.push_back(mlir::cast<mlir::IntegerAttr>(value).getInt());
-  return values;
-}
-
-int64_t intField(mlir::DictionaryAttr info, llvm::StringRef name) {
-  auto attr = info.getAs<mlir::IntegerAttr>(name);
-  return attr ? attr.getInt() : 0;
-}
-
 Stage tiledStage(std::string arch, NvidiaTileConfig tiles) {
   Stage stage;
   stage.name = "tiled";
@@ -38,22 +25,17 @@ Stage tiledStage(std::string arch, NvidiaTileConfig tiles) {
     auto info = (*state.module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
     NvidiaLaunch launch;
     launch.arch = arch;
-    launch.grid = intArray(info, "grid");
-    launch.block = intArray(info, "block");
-    launch.splits = intField(info, "splits");
-    launch.partialOutputFloats = intField(info, "partial_output_floats");
-    launch.partialRowFloats = intField(info, "partial_row_floats");
-    launch.combineGrid = intArray(info, "combine_grid");
+    launch.grid = kernelInfoInts(info, "grid");
+    launch.block = kernelInfoInts(info, "block");
+    launch.splits = kernelInfoInt(info, "splits");
+    launch.partialOutputFloats = kernelInfoInt(info, "partial_output_floats");
+    launch.partialRowFloats = kernelInfoInt(info, "partial_row_floats");
+    launch.combineGrid = kernelInfoInts(info, "combine_grid");
     artifact.items = launch.grid[0] * launch.grid[1] * launch.grid[2];
     // The kernel's memref types carry the static shape (q, k, v, o).
     state.module->walk([&](mlir::gpu::GPUFuncOp func) {
-      if (func.getName() != "pejit_attention")
-        return;
-      auto dims = [&](unsigned arg) {
-        return mlir::cast<mlir::MemRefType>(func.getArgumentTypes()[arg]).getShape();
-      };
-      artifact.shape = {dims(0)[0], dims(0)[1], dims(1)[1], dims(0)[2],
-                        dims(1)[2], dims(0)[3], dims(2)[3]};
+      if (func.getName() == "pejit_attention")
+        artifact.shape = kernelShape(func.getArgumentTypes());
     });
     artifact.stages["nvidia.meta"] = writeNvidiaMeta(launch, artifact);
     return mlir::success();

@@ -39,17 +39,7 @@ Stage tiledStage(X86TileConfig tiles) {
     readKernelInfo(*state.module, state.artifact);
     // The kernel's memref types carry the static shape.
     auto item = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_item");
-    auto dims = [&](unsigned arg) {
-      return mlir::cast<mlir::MemRefType>(item.getArgumentTypes()[arg]).getShape();
-    };
-    Shape &s = state.artifact.shape;
-    s.batch = dims(0)[0];
-    s.queryHeads = dims(0)[1];
-    s.querySeq = dims(0)[2];
-    s.headDim = dims(0)[3];
-    s.kvHeads = dims(1)[1];
-    s.keySeq = dims(1)[2];
-    s.valueDim = dims(2)[3];
+    state.artifact.shape = kernelShape(item.getArgumentTypes());
     return mlir::success();
   };
   return stage;
