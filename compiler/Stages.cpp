@@ -129,25 +129,25 @@ std::vector<std::string> textStageNames(const StageTable &table) {
   return names;
 }
 
-Expected<std::string> deriveStage(const StageTable &table, const std::string &name,
-                                  const StageTextFn &textOf) {
-  for (const Stage &stage : table.stages)
-    if (stage.name == name && stage.kind == StageKind::Derived)
-      return stage.derive(textOf);
-  return Expected<std::string>::error(name + ": not a derived " + table.target + " stage");
-}
-
 Expected<std::string> stageText(const StageTable &table,
                                 const std::map<std::string, std::string> &kept,
-                                const std::string &name, const StageTextFn &derived) {
+                                const std::string &name,
+                                std::map<std::string, std::string> &derived) {
   for (const Stage &stage : table.stages) {
     if (stage.name != name || stage.kind == StageKind::Binary)
       continue;
-    if (stage.kind == StageKind::Derived)
-      return derived(name);
+    // A derived stage may be kept too (PEJIT_DUMP_IR's disk entries).
     if (auto it = kept.find(name); it != kept.end())
       return it->second;
-    return Expected<std::string>::error("stage '" + name + "' was not kept");
+    if (stage.kind == StageKind::Kept)
+      return Expected<std::string>::error("stage '" + name + "' was not kept");
+    if (auto it = derived.find(name); it != derived.end())
+      return it->second;
+    Expected<std::string> text = stage.derive(
+        [&](const std::string &earlier) { return stageText(table, kept, earlier, derived); });
+    if (text)
+      derived[name] = *text;
+    return text;
   }
   std::string known;
   for (const std::string &stage : textStageNames(table))

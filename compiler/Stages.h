@@ -14,6 +14,7 @@
 #include "mlir/IR/OwningOpRef.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ enum class StageKind {
   Derived, ///< text computed on request from earlier stages' text
 };
 
-/// The text of a stage by name (for derived stages, which read earlier ones).
+/// The text of a stage by name (what a derived stage reads earlier ones by).
 using StageTextFn = std::function<Expected<std::string>(const std::string &)>;
 
 struct Stage {
@@ -65,16 +66,14 @@ Expected<KernelArtifact> runStages(const StageTable &table, const std::string &s
 /// The stages that have text (kept and derived), in order.
 std::vector<std::string> textStageNames(const StageTable &table);
 
-/// A stage's text: kept ones from `kept`, derived ones through `derived`
-/// (which the caller memoizes); an error lists the table's stages when
-/// `name` is none of them.
+/// A stage's text: a kept one from `kept`; a derived one from `derived`,
+/// else computed (reading earlier stages the same way) and stored there.
+/// The caller keeps `derived` (and locks it when shared). An error lists the
+/// table's stages when `name` is none of them.
 Expected<std::string> stageText(const StageTable &table,
                                 const std::map<std::string, std::string> &kept,
-                                const std::string &name, const StageTextFn &derived);
-
-/// A derived stage's text, computed from `textOf` (for the caller's memo).
-Expected<std::string> deriveStage(const StageTable &table, const std::string &name,
-                                  const StageTextFn &textOf);
+                                const std::string &name,
+                                std::map<std::string, std::string> &derived);
 
 /// Initializes the native target and registers pejit's passes and
 /// pipelines (once per process).

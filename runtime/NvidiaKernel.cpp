@@ -129,11 +129,8 @@ const std::vector<std::string> &NvidiaKernel::stageNames() {
 
 Expected<std::string> NvidiaKernelImpl::stage(const std::string &name) const {
   static const StageTable table = nvidiaStages();
-  return stageText(table, artifact.stages, name, [&](const std::string &derived) {
-    return deriveStage(table, derived, [](const std::string &) {
-      return Expected<std::string>::error("the nvidia backend has no derived stages");
-    });
-  });
+  std::map<std::string, std::string> derived; // the nvidia table derives none
+  return stageText(table, artifact.stages, name, derived);
 }
 
 Expected<std::string> NvidiaKernel::ir(const std::string &stage) const {

@@ -122,15 +122,10 @@ Compiled Runtime::Impl::compileAndStore(const Spec &spec, const X86TileConfig &t
     return Compiled::error(artifact.error());
   if (disk->dumpsStages()) {
     // Derived stages wait for a request; a dump has the cheap ones too.
-    std::function<Expected<std::string>(const std::string &)> textOf =
-        [&](const std::string &name) -> Expected<std::string> {
-      if (auto it = artifact->stages.find(name); it != artifact->stages.end())
-        return it->second;
-      return deriveStage(table, name, textOf);
-    };
+    std::map<std::string, std::string> derived;
     for (const Stage &stage : table.stages)
       if (stage.kind == StageKind::Derived && stage.dumped)
-        if (Expected<std::string> text = textOf(stage.name))
+        if (Expected<std::string> text = stageText(table, artifact->stages, stage.name, derived))
           artifact->stages[stage.name] = std::move(*text);
   }
   disk->dumpStages(key, *artifact);

@@ -62,19 +62,8 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
 Expected<std::string> X86KernelImpl::stage(const std::string &name) const {
   static const StageTable table = x86Stages();
   // Derived stages are computed once, under the lock, and kept.
-  std::function<Expected<std::string>(const std::string &)> derived =
-      [&](const std::string &stage) -> Expected<std::string> {
-    if (auto it = stages_.find(stage); it != stages_.end())
-      return it->second;
-    if (auto it = derivedStages_.find(stage); it != derivedStages_.end())
-      return it->second;
-    Expected<std::string> text = deriveStage(table, stage, derived);
-    if (text)
-      derivedStages_[stage] = *text;
-    return text;
-  };
   std::lock_guard<std::mutex> lock(derivedMutex_);
-  return stageText(table, stages_, name, derived);
+  return stageText(table, stages_, name, derivedStages_);
 }
 
 Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
