@@ -25,7 +25,7 @@ struct AttentionShape {
 struct QKPrologueArgs {
   mlir::Value queryPositions, keyPositions, scratch;
   /// Null: all position rows. Else only flattened rows rowBegin + k rowStep
-  /// (a GPU thread's share).
+  /// (a GPU thread's share, or an x86 worker's part of the prologue).
   mlir::Value rowBegin = {}, rowStep = {};
 };
 
