@@ -64,14 +64,17 @@ std::string DiagnosticCollector::take(const std::string &stage) {
   return text;
 }
 
+int compilerThreads() {
+  return std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+}
+
 namespace {
 
 /// Worker threads for MLIR's function-level passes, shared by every
 /// kernel's context: a pool per context would start threads for each
-/// compile. One per core, at most 4: a kernel has only a few big functions.
+/// compile.
 llvm::ThreadPoolInterface &passThreads() {
-  static llvm::DefaultThreadPool pool(llvm::hardware_concurrency(
-      std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 4)));
+  static llvm::DefaultThreadPool pool(llvm::hardware_concurrency(compilerThreads()));
   return pool;
 }
 

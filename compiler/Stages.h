@@ -75,6 +75,11 @@ Expected<std::string> stageText(const StageTable &table,
                                 const std::string &name,
                                 std::map<std::string, std::string> &derived);
 
+/// Threads one compile uses (MLIR's function-level passes, x86 codegen
+/// parts): one per core, at most 4, since a kernel has only a few big
+/// functions.
+int compilerThreads();
+
 /// Initializes the native target and registers pejit's passes and
 /// pipelines (once per process).
 void initializeCompilerOnce();

@@ -16,18 +16,9 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
-#include <algorithm>
-#include <thread>
-
 namespace pejit {
 
 namespace {
-
-/// Codegen parts compiled at once (ParallelCodegen.h): one per core, at most
-/// 4, since a kernel has only a few big functions.
-int codegenThreads() {
-  return std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
-}
 
 Stage tiledStage(X86TileConfig tiles) {
   Stage stage;
@@ -56,7 +47,7 @@ Stage codegenStage() {
     Expected<std::vector<CodegenPart>> parts = lowerForCodegen(*state.module);
     if (!parts)
       return mlir::LogicalResult(mlir::emitError(state.module->getLoc()) << parts.error());
-    Expected<std::vector<std::string>> objects = compileParts(std::move(*parts), codegenThreads());
+    Expected<std::vector<std::string>> objects = compileParts(std::move(*parts), compilerThreads());
     if (!objects)
       return mlir::LogicalResult(mlir::emitError(state.module->getLoc()) << objects.error());
     state.artifact.objects = std::move(*objects);
@@ -96,7 +87,7 @@ Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool 
     // The parts the kernel's objects were compiled as, each as it was
     // compiled (a cold part without loop strength reduction).
     Expected<std::vector<std::string>> parts =
-        compileParts(partitionForCodegen(*module), codegenThreads(), CodeKind::Assembly);
+        compileParts(partitionForCodegen(*module), compilerThreads(), CodeKind::Assembly);
     if (!parts)
       return Expected<std::string>::error("asm: " + parts.error());
     std::string text;
