@@ -198,6 +198,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
+      {"SCORE_MOD", op.getSoftcapAttr() || !scoreBiases.empty() ? "true" : "false"},
       {"WINDOW", std::to_string(window.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},

@@ -54,8 +54,8 @@ def InstantiateNvidiaTemplate : Pass<"attn-instantiate-nvidia-template", "::mlir
     templates/nvidia/mma_attention.mlir: one thread block of tile-m / 16
     warps per (query tile, query head, batch), S and P.V on tensor cores
     (mma.sync m16n8k16, f32 accumulation), online softmax on the accumulator
-    fragments. attn.score_mod hooks are expanded per score element by the
-    fused score-bias encodings (e.g. ALiBi). The module attribute
+    fragments. attn.score_mod, one score per thread and fragment entry, is
+    expanded by the fused score biases' pointwise hooks (e.g. ALiBi). The module attribute
     `pejit.kernel` gives grid, block, dtype and argument roles.
   }];
   let options = [

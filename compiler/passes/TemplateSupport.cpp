@@ -101,25 +101,12 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
   return fused;
 }
 
-/// softcap * tanh(s / softcap) on every score of the tile.
-void emitSoftcap(OpBuilder &b, Location loc, Value scores, double softcap, int64_t lanes) {
-  auto type = cast<MemRefType>(scores.getType());
-  auto vecType = VectorType::get({lanes}, b.getF32Type());
-  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
-  auto splat = [&](double v) -> Value {
-    return arith::ConstantOp::create(b, loc, vecType,
-                                     DenseElementsAttr::get(vecType, static_cast<float>(v)));
-  };
-  Value cap = splat(softcap), invCap = splat(1.0 / softcap);
-  auto rows = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(0)), idx(1));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(rows.getBody());
-  auto cols = scf::ForOp::create(b, loc, idx(0), idx(type.getDimSize(1)), idx(lanes));
-  b.setInsertionPointToStart(cols.getBody());
-  SmallVector<Value> at{rows.getInductionVar(), cols.getInductionVar()};
-  Value s = vector::LoadOp::create(b, loc, vecType, scores, at);
-  Value t = math::TanhOp::create(b, loc, arith::MulFOp::create(b, loc, s, invCap));
-  vector::StoreOp::create(b, loc, arith::MulFOp::create(b, loc, t, cap), scores, at);
+/// softcap * tanh(s / softcap), pointwise.
+Value emitSoftcap(OpBuilder &b, Location loc, Value score, double softcap) {
+  Value cap = pe::constantLike(b, loc, score, softcap);
+  Value invCap = pe::constantLike(b, loc, score, 1.0 / softcap);
+  Value t = math::TanhOp::create(b, loc, arith::MulFOp::create(b, loc, score, invCap));
+  return arith::MulFOp::create(b, loc, t, cap);
 }
 
 void spliceKernel(ModuleOp module, FusedAttention &found, ModuleOp kernel, DictionaryAttr info) {
@@ -215,12 +202,16 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(), transform.getRows(),
                             0, shape.headDim, shape.vectorWidth);
     } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
+      // docs/semantics.md's order: softcap, then the score biases.
+      Value score = mod.getScore();
       if (softcap)
-        emitSoftcap(b, loc, mod.getScores(), *softcap, shape.vectorWidth);
-      for (pe::PositionalEncodingAttrInterface bias : scoreBiases)
-        bias.emitScoreBias(
-            b, loc, shape,
-            {mod.getScores(), mod.getHead(), mod.getQueryStart(), mod.getKeyStart()});
+        score = emitSoftcap(b, loc, score, *softcap);
+      for (pe::PositionalEncodingAttrInterface bias : scoreBiases) {
+        pe::ScorePoint point{score, mod.getBatch(), mod.getHead(), mod.getQueryIndex(),
+                             mod.getKeyIndex()};
+        score = bias.emitScoreMod(b, loc, shape, point);
+      }
+      mod.getResult().replaceAllUsesWith(score);
     }
     hook->erase();
   }

@@ -69,9 +69,8 @@ std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq);
 void spliceKernel(mlir::ModuleOp module, FusedAttention &found, mlir::ModuleOp kernel,
                   mlir::DictionaryAttr info);
 
-/// softcap * tanh(s / softcap) on every score of the tile.
-void emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scores, double softcap,
-                 int64_t lanes);
+/// softcap * tanh(s / softcap), pointwise (a scalar or a vector of scores).
+mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value score, double softcap);
 
 /// Replaces the template's hook ops (attn.qk_prologue, attn.qk_transform,
 /// attn.score_mod) by what the fused encodings emit through their interface

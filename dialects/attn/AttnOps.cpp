@@ -192,3 +192,16 @@ LogicalResult pejit::attn::QKTransformOp::verify() {
            << sourceWidth << " elements but tile rows " << tileWidth;
   return success();
 }
+
+LogicalResult pejit::attn::ScoreModOp::verify() {
+  // Lane l of the indices names lane l of the scores: one shape for all.
+  auto lanes = [](Type type) -> int64_t {
+    auto vector = dyn_cast<VectorType>(type);
+    return vector ? vector.getNumElements() : 0;
+  };
+  if (lanes(getScore().getType()) != lanes(getQueryIndex().getType()))
+    return emitOpError("query_index and key_index (")
+           << getQueryIndex().getType() << ") must have the lanes of score ("
+           << getScore().getType() << ")";
+  return success();
+}

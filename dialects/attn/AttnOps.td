@@ -130,19 +130,40 @@ def Attn_QKTransformOp : Attn_Op<"qk_transform"> {
   let hasVerifier = 1;
 }
 
-def Attn_ScoreModOp : Attn_Op<"score_mod"> {
-  let summary = "modify a transposed score tile (softcap, score biases)";
+def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AllTypesMatch<["score", "result"]>,
+                                            AllTypesMatch<["query_index", "key_index"]>]> {
+  let summary = "the pointwise score modifier: softcap, then the fused score biases";
   let description = [{
-    `scores` is St [BN, BM] (f32): St[jr, ir] is the scaled score of query
-    row i0 + ir and key row j0 + jr, for query head `head`. Expands to the
-    softcap (if the attention has one), then each fused score bias, in
-    docs/semantics.md's order. Masking stays in the template.
+    One score, or a vector of N scores (f32), of query head `head` in batch
+    `batch`: lane l is the score of query row `query_index[l]` and key row
+    `key_index[l]` (i32 sequence indices, of the same shape as `score`). The
+    template owns the loops and picks the lanes; the op says nothing about
+    which axis varies across them.
+
+    Expands (attn-instantiate-*-template) to the attention's softcap, if it
+    has one, then each fused score bias's pointwise hook
+    (PositionalEncodingAttrInterface::emitScoreMod), in docs/semantics.md's
+    order; with neither, to its `score` operand. Masking stays in the
+    template. `operands(...)` are the encodings' own tensors (the fused
+    attention's encoding_operands, as memrefs), which the hooks read.
+
+    ```mlir
+    %s1 = attn.score_mod %s, batch %b, head %h, query %qi, key %kj
+        : vector<8xf32>, vector<8xi32>
+    ```
   }];
-  let arguments = (ins AnyMemRef:$scores, Index:$head, Index:$query_start,
-                       Index:$key_start);
+  let arguments = (ins AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$score,
+                       Index:$batch, Index:$head,
+                       AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$query_index,
+                       AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$key_index,
+                       Variadic<AnyMemRef>:$encoding_operands);
+  let results = (outs AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$result);
   let assemblyFormat = [{
-    $scores `,` $head `,` $query_start `,` $key_start attr-dict `:` type($scores)
+    $score `,` `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    attr-dict `:` type($score) `,` type($query_index)
   }];
+  let hasVerifier = 1;
 }
 
 #endif // PEJIT_ATTN_OPS_TD

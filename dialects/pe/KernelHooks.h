@@ -1,11 +1,14 @@
 // What a kernel template hands to the positional-encoding hooks when
 // attn-instantiate-{x86,nvidia}-template expand its hook ops (attn.qk_prologue,
 // attn.qk_transform, attn.score_mod). The hooks emit IR at the builder's
-// insertion point; they know the encoding, the template knows the loops.
+// insertion point; they know the encoding, the template knows the loops
+// (docs/hooks.md).
 #ifndef PEJIT_DIALECTS_PE_KERNELHOOKS_H
 #define PEJIT_DIALECTS_PE_KERNELHOOKS_H
 
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/SmallVector.h"
 #include <cstdint>
 
 namespace pejit::pe {
@@ -41,11 +44,30 @@ struct QKTileArgs {
   mlir::Value source = {};
 };
 
-/// attn.score_mod: scores is St (memref<BN x BM x f32>), St[jr, ir] the score
-/// of query row queryStart + ir and key row keyStart + jr, for query `head`.
-struct ScoreTileArgs {
-  mlir::Value scores, head, queryStart, keyStart;
+/// attn.score_mod, the pointwise score hook: one score or a vector of lanes.
+/// `score` is f32 or vector<N x f32>; `queryIndex` and `keyIndex` are i32
+/// sequence indices of the same shape (lane l is the score of query row
+/// queryIndex[l] and key row keyIndex[l]); `batch` and `head` (the query
+/// head) are index scalars. `operands` are the encoding's own tensors as
+/// memrefs, in the order of its operands on attn.attention.
+struct ScorePoint {
+  mlir::Value score, batch, head, queryIndex, keyIndex;
+  llvm::SmallVector<mlir::Value> operands = {};
 };
+
+/// A constant of `like`'s shape (a splat for vectors), of element type
+/// `elementType` (null: like's element type): lets a pointwise hook write
+/// one body for scalars and for vectors.
+mlir::Value constantLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value like, double value,
+                         mlir::Type elementType = {});
+
+/// `value` (a scalar) broadcast to `like`'s shape; itself for scalars.
+mlir::Value broadcastLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value like,
+                          mlir::Value value);
+
+/// `like`'s shape with element type `elementType` (the vector type, or the
+/// scalar type itself).
+mlir::Type typeLike(mlir::Value like, mlir::Type elementType);
 
 } // namespace pejit::pe
 

@@ -143,7 +143,7 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
-    "emitScoreBias"]> {
+    "emitScoreMod"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j

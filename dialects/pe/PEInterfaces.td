@@ -47,11 +47,16 @@ def PE_PositionalEncodingAttrInterface
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
-    InterfaceMethod<"Emits the score bias added to a score tile (attn.score_mod).",
-      "void", "emitScoreBias",
+    InterfaceMethod<[{
+        The pointwise score hook (attn.score_mod): returns the new score at
+        `point` (scalars, or vectors of lanes the template chose). It must
+        be elementwise: no loops, and no assumption about which index varies
+        across lanes (docs/hooks.md). The default leaves the score as is.
+      }],
+      "::mlir::Value", "emitScoreMod",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
            "const ::pejit::pe::AttentionShape &":$shape,
-           "const ::pejit::pe::ScoreTileArgs &":$args), "", "return;">,
+           "const ::pejit::pe::ScorePoint &":$point), "", "return point.score;">,
   ];
 }
 

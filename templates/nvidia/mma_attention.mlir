@@ -119,7 +119,6 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %Qf = memref.alloca() : memref<${D16}x4x2x${T}>
   %Oacc = memref.alloca() : memref<${DV8}x4xf32>
   %Sacc = memref.alloca() : memref<${BN8}x4xf32>
-  %Sm = memref.alloca() : memref<1x1xf32>
 
   %tid = gpu.thread_id x
   // Split-KV (${SPLITS} > 1, decode): block x = query tile * SPLITS + split;
@@ -315,7 +314,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
       } {pejit.unroll}
     } {pejit.unroll}
 
-    // Scale, score_mod (per element, a 1 x 1 tile), mask; element e of
+    // Scale, score_mod (pointwise, one score per lane), mask; element e of
     // n-tile n is row (e < 2 ? r_lo : r_hi), key j0 + 8n + quad_col + e % 2.
     %tile_max:2 = scf.for %n = %c0 to %nS step %c1 iter_args(%mx_lo = %ninf, %mx_hi = %ninf)
         -> (f32, f32) {
@@ -330,9 +329,9 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %j = arith.addi %j0, %jl : index
         %s_raw = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
         %s_scaled = arith.mulf %s_raw, %scale : f32
-        memref.store %s_scaled, %Sm[%c0, %c0] : memref<1x1xf32>
-        attn.score_mod %Sm, %h, %i, %j : memref<1x1xf32>
-        %s = memref.load %Sm[%c0, %c0] : memref<1x1xf32>
+        %i_i = arith.index_cast %i : index to i32
+        %j_i = arith.index_cast %j : index to i32
+        %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i : f32, i32
         // key j is visible to row i iff j < SKV, (causal) j <= i + OFF and
         // (window) j >= i + OFF - WINDOW.
         %diag = arith.addi %i, %OFF : index

@@ -10,7 +10,7 @@
 //                                          per call); V read in place or
 //                                          copied to Vs; next tile prefetched
 //     St = Ks . Qt                       [BN, BM], 6 x 16 register block
-//     score_mod(St)                      softcap, ALiBi, ... (hooks)
+//     St = score_mod(St)                 pointwise: softcap, ALiBi, ... (hooks)
 //     mask(St)                           causal, window, key tail -> -inf
 //     m' = max(m, max_j St); P = exp(St - m'); l = l*exp(m - m') + sum_j P
 //     Os = Os * exp(m - m') + P^T . V    6 x 16 register block (@pejit_pv_tile)
@@ -28,6 +28,7 @@
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
+//   ${SCORE_MOD} (true|false): a softcap or a fused score bias exists
 //   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
 //   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
@@ -93,6 +94,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
   %causal = arith.constant ${CAUSAL}
   %konce = arith.constant ${KONCE}
   %has_window = arith.constant ${HAS_WINDOW}
+  %score_mod = arith.constant ${SCORE_MOD}
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
   %zv = arith.constant dense<0.0> : !V8
@@ -197,7 +199,27 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
     func.call @pejit_s_tile(%St, %Qt, %Kt, %nq16, %diag_row)
         : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !KTILE, index, index) -> ()
 
-    attn.score_mod %St, %h, %i0, %j0 : memref<${BN}x${BM}xf32>
+    // score_mod, pointwise on 8 query rows per vector: softcap and the
+    // fused score biases (hooks). Skipped when there is neither.
+    scf.if %score_mod {
+      %i0_i = arith.index_cast %i0 : index to i32
+      %i0_v = vector.broadcast %i0_i : i32 to vector<8xi32>
+      %q_base = arith.addi %i0_v, %iota32 : vector<8xi32>
+      scf.for %jr = %c0 to %BN step %c1 {
+        %j = arith.addi %j0, %jr : index
+        %j_i = arith.index_cast %j : index to i32
+        %k_idx = vector.broadcast %j_i : i32 to vector<8xi32>
+        scf.for %iv = %c0 to %nq16 step %c8 {
+          %iv_i = arith.index_cast %iv : index to i32
+          %iv_v = vector.broadcast %iv_i : i32 to vector<8xi32>
+          %q_idx = arith.addi %q_base, %iv_v : vector<8xi32>
+          %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+          %s_mod = attn.score_mod %s, batch %b, head %h, query %q_idx, key %k_idx
+              : !V8, vector<8xi32>
+          vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+        }
+      }
+    }
 
     // Mask: key j is visible to row i iff j < SKV, (causal) i >= j - OFF and
     // (window) i <= j - OFF + WINDOW. Only tiles that cross a bound pay.

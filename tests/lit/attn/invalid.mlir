@@ -246,3 +246,19 @@ func.func @qk_prologue_half_rows(%pos: memref<1x16xi64>, %scratch: memref<?xf32>
   "attn.qk_prologue"(%pos, %pos, %scratch, %first) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>, index) -> ()
   return
 }
+
+// -----
+
+func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
+  // expected-error @+1 {{'attn.score_mod' op query_index and key_index ('i32') must have the lanes of score ('vector<8xf32>')}}
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i) : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
+  return
+}
+
+// -----
+
+func.func @score_mod_index_types(%s: f32, %i: i32, %j: vector<8xi32>, %n: index) {
+  // expected-error @+1 {{'attn.score_mod' op failed to verify that all of {query_index, key_index} have same type}}
+  %r = "attn.score_mod"(%s, %n, %n, %i, %j) : (f32, index, index, i32, vector<8xi32>) -> f32
+  return
+}

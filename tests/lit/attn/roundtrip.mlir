@@ -67,7 +67,7 @@ func.func @fused(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tenso
 // rows, or a GPU thread's share), the QK transform in place and from the Q/K
 // rows themselves (f16 rows into an f32 tile), and the score modifier.
 // CHECK-LABEL: func.func @hooks
-func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: memref<?xf32>, %tile: memref<16x64xf32>, %rows: memref<?x64xf16, strided<[?, 1], offset: ?>>, %scores: memref<16x16xf32>, %n: index, %first: index, %step: index) {
+func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: memref<?xf32>, %tile: memref<16x64xf32>, %rows: memref<?x64xf16, strided<[?, 1], offset: ?>>, %score8: vector<8xf32>, %qi8: vector<8xi32>, %kj8: vector<8xi32>, %score: f32, %qi: i32, %kj: i32, %table: memref<32x8xf32>, %n: index, %first: index, %step: index) {
   // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   attn.qk_prologue %qpos, %kpos, %scratch : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
@@ -76,7 +76,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   attn.qk_transform %tile, %n, %first, %first, %scratch : memref<16x64xf32>, memref<?xf32>
   // CHECK: attn.qk_transform %{{.*}} from %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
   attn.qk_transform %tile from %rows, %n, %first, %first, %scratch key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
-  // CHECK: attn.score_mod %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<16x16xf32>
-  attn.score_mod %scores, %n, %first, %step : memref<16x16xf32>
+  // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} : vector<8xf32>, vector<8xi32>
+  %s8 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 : vector<8xf32>, vector<8xi32>
+  // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : f32, i32
+  %s1 = attn.score_mod %score, batch %n, head %first, query %qi, key %kj operands(%table : memref<32x8xf32>) : f32, i32
   return
 }

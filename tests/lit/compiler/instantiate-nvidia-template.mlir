@@ -32,16 +32,19 @@ func.func @rope(%q: tensor<1x4x100x64xf16>, %k: tensor<1x2x100x64xf16>, %v: tens
 
 // -----
 
-// ALiBi (4 heads), bf16 in and out: the score hook runs per element on a
-// 1x1 tile (bias = -slope (i + off - j)); bf16 mma goes through nvvm.mma.sync
-// on packed i32 fragments.
+// ALiBi (4 heads), bf16 in and out: the pointwise score hook runs on one
+// score per lane, d = i + off - j in i32, then bias = fma(|d|, -slope, s)
+// (symmetric); bf16 mma goes through nvvm.mma.sync on packed i32 fragments.
 // CHECK-LABEL: func.func private @mma_bf16
 // CHECK: nvvm.mma.sync
 // CHECK-SAME: multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK-LABEL: gpu.func @pejit_attention
 // CHECK-SAME: memref<1x4x70x128xbf16>
 // CHECK: arith.select {{.*}} : f32
-// CHECK: vector.fma {{.*}} : vector<1xf32>
+// CHECK: %[[D:.*]] = arith.subi {{.*}} : i32
+// CHECK: %[[DF:.*]] = arith.sitofp %[[D]] : i32 to f32
+// CHECK: %[[ABS:.*]] = math.absf %[[DF]] : f32
+// CHECK: math.fma %[[ABS]], {{.*}} : f32
 // CHECK-NOT: attn.score_mod
 // CHECK: func.call @out_bf16
 func.func @alibi(%q: tensor<1x4x70x128xbf16>, %k: tensor<1x4x70x128xbf16>, %v: tensor<1x4x70x128xbf16>) -> tensor<1x4x70x128xbf16> {

@@ -43,6 +43,10 @@
 // CHECK-DAG: arith.constant -6.250000e-02 : f32
 // CHECK-DAG: arith.constant -2.500000e-01 : f32
 // CHECK: arith.select {{.*}} : f32
+// Pointwise on 8 query rows: d = (i + off) - j in i32 lanes, then one FMA.
+// CHECK: %[[D:.*]] = arith.subi {{.*}} : vector<8xi32>
+// CHECK: %[[DF:.*]] = arith.sitofp %[[D]] : vector<8xi32> to vector<8xf32>
+// CHECK: math.fma %[[DF]], {{.*}} : vector<8xf32>
 // The blocks (templates/x86/avx2_blocks.mlir) follow the kernel.
 // Less than a full Q tile (sq = 100 < 144): V rows are copied into the Vs
 // tile (decode-like items are bound by reading K and V row by row).

@@ -1,0 +1,37 @@
+// Helpers for pointwise hooks (KernelHooks.h): one hook body serves scalar
+// lanes (NVIDIA, one score per thread) and vectors (AVX2, 8 lanes).
+#include "dialects/pe/KernelHooks.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+
+namespace pejit::pe {
+
+Type typeLike(Value like, Type elementType) {
+  if (auto vector = dyn_cast<VectorType>(like.getType()))
+    return vector.clone(elementType);
+  return elementType;
+}
+
+Value constantLike(OpBuilder &b, Location loc, Value like, double value, Type elementType) {
+  Type element = elementType ? elementType : getElementTypeOrSelf(like.getType());
+  TypedAttr scalar = isa<FloatType>(element)
+                         ? TypedAttr(b.getFloatAttr(element, value))
+                         : TypedAttr(b.getIntegerAttr(element, static_cast<int64_t>(value)));
+  Type type = typeLike(like, element);
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(b, loc, vector, DenseElementsAttr::get(vector, scalar));
+  return arith::ConstantOp::create(b, loc, scalar);
+}
+
+Value broadcastLike(OpBuilder &b, Location loc, Value like, Value value) {
+  if (auto vector = dyn_cast<VectorType>(like.getType()))
+    return vector::BroadcastOp::create(b, loc, vector.clone(value.getType()), value);
+  return value;
+}
+
+} // namespace pejit::pe
