@@ -200,9 +200,10 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.keyPositionRows = kernelInfoInt(info, "key_position_rows");
   description.inputDtype = dtypeField(info, "dtype");
   description.outputDtype = dtypeField(info, "out_dtype");
-  description.arguments.clear();
-  for (mlir::Attribute role : info.getAs<mlir::ArrayAttr>("arguments"))
-    description.arguments.push_back(mlir::cast<mlir::StringAttr>(role).str());
+  // Written by the instantiation from the function it compiled: parses.
+  Expected<KernelSignature> signature =
+      KernelSignature::parse(info.getAs<mlir::StringAttr>("arguments").str());
+  description.signature = signature ? *signature : KernelSignature();
 }
 
 Stage sourceStage() {

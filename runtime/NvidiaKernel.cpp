@@ -50,17 +50,11 @@ size_t elementBytes(DType dtype) {
 
 Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   auto fail = [](const std::string &what) { return Status::error("nvidia run: " + what); };
-  // Inputs by role, like the host kernel: query, key, value, then optional
-  // position ids (one tensor for both when the role is "positions").
-  const TensorView *views[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-  const char *roles[5] = {"query", "key", "value", "query_positions", "key_positions"};
-  if (inputs.size() < 3 || inputs.size() > arguments.size())
-    return fail("expected 3 to " + std::to_string(arguments.size()) + " inputs, got " +
-                std::to_string(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    for (int r = 0; r < 5; ++r)
-      if (arguments[i] == roles[r] || (r >= 3 && arguments[i] == "positions"))
-        views[r] = &inputs[i];
+  BoundInputs bound;
+  if (Status st = bindInputs(signature, inputs, bound); !st)
+    return fail(st.message());
+  const TensorView *views[3] = {bound.query, bound.key, bound.value};
+  const char *roles[3] = {"query", "key", "value"};
   const Shape &s = shape;
   std::vector<std::vector<int64_t>> dims = {{s.batch, s.queryHeads, s.querySeq, s.headDim},
                                             {s.batch, s.kvHeads, s.keySeq, s.headDim},
@@ -82,12 +76,13 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
                 std::to_string(s.queryHeads) + ", " + std::to_string(s.querySeq) + ", " +
                 std::to_string(s.valueDim) + "]");
   std::vector<int64_t> queryPositions, keyPositions;
-  if (Status st = buildPositionTable(views[3], "query positions", queryPositionRows, s.querySeq,
-                                     s.batch, s.keySeq - s.querySeq, queryPositions);
+  if (Status st =
+          buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
+                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryPositions);
       !st)
     return st;
-  if (Status st = buildPositionTable(views[4], "key positions", keyPositionRows, s.keySeq, s.batch,
-                                     0, keyPositions);
+  if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
+                                     s.keySeq, s.batch, 0, keyPositions);
       !st)
     return st;
 
@@ -117,6 +112,8 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   buffers.keyPositions = &keyPositions;
   buffers.output = out.data;
   buffers.outputBytes = bytesOf(outDims, outputDtype);
+  for (const TensorView *operand : bound.encodingOperands)
+    buffers.encodingOperands.push_back({operand->data, bytesOf(operand->shape, operand->dtype)});
   if (cuda::Status st = cuda::runAttention(image, buffers); !st)
     return fail(st.error());
   return Status();
@@ -143,7 +140,8 @@ const std::string &NvidiaKernel::cubin() const { return impl_->cubin(); }
 const std::string &NvidiaKernel::ptxasLog() const { return impl_->ptxasLog(); }
 const std::vector<int64_t> &NvidiaKernel::grid() const { return impl_->launch.grid; }
 const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->launch.block; }
-const std::vector<std::string> &NvidiaKernel::arguments() const { return impl_->arguments; }
+std::vector<std::string> NvidiaKernel::arguments() const { return impl_->signature.labels(); }
+const KernelSignature &NvidiaKernel::signature() const { return impl_->signature; }
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
 DType NvidiaKernel::dtype() const { return impl_->inputDtype; }
 DType NvidiaKernel::outputDtype() const { return impl_->outputDtype; }

@@ -19,6 +19,7 @@
 
 #include "compiler/Target.h"
 #include "reference/Rope.h"
+#include "runtime/core/KernelSignature.h"
 #include "runtime/core/Types.h"
 
 #include <cstdint>
@@ -39,8 +40,21 @@ struct AlibiSpec {
   bool symmetric = false;
 };
 
+/// A fused encoding for the builder: its pe attribute, as MLIR text, and
+/// the shapes of the tensors it reads (its encoding operands). Made by the
+/// functions of runtime/Encodings.h (t5Bias, ...), so the builder never
+/// names an encoding. Each operand becomes a kernel argument after q, k, v
+/// (and before the position ids), in order.
+struct EncodingSpec {
+  std::string attribute;
+  std::vector<std::vector<int64_t>> operandShapes;
+  DType operandDtype = DType::F32;
+};
+
 /// What the C++ builder describes: attention and its fused encodings.
 struct AttentionSpec {
+  /// Encodings fused as given (in this order, before rope and alibi).
+  std::vector<EncodingSpec> encodings;
   std::optional<ref::RopeConfig> rope; ///< RoPE on Q and K (sections unsupported)
   std::optional<AlibiSpec> alibi;
   bool causal = false;
@@ -88,8 +102,10 @@ public:
   /// kernel's objects were).
   Expected<std::string> ir(const std::string &stage) const;
   static const std::vector<std::string> &stageNames();
-  /// The argument roles, in order ("query", "key", ...).
-  const std::vector<std::string> &arguments() const;
+  /// The argument labels, in order ("query", "key", ..., "t5_table").
+  std::vector<std::string> arguments() const;
+  /// Each argument's role, name, shape and dtype.
+  const KernelSignature &signature() const;
   const Shape &shape() const;
   /// Milliseconds spent compiling, or loading it from the disk cache.
   double compileMilliseconds() const;
@@ -128,7 +144,9 @@ public:
   const std::string &ptxasLog() const;
   const std::vector<int64_t> &grid() const;
   const std::vector<int64_t> &block() const;
-  const std::vector<std::string> &arguments() const;
+  std::vector<std::string> arguments() const;
+  /// Each argument's role, name, shape and dtype.
+  const KernelSignature &signature() const;
   const Shape &shape() const;
   DType dtype() const;       ///< of the inputs (f16 or bf16)
   DType outputDtype() const; ///< f32, f16 or bf16, as the IR's result says

@@ -95,6 +95,24 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
       spec.positionsPerBatch ? tensor({s.batch, s.keySeq}, "i64") : tensor({s.keySeq}, "i64");
   std::ostringstream out;
   out << "func.func @attention(%q: " << q << ", %k: " << k << ", %v: " << v;
+  // The encodings' operands: %e0, %e1, ... in order, then the positions.
+  std::string encodingAttrs, operandNames, operandTypes;
+  int operandCount = 0;
+  for (const EncodingSpec &encoding : spec.encodings) {
+    encodingAttrs += (encodingAttrs.empty() ? "" : ", ") + encoding.attribute;
+    for (const std::vector<int64_t> &dims : encoding.operandShapes) {
+      std::string type = "tensor<";
+      for (int64_t d : dims)
+        type += std::to_string(d) + "x";
+      type += encoding.operandDtype == DType::F16    ? "f16>"
+              : encoding.operandDtype == DType::BF16 ? "bf16>"
+                                                     : "f32>";
+      std::string name = "%e" + std::to_string(operandCount++);
+      out << ", " << name << ": " << type;
+      operandNames += (operandNames.empty() ? "" : ", ") + name;
+      operandTypes += (operandTypes.empty() ? "" : ", ") + type;
+    }
+  }
   if (spec.rope)
     out << ", %q_pos: " << qp << ", %k_pos: " << kp;
   out << ") -> " << o << " {\n";
@@ -124,6 +142,10 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     out << " softcap(" << literal(*spec.softcap) << ")";
   if (spec.scale)
     out << " scale(" << literal(*spec.scale) << ")";
+  if (!encodingAttrs.empty())
+    out << " encodings([" << encodingAttrs << "])";
+  if (!operandNames.empty())
+    out << " encoding_operands(" << operandNames << " : " << operandTypes << ")";
   out << " : " << q << ", " << k << ", " << v << " -> " << o << "\n";
   out << "  return %o : " << o << "\n}\n";
   return Spec(out.str(), "<builder>");

@@ -88,3 +88,56 @@ Status buildPositionTable(const TensorView *view, const std::string &what, int64
 }
 
 } // namespace pejit
+
+namespace pejit {
+
+Status bindInputs(const KernelSignature &signature, const std::vector<TensorView> &inputs,
+                  BoundInputs &bound) {
+  size_t required = signature.requiredInputs(), all = signature.arguments.size();
+  if (inputs.size() < required || inputs.size() > all) {
+    std::string names;
+    for (const std::string &label : signature.labels())
+      names += (names.empty() ? "" : ", ") + label;
+    return Status::error("expected " + std::to_string(required) +
+                         (required == all ? std::string() : " to " + std::to_string(all)) +
+                         " inputs (" + names + "), got " + std::to_string(inputs.size()));
+  }
+  bound = BoundInputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const KernelArgument &argument = signature.arguments[i];
+    std::string name = "input " + std::to_string(i) + " (" + argument.label() + ")";
+    switch (argument.role) {
+    case ArgumentRole::Query:
+      bound.query = &inputs[i];
+      break;
+    case ArgumentRole::Key:
+      bound.key = &inputs[i];
+      break;
+    case ArgumentRole::Value:
+      bound.value = &inputs[i];
+      break;
+    case ArgumentRole::EncodingOperand: {
+      if (Status st = checkView(inputs[i], name, argument.shape, {argument.dtype}); !st)
+        return st;
+      if (stridesOf(inputs[i]) != stridesOf(TensorView{nullptr, argument.dtype, argument.shape}))
+        return Status::error(name + " must be contiguous (row-major): the kernel reads it as a "
+                                    "dense table");
+      bound.encodingOperands.push_back(&inputs[i]);
+      break;
+    }
+    default:
+      break;
+    }
+    if (argument.readsQueryPositions()) {
+      bound.queryPositions = &inputs[i];
+      bound.queryPositionsName = name;
+    }
+    if (argument.readsKeyPositions()) {
+      bound.keyPositions = &inputs[i];
+      bound.keyPositionsName = name;
+    }
+  }
+  return Status();
+}
+
+} // namespace pejit

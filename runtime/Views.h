@@ -3,6 +3,7 @@
 #ifndef PEJIT_RUNTIME_VIEWS_H
 #define PEJIT_RUNTIME_VIEWS_H
 
+#include "runtime/core/KernelSignature.h"
 #include "runtime/core/Types.h"
 
 #include <string>
@@ -27,6 +28,22 @@ Status checkView(const TensorView &view, const std::string &what,
 /// error naming the index (docs/limits.md).
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table);
+
+/// A run's inputs by role (KernelSignature): null for omitted position ids.
+struct BoundInputs {
+  const TensorView *query = nullptr, *key = nullptr, *value = nullptr;
+  const TensorView *queryPositions = nullptr, *keyPositions = nullptr;
+  /// "input 3 (query_positions)": how messages name them.
+  std::string queryPositionsName = "query positions", keyPositionsName = "key positions";
+  /// The encoding operands, in order; each checked against its shape and
+  /// dtype and contiguous (the kernels read them as dense tables).
+  std::vector<const TensorView *> encodingOperands;
+};
+
+/// Binds `inputs` to the signature's arguments: checks their number, and
+/// each encoding operand's view. An error names the input and its role.
+Status bindInputs(const KernelSignature &signature, const std::vector<TensorView> &inputs,
+                  BoundInputs &bound);
 
 } // namespace pejit
 

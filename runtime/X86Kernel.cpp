@@ -4,6 +4,7 @@
 // prologue once and the work items on the thread pool.
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
+#include <array>
 
 #include "compiler/backends/x86/ObjectCode.h"
 #include "compiler/backends/x86/X86Backend.h"
@@ -67,37 +68,15 @@ Expected<std::string> X86KernelImpl::stage(const std::string &name) const {
 }
 
 Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
-  size_t required = 0;
-  for (const std::string &role : arguments)
-    required += role.find("positions") == std::string::npos;
-  if (inputs.size() < required || inputs.size() > arguments.size())
-    return Status::error(
-        "expected " + std::to_string(required) +
-        (required == arguments.size() ? std::string() : " to " + std::to_string(arguments.size())) +
-        " inputs (" +
-        [&] {
-          std::string names;
-          for (const std::string &r : arguments)
-            names += (names.empty() ? "" : ", ") + r;
-          return names;
-        }() +
-        "), got " + std::to_string(inputs.size()));
+  BoundInputs bound;
+  if (Status st = bindInputs(signature, inputs, bound); !st)
+    return st;
   const Shape &s = shape;
-  const TensorView *views[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
-  const char *roles[5] = {"query", "key", "value", "query_positions", "key_positions"};
-  // "positions": one argument holds the ids of both queries and keys.
-  auto plays = [&](size_t argument, int role) {
-    return arguments[argument] == roles[role] || (role >= 3 && arguments[argument] == "positions");
-  };
-  for (size_t i = 0; i < inputs.size(); ++i)
-    for (int r = 0; r < 5; ++r)
-      if (plays(i, r))
-        views[r] = &inputs[i];
+  const TensorView *views[3] = {bound.query, bound.key, bound.value};
   auto name = [&](int role) {
-    for (size_t i = 0; i < arguments.size(); ++i)
-      if (plays(i, role))
-        return "input " + std::to_string(i) + " (" + arguments[i] + ")";
-    return std::string(roles[role]);
+    return std::string(role == 0   ? "input 0 (query)"
+                       : role == 1 ? "input 1 (key)"
+                                   : "input 2 (value)");
   };
   std::vector<int64_t> qShape{s.batch, s.queryHeads, s.querySeq, s.headDim};
   std::vector<int64_t> kShape{s.batch, s.kvHeads, s.keySeq, s.headDim};
@@ -113,12 +92,13 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return st;
 
   std::vector<int64_t> queryPositions, keyPositions;
-  if (Status st = buildPositionTable(views[3], name(3), queryPositionRows, s.querySeq, s.batch,
-                                     s.keySeq - s.querySeq, queryPositions);
+  if (Status st =
+          buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
+                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryPositions);
       !st)
     return st;
-  if (Status st = buildPositionTable(views[4], name(4), keyPositionRows, s.keySeq, s.batch, 0,
-                                     keyPositions);
+  if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
+                                     s.keySeq, s.batch, 0, keyPositions);
       !st)
     return st;
 
@@ -157,13 +137,30 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       prepare_(&kc, &sdc, part, parts);
     });
   }
+  // The encoding operand slots: each a memref descriptor of its own rank,
+  // as words (two pointers, the offset, sizes, strides); unused slots get a
+  // one-float dummy the kernel never reads.
+  std::array<std::vector<int64_t>, kEncodingOperandSlots> operandWords;
+  static float unusedSlot = 0.0f;
+  for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot) {
+    const TensorView *view =
+        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr;
+    std::vector<int64_t> sizes = view ? view->shape : std::vector<int64_t>{1};
+    std::vector<int64_t> strides = view ? stridesOf(*view) : std::vector<int64_t>{1};
+    auto pointer = reinterpret_cast<int64_t>(view ? view->data : &unusedSlot);
+    std::vector<int64_t> &words = operandWords[slot];
+    words = {pointer, pointer, 0};
+    words.insert(words.end(), sizes.begin(), sizes.end());
+    words.insert(words.end(), strides.begin(), strides.end());
+  }
   ItemFn item = item_;
   pool_->parallelFor(items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write
     // them, but nothing is shared between threads but the buffers.
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o;
     MemRefDescriptor<float, 1> scc = sd;
-    item(&qc, &kc, &vc, &oc, &scc, index);
+    std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
+    item(&qc, &kc, &vc, &oc, &scc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(), index);
   });
   returnScratch(std::move(scratch));
   return Status();
@@ -201,7 +198,8 @@ const std::vector<std::string> &X86Kernel::stageNames() {
   return names;
 }
 
-const std::vector<std::string> &X86Kernel::arguments() const { return impl_->arguments; }
+std::vector<std::string> X86Kernel::arguments() const { return impl_->signature.labels(); }
+const KernelSignature &X86Kernel::signature() const { return impl_->signature; }
 const Shape &X86Kernel::shape() const { return impl_->shape; }
 double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }
 

@@ -1,11 +1,11 @@
 // pe-fuse-into-attention: positional encodings become attributes of the
 // attn.attention that consumes them (see Passes.td for the rules).
 //
-//   %qr = pe.rope %q, %qp <E>;  %kr = pe.rope %k, %kp <E>;  %b = pe.alibi <A>
+//   %qr = pe.rope %q, %qp <E>;  %kr = pe.rope %k, %kp <E>;  %b = pe.t5_bias %t <T>
 //   attn.attention %qr, %kr, %v bias(%b)
 // becomes
 //   attn.attention %q, %k, %v query_positions(%qp) key_positions(%kp)
-//       scale(1/sqrt(d)) encodings([E, A])
+//       scale(1/sqrt(d)) encodings([E, T]) encoding_operands(%t)
 #include "compiler/passes/Passes.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEOps.h"
@@ -60,14 +60,22 @@ void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings
   keyOp->erase();
 }
 
-/// A score bias computed from indices alone -> a fused score bias.
+/// A score bias computed from indices and the encoding's own tensors (a T5
+/// table) -> a fused score bias; those tensors become encoding operands.
 void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
   if (!op.getBias())
     return;
   auto biasOp = fusableProducer(op.getBias(), pe::EncodingKind::ScoreBias);
-  if (!biasOp || biasOp->getNumOperands() != 0)
+  if (!biasOp)
+    return;
+  // Every operand of the pe op must be one the encoding reads as its own:
+  // one that depends on Q or K (Shaw's key term) cannot move this way.
+  SmallVector<Value> operands = biasOp.getEncodingOperands();
+  if (operands.size() != biasOp->getNumOperands() ||
+      operands.size() != biasOp.getPositionalEncoding().getNumEncodingOperands())
     return;
   op.getBiasMutable().clear();
+  op.getEncodingOperandsMutable().append(operands);
   encodings.push_back(biasOp.getPositionalEncoding());
   biasOp->erase();
 }

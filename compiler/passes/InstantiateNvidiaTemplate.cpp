@@ -61,18 +61,31 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
     return op.emitError() << "softcap is not supported by the nvidia kernel yet";
 
   pe::PositionalEncodingAttrInterface qkTransform;
-  SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
-  if (ArrayAttr encodings = op.getEncodingsAttr()) {
-    for (Attribute attr : encodings) {
+  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  if (ArrayAttr encodingList = op.getEncodingsAttr()) {
+    for (Attribute attr : encodingList) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
       if (encoding.isFusable() && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
         qkTransform = encoding;
-      else if (encoding.isFusable() && encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
-        scoreBiases.push_back(encoding);
-      else
+      else if (!encoding.isFusable() || encoding.getEncodingKind() != pe::EncodingKind::ScoreBias)
         return op.emitError() << "encoding " << attr << " is not fused by the nvidia kernel yet";
+      encodings.push_back(encoding);
     }
   }
+  // Encoding operands: bare pointers after the fixed kernel arguments.
+  FailureOr<SmallVector<std::string>> slots =
+      encodingOperandSlots(op, op.getEncodingOperands().size());
+  if (failed(slots))
+    return failure();
+  std::string encodingArgs, encodingNames, encodingTypes;
+  for (auto [n, type] : llvm::enumerate(*slots)) {
+    std::string name = "%e" + std::to_string(n);
+    encodingArgs += ", " + name + ": " + type;
+    encodingNames += (n ? ", " : "") + name;
+    encodingTypes += (n ? ", " : "") + type;
+  }
+  std::string encodingOperands =
+      slots->empty() ? "" : " operands(" + encodingNames + " : " + encodingTypes + ")";
   int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
 
   // Decode-sized queries get a one-warp block instead of padding 64 rows.
@@ -159,7 +172,9 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"CVT", "out_" + outName},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},
-      {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))}};
+      {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))},
+      {"ENCODING_ARGS", encodingArgs},
+      {"ENCODING_OPERANDS", encodingOperands}};
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate},
                                         {{"nvidia/mma_blocks.mlir", kNvidiaMmaBlocksTemplate}}),
@@ -170,7 +185,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (!kernel)
     return op.emitError() << "the nvidia kernel template did not parse after substitution";
 
-  expandHooks(*kernel, shape, qkTransform, scoreBiases, /*softcap=*/std::nullopt);
+  expandHooks(*kernel, shape, encodings, /*softcap=*/std::nullopt);
 
   Builder attrs(module.getContext());
   NamedAttrList info;
@@ -193,7 +208,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   info.append("tile_m", attrs.getI64IntegerAttr(bm));
   info.append("tile_n", attrs.getI64IntegerAttr(bn));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
-  info.append("arguments", attrs.getArrayAttr(found->roles));
+  info.append("arguments", attrs.getStringAttr(found->signature.str()));
 
   if (!split) // nothing to combine
     kernel->walk([](gpu::GPUFuncOp func) {

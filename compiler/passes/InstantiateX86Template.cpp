@@ -164,20 +164,25 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return op.emitError() << problem;
 
   pe::PositionalEncodingAttrInterface qkTransform;
-  SmallVector<pe::PositionalEncodingAttrInterface> scoreBiases;
-  if (ArrayAttr encodings = op.getEncodingsAttr()) {
-    for (Attribute attr : encodings) {
+  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  bool hasScoreBias = false;
+  if (ArrayAttr encodingList = op.getEncodingsAttr()) {
+    for (Attribute attr : encodingList) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
       if (!encoding.isFusable())
         return op.emitError() << "encoding " << attr << " has no kernel hooks yet";
       if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
         qkTransform = encoding;
       else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
-        scoreBiases.push_back(encoding);
+        hasScoreBias = true;
       else
         return op.emitError() << "encoding " << attr << " is not supported by the x86 kernel";
+      encodings.push_back(encoding);
     }
   }
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, kMaxEncodingOperands);
+  if (failed(slots))
+    return failure();
 
   int64_t numQueryTiles = llvm::divideCeil(shape.querySeq, tiles.queryTile);
   KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
@@ -198,7 +203,11 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
-      {"SCORE_MOD", op.getSoftcapAttr() || !scoreBiases.empty() ? "true" : "false"},
+      {"SCORE_MOD", op.getSoftcapAttr() || hasScoreBias ? "true" : "false"},
+      {"E0", (*slots)[0]},
+      {"E1", (*slots)[1]},
+      {"E2", (*slots)[2]},
+      {"E3", (*slots)[3]},
       {"WINDOW", std::to_string(window.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
@@ -228,7 +237,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   std::optional<double> softcap;
   if (FloatAttr attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
-  expandHooks(*kernel, shape, qkTransform, scoreBiases, softcap);
+  expandHooks(*kernel, shape, encodings, softcap);
 
   // items <= b hq sq, within the query's 2^40 elements (the verifier's
   // bound): no overflow.
@@ -246,7 +255,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   info.append("dtype", attrs.getStringAttr(kernelElementTypeName(inType)));
   info.append("out_dtype", attrs.getStringAttr(kernelElementTypeName(outType)));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
-  info.append("arguments", attrs.getArrayAttr(found->roles));
+  info.append("arguments", attrs.getStringAttr(found->signature.str()));
 
   spliceKernel(module, *found, *kernel, attrs.getDictionaryAttr(info));
   return success();

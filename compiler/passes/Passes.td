@@ -11,8 +11,10 @@ def FuseIntoAttention : Pass<"pe-fuse-into-attention", "::mlir::func::FuncOp"> {
     - `pe.rope` on Q and on K (the same encoding, each result used only by
       this attention) becomes the attention's QK transform; the rope inputs
       become Q and K and the ropes' positions its query/key positions.
-    - a score-bias op that needs no tensor operands (e.g. `pe.alibi`) feeding
-      `bias`, used only there, becomes a fused score bias; `bias` goes away.
+    - a score-bias op feeding `bias`, used only there, whose operands are
+      all the encoding's own tensors (`pe.alibi` has none, `pe.t5_bias` its
+      table) becomes a fused score bias; `bias` goes away and those tensors
+      become the attention's `encoding_operands`.
     Only encodings whose attribute says `isFusable()` move. A rotated K (or Q)
     with another user stays unfused, since it is materialized anyway; the IR
     stays correct either way. The pass also makes `scale` explicit

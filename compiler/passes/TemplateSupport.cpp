@@ -74,28 +74,58 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     return op.emitError() << "the kernel takes no bias, key_term or value_term "
                              "tensor: fuse the encoding that produces it "
                              "(pe-fuse-into-attention) or drop it";
-  std::pair<Value, StringRef> operandRoles[] = {{op.getQuery(), "query"},
-                                                {op.getKey(), "key"},
-                                                {op.getValue(), "value"},
-                                                {op.getQueryPositions(), "query_positions"},
-                                                {op.getKeyPositions(), "key_positions"}};
-  Builder builder(module.getContext());
+  std::pair<Value, ArgumentRole> operandRoles[] = {
+      {op.getQuery(), ArgumentRole::Query},
+      {op.getKey(), ArgumentRole::Key},
+      {op.getValue(), ArgumentRole::Value},
+      {op.getQueryPositions(), ArgumentRole::QueryPositions},
+      {op.getKeyPositions(), ArgumentRole::KeyPositions}};
+  // Encoding operand n: its name from the encoding that reads it.
+  SmallVector<std::string> operandNames;
+  if (ArrayAttr encodings = op.getEncodingsAttr())
+    for (Attribute attr : encodings) {
+      auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+      for (unsigned k = 0; k < encoding.getNumEncodingOperands(); ++k)
+        operandNames.push_back(encoding.getEncodingOperandName(k));
+    }
   for (BlockArgument arg : fused.func.getArguments()) {
-    StringRef role;
-    for (auto [value, name] : operandRoles)
-      if (value == arg && role.empty())
-        role = name;
+    KernelArgument argument;
+    bool found = false;
+    for (auto [value, role] : operandRoles)
+      if (value == arg && !found) {
+        argument.role = role;
+        found = true;
+      }
     // One tensor of position ids for both Q and K (e.g. LLaMA's position_ids).
     if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
-      role = "positions";
-    if (role.empty())
+      argument.role = ArgumentRole::Positions;
+    for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
+      if (operand == arg && !found) {
+        argument.role = ArgumentRole::EncodingOperand;
+        argument.name = operandNames[n];
+        found = true;
+      }
+    if (!found)
       return fused.func.emitError()
              << "argument #" << arg.getArgNumber() << " is not an operand of attn.attention";
-    fused.roles.push_back(builder.getStringAttr(role));
+    auto type = cast<RankedTensorType>(arg.getType());
+    argument.shape.assign(type.getShape().begin(), type.getShape().end());
+    Type element = type.getElementType();
+    argument.dtype = element.isF16()         ? DType::F16
+                     : element.isBF16()      ? DType::BF16
+                     : element.isInteger(32) ? DType::I32
+                     : element.isInteger(64) ? DType::I64
+                                             : DType::F32;
+    fused.signature.arguments.push_back(std::move(argument));
   }
-  for (auto [value, name] : operandRoles)
+  for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
+    if (!isa<BlockArgument>(operand))
+      return op.emitError() << "encoding operand #" << n << " (" << operandNames[n]
+                            << ") is computed by '" << operand.getDefiningOp()->getName()
+                            << "': the kernel reads it from an argument of the function";
+  for (auto [value, role] : operandRoles)
     if (value && !isa<BlockArgument>(value))
-      return op.emitError() << "operand '" << name << "' is computed by '"
+      return op.emitError() << "operand '" << argumentRoleName(role) << "' is computed by '"
                             << value.getDefiningOp()->getName()
                             << "', which could not be fused into the attention";
   return fused;
@@ -173,9 +203,20 @@ std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
 }
 
 void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
-                 pe::PositionalEncodingAttrInterface qkTransform,
-                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> scoreBiases,
+                 ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
                  std::optional<double> softcap) {
+  // The QK transform (at most one: the verifier), the score biases, and
+  // where each encoding's operands start among the score_mod's operands.
+  pe::PositionalEncodingAttrInterface qkTransform;
+  SmallVector<std::pair<pe::PositionalEncodingAttrInterface, unsigned>> scoreBiases;
+  unsigned firstOperand = 0;
+  for (pe::PositionalEncodingAttrInterface encoding : encodings) {
+    if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+      qkTransform = encoding;
+    else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
+      scoreBiases.push_back({encoding, firstOperand});
+    firstOperand += encoding.getNumEncodingOperands();
+  }
   OpBuilder b(kernel.getContext());
   SmallVector<Operation *> hooks;
   kernel.walk([&](Operation *hook) {
@@ -206,15 +247,41 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       Value score = mod.getScore();
       if (softcap)
         score = emitSoftcap(b, loc, score, *softcap);
-      for (pe::PositionalEncodingAttrInterface bias : scoreBiases) {
+      for (auto [bias, first] : scoreBiases) {
         pe::ScorePoint point{score, mod.getBatch(), mod.getHead(), mod.getQueryIndex(),
                              mod.getKeyIndex()};
+        for (unsigned k = 0; k < bias.getNumEncodingOperands(); ++k)
+          point.operands.push_back(mod.getEncodingOperands()[first + k]);
         score = bias.emitScoreMod(b, loc, shape, point);
       }
       mod.getResult().replaceAllUsesWith(score);
     }
     hook->erase();
   }
+}
+
+} // namespace pejit
+
+namespace pejit {
+
+FailureOr<SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op, unsigned slots) {
+  if (op.getEncodingOperands().size() > slots)
+    return op.emitError() << "the kernel takes at most " << slots << " encoding operands, got "
+                          << op.getEncodingOperands().size();
+  SmallVector<std::string> types;
+  for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands())) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    if (!type.hasStaticShape() || !kernelElementTypeName(type.getElementType()))
+      return op.emitError() << "encoding operand #" << n << " has type " << type
+                            << ": the kernel takes static shapes of f32, f16 or bf16";
+    std::string text = "memref<";
+    for (int64_t dim : type.getShape())
+      text += std::to_string(dim) + "x";
+    types.push_back(text + kernelElementTypeName(type.getElementType()) + ">");
+  }
+  while (types.size() < slots)
+    types.push_back("memref<1xf32>");
+  return types;
 }
 
 } // namespace pejit

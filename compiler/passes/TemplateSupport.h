@@ -6,6 +6,7 @@
 
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
+#include "runtime/core/KernelSignature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -47,7 +48,8 @@ mlir::FailureOr<std::string> substitute(const std::string &text,
 struct FusedAttention {
   mlir::func::FuncOp func;
   attn::AttentionOp op;
-  llvm::SmallVector<mlir::Attribute> roles;
+  /// The function's arguments, as the runtime binds them.
+  KernelSignature signature;
 };
 
 /// The one function, whose body is one attn.attention on its arguments.
@@ -73,12 +75,23 @@ void spliceKernel(mlir::ModuleOp module, FusedAttention &found, mlir::ModuleOp k
 mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value score, double softcap);
 
 /// Replaces the template's hook ops (attn.qk_prologue, attn.qk_transform,
-/// attn.score_mod) by what the fused encodings emit through their interface
-/// (and the softcap, when given); hooks nobody fills expand to nothing.
+/// attn.score_mod) by what the fused `encodings` (in the attention's order)
+/// emit through their interface, and the softcap when given; hooks nobody
+/// fills expand to nothing. A score_mod's operands are the attention's
+/// encoding_operands, each encoding taking its own in order.
 void expandHooks(mlir::ModuleOp kernel, const pe::AttentionShape &shape,
-                 pe::PositionalEncodingAttrInterface qkTransform,
-                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> scoreBiases,
+                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
                  std::optional<double> softcap);
+
+/// The most encoding operands one kernel takes (the x86 item function has
+/// that many slots).
+inline constexpr unsigned kMaxEncodingOperands = 4;
+
+/// The memref type of each encoding operand slot: the operand's static
+/// shape, contiguous, for used slots; memref<1xf32> for the rest. Fails
+/// (naming the operand) beyond kMaxEncodingOperands or on a dynamic shape.
+mlir::FailureOr<llvm::SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op,
+                                                                     unsigned slots);
 
 } // namespace pejit
 

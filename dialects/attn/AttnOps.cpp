@@ -140,9 +140,15 @@ LogicalResult AttentionOp::verify() {
 // one QK transform, each valid for this attention's heads and head dim.
 LogicalResult AttentionOp::verifyEncodings() {
   ArrayAttr encodings = getEncodingsAttr();
-  if (!encodings)
+  if (!encodings) {
+    if (!getEncodingOperands().empty())
+      return emitOpError() << "has " << getEncodingOperands().size()
+                           << " encoding_operands but no encodings that read them";
     return success();
+  }
   int64_t queryHeads = dim(getQuery(), 1), headDim = dim(getQuery(), 3);
+  int64_t valueDim = dim(getValue(), 3);
+  unsigned nextOperand = 0;
   int numQKTransforms = 0;
   for (auto [index, attr] : llvm::enumerate(encodings)) {
     auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
@@ -161,7 +167,27 @@ LogicalResult AttentionOp::verifyEncodings() {
     };
     if (failed(encoding.verifyForAttention(queryHeads, headDim, emitError)))
       return failure();
+    // Its operands: the next getNumEncodingOperands() of encoding_operands.
+    for (unsigned k = 0; k < encoding.getNumEncodingOperands(); ++k, ++nextOperand) {
+      if (nextOperand >= getEncodingOperands().size())
+        return emitOpError() << "encodings[" << index << "] (" << attr << ") reads "
+                             << encoding.getNumEncodingOperands()
+                             << " encoding operand(s), but encoding_operands has only "
+                             << getEncodingOperands().size() << " in all";
+      auto type = cast<RankedTensorType>(getEncodingOperands()[nextOperand].getType());
+      auto operandError = [&, index = index, k]() {
+        return emitOpError() << "encoding_operands #" << nextOperand << " ("
+                             << encoding.getEncodingOperandName(k) << " of encodings[" << index
+                             << "]): ";
+      };
+      if (failed(
+              encoding.verifyEncodingOperand(k, type, queryHeads, headDim, valueDim, operandError)))
+        return failure();
+    }
   }
+  if (nextOperand != getEncodingOperands().size())
+    return emitOpError() << "has " << getEncodingOperands().size()
+                         << " encoding_operands but its encodings read " << nextOperand;
   return success();
 }
 

@@ -31,6 +31,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     transform (at most one, e.g. #pe.rope) rotates Q at `query_positions` and
     K at `key_positions` (defaults: keys 0..skv-1, queries skv-sq..skv-1) and
     a score bias (e.g. #pe.alibi) is added where `bias` would be.
+    `encoding_operands` are the tensors the fused encodings read (a T5
+    table [num_buckets, hq], Shaw tables [2k+1, d]): each encoding takes
+    getNumEncodingOperands() of them, in the order of `encodings`.
 
     ```mlir
     %o = attn.attention %q, %k, %v bias(%alibi : tensor<1x12x64x64xf32>)
@@ -50,7 +53,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
     OptionalAttr<F64Attr>:$softcap,
-    OptionalAttr<ArrayAttr>:$encodings);
+    OptionalAttr<ArrayAttr>:$encodings,
+    Variadic<Attn_FloatTensor>:$encoding_operands);
   let results = (outs Attn_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
@@ -64,6 +68,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`softcap` `(` $softcap^ `)`)?
     (`scale` `(` $scale^ `)`)?
     (`encodings` `(` $encodings^ `)`)?
+    (`encoding_operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;

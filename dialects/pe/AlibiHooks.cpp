@@ -43,3 +43,11 @@ Value AlibiAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &
   return math::FmaOp::create(b, loc, distance, broadcastLike(b, loc, point.score, negSlope),
                              point.score);
 }
+
+pejit::ref::Tensor AlibiAttr::referenceScoreBias(const ReferenceAttention &attention) const {
+  std::vector<double> slopes(getSlopes().begin(), getSlopes().end());
+  return pejit::ref::alibiBias(getNumHeads(), getHeadOffset(), attention.queryHeads,
+                               getForm() == AlibiForm::Causal ? pejit::ref::AlibiForm::Causal
+                                                              : pejit::ref::AlibiForm::Symmetric,
+                               attention.querySeq, attention.keySeq, slopes);
+}

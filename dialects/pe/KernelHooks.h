@@ -8,8 +8,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
+#include "reference/Tensor.h"
 #include "llvm/ADT/SmallVector.h"
 #include <cstdint>
+#include <vector>
 
 namespace pejit::pe {
 
@@ -68,6 +70,13 @@ mlir::Value broadcastLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value li
 /// `like`'s shape with element type `elementType` (the vector type, or the
 /// scalar type itself).
 mlir::Type typeLike(mlir::Value like, mlir::Type elementType);
+
+/// What a score bias's float64 reference sees of the attention: its sizes
+/// and the encoding's own operands (as float64 tensors, in order).
+struct ReferenceAttention {
+  int64_t batch = 0, queryHeads = 0, querySeq = 0, keySeq = 0;
+  std::vector<const ref::Tensor *> operands;
+};
 
 } // namespace pejit::pe
 

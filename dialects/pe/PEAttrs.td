@@ -122,7 +122,8 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 }
 
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
-    "getScratchFloats", "emitQKPrologue", "emitQKTileTransform"]> {
+    "getScratchFloats", "emitQKPrologue", "emitQKTileTransform",
+    "applyReferenceQKTransform"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
@@ -143,7 +144,7 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
-    "emitScoreMod"]> {
+    "emitScoreMod", "referenceScoreBias"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j
@@ -158,11 +159,20 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
     PE_OptionalF64ArrayParameter<"explicit slopes, one per head">:$slopes);
 }
 
-def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias"> {
+def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable",
+    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
+    "emitScoreMod", "referenceScoreBias"]> {
   let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";
   let description = [{
-    bias(h, i, j) = table[bucket(j - (i + skv - sq)), h] with T5's
-    _relative_position_bucket.
+    bias(h, i, j) = table[bucket(j - (i + skv - sq)), h], with T5's
+    _relative_position_bucket: `bidirectional` halves the buckets by the sign
+    of the relative position; causal (bidirectional = false) maps every
+    future key to bucket 0 before the mask. Of the buckets per sign, the
+    first half are exact distances and the rest grow logarithmically up to
+    max_distance (truncated toward zero, as T5's .to(long)); farther
+    distances share the last bucket. The learned table is [num_buckets, hq]
+    (HF's relative_attention_bias.weight) and is the fused attention's one
+    encoding operand. T5 models use scale 1.0.
   }];
   let parameters = (ins "int64_t":$num_buckets, "int64_t":$max_distance,
                         PE_BoolParameter<"buckets on both signs", "true">:$bidirectional);

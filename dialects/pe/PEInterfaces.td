@@ -32,6 +32,44 @@ def PE_PositionalEncodingAttrInterface
       }],
       "bool", "isFusable", (ins), "", "return false;">,
     InterfaceMethod<[{
+        How many tensors the encoding reads at run time (a T5 table, a Shaw
+        table, a bias tensor). On a fused attn.attention they are its
+        `encoding_operands`, in the order of `encodings`.
+      }],
+      "unsigned", "getNumEncodingOperands", (ins), "", "return 0;">,
+    InterfaceMethod<[{
+        The name of encoding operand `index` in messages and kernel
+        signatures (e.g. "t5_table"): lower case, no spaces.
+      }],
+      "std::string", "getEncodingOperandName", (ins "unsigned":$index), "",
+      [{ return "operand_" + std::to_string(index); }]>,
+    InterfaceMethod<[{
+        Checks encoding operand `index` (a ranked float tensor) against the
+        attention it is fused into: query heads hq, head dims d and dv.
+      }],
+      "::llvm::LogicalResult", "verifyEncodingOperand",
+      (ins "unsigned":$index, "::mlir::RankedTensorType":$type, "int64_t":$queryHeads,
+           "int64_t":$headDim, "int64_t":$valueDim,
+           "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError),
+      "", "return ::mlir::success();">,
+    InterfaceMethod<[{
+        The float64 reference of a score bias: [1|b, hq, sq, skv], added to
+        the scores after the scale and softcap (docs/semantics.md). An
+        empty tensor when the encoding adds none.
+      }],
+      "::pejit::ref::Tensor", "referenceScoreBias",
+      (ins "const ::pejit::pe::ReferenceAttention &":$attention), "",
+      "return ::pejit::ref::Tensor();">,
+    InterfaceMethod<[{
+        The float64 reference of a QK transform: `x` ([b, h, s, d], Q or K)
+        transformed at `positions` (`omitted`: the defaults). Returns false
+        with `error` set when it cannot (e.g. M-RoPE without explicit ids).
+      }],
+      "bool", "applyReferenceQKTransform",
+      (ins "::pejit::ref::Tensor &":$x, "const ::pejit::ref::PositionIds &":$positions,
+           "bool":$omitted, "int64_t":$seqLen, "std::string &":$error), "",
+      "return true;">,
+    InterfaceMethod<[{
         f32 scratch entries the encoding's hooks share across one call (e.g.
         RoPE's cos/sin tables), laid out by the encoding itself.
       }],
@@ -103,6 +141,13 @@ def PE_PositionalEncodingOpInterface
       }],
       "::mlir::Value", "getTransformedInput", (ins), "",
       [{ return nullptr; }]>,
+    InterfaceMethod<[{
+        The op's operands that become the fused attention's
+        encoding_operands (getNumEncodingOperands of them, in order). Empty
+        for ops whose encoding reads no tensor of its own.
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "getEncodingOperands", (ins), "",
+      [{ return {}; }]>,
     InterfaceMethod<[{
         The position ids the encoding reads ([s] or [b, s]), which become the
         fused attention's query or key positions. Null if it reads none.

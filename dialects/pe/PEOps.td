@@ -52,7 +52,7 @@ def PE_AlibiOp : PE_EncodingOp<"alibi"> {
   let assemblyFormat = "$encoding attr-dict `:` type($result)";
 }
 
-def PE_T5BiasOp : PE_EncodingOp<"t5_bias"> {
+def PE_T5BiasOp : PE_EncodingOp<"t5_bias", [], ["getEncodingOperands"]> {
   let summary = "T5 relative bias [1|b, h, sq, skv] from a [num_buckets, h] table";
   let description = [{
     ```mlir

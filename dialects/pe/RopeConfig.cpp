@@ -94,3 +94,18 @@ pejit::pe::verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
   }
   return mlir::success();
 }
+
+namespace pejit::pe {
+
+bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
+                                         bool omitted, int64_t seqLen, std::string &error) const {
+  ref::RopeConfig config = toReferenceConfig(*this);
+  if (!config.sections.empty() && omitted) {
+    error = "M-RoPE (sections) needs explicit position ids";
+    return false;
+  }
+  x = ref::applyRope(config, x, positions, seqLen);
+  return true;
+}
+
+} // namespace pejit::pe

@@ -79,12 +79,27 @@ std::pair<attn::AttentionOp, bool> ropeTarget(pe::RopeOp rope) {
   return {nullptr, false};
 }
 
+/// The name of encoding operand `index` of a fused attention ("t5_table").
+std::string encodingOperandName(attn::AttentionOp op, unsigned index) {
+  unsigned first = 0;
+  for (mlir::Attribute attr : op.getEncodingsAttr()) {
+    auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(attr);
+    if (index < first + encoding.getNumEncodingOperands())
+      return encoding.getEncodingOperandName(index - first);
+    first += encoding.getNumEncodingOperands();
+  }
+  return "encoding operand #" + std::to_string(index);
+}
+
 std::string useRole(mlir::OpOperand &use) {
   mlir::Operation *user = use.getOwner();
   unsigned n = use.getOperandNumber();
   if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
     static const char *names[] = {"query",         "key",  "value",    "query_positions",
                                   "key_positions", "bias", "key_term", "value_term"};
+    auto [first, count] = attention.getODSOperandIndexAndLength(8);
+    if (n >= first && n < first + count)
+      return encodingOperandName(attention, n - first);
     for (unsigned i = 0; i < 8; ++i) {
       auto [start, length] = attention.getODSOperandIndexAndLength(i);
       if (n >= start && n < start + length)
@@ -242,7 +257,7 @@ public:
       if (auto rope = mlir::dyn_cast<pe::RopeOp>(op))
         all.push_back(ropeIds(rope));
       if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op);
-          attention && fusedRope(attention)) {
+          attention && hasFusedQKTransform(attention)) {
         int64_t sq = dimsOf(attention.getQuery())[2], skv = dimsOf(attention.getKey())[2];
         all.push_back(ids(&op, attention.getQueryPositions(), false, sq, skv));
         all.push_back(ids(&op, attention.getKeyPositions(), true, sq, skv));
@@ -256,12 +271,13 @@ public:
     return seqLen;
   }
 
-  static pe::RopeAttr fusedRope(attn::AttentionOp op) {
+  static bool hasFusedQKTransform(attn::AttentionOp op) {
     if (mlir::ArrayAttr encodings = op.getEncodingsAttr())
       for (mlir::Attribute attr : encodings)
-        if (auto rope = mlir::dyn_cast<pe::RopeAttr>(attr))
-          return rope;
-    return nullptr;
+        if (mlir::cast<pe::PositionalEncodingAttrInterface>(attr).getEncodingKind() ==
+            pe::EncodingKind::QKTransform)
+          return true;
+    return false;
   }
 
   bool rotate(mlir::Operation *op, pe::RopeAttr attr, ref::Tensor &x,
@@ -290,24 +306,36 @@ public:
     std::optional<ref::Tensor> bias;
     if (op.getBias())
       bias = tensor(op.getBias());
+    // Each fused encoding brings its float64 semantics through its
+    // interface; its operands are the next of encoding_operands.
+    unsigned nextOperand = 0;
     for (mlir::Attribute attr : op.getEncodingsAttr() ? op.getEncodingsAttr().getValue()
                                                       : llvm::ArrayRef<mlir::Attribute>()) {
-      if (auto rope = mlir::dyn_cast<pe::RopeAttr>(attr)) {
+      auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(attr);
+      pe::ReferenceAttention context{q.dim(0), q.dim(1), sq, skv, {}};
+      for (unsigned k = 0; k < encoding.getNumEncodingOperands(); ++k)
+        context.operands.push_back(&tensor(op.getEncodingOperands()[nextOperand++]));
+      switch (encoding.getEncodingKind()) {
+      case pe::EncodingKind::QKTransform: {
         auto qIds = ids(op, op.getQueryPositions(), false, sq, skv);
         auto kIds = ids(op, op.getKeyPositions(), true, sq, skv);
-        if (!qIds || !kIds ||
-            !rotate(op, rope, q, *qIds, omitted(op.getQueryPositions()), seqLen) ||
-            !rotate(op, rope, k, *kIds, omitted(op.getKeyPositions()), seqLen))
+        if (!qIds || !kIds)
           return false;
-      } else if (auto alibi = mlir::dyn_cast<pe::AlibiAttr>(attr)) {
-        std::vector<double> slopes(alibi.getSlopes().begin(), alibi.getSlopes().end());
-        ref::Tensor a =
-            ref::alibiBias(alibi.getNumHeads(), alibi.getHeadOffset(), q.dim(1),
-                           alibi.getForm() == pe::AlibiForm::Causal ? ref::AlibiForm::Causal
-                                                                    : ref::AlibiForm::Symmetric,
-                           sq, skv, slopes);
-        bias = bias ? addBias(*bias, a) : a;
-      } else {
+        std::string problem;
+        if (!encoding.applyReferenceQKTransform(q, *qIds, omitted(op.getQueryPositions()), seqLen,
+                                                problem) ||
+            !encoding.applyReferenceQKTransform(k, *kIds, omitted(op.getKeyPositions()), seqLen,
+                                                problem))
+          return fail(op, problem);
+        break;
+      }
+      case pe::EncodingKind::ScoreBias: {
+        ref::Tensor b = encoding.referenceScoreBias(context);
+        if (!b.data.empty())
+          bias = bias ? addBias(*bias, b) : b;
+        break;
+      }
+      default:
         return fail(op, "fused encoding " + str(attr) +
                             " is not supported by the reference interpreter");
       }

@@ -182,13 +182,6 @@ std::string objectFileName(size_t i) {
   return i == 0 ? "kernel.o" : "kernel." + std::to_string(i) + ".o";
 }
 
-std::string joined(const std::vector<std::string> &words) {
-  std::string out;
-  for (const std::string &word : words)
-    out += (out.empty() ? "" : ",") + word;
-  return out;
-}
-
 } // namespace
 
 std::string fnv1aHex(const std::string &bytes) {
@@ -279,9 +272,12 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   Shape &s = artifact.shape;
   shape >> s.batch >> s.queryHeads >> s.kvHeads >> s.querySeq >> s.keySeq >> s.headDim >>
       s.valueDim;
-  std::istringstream arguments(meta->fields["arguments"]);
-  for (std::string role; std::getline(arguments, role, ',');)
-    artifact.arguments.push_back(role);
+  Expected<KernelSignature> signature = KernelSignature::parse(meta->fields["arguments"]);
+  if (!signature) {
+    discard(key, "meta's arguments: " + signature.error());
+    return std::nullopt;
+  }
+  artifact.signature = *signature;
   artifact.items = std::atoll(meta->fields["items"].c_str());
   artifact.scratchFloats = std::atoll(meta->fields["scratch"].c_str());
   artifact.prepareJobs = std::atoll(meta->fields["prepare-jobs"].c_str());
@@ -297,7 +293,7 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   }
   artifact.inputDtype = *in;
   artifact.outputDtype = *out;
-  if (!shape || artifact.items <= 0 || artifact.arguments.empty()) {
+  if (!shape || artifact.items <= 0 || artifact.signature.arguments.empty()) {
     discard(key, "meta lacks the kernel's shape, items or arguments");
     return std::nullopt;
   }
@@ -336,7 +332,7 @@ void DiskCache::store(const std::string &key, const std::string &summary,
           std::to_string(s.kvHeads) + " " + std::to_string(s.querySeq) + " " +
           std::to_string(s.keySeq) + " " + std::to_string(s.headDim) + " " +
           std::to_string(s.valueDim) + "\n";
-  meta += "arguments " + joined(artifact.arguments) + "\n";
+  meta += "arguments " + artifact.signature.str() + "\n";
   meta += "items " + std::to_string(artifact.items) + "\n";
   meta += "scratch " + std::to_string(artifact.scratchFloats) + "\n";
   meta += "prepare-jobs " + std::to_string(artifact.prepareJobs) + "\n";

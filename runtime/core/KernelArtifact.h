@@ -4,6 +4,7 @@
 #ifndef PEJIT_RUNTIME_CORE_KERNELARTIFACT_H
 #define PEJIT_RUNTIME_CORE_KERNELARTIFACT_H
 
+#include "runtime/core/KernelSignature.h"
 #include "runtime/core/Types.h"
 
 #include <cstdint>
@@ -17,9 +18,8 @@ namespace pejit {
 /// same for x86 and nvidia kernels.
 struct KernelDescription {
   Shape shape;
-  /// The role of each input, in order: "query", "key", "value",
-  /// "query_positions", "key_positions", or "positions" (both).
-  std::vector<std::string> arguments;
+  /// Each input, in order: its role, name, shape and dtype.
+  KernelSignature signature;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
   /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
   int64_t prepareJobs = 0;

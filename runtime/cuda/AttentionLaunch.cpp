@@ -51,9 +51,17 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
         std::pair<const void *, size_t>{nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4}})
     if (Status st = upload(data, bytes, buffers); !st)
       return st;
+  // Position ids go to slots 8 and 9 (uploaded below), the encoding
+  // operands after them, each its own pejit_attention argument.
+  std::vector<DeviceBuffer> operandBuffers;
+  for (auto [data, bytes] : host.encodingOperands)
+    if (Status st = upload(data, bytes, operandBuffers); !st)
+      return st;
   KernelArgs args, combineArgs;
   for (int i = 0; i < 8; ++i)
     args.pointer(buffers[i]);
+  for (DeviceBuffer &operand : operandBuffers)
+    args.pointer(operand);
   combineArgs.pointer(buffers[3]).pointer(buffers[5]).pointer(buffers[6]).pointer(buffers[7]);
   Result<Function> combine = Error{"no combine kernel"};
   if (kernel.splits > 1) {

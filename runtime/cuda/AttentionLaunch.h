@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pejit::cuda {
@@ -41,6 +42,8 @@ struct AttentionBuffers {
   const std::vector<int64_t> *queryPositions = nullptr, *keyPositions = nullptr;
   void *output = nullptr;
   size_t outputBytes = 0;
+  /// The encoding operands (contiguous), passed after the fixed arguments.
+  std::vector<std::pair<const void *, size_t>> encodingOperands;
 };
 
 /// Uploads, runs the prologue (when the kernel has tables) and the kernel

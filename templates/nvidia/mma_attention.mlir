@@ -36,7 +36,9 @@
 // ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (batch rows
 // of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
-// (out_f32|out_f16|out_bf16).
+// (out_f32|out_f16|out_bf16). ${ENCODING_ARGS}: the encoding operands
+// (", %e0: memref<...>", ...: contiguous, after the fixed arguments) and
+// ${ENCODING_OPERANDS} the score_mod's operands(...) list of them.
 //
 // A QK transform (RoPE) runs as its hooks say: @pejit_prologue (launched
 // first, over all positions) fills its tables; the Q tile and each K tile
@@ -78,7 +80,7 @@ gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel 
 }
 
 gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
-                          %wo: !WO, %wm: !WML, %wl: !WML)
+                          %wo: !WO, %wm: !WML, %wl: !WML${ENCODING_ARGS})
     workgroup(%Ks: !QS, %Vs: !VS) kernel {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -331,7 +333,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %s_scaled = arith.mulf %s_raw, %scale : f32
         %i_i = arith.index_cast %i : index to i32
         %j_i = arith.index_cast %j : index to i32
-        %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i : f32, i32
+        %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
+            : f32, i32
         // key j is visible to row i iff j < SKV, (causal) j <= i + OFF and
         // (window) j >= i + OFF - WINDOW.
         %diag = arith.addi %i, %OFF : index

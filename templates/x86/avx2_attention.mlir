@@ -29,6 +29,7 @@
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
 //   ${SCORE_MOD} (true|false): a softcap or a fused score bias exists
+//   ${E0} .. ${E3}: the memref types of the encoding operand slots
 //   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
 //   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
@@ -47,6 +48,12 @@
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
+// The encodings' own tensors (a T5 table, ...), contiguous, in the order of
+// the attention's encoding_operands; an unused slot is memref<1xf32>.
+!E0 = ${E0}
+!E1 = ${E1}
+!E2 = ${E2}
+!E3 = ${E3}
 // Rows of one (batch, head) of Q / K as the QK transform reads them, and the
 // f32 V rows P . V reads (V itself for f32 inputs, else the widened Vs tile).
 !QROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
@@ -66,8 +73,8 @@ func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first
   return
 }
 
-func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item: index)
-    attributes {llvm.emit_c_interface} {
+func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !E0, %e1: !E1,
+                      %e2: !E2, %e3: !E3, %item: index) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -215,7 +222,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %item:
           %q_idx = arith.addi %q_base, %iv_v : vector<8xi32>
           %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
           %s_mod = attn.score_mod %s, batch %b, head %h, query %q_idx, key %k_idx
-              : !V8, vector<8xi32>
+              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !V8, vector<8xi32>
           vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
         }
       }

@@ -250,7 +250,8 @@ TEST_F(DiskCacheTest, FourRuntimesOnOneKeyLeaveOneWholeEntry) {
 KernelArtifact bigArtifact(int64_t objectBytes, char fill) {
   KernelArtifact artifact;
   artifact.shape = kShape;
-  artifact.arguments = {"query", "key", "value"};
+  artifact.signature =
+      *KernelSignature::parse("query:f32:1x1x1x8 key:f32:1x1x1x8 value:f32:1x1x1x8");
   artifact.items = 4;
   artifact.stages["source"] = "module {}";
   artifact.objects = {std::string(static_cast<size_t>(objectBytes), fill)};

@@ -8,6 +8,7 @@
 #include "reference/Attention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
+#include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/Pejit.h"
 
 #include <cmath>
@@ -27,6 +28,8 @@ struct Case {
   std::vector<int64_t> queryPositions, keyPositions;
   /// Q and K are drawn from [-inputScale, inputScale] (large scores).
   double inputScale = 1.0;
+  /// Encoding operands (tables) are drawn from [-operandScale, operandScale].
+  double operandScale = 1.0;
 };
 
 struct Outcome {
@@ -76,6 +79,16 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   std::vector<TensorView> inputs = {{qf.data(), DType::F32, q.shape, {}},
                                     {kf.data(), DType::F32, k.shape, {}},
                                     {vf.data(), DType::F32, v.shape, {}}};
+  // The encodings' own tensors (a T5 table, ...): fresh random values too.
+  std::vector<ref::Tensor> operands;
+  for (const EncodingSpec &encoding : c.spec.encodings)
+    for (const std::vector<int64_t> &dims : encoding.operandShapes)
+      operands.push_back(randomTensor(dims, engine, c.operandScale));
+  std::vector<std::vector<float>> operandFloats;
+  for (const ref::Tensor &operand : operands)
+    operandFloats.push_back(toFloat(operand));
+  for (size_t n = 0; n < operands.size(); ++n)
+    inputs.push_back({operandFloats[n].data(), DType::F32, operands[n].shape, {}});
   std::vector<int64_t> qp = c.queryPositions, kp = c.keyPositions;
   auto positionShape = [&](int64_t seq) {
     return c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq}
@@ -118,7 +131,30 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
                        s.querySeq, s.keySeq);
     options.bias = &bias;
   }
-  ref::Tensor expected = ref::attention(qr, kr, v, options);
+  ref::Tensor expected;
+  if (operands.empty()) {
+    expected = ref::attention(qr, kr, v, options);
+  } else {
+    // Encodings with operands bring their float64 semantics through their
+    // interface: the reference interpreter on the builder's own source.
+    std::vector<ReferenceArgument> arguments = {q, k, v};
+    for (const ref::Tensor &operand : operands)
+      arguments.push_back(operand);
+    auto ids = [&](const std::vector<int64_t> &given, int64_t seq) {
+      return ref::PositionIds(positionShape(seq), given);
+    };
+    if (c.spec.rope && !qp.empty())
+      arguments.push_back(ids(qp, s.querySeq));
+    if (c.spec.rope && !kp.empty())
+      arguments.push_back(ids(kp, s.keySeq));
+    Expected<ref::Tensor> interpreted =
+        interpretReference(Spec::fromBuilder(c.spec, s).source(), arguments);
+    if (!interpreted) {
+      outcome.error = "reference: " + interpreted.error();
+      return outcome;
+    }
+    expected = *interpreted;
+  }
   double maxRef = 0, maxErr = 0;
   for (size_t i = 0; i < expected.data.size(); ++i) {
     maxRef = std::max(maxRef, std::fabs(expected.data[i]));

@@ -182,15 +182,15 @@ TEST(Runtime, BadSourcesAreErrorValues) {
 TEST(Runtime, UnfusableEncodingIsNamed) {
   Runtime runtime;
   Expected<Spec> spec = Spec::fromText(R"(
-    func.func @t5(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %t: tensor<32x2xf32>) -> tensor<1x2x8x64xf32> {
-      %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x2xf32> -> tensor<1x2x8x8xf32>
-      %o = attn.attention %q, %k, %v bias(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+    func.func @shaw(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %t: tensor<9x64xf32>) -> tensor<1x2x8x64xf32> {
+      %b = pe.relative_key %q, %t <clip = 4> : tensor<1x2x8x64xf32>, tensor<9x64xf32> -> tensor<1x2x8x8xf32>
+      %o = attn.attention %q, %k, %v key_term(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
       return %o : tensor<1x2x8x64xf32>
     })");
   ASSERT_TRUE(spec);
   Expected<X86Kernel> kernel = runtime.getX86(*spec);
   ASSERT_FALSE(kernel);
-  EXPECT_NE(kernel.error().find("'pe.t5_bias' cannot be compiled"), std::string::npos)
+  EXPECT_NE(kernel.error().find("'pe.relative_key' cannot be compiled"), std::string::npos)
       << kernel.error();
 }
 

@@ -262,3 +262,35 @@ func.func @score_mod_index_types(%s: f32, %i: i32, %j: vector<8xi32>, %n: index)
   %r = "attn.score_mod"(%s, %n, %n, %i, %j) : (f32, index, index, i32, vector<8xi32>) -> f32
   return
 }
+
+// -----
+
+func.func @encoding_operands_without_encodings(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'attn.attention' op has 1 encoding_operands but no encodings that read them}}
+  %o = attn.attention %q, %q, %q encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @t5_missing_table(%q: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[0] (#pe.t5_bias<num_buckets = 32, max_distance = 128>) reads 1 encoding operand(s), but encoding_operands has only 0 in all}}
+  %o = attn.attention %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @t5_table_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'attn.attention' op encoding_operands #0 (t5_table of encodings[0]): the T5 table must be [num_buckets = 32, hq = 4], got 'tensor<32x8xf32>'}}
+  %o = attn.attention %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t : tensor<32x8xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @extra_encoding_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'attn.attention' op has 2 encoding_operands but its encodings read 1}}
+  %o = attn.attention %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t, %t : tensor<32x4xf32>, tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}

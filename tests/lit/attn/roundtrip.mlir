@@ -82,3 +82,11 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   %s1 = attn.score_mod %score, batch %n, head %first, query %qi, key %kj operands(%table : memref<32x8xf32>) : f32, i32
   return
 }
+
+// The fused T5 bias reads its table as an encoding operand.
+// CHECK-LABEL: func.func @fused_t5
+// CHECK: attn.attention {{.*}} encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>]) encoding_operands(%{{.*}} : tensor<32x4xf32>)
+func.func @fused_t5(%q: tensor<1x4x16x64xf32>, %t: tensor<32x4xf32>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %q, %q causal encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}

@@ -90,17 +90,44 @@ func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64
 
 // -----
 
-// A T5 bias reads a learned table; it has no fused kernel hook yet and stays.
-// M-RoPE sections are not fusable yet either.
+// M-RoPE sections are not fusable yet: the ropes stay.
 // CHECK-LABEL: func.func @not_fusable_yet
 // CHECK: pe.rope
-// CHECK: pe.t5_bias
 // CHECK: attn.attention {{.*}} bias(
 // CHECK-NOT: encodings
-func.func @not_fusable_yet(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %table: tensor<32x4xf32>) -> tensor<1x4x16x64xf32> {
+func.func @not_fusable_yet(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %bias: tensor<1x4x16x16xf32>) -> tensor<1x4x16x64xf32> {
   %qr = pe.rope %q, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
-  %b = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x16x16xf32>
-  %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  %o = attn.attention %qr, %kr, %v bias(%bias : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// T5: the bias op's table becomes the attention's encoding operand
+// (bias(h, i, j) = table[bucket(j - (i + skv - sq)), h], applied in the
+// kernel); with a RoPE, the rope's encoding follows T5's in the list.
+// CHECK-LABEL: func.func @t5_and_rope
+// CHECK-SAME: %[[Q:[^:]*]]: tensor<1x4x16x64xf32>, %[[K:[^:]*]]: tensor<1x4x16x64xf32>, %[[V:[^:]*]]: tensor<1x4x16x64xf32>, %[[P:[^:]*]]: tensor<16xi32>, %[[T:[^:]*]]: tensor<32x4xf32>
+// CHECK-NOT: pe.t5_bias
+// CHECK: attn.attention %[[Q]], %[[K]], %[[V]] query_positions(%[[P]] : tensor<16xi32>) key_positions(%[[P]] : tensor<16xi32>) scale(1.000000e+00) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%[[T]] : tensor<32x4xf32>)
+func.func @t5_and_rope(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>, %table: tensor<32x4xf32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %b = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x16x16xf32>
+  %o = attn.attention %qr, %kr, %v bias(%b : tensor<1x4x16x16xf32>) scale(1.0) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// A T5 bias with another user stays a tensor (it is materialized anyway).
+// CHECK-LABEL: func.func @t5_bias_has_another_user
+// CHECK: %[[B:.*]] = pe.t5_bias
+// CHECK: attn.attention {{.*}} bias(%[[B]] : tensor<1x4x16x16xf32>)
+// CHECK-NOT: encoding_operands
+func.func @t5_bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %table: tensor<32x4xf32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>) {
+  %b = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x16x16xf32>
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o, %b : tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>
 }

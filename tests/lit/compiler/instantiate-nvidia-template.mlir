@@ -51,3 +51,20 @@ func.func @alibi(%q: tensor<1x4x70x128xbf16>, %k: tensor<1x4x70x128xbf16>, %v: t
   %o = attn.attention %q, %k, %v encodings([#pe.alibi<num_heads = 4, form = symmetric>]) : tensor<1x4x70x128xbf16>, tensor<1x4x70x128xbf16>, tensor<1x4x70x128xbf16> -> tensor<1x4x70x128xbf16>
   return %o : tensor<1x4x70x128xbf16>
 }
+
+// -----
+
+// T5 (one-sided, for a causal decoder), f16 with an f16 table: one score
+// per lane, n = max(-rel, 0), the bucket in i32, and one load of
+// table[bucket, h], widened to f32. The table is a bare pointer argument
+// after the fixed ones.
+// CHECK-LABEL: gpu.func @pejit_attention
+// CHECK-SAME: %{{[^:]*}}: memref<32x4xf16>) workgroup
+// CHECK: arith.maxsi {{.*}} : i32
+// CHECK: %[[T:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<32x4xf16>
+// CHECK: arith.extf %[[T]] : f16 to f32
+// CHECK-NOT: attn.score_mod
+func.func @t5_causal(%q: tensor<1x4x70x64xf16>, %k: tensor<1x4x70x64xf16>, %v: tensor<1x4x70x64xf16>, %t: tensor<32x4xf16>) -> tensor<1x4x70x64xf16> {
+  %o = attn.attention %q, %k, %v causal scale(1.0) encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>]) encoding_operands(%t : tensor<32x4xf16>) : tensor<1x4x70x64xf16>, tensor<1x4x70x64xf16>, tensor<1x4x70x64xf16> -> tensor<1x4x70x64xf16>
+  return %o : tensor<1x4x70x64xf16>
+}

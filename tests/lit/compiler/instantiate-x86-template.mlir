@@ -13,7 +13,7 @@
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is
 // rotated once anyway, as the K tiles are loaded (no key cache, no prepare).
-// CHECK: module attributes {pejit.kernel = {arguments = ["query", "key", "value", "positions"], dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // The prologue runs once per call (pejit.cold: compiled without loop
 // strength reduction); the items run per (b, h, Q tile).
 // CHECK-LABEL: func.func @pejit_prologue
@@ -118,7 +118,7 @@ func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v:
 
 // No encodings: the hooks expand to nothing; softcap becomes tanh on the
 // score tile. Interleaved RoPE would swap pairs; here there is none.
-// CHECK: pejit.kernel = {arguments = ["query", "key", "value"], dtype = "f32", function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
+// CHECK: pejit.kernel = {arguments = "query:f32:1x2x10x64 key:f32:1x1x20x64 value:f32:1x1x20x64", dtype = "f32", function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @pejit_item
@@ -149,7 +149,7 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // are only copied, widened (extf); @kv_value_rows widens V into its tile;
 // @narrow8 rounds to nearest even by hand,
 // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16, with NaN kept quiet (0x7fc00000).
-// CHECK: pejit.kernel = {arguments = ["query", "key", "value"], dtype = "bf16", {{.*}}out_dtype = "bf16"
+// CHECK: pejit.kernel = {arguments = "query:bf16:1x2x40x64 key:bf16:1x2x40x64 value:bf16:1x2x40x64", dtype = "bf16", {{.*}}out_dtype = "bf16"
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: call @pejit_query_tile(%arg0,
 // CHECK: func.call @load_key_tile(%arg1,
@@ -177,4 +177,23 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: tensor<1x2x40x64xbf16>) -> tensor<1x2x40x64xbf16> {
   %o = attn.attention %q, %k, %v causal : tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16>, tensor<1x2x40x64xbf16> -> tensor<1x2x40x64xbf16>
   return %o : tensor<1x2x40x64xbf16>
+}
+
+// -----
+
+// T5 (bidirectional, 32 buckets, max_distance 128): pointwise on 8 lanes,
+// rel = j - (i + off), n = |rel|, bucket = (rel > 0) 16 + (n < 8 ? n :
+// 8 + #{t : n >= t}) over the 7 thresholds where T5's log bucket steps up
+// (12, 16, 23, 32, 46, 64, 91), then a gather of table[bucket, h]. The table
+// is an encoding operand slot of @pejit_item.
+// CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: %{{[^:]*}}: memref<32x4xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: index)
+// CHECK: math.absi {{.*}} : vector<8xi32>
+// CHECK-DAG: arith.constant dense<12> : vector<8xi32>
+// CHECK-DAG: arith.constant dense<91> : vector<8xi32>
+// CHECK: vector.gather %{{.*}}[%{{.*}}, %{{.*}}] [%{{.*}}], %{{.*}}, %{{.*}} : memref<32x4xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK-NOT: attn.score_mod
+func.func @t5(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %t: tensor<32x4xf32>) -> tensor<1x4x100x64xf32> {
+  %o = attn.attention %q, %k, %v scale(1.0) encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
+  return %o : tensor<1x4x100x64xf32>
 }

@@ -1,0 +1,19 @@
+// Builder helpers (Encodings.h).
+#include "runtime/Encodings.h"
+
+#include <string>
+
+namespace pejit::encodings {
+
+EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
+                    int64_t queryHeads, DType tableDtype) {
+  EncodingSpec spec;
+  spec.attribute = "#pe.t5_bias<num_buckets = " + std::to_string(numBuckets) +
+                   ", max_distance = " + std::to_string(maxDistance) +
+                   ", bidirectional = " + (bidirectional ? "true" : "false") + ">";
+  spec.operandShapes = {{numBuckets, queryHeads}};
+  spec.operandDtype = tableDtype;
+  return spec;
+}
+
+} // namespace pejit::encodings

@@ -1,0 +1,19 @@
+// Builder helpers: one function per encoding that the builder fuses as an
+// EncodingSpec (Pejit.h). Each writes its pe attribute's text and the
+// shapes of the tensors it reads; nothing else in the runtime knows them.
+#ifndef PEJIT_RUNTIME_ENCODINGS_H
+#define PEJIT_RUNTIME_ENCODINGS_H
+
+#include "runtime/Pejit.h"
+
+#include <cstdint>
+
+namespace pejit::encodings {
+
+/// T5's bucketed relative bias; reads a [numBuckets, queryHeads] table.
+EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
+                    int64_t queryHeads, DType tableDtype = DType::F32);
+
+} // namespace pejit::encodings
+
+#endif // PEJIT_RUNTIME_ENCODINGS_H

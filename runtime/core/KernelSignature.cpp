@@ -1,0 +1,158 @@
+// KernelSignature's one serializer (KernelSignature.h).
+#include "runtime/core/KernelSignature.h"
+
+#include <sstream>
+
+namespace pejit {
+
+namespace {
+
+constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,          ArgumentRole::Key,
+                                   ArgumentRole::Value,          ArgumentRole::QueryPositions,
+                                   ArgumentRole::KeyPositions,   ArgumentRole::Positions,
+                                   ArgumentRole::EncodingOperand};
+
+const char *shortDtype(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "f32";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  }
+  return "?";
+}
+
+} // namespace
+
+const char *argumentRoleName(ArgumentRole role) {
+  switch (role) {
+  case ArgumentRole::Query:
+    return "query";
+  case ArgumentRole::Key:
+    return "key";
+  case ArgumentRole::Value:
+    return "value";
+  case ArgumentRole::QueryPositions:
+    return "query_positions";
+  case ArgumentRole::KeyPositions:
+    return "key_positions";
+  case ArgumentRole::Positions:
+    return "positions";
+  case ArgumentRole::EncodingOperand:
+    return "encoding_operand";
+  }
+  return "?";
+}
+
+std::string KernelArgument::label() const {
+  return role == ArgumentRole::EncodingOperand ? name : argumentRoleName(role);
+}
+
+bool KernelArgument::optional() const { return readsQueryPositions() || readsKeyPositions(); }
+
+bool KernelArgument::readsQueryPositions() const {
+  return role == ArgumentRole::QueryPositions || role == ArgumentRole::Positions;
+}
+
+bool KernelArgument::readsKeyPositions() const {
+  return role == ArgumentRole::KeyPositions || role == ArgumentRole::Positions;
+}
+
+size_t KernelSignature::requiredInputs() const {
+  size_t required = 0;
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (!arguments[i].optional())
+      required = i + 1;
+  return required;
+}
+
+std::vector<size_t> KernelSignature::encodingOperandArguments() const {
+  std::vector<size_t> indices;
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (arguments[i].role == ArgumentRole::EncodingOperand)
+      indices.push_back(i);
+  return indices;
+}
+
+std::vector<std::string> KernelSignature::labels() const {
+  std::vector<std::string> labels;
+  for (const KernelArgument &argument : arguments)
+    labels.push_back(argument.label());
+  return labels;
+}
+
+std::string KernelSignature::str() const {
+  std::string text;
+  for (const KernelArgument &argument : arguments) {
+    if (!text.empty())
+      text += " ";
+    text += argumentRoleName(argument.role);
+    if (argument.role == ArgumentRole::EncodingOperand)
+      text += "=" + argument.name;
+    text += std::string(":") + shortDtype(argument.dtype) + ":";
+    for (size_t d = 0; d < argument.shape.size(); ++d)
+      text += (d ? "x" : "") + std::to_string(argument.shape[d]);
+  }
+  return text;
+}
+
+Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
+  using Result = Expected<KernelSignature>;
+  KernelSignature signature;
+  std::istringstream tokens(text);
+  for (std::string token; tokens >> token;) {
+    auto bad = [&](const std::string &why) {
+      return Result::error("kernel signature token '" + token + "': " + why);
+    };
+    size_t colon = token.find(':'), second = token.find(':', colon + 1);
+    if (colon == std::string::npos || second == std::string::npos)
+      return bad("expected ROLE:DTYPE:SHAPE");
+    std::string role = token.substr(0, colon), name;
+    if (size_t eq = role.find('='); eq != std::string::npos) {
+      name = role.substr(eq + 1);
+      role = role.substr(0, eq);
+    }
+    KernelArgument argument;
+    bool known = false;
+    for (ArgumentRole candidate : kRoles)
+      if (role == argumentRoleName(candidate)) {
+        argument.role = candidate;
+        known = true;
+      }
+    if (!known)
+      return bad("unknown role '" + role + "'");
+    if ((argument.role == ArgumentRole::EncodingOperand) == name.empty())
+      return bad("an encoding operand, and only one, has a =NAME");
+    argument.name = name;
+    std::string dtype = token.substr(colon + 1, second - colon - 1);
+    bool dtypeKnown = false;
+    for (DType candidate : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64})
+      if (dtype == shortDtype(candidate)) {
+        argument.dtype = candidate;
+        dtypeKnown = true;
+      }
+    if (!dtypeKnown)
+      return bad("unknown dtype '" + dtype + "'");
+    std::istringstream dims(token.substr(second + 1));
+    for (std::string dim; std::getline(dims, dim, 'x');) {
+      if (dim.empty() || dim.find_first_not_of("0123456789") != std::string::npos ||
+          dim.size() > 18)
+        return bad("malformed shape");
+      argument.shape.push_back(std::stoll(dim));
+    }
+    if (argument.shape.empty())
+      return bad("malformed shape");
+    signature.arguments.push_back(std::move(argument));
+  }
+  if (signature.arguments.empty())
+    return Result::error("kernel signature is empty");
+  return signature;
+}
+
+} // namespace pejit

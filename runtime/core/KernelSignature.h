@@ -1,0 +1,70 @@
+// The typed list of a compiled kernel's arguments, in the order of the
+// source function's: what each is (its role), its name, shape and dtype.
+// The compiler writes it (pejit.kernel's `arguments`), the disk cache keeps
+// it in its meta, and every runner (x86, nvidia, the GPU check) binds its
+// inputs through it: one serializer, no role tables elsewhere.
+//
+// Text form: one token per argument, separated by spaces,
+//   ROLE[=NAME]:DTYPE:SHAPE      e.g. "query:f32:1x16x2048x128"
+//                                     "encoding_operand=t5_table:f32:32x16"
+// ROLE is query, key, value, query_positions, key_positions, positions (one
+// tensor of ids for both) or encoding_operand; DTYPE f32, f16, bf16, i32 or
+// i64; SHAPE the static dims joined by 'x'.
+#ifndef PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
+#define PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
+
+#include "runtime/core/Types.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pejit {
+
+enum class ArgumentRole {
+  Query,
+  Key,
+  Value,
+  QueryPositions,
+  KeyPositions,
+  Positions, ///< one tensor of ids for both queries and keys
+  EncodingOperand,
+};
+
+/// "query", "key", ..., "encoding_operand".
+const char *argumentRoleName(ArgumentRole role);
+
+struct KernelArgument {
+  ArgumentRole role = ArgumentRole::Query;
+  /// An encoding operand's name (e.g. "t5_table"); empty for other roles.
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+
+  /// The role, or for an encoding operand its name: how messages call it.
+  std::string label() const;
+  /// Position ids may be omitted (the docs/semantics.md defaults).
+  bool optional() const;
+  bool readsQueryPositions() const;
+  bool readsKeyPositions() const;
+};
+
+struct KernelSignature {
+  std::vector<KernelArgument> arguments;
+
+  /// Arguments a run must be given (all but trailing position ids).
+  size_t requiredInputs() const;
+  /// The encoding operands, in order (their index among them is the
+  /// kernel's operand slot).
+  std::vector<size_t> encodingOperandArguments() const;
+  /// Labels, in order.
+  std::vector<std::string> labels() const;
+
+  std::string str() const;
+  /// Reads str()'s text; an error names the malformed token.
+  static Expected<KernelSignature> parse(const std::string &text);
+};
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
