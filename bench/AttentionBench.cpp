@@ -7,6 +7,7 @@
 // kernel also reports its fastest run ("best"). Buffers are 64-byte aligned.
 #include "bench/AttentionBench.h"
 #include "bench/PeakFma.h"
+#include "bench/Timing.h"
 #include "runtime/Pejit.h"
 #include "runtime/ThreadPool.h"
 
@@ -27,46 +28,6 @@
 namespace pejit::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-double medianMs(int repeats, const std::function<void()> &body) {
-  body(); // warm-up
-  std::vector<double> times;
-  for (int r = 0; r < repeats; ++r) {
-    auto start = Clock::now();
-    body();
-    times.push_back(ms(start, Clock::now()));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-/// Median kernel time and the median FMA peak sampled between its runs:
-/// this VM's speed swings by up to 2x between phases, and a peak taken in
-/// another phase than the kernel would make the fraction meaningless.
-struct Interleaved {
-  double kernelMs = 0, peakGflops = 0;
-  double bestMs = 0; // the fastest run: what the kernel does in a quiet phase
-};
-
-Interleaved medianWithPeak(int repeats, int threads, const std::function<void()> &body) {
-  body(); // warm-up
-  std::vector<double> times, peaks;
-  for (int r = 0; r < repeats; ++r) {
-    peaks.push_back(measurePeakFmaGflops(threads, detectFmaIsa(), 1, 0.05));
-    auto start = Clock::now();
-    body();
-    times.push_back(ms(start, Clock::now()));
-  }
-  std::sort(times.begin(), times.end());
-  std::sort(peaks.begin(), peaks.end());
-  return {times[times.size() / 2], peaks[peaks.size() / 2], times.front()};
-}
 
 /// 64-byte aligned storage, as a framework's tensors have (PyTorch's CPU
 /// allocator aligns to 64): the buffers of both pejit and the peer start on
@@ -171,6 +132,8 @@ int runAttentionBench(int argc, char **argv) {
       repeats = std::max(1, std::atoi(arg.c_str() + 10));
     else if (arg.rfind("--cases=", 0) == 0)
       only = arg.substr(8);
+    else if (arg == "--encodings")
+      return runEncodingBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

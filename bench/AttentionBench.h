@@ -9,6 +9,10 @@ namespace pejit::bench {
 /// argv: [--json] [--repeats=N] [--quick] [--cases=prefill-512,...]
 int runAttentionBench(int argc, char **argv);
 
+/// `pejit bench --encodings`: fused T5 and ALiBi against plain attention
+/// (EncodingBench.cpp). argv: [--repeats=N]
+int runEncodingBench(int argc, char **argv);
+
 } // namespace pejit::bench
 
 #endif // PEJIT_BENCH_ATTENTIONBENCH_H

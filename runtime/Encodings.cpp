@@ -5,8 +5,8 @@
 
 namespace pejit::encodings {
 
-EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
-                    int64_t queryHeads, DType tableDtype) {
+EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
+                    DType tableDtype) {
   EncodingSpec spec;
   spec.attribute = "#pe.t5_bias<num_buckets = " + std::to_string(numBuckets) +
                    ", max_distance = " + std::to_string(maxDistance) +

@@ -11,8 +11,8 @@
 namespace pejit::encodings {
 
 /// T5's bucketed relative bias; reads a [numBuckets, queryHeads] table.
-EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
-                    int64_t queryHeads, DType tableDtype = DType::F32);
+EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
+                    DType tableDtype = DType::F32);
 
 } // namespace pejit::encodings
 

@@ -43,8 +43,8 @@ std::vector<int64_t> logThresholds(T5BiasAttr attr) {
   T5Buckets buckets = bucketsOf(attr);
   auto bucketOf = [&](int64_t n) {
     // Causal form: rel = -n; both forms give the same unsigned bucket.
-    return pejit::ref::t5RelativePositionBucket(-n, attr.getBidirectional(),
-                                                attr.getNumBuckets(), attr.getMaxDistance());
+    return pejit::ref::t5RelativePositionBucket(-n, attr.getBidirectional(), attr.getNumBuckets(),
+                                                attr.getMaxDistance());
   };
   std::vector<int64_t> thresholds;
   for (int64_t bucket = buckets.maxExact + 1; bucket < buckets.perSign; ++bucket) {
@@ -67,9 +67,9 @@ bool T5BiasAttr::isFusable() const { return true; }
 unsigned T5BiasAttr::getNumEncodingOperands() const { return 1; }
 std::string T5BiasAttr::getEncodingOperandName(unsigned) const { return "t5_table"; }
 
-LogicalResult T5BiasAttr::verifyEncodingOperand(unsigned, RankedTensorType type,
-                                                int64_t queryHeads, int64_t, int64_t,
-                                                function_ref<InFlightDiagnostic()> emitError) const {
+LogicalResult
+T5BiasAttr::verifyEncodingOperand(unsigned, RankedTensorType type, int64_t queryHeads, int64_t,
+                                  int64_t, function_ref<InFlightDiagnostic()> emitError) const {
   if (type.getRank() != 2 || type.getDimSize(0) != getNumBuckets() ||
       type.getDimSize(1) != queryHeads)
     return emitError() << "the T5 table must be [num_buckets = " << getNumBuckets()
@@ -84,7 +84,8 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
   T5Buckets buckets = bucketsOf(*this);
   Value like = point.queryIndex; // i32, or a vector of i32 lanes
   auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
-  Value aligned = arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
+  Value aligned =
+      arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
   Value rel = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
   Value distance, base;
   if (getBidirectional()) {
@@ -99,9 +100,8 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
   for (int64_t threshold : logThresholds(*this)) {
     Value reached =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, distance, i32(threshold));
-    large = arith::AddIOp::create(b, loc, large,
-                                  arith::ExtUIOp::create(b, loc, typeLike(like, b.getI32Type()),
-                                                         reached));
+    large = arith::AddIOp::create(
+        b, loc, large, arith::ExtUIOp::create(b, loc, typeLike(like, b.getI32Type()), reached));
   }
   Value small =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, distance, i32(buckets.maxExact));
@@ -121,8 +121,8 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
     Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bucket, heads),
                                        broadcastLike(b, loc, like, head));
     auto resultType = lanes.clone(element);
-    Value mask = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
+    Value mask =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
     Value passThru = constantLike(b, loc, like, 0.0, element);
     value = vector::GatherOp::create(b, loc, resultType, table, ValueRange{zero, zero}, flat, mask,
                                      passThru);

@@ -66,9 +66,8 @@ TEST_P(T5Lengths, BidirectionalAndCausalMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Fused, T5Lengths,
                          ::testing::Values(Lengths{1, 1}, Lengths{7, 7}, Lengths{65, 65},
-                                           Lengths{300, 300}, Lengths{1000, 1000},
-                                           Lengths{1, 300}, Lengths{7, 1000}, Lengths{65, 7},
-                                           Lengths{300, 65}));
+                                           Lengths{300, 300}, Lengths{1000, 1000}, Lengths{1, 300},
+                                           Lengths{7, 1000}, Lengths{65, 7}, Lengths{300, 65}));
 
 TEST(T5Attention, BucketCountsAndDistances) {
   // Few buckets (every distance past 2 shares a bucket), T5's 32/128, and
