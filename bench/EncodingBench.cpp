@@ -56,9 +56,9 @@ int runEncodingBench(int argc, char **argv) {
       t5.encodings = {encodings::t5Bias(32, 128, /*bidirectional=*/!causal, heads)};
       alibi.alibi = AlibiSpec{heads, 0, !causal};
       double plainMs = 0;
-      for (const Row &row : {Row{"plain", plain, false},
-                             Row{causal ? "T5 one-sided" : "T5 bidirectional", t5, true},
-                             Row{causal ? "ALiBi causal" : "ALiBi symmetric", alibi, false}}) {
+      for (const Row &row :
+           {Row{"plain", plain, false}, Row{causal ? "T5 one-sided" : "T5 bidirectional", t5, true},
+            Row{causal ? "ALiBi causal" : "ALiBi symmetric", alibi, false}}) {
         Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(row.spec, shape));
         if (!kernel) {
           std::fprintf(stderr, "%s: %s\n", row.name, kernel.error().c_str());
@@ -76,8 +76,8 @@ int runEncodingBench(int argc, char **argv) {
           plainMs = runs.kernelMs;
         std::printf("| %lld | %s | %s | %.1f | %.1f | %.0f%% | %.2f |\n", (long long)d,
                     causal ? "causal" : "none", row.name, runs.kernelMs,
-                    gflop / runs.kernelMs * 1e3, 100.0 * gflop / runs.kernelMs * 1e3 / runs.peakGflops,
-                    plainMs / runs.kernelMs);
+                    gflop / runs.kernelMs * 1e3,
+                    100.0 * gflop / runs.kernelMs * 1e3 / runs.peakGflops, plainMs / runs.kernelMs);
         std::fflush(stdout);
       }
     }

@@ -111,6 +111,26 @@ std::vector<Variant> variants() {
        "  %o = attn.attention %q, %k, %v causal window(256) : tensor<1x8x1x128x@T@>, "
        "tensor<1x8x1000x128x@T@>, tensor<1x8x1000x128x@T@> -> tensor<1x8x1x128xf32>\n"
        "  return %o : tensor<1x8x1x128xf32>\n}\n"},
+      // T5: the table is an encoding operand (a bare pointer after the fixed
+      // kernel arguments); bidirectional, and one-sided under a causal mask
+      // with a cache (sq < skv, split-KV).
+      {"t5_bidirectional",
+       "func.func @f(%q: tensor<1x4x90x64x@T@>, %k: tensor<1x4x90x64x@T@>, "
+       "%v: tensor<1x4x90x64x@T@>, %t: tensor<32x4x@T@>) -> tensor<1x4x90x64xf32> {\n"
+       "  %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x4x@T@> -> "
+       "tensor<1x4x90x90xf32>\n"
+       "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x90x90xf32>) scale(1.0) : "
+       "tensor<1x4x90x64x@T@>, tensor<1x4x90x64x@T@>, tensor<1x4x90x64x@T@> -> "
+       "tensor<1x4x90x64xf32>\n"
+       "  return %o : tensor<1x4x90x64xf32>\n}\n"},
+      {"t5_causal_decode",
+       "func.func @f(%q: tensor<1x8x1x64x@T@>, %k: tensor<1x8x700x64x@T@>, "
+       "%v: tensor<1x8x700x64x@T@>, %t: tensor<32x8xf32>) -> tensor<1x8x1x64x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v causal scale(1.0) encodings([#pe.t5_bias<num_buckets = "
+       "32, max_distance = 128, bidirectional = false>]) encoding_operands(%t : "
+       "tensor<32x8xf32>) : tensor<1x8x1x64x@T@>, tensor<1x8x700x64x@T@>, "
+       "tensor<1x8x700x64x@T@> -> tensor<1x8x1x64x@T@>\n"
+       "  return %o : tensor<1x8x1x64x@T@>\n}\n"},
   };
 }
 
