@@ -155,6 +155,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
                           << inType << ", " << kType.getElementType() << ", "
                           << vType.getElementType();
   pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/8);
+  shape.queryTileRows = tiles.queryTile;
+  shape.hasQueryTileScratch = true;
   if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
@@ -204,6 +206,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
       {"SCORE_MOD", op.getSoftcapAttr() || hasScoreBias ? "true" : "false"},
+      {"TILE_SCRATCH",
+       std::to_string(std::max<int64_t>(queryTileScratchFloats(encodings, shape), 8))},
       {"E0", (*slots)[0]},
       {"E1", (*slots)[1]},
       {"E2", (*slots)[2]},

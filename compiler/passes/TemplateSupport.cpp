@@ -6,6 +6,7 @@
 #include "dialects/pe/TileCopy.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -207,20 +208,42 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
                  std::optional<double> softcap) {
   // The QK transform (at most one: the verifier), the score biases, and
   // where each encoding's operands start among the score_mod's operands.
+  // Each encoding's part of the query-tile scratch, at consecutive offsets.
+  struct Placed {
+    pe::PositionalEncodingAttrInterface encoding;
+    unsigned firstOperand;
+    int64_t tileOffset, tileFloats;
+  };
   pe::PositionalEncodingAttrInterface qkTransform;
-  SmallVector<std::pair<pe::PositionalEncodingAttrInterface, unsigned>> scoreBiases;
+  SmallVector<Placed> scoreBiases;
   unsigned firstOperand = 0;
+  int64_t tileOffset = 0;
   for (pe::PositionalEncodingAttrInterface encoding : encodings) {
+    int64_t tileFloats = encoding.getQueryTileScratchFloats(shape);
     if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
       qkTransform = encoding;
     else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
-      scoreBiases.push_back({encoding, firstOperand});
+      scoreBiases.push_back({encoding, firstOperand, tileOffset, tileFloats});
     firstOperand += encoding.getNumEncodingOperands();
+    tileOffset += tileFloats;
   }
+  auto operandsOf = [](const Placed &placed, OperandRange all) {
+    SmallVector<Value> operands;
+    for (unsigned k = 0; k < placed.encoding.getNumEncodingOperands(); ++k)
+      operands.push_back(all[placed.firstOperand + k]);
+    return operands;
+  };
+  auto tilePart = [&](OpBuilder &b, Location loc, Value scratch, const Placed &placed) -> Value {
+    return memref::SubViewOp::create(b, loc, scratch,
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(placed.tileOffset)},
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(placed.tileFloats)},
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  };
   OpBuilder b(kernel.getContext());
   SmallVector<Operation *> hooks;
   kernel.walk([&](Operation *hook) {
-    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp>(hook))
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::QueryTilePrologueOp>(
+            hook))
       hooks.push_back(hook);
   });
   for (Operation *hook : hooks) {
@@ -247,14 +270,25 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       Value score = mod.getScore();
       if (softcap)
         score = emitSoftcap(b, loc, score, *softcap);
-      for (auto [bias, first] : scoreBiases) {
+      for (const Placed &bias : scoreBiases) {
         pe::ScorePoint point{score, mod.getBatch(), mod.getHead(), mod.getQueryIndex(),
                              mod.getKeyIndex()};
-        for (unsigned k = 0; k < bias.getNumEncodingOperands(); ++k)
-          point.operands.push_back(mod.getEncodingOperands()[first + k]);
-        score = bias.emitScoreMod(b, loc, shape, point);
+        point.operands = operandsOf(bias, mod.getEncodingOperands());
+        if (bias.tileFloats > 0 && mod.getTileScratch()) {
+          point.tileScratch = tilePart(b, loc, mod.getTileScratch(), bias);
+          point.tileStart = mod.getTileStart();
+        }
+        point.queryLanesConsecutive = mod.getConsecutiveQueries();
+        score = bias.encoding.emitScoreMod(b, loc, shape, point);
       }
       mod.getResult().replaceAllUsesWith(score);
+    } else if (auto tile = dyn_cast<attn::QueryTilePrologueOp>(hook)) {
+      for (const Placed &bias : scoreBiases)
+        if (bias.tileFloats > 0)
+          bias.encoding.emitQueryTilePrologue(
+              b, loc, shape,
+              {tilePart(b, loc, tile.getTileScratch(), bias), tile.getBatch(), tile.getHead(),
+               tile.getStart(), tile.getRows(), operandsOf(bias, tile.getEncodingOperands())});
     }
     hook->erase();
   }
@@ -282,6 +316,18 @@ FailureOr<SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op, u
   while (types.size() < slots)
     types.push_back("memref<1xf32>");
   return types;
+}
+
+} // namespace pejit
+
+namespace pejit {
+
+int64_t queryTileScratchFloats(ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
+                               const pe::AttentionShape &shape) {
+  int64_t floats = 0;
+  for (pe::PositionalEncodingAttrInterface encoding : encodings)
+    floats += encoding.getQueryTileScratchFloats(shape);
+  return floats;
 }
 
 } // namespace pejit

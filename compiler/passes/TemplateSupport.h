@@ -83,6 +83,11 @@ void expandHooks(mlir::ModuleOp kernel, const pe::AttentionShape &shape,
                  llvm::ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
                  std::optional<double> softcap);
 
+/// Floats of query-tile scratch the encodings ask for in all (each gets
+/// its part at consecutive offsets, in order).
+int64_t queryTileScratchFloats(llvm::ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
+                               const pe::AttentionShape &shape);
+
 /// The most encoding operands one kernel takes (the x86 item function has
 /// that many slots).
 inline constexpr unsigned kMaxEncodingOperands = 4;

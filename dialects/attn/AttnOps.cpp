@@ -229,5 +229,7 @@ LogicalResult pejit::attn::ScoreModOp::verify() {
     return emitOpError("query_index and key_index (")
            << getQueryIndex().getType() << ") must have the lanes of score ("
            << getScore().getType() << ")";
+  if (static_cast<bool>(getTileScratch()) != static_cast<bool>(getTileStart()))
+    return emitOpError("tile(scratch, start) needs both operands");
   return success();
 }

@@ -135,7 +135,8 @@ def Attn_QKTransformOp : Attn_Op<"qk_transform"> {
   let hasVerifier = 1;
 }
 
-def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AllTypesMatch<["score", "result"]>,
+def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
+                                            AllTypesMatch<["score", "result"]>,
                                             AllTypesMatch<["query_index", "key_index"]>]> {
   let summary = "the pointwise score modifier: softcap, then the fused score biases";
   let description = [{
@@ -150,7 +151,11 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AllTypesMatch<["score", "resul
     (PositionalEncodingAttrInterface::emitScoreMod), in docs/semantics.md's
     order; with neither, to its `score` operand. Masking stays in the
     template. `operands(...)` are the encodings' own tensors (the fused
-    attention's encoding_operands, as memrefs), which the hooks read.
+    attention's encoding_operands, as memrefs), which the hooks read;
+    `tile(%scratch, %start)` the query tile's scratch (filled by
+    attn.query_tile_prologue) and its first query row. With
+    `consecutive_queries` the template states that lane l is query
+    queryIndex[0] + l, all of one key: hooks may then read contiguously.
 
     ```mlir
     %s1 = attn.score_mod %s, batch %b, head %h, query %qi, key %kj
@@ -161,14 +166,42 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AllTypesMatch<["score", "resul
                        Index:$batch, Index:$head,
                        AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$query_index,
                        AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$key_index,
-                       Variadic<AnyMemRef>:$encoding_operands);
+                       Variadic<AnyMemRef>:$encoding_operands,
+                       Optional<MemRefRankOf<[F32], [1]>>:$tile_scratch,
+                       Optional<Index>:$tile_start,
+                       UnitAttr:$consecutive_queries);
   let results = (outs AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$result);
   let assemblyFormat = [{
     $score `,` `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
+    (`consecutive_queries` $consecutive_queries^)?
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    (`tile` `(` $tile_scratch^ `:` type($tile_scratch) `,` $tile_start `)`)?
     attr-dict `:` type($score) `,` type($query_index)
   }];
   let hasVerifier = 1;
+}
+
+def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue"> {
+  let summary = "once per query tile: the encodings' per-tile tables";
+  let description = [{
+    Runs once per query tile, before its first key tile: each fused
+    encoding that asked for query-tile scratch fills its part of
+    `tile_scratch` (1-D f32) for query rows [start, start + rows) of `head`
+    in `batch` (e.g. T5's bias by distance, read by its score hook).
+    Expands to nothing when no encoding asked for any.
+
+    ```mlir
+    attn.query_tile_prologue %ts, batch %b, head %h, start %i0, rows %nq
+        operands(%t : memref<32x16xf32>) : memref<2240xf32>
+    ```
+  }];
+  let arguments = (ins MemRefRankOf<[F32], [1]>:$tile_scratch, Index:$batch, Index:$head,
+                       Index:$start, Index:$rows, Variadic<AnyMemRef>:$encoding_operands);
+  let assemblyFormat = [{
+    $tile_scratch `,` `batch` $batch `,` `head` $head `,` `start` $start `,` `rows` $rows
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    attr-dict `:` type($tile_scratch)
+  }];
 }
 
 #endif // PEJIT_ATTN_OPS_TD

@@ -23,6 +23,10 @@ struct AttentionShape {
   int64_t queryPositionRows = 1, keyPositionRows = 1;
   /// f32 lanes of the target's vectors (8 for AVX2).
   int64_t vectorWidth = 8;
+  /// Query rows per tile, and whether the template gives each query tile a
+  /// scratch of its own (attn.query_tile_prologue; x86 does, NVIDIA not).
+  int64_t queryTileRows = 0;
+  bool hasQueryTileScratch = false;
 };
 
 /// attn.qk_prologue: runs once per call. Positions are memref<rows x s x i64>;
@@ -52,8 +56,25 @@ struct QKTileArgs {
 /// queryIndex[l] and key row keyIndex[l]); `batch` and `head` (the query
 /// head) are index scalars. `operands` are the encoding's own tensors as
 /// memrefs, in the order of its operands on attn.attention.
+///
+/// With a query-tile scratch (the encoding asked for one through
+/// getQueryTileScratchFloats), `tileScratch` is the encoding's part of it
+/// (memref<N x f32>, filled by its emitQueryTilePrologue) and `tileStart`
+/// the tile's first query row. `queryLanesConsecutive` is the template's
+/// statement that queryIndex[l] = queryIndex[0] + l (and keyIndex is one
+/// key for all lanes): a hook may then read a table contiguously.
 struct ScorePoint {
   mlir::Value score, batch, head, queryIndex, keyIndex;
+  llvm::SmallVector<mlir::Value> operands = {};
+  mlir::Value tileScratch = {}, tileStart = {};
+  bool queryLanesConsecutive = false;
+};
+
+/// attn.query_tile_prologue: once per query tile, before its first key
+/// tile. `tileScratch` is the encoding's part of the tile's scratch;
+/// query rows [tileStart, tileStart + rows) of `head` in `batch`.
+struct QueryTileArgs {
+  mlir::Value tileScratch, batch, head, tileStart, rows;
   llvm::SmallVector<mlir::Value> operands = {};
 };
 

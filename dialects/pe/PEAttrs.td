@@ -161,7 +161,8 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
 
 def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable",
     "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
-    "emitScoreMod", "referenceScoreBias"]> {
+    "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
+    "referenceScoreBias"]> {
   let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";
   let description = [{
     bias(h, i, j) = table[bucket(j - (i + skv - sq)), h], with T5's

@@ -86,6 +86,21 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
     InterfaceMethod<[{
+        f32 entries of scratch the encoding wants per query tile (0: none),
+        when the template has one (shape.hasQueryTileScratch): filled by
+        emitQueryTilePrologue, read by emitScoreMod (ScorePoint::tileScratch).
+      }],
+      "int64_t", "getQueryTileScratchFloats",
+      (ins "const ::pejit::pe::AttentionShape &":$shape), "", "return 0;">,
+    InterfaceMethod<[{
+        Once per query tile (attn.query_tile_prologue): fills the encoding's
+        query-tile scratch, e.g. a table of its bias by distance.
+      }],
+      "void", "emitQueryTilePrologue",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::QueryTileArgs &":$args), "", "return;">,
+    InterfaceMethod<[{
         The pointwise score hook (attn.score_mod): returns the new score at
         `point` (scalars, or vectors of lanes the template chose). It must
         be elementwise: no loops, and no assumption about which index varies

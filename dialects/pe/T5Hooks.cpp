@@ -8,6 +8,11 @@
 //   causal:        n = max(-rel, 0), base = 0,          B' = B
 //   bucket = base + (n < E ? n : E + #{t in thresholds : n >= t}),  E = B'/2
 //   bias(h, i, j) = table[bucket, h]
+// On x86, where the template gives each query tile a scratch, the bias is
+// first tabulated per tile by d = i + off - j (rows + skv - 1 entries, in
+// the query-tile prologue); the score hook then reads 8 consecutive
+// entries per 8 query rows, one load instead of a gather and the bucket
+// compares. NVIDIA computes the bucket per score.
 // The thresholds are where T5's logarithmic bucket (ref::
 // t5RelativePositionBucket) steps up, found at compile time from the float64
 // reference itself: the kernel needs no log, and its buckets equal the
@@ -18,6 +23,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "reference/ScoreBias.h"
 
@@ -79,16 +85,14 @@ T5BiasAttr::verifyEncodingOperand(unsigned, RankedTensorType type, int64_t query
 
 SmallVector<Value> T5BiasOp::getEncodingOperands() { return {getTable()}; }
 
-Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &shape,
-                               const ScorePoint &point) const {
-  T5Buckets buckets = bucketsOf(*this);
-  Value like = point.queryIndex; // i32, or a vector of i32 lanes
-  auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
-  Value aligned =
-      arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
-  Value rel = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
+namespace {
+
+/// T5's bucket of relative positions `rel` (i32 or a vector of i32 lanes).
+Value emitBucket(OpBuilder &b, Location loc, T5BiasAttr attr, Value rel) {
+  T5Buckets buckets = bucketsOf(attr);
+  auto i32 = [&](int64_t v) { return constantLike(b, loc, rel, static_cast<double>(v)); };
   Value distance, base;
-  if (getBidirectional()) {
+  if (attr.getBidirectional()) {
     distance = math::AbsIOp::create(b, loc, rel);
     Value after = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, rel, i32(0));
     base = arith::SelectOp::create(b, loc, after, i32(buckets.perSign), i32(0));
@@ -97,41 +101,114 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
     distance = arith::MaxSIOp::create(b, loc, ahead, i32(0));
   }
   Value large = i32(buckets.maxExact);
-  for (int64_t threshold : logThresholds(*this)) {
+  for (int64_t threshold : logThresholds(attr)) {
     Value reached =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, distance, i32(threshold));
     large = arith::AddIOp::create(
-        b, loc, large, arith::ExtUIOp::create(b, loc, typeLike(like, b.getI32Type()), reached));
+        b, loc, large, arith::ExtUIOp::create(b, loc, typeLike(rel, b.getI32Type()), reached));
   }
   Value small =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, distance, i32(buckets.maxExact));
   Value bucket = arith::SelectOp::create(b, loc, small, distance, large);
-  if (base)
-    bucket = arith::AddIOp::create(b, loc, bucket, base);
+  return base ? arith::AddIOp::create(b, loc, bucket, base) : bucket;
+}
 
-  // table[bucket, head]: a gather over the lanes, or one load.
-  Value table = point.operands[0];
+/// table[bucket, head] as f32: a gather over the lanes, or one load.
+Value emitTableValue(OpBuilder &b, Location loc, Value table, Value bucket, Value head) {
   auto tableType = cast<MemRefType>(table.getType());
   Type element = tableType.getElementType();
   Value value;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  if (auto lanes = dyn_cast<VectorType>(like.getType())) {
-    Value head = arith::IndexCastOp::create(b, loc, b.getI32Type(), point.head);
-    Value heads = i32(tableType.getDimSize(1));
+  if (auto lanes = dyn_cast<VectorType>(bucket.getType())) {
+    Value headI = arith::IndexCastOp::create(b, loc, b.getI32Type(), head);
+    Value heads = constantLike(b, loc, bucket, static_cast<double>(tableType.getDimSize(1)));
     Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bucket, heads),
-                                       broadcastLike(b, loc, like, head));
-    auto resultType = lanes.clone(element);
+                                       broadcastLike(b, loc, bucket, headI));
     Value mask =
         arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
-    Value passThru = constantLike(b, loc, like, 0.0, element);
-    value = vector::GatherOp::create(b, loc, resultType, table, ValueRange{zero, zero}, flat, mask,
-                                     passThru);
+    Value passThru = constantLike(b, loc, bucket, 0.0, element);
+    value = vector::GatherOp::create(b, loc, lanes.clone(element), table, ValueRange{zero, zero},
+                                     flat, mask, passThru);
   } else {
     Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), bucket);
-    value = memref::LoadOp::create(b, loc, table, ValueRange{row, point.head});
+    value = memref::LoadOp::create(b, loc, table, ValueRange{row, head});
   }
   if (!element.isF32())
-    value = arith::ExtFOp::create(b, loc, point.score.getType(), value);
+    value = arith::ExtFOp::create(b, loc, typeLike(bucket, b.getF32Type()), value);
+  return value;
+}
+
+/// The query-tile table: entry e holds the bias at d = i + off - j =
+/// tileStart + off - (skv - 1) + e, for e in [0, rows + skv - 1). Lanes of
+/// consecutive query rows and one key read consecutive entries.
+constexpr int64_t kMaxTileTableFloats = 1 << 16; // 256 KiB of the item's stack
+
+} // namespace
+
+int64_t T5BiasAttr::getQueryTileScratchFloats(const AttentionShape &shape) const {
+  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1)
+    return 0;
+  int64_t lanes = shape.vectorWidth;
+  int64_t entries = (shape.queryTileRows + shape.keySeq - 1 + lanes - 1) / lanes * lanes;
+  return entries <= kMaxTileTableFloats ? entries : 0;
+}
+
+void T5BiasAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                       const QueryTileArgs &args) const {
+  int64_t lanes = shape.vectorWidth;
+  auto lutType = cast<MemRefType>(args.tileScratch.getType());
+  auto vecI32 = VectorType::get({lanes}, b.getI32Type());
+  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  SmallVector<int32_t> iotaValues;
+  for (int64_t l = 0; l < lanes; ++l)
+    iotaValues.push_back(static_cast<int32_t>(l));
+  Value iota = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(vecI32, llvm::ArrayRef<int32_t>(iotaValues)));
+  // d(e) = tileStart + off - (skv - 1) + e; rel = -d.
+  Value start = arith::IndexCastOp::create(b, loc, b.getI32Type(), args.tileStart);
+  Value first = arith::AddIOp::create(
+      b, loc, start,
+      arith::ConstantOp::create(
+          b, loc, b.getI32IntegerAttr(shape.keySeq - shape.querySeq - (shape.keySeq - 1))));
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(lutType.getDimSize(0)), idx(lanes));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value e = arith::IndexCastOp::create(b, loc, b.getI32Type(), loop.getInductionVar());
+  Value d = arith::AddIOp::create(
+      b, loc, vector::BroadcastOp::create(b, loc, vecI32, arith::AddIOp::create(b, loc, first, e)),
+      iota);
+  Value rel = arith::SubIOp::create(b, loc, constantLike(b, loc, d, 0.0), d);
+  Value bias = emitTableValue(b, loc, args.operands[0], emitBucket(b, loc, *this, rel), args.head);
+  vector::StoreOp::create(b, loc, bias, args.tileScratch, ValueRange{loop.getInductionVar()});
+}
+
+Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &shape,
+                               const ScorePoint &point) const {
+  Value like = point.queryIndex; // i32, or a vector of i32 lanes
+  auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
+  if (point.tileScratch && point.queryLanesConsecutive && isa<VectorType>(like.getType())) {
+    // Entry e = (i - tileStart) + (skv - 1) - j of the tile's table; the
+    // lanes are consecutive entries. Key rows past skv (tile padding, masked
+    // later) would index below 0: clamp.
+    Value start = arith::IndexCastOp::create(b, loc, b.getI32Type(), point.tileStart);
+    Value i0 = vector::ExtractOp::create(b, loc, point.queryIndex, ArrayRef<int64_t>{0});
+    Value j = vector::ExtractOp::create(b, loc, point.keyIndex, ArrayRef<int64_t>{0});
+    Value e = arith::SubIOp::create(b, loc, i0, start);
+    e = arith::AddIOp::create(
+        b, loc, e, arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(shape.keySeq - 1)));
+    e = arith::SubIOp::create(b, loc, e, j);
+    e = arith::MaxSIOp::create(b, loc, e,
+                               arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)));
+    Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), e);
+    Value bias =
+        vector::LoadOp::create(b, loc, point.score.getType(), point.tileScratch, ValueRange{at});
+    return arith::AddFOp::create(b, loc, point.score, bias);
+  }
+  Value aligned =
+      arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
+  Value rel = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
+  Value value =
+      emitTableValue(b, loc, point.operands[0], emitBucket(b, loc, *this, rel), point.head);
   return arith::AddFOp::create(b, loc, point.score, value);
 }
 

@@ -30,6 +30,8 @@
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
 //   ${SCORE_MOD} (true|false): a softcap or a fused score bias exists
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots
+//   ${TILE_SCRATCH}: floats of the query tile's scratch (>= 8), which the
+//   encodings' query-tile prologues fill and their score hooks read
 //   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
 //   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
@@ -142,12 +144,16 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %M = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %L = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %A = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
+  %TS = memref.alloca() {alignment = 64 : i64} : memref<${TILE_SCRATCH}xf32>
 
   // Q tile: Qs (rotated) and Qt = transpose(Qs) * scale
   // (@pejit_query_tile); running max -inf, sum 0, output 0.
   func.call @pejit_query_tile(%q, %Qs, %Qt, %scratch, %b, %h, %i0, %nq)
       : (!Q, memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>, !SCRATCH, index, index, index,
          index) -> ()
+  // The encodings' per-tile tables (e.g. T5's bias by distance), in %TS.
+  attn.query_tile_prologue %TS, batch %b, head %h, start %i0, rows %nq
+      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : memref<${TILE_SCRATCH}xf32>
   scf.for %r = %c0 to %BM step %c8 {
     vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
     vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8
@@ -222,7 +228,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
           %q_idx = arith.addi %q_base, %iv_v : vector<8xi32>
           %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
           %s_mod = attn.score_mod %s, batch %b, head %h, query %q_idx, key %k_idx
-              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !V8, vector<8xi32>
+              consecutive_queries operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
+              tile(%TS : memref<${TILE_SCRATCH}xf32>, %i0) : !V8, vector<8xi32>
           vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
         }
       }

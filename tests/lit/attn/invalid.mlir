@@ -251,7 +251,7 @@ func.func @qk_prologue_half_rows(%pos: memref<1x16xi64>, %scratch: memref<?xf32>
 
 func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
   // expected-error @+1 {{'attn.score_mod' op query_index and key_index ('i32') must have the lanes of score ('vector<8xf32>')}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %i) : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>}> : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
   return
 }
 
@@ -259,7 +259,7 @@ func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
 
 func.func @score_mod_index_types(%s: f32, %i: i32, %j: vector<8xi32>, %n: index) {
   // expected-error @+1 {{'attn.score_mod' op failed to verify that all of {query_index, key_index} have same type}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %j) : (f32, index, index, i32, vector<8xi32>) -> f32
+  %r = "attn.score_mod"(%s, %n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>}> : (f32, index, index, i32, vector<8xi32>) -> f32
   return
 }
 
@@ -292,5 +292,13 @@ func.func @t5_table_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<32x8xf32>) {
 func.func @extra_encoding_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
   // expected-error @+1 {{'attn.attention' op has 2 encoding_operands but its encodings read 1}}
   %o = attn.attention %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t, %t : tensor<32x4xf32>, tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @score_mod_tile_half(%s: f32, %i: i32, %n: index, %ts: memref<64xf32>) {
+  // expected-error @+1 {{'attn.score_mod' op tile(scratch, start) needs both operands}}
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %ts) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0>}> : (f32, index, index, i32, i32, memref<64xf32>) -> f32
   return
 }

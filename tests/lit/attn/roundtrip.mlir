@@ -67,7 +67,7 @@ func.func @fused(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tenso
 // rows, or a GPU thread's share), the QK transform in place and from the Q/K
 // rows themselves (f16 rows into an f32 tile), and the score modifier.
 // CHECK-LABEL: func.func @hooks
-func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: memref<?xf32>, %tile: memref<16x64xf32>, %rows: memref<?x64xf16, strided<[?, 1], offset: ?>>, %score8: vector<8xf32>, %qi8: vector<8xi32>, %kj8: vector<8xi32>, %score: f32, %qi: i32, %kj: i32, %table: memref<32x8xf32>, %n: index, %first: index, %step: index) {
+func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: memref<?xf32>, %tile: memref<16x64xf32>, %rows: memref<?x64xf16, strided<[?, 1], offset: ?>>, %score8: vector<8xf32>, %qi8: vector<8xi32>, %kj8: vector<8xi32>, %score: f32, %qi: i32, %kj: i32, %table: memref<32x8xf32>, %ts: memref<64xf32>, %n: index, %first: index, %step: index) {
   // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   attn.qk_prologue %qpos, %kpos, %scratch : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
@@ -80,6 +80,11 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   %s8 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 : vector<8xf32>, vector<8xi32>
   // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : f32, i32
   %s1 = attn.score_mod %score, batch %n, head %first, query %qi, key %kj operands(%table : memref<32x8xf32>) : f32, i32
+  // With the query tile's scratch, lanes of consecutive queries.
+  // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} consecutive_queries operands(%{{.*}} : memref<32x8xf32>) tile(%{{.*}} : memref<64xf32>, %{{.*}}) : vector<8xf32>, vector<8xi32>
+  %s2 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 consecutive_queries operands(%table : memref<32x8xf32>) tile(%ts : memref<64xf32>, %n) : vector<8xf32>, vector<8xi32>
+  // CHECK: attn.query_tile_prologue %{{.*}}, batch %{{.*}}, head %{{.*}}, start %{{.*}}, rows %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : memref<64xf32>
+  attn.query_tile_prologue %ts, batch %n, head %first, start %n, rows %step operands(%table : memref<32x8xf32>) : memref<64xf32>
   return
 }
 

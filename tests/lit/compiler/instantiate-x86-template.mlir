@@ -181,18 +181,28 @@ func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: t
 
 // -----
 
-// T5 (bidirectional, 32 buckets, max_distance 128): pointwise on 8 lanes,
-// rel = j - (i + off), n = |rel|, bucket = (rel > 0) 16 + (n < 8 ? n :
-// 8 + #{t : n >= t}) over the 7 thresholds where T5's log bucket steps up
-// (12, 16, 23, 32, 46, 64, 91), then a gather of table[bucket, h]. The table
-// is an encoding operand slot of @pejit_item.
+// T5 (bidirectional, 32 buckets, max_distance 128). Once per query tile,
+// the bias by d = i + off - j is tabulated in the tile's scratch (rows +
+// skv - 1 = 243 entries, rounded up to 248): rel = -d, n = |rel|, bucket =
+// (rel > 0) 16 + (n < 8 ? n : 8 + #{t : n >= t}) over the 7 thresholds
+// where T5's log bucket steps up (12, 16, 23, 32, 46, 64, 91), a gather of
+// table[bucket, h]. The score hook then reads 8 consecutive entries per 8
+// query rows: e = (i - i0) + (skv - 1) - j, one load and one add. The
+// table is an encoding operand slot of @pejit_item.
 // CHECK-LABEL: func.func @pejit_item
 // CHECK-SAME: %{{[^:]*}}: memref<32x4xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: index)
+// CHECK: %[[TS:.*]] = memref.alloca() {alignment = 64 : i64} : memref<248xf32>
 // CHECK: math.absi {{.*}} : vector<8xi32>
 // CHECK-DAG: arith.constant dense<12> : vector<8xi32>
 // CHECK-DAG: arith.constant dense<91> : vector<8xi32>
 // CHECK: vector.gather %{{.*}}[%{{.*}}, %{{.*}}] [%{{.*}}], %{{.*}}, %{{.*}} : memref<32x4xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<248xf32, strided<[1]>>, vector<8xf32>
+// CHECK: %[[E:.*]] = arith.maxsi %{{.*}}, %{{.*}} : i32
+// CHECK: %[[AT:.*]] = arith.index_cast %[[E]] : i32 to index
+// CHECK: %[[BIAS:.*]] = vector.load %{{.*}}[%[[AT]]] : memref<248xf32, strided<[1]>>, vector<8xf32>
+// CHECK: arith.addf %{{.*}}, %[[BIAS]] : vector<8xf32>
 // CHECK-NOT: attn.score_mod
+// CHECK-NOT: attn.query_tile_prologue
 func.func @t5(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %t: tensor<32x4xf32>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v scale(1.0) encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
