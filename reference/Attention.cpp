@@ -23,6 +23,8 @@ void checkQueryKey(const Tensor &q, const Tensor &k, const AttentionOptions &opt
   const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], skv = k.shape[2];
   if (options.window)
     PEJIT_REF_CHECK(*options.window >= 0, "window must be >= 0");
+  if (options.windowRight)
+    PEJIT_REF_CHECK(*options.windowRight >= 0, "windowRight must be >= 0");
   if (options.softcap)
     PEJIT_REF_CHECK(*options.softcap > 0.0, "softcap must be > 0");
   if (const Tensor *bias = options.bias)
@@ -45,6 +47,8 @@ bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j, int64_t s
   // j < aligned - window, as a distance (|aligned - j| <= sq + skv): no
   // overflow at any window, INT64_MAX included.
   if (options.window && aligned - j > *options.window)
+    return false;
+  if (options.windowRight && j - aligned > *options.windowRight)
     return false;
   return true;
 }

@@ -24,6 +24,9 @@ struct AttentionOptions {
   bool causal = false;
   /// Left window w: additionally j >= i + (skv − sq) − w (also without causal).
   std::optional<int64_t> window;
+  /// Right window r: additionally j <= i + (skv − sq) + r (a bidirectional
+  /// local window together with `window`; causal makes it moot).
+  std::optional<int64_t> windowRight;
   /// s = softcap·tanh(s/softcap).
   std::optional<double> softcap;
   /// [1|b, 1|hq, sq, skv], added after scale and softcap.

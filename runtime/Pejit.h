@@ -58,7 +58,8 @@ struct AttentionSpec {
   std::optional<ref::RopeConfig> rope; ///< RoPE on Q and K (sections unsupported)
   std::optional<AlibiSpec> alibi;
   bool causal = false;
-  std::optional<int64_t> window;
+  std::optional<int64_t> window;      ///< left window (unset: unbounded)
+  std::optional<int64_t> windowRight; ///< right window (unset: unbounded)
   std::optional<double> softcap;
   std::optional<double> scale; ///< default 1/sqrt(d)
   /// Whether run() takes query/key position ids ([s] shared, or [b, s] when

@@ -138,6 +138,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     out << " causal";
   if (spec.window)
     out << " window(" << *spec.window << ")";
+  if (spec.windowRight)
+    out << " window_right(" << *spec.windowRight << ")";
   if (spec.softcap)
     out << " softcap(" << literal(*spec.softcap) << ")";
   if (spec.scale)

@@ -137,6 +137,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   std::string wmlShape =
       split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq}) : "1x1x1x1";
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
+  std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)},
       {"HQ", std::to_string(shape.queryHeads)},
@@ -165,6 +166,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
       {"WINDOW", std::to_string(window.value_or(0))},
+      {"HAS_RIGHT", right ? "true" : "false"},
+      {"RIGHT", std::to_string(right.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"T", bf16 ? "bf16" : "f16"},
       {"MMA", bf16 ? "mma_bf16" : "mma_f16"},

@@ -190,6 +190,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
                                        qkTransform ? qkTransform.getScratchFloats(shape) : 0);
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
+  std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
       {"B", std::to_string(shape.batch)},
       {"HQ", std::to_string(shape.queryHeads)},
@@ -213,6 +214,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"E2", (*slots)[2]},
       {"E3", (*slots)[3]},
       {"WINDOW", std::to_string(window.value_or(0))},
+      {"HAS_RIGHT", right ? "true" : "false"},
+      {"RIGHT", std::to_string(right.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"QPB", std::to_string(shape.queryPositionRows)},
       {"KPB", std::to_string(shape.keyPositionRows)},

@@ -196,6 +196,15 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   return shape;
 }
 
+std::optional<int64_t> effectiveRightWindow(attn::AttentionOp op, int64_t querySeq) {
+  // j <= i + skv - sq + r holds for every j < skv and i >= 0 once r >= sq - 1;
+  // under a causal mask (j <= i + off) a right window hides nothing more.
+  std::optional<int64_t> right = op.getWindowRight();
+  if (!right || op.getCausal() || *right >= querySeq - 1)
+    return std::nullopt;
+  return right;
+}
+
 std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
   std::optional<int64_t> window = op.getWindow();
   if (window && *window >= keySeq)

@@ -66,6 +66,11 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth);
 /// (window(9223372036854775807) overflowed it and unmasked keys).
 std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq);
 
+/// The right window as the templates apply it: none when the op has none,
+/// when it is causal (which hides every key a right window would), or when
+/// it is at least sq - 1 wide (then it hides no key).
+std::optional<int64_t> effectiveRightWindow(attn::AttentionOp op, int64_t querySeq);
+
 /// Replaces the user's function by the instantiated kernel's top-level ops
 /// and describes the kernel to the runtime (module attribute pejit.kernel).
 void spliceKernel(mlir::ModuleOp module, FusedAttention &found, mlir::ModuleOp kernel,

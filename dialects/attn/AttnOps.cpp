@@ -130,6 +130,9 @@ LogicalResult AttentionOp::verify() {
   }
   if (std::optional<int64_t> window = getWindow(); window && *window < 0)
     return emitOpError() << "window must be non-negative, got " << *window;
+  if (std::optional<int64_t> right = getWindowRight(); right && *right < 0)
+    return emitOpError() << "window_right must be non-negative, got " << *right
+                         << " (leave it out for no right bound)";
   if (FloatAttr softcapAttr = getSoftcapAttr())
     if (failed(requirePositiveF32("softcap", softcapAttr.getValueAsDouble())))
       return failure();

@@ -19,6 +19,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     s_ij = softcap * tanh(s_ij / softcap)         if softcap
     s_ij = s_ij + bias_ij                         bias is [1|b, 1|hq, sq, skv]
     visible(i, j) = (!causal || j <= i + off) && (!window || j >= i + off - window)
+                    && (!window_right || j <= i + off + window_right)
     p_i = softmax over visible j;  o_i = sum_j p_ij (v_j + value_term_ij)
     ```
     A row that sees no key outputs zeros. `key_term` ([b, hq, sq, skv], Shaw
@@ -52,6 +53,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     OptionalAttr<F64Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
+    OptionalAttr<I64Attr>:$window_right,
     OptionalAttr<F64Attr>:$softcap,
     OptionalAttr<ArrayAttr>:$encodings,
     Variadic<Attn_FloatTensor>:$encoding_operands);
@@ -65,6 +67,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`value_term` `(` $value_term^ `:` type($value_term) `)`)?
     (`causal` $causal^)?
     (`window` `(` $window^ `)`)?
+    (`window_right` `(` $window_right^ `)`)?
     (`softcap` `(` $softcap^ `)`)?
     (`scale` `(` $scale^ `)`)?
     (`encodings` `(` $encodings^ `)`)?

@@ -301,6 +301,8 @@ public:
     options.causal = op.getCausal();
     if (mlir::IntegerAttr window = op.getWindowAttr())
       options.window = window.getInt();
+    if (mlir::IntegerAttr right = op.getWindowRightAttr())
+      options.windowRight = right.getInt();
     if (mlir::FloatAttr softcap = op.getSoftcapAttr())
       options.softcap = softcap.getValueAsDouble();
     std::optional<ref::Tensor> bias;

@@ -27,7 +27,8 @@
 // Parameters (text, attn-instantiate-nvidia-template): ${B} ${HQ} ${HKV} ${GROUP}
 // ${SQ} ${SKV} ${D} ${DV} (multiples of 16) ${DP}=D+8 ${DVP}=DV+8 (padded
 // shared rows: no bank conflicts on fragment loads) ${NQT}=ceil(SQ/64)
-// ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${SCALE} ${T} (f16|bf16)
+// ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${HAS_RIGHT} ${RIGHT} (right
+// window: keys j <= i + OFF + RIGHT) ${SCALE} ${T} (f16|bf16)
 // ${BM}=16 WARPS ${BN} (multiple of 16) ${BN8} ${BN16} ${THREADS}=32 WARPS
 // ${KROWS}=max(BM, BN) (the K buffer stages Q first)
 // ${SPLITS} ${SPLIT_KV} (SPLITS > 1) ${WO_SHAPE} ${WML_SHAPE}: split-KV
@@ -115,6 +116,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %WINDOW = arith.constant ${WINDOW} : index
   %causal = arith.constant ${CAUSAL}
   %has_window = arith.constant ${HAS_WINDOW}
+  %RIGHT = arith.constant ${RIGHT} : index
+  %has_right = arith.constant ${HAS_RIGHT}
 
   // Per-thread register arrays: allocas in the entry block, so LLVM can
   // promote them once the loops over them are unrolled.
@@ -206,7 +209,12 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %kv_end0 = arith.addi %last_row, %OFF : index
   %kv_end1 = arith.minsi %kv_end0, %SKV : index
   %kv_end2 = arith.maxsi %kv_end1, %c0 : index
-  %kv_end = arith.select %causal, %kv_end2, %SKV : index
+  // A right window ends at the last key the tile's last row sees.
+  %right_end0 = arith.addi %kv_end0, %RIGHT : index
+  %right_end1 = arith.minsi %right_end0, %SKV : index
+  %right_end = arith.maxsi %right_end1, %c0 : index
+  %kv_end3 = arith.select %has_right, %right_end, %SKV : index
+  %kv_end = arith.select %causal, %kv_end2, %kv_end3 : index
   %win_begin0 = arith.addi %i0, %OFF : index
   %win_begin1 = arith.subi %win_begin0, %WINDOW : index
   %win_begin = arith.maxsi %win_begin1, %c0 : index
@@ -335,8 +343,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %j_i = arith.index_cast %j : index to i32
         %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
             : f32, i32
-        // key j is visible to row i iff j < SKV, (causal) j <= i + OFF and
-        // (window) j >= i + OFF - WINDOW.
+        // key j is visible to row i iff j < SKV, (causal) j <= i + OFF,
+        // (window) j >= i + OFF - WINDOW and (right) j <= i + OFF + RIGHT.
         %diag = arith.addi %i, %OFF : index
         %key_in = arith.cmpi ult, %j, %SKV : index
         %after = arith.cmpi sgt, %j, %diag : index
@@ -344,7 +352,11 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %win_lo = arith.subi %diag, %WINDOW : index
         %before = arith.cmpi slt, %j, %win_lo : index
         %hidden_w = arith.andi %has_window, %before : i1
-        %hidden0 = arith.ori %hidden_c, %hidden_w : i1
+        %right_hi = arith.addi %diag, %RIGHT : index
+        %past_right = arith.cmpi sgt, %j, %right_hi : index
+        %hidden_r = arith.andi %has_right, %past_right : i1
+        %hidden_cr = arith.ori %hidden_c, %hidden_r : i1
+        %hidden0 = arith.ori %hidden_cr, %hidden_w : i1
         %visible0 = arith.xori %hidden0, %true : i1
         %visible = arith.andi %visible0, %key_in : i1
         %sm = arith.select %visible, %s, %ninf : f32

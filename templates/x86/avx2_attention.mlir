@@ -28,6 +28,8 @@
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
 //   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
+//   ${HAS_RIGHT} ${RIGHT}: the right window (keys j <= i + OFF + RIGHT;
+//   never with CAUSAL, which hides more)
 //   ${SCORE_MOD} (true|false): a softcap or a fused score bias exists
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots
 //   ${TILE_SCRATCH}: floats of the query tile's scratch (>= 8), which the
@@ -103,6 +105,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %causal = arith.constant ${CAUSAL}
   %konce = arith.constant ${KONCE}
   %has_window = arith.constant ${HAS_WINDOW}
+  %RIGHT = arith.constant ${RIGHT} : index
+  %has_right = arith.constant ${HAS_RIGHT}
   %score_mod = arith.constant ${SCORE_MOD}
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
@@ -170,7 +174,12 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %causal_end0 = arith.addi %last_row, %OFF : index
   %causal_end1 = arith.maxsi %causal_end0, %c0 : index
   %causal_end = arith.minsi %causal_end1, %SKV : index
-  %kv_end = arith.select %causal, %causal_end, %SKV : index
+  // A right window ends at the last key the tile's last row sees.
+  %right_end0 = arith.addi %causal_end0, %RIGHT : index
+  %right_end1 = arith.maxsi %right_end0, %c0 : index
+  %right_end = arith.minsi %right_end1, %SKV : index
+  %kv_end0 = arith.select %has_right, %right_end, %SKV : index
+  %kv_end = arith.select %causal, %causal_end, %kv_end0 : index
   %win_begin0 = arith.addi %i0, %OFF : index
   %win_begin1 = arith.subi %win_begin0, %WINDOW : index
   %win_begin = arith.maxsi %win_begin1, %c0 : index
@@ -235,8 +244,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
       }
     }
 
-    // Mask: key j is visible to row i iff j < SKV, (causal) i >= j - OFF and
-    // (window) i <= j - OFF + WINDOW. Only tiles that cross a bound pay.
+    // Mask: key j is visible to row i iff j < SKV, (causal) i >= j - OFF,
+    // (window) i <= j - OFF + WINDOW and (right window) i >= j - OFF -
+    // RIGHT. Only tiles that cross a bound pay.
     %j_last = arith.addi %j0, %BN : index
     %crosses_end = arith.cmpi ugt, %j_last, %SKV : index
     %diag = arith.addi %i0, %OFF : index
@@ -247,8 +257,12 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
     %win_first = arith.subi %row_last, %WINDOW : index
     %crosses_win0 = arith.cmpi slt, %j0, %win_first : index
     %crosses_win = arith.andi %has_window, %crosses_win0 : i1
+    %right_diag = arith.addi %diag, %RIGHT : index
+    %crosses_right0 = arith.cmpi sgt, %j_last1, %right_diag : index
+    %crosses_right = arith.andi %has_right, %crosses_right0 : i1
     %m0 = arith.ori %crosses_end, %crosses_diag : i1
-    %needs_mask = arith.ori %m0, %crosses_win : i1
+    %m1 = arith.ori %m0, %crosses_right : i1
+    %needs_mask = arith.ori %m1, %crosses_win : i1
     // Under a causal mask alone, key rows up to the first query row's
     // diagonal are visible to every row of the tile: start after them.
     %first_hidden0 = arith.subi %diag, %j0 : index
@@ -266,7 +280,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
         %key_in = arith.cmpi ult, %j, %SKV : index
         %row_min = arith.subi %j, %OFF : index
         %row_max = arith.addi %row_min, %WINDOW : index
-        %lo0 = arith.select %causal, %row_min, %cm1 : index
+        // (right window) i >= j - OFF - RIGHT; causal is tighter.
+        %row_min_r = arith.subi %row_min, %RIGHT : index
+        %lo_r = arith.select %has_right, %row_min_r, %cm1 : index
+        %lo0 = arith.select %causal, %row_min, %lo_r : index
         %hi0 = arith.select %has_window, %row_max, %SQ : index
         %lo1 = arith.select %key_in, %lo0, %SQ : index
         %hi1 = arith.select %key_in, %hi0, %cm1 : index

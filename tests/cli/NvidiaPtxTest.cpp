@@ -118,8 +118,8 @@ std::vector<Variant> variants() {
        "func.func @f(%q: tensor<1x4x90x64x@T@>, %k: tensor<1x4x90x64x@T@>, "
        "%v: tensor<1x4x90x64x@T@>, %t: tensor<32x4x@T@>) -> tensor<1x4x90x64xf32> {\n"
        "  %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x4x@T@> -> "
-       "tensor<1x4x90x90xf32>\n"
-       "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x90x90xf32>) scale(1.0) : "
+       "tensor<1x4x90x90x@T@>\n"
+       "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x90x90x@T@>) scale(1.0) : "
        "tensor<1x4x90x64x@T@>, tensor<1x4x90x64x@T@>, tensor<1x4x90x64x@T@> -> "
        "tensor<1x4x90x64xf32>\n"
        "  return %o : tensor<1x4x90x64xf32>\n}\n"},

@@ -123,6 +123,7 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   options.scale = c.spec.scale;
   options.causal = c.spec.causal;
   options.window = c.spec.window;
+  options.windowRight = c.spec.windowRight;
   options.softcap = c.spec.softcap;
   if (c.spec.alibi) {
     bias =

@@ -114,6 +114,35 @@ TEST(FusedAttention, SlidingWindowAndSoftcap) {
   expectMatches(c);
 }
 
+// Two-sided (bidirectional local) windows: key j is visible to row i iff
+// i + off - left <= j <= i + off + right. Right alone, both, asymmetric,
+// with sq < skv and sq > skv, a right window wider than the sequence
+// (hides nothing), zero (the diagonal only), and with RoPE.
+TEST(FusedAttention, TwoSidedWindows) {
+  struct W {
+    int64_t sq, skv;
+    std::optional<int64_t> left, right;
+  };
+  for (W w :
+       {W{200, 200, std::nullopt, 17}, W{300, 300, 40, 40}, W{150, 400, 5, 90}, W{400, 150, 120, 3},
+        W{65, 65, 0, 0}, W{7, 7, std::nullopt, 1000}, W{1, 300, 30, 30}}) {
+    for (X86TileConfig tiles : {X86TileConfig{}, X86TileConfig{48, 6}}) {
+      Case c = shaped(1, 4, 2, w.sq, w.skv, 64);
+      c.spec.window = w.left;
+      c.spec.windowRight = w.right;
+      c.tiles = tiles;
+      SCOPED_TRACE("left " + std::to_string(w.left.value_or(-1)) + " right " +
+                   std::to_string(w.right.value_or(-1)));
+      expectMatches(c);
+    }
+  }
+  Case c = shaped(2, 4, 4, 129, 129, 64);
+  c.spec.rope = rope();
+  c.spec.window = 16;
+  c.spec.windowRight = 16;
+  expectMatches(c);
+}
+
 //===----------------------------------------------------------------------===//
 // RoPE layouts, partial rotary, positions
 //===----------------------------------------------------------------------===//

@@ -85,6 +85,8 @@ TEST(T5Attention, WithRopeWindowSoftcapAndTiles) {
   c = t5Case(1, 4, 4, 300, 300, 64, true, false);
   c.spec.window = 40;
   expectMatches(c);
+  c.spec.windowRight = 25; // a bidirectional local window, T5's buckets inside it
+  expectMatches(c);
   c = t5Case(1, 4, 4, 200, 200, 128, true, false);
   c.spec.softcap = 5.0;
   expectMatches(c);

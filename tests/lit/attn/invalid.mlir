@@ -302,3 +302,11 @@ func.func @score_mod_tile_half(%s: f32, %i: i32, %n: index, %ts: memref<64xf32>)
   %r = "attn.score_mod"(%s, %n, %n, %i, %i, %ts) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0>}> : (f32, index, index, i32, i32, memref<64xf32>) -> f32
   return
 }
+
+// -----
+
+func.func @negative_right_window(%q: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op window_right must be non-negative, got -1 (leave it out for no right bound)}}
+  %o = attn.attention %q, %q, %q window_right(-1) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}

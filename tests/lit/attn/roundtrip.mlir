@@ -95,3 +95,11 @@ func.func @fused_t5(%q: tensor<1x4x16x64xf32>, %t: tensor<32x4xf32>) -> tensor<1
   %o = attn.attention %q, %q, %q causal encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
 }
+
+// A bidirectional local window: keys within 16 before and 8 after.
+// CHECK-LABEL: func.func @two_sided_window
+// CHECK: attn.attention {{.*}} window(16) window_right(8)
+func.func @two_sided_window(%q: tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %q, %q window(16) window_right(8) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
