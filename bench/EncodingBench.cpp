@@ -1,10 +1,10 @@
 // `pejit bench --encodings`: the fused score biases against plain attention
 // at the same shape (b = 1, hq = hkv = 16, s = 2048, f32): T5 bidirectional
-// without a mask, T5 one-sided under a causal mask (a decoder), and ALiBi,
-// each at d = 64 and 128. FLOPs = 4 b hq sq skv d (half when causal), the
-// same count for every row of a shape, so GFLOP/s compare directly. Each
-// time is the median of repeats after a warm-up, with the FMA peak sampled
-// between runs (Timing.h).
+// without a mask, T5 one-sided under a causal mask (a decoder), the same
+// attention given a materialized [1, h, s, s] bias tensor (the fallback, as
+// a framework's attn_mask), and ALiBi, each at d = 64 and 128. FLOPs = 4 b hq sq skv d (half when
+// causal), the same count for every row of a shape, so GFLOP/s compare directly. Each time is the
+// median of repeats after a warm-up, with the FMA peak sampled between runs (Timing.h).
 #include "bench/AttentionBench.h"
 #include "bench/PeakFma.h"
 #include "bench/Timing.h"
@@ -38,8 +38,9 @@ int runEncodingBench(int argc, char **argv) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t d : {64, 128}) {
     std::vector<float> q(heads * seq * d), k(q.size()), v(q.size()), o(q.size());
-    std::vector<float> table(32 * heads);
-    for (std::vector<float> *t : {&q, &k, &v, &table})
+    // A materialized bias (what a framework passes as attn_mask): 256 MiB.
+    std::vector<float> table(32 * heads), bias(heads * seq * seq);
+    for (std::vector<float> *t : {&q, &k, &v, &table, &bias})
       for (float &x : *t)
         x = dist(engine);
     std::vector<int64_t> dims{1, heads, seq, d};
@@ -49,16 +50,21 @@ int runEncodingBench(int argc, char **argv) {
       struct Row {
         const char *name;
         AttentionSpec spec;
-        bool table;
+        const std::vector<float> *operand;
+        std::vector<int64_t> operandShape;
       };
-      AttentionSpec plain, t5, alibi;
-      plain.causal = t5.causal = alibi.causal = causal;
+      AttentionSpec plain, t5, alibi, materialized;
+      plain.causal = t5.causal = alibi.causal = materialized.causal = causal;
       t5.encodings = {encodings::t5Bias(32, 128, /*bidirectional=*/!causal, heads)};
       alibi.alibi = AlibiSpec{heads, 0, !causal};
+      std::vector<int64_t> biasShape{1, heads, seq, seq};
+      materialized.encodings = {encodings::biasTensor(biasShape)};
       double plainMs = 0;
       for (const Row &row :
-           {Row{"plain", plain, false}, Row{causal ? "T5 one-sided" : "T5 bidirectional", t5, true},
-            Row{causal ? "ALiBi causal" : "ALiBi symmetric", alibi, false}}) {
+           {Row{"plain", plain, nullptr, {}},
+            Row{causal ? "T5 one-sided" : "T5 bidirectional", t5, &table, {32, heads}},
+            Row{"bias tensor [h, s, s] (the fallback)", materialized, &bias, biasShape},
+            Row{causal ? "ALiBi causal" : "ALiBi symmetric", alibi, nullptr, {}}}) {
         Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(row.spec, shape));
         if (!kernel) {
           std::fprintf(stderr, "%s: %s\n", row.name, kernel.error().c_str());
@@ -67,8 +73,9 @@ int runEncodingBench(int argc, char **argv) {
         std::vector<TensorView> inputs = {{q.data(), DType::F32, dims, {}},
                                           {k.data(), DType::F32, dims, {}},
                                           {v.data(), DType::F32, dims, {}}};
-        if (row.table)
-          inputs.push_back({table.data(), DType::F32, {32, heads}, {}});
+        if (row.operand)
+          inputs.push_back(
+              {const_cast<float *>(row.operand->data()), DType::F32, row.operandShape, {}});
         TensorView out{o.data(), DType::F32, dims, {}};
         Interleaved runs =
             medianWithPeak(repeats, threads, [&] { (void)kernel->run(inputs, out); });

@@ -16,4 +16,12 @@ EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
   return spec;
 }
 
+EncodingSpec biasTensor(std::vector<int64_t> shape, DType dtype) {
+  EncodingSpec spec;
+  spec.attribute = "#pe.bias_tensor<>";
+  spec.operandShapes = {std::move(shape)};
+  spec.operandDtype = dtype;
+  return spec;
+}
+
 } // namespace pejit::encodings

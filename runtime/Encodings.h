@@ -7,12 +7,17 @@
 #include "runtime/Pejit.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace pejit::encodings {
 
 /// T5's bucketed relative bias; reads a [numBuckets, queryHeads] table.
 EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
                     DType tableDtype = DType::F32);
+
+/// A bias or mask tensor read by the kernel (the general fallback):
+/// [batch or 1, heads or 1, querySeq, keySeq]; -inf masks a key.
+EncodingSpec biasTensor(std::vector<int64_t> shape, DType dtype = DType::F32);
 
 } // namespace pejit::encodings
 

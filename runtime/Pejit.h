@@ -56,6 +56,10 @@ struct AttentionSpec {
   /// Encodings fused as given (in this order, before rope and alibi).
   std::vector<EncodingSpec> encodings;
   std::optional<ref::RopeConfig> rope; ///< RoPE on Q and K (sections unsupported)
+  /// Which sides `rope` rotates: one alone when the other is already
+  /// rotated (a KV cache written with RoPE). Each rotated side takes its
+  /// position ids.
+  bool ropeOnQuery = true, ropeOnKey = true;
   std::optional<AlibiSpec> alibi;
   bool causal = false;
   std::optional<int64_t> window;      ///< left window (unset: unbounded)

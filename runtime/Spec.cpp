@@ -113,15 +113,21 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
       operandTypes += (operandTypes.empty() ? "" : ", ") + type;
     }
   }
-  if (spec.rope)
-    out << ", %q_pos: " << qp << ", %k_pos: " << kp;
+  bool ropeQ = spec.rope && spec.ropeOnQuery, ropeK = spec.rope && spec.ropeOnKey;
+  if (ropeQ)
+    out << ", %q_pos: " << qp;
+  if (ropeK)
+    out << ", %k_pos: " << kp;
   out << ") -> " << o << " {\n";
   std::string qIn = "%q", kIn = "%k";
-  if (spec.rope) {
-    std::string attr = ropeText(*spec.rope);
-    out << "  %q_rot = pe.rope %q, %q_pos " << attr << " : " << q << ", " << qp << "\n";
-    out << "  %k_rot = pe.rope %k, %k_pos " << attr << " : " << k << ", " << kp << "\n";
+  if (ropeQ) {
+    out << "  %q_rot = pe.rope %q, %q_pos " << ropeText(*spec.rope) << " : " << q << ", " << qp
+        << "\n";
     qIn = "%q_rot";
+  }
+  if (ropeK) {
+    out << "  %k_rot = pe.rope %k, %k_pos " << ropeText(*spec.rope) << " : " << k << ", " << kp
+        << "\n";
     kIn = "%k_rot";
   }
   std::string bias;

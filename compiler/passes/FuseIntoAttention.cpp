@@ -41,14 +41,42 @@ bool hasQKTransform(ArrayRef<Attribute> encodings) {
 }
 
 /// Q and K rotated by the same encoding -> the attention's QK transform.
+/// Only one of them rotated (the other already is, e.g. a KV cache written
+/// with RoPE) -> the encoding's one-sided form, if it has one.
 void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
   if (op.getQueryPositions() || op.getKeyPositions() || hasQKTransform(encodings))
     return;
   auto queryOp = fusableProducer(op.getQuery(), pe::EncodingKind::QKTransform);
   auto keyOp = fusableProducer(op.getKey(), pe::EncodingKind::QKTransform);
-  if (!queryOp || !keyOp || queryOp == keyOp ||
-      queryOp.getPositionalEncoding() != keyOp.getPositionalEncoding())
+  bool same = queryOp && keyOp && queryOp != keyOp &&
+              queryOp.getPositionalEncoding() == keyOp.getPositionalEncoding();
+  if (!same) {
+    // One side: Q's producer if there is one, else K's, and only when the
+    // other side comes from no QK transform at all (it is given rotated).
+    bool query = static_cast<bool>(queryOp);
+    pe::PositionalEncodingOpInterface side = query ? queryOp : keyOp;
+    Value other = query ? op.getKey() : op.getQuery();
+    auto otherOp = other.getDefiningOp<pe::PositionalEncodingOpInterface>();
+    if (!side || (queryOp && keyOp) ||
+        (otherOp && otherOp.getEncodingKind() == pe::EncodingKind::QKTransform))
+      return;
+    Attribute oneSided = side.getPositionalEncoding().onOneSide(query);
+    if (!oneSided)
+      return;
+    if (query)
+      op.getQueryMutable().assign(side.getTransformedInput());
+    else
+      op.getKeyMutable().assign(side.getTransformedInput());
+    if (Value positions = side.getPositionIds()) {
+      if (query)
+        op.getQueryPositionsMutable().assign(positions);
+      else
+        op.getKeyPositionsMutable().assign(positions);
+    }
+    encodings.push_back(oneSided);
+    side->erase();
     return;
+  }
   op.getQueryMutable().assign(queryOp.getTransformedInput());
   op.getKeyMutable().assign(keyOp.getTransformedInput());
   if (Value positions = queryOp.getPositionIds())
@@ -66,14 +94,23 @@ void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) 
   if (!op.getBias())
     return;
   auto biasOp = fusableProducer(op.getBias(), pe::EncodingKind::ScoreBias);
-  if (!biasOp)
+  if (!biasOp) {
+    // The general fallback: the kernel reads the bias tensor itself.
+    op.getEncodingOperandsMutable().append(op.getBias());
+    op.getBiasMutable().clear();
+    encodings.push_back(pe::BiasTensorAttr::get(op.getContext()));
     return;
+  }
   // Every operand of the pe op must be one the encoding reads as its own:
   // one that depends on Q or K (Shaw's key term) cannot move this way.
   SmallVector<Value> operands = biasOp.getEncodingOperands();
   if (operands.size() != biasOp->getNumOperands() ||
-      operands.size() != biasOp.getPositionalEncoding().getNumEncodingOperands())
+      operands.size() != biasOp.getPositionalEncoding().getNumEncodingOperands()) {
+    op.getEncodingOperandsMutable().append(op.getBias());
+    op.getBiasMutable().clear();
+    encodings.push_back(pe::BiasTensorAttr::get(op.getContext()));
     return;
+  }
   op.getBiasMutable().clear();
   op.getEncodingOperandsMutable().append(operands);
   encodings.push_back(biasOp.getPositionalEncoding());

@@ -187,7 +187,9 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return failure();
 
   int64_t numQueryTiles = llvm::divideCeil(shape.querySeq, tiles.queryTile);
-  KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, static_cast<bool>(qkTransform),
+  // The key cache holds K transformed: only worth it when K is.
+  bool transformsKey = qkTransform && qkTransform.transformsKey();
+  KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, transformsKey,
                                        qkTransform ? qkTransform.getScratchFloats(shape) : 0);
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);

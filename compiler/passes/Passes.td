@@ -15,6 +15,9 @@ def FuseIntoAttention : Pass<"pe-fuse-into-attention", "::mlir::func::FuncOp"> {
       all the encoding's own tensors (`pe.alibi` has none, `pe.t5_bias` its
       table) becomes a fused score bias; `bias` goes away and those tensors
       become the attention's `encoding_operands`.
+    - any other `bias` (a function argument, or a bias op that cannot move)
+      becomes `#pe.bias_tensor` with the tensor as its encoding operand: the
+      kernel reads it tile by tile, the general fallback.
     Only encodings whose attribute says `isFusable()` move. A rotated K (or Q)
     with another user stays unfused, since it is materialized anyway; the IR
     stays correct either way. The pass also makes `scale` explicit

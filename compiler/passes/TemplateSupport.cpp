@@ -71,10 +71,12 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
   if (!returnOp || returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
     return fused.func.emitError() << "the function must return the attn.attention's result "
                                      "(and nothing else): that is the kernel's output";
-  if (op.getBias() || op.getKeyTerm() || op.getValueTerm())
-    return op.emitError() << "the kernel takes no bias, key_term or value_term "
-                             "tensor: fuse the encoding that produces it "
-                             "(pe-fuse-into-attention) or drop it";
+  if (op.getBias())
+    return op.emitError() << "the kernel reads a bias tensor as an encoding operand: run "
+                             "pe-fuse-into-attention first (it makes it #pe.bias_tensor)";
+  if (op.getKeyTerm() || op.getValueTerm())
+    return op.emitError() << "the kernel takes no key_term or value_term tensor (Shaw's "
+                             "terms are not fused yet)";
   std::pair<Value, ArgumentRole> operandRoles[] = {
       {op.getQuery(), ArgumentRole::Query},
       {op.getKey(), ArgumentRole::Key},
@@ -265,7 +267,9 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
                                     prologue.getScratch(), prologue.getRowBegin(),
                                     prologue.getRowStep()});
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
-      if (qkTransform)
+      bool applies = qkTransform && (transform.getIsKey() ? qkTransform.transformsKey()
+                                                          : qkTransform.transformsQuery());
+      if (applies)
         qkTransform.emitQKTileTransform(b, loc, shape,
                                         {transform.getTile(), transform.getRows(),
                                          transform.getSeqStart(), transform.getBatch(),

@@ -150,7 +150,15 @@ LogicalResult AttentionOp::verifyEncodings() {
     return success();
   }
   int64_t queryHeads = dim(getQuery(), 1), headDim = dim(getQuery(), 3);
-  int64_t valueDim = dim(getValue(), 3);
+  // The sizes an encoding operand is checked against (dynamic: kDynamic).
+  pe::AttentionShape sizes;
+  sizes.batch = dim(getQuery(), 0);
+  sizes.queryHeads = queryHeads;
+  sizes.kvHeads = dim(getKey(), 1);
+  sizes.querySeq = dim(getQuery(), 2);
+  sizes.keySeq = dim(getKey(), 2);
+  sizes.headDim = headDim;
+  sizes.valueDim = dim(getValue(), 3);
   unsigned nextOperand = 0;
   int numQKTransforms = 0;
   for (auto [index, attr] : llvm::enumerate(encodings)) {
@@ -183,8 +191,7 @@ LogicalResult AttentionOp::verifyEncodings() {
                              << encoding.getEncodingOperandName(k) << " of encodings[" << index
                              << "]): ";
       };
-      if (failed(
-              encoding.verifyEncodingOperand(k, type, queryHeads, headDim, valueDim, operandError)))
+      if (failed(encoding.verifyEncodingOperand(k, type, sizes, operandError)))
         return failure();
     }
   }

@@ -254,7 +254,7 @@ LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim, EmitErrorF
 
 LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 theta,
                                std::optional<int64_t> rotaryDim, RopeScalingAttrInterface scaling,
-                               llvm::ArrayRef<int64_t> sections) {
+                               llvm::ArrayRef<int64_t> sections, RopeSides applyTo) {
   if (failed(requirePositive(emitError, "rope theta", theta)))
     return failure();
   if (rotaryDim) {

@@ -16,6 +16,14 @@ def PE_RopeLayout : I32EnumAttr<"RopeLayout", "which channels RoPE pairs", [
   let genSpecializedAttr = 0;
 }
 
+def PE_RopeSides : I32EnumAttr<"RopeSides", "which of Q and K a fused RoPE rotates", [
+    I32EnumAttrCase<"Both", 0, "both">,
+    I32EnumAttrCase<"Query", 1, "query">,
+    I32EnumAttrCase<"Key", 2, "key">]> {
+  let cppNamespace = "::pejit::pe";
+  let genSpecializedAttr = 0;
+}
+
 def PE_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi distance form", [
     I32EnumAttrCase<"Causal", 0, "causal">,
     I32EnumAttrCase<"Symmetric", 1, "symmetric">]> {
@@ -123,7 +131,7 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloats", "emitQKPrologue", "emitQKTileTransform",
-    "applyReferenceQKTransform"]> {
+    "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
@@ -133,6 +141,11 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     to the head dim. `sections` (M-RoPE, Qwen2-VL; 2-D image RoPE) splits the
     frequency indices into consecutive groups, group a using position ids of
     axis a; its entries sum to rotary_dim/2.
+
+    `apply_to` (fused form only): `both` (the default) rotates Q and K;
+    `query` or `key` rotates one side, the other being already rotated
+    (e.g. a KV cache written with RoPE applied). Fusion sets it when only
+    one of Q and K comes from a pe.rope.
   }];
   let parameters = (ins
     EnumParameter<PE_RopeLayout>:$layout,
@@ -140,7 +153,9 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     OptionalParameter<"std::optional<int64_t>", "rotated channels">:$rotary_dim,
     OptionalParameter<"::pejit::pe::RopeScalingAttrInterface",
                       "frequency scaling">:$scaling,
-    PE_OptionalI64ArrayParameter<"M-RoPE sections">:$sections);
+    PE_OptionalI64ArrayParameter<"M-RoPE sections">:$sections,
+    PE_DefaultEnumParameter<PE_RopeSides, "::pejit::pe::RopeSides::Both",
+                            "sides a fused RoPE rotates">:$apply_to);
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
@@ -177,6 +192,21 @@ def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable",
   }];
   let parameters = (ins "int64_t":$num_buckets, "int64_t":$max_distance,
                         PE_BoolParameter<"buckets on both signs", "true">:$bidirectional);
+}
+
+def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable",
+    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
+    "emitScoreMod", "referenceScoreBias"]> {
+  let summary = "a user's additive bias or mask tensor, read by the kernel";
+  let description = [{
+    bias(b, h, i, j) = bias_tensor[b or 0, h or 0, i, j]: the attention's one
+    encoding operand, [1|b, 1|hq, sq, skv] (a dimension of 1 is shared),
+    added where docs/semantics.md adds score biases. -inf masks keys; a row
+    that sees no key outputs zeros. This is the general fallback: fusion
+    turns an attn.attention `bias` operand that no fusable encoding
+    produces into this encoding, so any bias runs in the fused kernel, at
+    the cost of reading it.
+  }];
 }
 
 def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key"> {

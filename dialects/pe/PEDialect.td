@@ -3,6 +3,7 @@
 
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
 
 def PE_Dialect : Dialect {
   let name = "pe";
@@ -64,6 +65,11 @@ class PE_OptionalI64ArrayParameter<string desc>
     : OptionalArrayRefParameter<"int64_t", desc> {
   let parser = [{ ::pejit::pe::parseI64Array($_parser) }];
   let printer = [{ $_printer << '[' << $_self << ']' }];
+}
+class PE_DefaultEnumParameter<EnumAttrInfo info, string value, string desc>
+    : EnumParameter<info> {
+  let summary = desc;
+  let defaultValue = value;
 }
 class PE_BoolParameter<string desc, string value> : AttrParameter<"bool", desc> {
   let defaultValue = value;

@@ -45,11 +45,12 @@ def PE_PositionalEncodingAttrInterface
       [{ return "operand_" + std::to_string(index); }]>,
     InterfaceMethod<[{
         Checks encoding operand `index` (a ranked float tensor) against the
-        attention it is fused into: query heads hq, head dims d and dv.
+        attention it is fused into (its sizes in `shape`; a dynamic size is
+        ShapedType::kDynamic).
       }],
       "::llvm::LogicalResult", "verifyEncodingOperand",
-      (ins "unsigned":$index, "::mlir::RankedTensorType":$type, "int64_t":$queryHeads,
-           "int64_t":$headDim, "int64_t":$valueDim,
+      (ins "unsigned":$index, "::mlir::RankedTensorType":$type,
+           "const ::pejit::pe::AttentionShape &":$shape,
            "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError),
       "", "return ::mlir::success();">,
     InterfaceMethod<[{
@@ -75,6 +76,16 @@ def PE_PositionalEncodingAttrInterface
       }],
       "int64_t", "getScratchFloats",
       (ins "const ::pejit::pe::AttentionShape &":$shape), "", "return 0;">,
+    InterfaceMethod<"A QK transform: whether it transforms Q.",
+      "bool", "transformsQuery", (ins), "", "return true;">,
+    InterfaceMethod<"A QK transform: whether it transforms K.",
+      "bool", "transformsKey", (ins), "", "return true;">,
+    InterfaceMethod<[{
+        A QK transform applied to one side only (query = true: Q, else K),
+        for a fused attention whose other side is already transformed; null
+        if the encoding has no one-sided form.
+      }],
+      "::mlir::Attribute", "onOneSide", (ins "bool":$query), "", "return {};">,
     InterfaceMethod<"Emits the once-per-call prologue (attn.qk_prologue).",
       "void", "emitQKPrologue",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,

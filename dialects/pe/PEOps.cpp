@@ -56,6 +56,10 @@ LogicalResult RopeOp::verify() {
       failed(requireSizesWithinLimits(op, "input", getInput().getType(), inputLimits)))
     return failure();
   RopeAttr encoding = getEncoding();
+  if (encoding.getApplyTo() != RopeSides::Both)
+    return emitOpError() << "apply_to = " << stringifyRopeSides(encoding.getApplyTo())
+                         << " is for a RoPE fused into attn.attention; pe.rope rotates its "
+                            "input, so leave apply_to out";
   auto emitError = [&]() { return emitOpError(); };
   if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3), emitError)))
     return failure();

@@ -97,6 +97,14 @@ pejit::pe::verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
 
 namespace pejit::pe {
 
+bool RopeAttr::transformsQuery() const { return getApplyTo() != RopeSides::Key; }
+bool RopeAttr::transformsKey() const { return getApplyTo() != RopeSides::Query; }
+
+mlir::Attribute RopeAttr::onOneSide(bool query) const {
+  return RopeAttr::get(getContext(), getLayout(), getTheta(), getRotaryDim(), getScaling(),
+                       getSections(), query ? RopeSides::Query : RopeSides::Key);
+}
+
 bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
                                          bool omitted, int64_t seqLen, std::string &error) const {
   ref::RopeConfig config = toReferenceConfig(*this);

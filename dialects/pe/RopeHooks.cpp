@@ -61,11 +61,17 @@ Value f64VectorConst(OpBuilder &b, Location loc, llvm::ArrayRef<double> values) 
   return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, values));
 }
 
-/// max(position) + 1 over both position tensors (dynamic scalings only).
-Value emitSeqLen(OpBuilder &b, Location loc, const QKPrologueArgs &args) {
+/// max(position) + 1 over the position tensors of the sides the RoPE
+/// rotates (dynamic scalings only): both, or Q's or K's alone.
+Value emitSeqLen(OpBuilder &b, Location loc, RopeAttr rope, const QKPrologueArgs &args) {
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
   Value maxPos = arith::ConstantIntOp::create(b, loc, b.getI64Type(), -1);
-  for (Value positions : {args.queryPositions, args.keyPositions}) {
+  SmallVector<Value> sides;
+  if (rope.transformsQuery())
+    sides.push_back(args.queryPositions);
+  if (rope.transformsKey())
+    sides.push_back(args.keyPositions);
+  for (Value positions : sides) {
     auto type = cast<MemRefType>(positions.getType());
     auto rows = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(0)), one,
                                    ValueRange{maxPos});
@@ -103,7 +109,7 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
   using Kind = pejit::ref::RopeScaling::Kind;
   if (config.scaling.kind != Kind::DynamicNtk && config.scaling.kind != Kind::LongRope)
     return;
-  Value seqLen = emitSeqLen(b, loc, args);
+  Value seqLen = emitSeqLen(b, loc, rope, args);
   Value limit = arith::ConstantIntOp::create(b, loc, b.getI64Type(), original);
   Value longContext = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, seqLen, limit);
   auto ifOp = scf::IfOp::create(b, loc, longContext, /*withElseRegion=*/false);

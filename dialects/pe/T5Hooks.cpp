@@ -74,12 +74,12 @@ unsigned T5BiasAttr::getNumEncodingOperands() const { return 1; }
 std::string T5BiasAttr::getEncodingOperandName(unsigned) const { return "t5_table"; }
 
 LogicalResult
-T5BiasAttr::verifyEncodingOperand(unsigned, RankedTensorType type, int64_t queryHeads, int64_t,
-                                  int64_t, function_ref<InFlightDiagnostic()> emitError) const {
+T5BiasAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,
+                                  function_ref<InFlightDiagnostic()> emitError) const {
   if (type.getRank() != 2 || type.getDimSize(0) != getNumBuckets() ||
-      type.getDimSize(1) != queryHeads)
+      type.getDimSize(1) != shape.queryHeads)
     return emitError() << "the T5 table must be [num_buckets = " << getNumBuckets()
-                       << ", hq = " << queryHeads << "], got " << type;
+                       << ", hq = " << shape.queryHeads << "], got " << type;
   return success();
 }
 

@@ -256,11 +256,14 @@ public:
       std::vector<std::optional<ref::PositionIds>> all;
       if (auto rope = mlir::dyn_cast<pe::RopeOp>(op))
         all.push_back(ropeIds(rope));
-      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op);
-          attention && hasFusedQKTransform(attention)) {
+      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op)) {
+        // The ids of the sides a fused QK transform rotates.
+        pe::PositionalEncodingAttrInterface transform = fusedQKTransform(attention);
         int64_t sq = dimsOf(attention.getQuery())[2], skv = dimsOf(attention.getKey())[2];
-        all.push_back(ids(&op, attention.getQueryPositions(), false, sq, skv));
-        all.push_back(ids(&op, attention.getKeyPositions(), true, sq, skv));
+        if (transform && transform.transformsQuery())
+          all.push_back(ids(&op, attention.getQueryPositions(), false, sq, skv));
+        if (transform && transform.transformsKey())
+          all.push_back(ids(&op, attention.getKeyPositions(), true, sq, skv));
       }
       for (const auto &positions : all) {
         if (!positions)
@@ -271,13 +274,14 @@ public:
     return seqLen;
   }
 
-  static bool hasFusedQKTransform(attn::AttentionOp op) {
+  static pe::PositionalEncodingAttrInterface fusedQKTransform(attn::AttentionOp op) {
     if (mlir::ArrayAttr encodings = op.getEncodingsAttr())
-      for (mlir::Attribute attr : encodings)
-        if (mlir::cast<pe::PositionalEncodingAttrInterface>(attr).getEncodingKind() ==
-            pe::EncodingKind::QKTransform)
-          return true;
-    return false;
+      for (mlir::Attribute attr : encodings) {
+        auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(attr);
+        if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+          return encoding;
+      }
+    return nullptr;
   }
 
   bool rotate(mlir::Operation *op, pe::RopeAttr attr, ref::Tensor &x,
@@ -324,10 +328,12 @@ public:
         if (!qIds || !kIds)
           return false;
         std::string problem;
-        if (!encoding.applyReferenceQKTransform(q, *qIds, omitted(op.getQueryPositions()), seqLen,
-                                                problem) ||
-            !encoding.applyReferenceQKTransform(k, *kIds, omitted(op.getKeyPositions()), seqLen,
-                                                problem))
+        if ((encoding.transformsQuery() &&
+             !encoding.applyReferenceQKTransform(q, *qIds, omitted(op.getQueryPositions()), seqLen,
+                                                 problem)) ||
+            (encoding.transformsKey() &&
+             !encoding.applyReferenceQKTransform(k, *kIds, omitted(op.getKeyPositions()), seqLen,
+                                                 problem)))
           return fail(op, problem);
         break;
       }

@@ -131,6 +131,18 @@ std::vector<Variant> variants() {
        "tensor<32x8xf32>) : tensor<1x8x1x64x@T@>, tensor<1x8x700x64x@T@>, "
        "tensor<1x8x700x64x@T@> -> tensor<1x8x1x64x@T@>\n"
        "  return %o : tensor<1x8x1x64x@T@>\n}\n"},
+      // The fallback: a user's bias tensor (f32, shared by the batch) read by
+      // the kernel, with a two-sided window and RoPE on Q only.
+      {"bias_tensor_window_query_rope",
+       "func.func @f(%q: tensor<1x4x80x64x@T@>, %k: tensor<1x4x96x64x@T@>, "
+       "%v: tensor<1x4x96x64x@T@>, %b: tensor<1x4x80x96xf32>, %p: tensor<80xi64>) -> "
+       "tensor<1x4x80x64xf32> {\n"
+       "  %qr = pe.rope %q, %p <layout = half, theta = 10000.0> : tensor<1x4x80x64x@T@>, "
+       "tensor<80xi64>\n"
+       "  %o = attn.attention %qr, %k, %v bias(%b : tensor<1x4x80x96xf32>) window(20) "
+       "window_right(10) : tensor<1x4x80x64x@T@>, tensor<1x4x96x64x@T@>, "
+       "tensor<1x4x96x64x@T@> -> tensor<1x4x80x64xf32>\n"
+       "  return %o : tensor<1x4x80x64xf32>\n}\n"},
   };
 }
 

@@ -94,9 +94,10 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     return c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq}
                                     : std::vector<int64_t>{seq};
   };
-  if (c.spec.rope && !qp.empty())
+  bool ropeQ = c.spec.rope && c.spec.ropeOnQuery, ropeK = c.spec.rope && c.spec.ropeOnKey;
+  if (ropeQ && !qp.empty())
     inputs.push_back({qp.data(), DType::I64, positionShape(s.querySeq), {}});
-  if (c.spec.rope && !kp.empty())
+  if (ropeK && !kp.empty())
     inputs.push_back({kp.data(), DType::I64, positionShape(s.keySeq), {}});
   TensorView outView{out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}};
   if (Status status = kernel->run(inputs, outView); !status) {
@@ -114,9 +115,14 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     };
     ref::PositionIds qIds = ids(qp, ref::defaultQueryPositions(s.querySeq, s.keySeq), s.querySeq);
     ref::PositionIds kIds = ids(kp, ref::defaultKeyPositions(s.keySeq), s.keySeq);
-    int64_t seqLen = ref::maxPositionPlusOne(qIds, kIds);
-    qr = ref::applyRope(*c.spec.rope, q, qIds, seqLen);
-    kr = ref::applyRope(*c.spec.rope, k, kIds, seqLen);
+    // Dynamic scalings: the length over the ids of the rotated sides.
+    int64_t seqLen = ropeQ && ropeK ? ref::maxPositionPlusOne(qIds, kIds)
+                     : ropeQ        ? ref::maxPositionPlusOne(qIds)
+                                    : ref::maxPositionPlusOne(kIds);
+    if (ropeQ)
+      qr = ref::applyRope(*c.spec.rope, q, qIds, seqLen);
+    if (ropeK)
+      kr = ref::applyRope(*c.spec.rope, k, kIds, seqLen);
   }
   ref::Tensor bias;
   ref::AttentionOptions options;
@@ -144,9 +150,9 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     auto ids = [&](const std::vector<int64_t> &given, int64_t seq) {
       return ref::PositionIds(positionShape(seq), given);
     };
-    if (c.spec.rope && !qp.empty())
+    if (ropeQ && !qp.empty())
       arguments.push_back(ids(qp, s.querySeq));
-    if (c.spec.rope && !kp.empty())
+    if (ropeK && !kp.empty())
       arguments.push_back(ids(kp, s.keySeq));
     Expected<ref::Tensor> interpreted =
         interpretReference(Spec::fromBuilder(c.spec, s).source(), arguments);

@@ -158,6 +158,32 @@ TEST(FusedAttention, RopeLayouts) {
   }
 }
 
+// RoPE on one side only: Q alone (a KV cache written with RoPE, decode and
+// prefill) or K alone; explicit positions on the rotated side; dynamic NTK
+// takes its length from that side's positions alone.
+TEST(FusedAttention, RopeOnOneSide) {
+  for (bool onQuery : {true, false}) {
+    for (auto [sq, skv] : {std::pair<int64_t, int64_t>{1, 300}, {70, 70}, {200, 65}}) {
+      Case c = shaped(1, 4, 2, sq, skv, 64);
+      c.spec.rope = rope(ref::RopeLayout::Interleaved, 500000.0);
+      c.spec.ropeOnQuery = onQuery;
+      c.spec.ropeOnKey = !onQuery;
+      c.spec.causal = true;
+      SCOPED_TRACE(onQuery ? "query only" : "key only");
+      expectMatches(c);
+    }
+  }
+  Case c = shaped(1, 4, 4, 40, 40, 64);
+  c.spec.rope = rope();
+  c.spec.rope->scaling.kind = ref::RopeScaling::Kind::DynamicNtk;
+  c.spec.rope->scaling.factor = 4.0;
+  c.spec.rope->scaling.originalMaxPosition = 32;
+  c.spec.ropeOnKey = false;
+  for (int64_t i = 0; i < 40; ++i)
+    c.queryPositions.push_back(3 * i); // max 117: past original_max_position
+  expectMatches(c);
+}
+
 TEST(FusedAttention, RopeRotaryDimsNarrowerThanAVector) {
   // rotary_dim 12: 6 frequencies (half) or 12 table entries (interleaved),
   // not multiples of 8 lanes, so the hooks take their scalar path.

@@ -63,11 +63,11 @@ func.func @different_encodings(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf
 
 // -----
 
-// Only K is rotated: nothing to fuse as a QK transform.
+// Only K is rotated (Q arrives rotated): the rope fuses on K alone
+// (apply_to = key), its positions becoming the key positions.
 // CHECK-LABEL: func.func @only_key_rotated
-// CHECK: pe.rope
-// CHECK: attn.attention %arg0,
-// CHECK-NOT: encodings
+// CHECK-NOT: pe.rope
+// CHECK: attn.attention %arg0, %arg1, %arg2 key_positions(%arg3 : tensor<16xi32>) scale(1.250000e-01) encodings([#pe.rope<layout = half, theta = 10000.0, apply_to = key>])
 func.func @only_key_rotated(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
   %o = attn.attention %q, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
@@ -76,10 +76,11 @@ func.func @only_key_rotated(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>
 
 // -----
 
-// The ALiBi bias is also returned: it stays a tensor; the rope still fuses.
+// The ALiBi bias is also returned: it stays a tensor, which the kernel
+// reads (#pe.bias_tensor, the fallback); the rope still fuses.
 // CHECK-LABEL: func.func @bias_has_another_user
 // CHECK: %[[B:.*]] = pe.alibi
-// CHECK: attn.attention {{.*}} bias(%[[B]] : tensor<1x4x16x16xf32>) {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0>])
+// CHECK: attn.attention {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.bias_tensor<>]) encoding_operands(%[[B]] : tensor<1x4x16x16xf32>)
 func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>) {
   %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
@@ -90,11 +91,11 @@ func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64
 
 // -----
 
-// M-RoPE sections are not fusable yet: the ropes stay.
+// M-RoPE sections are not fusable yet: the ropes stay. The bias argument
+// becomes the fallback #pe.bias_tensor.
 // CHECK-LABEL: func.func @not_fusable_yet
 // CHECK: pe.rope
-// CHECK: attn.attention {{.*}} bias(
-// CHECK-NOT: encodings
+// CHECK: attn.attention {{.*}} encodings([#pe.bias_tensor<>]) encoding_operands(%arg4 : tensor<1x4x16x16xf32>)
 func.func @not_fusable_yet(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %bias: tensor<1x4x16x16xf32>) -> tensor<1x4x16x64xf32> {
   %qr = pe.rope %q, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
@@ -121,13 +122,38 @@ func.func @t5_and_rope(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v:
 
 // -----
 
-// A T5 bias with another user stays a tensor (it is materialized anyway).
+// A T5 bias with another user stays a tensor (it is materialized anyway),
+// which the kernel reads through the fallback.
 // CHECK-LABEL: func.func @t5_bias_has_another_user
 // CHECK: %[[B:.*]] = pe.t5_bias
-// CHECK: attn.attention {{.*}} bias(%[[B]] : tensor<1x4x16x16xf32>)
-// CHECK-NOT: encoding_operands
+// CHECK: attn.attention {{.*}} encodings([#pe.bias_tensor<>]) encoding_operands(%[[B]] : tensor<1x4x16x16xf32>)
 func.func @t5_bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %table: tensor<32x4xf32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>) {
   %b = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x16x16xf32>
   %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o, %b : tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>
+}
+
+// -----
+
+// Only Q is rotated (a KV cache written with RoPE): apply_to = query.
+// CHECK-LABEL: func.func @only_query_rotated
+// CHECK-NOT: pe.rope
+// CHECK: attn.attention %arg0, %arg1, %arg2 query_positions(%arg3 : tensor<1xi64>) causal scale(1.250000e-01) encodings([#pe.rope<layout = interleaved, theta = 500000.0, apply_to = query>])
+func.func @only_query_rotated(%q: tensor<1x4x1x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %qpos: tensor<1xi64>) -> tensor<1x4x1x64xf32> {
+  %qr = pe.rope %q, %qpos <layout = interleaved, theta = 500000.0> : tensor<1x4x1x64xf32>, tensor<1xi64>
+  %o = attn.attention %qr, %k, %v causal : tensor<1x4x1x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x1x64xf32>
+  return %o : tensor<1x4x1x64xf32>
+}
+
+// -----
+
+// A user's bias or mask tensor (the general fallback): bias(i, j) =
+// bias_tensor[0, h, i, j], read by the kernel; a shared [1, 1, sq, skv]
+// mask the same way.
+// CHECK-LABEL: func.func @user_bias
+// CHECK-NOT: bias(
+// CHECK: attn.attention %arg0, %arg1, %arg2 causal scale(1.250000e-01) encodings([#pe.bias_tensor<>]) encoding_operands(%arg3 : tensor<1x1x16x16xf32>)
+func.func @user_bias(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %mask: tensor<1x1x16x16xf32>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %k, %v bias(%mask : tensor<1x1x16x16xf32>) causal : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
 }

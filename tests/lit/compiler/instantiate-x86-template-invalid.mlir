@@ -11,7 +11,7 @@ func.func @unfused_op(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: te
 // -----
 
 func.func @bias_tensor(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %b: tensor<1x2x8x8xf32>) -> tensor<1x2x8x64xf32> {
-  // expected-error @+1 {{the kernel takes no bias, key_term or value_term tensor}}
+  // expected-error @+1 {{the kernel reads a bias tensor as an encoding operand: run pe-fuse-into-attention first (it makes it #pe.bias_tensor)}}
   %o = attn.attention %q, %k, %v bias(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return %o : tensor<1x2x8x64xf32>
 }

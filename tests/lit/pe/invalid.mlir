@@ -427,3 +427,11 @@ func.func @dynamic_ntk_rotary_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>)
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 2, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 16>> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
+
+// -----
+
+func.func @rope_op_apply_to(%x: tensor<1x4x16x64xf32>, %p: tensor<16xi64>) {
+  // expected-error @+1 {{'pe.rope' op apply_to = query is for a RoPE fused into attn.attention; pe.rope rotates its input, so leave apply_to out}}
+  %r = pe.rope %x, %p <layout = half, theta = 10000.0, apply_to = query> : tensor<1x4x16x64xf32>, tensor<16xi64>
+  return
+}
