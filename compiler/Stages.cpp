@@ -198,6 +198,7 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.prepareJobs = kernelInfoInt(info, "prepare_jobs");
   description.queryPositionRows = kernelInfoInt(info, "query_position_rows");
   description.keyPositionRows = kernelInfoInt(info, "key_position_rows");
+  description.positionAxes = std::max<int64_t>(kernelInfoInt(info, "position_axes"), 1);
   description.inputDtype = dtypeField(info, "dtype");
   description.outputDtype = dtypeField(info, "out_dtype");
   // Written by the instantiation from the function it compiled: parses.

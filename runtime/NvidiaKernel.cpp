@@ -76,13 +76,13 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
                 std::to_string(s.queryHeads) + ", " + std::to_string(s.querySeq) + ", " +
                 std::to_string(s.valueDim) + "]");
   std::vector<int64_t> queryPositions, keyPositions;
-  if (Status st =
-          buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
-                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryPositions);
+  if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName,
+                                     queryPositionRows, s.querySeq, s.batch, s.keySeq - s.querySeq,
+                                     queryPositions, positionAxes);
       !st)
     return st;
   if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
-                                     s.keySeq, s.batch, 0, keyPositions);
+                                     s.keySeq, s.batch, 0, keyPositions, positionAxes);
       !st)
     return st;
 

@@ -55,7 +55,9 @@ struct EncodingSpec {
 struct AttentionSpec {
   /// Encodings fused as given (in this order, before rope and alibi).
   std::vector<EncodingSpec> encodings;
-  std::optional<ref::RopeConfig> rope; ///< RoPE on Q and K (sections unsupported)
+  /// RoPE on Q and K. With M-RoPE `sections`, position ids are [A, s] (or
+  /// [A, b, s]) and must be given.
+  std::optional<ref::RopeConfig> rope;
   /// Which sides `rope` rotates: one alone when the other is already
   /// rotated (a KV cache written with RoPE). Each rotated side takes its
   /// position ids.

@@ -72,6 +72,12 @@ std::string ropeText(const ref::RopeConfig &rope) {
   std::string scaling = scalingText(rope.scaling);
   if (!scaling.empty())
     text += ", scaling = " + scaling;
+  if (!rope.sections.empty()) {
+    text += ", sections = [";
+    for (size_t i = 0; i < rope.sections.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(rope.sections[i]);
+    text += "]";
+  }
   return text + ">";
 }
 
@@ -89,10 +95,17 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   std::string k = tensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, "f32");
   std::string v = tensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, "f32");
   std::string o = tensor({s.batch, s.queryHeads, s.querySeq, s.valueDim}, "f32");
-  std::string qp =
-      spec.positionsPerBatch ? tensor({s.batch, s.querySeq}, "i64") : tensor({s.querySeq}, "i64");
-  std::string kp =
-      spec.positionsPerBatch ? tensor({s.batch, s.keySeq}, "i64") : tensor({s.keySeq}, "i64");
+  // Position ids: [s] or [b, s]; M-RoPE's have a leading axis per section.
+  int64_t axes = spec.rope ? static_cast<int64_t>(spec.rope->sections.size()) : 0;
+  auto positionType = [&](int64_t seq) {
+    std::string text = "tensor<";
+    if (axes > 0)
+      text += std::to_string(axes) + "x";
+    if (spec.positionsPerBatch)
+      text += std::to_string(s.batch) + "x";
+    return text + std::to_string(seq) + "xi64>";
+  };
+  std::string qp = positionType(s.querySeq), kp = positionType(s.keySeq);
   std::ostringstream out;
   out << "func.func @attention(%q: " << q << ", %k: " << k << ", %v: " << v;
   // The encodings' operands: %e0, %e1, ... in order, then the positions.

@@ -56,34 +56,46 @@ Status checkView(const TensorView &view, const std::string &what,
 }
 
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
-                          int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table) {
-  table.assign(rows * seq, 0);
+                          int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
+                          int64_t axes) {
+  table.assign(axes * rows * seq, 0);
   if (!view) {
+    if (axes > 1)
+      return Status::error(what + " must be given: M-RoPE reads " + std::to_string(axes) +
+                           " axes of position ids, and the defaults have one");
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t s = 0; s < seq; ++s)
         table[r * seq + s] = first + s;
     return Status();
   }
+  // [seq] or [batch, seq] (a shared [1, seq] too), each behind [axes, ...].
   std::vector<int64_t> expected =
       rows == 1 ? std::vector<int64_t>{seq} : std::vector<int64_t>{batch, seq};
-  if (rows == 1 && view->shape.size() == 2 && view->shape[0] == 1)
+  size_t lead = axes > 1 ? 1 : 0;
+  if (rows == 1 && view->shape.size() == 2 + lead && view->shape[lead] == 1)
     expected = {1, seq};
+  if (axes > 1)
+    expected.insert(expected.begin(), axes);
   if (Status s = checkView(*view, what, expected, {DType::I64, DType::I32}); !s)
     return s;
   std::vector<int64_t> strides = stridesOf(*view);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t s = 0; s < seq; ++s) {
-      int64_t offset = (view->shape.size() == 2 ? r * strides[0] : 0) + s * strides.back();
-      int64_t position = view->dtype == DType::I64
-                             ? static_cast<const int64_t *>(view->data)[offset]
-                             : static_cast<const int32_t *>(view->data)[offset];
-      // docs/limits.md: RoPE angles stay exact only for |position| < 2^31.
-      if (position < -limits::kMaxPositionMagnitude || position >= limits::kMaxPositionMagnitude)
-        return Status::error(what + ": position " + std::to_string(position) + " at [" +
-                             (view->shape.size() == 2 ? std::to_string(r) + ", " : "") +
-                             std::to_string(s) + "] is outside [-2^31, 2^31)");
-      table[r * seq + s] = position;
-    }
+  bool hasRows = view->shape.size() == 2 + lead;
+  for (int64_t a = 0; a < axes; ++a)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t s = 0; s < seq; ++s) {
+        int64_t offset =
+            (lead ? a * strides[0] : 0) + (hasRows ? r * strides[lead] : 0) + s * strides.back();
+        int64_t position = view->dtype == DType::I64
+                               ? static_cast<const int64_t *>(view->data)[offset]
+                               : static_cast<const int32_t *>(view->data)[offset];
+        // docs/limits.md: RoPE angles stay exact only for |position| < 2^31.
+        if (position < -limits::kMaxPositionMagnitude || position >= limits::kMaxPositionMagnitude)
+          return Status::error(what + ": position " + std::to_string(position) + " at [" +
+                               (lead ? std::to_string(a) + ", " : "") +
+                               (hasRows ? std::to_string(r) + ", " : "") + std::to_string(s) +
+                               "] is outside [-2^31, 2^31)");
+        table[(a * rows + r) * seq + s] = position;
+      }
   return Status();
 }
 

@@ -26,8 +26,11 @@ Status checkView(const TensorView &view, const std::string &what,
 /// i32/i64 view ([seq], [1, seq] or [batch, seq]), or the docs/semantics.md
 /// default (first + index) when null. Positions outside [-2^31, 2^31) are an
 /// error naming the index (docs/limits.md).
+/// With axes > 1 (M-RoPE) the ids are [axes, seq] or [axes, batch, seq]
+/// and required; the table is [axes * rows, seq], one block per axis.
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
-                          int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table);
+                          int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
+                          int64_t axes = 1);
 
 /// A run's inputs by role (KernelSignature): null for omitted position ids.
 struct BoundInputs {

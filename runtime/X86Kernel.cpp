@@ -92,23 +92,26 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return st;
 
   std::vector<int64_t> queryPositions, keyPositions;
-  if (Status st =
-          buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
-                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryPositions);
+  if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName,
+                                     queryPositionRows, s.querySeq, s.batch, s.keySeq - s.querySeq,
+                                     queryPositions, positionAxes);
       !st)
     return st;
   if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
-                                     s.keySeq, s.batch, 0, keyPositions);
+                                     s.keySeq, s.batch, 0, keyPositions, positionAxes);
       !st)
     return st;
 
   MemRefDescriptor<int64_t, 2> qp{queryPositions.data(),
                                   queryPositions.data(),
                                   0,
-                                  {queryPositionRows, s.querySeq},
+                                  {positionAxes * queryPositionRows, s.querySeq},
                                   {s.querySeq, 1}};
-  MemRefDescriptor<int64_t, 2> kp{
-      keyPositions.data(), keyPositions.data(), 0, {keyPositionRows, s.keySeq}, {s.keySeq, 1}};
+  MemRefDescriptor<int64_t, 2> kp{keyPositions.data(),
+                                  keyPositions.data(),
+                                  0,
+                                  {positionAxes * keyPositionRows, s.keySeq},
+                                  {s.keySeq, 1}};
   ScratchBuffer scratch = takeScratch();
   if (!scratch)
     return Status::error("out of memory: the kernel's scratch of " + std::to_string(scratchFloats) +

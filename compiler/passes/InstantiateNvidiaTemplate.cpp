@@ -173,8 +173,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"MMA", bf16 ? "mma_bf16" : "mma_f16"},
       {"OT", outName},
       {"CVT", "out_" + outName},
-      {"QPB", std::to_string(shape.queryPositionRows)},
-      {"KPB", std::to_string(shape.keyPositionRows)},
+      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))},
       {"ENCODING_ARGS", encodingArgs},
       {"ENCODING_OPERANDS", encodingOperands}};
@@ -208,6 +208,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   info.append("scratch_floats", attrs.getI64IntegerAttr(scratchFloats));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(bm));
   info.append("tile_n", attrs.getI64IntegerAttr(bn));
   info.append("function", attrs.getStringAttr(found->func.getSymName()));

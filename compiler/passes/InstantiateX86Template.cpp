@@ -219,8 +219,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"HAS_RIGHT", right ? "true" : "false"},
       {"RIGHT", std::to_string(right.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
-      {"QPB", std::to_string(shape.queryPositionRows)},
-      {"KPB", std::to_string(shape.keyPositionRows)},
+      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"T", kernelElementTypeName(inType)},
       {"OT", kernelElementTypeName(outType)},
       {"KONCE", keyCache.enabled ? "true" : "false"},
@@ -258,6 +258,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   info.append("prepare_jobs", attrs.getI64IntegerAttr(keyCache.jobs));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));
   info.append("tile_n", attrs.getI64IntegerAttr(tiles.keyTile));
   info.append("target", attrs.getStringAttr("x86-avx2"));

@@ -186,12 +186,20 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   shape.keySeq = kType.getDimSize(2);
   shape.valueDim = vType.getDimSize(3);
   shape.vectorWidth = vectorWidth;
-  // [s] ids are shared by the batch; [b, s] ids have a row per batch entry.
-  auto positionRows = [](Value positions) -> int64_t {
+  // [s] ids are shared by the batch; [b, s] ids have a row per batch entry;
+  // M-RoPE's [A, s] and [A, b, s] add a leading axis.
+  int64_t axes = 0;
+  if (ArrayAttr encodings = op.getEncodingsAttr())
+    for (Attribute attr : encodings)
+      if (auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+          encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+        axes = encoding.getPositionAxes();
+  shape.positionAxes = std::max<int64_t>(axes, 1);
+  auto positionRows = [&](Value positions) -> int64_t {
     if (!positions)
       return 1;
     auto type = cast<RankedTensorType>(positions.getType());
-    return type.getRank() == 2 ? type.getDimSize(0) : 1;
+    return type.getRank() == (axes > 0 ? 3 : 2) ? type.getDimSize(axes > 0 ? 1 : 0) : 1;
   };
   shape.queryPositionRows = positionRows(op.getQueryPositions());
   shape.keyPositionRows = positionRows(op.getKeyPositions());

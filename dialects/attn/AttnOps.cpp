@@ -66,11 +66,18 @@ LogicalResult AttentionOp::verify() {
       failed(requireDim(op, "result", resultType, 3, "dv", dv, "the value's dv")))
     return failure();
 
+  // M-RoPE's ids have a leading axis per section (its QK transform says).
+  int64_t axes = 0;
+  if (ArrayAttr encodings = getEncodingsAttr())
+    for (Attribute attr : encodings)
+      if (auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
+          encoding && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+        axes = encoding.getPositionAxes();
   if (getQueryPositions() &&
-      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq)))
+      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq, axes)))
     return failure();
   if (getKeyPositions() &&
-      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b, skv)))
+      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b, skv, axes)))
     return failure();
   // The optional tensors' dims equal the checked ones above (or are 1), but
   // a bias [b, hq, sq, skv] can still exceed the element limit.

@@ -16,7 +16,6 @@
 using namespace mlir;
 using namespace pejit::pe;
 
-
 EncodingKind BiasTensorAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }
 bool BiasTensorAttr::isFusable() const { return true; }
 unsigned BiasTensorAttr::getNumEncodingOperands() const { return 1; }
@@ -68,8 +67,8 @@ Value BiasTensorAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionSh
       flat = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, i64, constantLike(b, loc, i64, double(skv))), j64);
     }
-    Value mask = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
+    Value mask =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
     Value passThru = constantLike(b, loc, i, 0.0, element);
     value = vector::GatherOp::create(b, loc, lanes.clone(element), bias,
                                      ValueRange{batch, head, zero, zero}, flat, mask, passThru);

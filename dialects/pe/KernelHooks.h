@@ -21,6 +21,9 @@ struct AttentionShape {
   int64_t querySeq = 0, keySeq = 0, headDim = 0, valueDim = 0;
   /// Batch rows of the i64 position ids the kernel receives: 1 (shared) or batch.
   int64_t queryPositionRows = 1, keyPositionRows = 1;
+  /// Axes of the position ids (M-RoPE sections), 1 without: the kernel's
+  /// position memrefs are [axes * rows, s], one block of rows per axis.
+  int64_t positionAxes = 1;
   /// f32 lanes of the target's vectors (8 for AVX2).
   int64_t vectorWidth = 8;
   /// Query rows per tile, and whether the template gives each query tile a

@@ -378,7 +378,8 @@ LogicalResult AlibiAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
 
 // Fused RoPE reads [s] or [b, s] positions; M-RoPE sections need axis
 // position ids, which the kernels do not take yet.
-bool RopeAttr::isFusable() const { return getSections().empty(); }
+bool RopeAttr::isFusable() const { return true; }
+int64_t RopeAttr::getPositionAxes() const { return static_cast<int64_t>(getSections().size()); }
 bool AlibiAttr::isFusable() const { return true; }
 
 EncodingKind RopeAttr::getEncodingKind() const { return EncodingKind::QKTransform; }

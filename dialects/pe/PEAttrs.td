@@ -131,7 +131,8 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloats", "emitQKPrologue", "emitQKTileTransform",
-    "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide"]> {
+    "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide",
+    "getPositionAxes"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =

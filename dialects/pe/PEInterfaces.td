@@ -76,6 +76,11 @@ def PE_PositionalEncodingAttrInterface
       }],
       "int64_t", "getScratchFloats",
       (ins "const ::pejit::pe::AttentionShape &":$shape), "", "return 0;">,
+    InterfaceMethod<[{
+        Axes of the position ids a QK transform reads: 0 for [s] or [b, s]
+        ids; A for [A, s] or [A, b, s] (M-RoPE: one row of ids per section).
+      }],
+      "int64_t", "getPositionAxes", (ins), "", "return 0;">,
     InterfaceMethod<"A QK transform: whether it transforms Q.",
       "bool", "transformsQuery", (ins), "", "return true;">,
     InterfaceMethod<"A QK transform: whether it transforms K.",

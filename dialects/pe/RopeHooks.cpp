@@ -143,12 +143,30 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
   }
 }
 
-/// cos/sin tables of one position tensor into scratch.
+/// cos/sin tables of one position tensor into scratch. With M-RoPE
+/// sections, positions holds one block of rows per axis ([axes * rows,
+/// seq]) and frequency c takes the position of its section's axis.
 void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
                 Value invFreq, double attentionFactor, int64_t cosBase, int64_t sinBase,
-                Value scratch, Value rowBegin, Value rowStep) {
+                Value scratch, Value rowBegin, Value rowStep, llvm::ArrayRef<int64_t> sections) {
   auto type = cast<MemRefType>(positions.getType());
-  int64_t rows = type.getDimSize(0), seq = type.getDimSize(1);
+  int64_t axes = sections.empty() ? 1 : static_cast<int64_t>(sections.size());
+  int64_t rows = type.getDimSize(0) / axes, seq = type.getDimSize(1);
+  // (first frequency, count, axis) of each section; one section of all
+  // frequencies on axis 0 without M-RoPE.
+  struct Section {
+    int64_t first, count, axis;
+  };
+  SmallVector<Section> parts;
+  if (sections.empty()) {
+    parts.push_back({0, layout.half, 0});
+  } else {
+    int64_t first = 0;
+    for (auto [axis, count] : llvm::enumerate(sections)) {
+      parts.push_back({first, count, static_cast<int64_t>(axis)});
+      first += count;
+    }
+  }
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
   Value factor = arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(attentionFactor));
   auto rowLoop = scf::ForOp::create(b, loc, rowBegin ? rowBegin : zero,
@@ -158,8 +176,6 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   Value flat = rowLoop.getInductionVar();
   Value row = arith::DivUIOp::create(b, loc, flat, indexConst(b, loc, seq));
   Value col = arith::RemUIOp::create(b, loc, flat, indexConst(b, loc, seq));
-  Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{row, col});
-  Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
   Value rowBase = arith::MulIOp::create(b, loc, flat, indexConst(b, loc, layout.width));
   auto storeAt = [&](Value value, int64_t base, Value offset) {
     Value index = arith::AddIOp::create(b, loc, rowBase, offset);
@@ -172,52 +188,62 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   // Four frequencies at a time with the vector sin/cos (no libm calls),
   // else one at a time with math.sin/cos.
   constexpr int64_t kLanes = 4;
-  bool vectorized = layout.half % kLanes == 0;
-  auto freqLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.half),
-                                     indexConst(b, loc, vectorized ? kLanes : 1));
-  b.setInsertionPointToStart(freqLoop.getBody());
-  Value c = freqLoop.getInductionVar();
-  Value cos32, sin32;
-  if (vectorized) {
-    auto f64Type = VectorType::get({kLanes}, b.getF64Type());
-    Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{c});
-    Value angle =
-        arith::MulFOp::create(b, loc, vector::BroadcastOp::create(b, loc, f64Type, posF), freq);
-    auto [sinV, cosV] = emitSinCos(b, loc, angle);
-    Value factorV = vector::BroadcastOp::create(b, loc, f64Type, factor);
-    auto f32Type = VectorType::get({kLanes}, b.getF32Type());
-    cos32 = arith::TruncFOp::create(b, loc, f32Type, arith::MulFOp::create(b, loc, cosV, factorV));
-    sin32 = arith::TruncFOp::create(b, loc, f32Type, arith::MulFOp::create(b, loc, sinV, factorV));
-  } else {
-    Value freq = memref::LoadOp::create(b, loc, invFreq, ValueRange{c});
-    Value angle = arith::MulFOp::create(b, loc, posF, freq);
-    Value cosV = arith::MulFOp::create(b, loc, math::CosOp::create(b, loc, angle), factor);
-    Value sinV = arith::MulFOp::create(b, loc, math::SinOp::create(b, loc, angle), factor);
-    cos32 = arith::TruncFOp::create(b, loc, b.getF32Type(), cosV);
-    sin32 = arith::TruncFOp::create(b, loc, b.getF32Type(), sinV);
+  bool vectorized =
+      llvm::all_of(parts, [](const Section &part) { return part.count % kLanes == 0; });
+  for (const Section &part : parts) {
+    OpBuilder::InsertionGuard sectionGuard(b);
+    Value axisRow = arith::AddIOp::create(b, loc, row, indexConst(b, loc, part.axis * rows));
+    Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{axisRow, col});
+    Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
+    auto freqLoop = scf::ForOp::create(b, loc, indexConst(b, loc, part.first),
+                                       indexConst(b, loc, part.first + part.count),
+                                       indexConst(b, loc, vectorized ? kLanes : 1));
+    b.setInsertionPointToStart(freqLoop.getBody());
+    Value c = freqLoop.getInductionVar();
+    Value cos32, sin32;
+    if (vectorized) {
+      auto f64Type = VectorType::get({kLanes}, b.getF64Type());
+      Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{c});
+      Value angle =
+          arith::MulFOp::create(b, loc, vector::BroadcastOp::create(b, loc, f64Type, posF), freq);
+      auto [sinV, cosV] = emitSinCos(b, loc, angle);
+      Value factorV = vector::BroadcastOp::create(b, loc, f64Type, factor);
+      auto f32Type = VectorType::get({kLanes}, b.getF32Type());
+      cos32 =
+          arith::TruncFOp::create(b, loc, f32Type, arith::MulFOp::create(b, loc, cosV, factorV));
+      sin32 =
+          arith::TruncFOp::create(b, loc, f32Type, arith::MulFOp::create(b, loc, sinV, factorV));
+    } else {
+      Value freq = memref::LoadOp::create(b, loc, invFreq, ValueRange{c});
+      Value angle = arith::MulFOp::create(b, loc, posF, freq);
+      Value cosV = arith::MulFOp::create(b, loc, math::CosOp::create(b, loc, angle), factor);
+      Value sinV = arith::MulFOp::create(b, loc, math::SinOp::create(b, loc, angle), factor);
+      cos32 = arith::TruncFOp::create(b, loc, b.getF32Type(), cosV);
+      sin32 = arith::TruncFOp::create(b, loc, b.getF32Type(), sinV);
+    }
+    if (!layout.interleaved) {
+      storeAt(cos32, cosBase, c);
+      storeAt(sin32, sinBase, c);
+      continue;
+    }
+    Value even = arith::MulIOp::create(b, loc, c, indexConst(b, loc, 2));
+    Value negSin32 = arith::NegFOp::create(b, loc, sin32);
+    if (vectorized) {
+      // Entries 2c and 2c + 1: cos twice; -sin then +sin.
+      Value cosPairs = vector::ShuffleOp::create(b, loc, cos32, cos32,
+                                                 ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
+      Value sinPairs = vector::ShuffleOp::create(b, loc, negSin32, sin32,
+                                                 ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+      storeAt(cosPairs, cosBase, even);
+      storeAt(sinPairs, sinBase, even);
+      continue;
+    }
+    Value odd = arith::AddIOp::create(b, loc, even, one);
+    storeAt(cos32, cosBase, even);
+    storeAt(cos32, cosBase, odd);
+    storeAt(negSin32, sinBase, even);
+    storeAt(sin32, sinBase, odd);
   }
-  if (!layout.interleaved) {
-    storeAt(cos32, cosBase, c);
-    storeAt(sin32, sinBase, c);
-    return;
-  }
-  Value even = arith::MulIOp::create(b, loc, c, indexConst(b, loc, 2));
-  Value negSin32 = arith::NegFOp::create(b, loc, sin32);
-  if (vectorized) {
-    // Entries 2c and 2c + 1: cos twice; -sin then +sin.
-    Value cosPairs =
-        vector::ShuffleOp::create(b, loc, cos32, cos32, ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
-    Value sinPairs = vector::ShuffleOp::create(b, loc, negSin32, sin32,
-                                               ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
-    storeAt(cosPairs, cosBase, even);
-    storeAt(sinPairs, sinBase, even);
-    return;
-  }
-  Value odd = arith::AddIOp::create(b, loc, even, one);
-  storeAt(cos32, cosBase, even);
-  storeAt(cos32, cosBase, odd);
-  storeAt(negSin32, sinBase, even);
-  storeAt(sin32, sinBase, odd);
 }
 
 } // namespace
@@ -237,9 +263,9 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
       pejit::ref::computeRopeFrequencies(toReferenceConfig(*this), shape.headDim, 0)
           .attentionFactor;
   emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, layout.cosBase(false),
-             layout.sinBase(false), args.scratch, args.rowBegin, args.rowStep);
+             layout.sinBase(false), args.scratch, args.rowBegin, args.rowStep, getSections());
   emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, layout.cosBase(true),
-             layout.sinBase(true), args.scratch, args.rowBegin, args.rowStep);
+             layout.sinBase(true), args.scratch, args.rowBegin, args.rowStep, getSections());
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,

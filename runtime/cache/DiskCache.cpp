@@ -283,6 +283,8 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   artifact.prepareJobs = std::atoll(meta->fields["prepare-jobs"].c_str());
   std::istringstream rows(meta->fields["position-rows"]);
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
+  if (!(rows >> artifact.positionAxes)) // entries before M-RoPE: one axis
+    artifact.positionAxes = 1;
   std::istringstream dtypes(meta->fields["dtypes"]);
   std::string inName = "float32", outName = "float32";
   dtypes >> inName >> outName;
@@ -339,7 +341,8 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +
-          std::to_string(artifact.keyPositionRows) + "\n";
+          std::to_string(artifact.keyPositionRows) + " " + std::to_string(artifact.positionAxes) +
+          "\n";
   for (size_t i = 0; i < artifact.objects.size(); ++i)
     meta += "file " + objectFileName(i) + " " + std::to_string(artifact.objects[i].size()) + " " +
             fnv1aHex(artifact.objects[i]) + "\n";

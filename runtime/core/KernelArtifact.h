@@ -21,6 +21,9 @@ struct KernelDescription {
   /// Each input, in order: its role, name, shape and dtype.
   KernelSignature signature;
   int64_t items = 0, scratchFloats = 0, queryPositionRows = 1, keyPositionRows = 1;
+  /// Axes of the position ids (M-RoPE sections; 1 without): the kernel
+  /// takes [axes * rows, s] tables.
+  int64_t positionAxes = 1;
   /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
   int64_t prepareJobs = 0;
   DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output

@@ -34,7 +34,7 @@
 // ${SPLITS} ${SPLIT_KV} (SPLITS > 1) ${WO_SHAPE} ${WML_SHAPE}: split-KV
 // partials, [B, HQ, SPLITS, SQ, DV] and [B, HQ, SPLITS, SQ] (1x1x1x1[x1]
 // when unused); @pejit_combine (mma_blocks.mlir) merges them.
-// ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (batch rows
+// ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (axes x batch rows
 // of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
 // (out_f32|out_f16|out_bf16). ${ENCODING_ARGS}: the encoding operands

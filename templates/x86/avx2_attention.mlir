@@ -34,7 +34,8 @@
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots
 //   ${TILE_SCRATCH}: floats of the query tile's scratch (>= 8), which the
 //   encodings' query-tile prologues fill and their score hooks read
-//   ${SCALE} ${QPB} ${KPB} (batch rows of the position ids: 1 or B)
+//   ${SCALE} ${QPB} ${KPB} (rows of the position ids: axes x (1 or B); axes
+//   > 1 for M-RoPE, one block of rows per section)
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
 //   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
 //   read, 16-bit V by @kv_value_rows, the output narrowed as it is stored

@@ -143,6 +143,15 @@ std::vector<Variant> variants() {
        "window_right(10) : tensor<1x4x80x64x@T@>, tensor<1x4x96x64x@T@>, "
        "tensor<1x4x96x64x@T@> -> tensor<1x4x80x64xf32>\n"
        "  return %o : tensor<1x4x80x64xf32>\n}\n"},
+      // M-RoPE (Qwen2-VL sections) over [3, s] ids, GQA.
+      {"mrope_sections",
+       "func.func @f(%q: tensor<1x8x48x128x@T@>, %k: tensor<1x2x48x128x@T@>, "
+       "%v: tensor<1x2x48x128x@T@>, %p: tensor<3x48xi64>) -> tensor<1x8x48x128x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<3x48xi64>) "
+       "key_positions(%p : tensor<3x48xi64>) causal encodings([#pe.rope<layout = half, "
+       "theta = 1000000.0, sections = [16, 24, 24]>]) : tensor<1x8x48x128x@T@>, "
+       "tensor<1x2x48x128x@T@>, tensor<1x2x48x128x@T@> -> tensor<1x8x48x128x@T@>\n"
+       "  return %o : tensor<1x8x48x128x@T@>\n}\n"},
   };
 }
 

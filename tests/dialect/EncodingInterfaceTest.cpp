@@ -2,6 +2,7 @@
 // encoding and kind through PositionalEncodingOpInterface, attributes built
 // from C++ are checked like parsed ones, and the fused attribute is the op's.
 #include "dialects/attn/AttnDialect.h"
+#include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/PEDialect.h"
 #include "dialects/pe/PEOps.h"
@@ -40,6 +41,8 @@ func.func @all(%q: tensor<1x4x8x16xf32>, %pos: tensor<8xi32>, %t5: tensor<32x4xf
   %4 = pe.relative_value %ak <clip = 2> : tensor<5x16xf32> -> tensor<8x8x16xf32>
   %5 = pe.sinusoidal %x, %pos <> : tensor<2x8x16xf32>, tensor<8xi32>
   %6 = pe.learned %x, %pos, %emb <max_positions = 64> : tensor<2x8x16xf32>, tensor<8xi32>, tensor<64x16xf32>
+  // Encodings that exist only in the fused form (no pe op makes them).
+  %7 = attn.attention %q, %q, %q encodings([#pe.bias_tensor<>]) encoding_operands(%1 : tensor<1x4x8x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
   return
 }
 )mlir";
@@ -74,6 +77,10 @@ TEST_F(EncodingInterfaceTest, EveryPeOpReportsItsKindThroughTheInterface) {
     kinds[op->getName().getStringRef().str()] = op.getEncodingKind();
     encodingsSeen.insert(op.getPositionalEncoding().getTypeID().getAsOpaquePointer());
   });
+  module->walk([&](pejit::attn::AttentionOp op) {
+    for (Attribute attr : op.getEncodingsAttr())
+      encodingsSeen.insert(attr.getTypeID().getAsOpaquePointer());
+  });
 
   std::set<std::string> registeredOps, walkedOps;
   for (RegisteredOperationName op : context.getRegisteredOperations()) {
@@ -98,7 +105,8 @@ TEST_F(EncodingInterfaceTest, EveryPeOpReportsItsKindThroughTheInterface) {
                                  << " must be an encoding or a RoPE scaling, exactly one";
     if (encoding)
       EXPECT_TRUE(encodingsSeen.count(typeID.getAsOpaquePointer()))
-          << "#pe." << mnemonic << " is the encoding of no op in kEveryEncoding";
+          << "#pe." << mnemonic
+          << " is the encoding of no op and no fused attention in kEveryEncoding";
   }
 
   // The kinds the design gives each op (ARCHITECTURE: the encoding kinds).

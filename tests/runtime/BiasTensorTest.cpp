@@ -74,7 +74,8 @@ TEST(BiasTensor, MinusInfinityMasksKeysAndEmptyRowsAreZeros) {
   Expected<X86Kernel> kernel = suiteRuntime->getX86(Spec::fromBuilder(c.spec, c.shape));
   ASSERT_TRUE(kernel) << kernel.error();
   std::mt19937 &engine = rng(nullptr);
-  ref::Tensor q = randomTensor({1, heads, sq, d}, engine), k = randomTensor({1, heads, skv, d}, engine),
+  ref::Tensor q = randomTensor({1, heads, sq, d}, engine),
+              k = randomTensor({1, heads, skv, d}, engine),
               v = randomTensor({1, heads, skv, d}, engine);
   ref::Tensor mask = randomTensor({1, 1, sq, skv}, engine);
   std::bernoulli_distribution hidden(0.5);
@@ -96,9 +97,8 @@ TEST(BiasTensor, MinusInfinityMasksKeysAndEmptyRowsAreZeros) {
   double maxRef = 0, maxErr = 0;
   for (size_t n = 0; n < expected.data.size(); ++n) {
     maxRef = std::max(maxRef, std::fabs(expected.data[n]));
-    maxErr = std::max(maxErr, std::isnan(out[n])
-                                  ? std::numeric_limits<double>::infinity()
-                                  : std::fabs(out[n] - expected.data[n]));
+    maxErr = std::max(maxErr, std::isnan(out[n]) ? std::numeric_limits<double>::infinity()
+                                                 : std::fabs(out[n] - expected.data[n]));
   }
   EXPECT_LE(maxErr, kTolerance * maxRef);
   for (int64_t h = 0; h < heads; ++h)

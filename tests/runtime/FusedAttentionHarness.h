@@ -91,8 +91,11 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     inputs.push_back({operandFloats[n].data(), DType::F32, operands[n].shape, {}});
   std::vector<int64_t> qp = c.queryPositions, kp = c.keyPositions;
   auto positionShape = [&](int64_t seq) {
-    return c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq}
-                                    : std::vector<int64_t>{seq};
+    std::vector<int64_t> dims =
+        c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq} : std::vector<int64_t>{seq};
+    if (c.spec.rope && !c.spec.rope->sections.empty()) // M-RoPE: an axis per section
+      dims.insert(dims.begin(), static_cast<int64_t>(c.spec.rope->sections.size()));
+    return dims;
   };
   bool ropeQ = c.spec.rope && c.spec.ropeOnQuery, ropeK = c.spec.rope && c.spec.ropeOnKey;
   if (ropeQ && !qp.empty())

@@ -184,6 +184,39 @@ TEST(FusedAttention, RopeOnOneSide) {
   expectMatches(c);
 }
 
+// M-RoPE (Qwen2-VL): position ids [3, s] (temporal, height, width), the
+// frequency index split into sections that each read one axis. Random
+// per-axis positions (an image patch grid, then text), shared and per
+// batch, half and interleaved, decode, GQA, a partial rotary dim, and
+// sections of odd sizes (scalar table loop).
+TEST(FusedAttention, MRopeSectionsMatchReference) {
+  struct M {
+    std::vector<int64_t> sections;
+    ref::RopeLayout layout;
+    int64_t rotaryDim, d, sq, skv;
+    bool perBatch;
+  };
+  std::mt19937 &engine = rng(nullptr);
+  std::uniform_int_distribution<int64_t> position(0, 5000);
+  for (M m : {M{{16, 24, 24}, ref::RopeLayout::Half, 0, 128, 90, 90, false},
+              M{{8, 12, 12}, ref::RopeLayout::Interleaved, 0, 64, 70, 70, true},
+              M{{4, 4}, ref::RopeLayout::Half, 16, 64, 1, 200, false},
+              M{{5, 7, 4}, ref::RopeLayout::Half, 32, 64, 40, 40, false}}) {
+    Case c = shaped(2, 4, 2, m.sq, m.skv, m.d);
+    c.spec.rope = rope(m.layout, 1000000.0, m.rotaryDim);
+    c.spec.rope->sections = m.sections;
+    c.spec.positionsPerBatch = m.perBatch;
+    c.spec.causal = true;
+    int64_t rows = m.perBatch ? 2 : 1, axes = static_cast<int64_t>(m.sections.size());
+    for (int64_t n = 0; n < axes * rows * m.sq; ++n)
+      c.queryPositions.push_back(position(engine));
+    for (int64_t n = 0; n < axes * rows * m.skv; ++n)
+      c.keyPositions.push_back(position(engine));
+    SCOPED_TRACE(std::to_string(axes) + " sections");
+    expectMatches(c);
+  }
+}
+
 TEST(FusedAttention, RopeRotaryDimsNarrowerThanAVector) {
   // rotary_dim 12: 6 frequencies (half) or 12 table entries (interleaved),
   // not multiples of 8 lanes, so the hooks take their scalar path.

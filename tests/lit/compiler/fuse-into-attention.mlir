@@ -91,12 +91,12 @@ func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64
 
 // -----
 
-// M-RoPE sections are not fusable yet: the ropes stay. The bias argument
-// becomes the fallback #pe.bias_tensor.
-// CHECK-LABEL: func.func @not_fusable_yet
-// CHECK: pe.rope
-// CHECK: attn.attention {{.*}} encodings([#pe.bias_tensor<>]) encoding_operands(%arg4 : tensor<1x4x16x16xf32>)
-func.func @not_fusable_yet(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %bias: tensor<1x4x16x16xf32>) -> tensor<1x4x16x64xf32> {
+// M-RoPE: [3, s] position ids (an axis per section) become the attention's
+// positions; the bias argument becomes the fallback #pe.bias_tensor.
+// CHECK-LABEL: func.func @mrope_and_bias
+// CHECK-NOT: pe.rope
+// CHECK: attn.attention %arg0, %arg1, %arg2 query_positions(%arg3 : tensor<3x16xi32>) key_positions(%arg3 : tensor<3x16xi32>) scale(1.250000e-01) encodings([#pe.rope<layout = half, theta = 10000.0, sections = [8, 12, 12]>, #pe.bias_tensor<>]) encoding_operands(%arg4 : tensor<1x4x16x16xf32>)
+func.func @mrope_and_bias(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %bias: tensor<1x4x16x16xf32>) -> tensor<1x4x16x64xf32> {
   %qr = pe.rope %q, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
   %o = attn.attention %qr, %kr, %v bias(%bias : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>

@@ -13,7 +13,7 @@
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is
 // rotated once anyway, as the K tiles are loaded (no key cache, no prepare).
-// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // The prologue runs once per call (pejit.cold: compiled without loop
 // strength reduction); the items run per (b, h, Q tile).
 // CHECK-LABEL: func.func @pejit_prologue
@@ -206,4 +206,18 @@ func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: t
 func.func @t5(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %t: tensor<32x4xf32>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v scale(1.0) encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
+}
+
+// -----
+
+// M-RoPE with sections [8, 12, 12] over [3, s] ids: the prologue's position
+// memrefs hold one block of rows per axis ([3, s]); each section's
+// frequencies read their axis's row (axis a: row a * rows + r).
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: memref<3x40xi64>
+// CHECK-COUNT-3: memref.load %arg0[%{{.*}}, %{{.*}}] : memref<3x40xi64>
+// CHECK-LABEL: func.func @pejit_item
+func.func @mrope(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tensor<1x4x40x64xf32>, %p: tensor<3x40xi64>) -> tensor<1x4x40x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%p : tensor<3x40xi64>) key_positions(%p : tensor<3x40xi64>) causal encodings([#pe.rope<layout = half, theta = 1000000.0, sections = [8, 12, 12]>]) : tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32> -> tensor<1x4x40x64xf32>
+  return %o : tensor<1x4x40x64xf32>
 }
