@@ -57,8 +57,6 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       shape.valueDim > 256)
     return op.emitError() << "the nvidia kernel needs d and dv multiples of 16 up to 256, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
-  if (op.getSoftcapAttr())
-    return op.emitError() << "softcap is not supported by the nvidia kernel yet";
 
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
@@ -188,7 +186,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (!kernel)
     return op.emitError() << "the nvidia kernel template did not parse after substitution";
 
-  expandHooks(*kernel, shape, encodings, /*softcap=*/std::nullopt);
+  std::optional<double> softcap;
+  if (FloatAttr attr = op.getSoftcapAttr())
+    softcap = attr.getValueAsDouble();
+  expandHooks(*kernel, shape, encodings, softcap);
 
   Builder attrs(module.getContext());
   NamedAttrList info;

@@ -152,6 +152,15 @@ std::vector<Variant> variants() {
        "theta = 1000000.0, sections = [16, 24, 24]>]) : tensor<1x8x48x128x@T@>, "
        "tensor<1x2x48x128x@T@>, tensor<1x2x48x128x@T@> -> tensor<1x8x48x128x@T@>\n"
        "  return %o : tensor<1x8x48x128x@T@>\n}\n"},
+      // Softcap (tanh, from libdevice) before a T5 bias.
+      {"softcap_t5",
+       "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x64x64x@T@>, "
+       "%v: tensor<1x4x64x64x@T@>, %t: tensor<32x4xf32>) -> tensor<1x4x64x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v softcap(20.0) encodings([#pe.t5_bias<num_buckets = "
+       "32, max_distance = 128>]) encoding_operands(%t : tensor<32x4xf32>) : "
+       "tensor<1x4x64x64x@T@>, tensor<1x4x64x64x@T@>, tensor<1x4x64x64x@T@> -> "
+       "tensor<1x4x64x64xf32>\n"
+       "  return %o : tensor<1x4x64x64xf32>\n}\n"},
   };
 }
 

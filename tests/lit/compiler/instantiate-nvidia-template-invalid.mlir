@@ -15,10 +15,4 @@ func.func @head_dim(%q: tensor<1x2x8x72xf16>, %k: tensor<1x2x8x72xf16>, %v: tens
   return %o : tensor<1x2x8x72xf32>
 }
 
-// -----
 
-func.func @softcap(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf32> {
-  // expected-error @+1 {{softcap is not supported by the nvidia kernel yet}}
-  %o = attn.attention %q, %k, %v softcap(30.0) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
-  return %o : tensor<1x2x8x64xf32>
-}

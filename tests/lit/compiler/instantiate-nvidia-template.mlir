@@ -68,3 +68,17 @@ func.func @t5_causal(%q: tensor<1x4x70x64xf16>, %k: tensor<1x4x70x64xf16>, %v: t
   %o = attn.attention %q, %k, %v causal scale(1.0) encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>]) encoding_operands(%t : tensor<32x4xf16>) : tensor<1x4x70x64xf16>, tensor<1x4x70x64xf16>, tensor<1x4x70x64xf16> -> tensor<1x4x70x64xf16>
   return %o : tensor<1x4x70x64xf16>
 }
+
+// -----
+
+// Softcap (Gemma 2), pointwise per score before the biases:
+// s = 30 tanh(s / 30), then ALiBi.
+// CHECK-LABEL: gpu.func @pejit_attention
+// CHECK: %[[T:.*]] = math.tanh %{{.*}} : f32
+// CHECK: arith.mulf %[[T]], %{{.*}} : f32
+// CHECK: math.fma
+// CHECK-NOT: attn.score_mod
+func.func @softcap_alibi(%q: tensor<1x4x40x64xf16>, %k: tensor<1x4x40x64xf16>, %v: tensor<1x4x40x64xf16>) -> tensor<1x4x40x64xf32> {
+  %o = attn.attention %q, %k, %v causal softcap(30.0) encodings([#pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x40x64xf16>, tensor<1x4x40x64xf16>, tensor<1x4x40x64xf16> -> tensor<1x4x40x64xf32>
+  return %o : tensor<1x4x40x64xf32>
+}
