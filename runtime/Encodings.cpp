@@ -16,6 +16,14 @@ EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
   return spec;
 }
 
+EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype) {
+  EncodingSpec spec;
+  spec.attribute = "#pe.relative_key<clip = " + std::to_string(clip) + ">";
+  spec.operandShapes = {{2 * clip + 1, headDim}};
+  spec.operandDtype = tableDtype;
+  return spec;
+}
+
 EncodingSpec biasTensor(std::vector<int64_t> shape, DType dtype) {
   EncodingSpec spec;
   spec.attribute = "#pe.bias_tensor<>";

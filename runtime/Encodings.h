@@ -15,6 +15,9 @@ namespace pejit::encodings {
 EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
                     DType tableDtype = DType::F32);
 
+/// Shaw's relative key term q_i . a^K[clip(j - i) + k]; reads a^K, [2k+1, d].
+EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype = DType::F32);
+
 /// A bias or mask tensor read by the kernel (the general fallback):
 /// [batch or 1, heads or 1, querySeq, keySeq]; -inf masks a key.
 EncodingSpec biasTensor(std::vector<int64_t> shape, DType dtype = DType::F32);

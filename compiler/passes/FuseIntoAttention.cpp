@@ -117,6 +117,33 @@ void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) 
   biasOp->erase();
 }
 
+/// A key term computed from Q and the encoding's own tensors (Shaw's a^K)
+/// -> a fused key term. Its Q must be the attention's, not rotated by a
+/// fused QK transform (the kernel would see the rotated rows).
+void fuseKeyTerm(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
+  if (!op.getKeyTerm())
+    return;
+  auto termOp = fusableProducer(op.getKeyTerm(), pe::EncodingKind::ScoreBias);
+  if (!termOp || !termOp.getPositionalEncoding().isKeyTerm())
+    return;
+  for (Attribute attr : encodings) {
+    auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+    if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform && encoding.transformsQuery())
+      return;
+  }
+  SmallVector<Value> operands = termOp.getEncodingOperands();
+  if (operands.size() != termOp.getPositionalEncoding().getNumEncodingOperands())
+    return;
+  // Every other operand of the op must be the attention's query.
+  for (Value operand : termOp->getOperands())
+    if (!llvm::is_contained(operands, operand) && operand != op.getQuery())
+      return;
+  op.getKeyTermMutable().clear();
+  op.getEncodingOperandsMutable().append(operands);
+  encodings.push_back(termOp.getPositionalEncoding());
+  termOp->erase();
+}
+
 struct FuseIntoAttentionPass : pejit::impl::FuseIntoAttentionBase<FuseIntoAttentionPass> {
   void runOnOperation() override {
     getOperation().walk([](attn::AttentionOp op) {
@@ -125,6 +152,7 @@ struct FuseIntoAttentionPass : pejit::impl::FuseIntoAttentionBase<FuseIntoAttent
         llvm::append_range(encodings, existing.getValue());
       fuseQKTransform(op, encodings);
       fuseScoreBias(op, encodings);
+      fuseKeyTerm(op, encodings);
       Builder builder(op.getContext());
       if (!encodings.empty())
         op.setEncodingsAttr(builder.getArrayAttr(encodings));

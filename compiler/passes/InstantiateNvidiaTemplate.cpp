@@ -65,7 +65,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
       if (encoding.isFusable() && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
         qkTransform = encoding;
-      else if (!encoding.isFusable() || encoding.getEncodingKind() != pe::EncodingKind::ScoreBias)
+      else if (!encoding.isFusable() || encoding.getEncodingKind() != pe::EncodingKind::ScoreBias ||
+               encoding.requiresQueryTileScratch())
         return op.emitError() << "encoding " << attr << " is not fused by the nvidia kernel yet";
       encodings.push_back(encoding);
     }

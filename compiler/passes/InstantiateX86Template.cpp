@@ -182,6 +182,11 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       encodings.push_back(encoding);
     }
   }
+  for (pe::PositionalEncodingAttrInterface encoding : encodings)
+    if (encoding.requiresQueryTileScratch() && encoding.getQueryTileScratchFloats(shape) == 0)
+      return op.emitError() << "encoding " << encoding
+                            << " needs a per-query-tile table that does not fit the item's "
+                               "stack at this shape and tile config (docs/limits.md)";
   FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, kMaxEncodingOperands);
   if (failed(slots))
     return failure();

@@ -15,6 +15,9 @@ def FuseIntoAttention : Pass<"pe-fuse-into-attention", "::mlir::func::FuncOp"> {
       all the encoding's own tensors (`pe.alibi` has none, `pe.t5_bias` its
       table) becomes a fused score bias; `bias` goes away and those tensors
       become the attention's `encoding_operands`.
+    - `pe.relative_key` on the attention's own Q feeding `key_term` (Shaw's
+      a^K), when no fused QK transform rotates Q, becomes a fused key term;
+      its table becomes an encoding operand.
     - any other `bias` (a function argument, or a bias op that cannot move)
       becomes `#pe.bias_tensor` with the tensor as its encoding operand: the
       kernel reads it tile by tile, the general fallback.

@@ -186,6 +186,7 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   shape.keySeq = kType.getDimSize(2);
   shape.valueDim = vType.getDimSize(3);
   shape.vectorWidth = vectorWidth;
+  shape.scale = op.getEffectiveScale();
   // [s] ids are shared by the batch; [b, s] ids have a row per batch entry;
   // M-RoPE's [A, s] and [A, b, s] add a leading axis.
   int64_t axes = 0;
@@ -287,11 +288,10 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(), transform.getRows(),
                             0, shape.headDim, shape.vectorWidth);
     } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
-      // docs/semantics.md's order: softcap, then the score biases.
+      // docs/semantics.md's order: key terms (inside the scale), softcap,
+      // then the score biases.
       Value score = mod.getScore();
-      if (softcap)
-        score = emitSoftcap(b, loc, score, *softcap);
-      for (const Placed &bias : scoreBiases) {
+      auto apply = [&](const Placed &bias) {
         pe::ScorePoint point{score, mod.getBatch(), mod.getHead(), mod.getQueryIndex(),
                              mod.getKeyIndex()};
         point.operands = operandsOf(bias, mod.getEncodingOperands());
@@ -301,7 +301,15 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         }
         point.queryLanesConsecutive = mod.getConsecutiveQueries();
         score = bias.encoding.emitScoreMod(b, loc, shape, point);
-      }
+      };
+      for (const Placed &bias : scoreBiases)
+        if (bias.encoding.isKeyTerm())
+          apply(bias);
+      if (softcap)
+        score = emitSoftcap(b, loc, score, *softcap);
+      for (const Placed &bias : scoreBiases)
+        if (!bias.encoding.isKeyTerm())
+          apply(bias);
       mod.getResult().replaceAllUsesWith(score);
     } else if (auto tile = dyn_cast<attn::QueryTilePrologueOp>(hook)) {
       for (const Placed &bias : scoreBiases)
@@ -309,7 +317,8 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
           bias.encoding.emitQueryTilePrologue(
               b, loc, shape,
               {tilePart(b, loc, tile.getTileScratch(), bias), tile.getBatch(), tile.getHead(),
-               tile.getStart(), tile.getRows(), operandsOf(bias, tile.getEncodingOperands())});
+               tile.getStart(), tile.getRows(), operandsOf(bias, tile.getEncodingOperands()),
+               tile.getQueryTile()});
     }
     hook->erase();
   }

@@ -184,13 +184,15 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue"> {
+def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue", [AttrSizedOperandSegments]> {
   let summary = "once per query tile: the encodings' per-tile tables";
   let description = [{
     Runs once per query tile, before its first key tile: each fused
     encoding that asked for query-tile scratch fills its part of
     `tile_scratch` (1-D f32) for query rows [start, start + rows) of `head`
     in `batch` (e.g. T5's bias by distance, read by its score hook).
+    `query(%Qs)` is the tile's Q rows ([BM, d] f32, after the QK
+    transform, unscaled), for terms that need them (Shaw's q . a^K).
     Expands to nothing when no encoding asked for any.
 
     ```mlir
@@ -199,10 +201,12 @@ def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue"> {
     ```
   }];
   let arguments = (ins MemRefRankOf<[F32], [1]>:$tile_scratch, Index:$batch, Index:$head,
-                       Index:$start, Index:$rows, Variadic<AnyMemRef>:$encoding_operands);
+                       Index:$start, Index:$rows, Variadic<AnyMemRef>:$encoding_operands,
+                       Optional<MemRefRankOf<[F32], [2]>>:$query_tile);
   let assemblyFormat = [{
     $tile_scratch `,` `batch` $batch `,` `head` $head `,` `start` $start `,` `rows` $rows
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    (`query` `(` $query_tile^ `:` type($query_tile) `)`)?
     attr-dict `:` type($tile_scratch)
   }];
 }

@@ -30,6 +30,8 @@ struct AttentionShape {
   /// scratch of its own (attn.query_tile_prologue; x86 does, NVIDIA not).
   int64_t queryTileRows = 0;
   bool hasQueryTileScratch = false;
+  /// The attention's scale (key terms add scale * term to scaled scores).
+  double scale = 1.0;
 };
 
 /// attn.qk_prologue: runs once per call. Positions are memref<rows x s x i64>;
@@ -76,9 +78,12 @@ struct ScorePoint {
 /// attn.query_tile_prologue: once per query tile, before its first key
 /// tile. `tileScratch` is the encoding's part of the tile's scratch;
 /// query rows [tileStart, tileStart + rows) of `head` in `batch`.
+/// `queryTile` (memref<BM x d x f32>, may be null) holds the tile's Q rows
+/// after the QK transform, unscaled.
 struct QueryTileArgs {
   mlir::Value tileScratch, batch, head, tileStart, rows;
   llvm::SmallVector<mlir::Value> operands = {};
+  mlir::Value queryTile = {};
 };
 
 /// A constant of `like`'s shape (a splat for vectors), of element type
@@ -100,6 +105,8 @@ mlir::Type typeLike(mlir::Value like, mlir::Type elementType);
 struct ReferenceAttention {
   int64_t batch = 0, queryHeads = 0, querySeq = 0, keySeq = 0;
   std::vector<const ref::Tensor *> operands;
+  /// Q [b, hq, sq, d] after the QK transform (for key terms).
+  const ref::Tensor *query = nullptr;
 };
 
 } // namespace pejit::pe

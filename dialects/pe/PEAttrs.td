@@ -210,8 +210,18 @@ def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable
   }];
 }
 
-def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key"> {
+def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusable",
+    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand", "isKeyTerm",
+    "requiresQueryTileScratch", "getQueryTileScratchFloats", "emitQueryTilePrologue",
+    "emitScoreMod", "referenceKeyTerm"]> {
   let summary = "Shaw et al. 2018 key term q_i . a^K[clip(j - i) + k]";
+  let description = [{
+    e_ij = scale * (q_i . k_j + q_i . a^K[rel + k]), rel = clip(j - (i + skv -
+    sq), -k, k), with a^K [2k+1, d] shared by the heads (the fused
+    attention's encoding operand). Fused on x86: once per query tile the
+    kernel forms Q_tile . a^K^T ([rows, 2k+1]) and each score reads its
+    entry; the term enters before the softcap, as the scale does.
+  }];
   let parameters = (ins "int64_t":$clip);
 }
 

@@ -102,6 +102,24 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
     InterfaceMethod<[{
+        A score term added to q . k before the scale and softcap (Shaw's
+        a^K): its score hook runs first and adds scale * term to the scaled
+        score (shape.scale).
+      }],
+      "bool", "isKeyTerm", (ins), "", "return false;">,
+    InterfaceMethod<[{
+        Whether the hooks need the query-tile scratch (a template without
+        one must refuse the encoding).
+      }],
+      "bool", "requiresQueryTileScratch", (ins), "", "return false;">,
+    InterfaceMethod<[{
+        The float64 reference of a key term: [b, hq, sq, skv], added to
+        q . k before the scale (attention.query is Q after the QK transform).
+      }],
+      "::pejit::ref::Tensor", "referenceKeyTerm",
+      (ins "const ::pejit::pe::ReferenceAttention &":$attention), "",
+      "return ::pejit::ref::Tensor();">,
+    InterfaceMethod<[{
         f32 entries of scratch the encoding wants per query tile (0: none),
         when the template has one (shape.hasQueryTileScratch): filled by
         emitQueryTilePrologue, read by emitScoreMod (ScorePoint::tileScratch).

@@ -67,7 +67,7 @@ def PE_T5BiasOp : PE_EncodingOp<"t5_bias", [], ["getEncodingOperands"]> {
   }];
 }
 
-def PE_RelativeKeyOp : PE_EncodingOp<"relative_key"> {
+def PE_RelativeKeyOp : PE_EncodingOp<"relative_key", [], ["getEncodingOperands"]> {
   let summary = "Shaw key term [b, h, sq, skv] = q_i . a^K[clip(j - i) + k]";
   let description = [{
     `query` is [b, h, sq, d], `table` a^K is [2k+1, d] (shared by heads). The

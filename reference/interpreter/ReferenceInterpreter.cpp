@@ -309,7 +309,7 @@ public:
       options.windowRight = right.getInt();
     if (mlir::FloatAttr softcap = op.getSoftcapAttr())
       options.softcap = softcap.getValueAsDouble();
-    std::optional<ref::Tensor> bias;
+    std::optional<ref::Tensor> bias, keyTerm;
     if (op.getBias())
       bias = tensor(op.getBias());
     // Each fused encoding brings its float64 semantics through its
@@ -338,6 +338,11 @@ public:
         break;
       }
       case pe::EncodingKind::ScoreBias: {
+        if (encoding.isKeyTerm()) {
+          context.query = &q;
+          keyTerm = encoding.referenceKeyTerm(context);
+          break;
+        }
         ref::Tensor b = encoding.referenceScoreBias(context);
         if (!b.data.empty())
           bias = bias ? addBias(*bias, b) : b;
@@ -349,7 +354,9 @@ public:
       }
     }
     options.bias = bias ? &*bias : nullptr;
-    options.keyTerm = op.getKeyTerm() ? &tensor(op.getKeyTerm()) : nullptr;
+    options.keyTerm = op.getKeyTerm()       ? &tensor(op.getKeyTerm())
+                      : keyTerm.has_value() ? &*keyTerm
+                                            : nullptr;
     options.valueTerm = op.getValueTerm() ? &tensor(op.getValueTerm()) : nullptr;
     out = ref::attention(q, k, tensor(op.getValue()), options);
     return true;

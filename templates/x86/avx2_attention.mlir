@@ -158,7 +158,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
          index) -> ()
   // The encodings' per-tile tables (e.g. T5's bias by distance), in %TS.
   attn.query_tile_prologue %TS, batch %b, head %h, start %i0, rows %nq
-      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : memref<${TILE_SCRATCH}xf32>
+      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) query(%Qs : memref<${BM}x${D}xf32>)
+      : memref<${TILE_SCRATCH}xf32>
   scf.for %r = %c0 to %BM step %c8 {
     vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
     vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8

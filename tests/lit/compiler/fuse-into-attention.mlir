@@ -157,3 +157,31 @@ func.func @user_bias(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: t
   %o = attn.attention %q, %k, %v bias(%mask : tensor<1x1x16x16xf32>) causal : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
 }
+
+// -----
+
+// Shaw's key term on the attention's own Q: s = scale (q.k + q.aK[rel + k]),
+// fused, its table an encoding operand.
+// CHECK-LABEL: func.func @shaw_key
+// CHECK-NOT: pe.relative_key
+// CHECK: attn.attention %arg0, %arg1, %arg2 scale(1.250000e-01) encodings([#pe.relative_key<clip = 4>]) encoding_operands(%arg3 : tensor<9x64xf32>)
+func.func @shaw_key(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %aK: tensor<9x64xf32>) -> tensor<1x4x16x64xf32> {
+  %t = pe.relative_key %q, %aK <clip = 4> : tensor<1x4x16x64xf32>, tensor<9x64xf32> -> tensor<1x4x16x16xf32>
+  %o = attn.attention %q, %k, %v key_term(%t : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// With RoPE on Q the kernel would see rotated rows, the op the unrotated
+// ones: the key term stays (and the kernel refuses it, naming the op).
+// CHECK-LABEL: func.func @shaw_key_with_rope
+// CHECK: pe.relative_key
+// CHECK: attn.attention {{.*}} key_term(
+func.func @shaw_key_with_rope(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>, %aK: tensor<9x64xf32>) -> tensor<1x4x16x64xf32> {
+  %t = pe.relative_key %q, %aK <clip = 4> : tensor<1x4x16x64xf32>, tensor<9x64xf32> -> tensor<1x4x16x16xf32>
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v key_term(%t : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}

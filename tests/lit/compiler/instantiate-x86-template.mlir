@@ -221,3 +221,21 @@ func.func @mrope(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tenso
   %o = attn.attention %q, %k, %v query_positions(%p : tensor<3x40xi64>) key_positions(%p : tensor<3x40xi64>) causal encodings([#pe.rope<layout = half, theta = 1000000.0, sections = [8, 12, 12]>]) : tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32> -> tensor<1x4x40x64xf32>
   return %o : tensor<1x4x40x64xf32>
 }
+
+// -----
+
+// Shaw's key term (clip 4): once per query tile QaK[r, m] = q_r . aK[m]
+// (8 channels per FMA, then a sum) into the tile's scratch (144 rows x 9);
+// per 8 scores a gather of QaK[i - i0, clamp(j - i - off, -4, 4) + 4] and
+// s + scale * term, before any score bias.
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+// CHECK: vector.reduction <add>, {{.*}} : vector<8xf32> into f32
+// CHECK: vector.gather {{.*}} : memref<1296xf32, strided<[1]>>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: math.fma {{.*}} : vector<8xf32>
+// CHECK-NOT: attn.score_mod
+func.func @shaw(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %aK: tensor<9x64xf32>) -> tensor<1x4x100x64xf32> {
+  %o = attn.attention %q, %k, %v scale(0.125) encodings([#pe.relative_key<clip = 4>]) encoding_operands(%aK : tensor<9x64xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
+  return %o : tensor<1x4x100x64xf32>
+}

@@ -1,0 +1,132 @@
+// Shaw's relative key term (#pe.relative_key): its fused-kernel hooks, its
+// operand (the a^K table) and its float64 reference, all through
+// PositionalEncodingAttrInterface.
+//
+// Math (docs/semantics.md "Shaw"), with off = skv - sq:
+//   rel = clamp(j - (i + off), -k, k)
+//   s_ij = scale * (q_i . k_j + q_i . aK[rel + k])
+// Once per query tile (the query-tile prologue) the kernel forms
+//   QaK[r, m] = q_(i0 + r) . aK[m]        r < rows, m < 2k + 1
+// from the tile's Q rows; the score hook then gathers QaK[i - i0, rel + k]
+// and adds scale times it to the scaled score, before the softcap.
+#include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/PEOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "reference/ScoreBias.h"
+
+using namespace mlir;
+using namespace pejit::pe;
+
+namespace {
+/// The tile's QaK table lives on the item's stack.
+constexpr int64_t kMaxTileTableFloats = 1 << 16;
+} // namespace
+
+bool RelativeKeyAttr::isFusable() const { return true; }
+unsigned RelativeKeyAttr::getNumEncodingOperands() const { return 1; }
+std::string RelativeKeyAttr::getEncodingOperandName(unsigned) const { return "shaw_key_table"; }
+bool RelativeKeyAttr::isKeyTerm() const { return true; }
+bool RelativeKeyAttr::requiresQueryTileScratch() const { return true; }
+
+LogicalResult
+RelativeKeyAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,
+                                       function_ref<InFlightDiagnostic()> emitError) const {
+  if (type.getRank() != 2 || type.getDimSize(0) != 2 * getClip() + 1 ||
+      type.getDimSize(1) != shape.headDim)
+    return emitError() << "the Shaw key table must be [2 clip + 1 = " << 2 * getClip() + 1
+                       << ", d = " << shape.headDim << "], got " << type;
+  return success();
+}
+
+SmallVector<Value> RelativeKeyOp::getEncodingOperands() { return {getTable()}; }
+
+int64_t RelativeKeyAttr::getQueryTileScratchFloats(const AttentionShape &shape) const {
+  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1)
+    return 0;
+  int64_t floats = shape.queryTileRows * (2 * getClip() + 1);
+  return floats <= kMaxTileTableFloats ? floats : 0;
+}
+
+void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                            const QueryTileArgs &args) const {
+  int64_t rows = 2 * getClip() + 1, lanes = shape.vectorWidth, d = shape.headDim;
+  Value table = args.operands[0];
+  Type element = cast<MemRefType>(table.getType()).getElementType();
+  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto vecType = VectorType::get({lanes}, b.getF32Type());
+  // QaK[r, m] = sum_c Q[r, c] aK[m, c]: 8 channels per FMA, then a sum.
+  auto rowLoop = scf::ForOp::create(b, loc, idx(0), args.rows, idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value r = rowLoop.getInductionVar();
+  auto bucketLoop = scf::ForOp::create(b, loc, idx(0), idx(rows), idx(1));
+  b.setInsertionPointToStart(bucketLoop.getBody());
+  Value m = bucketLoop.getInductionVar();
+  Value zero = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vecType, 0.0f));
+  auto channels = scf::ForOp::create(b, loc, idx(0), idx(d), idx(lanes), ValueRange{zero});
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(channels.getBody());
+    Value c = channels.getInductionVar();
+    Value q = vector::LoadOp::create(b, loc, vecType, args.queryTile, ValueRange{r, c});
+    Value a =
+        vector::LoadOp::create(b, loc, VectorType::get({lanes}, element), table, ValueRange{m, c});
+    if (!element.isF32())
+      a = arith::ExtFOp::create(b, loc, vecType, a);
+    Value sum = vector::FMAOp::create(b, loc, q, a, channels.getRegionIterArgs()[0]);
+    scf::YieldOp::create(b, loc, sum);
+  }
+  Value dot =
+      vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, channels.getResult(0));
+  Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, idx(rows)), m);
+  memref::StoreOp::create(b, loc, dot, args.tileScratch, ValueRange{at});
+}
+
+Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                    const ScorePoint &point) const {
+  // Only fused where the template has a query-tile scratch (x86): the
+  // instantiations refuse it elsewhere (requiresQueryTileScratch).
+  if (!point.tileScratch)
+    return point.score;
+  int64_t clip = getClip(), rows = 2 * clip + 1;
+  Value like = point.queryIndex;
+  auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
+  Value aligned =
+      arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
+  Value rel = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
+  rel = arith::MaxSIOp::create(b, loc, rel, i32(-clip));
+  rel = arith::MinSIOp::create(b, loc, rel, i32(clip));
+  // Row i - i0 of the tile's QaK, clamped into the tile (padding lanes).
+  Value start = broadcastLike(b, loc, like,
+                              arith::IndexCastOp::create(b, loc, b.getI32Type(), point.tileStart));
+  Value r = arith::SubIOp::create(b, loc, point.queryIndex, start);
+  r = arith::MaxSIOp::create(b, loc, r, i32(0));
+  r = arith::MinSIOp::create(b, loc, r, i32(shape.queryTileRows - 1));
+  Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, i32(rows)),
+                                     arith::AddIOp::create(b, loc, rel, i32(clip)));
+  Value term;
+  if (auto lanes = dyn_cast<VectorType>(like.getType())) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value mask =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
+    term = vector::GatherOp::create(b, loc, cast<VectorType>(point.score.getType()),
+                                    point.tileScratch, ValueRange{zero}, flat, mask,
+                                    constantLike(b, loc, point.score, 0.0));
+  } else {
+    Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), flat);
+    term = memref::LoadOp::create(b, loc, point.tileScratch, ValueRange{at});
+  }
+  // s = scale (q.k + q.aK): the score arrives scaled.
+  return math::FmaOp::create(b, loc, term, constantLike(b, loc, point.score, shape.scale),
+                             point.score);
+}
+
+pejit::ref::Tensor RelativeKeyAttr::referenceKeyTerm(const ReferenceAttention &attention) const {
+  return pejit::ref::relativeKeyTerm(*attention.query, *attention.operands[0], getClip(),
+                                     attention.keySeq);
+}
