@@ -1,7 +1,7 @@
 // Numerics of the fused x86 kernels against the float64 reference, fresh
 // random inputs per run, output poisoned with NaN before each run.
 // Tolerance (f32 kernel): max |out - ref| <= 1e-4 * max |ref|.
-#include "tests/runtime/FusedAttentionHarness.h"
+#include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
 
@@ -13,29 +13,6 @@ using namespace pejit;
 using namespace pejit::testing;
 
 namespace {
-
-constexpr double kTolerance = 1e-4;
-
-// One runtime for the suite (kernels are cached across tests), destroyed by
-// the gtest environment before static destruction: JIT engines must not
-// outlive LLVM's own globals.
-std::unique_ptr<Runtime> suiteRuntime;
-
-class RuntimeEnvironment : public ::testing::Environment {
-public:
-  void SetUp() override { suiteRuntime = std::make_unique<Runtime>(); }
-  void TearDown() override { suiteRuntime.reset(); }
-};
-const auto *environment = ::testing::AddGlobalTestEnvironment(new RuntimeEnvironment);
-
-void expectMatches(const Case &c) {
-  Outcome outcome = runCase(*suiteRuntime, c);
-  SCOPED_TRACE("seed " + std::to_string(outcome.seed) + ", " + c.shape.str());
-  ASSERT_EQ(outcome.error, "");
-  EXPECT_LE(outcome.relativeError, kTolerance);
-  if (std::getenv("PEJIT_TEST_VERBOSE"))
-    std::printf("  relative error %.3g (%s)\n", outcome.relativeError, c.shape.str().c_str());
-}
 
 ref::RopeConfig rope(ref::RopeLayout layout = ref::RopeLayout::Half, double theta = 10000.0,
                      int64_t rotaryDim = 0) {
@@ -264,7 +241,7 @@ TEST(FusedAttention, KeyCacheWithManyQueryTiles) {
     expectMatches(c);
     expectMatches(c);
     // b * hkv * ceil(350 / 96) = 16 jobs: the cache was used.
-    Expected<X86Kernel> kernel = suiteRuntime->getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
+    Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
     ASSERT_TRUE(kernel) << kernel.error();
     EXPECT_NE(kernel->ir("tiled")->find("prepare_jobs = 16 : i64"), std::string::npos);
   }

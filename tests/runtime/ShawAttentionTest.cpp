@@ -3,7 +3,7 @@
 // poisoned with NaN. Tolerance (f32 kernel): max |out - ref| <= 1e-4 *
 // max |ref|.
 #include "runtime/Encodings.h"
-#include "tests/runtime/FusedAttentionHarness.h"
+#include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
 
@@ -14,23 +14,7 @@ using namespace pejit::testing;
 
 namespace {
 
-constexpr double kTolerance = 1e-4;
-
-std::unique_ptr<Runtime> suiteRuntime;
-
-class RuntimeEnvironment : public ::testing::Environment {
-public:
-  void SetUp() override { suiteRuntime = std::make_unique<Runtime>(); }
-  void TearDown() override { suiteRuntime.reset(); }
-};
-const auto *environment = ::testing::AddGlobalTestEnvironment(new RuntimeEnvironment);
-
-void expectMatches(const Case &c) {
-  Outcome outcome = runCase(*suiteRuntime, c);
-  SCOPED_TRACE("seed " + std::to_string(outcome.seed) + ", " + c.shape.str());
-  ASSERT_EQ(outcome.error, "");
-  EXPECT_LE(outcome.relativeError, kTolerance);
-}
+constexpr double kTolerance = 1e-4; // f32 kernels: max |out - ref| <= 1e-4 max |ref|
 
 Case shawCase(int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, int64_t clip) {
   Case c;
@@ -94,7 +78,7 @@ TEST(ShawKey, SourceFormFusesAndMatchesTheUnfusedReference) {
     })";
   Expected<Spec> spec = Spec::fromText(source);
   ASSERT_TRUE(spec) << spec.error();
-  Expected<X86Kernel> kernel = suiteRuntime->getX86(*spec);
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
   ASSERT_TRUE(kernel) << kernel.error();
   EXPECT_EQ(kernel->arguments(),
             (std::vector<std::string>{"query", "key", "value", "shaw_key_table"}));

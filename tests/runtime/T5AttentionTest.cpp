@@ -4,7 +4,7 @@
 // poisoned with NaN. Tolerance (f32 kernel): max |out - ref| <= 1e-4 *
 // max |ref|.
 #include "runtime/Encodings.h"
-#include "tests/runtime/FusedAttentionHarness.h"
+#include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
 
@@ -14,24 +14,6 @@ using namespace pejit;
 using namespace pejit::testing;
 
 namespace {
-
-constexpr double kTolerance = 1e-4;
-
-std::unique_ptr<Runtime> suiteRuntime;
-
-class RuntimeEnvironment : public ::testing::Environment {
-public:
-  void SetUp() override { suiteRuntime = std::make_unique<Runtime>(); }
-  void TearDown() override { suiteRuntime.reset(); }
-};
-const auto *environment = ::testing::AddGlobalTestEnvironment(new RuntimeEnvironment);
-
-void expectMatches(const Case &c) {
-  Outcome outcome = runCase(*suiteRuntime, c);
-  SCOPED_TRACE("seed " + std::to_string(outcome.seed) + ", " + c.shape.str());
-  ASSERT_EQ(outcome.error, "");
-  EXPECT_LE(outcome.relativeError, kTolerance);
-}
 
 /// A T5 attention (scale 1.0, as T5 models use) with tables scaled so the
 /// bias moves the softmax visibly.
@@ -105,7 +87,7 @@ TEST(T5Attention, WithAlibiBothBiasesAdd) {
 
 TEST(T5Attention, TableOfTheWrongShapeIsAnError) {
   Case c = t5Case(1, 4, 4, 16, 16, 64, true, false);
-  Expected<X86Kernel> kernel = suiteRuntime->getX86(Spec::fromBuilder(c.spec, c.shape));
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape));
   ASSERT_TRUE(kernel) << kernel.error();
   std::vector<float> q(4 * 16 * 64), table(16 * 4), out(q.size());
   std::vector<int64_t> qDims{1, 4, 16, 64};
