@@ -26,7 +26,7 @@ EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype) {
 
 EncodingSpec biasTensor(std::vector<int64_t> shape, DType dtype) {
   EncodingSpec spec;
-  spec.attribute = "#pe.bias_tensor<>";
+  spec.attribute = "#pe.bias_tensor";
   spec.operandShapes = {std::move(shape)};
   spec.operandDtype = dtype;
   return spec;

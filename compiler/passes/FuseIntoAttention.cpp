@@ -88,29 +88,27 @@ void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings
   keyOp->erase();
 }
 
+/// The general fallback: the kernel reads the bias tensor itself.
+void fuseAsBiasTensor(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
+  op.getEncodingOperandsMutable().append(op.getBias());
+  op.getBiasMutable().clear();
+  encodings.push_back(pe::BiasTensorAttr::get(op.getContext()));
+}
+
 /// A score bias computed from indices and the encoding's own tensors (a T5
 /// table) -> a fused score bias; those tensors become encoding operands.
 void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
   if (!op.getBias())
     return;
   auto biasOp = fusableProducer(op.getBias(), pe::EncodingKind::ScoreBias);
-  if (!biasOp) {
-    // The general fallback: the kernel reads the bias tensor itself.
-    op.getEncodingOperandsMutable().append(op.getBias());
-    op.getBiasMutable().clear();
-    encodings.push_back(pe::BiasTensorAttr::get(op.getContext()));
-    return;
-  }
+  if (!biasOp)
+    return fuseAsBiasTensor(op, encodings);
   // Every operand of the pe op must be one the encoding reads as its own:
   // one that depends on Q or K (Shaw's key term) cannot move this way.
   SmallVector<Value> operands = biasOp.getEncodingOperands();
   if (operands.size() != biasOp->getNumOperands() ||
-      operands.size() != biasOp.getPositionalEncoding().getNumEncodingOperands()) {
-    op.getEncodingOperandsMutable().append(op.getBias());
-    op.getBiasMutable().clear();
-    encodings.push_back(pe::BiasTensorAttr::get(op.getContext()));
-    return;
-  }
+      operands.size() != biasOp.getPositionalEncoding().getNumEncodingOperands())
+    return fuseAsBiasTensor(op, encodings);
   op.getBiasMutable().clear();
   op.getEncodingOperandsMutable().append(operands);
   encodings.push_back(biasOp.getPositionalEncoding());

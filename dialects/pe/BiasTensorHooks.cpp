@@ -51,8 +51,6 @@ Value BiasTensorAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionSh
     return arith::MinSIOp::create(b, loc, low, constantLike(b, loc, index, size - 1.0));
   };
   Value i = clamp(point.queryIndex, sq), j = clamp(point.keyIndex, skv);
-  Type element = type.getElementType();
-  Value value;
   if (auto lanes = dyn_cast<VectorType>(i.getType())) {
     // Flat offsets within [batch, head]: i * skv + j, in i64 when sq * skv
     // passes i32.
@@ -67,17 +65,13 @@ Value BiasTensorAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionSh
       flat = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, i64, constantLike(b, loc, i64, double(skv))), j64);
     }
-    Value mask =
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
-    Value passThru = constantLike(b, loc, i, 0.0, element);
-    value = vector::GatherOp::create(b, loc, lanes.clone(element), bias,
-                                     ValueRange{batch, head, zero, zero}, flat, mask, passThru);
-  } else {
-    Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
-    Value col = arith::IndexCastOp::create(b, loc, b.getIndexType(), j);
-    value = memref::LoadOp::create(b, loc, bias, ValueRange{batch, head, row, col});
+    Value value = gatherLanesAsF32(b, loc, bias, ValueRange{batch, head, zero, zero}, flat);
+    return arith::AddFOp::create(b, loc, point.score, value);
   }
-  if (!element.isF32())
+  Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), i);
+  Value col = arith::IndexCastOp::create(b, loc, b.getIndexType(), j);
+  Value value = memref::LoadOp::create(b, loc, bias, ValueRange{batch, head, row, col});
+  if (!type.getElementType().isF32())
     value = arith::ExtFOp::create(b, loc, point.score.getType(), value);
   return arith::AddFOp::create(b, loc, point.score, value);
 }

@@ -3,6 +3,7 @@
 #include "dialects/pe/KernelHooks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -31,6 +32,19 @@ Value constantLike(OpBuilder &b, Location loc, Value like, double value, Type el
 Value broadcastLike(OpBuilder &b, Location loc, Value like, Value value) {
   if (auto vector = dyn_cast<VectorType>(like.getType()))
     return vector::BroadcastOp::create(b, loc, vector.clone(value.getType()), value);
+  return value;
+}
+
+Value gatherLanesAsF32(OpBuilder &b, Location loc, Value base, ValueRange indices, Value offsets) {
+  auto lanes = cast<VectorType>(offsets.getType());
+  Type element = cast<MemRefType>(base.getType()).getElementType();
+  Value mask =
+      arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
+  Value passThru = constantLike(b, loc, offsets, 0.0, element);
+  Value value = vector::GatherOp::create(b, loc, lanes.clone(element), base, indices, offsets, mask,
+                                         passThru);
+  if (!element.isF32())
+    value = arith::ExtFOp::create(b, loc, lanes.clone(b.getF32Type()), value);
   return value;
 }
 

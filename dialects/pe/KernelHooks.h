@@ -100,6 +100,16 @@ mlir::Value broadcastLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Value li
 /// scalar type itself).
 mlir::Type typeLike(mlir::Value like, mlir::Type elementType);
 
+/// The most floats one encoding's query-tile scratch may take: it lives on
+/// the x86 item's stack (docs/limits.md). Larger tables fall back or refuse.
+inline constexpr int64_t kMaxQueryTileScratchFloats = int64_t(1) << 16;
+
+/// One element per lane of `offsets` (a vector of i32 or i64): base[indices]
+/// advanced by offsets[l] elements in memory order (base contiguous), as
+/// f32 (16-bit tables are widened).
+mlir::Value gatherLanesAsF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                             mlir::ValueRange indices, mlir::Value offsets);
+
 /// What a score bias's float64 reference sees of the attention: its sizes
 /// and the encoding's own operands (as float64 tensors, in order).
 struct ReferenceAttention {

@@ -208,6 +208,8 @@ def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable
     produces into this encoding, so any bias runs in the fused kernel, at
     the cost of reading it.
   }];
+  // No parameters: the mnemonic alone (#pe.bias_tensor).
+  let assemblyFormat = ?;
 }
 
 def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusable",

@@ -22,11 +22,6 @@
 using namespace mlir;
 using namespace pejit::pe;
 
-namespace {
-/// The tile's QaK table lives on the item's stack.
-constexpr int64_t kMaxTileTableFloats = 1 << 16;
-} // namespace
-
 bool RelativeKeyAttr::isFusable() const { return true; }
 unsigned RelativeKeyAttr::getNumEncodingOperands() const { return 1; }
 std::string RelativeKeyAttr::getEncodingOperandName(unsigned) const { return "shaw_key_table"; }
@@ -49,7 +44,7 @@ int64_t RelativeKeyAttr::getQueryTileScratchFloats(const AttentionShape &shape) 
   if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1)
     return 0;
   int64_t floats = shape.queryTileRows * (2 * getClip() + 1);
-  return floats <= kMaxTileTableFloats ? floats : 0;
+  return floats <= kMaxQueryTileScratchFloats ? floats : 0;
 }
 
 void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -110,13 +105,9 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
   Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, i32(rows)),
                                      arith::AddIOp::create(b, loc, rel, i32(clip)));
   Value term;
-  if (auto lanes = dyn_cast<VectorType>(like.getType())) {
+  if (isa<VectorType>(like.getType())) {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value mask =
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
-    term = vector::GatherOp::create(b, loc, cast<VectorType>(point.score.getType()),
-                                    point.tileScratch, ValueRange{zero}, flat, mask,
-                                    constantLike(b, loc, point.score, 0.0));
+    term = gatherLanesAsF32(b, loc, point.tileScratch, ValueRange{zero}, flat);
   } else {
     Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), flat);
     term = memref::LoadOp::create(b, loc, point.tileScratch, ValueRange{at});

@@ -116,32 +116,24 @@ Value emitBucket(OpBuilder &b, Location loc, T5BiasAttr attr, Value rel) {
 /// table[bucket, head] as f32: a gather over the lanes, or one load.
 Value emitTableValue(OpBuilder &b, Location loc, Value table, Value bucket, Value head) {
   auto tableType = cast<MemRefType>(table.getType());
-  Type element = tableType.getElementType();
-  Value value;
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  if (auto lanes = dyn_cast<VectorType>(bucket.getType())) {
+  if (isa<VectorType>(bucket.getType())) {
     Value headI = arith::IndexCastOp::create(b, loc, b.getI32Type(), head);
     Value heads = constantLike(b, loc, bucket, static_cast<double>(tableType.getDimSize(1)));
     Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bucket, heads),
                                        broadcastLike(b, loc, bucket, headI));
-    Value mask =
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
-    Value passThru = constantLike(b, loc, bucket, 0.0, element);
-    value = vector::GatherOp::create(b, loc, lanes.clone(element), table, ValueRange{zero, zero},
-                                     flat, mask, passThru);
-  } else {
-    Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), bucket);
-    value = memref::LoadOp::create(b, loc, table, ValueRange{row, head});
+    return gatherLanesAsF32(b, loc, table, ValueRange{zero, zero}, flat);
   }
-  if (!element.isF32())
-    value = arith::ExtFOp::create(b, loc, typeLike(bucket, b.getF32Type()), value);
+  Value row = arith::IndexCastOp::create(b, loc, b.getIndexType(), bucket);
+  Value value = memref::LoadOp::create(b, loc, table, ValueRange{row, head});
+  if (!tableType.getElementType().isF32())
+    value = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
   return value;
 }
 
 /// The query-tile table: entry e holds the bias at d = i + off - j =
 /// tileStart + off - (skv - 1) + e, for e in [0, rows + skv - 1). Lanes of
 /// consecutive query rows and one key read consecutive entries.
-constexpr int64_t kMaxTileTableFloats = 1 << 16; // 256 KiB of the item's stack
 
 } // namespace
 
@@ -150,7 +142,7 @@ int64_t T5BiasAttr::getQueryTileScratchFloats(const AttentionShape &shape) const
     return 0;
   int64_t lanes = shape.vectorWidth;
   int64_t entries = (shape.queryTileRows + shape.keySeq - 1 + lanes - 1) / lanes * lanes;
-  return entries <= kMaxTileTableFloats ? entries : 0;
+  return entries <= kMaxQueryTileScratchFloats ? entries : 0;
 }
 
 void T5BiasAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const AttentionShape &shape,

@@ -42,7 +42,7 @@ func.func @all(%q: tensor<1x4x8x16xf32>, %pos: tensor<8xi32>, %t5: tensor<32x4xf
   %5 = pe.sinusoidal %x, %pos <> : tensor<2x8x16xf32>, tensor<8xi32>
   %6 = pe.learned %x, %pos, %emb <max_positions = 64> : tensor<2x8x16xf32>, tensor<8xi32>, tensor<64x16xf32>
   // Encodings that exist only in the fused form (no pe op makes them).
-  %7 = attn.attention %q, %q, %q encodings([#pe.bias_tensor<>]) encoding_operands(%1 : tensor<1x4x8x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
+  %7 = attn.attention %q, %q, %q encodings([#pe.bias_tensor]) encoding_operands(%1 : tensor<1x4x8x8xf32>) : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>
   return
 }
 )mlir";

@@ -80,7 +80,7 @@ func.func @only_key_rotated(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>
 // reads (#pe.bias_tensor, the fallback); the rope still fuses.
 // CHECK-LABEL: func.func @bias_has_another_user
 // CHECK: %[[B:.*]] = pe.alibi
-// CHECK: attn.attention {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.bias_tensor<>]) encoding_operands(%[[B]] : tensor<1x4x16x16xf32>)
+// CHECK: attn.attention {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.bias_tensor]) encoding_operands(%[[B]] : tensor<1x4x16x16xf32>)
 func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>) {
   %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
@@ -95,7 +95,7 @@ func.func @bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64
 // positions; the bias argument becomes the fallback #pe.bias_tensor.
 // CHECK-LABEL: func.func @mrope_and_bias
 // CHECK-NOT: pe.rope
-// CHECK: attn.attention %arg0, %arg1, %arg2 query_positions(%arg3 : tensor<3x16xi32>) key_positions(%arg3 : tensor<3x16xi32>) scale(1.250000e-01) encodings([#pe.rope<layout = half, theta = 10000.0, sections = [8, 12, 12]>, #pe.bias_tensor<>]) encoding_operands(%arg4 : tensor<1x4x16x16xf32>)
+// CHECK: attn.attention %arg0, %arg1, %arg2 query_positions(%arg3 : tensor<3x16xi32>) key_positions(%arg3 : tensor<3x16xi32>) scale(1.250000e-01) encodings([#pe.rope<layout = half, theta = 10000.0, sections = [8, 12, 12]>, #pe.bias_tensor]) encoding_operands(%arg4 : tensor<1x4x16x16xf32>)
 func.func @mrope_and_bias(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<3x16xi32>, %bias: tensor<1x4x16x16xf32>) -> tensor<1x4x16x64xf32> {
   %qr = pe.rope %q, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
   %kr = pe.rope %k, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x16x64xf32>, tensor<3x16xi32>
@@ -126,7 +126,7 @@ func.func @t5_and_rope(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v:
 // which the kernel reads through the fallback.
 // CHECK-LABEL: func.func @t5_bias_has_another_user
 // CHECK: %[[B:.*]] = pe.t5_bias
-// CHECK: attn.attention {{.*}} encodings([#pe.bias_tensor<>]) encoding_operands(%[[B]] : tensor<1x4x16x16xf32>)
+// CHECK: attn.attention {{.*}} encodings([#pe.bias_tensor]) encoding_operands(%[[B]] : tensor<1x4x16x16xf32>)
 func.func @t5_bias_has_another_user(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %table: tensor<32x4xf32>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16x16xf32>) {
   %b = pe.t5_bias %table <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x16x16xf32>
   %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
@@ -152,7 +152,7 @@ func.func @only_query_rotated(%q: tensor<1x4x1x64xf32>, %k: tensor<1x4x16x64xf32
 // mask the same way.
 // CHECK-LABEL: func.func @user_bias
 // CHECK-NOT: bias(
-// CHECK: attn.attention %arg0, %arg1, %arg2 causal scale(1.250000e-01) encodings([#pe.bias_tensor<>]) encoding_operands(%arg3 : tensor<1x1x16x16xf32>)
+// CHECK: attn.attention %arg0, %arg1, %arg2 causal scale(1.250000e-01) encodings([#pe.bias_tensor]) encoding_operands(%arg3 : tensor<1x1x16x16xf32>)
 func.func @user_bias(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %mask: tensor<1x1x16x16xf32>) -> tensor<1x4x16x64xf32> {
   %o = attn.attention %q, %k, %v bias(%mask : tensor<1x1x16x16xf32>) causal : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
