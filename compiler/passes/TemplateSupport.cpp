@@ -75,8 +75,9 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     return op.emitError() << "the kernel reads a bias tensor as an encoding operand: run "
                              "pe-fuse-into-attention first (it makes it #pe.bias_tensor)";
   if (op.getKeyTerm() || op.getValueTerm())
-    return op.emitError() << "the kernel takes no key_term or value_term tensor (Shaw's "
-                             "terms are not fused yet)";
+    return op.emitError() << "the kernel takes no key_term or value_term tensor: Shaw's value "
+                             "term is not fused yet, and a key term fuses only from "
+                             "pe.relative_key on the attention's own, unrotated Q";
   std::pair<Value, ArgumentRole> operandRoles[] = {
       {op.getQuery(), ArgumentRole::Query},
       {op.getKey(), ArgumentRole::Key},
@@ -189,12 +190,8 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   shape.scale = op.getEffectiveScale();
   // [s] ids are shared by the batch; [b, s] ids have a row per batch entry;
   // M-RoPE's [A, s] and [A, b, s] add a leading axis.
-  int64_t axes = 0;
-  if (ArrayAttr encodings = op.getEncodingsAttr())
-    for (Attribute attr : encodings)
-      if (auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
-          encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
-        axes = encoding.getPositionAxes();
+  pe::PositionalEncodingAttrInterface transform = op.getFusedQKTransform();
+  int64_t axes = transform ? transform.getPositionAxes() : 0;
   shape.positionAxes = std::max<int64_t>(axes, 1);
   auto positionRows = [&](Value positions) -> int64_t {
     if (!positions)

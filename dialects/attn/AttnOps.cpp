@@ -67,12 +67,8 @@ LogicalResult AttentionOp::verify() {
     return failure();
 
   // M-RoPE's ids have a leading axis per section (its QK transform says).
-  int64_t axes = 0;
-  if (ArrayAttr encodings = getEncodingsAttr())
-    for (Attribute attr : encodings)
-      if (auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
-          encoding && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
-        axes = encoding.getPositionAxes();
+  pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
+  int64_t axes = transform ? transform.getPositionAxes() : 0;
   if (getQueryPositions() &&
       failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq, axes)))
     return failure();
@@ -144,6 +140,16 @@ LogicalResult AttentionOp::verify() {
     if (failed(requirePositiveF32("softcap", softcapAttr.getValueAsDouble())))
       return failure();
   return verifyEncodings();
+}
+
+pe::PositionalEncodingAttrInterface AttentionOp::getFusedQKTransform() {
+  // dyn_cast: the verifier asks before it has checked every entry.
+  if (ArrayAttr encodings = getEncodingsAttr())
+    for (Attribute attr : encodings)
+      if (auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
+          encoding && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+        return encoding;
+  return nullptr;
 }
 
 // The fused encodings: pe attributes of a kind attention can apply, at most

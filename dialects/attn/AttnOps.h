@@ -3,6 +3,7 @@
 #define PEJIT_DIALECTS_ATTN_ATTNOPS_H
 
 #include "dialects/attn/AttnDialect.h"
+#include "dialects/pe/PEInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

@@ -81,6 +81,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     double getEffectiveScale();
     /// Checks the fused `encodings` (part of the verifier).
     ::llvm::LogicalResult verifyEncodings();
+    /// The fused QK transform among `encodings` (at most one), or null.
+    ::pejit::pe::PositionalEncodingAttrInterface getFusedQKTransform();
   }];
 }
 

@@ -258,7 +258,7 @@ public:
         all.push_back(ropeIds(rope));
       if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op)) {
         // The ids of the sides a fused QK transform rotates.
-        pe::PositionalEncodingAttrInterface transform = fusedQKTransform(attention);
+        pe::PositionalEncodingAttrInterface transform = attention.getFusedQKTransform();
         int64_t sq = dimsOf(attention.getQuery())[2], skv = dimsOf(attention.getKey())[2];
         if (transform && transform.transformsQuery())
           all.push_back(ids(&op, attention.getQueryPositions(), false, sq, skv));
@@ -272,16 +272,6 @@ public:
       }
     }
     return seqLen;
-  }
-
-  static pe::PositionalEncodingAttrInterface fusedQKTransform(attn::AttentionOp op) {
-    if (mlir::ArrayAttr encodings = op.getEncodingsAttr())
-      for (mlir::Attribute attr : encodings) {
-        auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(attr);
-        if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
-          return encoding;
-      }
-    return nullptr;
   }
 
   bool rotate(mlir::Operation *op, pe::RopeAttr attr, ref::Tensor &x,
