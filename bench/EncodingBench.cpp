@@ -2,7 +2,8 @@
 // at the same shape (b = 1, hq = hkv = 16, s = 2048, f32): T5 bidirectional
 // without a mask, T5 one-sided under a causal mask (a decoder), the same
 // attention given a materialized [1, h, s, s] bias tensor (the fallback, as
-// a framework's attn_mask), and ALiBi, each at d = 64 and 128. FLOPs = 4 b hq sq skv d (half when
+// a framework's attn_mask), ALiBi, and Shaw's relative key and value terms
+// (a^K + a^V, clip 16), each at d = 64 and 128. FLOPs = 4 b hq sq skv d (half when
 // causal), the same count for every row of a shape, so GFLOP/s compare directly. Each time is the
 // median of repeats after a warm-up, with the FMA peak sampled between runs (Timing.h).
 #include "bench/AttentionBench.h"
@@ -40,7 +41,9 @@ int runEncodingBench(int argc, char **argv) {
     std::vector<float> q(heads * seq * d), k(q.size()), v(q.size()), o(q.size());
     // A materialized bias (what a framework passes as attn_mask): 256 MiB.
     std::vector<float> table(32 * heads), bias(heads * seq * seq);
-    for (std::vector<float> *t : {&q, &k, &v, &table, &bias})
+    const int64_t clip = 16;
+    std::vector<float> shawKey((2 * clip + 1) * d), shawValue((2 * clip + 1) * d);
+    for (std::vector<float> *t : {&q, &k, &v, &table, &bias, &shawKey, &shawValue})
       for (float &x : *t)
         x = dist(engine);
     std::vector<int64_t> dims{1, heads, seq, d};
@@ -50,21 +53,25 @@ int runEncodingBench(int argc, char **argv) {
       struct Row {
         const char *name;
         AttentionSpec spec;
-        const std::vector<float> *operand;
-        std::vector<int64_t> operandShape;
+        /// The encoding operands, with their shapes.
+        std::vector<std::pair<const std::vector<float> *, std::vector<int64_t>>> operands;
       };
-      AttentionSpec plain, t5, alibi, materialized;
-      plain.causal = t5.causal = alibi.causal = materialized.causal = causal;
+      AttentionSpec plain, t5, alibi, materialized, shaw;
+      plain.causal = t5.causal = alibi.causal = materialized.causal = shaw.causal = causal;
+      shaw.encodings = {encodings::shawKey(clip, d), encodings::shawValue(clip, d)};
       t5.encodings = {encodings::t5Bias(32, 128, /*bidirectional=*/!causal, heads)};
       alibi.alibi = AlibiSpec{heads, 0, !causal};
       std::vector<int64_t> biasShape{1, heads, seq, seq};
       materialized.encodings = {encodings::biasTensor(biasShape)};
       double plainMs = 0;
       for (const Row &row :
-           {Row{"plain", plain, nullptr, {}},
-            Row{causal ? "T5 one-sided" : "T5 bidirectional", t5, &table, {32, heads}},
-            Row{"bias tensor [h, s, s] (the fallback)", materialized, &bias, biasShape},
-            Row{causal ? "ALiBi causal" : "ALiBi symmetric", alibi, nullptr, {}}}) {
+           {Row{"plain", plain, {}},
+            Row{causal ? "T5 one-sided" : "T5 bidirectional", t5, {{&table, {32, heads}}}},
+            Row{"bias tensor [h, s, s] (the fallback)", materialized, {{&bias, biasShape}}},
+            Row{causal ? "ALiBi causal" : "ALiBi symmetric", alibi, {}},
+            Row{"Shaw a^K + a^V, clip 16",
+                shaw,
+                {{&shawKey, {2 * clip + 1, d}}, {&shawValue, {2 * clip + 1, d}}}}}) {
         Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(row.spec, shape));
         if (!kernel) {
           std::fprintf(stderr, "%s: %s\n", row.name, kernel.error().c_str());
@@ -73,9 +80,8 @@ int runEncodingBench(int argc, char **argv) {
         std::vector<TensorView> inputs = {{q.data(), DType::F32, dims, {}},
                                           {k.data(), DType::F32, dims, {}},
                                           {v.data(), DType::F32, dims, {}}};
-        if (row.operand)
-          inputs.push_back(
-              {const_cast<float *>(row.operand->data()), DType::F32, row.operandShape, {}});
+        for (const auto &[operand, operandShape] : row.operands)
+          inputs.push_back({const_cast<float *>(operand->data()), DType::F32, operandShape, {}});
         TensorView out{o.data(), DType::F32, dims, {}};
         Interleaved runs =
             medianWithPeak(repeats, threads, [&] { (void)kernel->run(inputs, out); });

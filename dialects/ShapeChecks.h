@@ -103,7 +103,8 @@ inline mlir::LogicalResult verifyPositionIds(mlir::Operation *op, llvm::StringRe
                              << " (rank " << 1 + lead << " or " << 2 + lead << "), got " << type;
   if (numAxes > 0 && dimsConflict(tensor.getDimSize(0), numAxes))
     return op->emitOpError() << name << " has " << tensor.getDimSize(0)
-                             << " axes (dim 0) but the encoding has " << numAxes << " sections";
+                             << " axes (dim 0) but the encoding reads " << numAxes
+                             << " (its sections, or 2 for axial RoPE)";
   if (failed(requireDim(op, name, type, rank - 1, "s", seq, "the sequence length")))
     return mlir::failure();
   if (rank == 2 + lead && failed(requireDim(op, name, type, lead, "b", batch, "the batch size")))

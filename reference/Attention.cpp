@@ -114,9 +114,18 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                 skv = k.shape[2], valueDim = v.shape[3];
   const int64_t group = heads / kvHeads;
   if (const Tensor *valueTerm = options.valueTerm)
-    PEJIT_REF_CHECK(valueTerm->shape == std::vector<int64_t>({sq, skv, valueDim}),
-                    "valueTerm must be [sq, skv, dv], got " + shapeToString(valueTerm->shape));
+    PEJIT_REF_CHECK(valueTerm->shape == std::vector<int64_t>({sq, skv, valueDim}) ||
+                        valueTerm->shape == std::vector<int64_t>({heads, sq, skv, valueDim}),
+                    "valueTerm must be [(hq,) sq, skv, dv], got " +
+                        shapeToString(valueTerm->shape));
 
+  const BucketedValueTerm &bucketed = options.bucketedValueTerm;
+  if (bucketed)
+    PEJIT_REF_CHECK((bucketed.rows->rank() == 2 ||
+                     (bucketed.rows->rank() == 3 && bucketed.rows->shape[0] == heads)) &&
+                        bucketed.rows->shape.back() == valueDim,
+                    "bucketed value term rows must be [B, dv] or [hq, B, dv], got " +
+                        shapeToString(bucketed.rows->shape));
   const Tensor probabilities = attentionProbabilities(q, k, options);
   Tensor out({batch, heads, sq, valueDim});
   for (int64_t b = 0; b < batch; ++b)
@@ -126,11 +135,15 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
           double p = probabilities.at(b, h, i, j);
           if (p == 0.0)
             continue; // masked (or underflowed) keys contribute nothing
+          int64_t bucket = bucketed ? bucketed.bucket(i, j) : 0;
           for (int64_t c = 0; c < valueDim; ++c) {
             // Shaw et al. 2018, eq. (3): z_i = Σ_j p_ij (v_j + a^V_ij).
             double value = v.at(b, h / group, j, c);
-            if (options.valueTerm)
-              value += options.valueTerm->at(i, j, c);
+            if (const Tensor *term = options.valueTerm)
+              value += term->rank() == 3 ? term->at(i, j, c) : term->at(h, i, j, c);
+            if (bucketed)
+              value += bucketed.rows->rank() == 2 ? bucketed.rows->at(bucket, c)
+                                                  : bucketed.rows->at(h, bucket, c);
             out.at(b, h, i, c) += p * value;
           }
         }

@@ -13,9 +13,19 @@
 #include "reference/Tensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 namespace pejit::ref {
+
+/// A value term by buckets (Shaw's a^V): output row i of head h gains
+/// Σ_j p_ij·rows[(h,) bucket(i, j), :]; rows is [B, dv] shared by the
+/// heads or [hq, B, dv] per head. Never materialised as [sq, skv, dv].
+struct BucketedValueTerm {
+  const Tensor *rows = nullptr;
+  std::function<int64_t(int64_t i, int64_t j)> bucket;
+  explicit operator bool() const { return rows != nullptr; }
+};
 
 struct AttentionOptions {
   /// Default 1/sqrt(d).
@@ -33,8 +43,11 @@ struct AttentionOptions {
   const Tensor *bias = nullptr;
   /// [b, hq, sq, skv], added to q·k before the scale (Shaw key term).
   const Tensor *keyTerm = nullptr;
-  /// [sq, skv, dv]; output += Σ_j p_ij·valueTerm[i, j, :] (Shaw value term).
+  /// [sq, skv, dv] or [hq, sq, skv, dv]; output += Σ_j p_ij·valueTerm[(h,)
+  /// i, j, :] (Shaw value term).
   const Tensor *valueTerm = nullptr;
+  /// The same, by buckets (a fused value term's reference).
+  BucketedValueTerm bucketedValueTerm;
 };
 
 /// Whether query row i sees key j under the options' causal/window mask.

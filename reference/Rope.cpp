@@ -104,6 +104,12 @@ std::vector<double> llama3Frequencies(const RopeConfig &config, int64_t rotaryDi
 void checkScaling(const RopeConfig &config, int64_t rotaryDim) {
   const RopeScaling &s = config.scaling;
   PEJIT_REF_CHECK(config.theta > 0.0, "theta must be > 0");
+  if (config.axial) {
+    PEJIT_REF_CHECK(rotaryDim % 4 == 0,
+                    "axial RoPE needs rotaryDim % 4 == 0, got " + std::to_string(rotaryDim));
+    PEJIT_REF_CHECK(s.kind == Kind::None && config.sections.empty(),
+                    "axial RoPE takes no scaling and no sections");
+  }
   if (s.kind == Kind::None)
     return;
   PEJIT_REF_CHECK(s.factor > 0.0, "scaling factor must be > 0");
@@ -145,6 +151,13 @@ RopeFrequencies computeRopeFrequencies(const RopeConfig &config, int64_t headDim
   switch (s.kind) {
   case Kind::None:
     result.invFreq = unscaledInverseFrequencies(config.theta, rotaryDim);
+    if (config.axial) {
+      // SAM 2 compute_axial_cis: 1 / theta^(4i / rd) for i < rd/4, per axis.
+      const int64_t quarter = rotaryDim / 4;
+      for (int64_t c = 0; c < 2 * quarter; ++c)
+        result.invFreq[c] =
+            1.0 / std::pow(config.theta, static_cast<double>(4 * (c % quarter)) / rd);
+    }
     break;
   case Kind::Linear:
     // HF `_compute_linear_scaling_rope_parameters`: inv_freq / factor.
@@ -198,34 +211,60 @@ RopeFrequencies computeRopeFrequencies(const RopeConfig &config, int64_t headDim
   return result;
 }
 
+int64_t ropePositionAxes(const RopeConfig &config) {
+  return config.axial ? 2 : static_cast<int64_t>(config.sections.size());
+}
+
+std::vector<int64_t> ropeAxisOfFrequency(const RopeConfig &config, int64_t half) {
+  std::vector<int64_t> axis(static_cast<size_t>(half), 0);
+  if (config.axial) {
+    for (int64_t c = half / 2; c < half; ++c)
+      axis[c] = 1;
+    return axis;
+  }
+  if (config.sections.empty())
+    return axis;
+  int64_t total = 0;
+  for (int64_t section : config.sections) {
+    PEJIT_REF_CHECK(section >= 0, "sections must be >= 0");
+    total += section;
+  }
+  PEJIT_REF_CHECK(total == half, "sections sum to " + std::to_string(total) +
+                                     " but rotaryDim/2 = " + std::to_string(half));
+  if (config.interleavedSections) {
+    // Qwen3-VL apply_interleaved_mrope: T H W T H W ... while H and W last.
+    PEJIT_REF_CHECK(config.sections.size() == 3, "interleaved sections need 3 sections (t, h, w)");
+    for (int64_t c = 0; c < half; ++c) {
+      if (c % 3 == 1 && c < 3 * config.sections[1])
+        axis[c] = 1;
+      else if (c % 3 == 2 && c < 3 * config.sections[2])
+        axis[c] = 2;
+    }
+    return axis;
+  }
+  // Qwen2-VL apply_multimodal_rotary_pos_emb: consecutive sections.
+  int64_t c = 0;
+  for (size_t a = 0; a < config.sections.size(); ++a)
+    for (int64_t n = 0; n < config.sections[a]; ++n)
+      axis[c++] = static_cast<int64_t>(a);
+  return axis;
+}
+
 Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
                  int64_t seqLen) {
   PEJIT_REF_CHECK(x.rank() == 4, "x must be [b, h, s, d], got " + shapeToString(x.shape));
   const int64_t batch = x.shape[0], heads = x.shape[1], length = x.shape[2], headDim = x.shape[3];
   const RopeFrequencies freqs = computeRopeFrequencies(config, headDim, seqLen);
   const int64_t half = static_cast<int64_t>(freqs.invFreq.size());
-  const bool sectioned = !config.sections.empty();
+  const int64_t axes = ropePositionAxes(config);
+  const bool sectioned = axes > 0;
 
-  // M-RoPE (Qwen2-VL `apply_multimodal_rotary_pos_emb`): frequency index c
-  // takes its angle from the axis whose section contains c.
-  std::vector<int64_t> axisOfFrequency(static_cast<size_t>(half), 0);
-  if (sectioned) {
-    int64_t c = 0;
-    for (size_t axis = 0; axis < config.sections.size(); ++axis) {
-      PEJIT_REF_CHECK(config.sections[axis] >= 0, "sections must be >= 0");
-      for (int64_t n = 0; n < config.sections[axis] && c < half; ++n)
-        axisOfFrequency[c++] = static_cast<int64_t>(axis);
-    }
-    int64_t total = 0;
-    for (int64_t section : config.sections)
-      total += section;
-    PEJIT_REF_CHECK(total == half, "sections sum to " + std::to_string(total) +
-                                       " but rotaryDim/2 = " + std::to_string(half));
-    PEJIT_REF_CHECK(
-        positions.rank() >= 2 && positions.shape[0] == static_cast<int64_t>(config.sections.size()),
-        "sectioned positions must be [A, s] or [A, b, s] with A = " +
-            std::to_string(config.sections.size()) + ", got " + shapeToString(positions.shape));
-  }
+  // M-RoPE and axial RoPE: frequency index c takes its angle from its axis.
+  const std::vector<int64_t> axisOfFrequency = ropeAxisOfFrequency(config, half);
+  if (sectioned)
+    PEJIT_REF_CHECK(positions.rank() >= 2 && positions.shape[0] == axes,
+                    "positions with axes must be [A, s] or [A, b, s] with A = " +
+                        std::to_string(axes) + ", got " + shapeToString(positions.shape));
   const int64_t positionRows = positions.batchRows(sectioned);
   PEJIT_REF_CHECK(positions.length() == length, "positions " + shapeToString(positions.shape) +
                                                     " do not match sequence length " +

@@ -53,6 +53,15 @@ struct RopeConfig {
   /// split in order into sections; section a takes its angle from axis a's
   /// position ids. Must sum to rotaryDim/2.
   std::vector<int64_t> sections;
+  /// Qwen3-VL (apply_interleaved_mrope): with three sections [s0, s1, s2],
+  /// frequency c takes axis 1 if c % 3 == 1 and c < 3 s1, axis 2 if
+  /// c % 3 == 2 and c < 3 s2, else axis 0.
+  bool interleavedSections = false;
+  /// 2-D axial RoPE (SAM 2 compute_axial_cis): positions [2, s] (x, y);
+  /// rd/4 frequencies per axis, inv_freq[i] = theta^(-4i/rd); frequency
+  /// c < rd/4 rotates by x with inv_freq[c], the next rd/4 by y with
+  /// inv_freq[c - rd/4]. No scaling.
+  bool axial = false;
 };
 
 struct RopeFrequencies {
@@ -69,8 +78,16 @@ int64_t resolveRotaryDim(const RopeConfig &config, int64_t headDim);
 /// and keys); only dynamic_ntk and longrope read it.
 RopeFrequencies computeRopeFrequencies(const RopeConfig &config, int64_t headDim, int64_t seqLen);
 
-/// x: [b, h, s, d]. positions: [s] or [b, s]; with sections, [A, s] or
-/// [A, b, s] where A = sections.size(). Returns a rotated copy; channels
+/// Axes of the position ids: 0 for [s] / [b, s] ids, sections.size() for
+/// M-RoPE, 2 for axial RoPE.
+int64_t ropePositionAxes(const RopeConfig &config);
+
+/// The position axis of each frequency index c < half (rotaryDim/2), in
+/// docs/semantics.md's rules; all 0 without axes.
+std::vector<int64_t> ropeAxisOfFrequency(const RopeConfig &config, int64_t half);
+
+/// x: [b, h, s, d]. positions: [s] or [b, s]; with axes (sections, axial),
+/// [A, s] or [A, b, s] where A = ropePositionAxes(config). Returns a rotated copy; channels
 /// >= rotaryDim pass through unchanged.
 Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
                  int64_t seqLen);

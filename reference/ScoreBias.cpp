@@ -130,10 +130,13 @@ Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, in
   PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, h, sq, d], got " + shapeToString(q.shape));
   const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], headDim = q.shape[3];
   PEJIT_REF_CHECK(clip >= 0, "clip must be >= 0");
+  const bool perHead = keyTable.rank() == 3;
   PEJIT_REF_CHECK(
-      keyTable.rank() == 2 && keyTable.shape[0] == 2 * clip + 1 && keyTable.shape[1] == headDim,
-      "keyTable must be [2k+1 = " + std::to_string(2 * clip + 1) +
-          ", d = " + std::to_string(headDim) + "], got " + shapeToString(keyTable.shape));
+      (keyTable.rank() == 2 || (perHead && keyTable.shape[0] == heads)) &&
+          keyTable.shape[keyTable.rank() - 2] == 2 * clip + 1 && keyTable.shape.back() == headDim,
+      "keyTable must be [(h = " + std::to_string(heads) +
+          ",) 2k+1 = " + std::to_string(2 * clip + 1) + ", d = " + std::to_string(headDim) +
+          "], got " + shapeToString(keyTable.shape));
   PEJIT_REF_CHECK(skv >= 0, "skv must be >= 0");
   Tensor term({batch, heads, sq, skv});
   for (int64_t b = 0; b < batch; ++b)
@@ -144,7 +147,7 @@ Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, in
           int64_t row = shawRelativeIndex(i, j, clip, sq, skv) + clip;
           double dot = 0.0;
           for (int64_t c = 0; c < headDim; ++c)
-            dot += q.at(b, h, i, c) * keyTable.at(row, c);
+            dot += q.at(b, h, i, c) * (perHead ? keyTable.at(h, row, c) : keyTable.at(row, c));
           term.at(b, h, i, j) = dot;
         }
   return term;
@@ -152,19 +155,27 @@ Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, in
 
 Tensor relativeValueTerm(const Tensor &valueTable, int64_t clip, int64_t sq, int64_t skv) {
   PEJIT_REF_CHECK(clip >= 0, "clip must be >= 0");
-  PEJIT_REF_CHECK(valueTable.rank() == 2 && valueTable.shape[0] == 2 * clip + 1,
-                  "valueTable must be [2k+1 = " + std::to_string(2 * clip + 1) + ", dv], got " +
-                      shapeToString(valueTable.shape));
+  const bool perHead = valueTable.rank() == 3;
+  PEJIT_REF_CHECK((valueTable.rank() == 2 || perHead) &&
+                      valueTable.shape[valueTable.rank() - 2] == 2 * clip + 1,
+                  "valueTable must be [(h,) 2k+1 = " + std::to_string(2 * clip + 1) +
+                      ", dv], got " + shapeToString(valueTable.shape));
   PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
-  const int64_t valueDim = valueTable.shape[1];
-  Tensor term({sq, skv, valueDim});
-  for (int64_t i = 0; i < sq; ++i)
-    for (int64_t j = 0; j < skv; ++j) {
-      // Shaw et al. 2018, eq. (3): a^V_ij.
-      int64_t row = shawRelativeIndex(i, j, clip, sq, skv) + clip;
-      for (int64_t c = 0; c < valueDim; ++c)
-        term.at(i, j, c) = valueTable.at(row, c);
-    }
+  const int64_t valueDim = valueTable.shape.back(), heads = perHead ? valueTable.shape[0] : 1;
+  Tensor term(perHead ? std::vector<int64_t>{heads, sq, skv, valueDim}
+                      : std::vector<int64_t>{sq, skv, valueDim});
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < skv; ++j) {
+        // Shaw et al. 2018, eq. (3): a^V_ij.
+        int64_t row = shawRelativeIndex(i, j, clip, sq, skv) + clip;
+        for (int64_t c = 0; c < valueDim; ++c) {
+          if (perHead)
+            term.at(h, i, j, c) = valueTable.at(h, row, c);
+          else
+            term.at(i, j, c) = valueTable.at(row, c);
+        }
+      }
   return term;
 }
 

@@ -42,12 +42,14 @@ Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets, int64
 /// Shaw et al. 2018 clipped relative index: clip(j − (i + skv − sq), −k, k).
 int64_t shawRelativeIndex(int64_t i, int64_t j, int64_t clip, int64_t sq, int64_t skv);
 
-/// q: [b, h, sq, d]; keyTable aK: [2k+1, d]. Returns [b, h, sq, skv] with
-/// q_i · aK[rel + k]; attention adds it to q·k before the scale.
+/// q: [b, h, sq, d]; keyTable aK: [2k+1, d] shared by the heads, or
+/// [h, 2k+1, d] per head. Returns [b, h, sq, skv] with q_i · aK[(h,) rel +
+/// k]; attention adds it to q·k before the scale.
 Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, int64_t skv);
 
-/// valueTable aV: [2k+1, dv]. Returns [sq, skv, dv] with aV[rel + k];
-/// attention adds Σ_j p_ij · term[i, j, :] to the output.
+/// valueTable aV: [2k+1, dv] shared, or [h, 2k+1, dv] per head. Returns
+/// [sq, skv, dv] (or [h, sq, skv, dv]) with aV[(h,) rel + k]; attention adds
+/// Σ_j p_ij · term[(h,) i, j, :] to the output.
 Tensor relativeValueTerm(const Tensor &valueTable, int64_t clip, int64_t sq, int64_t skv);
 
 } // namespace pejit::ref

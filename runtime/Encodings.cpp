@@ -16,10 +16,26 @@ EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
   return spec;
 }
 
-EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype) {
+namespace {
+std::vector<int64_t> shawTableShape(int64_t clip, int64_t width, int64_t queryHeads) {
+  if (queryHeads > 0)
+    return {queryHeads, 2 * clip + 1, width};
+  return {2 * clip + 1, width};
+}
+} // namespace
+
+EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype, int64_t queryHeads) {
   EncodingSpec spec;
   spec.attribute = "#pe.relative_key<clip = " + std::to_string(clip) + ">";
-  spec.operandShapes = {{2 * clip + 1, headDim}};
+  spec.operandShapes = {shawTableShape(clip, headDim, queryHeads)};
+  spec.operandDtype = tableDtype;
+  return spec;
+}
+
+EncodingSpec shawValue(int64_t clip, int64_t valueDim, DType tableDtype, int64_t queryHeads) {
+  EncodingSpec spec;
+  spec.attribute = "#pe.relative_value<clip = " + std::to_string(clip) + ">";
+  spec.operandShapes = {shawTableShape(clip, valueDim, queryHeads)};
   spec.operandDtype = tableDtype;
   return spec;
 }

@@ -15,8 +15,15 @@ namespace pejit::encodings {
 EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
                     DType tableDtype = DType::F32);
 
-/// Shaw's relative key term q_i . a^K[clip(j - i) + k]; reads a^K, [2k+1, d].
-EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype = DType::F32);
+/// Shaw's relative key term q_i . a^K[clip(j - i) + k]; reads a^K, [2k+1, d]
+/// shared by the heads, or [queryHeads, 2k+1, d] when queryHeads > 0.
+EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype = DType::F32,
+                     int64_t queryHeads = 0);
+
+/// Shaw's relative value term sum_j p_ij a^V[clip(j - i) + k]; reads a^V,
+/// [2k+1, dv] shared, or [queryHeads, 2k+1, dv] when queryHeads > 0.
+EncodingSpec shawValue(int64_t clip, int64_t valueDim, DType tableDtype = DType::F32,
+                       int64_t queryHeads = 0);
 
 /// A bias or mask tensor read by the kernel (the general fallback):
 /// [batch or 1, heads or 1, querySeq, keySeq]; -inf masks a key.

@@ -55,8 +55,8 @@ struct EncodingSpec {
 struct AttentionSpec {
   /// Encodings fused as given (in this order, before rope and alibi).
   std::vector<EncodingSpec> encodings;
-  /// RoPE on Q and K. With M-RoPE `sections`, position ids are [A, s] (or
-  /// [A, b, s]) and must be given.
+  /// RoPE on Q and K. With position axes (M-RoPE `sections`, `axial`),
+  /// position ids are [A, s] (or [A, b, s]) and must be given.
   std::optional<ref::RopeConfig> rope;
   /// Which sides `rope` rotates: one alone when the other is already
   /// rotated (a KV cache written with RoPE). Each rotated side takes its

@@ -78,6 +78,10 @@ std::string ropeText(const ref::RopeConfig &rope) {
       text += (i ? ", " : "") + std::to_string(rope.sections[i]);
     text += "]";
   }
+  if (rope.interleavedSections)
+    text += ", interleaved_sections = true";
+  if (rope.axial)
+    text += ", axial = true";
   return text + ">";
 }
 
@@ -96,7 +100,7 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   std::string v = tensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, "f32");
   std::string o = tensor({s.batch, s.queryHeads, s.querySeq, s.valueDim}, "f32");
   // Position ids: [s] or [b, s]; M-RoPE's have a leading axis per section.
-  int64_t axes = spec.rope ? static_cast<int64_t>(spec.rope->sections.size()) : 0;
+  int64_t axes = spec.rope ? ref::ropePositionAxes(*spec.rope) : 0;
   auto positionType = [&](int64_t seq) {
     std::string text = "tensor<";
     if (axes > 0)

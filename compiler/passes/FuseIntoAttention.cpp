@@ -2,10 +2,11 @@
 // attn.attention that consumes them (see Passes.td for the rules).
 //
 //   %qr = pe.rope %q, %qp <E>;  %kr = pe.rope %k, %kp <E>;  %b = pe.t5_bias %t <T>
-//   attn.attention %qr, %kr, %v bias(%b)
+//   %vt = pe.relative_value %aV <V>
+//   attn.attention %qr, %kr, %v bias(%b) value_term(%vt)
 // becomes
 //   attn.attention %q, %k, %v query_positions(%qp) key_positions(%kp)
-//       scale(1/sqrt(d)) encodings([E, T]) encoding_operands(%t)
+//       scale(1/sqrt(d)) encodings([E, T, V]) encoding_operands(%t, %aV)
 #include "compiler/passes/Passes.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEOps.h"
@@ -142,6 +143,24 @@ void fuseKeyTerm(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
   termOp->erase();
 }
 
+/// A value term computed from the encoding's own tensors alone (Shaw's
+/// a^V) -> a fused value term; its tables become encoding operands.
+void fuseValueTerm(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
+  if (!op.getValueTerm())
+    return;
+  auto termOp = fusableProducer(op.getValueTerm(), pe::EncodingKind::ValueTerm);
+  if (!termOp)
+    return;
+  SmallVector<Value> operands = termOp.getEncodingOperands();
+  if (operands.size() != termOp->getNumOperands() ||
+      operands.size() != termOp.getPositionalEncoding().getNumEncodingOperands())
+    return;
+  op.getValueTermMutable().clear();
+  op.getEncodingOperandsMutable().append(operands);
+  encodings.push_back(termOp.getPositionalEncoding());
+  termOp->erase();
+}
+
 struct FuseIntoAttentionPass : pejit::impl::FuseIntoAttentionBase<FuseIntoAttentionPass> {
   void runOnOperation() override {
     getOperation().walk([](attn::AttentionOp op) {
@@ -151,6 +170,7 @@ struct FuseIntoAttentionPass : pejit::impl::FuseIntoAttentionBase<FuseIntoAttent
       fuseQKTransform(op, encodings);
       fuseScoreBias(op, encodings);
       fuseKeyTerm(op, encodings);
+      fuseValueTerm(op, encodings);
       Builder builder(op.getContext());
       if (!encodings.empty())
         op.setEncodingsAttr(builder.getArrayAttr(encodings));

@@ -168,6 +168,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
   bool hasScoreBias = false;
+  int64_t valueTermBuckets = 0;
   if (ArrayAttr encodingList = op.getEncodingsAttr()) {
     for (Attribute attr : encodingList) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
@@ -177,6 +178,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
         qkTransform = encoding;
       else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
         hasScoreBias = true;
+      else if (encoding.getValueTermBuckets() > 0)
+        valueTermBuckets = encoding.getValueTermBuckets();
       else
         return op.emitError() << "encoding " << attr << " is not supported by the x86 kernel";
       encodings.push_back(encoding);
@@ -187,6 +190,11 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       return op.emitError() << "encoding " << encoding
                             << " needs a per-query-tile table that does not fit the item's "
                                "stack at this shape and tile config (docs/limits.md)";
+  if (valueTermBuckets * tiles.queryTile > pe::kMaxQueryTileScratchFloats)
+    return op.emitError() << "the value term's accumulator (" << valueTermBuckets << " buckets x "
+                          << tiles.queryTile << " query rows) exceeds the item's stack bound of "
+                          << pe::kMaxQueryTileScratchFloats
+                          << " floats (docs/limits.md): use a smaller clip or query tile";
   FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, kMaxEncodingOperands);
   if (failed(slots))
     return failure();
@@ -216,6 +224,9 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"SCORE_MOD", op.getSoftcapAttr() || hasScoreBias ? "true" : "false"},
       {"TILE_SCRATCH",
        std::to_string(std::max<int64_t>(queryTileScratchFloats(encodings, shape), 8))},
+      {"VALUE_TERM", valueTermBuckets > 0 ? "true" : "false"},
+      {"VT_FLOATS", std::to_string(std::max<int64_t>(valueTermBuckets, 1) * tiles.queryTile)},
+      {"VT_BUCKETS", std::to_string(std::max<int64_t>(valueTermBuckets, 1))},
       {"E0", (*slots)[0]},
       {"E1", (*slots)[1]},
       {"E2", (*slots)[2]},

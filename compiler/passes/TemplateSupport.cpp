@@ -74,10 +74,18 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
   if (op.getBias())
     return op.emitError() << "the kernel reads a bias tensor as an encoding operand: run "
                              "pe-fuse-into-attention first (it makes it #pe.bias_tensor)";
-  if (op.getKeyTerm() || op.getValueTerm())
-    return op.emitError() << "the kernel takes no key_term or value_term tensor: Shaw's value "
-                             "term is not fused yet, and a key term fuses only from "
+  if (op.getKeyTerm())
+    return op.emitError() << "the kernel takes no key_term tensor: a key term fuses only from "
                              "pe.relative_key on the attention's own, unrotated Q";
+  if (op.getValueTerm())
+    return op.emitError() << "the kernel takes no value_term tensor: a value term fuses only "
+                             "from pe.relative_value (run pe-fuse-into-attention first)";
+  // The kernel binds each of Q, K and V from its own argument.
+  if (op.getQuery() == op.getKey() || op.getQuery() == op.getValue() ||
+      op.getKey() == op.getValue())
+    return op.emitError() << "the kernel takes query, key and value as three arguments, but this "
+                             "attention reads one tensor as more than one of them: pass it as "
+                             "separate arguments (the same buffer may be given for each)";
   std::pair<Value, ArgumentRole> operandRoles[] = {
       {op.getQuery(), ArgumentRole::Query},
       {op.getKey(), ArgumentRole::Key},
@@ -233,6 +241,7 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   };
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<Placed> scoreBiases;
+  std::optional<Placed> valueTerm; // at most one (the verifier)
   unsigned firstOperand = 0;
   int64_t tileOffset = 0;
   for (pe::PositionalEncodingAttrInterface encoding : encodings) {
@@ -241,6 +250,8 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       qkTransform = encoding;
     else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
       scoreBiases.push_back({encoding, firstOperand, tileOffset, tileFloats});
+    else if (encoding.getValueTermBuckets() > 0)
+      valueTerm = Placed{encoding, firstOperand, tileOffset, tileFloats};
     firstOperand += encoding.getNumEncodingOperands();
     tileOffset += tileFloats;
   }
@@ -259,8 +270,8 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   OpBuilder b(kernel.getContext());
   SmallVector<Operation *> hooks;
   kernel.walk([&](Operation *hook) {
-    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::QueryTilePrologueOp>(
-            hook))
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::QueryTilePrologueOp,
+            attn::ValueTermBucketOp, attn::ValueTermRowOp>(hook))
       hooks.push_back(hook);
   });
   for (Operation *hook : hooks) {
@@ -308,6 +319,28 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         if (!bias.encoding.isKeyTerm())
           apply(bias);
       mod.getResult().replaceAllUsesWith(score);
+    } else if (auto bucket = dyn_cast<attn::ValueTermBucketOp>(hook)) {
+      // No value term: every probability lands in bucket 0 of rows of zeros.
+      Value result = pe::constantLike(b, loc, bucket.getQueryIndex(), 0.0);
+      if (valueTerm) {
+        pe::ScorePoint point{nullptr, bucket.getBatch(), bucket.getHead(), bucket.getQueryIndex(),
+                             bucket.getKeyIndex()};
+        point.operands = operandsOf(*valueTerm, bucket.getEncodingOperands());
+        result = valueTerm->encoding.emitValueTermBucket(b, loc, shape, point);
+      }
+      bucket.getResult().replaceAllUsesWith(result);
+    } else if (auto row = dyn_cast<attn::ValueTermRowOp>(hook)) {
+      auto vector = dyn_cast<VectorType>(row.getType());
+      Value result;
+      if (valueTerm)
+        result = valueTerm->encoding.emitValueTermRow(
+            b, loc, shape,
+            {row.getBatch(), row.getHead(), row.getBucket(), row.getChannel(),
+             operandsOf(*valueTerm, row.getEncodingOperands()),
+             vector ? vector.getNumElements() : 1});
+      else
+        result = arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(row.getType())));
+      row.getResult().replaceAllUsesWith(result);
     } else if (auto tile = dyn_cast<attn::QueryTilePrologueOp>(hook)) {
       for (const Placed &bias : scoreBiases)
         if (bias.tileFloats > 0)

@@ -107,10 +107,15 @@ LogicalResult AttentionOp::verify() {
         return failure();
   }
   if (Value term = getValueTerm()) {
-    if (failed(requireRank(op, "value_term", term.getType(), 3, "[sq, skv, dv]")) ||
-        failed(requireDim(op, "value_term", term.getType(), 0, "sq", sq, "the query's sq")) ||
-        failed(requireDim(op, "value_term", term.getType(), 1, "skv", skv, "the key's skv")) ||
-        failed(requireDim(op, "value_term", term.getType(), 2, "dv", dv, "the value's dv")))
+    // [sq, skv, dv], or [hq, sq, skv, dv] from per-head tables.
+    auto type = cast<RankedTensorType>(term.getType());
+    unsigned lead = type.getRank() == 4 ? 1 : 0;
+    if (type.getRank() != 3 && type.getRank() != 4)
+      return emitOpError() << "value_term must be [sq, skv, dv] or [hq, sq, skv, dv], got " << type;
+    if ((lead && failed(requireDim(op, "value_term", type, 0, "hq", hq, "the query's heads"))) ||
+        failed(requireDim(op, "value_term", type, lead, "sq", sq, "the query's sq")) ||
+        failed(requireDim(op, "value_term", type, lead + 1, "skv", skv, "the key's skv")) ||
+        failed(requireDim(op, "value_term", type, lead + 2, "dv", dv, "the value's dv")))
       return failure();
   }
 
@@ -173,7 +178,7 @@ LogicalResult AttentionOp::verifyEncodings() {
   sizes.headDim = headDim;
   sizes.valueDim = dim(getValue(), 3);
   unsigned nextOperand = 0;
-  int numQKTransforms = 0;
+  int numQKTransforms = 0, numValueTerms = 0;
   for (auto [index, attr] : llvm::enumerate(encodings)) {
     auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
     if (!encoding)
@@ -186,6 +191,12 @@ LogicalResult AttentionOp::verifyEncodings() {
     if (kind == pe::EncodingKind::QKTransform && ++numQKTransforms > 1)
       return emitOpError() << "encodings[" << index
                            << "] is a second QK transform; at most one is allowed";
+    if (encoding.getValueTermBuckets() > 0 && ++numValueTerms > 1)
+      return emitOpError() << "encodings[" << index
+                           << "] is a second value term; at most one is allowed";
+    if (kind == pe::EncodingKind::ValueTerm && encoding.getValueTermBuckets() <= 0)
+      return emitOpError() << "encodings[" << index << "] (" << attr
+                           << ") is a value term without a fused form";
     auto emitError = [&, index = index]() {
       return emitOpError() << "encodings[" << index << "]: ";
     };

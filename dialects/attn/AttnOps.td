@@ -186,6 +186,56 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure,
+    AllTypesMatch<["query_index", "key_index", "result"]>]> {
+  let summary = "the value term's bucket of (query, key), pointwise";
+  let description = [{
+    The bucket (i32, in [0, B)) whose row of the fused value term (Shaw's
+    a^V, docs/hooks.md "Value term") score (query_index, key_index) of
+    `head` in `batch` weights, lane by lane as attn.score_mod. The template
+    adds each probability into its bucket's accumulator. Expands
+    (attn-instantiate-x86-template) to the value-term encoding's
+    emitValueTermBucket, or to 0 when the attention has none.
+
+    ```mlir
+    %m = attn.value_term_bucket batch %b, head %h, query %qi, key %kj : vector<8xi32>
+    ```
+  }];
+  let arguments = (ins Index:$batch, Index:$head,
+                       AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$query_index,
+                       AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$key_index,
+                       Variadic<AnyMemRef>:$encoding_operands);
+  let results = (outs AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$result);
+  let assemblyFormat = [{
+    `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    attr-dict `:` type($query_index)
+  }];
+}
+
+def Attn_ValueTermRowOp : Attn_Op<"value_term_row", [Pure]> {
+  let summary = "channels of the value term's row of one bucket";
+  let description = [{
+    Channels [channel, channel + N) of the fused value term's row `bucket`
+    for `head` in `batch`, as f32 (`vector<N x f32>`, or f32 for N = 1).
+    The template adds acc[bucket] times it to the output row once per query
+    tile, before dividing by the softmax sum. Expands to the value-term
+    encoding's emitValueTermRow, or to zeros when the attention has none.
+
+    ```mlir
+    %r = attn.value_term_row batch %b, head %h, bucket %m, channel %c : vector<8xf32>
+    ```
+  }];
+  let arguments = (ins Index:$batch, Index:$head, Index:$bucket, Index:$channel,
+                       Variadic<AnyMemRef>:$encoding_operands);
+  let results = (outs AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$result);
+  let assemblyFormat = [{
+    `batch` $batch `,` `head` $head `,` `bucket` $bucket `,` `channel` $channel
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    attr-dict `:` type($result)
+  }];
+}
+
 def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue", [AttrSizedOperandSegments]> {
   let summary = "once per query tile: the encodings' per-tile tables";
   let description = [{

@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
+#include "reference/Attention.h"
 #include "reference/Tensor.h"
 #include "llvm/ADT/SmallVector.h"
 #include <cstdint>
@@ -84,6 +85,15 @@ struct QueryTileArgs {
   mlir::Value tileScratch, batch, head, tileStart, rows;
   llvm::SmallVector<mlir::Value> operands = {};
   mlir::Value queryTile = {};
+};
+
+/// attn.value_term_row: channels [channel, channel + lanes) of the value
+/// term's row `bucket` (index scalars) for query head `head`; `operands`
+/// as for ScorePoint.
+struct ValueTermRowArgs {
+  mlir::Value batch, head, bucket, channel;
+  llvm::SmallVector<mlir::Value> operands = {};
+  int64_t lanes = 1;
 };
 
 /// A constant of `like`'s shape (a splat for vectors), of element type

@@ -254,7 +254,8 @@ LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim, EmitErrorF
 
 LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 theta,
                                std::optional<int64_t> rotaryDim, RopeScalingAttrInterface scaling,
-                               llvm::ArrayRef<int64_t> sections, RopeSides applyTo) {
+                               llvm::ArrayRef<int64_t> sections, bool interleavedSections,
+                               bool axial, RopeSides applyTo) {
   if (failed(requirePositive(emitError, "rope theta", theta)))
     return failure();
   if (rotaryDim) {
@@ -276,6 +277,15 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 the
   if (rotaryDim && !sections.empty() && sectionSum != *rotaryDim / 2)
     return emitError() << "rope sections sum to " << sectionSum << " but rotary_dim/2 is "
                        << *rotaryDim / 2;
+  if (interleavedSections && sections.size() != 3)
+    return emitError() << "rope interleaved_sections needs three sections (t, h, w), got "
+                       << sections.size();
+  if (axial && (!sections.empty() || scaling))
+    return emitError() << "rope axial (2-D, [2, s] positions) takes no sections and no scaling";
+  if (axial && rotaryDim && *rotaryDim % 4 != 0)
+    return emitError() << "rope axial needs rotary_dim % 4 == 0 (rotary_dim/4 frequencies per "
+                          "axis), got "
+                       << *rotaryDim;
   return success();
 }
 
@@ -356,6 +366,10 @@ LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
   if (!explicitRotaryDim && headDim % 2 != 0)
     return emitError() << "head_dim (" << headDim << ") must be even when rotary_dim is absent";
   int64_t rotaryDim = explicitRotaryDim.value_or(headDim);
+  if (getAxial() && rotaryDim % 4 != 0)
+    return emitError() << "rope axial needs rotary_dim % 4 == 0 (rotary_dim/4 frequencies per "
+                          "axis), got "
+                       << rotaryDim;
   if (getScaling() && failed(getScaling().verifyRotaryDim(rotaryDim, emitError)))
     return failure();
   if (!getSections().empty()) {
@@ -376,10 +390,12 @@ LogicalResult AlibiAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
   return success();
 }
 
-// Fused RoPE reads [s] or [b, s] positions; M-RoPE sections need axis
-// position ids, which the kernels do not take yet.
+// Fused RoPE reads [s] or [b, s] positions, or [A, s] / [A, b, s] with
+// axes (M-RoPE sections, 2-D axial).
 bool RopeAttr::isFusable() const { return true; }
-int64_t RopeAttr::getPositionAxes() const { return static_cast<int64_t>(getSections().size()); }
+int64_t RopeAttr::getPositionAxes() const {
+  return getAxial() ? 2 : static_cast<int64_t>(getSections().size());
+}
 bool AlibiAttr::isFusable() const { return true; }
 
 EncodingKind RopeAttr::getEncodingKind() const { return EncodingKind::QKTransform; }

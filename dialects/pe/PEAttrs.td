@@ -139,9 +139,15 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     1 / theta^(2c / rotary_dim), c in [0, rotary_dim/2). `half` pairs c with
     c + rotary_dim/2 (NeoX/LLaMA rotate_half); `interleaved` pairs 2c with 2c+1
     (GPT-J/RoFormer). Channels >= rotary_dim pass through; rotary_dim defaults
-    to the head dim. `sections` (M-RoPE, Qwen2-VL; 2-D image RoPE) splits the
-    frequency indices into consecutive groups, group a using position ids of
-    axis a; its entries sum to rotary_dim/2.
+    to the head dim. `sections` (M-RoPE, Qwen2-VL) splits the frequency
+    indices into consecutive groups, group a using position ids of axis a;
+    its entries sum to rotary_dim/2. `interleaved_sections = true`
+    (Qwen3-VL, three sections [t, h, w]) assigns them round robin instead:
+    index c takes axis 1 if c % 3 = 1 and c < 3 h, axis 2 if c % 3 = 2 and
+    c < 3 w, else axis 0. `axial = true` (2-D axial RoPE, SAM 2) takes [2, s]
+    positions (x, y): rotary_dim/4 frequencies per axis, inv_freq[i] =
+    1 / theta^(4i / rotary_dim); the first rotary_dim/4 channel pairs rotate
+    by x, the next by y. It takes no scaling and no sections.
 
     `apply_to` (fused form only): `both` (the default) rotates Q and K;
     `query` or `key` rotates one side, the other being already rotated
@@ -155,6 +161,8 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     OptionalParameter<"::pejit::pe::RopeScalingAttrInterface",
                       "frequency scaling">:$scaling,
     PE_OptionalI64ArrayParameter<"M-RoPE sections">:$sections,
+    PE_BoolParameter<"Qwen3-VL interleaved sections", "false">:$interleaved_sections,
+    PE_BoolParameter<"2-D axial RoPE, [2, s] positions", "false">:$axial,
     PE_DefaultEnumParameter<PE_RopeSides, "::pejit::pe::RopeSides::Both",
                             "sides a fused RoPE rotates">:$apply_to);
 }
@@ -227,8 +235,18 @@ def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusa
   let parameters = (ins "int64_t":$clip);
 }
 
-def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value"> {
+def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value", ["isFusable",
+    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
+    "getValueTermBuckets", "emitValueTermBucket", "emitValueTermRow", "referenceValueTerm"]> {
   let summary = "Shaw et al. 2018 value term sum_j p_ij a^V[clip(j - i) + k]";
+  let description = [{
+    z_i = sum_j p_ij (v_j + a^V[rel + k]), rel = clip(j - (i + skv - sq), -k,
+    k), with a^V [2k+1, dv] shared by the heads (the fused attention's
+    encoding operand). Fused on x86 as a value term with 2k+1 buckets: the
+    kernel sums each row's probabilities per bucket, rescaled by the online
+    softmax as the output is, and adds sum_m acc[m] a^V[m] once per query
+    tile, so no [sq, skv, dv] tensor exists.
+  }];
   let parameters = (ins "int64_t":$clip);
 }
 

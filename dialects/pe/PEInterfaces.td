@@ -135,6 +135,36 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QueryTileArgs &":$args), "", "return;">,
     InterfaceMethod<[{
+        A value term (Shaw's a^V) adds sum_j p_ij row(bucket(i, j)) to each
+        output row: the number of buckets B, 0 for encodings without one.
+        The template keeps sum_j p_ij per bucket and query row, rescaled by
+        the online softmax as O is (docs/hooks.md "Value term").
+      }],
+      "int64_t", "getValueTermBuckets", (ins), "", "return 0;">,
+    InterfaceMethod<[{
+        The value term's bucket of (queryIndex, keyIndex) at `point` (i32 of
+        the indices' shape, in [0, B)); point.score is null. Pointwise.
+      }],
+      "::mlir::Value", "emitValueTermBucket",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ScorePoint &":$point), "", "return {};">,
+    InterfaceMethod<[{
+        Channels [channel, channel + lanes) of the value term's row for
+        `bucket` (attn.value_term_row), as f32 (a scalar for lanes = 1).
+      }],
+      "::mlir::Value", "emitValueTermRow",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ValueTermRowArgs &":$args), "", "return {};">,
+    InterfaceMethod<[{
+        The float64 reference of a value term: its bucket function and rows
+        (docs/semantics.md); an empty term when the encoding has none.
+      }],
+      "::pejit::ref::BucketedValueTerm", "referenceValueTerm",
+      (ins "const ::pejit::pe::ReferenceAttention &":$attention), "",
+      "return {};">,
+    InterfaceMethod<[{
         The pointwise score hook (attn.score_mod): returns the new score at
         `point` (scalars, or vectors of lanes the template chose). It must
         be elementwise: no loops, and no assumption about which index varies

@@ -64,7 +64,7 @@ LogicalResult RopeOp::verify() {
   if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3), emitError)))
     return failure();
   return verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
-                           dim(getInput(), 2), encoding.getSections().size());
+                           dim(getInput(), 2), encoding.getPositionAxes());
 }
 
 Value RopeOp::getTransformedInput() { return getInput(); }
@@ -93,21 +93,41 @@ LogicalResult T5BiasOp::verify() {
   return success();
 }
 
+namespace {
+/// A Shaw table: [2k+1, width] shared by the heads, or [heads, 2k+1, width]
+/// per head.
+LogicalResult verifyShawTable(Operation *op, Value table, int64_t clip, int64_t heads,
+                              int64_t width, StringRef widthName, StringRef widthWhat) {
+  auto type = cast<RankedTensorType>(table.getType());
+  if (type.getRank() != 2 && type.getRank() != 3)
+    return op->emitOpError() << "table must be [2 * clip + 1, " << widthName
+                             << "] (shared by the heads) or [h, 2 * clip + 1, " << widthName
+                             << "] (per head), got " << type;
+  const DimLimit perHeadLimits[] = {
+      {"h", kMaxHeads}, {"rows", kMaxTableRows}, {"columns", kMaxTableRows}};
+  const DimLimit sharedLimits[] = {{"rows", kMaxTableRows}, {"columns", kMaxTableRows}};
+  unsigned lead = type.getRank() == 3 ? 1 : 0;
+  if (failed(requireSizesWithinLimits(op, "table", type,
+                                      lead ? ArrayRef<DimLimit>(perHeadLimits)
+                                           : ArrayRef<DimLimit>(sharedLimits))) ||
+      (lead && failed(requireDim(op, "table", type, 0, "h", heads, "the query's heads"))) ||
+      failed(requireDim(op, "table", type, lead, "rows", 2 * clip + 1, "2 * clip + 1")) ||
+      failed(requireDim(op, "table", type, lead + 1, widthName, width, widthWhat)))
+    return failure();
+  return success();
+}
+} // namespace
+
 LogicalResult RelativeKeyOp::verify() {
   Operation *op = getOperation();
-  Type tableType = getTable().getType();
   const DimLimit queryLimits[] = {
       {"b", kMaxLength}, {"h", kMaxHeads}, {"sq", kMaxLength}, {"d", kMaxHeadDim}};
   if (failed(requireRank(op, "query", getQuery().getType(), 4, "[b, h, sq, d]")) ||
       failed(requireSizesWithinLimits(op, "query", getQuery().getType(), queryLimits)) ||
-      failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, d]")) ||
-      failed(verifyTableSizes(op, getTable())) || failed(verifyBiasResult(op, getResult())) ||
+      failed(verifyShawTable(op, getTable(), getEncoding().getClip(), dim(getQuery(), 1),
+                             dim(getQuery(), 3), "d", "the query's head_dim")) ||
+      failed(verifyBiasResult(op, getResult())) ||
       failed(requireSameElementType(op, "table", getTable(), "query", getQuery())))
-    return failure();
-  int64_t clip = getEncoding().getClip();
-  if (failed(requireDim(op, "table", tableType, 0, "rows", 2 * clip + 1, "2 * clip + 1")) ||
-      failed(
-          requireDim(op, "table", tableType, 1, "d", dim(getQuery(), 3), "the query's head_dim")))
     return failure();
   for (unsigned i = 0; i < 3; ++i)
     if (failed(requireDim(op, "result", getResult().getType(), i,
@@ -121,18 +141,21 @@ LogicalResult RelativeKeyOp::verify() {
 
 LogicalResult RelativeValueOp::verify() {
   Operation *op = getOperation();
-  Type tableType = getTable().getType();
+  auto tableType = cast<RankedTensorType>(getTable().getType());
+  bool perHead = tableType.getRank() == 3;
+  // [sq, skv, dv], or [h, sq, skv, dv] from a per-head table.
   const DimLimit resultLimits[] = {{"sq", kMaxLength}, {"skv", kMaxLength}, {"dv", kMaxHeadDim}};
-  if (failed(requireRank(op, "table", tableType, 2, "[2 * clip + 1, dv]")) ||
-      failed(verifyTableSizes(op, getTable())) ||
-      failed(requireRank(op, "result", getResult().getType(), 3, "[sq, skv, dv]")) ||
-      failed(requireSizesWithinLimits(op, "result", getResult().getType(), resultLimits)) ||
+  const DimLimit perHeadLimits[] = {
+      {"h", kMaxHeads}, {"sq", kMaxLength}, {"skv", kMaxLength}, {"dv", kMaxHeadDim}};
+  if (failed(requireRank(op, "result", getResult().getType(), perHead ? 4 : 3,
+                         perHead ? "[h, sq, skv, dv] (a per-head table)" : "[sq, skv, dv]")) ||
+      failed(requireSizesWithinLimits(op, "result", getResult().getType(),
+                                      perHead ? ArrayRef<DimLimit>(perHeadLimits)
+                                              : ArrayRef<DimLimit>(resultLimits))) ||
+      failed(verifyShawTable(op, getTable(), getEncoding().getClip(),
+                             perHead ? dim(getResult(), 0) : ShapedType::kDynamic,
+                             dim(getResult(), perHead ? 3 : 2), "dv", "the result's dv")) ||
       failed(requireSameElementType(op, "table", getTable(), "result", getResult())))
-    return failure();
-  if (failed(requireDim(op, "table", tableType, 0, "rows", 2 * getEncoding().getClip() + 1,
-                        "2 * clip + 1")) ||
-      failed(requireDim(op, "result", getResult().getType(), 2, "dv", dim(getTable(), 1),
-                        "the table's dv")))
     return failure();
   return success();
 }

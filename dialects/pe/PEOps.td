@@ -87,7 +87,7 @@ def PE_RelativeKeyOp : PE_EncodingOp<"relative_key", [], ["getEncodingOperands"]
   }];
 }
 
-def PE_RelativeValueOp : PE_EncodingOp<"relative_value"> {
+def PE_RelativeValueOp : PE_EncodingOp<"relative_value", [], ["getEncodingOperands"]> {
   let summary = "Shaw value term [sq, skv, dv] = a^V[clip(j - i) + k]";
   let description = [{
     `table` a^V is [2k+1, dv]. Attention adds sum_j p_ij * result[i, j, :] to

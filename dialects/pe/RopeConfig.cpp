@@ -13,6 +13,8 @@ ref::RopeConfig pejit::pe::toReferenceConfig(RopeAttr rope) {
   config.theta = rope.getTheta();
   config.rotaryDim = rope.getRotaryDim().value_or(0);
   config.sections.assign(rope.getSections().begin(), rope.getSections().end());
+  config.interleavedSections = rope.getInterleavedSections();
+  config.axial = rope.getAxial();
   ref::RopeScaling &s = config.scaling;
   using Kind = ref::RopeScaling::Kind;
   auto optional = [](std::optional<F64> v) -> std::optional<double> {
@@ -102,14 +104,15 @@ bool RopeAttr::transformsKey() const { return getApplyTo() != RopeSides::Query; 
 
 mlir::Attribute RopeAttr::onOneSide(bool query) const {
   return RopeAttr::get(getContext(), getLayout(), getTheta(), getRotaryDim(), getScaling(),
-                       getSections(), query ? RopeSides::Query : RopeSides::Key);
+                       getSections(), getInterleavedSections(), getAxial(),
+                       query ? RopeSides::Query : RopeSides::Key);
 }
 
 bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
                                          bool omitted, int64_t seqLen, std::string &error) const {
   ref::RopeConfig config = toReferenceConfig(*this);
-  if (!config.sections.empty() && omitted) {
-    error = "M-RoPE (sections) needs explicit position ids";
+  if (ref::ropePositionAxes(config) > 0 && omitted) {
+    error = "RoPE with position axes (M-RoPE sections, axial) needs explicit position ids";
     return false;
   }
   x = ref::applyRope(config, x, positions, seqLen);

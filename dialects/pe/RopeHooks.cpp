@@ -143,29 +143,29 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
   }
 }
 
-/// cos/sin tables of one position tensor into scratch. With M-RoPE
-/// sections, positions holds one block of rows per axis ([axes * rows,
-/// seq]) and frequency c takes the position of its section's axis.
+/// cos/sin tables of one position tensor into scratch. With position axes
+/// (M-RoPE sections, axial RoPE), positions holds one block of rows per axis
+/// ([axes * rows, seq]) and frequency c takes the position of its axis,
+/// axisOfFrequency[c] (the reference's map, reference/Rope.h).
 void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
                 Value invFreq, double attentionFactor, int64_t cosBase, int64_t sinBase,
-                Value scratch, Value rowBegin, Value rowStep, llvm::ArrayRef<int64_t> sections) {
+                Value scratch, Value rowBegin, Value rowStep, int64_t positionAxes,
+                llvm::ArrayRef<int64_t> axisOfFrequency) {
   auto type = cast<MemRefType>(positions.getType());
-  int64_t axes = sections.empty() ? 1 : static_cast<int64_t>(sections.size());
+  int64_t axes = std::max<int64_t>(positionAxes, 1);
   int64_t rows = type.getDimSize(0) / axes, seq = type.getDimSize(1);
-  // (first frequency, count, axis) of each section; one section of all
-  // frequencies on axis 0 without M-RoPE.
+  // (first frequency, count, axis) of each run of frequencies on one axis:
+  // one run without axes, one per section for M-RoPE, one per frequency for
+  // Qwen3-VL's interleaved sections.
   struct Section {
     int64_t first, count, axis;
   };
   SmallVector<Section> parts;
-  if (sections.empty()) {
-    parts.push_back({0, layout.half, 0});
-  } else {
-    int64_t first = 0;
-    for (auto [axis, count] : llvm::enumerate(sections)) {
-      parts.push_back({first, count, static_cast<int64_t>(axis)});
-      first += count;
-    }
+  for (int64_t c = 0; c < layout.half; ++c) {
+    if (!parts.empty() && parts.back().axis == axisOfFrequency[c])
+      ++parts.back().count;
+    else
+      parts.push_back({c, 1, axisOfFrequency[c]});
   }
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
   Value factor = arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(attentionFactor));
@@ -262,10 +262,14 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
   double attentionFactor =
       pejit::ref::computeRopeFrequencies(toReferenceConfig(*this), shape.headDim, 0)
           .attentionFactor;
+  std::vector<int64_t> axisOfFrequency =
+      pejit::ref::ropeAxisOfFrequency(toReferenceConfig(*this), layout.half);
   emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, layout.cosBase(false),
-             layout.sinBase(false), args.scratch, args.rowBegin, args.rowStep, getSections());
+             layout.sinBase(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
+             axisOfFrequency);
   emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, layout.cosBase(true),
-             layout.sinBase(true), args.scratch, args.rowBegin, args.rowStep, getSections());
+             layout.sinBase(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
+             axisOfFrequency);
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,

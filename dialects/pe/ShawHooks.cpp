@@ -1,10 +1,11 @@
-// Shaw's relative key term (#pe.relative_key): its fused-kernel hooks, its
-// operand (the a^K table) and its float64 reference, all through
-// PositionalEncodingAttrInterface.
+// Shaw's relative key and value terms (#pe.relative_key, #pe.relative_value):
+// their fused-kernel hooks, their operands (the a^K and a^V tables, shared
+// [2k+1, w] or per query head [hq, 2k+1, w]) and their float64 references,
+// all through PositionalEncodingAttrInterface.
 //
-// Math (docs/semantics.md "Shaw"), with off = skv - sq:
+// Math of the key term (docs/semantics.md "Shaw"), with off = skv - sq:
 //   rel = clamp(j - (i + off), -k, k)
-//   s_ij = scale * (q_i . k_j + q_i . aK[rel + k])
+//   s_ij = scale * (q_i . k_j + q_i . aK[(h,) rel + k])
 // Once per query tile (the query-tile prologue) the kernel forms
 //   QaK[r, m] = q_(i0 + r) . aK[m]        r < rows, m < 2k + 1
 // from the tile's Q rows; the score hook then gathers QaK[i - i0, rel + k]
@@ -22,20 +23,52 @@
 using namespace mlir;
 using namespace pejit::pe;
 
+/// clamp(j - (i + skv - sq), -k, k) + k, pointwise on i32 indices.
+static Value shawBucket(OpBuilder &b, Location loc, const AttentionShape &shape, int64_t clip,
+                        Value queryIndex, Value keyIndex) {
+  auto i32 = [&](int64_t v) { return constantLike(b, loc, queryIndex, static_cast<double>(v)); };
+  Value aligned = arith::AddIOp::create(b, loc, queryIndex, i32(shape.keySeq - shape.querySeq));
+  Value rel = arith::SubIOp::create(b, loc, keyIndex, aligned);
+  rel = arith::MaxSIOp::create(b, loc, rel, i32(-clip));
+  rel = arith::MinSIOp::create(b, loc, rel, i32(clip));
+  return arith::AddIOp::create(b, loc, rel, i32(clip));
+}
+
 bool RelativeKeyAttr::isFusable() const { return true; }
 unsigned RelativeKeyAttr::getNumEncodingOperands() const { return 1; }
 std::string RelativeKeyAttr::getEncodingOperandName(unsigned) const { return "shaw_key_table"; }
 bool RelativeKeyAttr::isKeyTerm() const { return true; }
 bool RelativeKeyAttr::requiresQueryTileScratch() const { return true; }
 
+/// A Shaw table: [2 clip + 1, width] shared by the heads, or [hq, 2 clip +
+/// 1, width] per query head (docs/semantics.md "Shaw").
+static LogicalResult verifyShawTable(RankedTensorType type, int64_t clip, const char *what,
+                                     const char *widthName, int64_t width,
+                                     const AttentionShape &shape,
+                                     function_ref<InFlightDiagnostic()> emitError) {
+  bool shared = type.getRank() == 2, perHead = type.getRank() == 3;
+  int64_t lead = perHead ? 1 : 0;
+  if ((!shared && !perHead) || (perHead && type.getDimSize(0) != shape.queryHeads) ||
+      type.getDimSize(lead) != 2 * clip + 1 || type.getDimSize(lead + 1) != width)
+    return emitError() << "the Shaw " << what << " table must be [2 clip + 1 = " << 2 * clip + 1
+                       << ", " << widthName << " = " << width
+                       << "] (shared) or [hq = " << shape.queryHeads << ", " << 2 * clip + 1 << ", "
+                       << width << "] (per head), got " << type;
+  return success();
+}
+
+/// Row `row` of a Shaw table at `channel`: table[row, channel] or, per
+/// head, table[head, row, channel].
+static SmallVector<Value> shawTableIndices(Value table, Value head, Value row, Value channel) {
+  if (cast<MemRefType>(table.getType()).getRank() == 3)
+    return {head, row, channel};
+  return {row, channel};
+}
+
 LogicalResult
 RelativeKeyAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,
                                        function_ref<InFlightDiagnostic()> emitError) const {
-  if (type.getRank() != 2 || type.getDimSize(0) != 2 * getClip() + 1 ||
-      type.getDimSize(1) != shape.headDim)
-    return emitError() << "the Shaw key table must be [2 clip + 1 = " << 2 * getClip() + 1
-                       << ", d = " << shape.headDim << "], got " << type;
-  return success();
+  return verifyShawTable(type, getClip(), "key", "d", shape.headDim, shape, emitError);
 }
 
 SmallVector<Value> RelativeKeyOp::getEncodingOperands() { return {getTable()}; }
@@ -69,8 +102,8 @@ void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const At
     b.setInsertionPointToStart(channels.getBody());
     Value c = channels.getInductionVar();
     Value q = vector::LoadOp::create(b, loc, vecType, args.queryTile, ValueRange{r, c});
-    Value a =
-        vector::LoadOp::create(b, loc, VectorType::get({lanes}, element), table, ValueRange{m, c});
+    Value a = vector::LoadOp::create(b, loc, VectorType::get({lanes}, element), table,
+                                     shawTableIndices(table, args.head, m, c));
     if (!element.isF32())
       a = arith::ExtFOp::create(b, loc, vecType, a);
     Value sum = vector::FMAOp::create(b, loc, q, a, channels.getRegionIterArgs()[0]);
@@ -91,19 +124,14 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
   int64_t clip = getClip(), rows = 2 * clip + 1;
   Value like = point.queryIndex;
   auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
-  Value aligned =
-      arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
-  Value rel = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
-  rel = arith::MaxSIOp::create(b, loc, rel, i32(-clip));
-  rel = arith::MinSIOp::create(b, loc, rel, i32(clip));
+  Value bucket = shawBucket(b, loc, shape, clip, point.queryIndex, point.keyIndex);
   // Row i - i0 of the tile's QaK, clamped into the tile (padding lanes).
   Value start = broadcastLike(b, loc, like,
                               arith::IndexCastOp::create(b, loc, b.getI32Type(), point.tileStart));
   Value r = arith::SubIOp::create(b, loc, point.queryIndex, start);
   r = arith::MaxSIOp::create(b, loc, r, i32(0));
   r = arith::MinSIOp::create(b, loc, r, i32(shape.queryTileRows - 1));
-  Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, i32(rows)),
-                                     arith::AddIOp::create(b, loc, rel, i32(clip)));
+  Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, i32(rows)), bucket);
   Value term;
   if (isa<VectorType>(like.getType())) {
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -120,4 +148,54 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
 pejit::ref::Tensor RelativeKeyAttr::referenceKeyTerm(const ReferenceAttention &attention) const {
   return pejit::ref::relativeKeyTerm(*attention.query, *attention.operands[0], getClip(),
                                      attention.keySeq);
+}
+
+// Shaw's relative value term (#pe.relative_value): a value term with 2k + 1
+// buckets. Math (docs/semantics.md "Shaw"):
+//   z_i = sum_j p_ij (v_j + aV[rel_ij + k]) = P V + sum_m acc_im aV[m]
+//   acc_im = sum_{j : rel_ij + k = m} p_ij
+// The template keeps acc (rescaled by the online softmax as O is); the
+// hooks give the bucket rel + k and the rows of aV.
+bool RelativeValueAttr::isFusable() const { return true; }
+unsigned RelativeValueAttr::getNumEncodingOperands() const { return 1; }
+std::string RelativeValueAttr::getEncodingOperandName(unsigned) const { return "shaw_value_table"; }
+int64_t RelativeValueAttr::getValueTermBuckets() const { return 2 * getClip() + 1; }
+
+LogicalResult
+RelativeValueAttr::verifyEncodingOperand(unsigned, RankedTensorType type,
+                                         const AttentionShape &shape,
+                                         function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyShawTable(type, getClip(), "value", "dv", shape.valueDim, shape, emitError);
+}
+
+SmallVector<Value> RelativeValueOp::getEncodingOperands() { return {getTable()}; }
+
+Value RelativeValueAttr::emitValueTermBucket(OpBuilder &b, Location loc,
+                                             const AttentionShape &shape,
+                                             const ScorePoint &point) const {
+  return shawBucket(b, loc, shape, getClip(), point.queryIndex, point.keyIndex);
+}
+
+Value RelativeValueAttr::emitValueTermRow(OpBuilder &b, Location loc, const AttentionShape &,
+                                          const ValueTermRowArgs &args) const {
+  Value table = args.operands[0];
+  Type element = cast<MemRefType>(table.getType()).getElementType();
+  if (args.lanes == 1) {
+    Value x = memref::LoadOp::create(b, loc, table,
+                                     shawTableIndices(table, args.head, args.bucket, args.channel));
+    return element.isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
+  }
+  Value x = vector::LoadOp::create(b, loc, VectorType::get({args.lanes}, element), table,
+                                   shawTableIndices(table, args.head, args.bucket, args.channel));
+  if (!element.isF32())
+    x = arith::ExtFOp::create(b, loc, VectorType::get({args.lanes}, b.getF32Type()), x);
+  return x;
+}
+
+pejit::ref::BucketedValueTerm
+RelativeValueAttr::referenceValueTerm(const ReferenceAttention &attention) const {
+  int64_t clip = getClip(), sq = attention.querySeq, skv = attention.keySeq;
+  return {attention.operands[0], [=](int64_t i, int64_t j) {
+            return pejit::ref::shawRelativeIndex(i, j, clip, sq, skv) + clip;
+          }};
 }

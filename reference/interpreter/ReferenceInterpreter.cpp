@@ -276,10 +276,9 @@ public:
 
   bool rotate(mlir::Operation *op, pe::RopeAttr attr, ref::Tensor &x,
               const ref::PositionIds &positions, bool omitted, int64_t seqLen) {
-    ref::RopeConfig config = pe::toReferenceConfig(attr);
-    if (!config.sections.empty() && omitted)
-      return fail(op, "M-RoPE (sections) needs explicit position ids");
-    x = ref::applyRope(config, x, positions, seqLen);
+    std::string problem;
+    if (!attr.applyReferenceQKTransform(x, positions, omitted, seqLen, problem))
+      return fail(op, problem);
     return true;
   }
 
@@ -338,6 +337,11 @@ public:
           bias = bias ? addBias(*bias, b) : b;
         break;
       }
+      case pe::EncodingKind::ValueTerm:
+        options.bucketedValueTerm = encoding.referenceValueTerm(context);
+        if (!options.bucketedValueTerm)
+          return fail(op, "fused value term " + str(attr) + " has no reference");
+        break;
       default:
         return fail(op, "fused encoding " + str(attr) +
                             " is not supported by the reference interpreter");
@@ -390,9 +394,11 @@ public:
               return true;
             })
             .Case([&](pe::RelativeValueOp rv) {
+              // [sq, skv, dv], or [h, sq, skv, dv] from a per-head table.
               std::vector<int64_t> shape = dimsOf(rv.getResult());
+              size_t sqDim = shape.size() - 3;
               result = ref::relativeValueTerm(tensor(rv.getTable()), rv.getEncoding().getClip(),
-                                              shape[0], shape[1]);
+                                              shape[sqDim], shape[sqDim + 1]);
               return true;
             })
             .Case<pe::SinusoidalOp, pe::LearnedOp>([&](auto absolute) {

@@ -14,6 +14,8 @@
 //     mask(St)                           causal, window, key tail -> -inf
 //     m' = max(m, max_j St); P = exp(St - m'); l = l*exp(m - m') + sum_j P
 //     Os = Os * exp(m - m') + P^T . V    6 x 16 register block (@pejit_pv_tile)
+//     VT = VT * exp(m - m') + P by bucket  (a value term, @pejit_value_term_tile)
+//   Os += VT . rows                      (a value term, @pejit_value_term_finish)
 //   O[b, h, i0 : i0+nq] = Os / l         (l = 0: the row saw no key -> 0)
 // Reading the rows once, transformed on the way into the tile, and V in
 // place: copying Q/K/V into tiles and rotating them there cost more
@@ -34,6 +36,8 @@
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots
 //   ${TILE_SCRATCH}: floats of the query tile's scratch (>= 8), which the
 //   encodings' query-tile prologues fill and their score hooks read
+//   ${VALUE_TERM} (true|false): a fused value term (Shaw's a^V) with
+//   ${VT_BUCKETS} buckets; its accumulator VT is [VT_BUCKETS, BM] (${VT_FLOATS})
 //   ${SCALE} ${QPB} ${KPB} (rows of the position ids: axes x (1 or B); axes
 //   > 1 for M-RoPE, one block of rows per section)
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
@@ -109,6 +113,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %RIGHT = arith.constant ${RIGHT} : index
   %has_right = arith.constant ${HAS_RIGHT}
   %score_mod = arith.constant ${SCORE_MOD}
+  %value_term = arith.constant ${VALUE_TERM}
+  %VT_FLOATS = arith.constant ${VT_FLOATS} : index
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
   %zv = arith.constant dense<0.0> : !V8
@@ -150,6 +156,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %L = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %A = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %TS = memref.alloca() {alignment = 64 : i64} : memref<${TILE_SCRATCH}xf32>
+  %VT = memref.alloca() {alignment = 64 : i64} : memref<${VT_FLOATS}xf32>
 
   // Q tile: Qs (rotated) and Qt = transpose(Qs) * scale
   // (@pejit_query_tile); running max -inf, sum 0, output 0.
@@ -163,6 +170,11 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   scf.for %r = %c0 to %BM step %c8 {
     vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
     vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8
+  }
+  scf.if %value_term {
+    scf.for %r = %c0 to %VT_FLOATS step %c8 {
+      vector.store %zv, %VT[%r] : memref<${VT_FLOATS}xf32>, !V8
+    }
   }
   scf.for %r = %c0 to %BM step %c1 {
     scf.for %d = %c0 to %DV step %c8 {
@@ -369,11 +381,24 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
       vector.store %alpha, %A[%iv] : memref<${BM}xf32>, !V8
     }
 
+    // The value term's per-bucket sums, rescaled as Os is.
+    scf.if %value_term {
+      func.call @pejit_value_term_tile(%VT, %St, %A, %b, %h, %i0, %j0, %nq16, %e0, %e1, %e2, %e3)
+          : (memref<${VT_FLOATS}xf32>, memref<${BN}x${BM}xf32>, memref<${BM}xf32>, index, index,
+             index, index, index, !E0, !E1, !E2, !E3) -> ()
+    }
+
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
     func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %scratch, %nq6, %nk, %diag_row, %jn,
                              %b, %hk)
         : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
            !V, !SCRATCH, index, index, index, index, index, index) -> ()
+  }
+
+  scf.if %value_term {
+    func.call @pejit_value_term_finish(%Os, %VT, %b, %h, %nq, %e0, %e1, %e2, %e3)
+        : (memref<${BM}x${DV}xf32>, memref<${VT_FLOATS}xf32>, index, index, index, !E0, !E1,
+           !E2, !E3) -> ()
   }
 
   // O = Os / l; a row that saw no key (l = 0) is 0.

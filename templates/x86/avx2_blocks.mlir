@@ -213,3 +213,88 @@ func.func private @load_key_tile(%k: !K, %kt: !KTILE, %scratch: !SCRATCH, %b: in
   }
   return
 }
+
+// A fused value term (Shaw's a^V; docs/hooks.md "Value term"). VT[m BM + r]
+// is the sum of query row i0 + r's probabilities over the keys of bucket m,
+// rescaled by the online softmax exactly as Os is. Per KV tile, with P in St
+// and alpha in A:
+//   VT[m, r] = VT[m, r] * alpha[r];   VT[bucket(i0 + r, j0 + jr), r] += P[jr, r]
+// Lanes are 8 query rows, so a gather/scatter never has two lanes on one
+// address.
+func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN}x${BM}xf32>,
+                                 %A: memref<${BM}xf32>, %b: index, %h: index, %i0: index,
+                                 %j0: index, %nq16: index, %e0: !E0, %e1: !E1, %e2: !E2,
+                                 %e3: !E3) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %BM = arith.constant ${BM} : index
+  %BN = arith.constant ${BN} : index
+  %NB = arith.constant ${VT_BUCKETS} : index
+  %BM_i = arith.constant ${BM} : i32
+  %iota32 = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xi32>
+  %all = arith.constant dense<true> : vector<8xi1>
+  %zv = arith.constant dense<0.0> : vector<8xf32>
+  %i0_i = arith.index_cast %i0 : index to i32
+  %i0_v = vector.broadcast %i0_i : i32 to vector<8xi32>
+  %bm_v = vector.broadcast %BM_i : i32 to vector<8xi32>
+  scf.for %iv = %c0 to %nq16 step %c8 {
+    %alpha = vector.load %A[%iv] : memref<${BM}xf32>, vector<8xf32>
+    scf.for %m = %c0 to %NB step %c1 {
+      %m_row = arith.muli %m, %BM : index
+      %at = arith.addi %m_row, %iv : index
+      %acc = vector.load %VT[%at] : memref<${VT_FLOATS}xf32>, vector<8xf32>
+      %scaled = arith.mulf %acc, %alpha : vector<8xf32>
+      vector.store %scaled, %VT[%at] : memref<${VT_FLOATS}xf32>, vector<8xf32>
+    }
+    %iv_i = arith.index_cast %iv : index to i32
+    %iv_v = vector.broadcast %iv_i : i32 to vector<8xi32>
+    %rows = arith.addi %iv_v, %iota32 : vector<8xi32>
+    %q_idx = arith.addi %i0_v, %rows : vector<8xi32>
+    scf.for %jr = %c0 to %BN step %c1 {
+      %j = arith.addi %j0, %jr : index
+      %j_i = arith.index_cast %j : index to i32
+      %k_idx = vector.broadcast %j_i : i32 to vector<8xi32>
+      %bucket = attn.value_term_bucket batch %b, head %h, query %q_idx, key %k_idx
+          operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : vector<8xi32>
+      %base = arith.muli %bucket, %bm_v : vector<8xi32>
+      %at = arith.addi %base, %rows : vector<8xi32>
+      %p = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, vector<8xf32>
+      %old = vector.gather %VT[%c0][%at], %all, %zv
+          : memref<${VT_FLOATS}xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+      %new = arith.addf %old, %p : vector<8xf32>
+      vector.scatter %VT[%c0][%at], %all, %new
+          : memref<${VT_FLOATS}xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>
+    }
+  }
+  return
+}
+
+// Once per query tile, before the division by l:
+//   Os[r, :] += sum_m VT[m, r] * row(m)      (row(m) = a^V[m] for Shaw)
+func.func @pejit_value_term_finish(%Os: memref<${BM}x${DV}xf32>, %VT: memref<${VT_FLOATS}xf32>,
+                                   %b: index, %h: index, %nq: index, %e0: !E0, %e1: !E1,
+                                   %e2: !E2, %e3: !E3) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %BM = arith.constant ${BM} : index
+  %DV = arith.constant ${DV} : index
+  %NB = arith.constant ${VT_BUCKETS} : index
+  scf.for %m = %c0 to %NB step %c1 {
+    %m_row = arith.muli %m, %BM : index
+    scf.for %d = %c0 to %DV step %c8 {
+      %row = attn.value_term_row batch %b, head %h, bucket %m, channel %d
+          operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : vector<8xf32>
+      scf.for %r = %c0 to %nq step %c1 {
+        %at = arith.addi %m_row, %r : index
+        %w = memref.load %VT[%at] : memref<${VT_FLOATS}xf32>
+        %wv = vector.broadcast %w : f32 to vector<8xf32>
+        %o = vector.load %Os[%r, %d] : memref<${BM}x${DV}xf32>, vector<8xf32>
+        %o1 = vector.fma %wv, %row, %o : vector<8xf32>
+        vector.store %o1, %Os[%r, %d] : memref<${BM}x${DV}xf32>, vector<8xf32>
+      }
+    }
+  }
+  return
+}

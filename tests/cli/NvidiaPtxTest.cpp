@@ -152,6 +152,24 @@ std::vector<Variant> variants() {
        "theta = 1000000.0, sections = [16, 24, 24]>]) : tensor<1x8x48x128x@T@>, "
        "tensor<1x2x48x128x@T@>, tensor<1x2x48x128x@T@> -> tensor<1x8x48x128x@T@>\n"
        "  return %o : tensor<1x8x48x128x@T@>\n}\n"},
+      // Qwen3-VL interleaved sections, and 2-D axial RoPE over [2, s] ids.
+      {"mrope_interleaved",
+       "func.func @f(%q: tensor<1x4x48x128x@T@>, %k: tensor<1x4x48x128x@T@>, "
+       "%v: tensor<1x4x48x128x@T@>, %p: tensor<3x48xi64>) -> tensor<1x4x48x128x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<3x48xi64>) "
+       "key_positions(%p : tensor<3x48xi64>) causal encodings([#pe.rope<layout = half, "
+       "theta = 5000000.0, sections = [24, 20, 20], interleaved_sections = true>]) : "
+       "tensor<1x4x48x128x@T@>, tensor<1x4x48x128x@T@>, tensor<1x4x48x128x@T@> -> "
+       "tensor<1x4x48x128x@T@>\n"
+       "  return %o : tensor<1x4x48x128x@T@>\n}\n"},
+      {"axial_rope",
+       "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x64x64x@T@>, "
+       "%v: tensor<1x4x64x64x@T@>, %p: tensor<2x64xi64>) -> tensor<1x4x64x64x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x64xi64>) "
+       "key_positions(%p : tensor<2x64xi64>) encodings([#pe.rope<layout = interleaved, "
+       "theta = 100.0, axial = true>]) : tensor<1x4x64x64x@T@>, tensor<1x4x64x64x@T@>, "
+       "tensor<1x4x64x64x@T@> -> tensor<1x4x64x64x@T@>\n"
+       "  return %o : tensor<1x4x64x64x@T@>\n}\n"},
       // Softcap (tanh, from libdevice) before a T5 bias.
       {"softcap_t5",
        "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x64x64x@T@>, "

@@ -93,8 +93,8 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   auto positionShape = [&](int64_t seq) {
     std::vector<int64_t> dims =
         c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq} : std::vector<int64_t>{seq};
-    if (c.spec.rope && !c.spec.rope->sections.empty()) // M-RoPE: an axis per section
-      dims.insert(dims.begin(), static_cast<int64_t>(c.spec.rope->sections.size()));
+    if (c.spec.rope && ref::ropePositionAxes(*c.spec.rope) > 0) // M-RoPE, axial: axes first
+      dims.insert(dims.begin(), ref::ropePositionAxes(*c.spec.rope));
     return dims;
   };
   bool ropeQ = c.spec.rope && c.spec.ropeOnQuery, ropeK = c.spec.rope && c.spec.ropeOnKey;

@@ -194,6 +194,41 @@ TEST(FusedAttention, MRopeSectionsMatchReference) {
   }
 }
 
+// Qwen3-VL's interleaved sections and SAM 2's 2-D axial RoPE ([2, s]
+// positions, rotary_dim/4 frequencies per axis), both layouts, partial
+// rotary dims, GQA, per-batch ids, sq < skv.
+TEST(FusedAttention, InterleavedSectionsAndAxialRopeMatchReference) {
+  struct M {
+    bool axial;
+    std::vector<int64_t> sections;
+    ref::RopeLayout layout;
+    int64_t rotaryDim, d, sq, skv;
+    bool perBatch;
+  };
+  std::mt19937 &engine = rng(nullptr);
+  std::uniform_int_distribution<int64_t> position(0, 5000);
+  for (M m : {M{false, {24, 20, 20}, ref::RopeLayout::Half, 0, 128, 90, 90, false},
+              M{false, {4, 6, 6}, ref::RopeLayout::Interleaved, 0, 32, 33, 65, true},
+              M{true, {}, ref::RopeLayout::Interleaved, 0, 64, 100, 100, false},
+              M{true, {}, ref::RopeLayout::Half, 0, 128, 1, 300, true},
+              M{true, {}, ref::RopeLayout::Interleaved, 32, 64, 65, 65, false}}) {
+    Case c = shaped(2, 4, 2, m.sq, m.skv, m.d);
+    c.spec.rope = rope(m.layout, m.axial ? 100.0 : 1000000.0, m.rotaryDim);
+    c.spec.rope->sections = m.sections;
+    c.spec.rope->interleavedSections = !m.axial;
+    c.spec.rope->axial = m.axial;
+    c.spec.positionsPerBatch = m.perBatch;
+    c.spec.causal = !m.axial; // ViTs attend both ways
+    int64_t rows = m.perBatch ? 2 : 1, axes = m.axial ? 2 : 3;
+    for (int64_t n = 0; n < axes * rows * m.sq; ++n)
+      c.queryPositions.push_back(position(engine));
+    for (int64_t n = 0; n < axes * rows * m.skv; ++n)
+      c.keyPositions.push_back(position(engine));
+    SCOPED_TRACE(m.axial ? "axial" : "interleaved sections");
+    expectMatches(c);
+  }
+}
+
 TEST(FusedAttention, RopeRotaryDimsNarrowerThanAVector) {
   // rotary_dim 12: 6 frequencies (half) or 12 table entries (interleaved),
   // not multiples of 8 lanes, so the hooks take their scalar path.

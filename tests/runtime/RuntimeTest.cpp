@@ -182,15 +182,17 @@ TEST(Runtime, BadSourcesAreErrorValues) {
 TEST(Runtime, UnfusableEncodingIsNamed) {
   Runtime runtime;
   Expected<Spec> spec = Spec::fromText(R"(
-    func.func @shaw(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %t: tensor<9x64xf32>) -> tensor<1x2x8x64xf32> {
-      %b = pe.relative_value %t <clip = 4> : tensor<9x64xf32> -> tensor<8x8x64xf32>
-      %o = attn.attention %q, %k, %v value_term(%b : tensor<8x8x64xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+    func.func @shaw(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %p: tensor<8xi32>, %t: tensor<9x64xf32>) -> tensor<1x2x8x64xf32> {
+      %b = pe.relative_key %q, %t <clip = 4> : tensor<1x2x8x64xf32>, tensor<9x64xf32> -> tensor<1x2x8x8xf32>
+      %qr = pe.rope %q, %p <layout = half, theta = 10000.0> : tensor<1x2x8x64xf32>, tensor<8xi32>
+      %kr = pe.rope %k, %p <layout = half, theta = 10000.0> : tensor<1x2x8x64xf32>, tensor<8xi32>
+      %o = attn.attention %qr, %kr, %v key_term(%b : tensor<1x2x8x8xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
       return %o : tensor<1x2x8x64xf32>
     })");
   ASSERT_TRUE(spec);
   Expected<X86Kernel> kernel = runtime.getX86(*spec);
   ASSERT_FALSE(kernel);
-  EXPECT_NE(kernel.error().find("'pe.relative_value' cannot be compiled"), std::string::npos)
+  EXPECT_NE(kernel.error().find("'pe.relative_key' cannot be compiled"), std::string::npos)
       << kernel.error();
 }
 

@@ -1,4 +1,5 @@
-// Shaw's relative key term (a^K) fused into the x86 kernel, against the
+// Shaw's relative key (a^K) and value (a^V) terms fused into the x86
+// kernel, alone and together, against the
 // float64 reference: fresh random inputs and tables per run, the output
 // poisoned with NaN. Tolerance (f32 kernel): max |out - ref| <= 1e-4 *
 // max |ref|.
@@ -13,8 +14,6 @@ using namespace pejit;
 using namespace pejit::testing;
 
 namespace {
-
-constexpr double kTolerance = 1e-4; // f32 kernels: max |out - ref| <= 1e-4 max |ref|
 
 Case shawCase(int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, int64_t clip) {
   Case c;
@@ -82,26 +81,119 @@ TEST(ShawKey, SourceFormFusesAndMatchesTheUnfusedReference) {
   ASSERT_TRUE(kernel) << kernel.error();
   EXPECT_EQ(kernel->arguments(),
             (std::vector<std::string>{"query", "key", "value", "shaw_key_table"}));
-  std::mt19937 &engine = rng(nullptr);
-  ref::Tensor q = randomTensor({1, 4, 90, 64}, engine), k = randomTensor({1, 4, 90, 64}, engine),
-              v = randomTensor({1, 4, 90, 64}, engine), aK = randomTensor({9, 64}, engine, 2.0);
-  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v), af = toFloat(aK);
-  std::vector<float> out(q.data.size(), std::numeric_limits<float>::quiet_NaN());
-  Status status = kernel->run({{qf.data(), DType::F32, q.shape, {}},
-                               {kf.data(), DType::F32, k.shape, {}},
-                               {vf.data(), DType::F32, v.shape, {}},
-                               {af.data(), DType::F32, aK.shape, {}}},
-                              {out.data(), DType::F32, q.shape, {}});
-  ASSERT_TRUE(status) << status.message();
-  Expected<ref::Tensor> expected = interpretReference(source, {q, k, v, aK});
-  ASSERT_TRUE(expected) << expected.error();
-  double maxRef = 0, maxErr = 0;
-  for (size_t n = 0; n < expected->data.size(); ++n) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[n]));
-    maxErr = std::max(maxErr, std::isnan(out[n]) ? std::numeric_limits<double>::infinity()
-                                                 : std::fabs(out[n] - expected->data[n]));
+  expectSourceMatchesInterpreter(source);
+}
+
+Case shawValueCase(int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, int64_t dv,
+                   int64_t clip, bool withKey) {
+  Case c;
+  c.shape = {1, hq, hkv, sq, skv, d, dv};
+  if (withKey)
+    c.spec.encodings.push_back(encodings::shawKey(clip, d));
+  c.spec.encodings.push_back(encodings::shawValue(clip, dv));
+  c.operandScale = 2.0;
+  return c;
+}
+
+// a^V alone and with a^K: lengths 1, 7, 65, 300 and 1000, sq < skv and
+// sq > skv, clip 0, 1, 4 and 16, causal and not, GQA, dv != d.
+TEST(ShawValue, LengthsAndClipsMatchReference) {
+  for (auto [sq, skv] : {std::pair<int64_t, int64_t>{1, 1},
+                         {7, 7},
+                         {65, 65},
+                         {300, 300},
+                         {1000, 1000},
+                         {1, 300},
+                         {65, 1000},
+                         {300, 65}})
+    for (bool causal : {false, true}) {
+      // a^V with a^K non-causal, alone under the causal mask.
+      Case c = shawValueCase(4, 2, sq, skv, 64, 64, 16, /*withKey=*/!causal);
+      c.spec.causal = causal;
+      expectMatches(c);
+    }
+  for (int64_t clip : {0, 1, 4}) {
+    Case c = shawValueCase(4, 4, 150, 150, 128, 32, clip, false);
+    expectMatches(c);
   }
-  EXPECT_LE(maxErr, kTolerance * maxRef);
+}
+
+// With RoPE, softcap, two-sided windows, tile configs and a T5 bias; 16-bit
+// inputs and tables.
+TEST(ShawValue, WithRopeSoftcapWindowsTilesAndBiases) {
+  Case c = shawValueCase(4, 2, 200, 200, 64, 64, 8, false);
+  c.spec.rope = ref::RopeConfig{};
+  c.spec.causal = true;
+  expectMatches(c);
+  c = shawValueCase(4, 2, 200, 200, 64, 64, 8, true);
+  c.spec.softcap = 3.0;
+  c.spec.scale = 0.3;
+  expectMatches(c);
+  c = shawValueCase(4, 4, 300, 300, 64, 64, 16, true);
+  c.spec.window = 40;
+  c.spec.windowRight = 20;
+  for (X86TileConfig tiles : {X86TileConfig{48, 6}, X86TileConfig{96, 48}}) {
+    c.tiles = tiles;
+    expectMatches(c);
+  }
+  c = shawValueCase(4, 4, 129, 129, 64, 64, 4, false);
+  c.spec.encodings.push_back(encodings::t5Bias(32, 128, true, 4));
+  expectMatches(c);
+}
+
+// Per-head tables ([hq, 2k+1, d] and [hq, 2k+1, dv]), each term alone and
+// together, with GQA, causal and not.
+TEST(Shaw, PerHeadTablesMatchReference) {
+  for (auto [key, value] : {std::pair{true, false}, {false, true}, {true, true}})
+    for (bool causal : {false, true}) {
+      Case c;
+      c.shape = {1, 4, 2, 120, 150, 64, 32};
+      if (key)
+        c.spec.encodings.push_back(encodings::shawKey(8, 64, DType::F32, /*queryHeads=*/4));
+      if (value)
+        c.spec.encodings.push_back(encodings::shawValue(8, 32, DType::F32, /*queryHeads=*/4));
+      c.spec.causal = causal;
+      c.operandScale = 2.0;
+      expectMatches(c);
+    }
+}
+
+// As a user writes it: pe.relative_value feeding value_term, fused by
+// pe-fuse-into-attention, against the interpreter on the same source, which
+// evaluates the unfused op (a materialised [sq, skv, dv] term).
+TEST(ShawValue, SourceFormFusesAndMatchesTheUnfusedReference) {
+  const char *source = R"(
+    func.func @shaw(%q: tensor<1x4x90x64xf32>, %k: tensor<1x2x120x64xf32>, %v: tensor<1x2x120x32xf32>, %aV: tensor<9x32xf32>) -> tensor<1x4x90x32xf32> {
+      %t = pe.relative_value %aV <clip = 4> : tensor<9x32xf32> -> tensor<90x120x32xf32>
+      %o = attn.attention %q, %k, %v value_term(%t : tensor<90x120x32xf32>) causal : tensor<1x4x90x64xf32>, tensor<1x2x120x64xf32>, tensor<1x2x120x32xf32> -> tensor<1x4x90x32xf32>
+      return %o : tensor<1x4x90x32xf32>
+    })";
+  Expected<Spec> spec = Spec::fromText(source);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->arguments(),
+            (std::vector<std::string>{"query", "key", "value", "shaw_value_table"}));
+  expectSourceMatchesInterpreter(source);
+}
+
+// The source form with per-head tables: pe.relative_key on [hq, 2k+1, d],
+// pe.relative_value on [hq, 2k+1, dv] making a [hq, sq, skv, dv] term.
+TEST(Shaw, PerHeadSourceFormFusesAndMatchesTheUnfusedReference) {
+  const char *source = R"(
+    func.func @shaw(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tensor<1x4x40x64xf32>, %aK: tensor<4x9x64xf32>, %aV: tensor<4x9x64xf32>) -> tensor<1x4x40x64xf32> {
+      %t = pe.relative_key %q, %aK <clip = 4> : tensor<1x4x40x64xf32>, tensor<4x9x64xf32> -> tensor<1x4x40x40xf32>
+      %u = pe.relative_value %aV <clip = 4> : tensor<4x9x64xf32> -> tensor<4x40x40x64xf32>
+      %o = attn.attention %q, %k, %v key_term(%t : tensor<1x4x40x40xf32>) value_term(%u : tensor<4x40x40x64xf32>) : tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32> -> tensor<1x4x40x64xf32>
+      return %o : tensor<1x4x40x64xf32>
+    })";
+  Expected<Spec> spec = Spec::fromText(source);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->arguments(), (std::vector<std::string>{"query", "key", "value",
+                                                           "shaw_key_table", "shaw_value_table"}));
+  expectSourceMatchesInterpreter(source);
 }
 
 } // namespace

@@ -42,6 +42,43 @@ inline void expectMatches(const Case &c, double tolerance = 1e-4) {
     std::printf("  relative error %.3g (%s)\n", outcome.relativeError, c.shape.str().c_str());
 }
 
+/// A source program run as a user writes it: compiled through the suite's
+/// runtime (fusion included), fed fresh random f32 inputs of the argument
+/// shapes (drawn from [-operandScale, operandScale] after the first three,
+/// Q, K and V), the output poisoned with NaN; checked against the float64
+/// interpreter on the same source, which evaluates the unfused ops.
+inline void expectSourceMatchesInterpreter(const char *source, double operandScale = 2.0,
+                                           double tolerance = 1e-4) {
+  Expected<Spec> spec = Spec::fromText(source);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+  ASSERT_TRUE(kernel) << kernel.error();
+  const KernelSignature &signature = kernel->signature();
+  std::mt19937 &engine = rng(nullptr);
+  std::vector<ref::Tensor> inputs;
+  std::vector<std::vector<float>> floats;
+  std::vector<TensorView> views;
+  for (const KernelArgument &argument : signature.arguments) {
+    inputs.push_back(randomTensor(argument.shape, engine, inputs.size() < 3 ? 1.0 : operandScale));
+    floats.push_back(toFloat(inputs.back()));
+  }
+  for (size_t n = 0; n < inputs.size(); ++n)
+    views.push_back({floats[n].data(), DType::F32, inputs[n].shape, {}});
+  Expected<ref::Tensor> expected =
+      interpretReference(source, std::vector<ReferenceArgument>(inputs.begin(), inputs.end()));
+  ASSERT_TRUE(expected) << expected.error();
+  std::vector<float> out(expected->data.size(), std::numeric_limits<float>::quiet_NaN());
+  Status status = kernel->run(views, {out.data(), DType::F32, expected->shape, {}});
+  ASSERT_TRUE(status) << status.message();
+  double maxRef = 0, maxErr = 0;
+  for (size_t n = 0; n < expected->data.size(); ++n) {
+    maxRef = std::max(maxRef, std::fabs(expected->data[n]));
+    maxErr = std::max(maxErr, std::isnan(out[n]) ? std::numeric_limits<double>::infinity()
+                                                 : std::fabs(out[n] - expected->data[n]));
+  }
+  EXPECT_LE(maxErr, tolerance * maxRef);
+}
+
 } // namespace pejit::testing
 
 #endif // PEJIT_TESTS_RUNTIME_SUITERUNTIME_H

@@ -224,6 +224,52 @@ TEST(Rope, SectionAxisOnlyMovesItsOwnFrequencies) {
     }
 }
 
+// SAM 2 compute_axial_cis, written out: pair c < rd/4 rotates by x at
+// theta^(-4c/rd), pair rd/4 + c by y at the same frequency.
+TEST(Rope, AxialRotatesEachQuarterByItsAxis) {
+  PEJIT_SEEDED_RNG(rng);
+  const int64_t length = 5, headDim = 16, quarter = 4;
+  for (RopeLayout layout : kLayouts) {
+    RopeConfig config = makeConfig(layout);
+    config.theta = 100.0;
+    config.axial = true;
+    EXPECT_EQ(ref::ropePositionAxes(config), 2);
+    Tensor x = rng.tensor({1, 2, length, headDim});
+    PositionIds xy = rng.positions({2, length}, 0, 64);
+    Tensor out = ref::applyRope(config, x, xy, 0);
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t t = 0; t < length; ++t)
+        for (int64_t c = 0; c < 2 * quarter; ++c) {
+          int64_t axis = c < quarter ? 0 : 1;
+          double angle = static_cast<double>(xy.get(axis, 0, t)) /
+                         std::pow(100.0, 4.0 * static_cast<double>(c % quarter) / headDim);
+          int64_t a = layout == RopeLayout::Half ? c : 2 * c;
+          int64_t b = layout == RopeLayout::Half ? c + 2 * quarter : 2 * c + 1;
+          double xa = x.at(0, h, t, a), xb = x.at(0, h, t, b);
+          EXPECT_NEAR(out.at(0, h, t, a), xa * std::cos(angle) - xb * std::sin(angle), 1e-12);
+          EXPECT_NEAR(out.at(0, h, t, b), xb * std::cos(angle) + xa * std::sin(angle), 1e-12);
+        }
+  }
+}
+
+// Qwen3-VL apply_interleaved_mrope with mrope_section [24, 20, 20]: T H W
+// round robin while H and W last (c < 60), then T.
+TEST(Rope, InterleavedSectionsFollowQwen3VL) {
+  RopeConfig config = makeConfig(RopeLayout::Half);
+  config.sections = {24, 20, 20};
+  config.interleavedSections = true;
+  std::vector<int64_t> axis = ref::ropeAxisOfFrequency(config, 64);
+  for (int64_t c = 0; c < 64; ++c) {
+    int64_t expected = (c % 3 == 1 && c < 60) ? 1 : (c % 3 == 2 && c < 60) ? 2 : 0;
+    EXPECT_EQ(axis[c], expected) << "frequency " << c;
+  }
+  config.interleavedSections = false;
+  axis = ref::ropeAxisOfFrequency(config, 64);
+  EXPECT_EQ(axis[23], 0);
+  EXPECT_EQ(axis[24], 1);
+  EXPECT_EQ(axis[44], 2);
+}
+
 TEST(Rope, DefaultPositionsAreBottomRightAligned) {
   EXPECT_EQ(ref::defaultKeyPositions(4).data, (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(ref::defaultQueryPositions(3, 10).data, (std::vector<int64_t>{7, 8, 9}));

@@ -74,8 +74,9 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       decode over 4096 keys): ms, GFLOP/s, fraction of this machine's
       measured fp32 FMA peak, JIT cold compile and cache-hit time.
   bench --encodings [--repeats=N]
-      Fused T5 and ALiBi against plain attention at the same shape (s=2048,
-      16 heads, d=64 and 128, causal and not): ms, GFLOP/s, % of peak.
+      Fused T5, ALiBi and Shaw (a^K + a^V, clip 16) against plain attention
+      and a materialized bias tensor at the same shape (s=2048, 16 heads,
+      d=64 and 128, causal and not): ms, GFLOP/s, % of peak.
 )";
 
 const char *kTuneUsage = R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]

@@ -310,3 +310,51 @@ func.func @negative_right_window(%q: tensor<1x4x8x64xf32>) {
   %o = attn.attention %q, %q, %q window_right(-1) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
   return
 }
+
+// -----
+
+func.func @value_term_bucket_types(%i: i32, %j: vector<8xi32>, %n: index) {
+  // expected-error @+1 {{'attn.value_term_bucket' op failed to verify that all of {query_index, key_index, result} have same type}}
+  %m = "attn.value_term_bucket"(%n, %n, %i, %j) : (index, index, i32, vector<8xi32>) -> i32
+  return
+}
+
+// -----
+
+func.func @value_term_row_type(%n: index) {
+  // expected-error @+1 {{'attn.value_term_row' op result #0 must be 32-bit float or vector of 32-bit float values of ranks 1, but got 'vector<8xf16>'}}
+  %r = attn.value_term_row batch %n, head %n, bucket %n, channel %n : vector<8xf16>
+  return
+}
+
+// -----
+
+func.func @shaw_value_table_width(%q: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x32xf32>, %t: tensor<9x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encoding_operands #0 (shaw_value_table of encodings[0]): the Shaw value table must be [2 clip + 1 = 9, dv = 32] (shared) or [hq = 4, 9, 32] (per head), got 'tensor<9x64xf32>'}}
+  %o = attn.attention %q, %q, %v encodings([#pe.relative_value<clip = 4>]) encoding_operands(%t : tensor<9x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x32xf32> -> tensor<1x4x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @two_value_terms(%q: tensor<1x4x8x64xf32>, %t: tensor<9x64xf32>, %u: tensor<5x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encodings[1] is a second value term; at most one is allowed}}
+  %o = attn.attention %q, %q, %q encodings([#pe.relative_value<clip = 4>, #pe.relative_value<clip = 2>]) encoding_operands(%t, %u : tensor<9x64xf32>, tensor<5x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @value_term_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<2x8x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op value_term hq (dim 0) is 2 but the query's heads is 4}}
+  %o = attn.attention %q, %q, %q value_term(%t : tensor<2x8x8x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @shaw_key_table_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<2x9x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encoding_operands #0 (shaw_key_table of encodings[0]): the Shaw key table must be [2 clip + 1 = 9, d = 64] (shared) or [hq = 4, 9, 64] (per head), got 'tensor<2x9x64xf32>'}}
+  %o = attn.attention %q, %q, %q encodings([#pe.relative_key<clip = 4>]) encoding_operands(%t : tensor<2x9x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}

@@ -173,6 +173,46 @@ func.func @shaw_key(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: te
 
 // -----
 
+// Shaw's value term: z_i = sum_j p_ij (v_j + aV[rel + k]), fused with its
+// table as an encoding operand after the key term's; RoPE does not stop it
+// (the value term reads no Q or K).
+// CHECK-LABEL: func.func @shaw_key_and_value
+// CHECK-NOT: pe.relative_
+// CHECK: attn.attention %arg0, %arg1, %arg2 {{.*}}encodings([#pe.relative_key<clip = 4>, #pe.relative_value<clip = 4>]) encoding_operands(%arg3, %arg4 : tensor<9x64xf32>, tensor<9x32xf32>)
+func.func @shaw_key_and_value(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x32xf32>, %aK: tensor<9x64xf32>, %aV: tensor<9x32xf32>) -> tensor<1x4x16x32xf32> {
+  %t = pe.relative_key %q, %aK <clip = 4> : tensor<1x4x16x64xf32>, tensor<9x64xf32> -> tensor<1x4x16x16xf32>
+  %u = pe.relative_value %aV <clip = 4> : tensor<9x32xf32> -> tensor<16x16x32xf32>
+  %o = attn.attention %q, %k, %v key_term(%t : tensor<1x4x16x16xf32>) value_term(%u : tensor<16x16x32xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x32xf32> -> tensor<1x4x16x32xf32>
+  return %o : tensor<1x4x16x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shaw_value_with_rope
+// CHECK-NOT: pe.relative_value
+// CHECK: attn.attention %arg0, %arg1, %arg2 {{.*}}encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.relative_value<clip = 2>]) encoding_operands(%arg4 : tensor<5x64xf32>)
+func.func @shaw_value_with_rope(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>, %aV: tensor<5x64xf32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %u = pe.relative_value %aV <clip = 2> : tensor<5x64xf32> -> tensor<16x16x64xf32>
+  %o = attn.attention %qr, %kr, %v value_term(%u : tensor<16x16x64xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// A value term with a second user stays materialised (the other user reads it).
+// CHECK-LABEL: func.func @shaw_value_two_users
+// CHECK: pe.relative_value
+// CHECK: attn.attention {{.*}} value_term(
+func.func @shaw_value_two_users(%q: tensor<1x4x16x64xf32>, %aV: tensor<5x64xf32>) -> (tensor<1x4x16x64xf32>, tensor<16x16x64xf32>) {
+  %u = pe.relative_value %aV <clip = 2> : tensor<5x64xf32> -> tensor<16x16x64xf32>
+  %o = attn.attention %q, %q, %q value_term(%u : tensor<16x16x64xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o, %u : tensor<1x4x16x64xf32>, tensor<16x16x64xf32>
+}
+
+// -----
+
 // With RoPE on Q the kernel would see rotated rows, the op the unrotated
 // ones: the key term stays (and the kernel refuses it, naming the op).
 // CHECK-LABEL: func.func @shaw_key_with_rope

@@ -24,3 +24,11 @@ func.func @shaw_key(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tens
   %o = attn.attention %q, %k, %v encodings([#pe.relative_key<clip = 2>]) encoding_operands(%aK : tensor<5x64xf16>) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
   return %o : tensor<1x2x8x64xf32>
 }
+
+// -----
+
+func.func @shaw_value(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>, %aV: tensor<5x64xf16>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{encoding #pe.relative_value<clip = 2> is not fused by the nvidia kernel yet}}
+  %o = attn.attention %q, %k, %v encodings([#pe.relative_value<clip = 2>]) encoding_operands(%aV : tensor<5x64xf16>) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}

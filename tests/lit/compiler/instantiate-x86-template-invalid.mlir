@@ -49,3 +49,19 @@ func.func @result_not_returned(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32
   %o = attn.attention %q, %k, %v : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return
 }
+
+// -----
+
+func.func @shaw_value_accumulator(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>, %aV: tensor<2001x64xf32>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{the value term's accumulator (2001 buckets x 144 query rows) exceeds the item's stack bound of 65536 floats (docs/limits.md): use a smaller clip or query tile}}
+  %o = attn.attention %q, %k, %v encodings([#pe.relative_value<clip = 1000>]) encoding_operands(%aV : tensor<2001x64xf32>) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}
+
+// -----
+
+func.func @one_tensor_as_query_and_key(%x: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{the kernel takes query, key and value as three arguments, but this attention reads one tensor as more than one of them: pass it as separate arguments (the same buffer may be given for each)}}
+  %o = attn.attention %x, %x, %v : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
+  return %o : tensor<1x2x8x64xf32>
+}

@@ -224,6 +224,20 @@ func.func @mrope(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tenso
 
 // -----
 
+// 2-D axial RoPE: [2, s] ids (x, y); frequency pairs [0, 16) take axis x
+// (row r), [16, 32) axis y (row rows + r): two loads per position.
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: memref<2x40xi64>
+// CHECK-COUNT-2: memref.load %arg0[%{{.*}}, %{{.*}}] : memref<2x40xi64>
+// CHECK-NOT: memref.load %arg0[%{{.*}}, %{{.*}}] : memref<2x40xi64>
+// CHECK-LABEL: func.func @pejit_item
+func.func @axial(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tensor<1x4x40x64xf32>, %p: tensor<2x40xi64>) -> tensor<1x4x40x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x40xi64>) key_positions(%p : tensor<2x40xi64>) encodings([#pe.rope<layout = interleaved, theta = 100.0, axial = true>]) : tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32> -> tensor<1x4x40x64xf32>
+  return %o : tensor<1x4x40x64xf32>
+}
+
+// -----
+
 // Shaw's key term (clip 4): once per query tile QaK[r, m] = q_r . aK[m]
 // (8 channels per FMA, then a sum) into the tile's scratch (144 rows x 9);
 // per 8 scores a gather of QaK[i - i0, clamp(j - i - off, -4, 4) + 4] and
@@ -237,5 +251,30 @@ func.func @mrope(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tenso
 // CHECK-NOT: attn.score_mod
 func.func @shaw(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %aK: tensor<9x64xf32>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v scale(0.125) encodings([#pe.relative_key<clip = 4>]) encoding_operands(%aK : tensor<9x64xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
+  return %o : tensor<1x4x100x64xf32>
+}
+
+// -----
+
+// Shaw's value term (clip 4, 9 buckets): the item keeps VT [9, 144] for its
+// query tile; per KV tile VT[m, r] *= alpha[r] and each probability is added
+// into VT[clamp(j - i - off, -4, 4) + 4, r] (a gather and a scatter of 8
+// query rows); once per tile Os[r] += sum_m VT[m, r] aV[m] before / l.
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
+// CHECK: call @pejit_value_term_tile
+// CHECK: call @pejit_value_term_finish
+// CHECK-LABEL: func.func @pejit_value_term_tile
+// CHECK-NOT: attn.value_term_bucket
+// CHECK: arith.maxsi {{.*}} : vector<8xi32>
+// CHECK: arith.minsi {{.*}} : vector<8xi32>
+// CHECK: vector.gather {{.*}} : memref<1296xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: vector.scatter {{.*}} : memref<1296xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>
+// CHECK-LABEL: func.func @pejit_value_term_finish
+// CHECK-NOT: attn.value_term_row
+// CHECK: vector.load %arg5[{{.*}}] : memref<9x64xf32>, vector<8xf32>
+// CHECK: vector.fma {{.*}} : vector<8xf32>
+func.func @shaw_value(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %aV: tensor<9x64xf32>) -> tensor<1x4x100x64xf32> {
+  %o = attn.attention %q, %k, %v scale(0.125) encodings([#pe.relative_value<clip = 4>]) encoding_operands(%aV : tensor<9x64xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
 }

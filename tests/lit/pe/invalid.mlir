@@ -91,7 +91,7 @@ func.func @rope_positions_batch(%x: tensor<2x4x8x64xf32>, %pos: tensor<3x8xi64>)
 // -----
 
 func.func @rope_sections_axes(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8xi32>) {
-  // expected-error @+1 {{'pe.rope' op positions has 2 axes (dim 0) but the encoding has 3 sections}}
+  // expected-error @+1 {{'pe.rope' op positions has 2 axes (dim 0) but the encoding reads 3 (its sections, or 2 for axial RoPE)}}
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, sections = [8, 12, 12]> : tensor<1x4x8x64xf32>, tensor<2x8xi32>
   return
 }
@@ -359,8 +359,40 @@ func.func @relative_value_rows(%table: tensor<5x32xf32>) {
 // -----
 
 func.func @relative_value_width(%table: tensor<9x32xf32>) {
-  // expected-error @+1 {{'pe.relative_value' op result dv (dim 2) is 16 but the table's dv is 32}}
+  // expected-error @+1 {{'pe.relative_value' op table dv (dim 1) is 32 but the result's dv is 16}}
   %0 = pe.relative_value %table <clip = 4> : tensor<9x32xf32> -> tensor<16x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_table_heads(%q: tensor<1x8x16x32xf32>, %table: tensor<4x9x32xf32>) {
+  // expected-error @+1 {{'pe.relative_key' op table h (dim 0) is 4 but the query's heads is 8}}
+  %0 = pe.relative_key %q, %table <clip = 4> : tensor<1x8x16x32xf32>, tensor<4x9x32xf32> -> tensor<1x8x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_table_rank(%q: tensor<1x8x16x32xf32>, %table: tensor<9xf32>) {
+  // expected-error @+1 {{'pe.relative_key' op table must be [2 * clip + 1, d] (shared by the heads) or [h, 2 * clip + 1, d] (per head), got 'tensor<9xf32>'}}
+  %0 = pe.relative_key %q, %table <clip = 4> : tensor<1x8x16x32xf32>, tensor<9xf32> -> tensor<1x8x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @relative_value_per_head_result(%table: tensor<4x9x32xf32>) {
+  // expected-error @+1 {{'pe.relative_value' op result must be [h, sq, skv, dv] (a per-head table) (rank 4), got 'tensor<16x16x32xf32>'}}
+  %0 = pe.relative_value %table <clip = 4> : tensor<4x9x32xf32> -> tensor<16x16x32xf32>
+  return
+}
+
+// -----
+
+func.func @relative_value_per_head_heads(%table: tensor<4x9x32xf32>) {
+  // expected-error @+1 {{'pe.relative_value' op table h (dim 0) is 4 but the query's heads is 2}}
+  %0 = pe.relative_value %table <clip = 4> : tensor<4x9x32xf32> -> tensor<2x16x16x32xf32>
   return
 }
 
@@ -433,5 +465,45 @@ func.func @dynamic_ntk_rotary_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>)
 func.func @rope_op_apply_to(%x: tensor<1x4x16x64xf32>, %p: tensor<16xi64>) {
   // expected-error @+1 {{'pe.rope' op apply_to = query is for a RoPE fused into attn.attention; pe.rope rotates its input, so leave apply_to out}}
   %r = pe.rope %x, %p <layout = half, theta = 10000.0, apply_to = query> : tensor<1x4x16x64xf32>, tensor<16xi64>
+  return
+}
+
+// -----
+
+func.func @rope_interleaved_sections_count(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{rope interleaved_sections needs three sections (t, h, w), got 2}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, sections = [16, 16], interleaved_sections = true> : tensor<1x4x8x64xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_axial_with_sections(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{rope axial (2-D, [2, s] positions) takes no sections and no scaling}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, sections = [16, 16], axial = true> : tensor<1x4x8x64xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_axial_rotary_dim(%x: tensor<1x4x8x64xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{rope axial needs rotary_dim % 4 == 0 (rotary_dim/4 frequencies per axis), got 30}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, rotary_dim = 30, axial = true> : tensor<1x4x8x64xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_axial_head_dim(%x: tensor<1x4x8x66xf32>, %pos: tensor<2x8xi32>) {
+  // expected-error @+1 {{'pe.rope' op rope axial needs rotary_dim % 4 == 0 (rotary_dim/4 frequencies per axis), got 66}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, axial = true> : tensor<1x4x8x66xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @rope_axial_positions(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{'pe.rope' op positions must be [axes, s] or [axes, b, s] (rank 2 or 3), got 'tensor<8xi32>'}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, axial = true> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }

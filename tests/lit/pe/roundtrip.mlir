@@ -57,6 +57,17 @@ func.func @rope_mrope_sections(%x: tensor<1x4x16x128xf32>, %pos: tensor<3x16xi64
   return
 }
 
+// Qwen3-VL's interleaved sections, and SAM 2's 2-D axial RoPE on [2, s]
+// positions (x, y).
+// CHECK-LABEL: func.func @rope_interleaved_sections_and_axial
+func.func @rope_interleaved_sections_and_axial(%x: tensor<1x4x16x128xf32>, %pos: tensor<3x16xi64>, %xy: tensor<2x16xi32>) {
+  // CHECK: pe.rope {{.*}} <layout = half, theta = 5000000.0, sections = [24, 20, 20], interleaved_sections = true> : tensor<1x4x16x128xf32>, tensor<3x16xi64>
+  %0 = pe.rope %x, %pos <layout = half, theta = 5000000.0, sections = [24, 20, 20], interleaved_sections = true> : tensor<1x4x16x128xf32>, tensor<3x16xi64>
+  // CHECK: pe.rope {{.*}} <layout = interleaved, theta = 100.0, axial = true> : tensor<1x4x16x128xf32>, tensor<2x16xi32>
+  %1 = pe.rope %x, %xy <layout = interleaved, theta = 100.0, axial = true> : tensor<1x4x16x128xf32>, tensor<2x16xi32>
+  return
+}
+
 // CHECK-LABEL: func.func @alibi
 func.func @alibi() {
   // CHECK: pe.alibi <num_heads = 12, form = causal> : tensor<1x12x64x80xf32>
@@ -66,6 +77,17 @@ func.func @alibi() {
   %1 = pe.alibi <num_heads = 12, head_offset = 8, form = symmetric> : tensor<2x4x64x64xf16>
   // CHECK: pe.alibi <num_heads = 2, form = causal, slopes = [0.5, 0.25]> : tensor<1x2x8x8xf32>
   %2 = pe.alibi <num_heads = 2, form = causal, slopes = [0.5, 0.25]> : tensor<1x2x8x8xf32>
+  return
+}
+
+// Shaw tables per query head: a^K [h, 2k+1, d], a^V [h, 2k+1, dv] with a
+// [h, sq, skv, dv] term.
+// CHECK-LABEL: func.func @shaw_per_head
+func.func @shaw_per_head(%q: tensor<1x4x16x32xf32>, %ak: tensor<4x9x32xf32>, %av: tensor<4x9x48xf32>) {
+  // CHECK: pe.relative_key %{{.*}}, %{{.*}} <clip = 4> : tensor<1x4x16x32xf32>, tensor<4x9x32xf32> -> tensor<1x4x16x20xf32>
+  %0 = pe.relative_key %q, %ak <clip = 4> : tensor<1x4x16x32xf32>, tensor<4x9x32xf32> -> tensor<1x4x16x20xf32>
+  // CHECK: pe.relative_value %{{.*}} <clip = 4> : tensor<4x9x48xf32> -> tensor<4x16x20x48xf32>
+  %1 = pe.relative_value %av <clip = 4> : tensor<4x9x48xf32> -> tensor<4x16x20x48xf32>
   return
 }
 
