@@ -135,7 +135,7 @@ Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
           double p = probabilities.at(b, h, i, j);
           if (p == 0.0)
             continue; // masked (or underflowed) keys contribute nothing
-          int64_t bucket = bucketed ? bucketed.bucket(i, j) : 0;
+          int64_t bucket = bucketed ? bucketed.bucket(b, i, j) : 0;
           for (int64_t c = 0; c < valueDim; ++c) {
             // Shaw et al. 2018, eq. (3): z_i = Σ_j p_ij (v_j + a^V_ij).
             double value = v.at(b, h / group, j, c);

@@ -18,12 +18,12 @@
 
 namespace pejit::ref {
 
-/// A value term by buckets (Shaw's a^V): output row i of head h gains
-/// Σ_j p_ij·rows[(h,) bucket(i, j), :]; rows is [B, dv] shared by the
-/// heads or [hq, B, dv] per head. Never materialised as [sq, skv, dv].
+/// A value term by buckets (Shaw's a^V): output row i of head h in batch b
+/// gains Σ_j p_ij·rows[(h,) bucket(b, i, j), :]; rows is [B, dv] shared by
+/// the heads or [hq, B, dv] per head. Never materialised as [sq, skv, dv].
 struct BucketedValueTerm {
   const Tensor *rows = nullptr;
-  std::function<int64_t(int64_t i, int64_t j)> bucket;
+  std::function<int64_t(int64_t b, int64_t i, int64_t j)> bucket;
   explicit operator bool() const { return rows != nullptr; }
 };
 

@@ -45,29 +45,48 @@ std::vector<double> alibiSlopes(int64_t numHeads) {
   return slopes;
 }
 
+int64_t RelativeDistance::operator()(int64_t b, int64_t i, int64_t j) const {
+  if (queryPositions && keyPositions)
+    return keyPositions->get(b, j) - queryPositions->get(b, i);
+  return j - (i + skv - sq);
+}
+
+int64_t RelativeDistance::batchRows() const {
+  if (!queryPositions || !keyPositions)
+    return 1;
+  return std::max(queryPositions->batchRows(false), keyPositions->batchRows(false));
+}
+
 Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm form, int64_t sq,
                  int64_t skv, const std::vector<double> &explicitSlopes) {
+  PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
+  return alibiBias(numHeads, headOffset, heads, form, RelativeDistance{sq, skv}, explicitSlopes);
+}
+
+Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm form,
+                 const RelativeDistance &distance, const std::vector<double> &explicitSlopes) {
   PEJIT_REF_CHECK(numHeads > 0 && heads > 0, "head counts must be > 0");
   PEJIT_REF_CHECK(headOffset >= 0 && headOffset + heads <= numHeads,
                   "shard heads [" + std::to_string(headOffset) + ", " +
                       std::to_string(headOffset + heads) + ") exceed numHeads " +
                       std::to_string(numHeads));
-  PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
   PEJIT_REF_CHECK(explicitSlopes.empty() || static_cast<int64_t>(explicitSlopes.size()) == numHeads,
                   "explicitSlopes must hold numHeads = " + std::to_string(numHeads) + " slopes");
   std::vector<double> slopes = explicitSlopes.empty() ? alibiSlopes(numHeads) : explicitSlopes;
-  Tensor bias({1, heads, sq, skv});
-  for (int64_t h = 0; h < heads; ++h) {
-    double slope = slopes[headOffset + h];
-    for (int64_t i = 0; i < sq; ++i) {
-      for (int64_t j = 0; j < skv; ++j) {
-        // docs/semantics.md, ALiBi; distance from the bottom-right aligned query.
-        double distance = double((i + skv - sq) - j);
-        bias.at(0, h, i, j) =
-            form == AlibiForm::Causal ? -slope * distance : -slope * std::fabs(distance);
+  const int64_t rows = distance.batchRows(), sq = distance.sq, skv = distance.skv;
+  Tensor bias({rows, heads, sq, skv});
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      double slope = slopes[headOffset + h];
+      for (int64_t i = 0; i < sq; ++i) {
+        for (int64_t j = 0; j < skv; ++j) {
+          // docs/semantics.md, ALiBi: query − key, from the bottom-right
+          // aligned query index (or from the positions).
+          double d = -static_cast<double>(distance(b, i, j));
+          bias.at(b, h, i, j) = form == AlibiForm::Causal ? -slope * d : -slope * std::fabs(d);
+        }
       }
     }
-  }
   return bias;
 }
 
@@ -102,21 +121,27 @@ int64_t t5RelativePositionBucket(int64_t relativePosition, bool bidirectional, i
 
 Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets, int64_t maxDistance,
               int64_t sq, int64_t skv) {
+  PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
+  return t5Bias(table, bidirectional, numBuckets, maxDistance, RelativeDistance{sq, skv});
+}
+
+Tensor t5Bias(const Tensor &table, bool bidirectional, int64_t numBuckets, int64_t maxDistance,
+              const RelativeDistance &distance) {
   PEJIT_REF_CHECK(table.rank() == 2 && table.shape[0] == numBuckets,
                   "table must be [numBuckets = " + std::to_string(numBuckets) + ", heads], got " +
                       shapeToString(table.shape));
-  PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
-  const int64_t heads = table.shape[1];
-  Tensor bias({1, heads, sq, skv});
-  for (int64_t i = 0; i < sq; ++i) {
-    for (int64_t j = 0; j < skv; ++j) {
-      // docs/semantics.md, T5; relative = key index − aligned query index.
-      int64_t bucket =
-          t5RelativePositionBucket(j - (i + skv - sq), bidirectional, numBuckets, maxDistance);
-      for (int64_t h = 0; h < heads; ++h)
-        bias.at(0, h, i, j) = table.at(bucket, h);
+  const int64_t heads = table.shape[1], rows = distance.batchRows();
+  Tensor bias({rows, heads, distance.sq, distance.skv});
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t i = 0; i < distance.sq; ++i) {
+      for (int64_t j = 0; j < distance.skv; ++j) {
+        // docs/semantics.md, T5; relative = key − query (index or position).
+        int64_t bucket =
+            t5RelativePositionBucket(distance(b, i, j), bidirectional, numBuckets, maxDistance);
+        for (int64_t h = 0; h < heads; ++h)
+          bias.at(b, h, i, j) = table.at(bucket, h);
+      }
     }
-  }
   return bias;
 }
 
@@ -128,6 +153,14 @@ int64_t shawRelativeIndex(int64_t i, int64_t j, int64_t clip, int64_t sq, int64_
 
 Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, int64_t skv) {
   PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, h, sq, d], got " + shapeToString(q.shape));
+  PEJIT_REF_CHECK(skv >= 0, "skv must be >= 0");
+  return relativeKeyTerm(q, keyTable, clip, RelativeDistance{q.shape[2], skv});
+}
+
+Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip,
+                       const RelativeDistance &distance) {
+  const int64_t skv = distance.skv;
+  PEJIT_REF_CHECK(q.rank() == 4, "q must be [b, h, sq, d], got " + shapeToString(q.shape));
   const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], headDim = q.shape[3];
   PEJIT_REF_CHECK(clip >= 0, "clip must be >= 0");
   const bool perHead = keyTable.rank() == 3;
@@ -137,14 +170,13 @@ Tensor relativeKeyTerm(const Tensor &q, const Tensor &keyTable, int64_t clip, in
       "keyTable must be [(h = " + std::to_string(heads) +
           ",) 2k+1 = " + std::to_string(2 * clip + 1) + ", d = " + std::to_string(headDim) +
           "], got " + shapeToString(keyTable.shape));
-  PEJIT_REF_CHECK(skv >= 0, "skv must be >= 0");
   Tensor term({batch, heads, sq, skv});
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < sq; ++i)
         for (int64_t j = 0; j < skv; ++j) {
           // Shaw et al. 2018, eq. (4): q_i · a^K_ij.
-          int64_t row = shawRelativeIndex(i, j, clip, sq, skv) + clip;
+          int64_t row = std::clamp<int64_t>(distance(b, i, j), -clip, clip) + clip;
           double dot = 0.0;
           for (int64_t c = 0; c < headDim; ++c)
             dot += q.at(b, h, i, c) * (perHead ? keyTable.at(h, row, c) : keyTable.at(row, c));

@@ -5,6 +5,21 @@
 
 namespace pejit::encodings {
 
+EncodingSpec alibi(int64_t numHeads, int64_t headOffset, bool symmetric) {
+  EncodingSpec spec;
+  spec.attribute = "#pe.alibi<num_heads = " + std::to_string(numHeads) +
+                   ", head_offset = " + std::to_string(headOffset) +
+                   ", form = " + (symmetric ? "symmetric" : "causal") + ">";
+  return spec;
+}
+
+EncodingSpec relativeToPosition(EncodingSpec spec) {
+  // Every attribute here ends in '>': the parameter goes last.
+  spec.attribute.insert(spec.attribute.size() - 1, ", relative_to = position");
+  spec.readsPositions = true;
+  return spec;
+}
+
 EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
                     DType tableDtype) {
   EncodingSpec spec;

@@ -11,6 +11,15 @@
 
 namespace pejit::encodings {
 
+/// ALiBi as a fused encoding (AttentionSpec::alibi goes through pe.alibi
+/// and fusion instead; both give the same kernel).
+EncodingSpec alibi(int64_t numHeads, int64_t headOffset, bool symmetric);
+
+/// `spec` (ALiBi, T5 or Shaw) measuring distance by the attention's position
+/// ids, key_pos - query_pos, instead of by sequence index (relative_to =
+/// position; docs/semantics.md).
+EncodingSpec relativeToPosition(EncodingSpec spec);
+
 /// T5's bucketed relative bias; reads a [numBuckets, queryHeads] table.
 EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
                     DType tableDtype = DType::F32);

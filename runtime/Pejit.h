@@ -47,6 +47,9 @@ struct AlibiSpec {
 /// (and before the position ids), in order.
 struct EncodingSpec {
   std::string attribute;
+  /// It measures distance by position ids (encodings::relativeToPosition):
+  /// the attention then takes query and key positions.
+  bool readsPositions = false;
   std::vector<std::vector<int64_t>> operandShapes;
   DType operandDtype = DType::F32;
 };

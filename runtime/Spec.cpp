@@ -131,9 +131,13 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     }
   }
   bool ropeQ = spec.rope && spec.ropeOnQuery, ropeK = spec.rope && spec.ropeOnKey;
-  if (ropeQ)
+  // A bias by position reads both position ids (the same a RoPE reads).
+  bool byPosition = false;
+  for (const EncodingSpec &encoding : spec.encodings)
+    byPosition = byPosition || encoding.readsPositions;
+  if (ropeQ || byPosition)
     out << ", %q_pos: " << qp;
-  if (ropeK)
+  if (ropeK || byPosition)
     out << ", %k_pos: " << kp;
   out << ") -> " << o << " {\n";
   std::string qIn = "%q", kIn = "%k";
@@ -156,7 +160,10 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
         << "\n";
     bias = " bias(%bias : " + biasType + ")";
   }
-  out << "  %o = attn.attention " << qIn << ", " << kIn << ", %v" << bias;
+  out << "  %o = attn.attention " << qIn << ", " << kIn << ", %v";
+  if (byPosition)
+    out << " query_positions(%q_pos : " << qp << ") key_positions(%k_pos : " << kp << ")";
+  out << bias;
   if (spec.causal)
     out << " causal";
   if (spec.window)

@@ -163,7 +163,9 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o;
     MemRefDescriptor<float, 1> scc = sd;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
-    item(&qc, &kc, &vc, &oc, &scc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(), index);
+    MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
+    item(&qc, &kc, &vc, &oc, &scc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(), &qpc,
+         &kpc, index);
   });
   returnScratch(std::move(scratch));
   return Status();

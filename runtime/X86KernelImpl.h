@@ -32,12 +32,14 @@ using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int
 /// (key, scratch, first job, job step): the key cache jobs (pejit_prepare).
 using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
                            int64_t);
-/// (q, k, v, o, scratch, encoding operand slots 0..3, item): each slot a
-/// memref descriptor of its operand's rank (pejit_item in the template).
+/// (q, k, v, o, scratch, encoding operand slots 0..3, query and key
+/// positions, item): each slot a memref descriptor of its operand's rank
+/// (pejit_item in the template).
 constexpr size_t kEncodingOperandSlots = 4;
 using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                        MemRefDescriptor<float, 1> *, void *, void *, void *, void *, int64_t);
+                        MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
+                        MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *, int64_t);
 
 class LoadedObject;
 

@@ -45,10 +45,17 @@ bool hasQKTransform(ArrayRef<Attribute> encodings) {
 /// Only one of them rotated (the other already is, e.g. a KV cache written
 /// with RoPE) -> the encoding's one-sided form, if it has one.
 void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
-  if (op.getQueryPositions() || op.getKeyPositions() || hasQKTransform(encodings))
+  if (hasQKTransform(encodings))
     return;
   auto queryOp = fusableProducer(op.getQuery(), pe::EncodingKind::QKTransform);
   auto keyOp = fusableProducer(op.getKey(), pe::EncodingKind::QKTransform);
+  // Positions the attention already has (a bias by position reads them)
+  // must be the ones the transform reads.
+  auto conflicts = [](Value given, pe::PositionalEncodingOpInterface producer) {
+    return given && producer && producer.getPositionIds() != given;
+  };
+  if (conflicts(op.getQueryPositions(), queryOp) || conflicts(op.getKeyPositions(), keyOp))
+    return;
   bool same = queryOp && keyOp && queryOp != keyOp &&
               queryOp.getPositionalEncoding() == keyOp.getPositionalEncoding();
   if (!same) {

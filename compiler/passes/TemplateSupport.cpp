@@ -228,6 +228,51 @@ std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
   return window;
 }
 
+namespace {
+
+/// The position ids of rows `index` (i32 lanes or a scalar) of batch
+/// `batch`: positions[b or 0, clamp(index, 0, s - 1)] as i64 of index's
+/// shape. Padding lanes past s read the last id (their scores are masked).
+/// Without a positions memref, the default ids: index + offset.
+Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Value index,
+                    int64_t defaultOffset) {
+  Type i64 = pe::typeLike(index, b.getI64Type());
+  if (!positions) {
+    Value shifted = arith::AddIOp::create(
+        b, loc, index, pe::constantLike(b, loc, index, static_cast<double>(defaultOffset)));
+    return arith::ExtSIOp::create(b, loc, i64, shifted);
+  }
+  auto type = cast<MemRefType>(positions.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value row = type.getDimSize(0) == 1 ? zero : batch;
+  Value clamped = arith::MaxSIOp::create(b, loc, index, pe::constantLike(b, loc, index, 0.0));
+  clamped = arith::MinSIOp::create(
+      b, loc, clamped,
+      pe::constantLike(b, loc, index, static_cast<double>(type.getDimSize(1) - 1)));
+  if (auto lanes = dyn_cast<VectorType>(index.getType())) {
+    Value mask =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
+    Value passThru = pe::constantLike(b, loc, index, 0.0, b.getI64Type());
+    return vector::GatherOp::create(b, loc, cast<VectorType>(i64), positions, ValueRange{row, zero},
+                                    clamped, mask, passThru);
+  }
+  Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+  return memref::LoadOp::create(b, loc, positions, ValueRange{row, at});
+}
+
+/// point's positions, for an encoding that measures by them.
+void setPositions(OpBuilder &b, Location loc, const pe::AttentionShape &shape,
+                  pe::PositionalEncodingAttrInterface encoding, Value queryPositions,
+                  Value keyPositions, pe::ScorePoint &point) {
+  if (!encoding.readsPositions())
+    return;
+  point.queryPosition = loadPositions(b, loc, queryPositions, point.batch, point.queryIndex,
+                                      shape.keySeq - shape.querySeq);
+  point.keyPosition = loadPositions(b, loc, keyPositions, point.batch, point.keyIndex, 0);
+}
+
+} // namespace
+
 void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
                  ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
                  std::optional<double> softcap) {
@@ -308,6 +353,8 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
           point.tileStart = mod.getTileStart();
         }
         point.queryLanesConsecutive = mod.getConsecutiveQueries();
+        setPositions(b, loc, shape, bias.encoding, mod.getQueryPositions(), mod.getKeyPositions(),
+                     point);
         score = bias.encoding.emitScoreMod(b, loc, shape, point);
       };
       for (const Placed &bias : scoreBiases)
@@ -326,6 +373,8 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         pe::ScorePoint point{nullptr, bucket.getBatch(), bucket.getHead(), bucket.getQueryIndex(),
                              bucket.getKeyIndex()};
         point.operands = operandsOf(*valueTerm, bucket.getEncodingOperands());
+        setPositions(b, loc, shape, valueTerm->encoding, bucket.getQueryPositions(),
+                     bucket.getKeyPositions(), point);
         result = valueTerm->encoding.emitValueTermBucket(b, loc, shape, point);
       }
       bucket.getResult().replaceAllUsesWith(result);

@@ -222,6 +222,15 @@ LogicalResult AttentionOp::verifyEncodings() {
   if (nextOperand != getEncodingOperands().size())
     return emitOpError() << "has " << getEncodingOperands().size()
                          << " encoding_operands but its encodings read " << nextOperand;
+  // relative_to = position reads plain [s] / [b, s] ids: not M-RoPE's axes.
+  pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
+  for (auto [index, attr] : llvm::enumerate(encodings))
+    if (cast<pe::PositionalEncodingAttrInterface>(attr).readsPositions() && transform &&
+        transform.getPositionAxes() > 0)
+      return emitOpError() << "encodings[" << index << "] (" << attr
+                           << ") measures distance by position, but the position ids have "
+                           << transform.getPositionAxes() << " axes (from " << transform
+                           << "): relative_to = position needs [s] or [b, s] ids";
   return success();
 }
 
@@ -265,5 +274,7 @@ LogicalResult pejit::attn::ScoreModOp::verify() {
            << getScore().getType() << ")";
   if (static_cast<bool>(getTileScratch()) != static_cast<bool>(getTileStart()))
     return emitOpError("tile(scratch, start) needs both operands");
+  if (static_cast<bool>(getQueryPositions()) != static_cast<bool>(getKeyPositions()))
+    return emitOpError("positions(query, key) needs both operands");
   return success();
 }

@@ -161,6 +161,9 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
     attn.query_tile_prologue) and its first query row. With
     `consecutive_queries` the template states that lane l is query
     queryIndex[0] + l, all of one key: hooks may then read contiguously.
+    `positions(%qpos, %kpos)` are the attention's position ids ([rows, sq]
+    and [rows, skv] i64, rows 1 or b), which the expansion reads only for
+    encodings that measure distance by position (relative_to = position).
 
     ```mlir
     %s1 = attn.score_mod %s, batch %b, head %h, query %qi, key %kj
@@ -174,6 +177,8 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
                        Variadic<AnyMemRef>:$encoding_operands,
                        Optional<MemRefRankOf<[F32], [1]>>:$tile_scratch,
                        Optional<Index>:$tile_start,
+                       Optional<MemRefRankOf<[I64], [2]>>:$query_positions,
+                       Optional<MemRefRankOf<[I64], [2]>>:$key_positions,
                        UnitAttr:$consecutive_queries);
   let results = (outs AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$result);
   let assemblyFormat = [{
@@ -181,12 +186,14 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
     (`consecutive_queries` $consecutive_queries^)?
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     (`tile` `(` $tile_scratch^ `:` type($tile_scratch) `,` $tile_start `)`)?
+    (`positions` `(` $query_positions^ `,` $key_positions `:` type($query_positions) `,`
+       type($key_positions) `)`)?
     attr-dict `:` type($score) `,` type($query_index)
   }];
   let hasVerifier = 1;
 }
 
-def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure,
+def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["query_index", "key_index", "result"]>]> {
   let summary = "the value term's bucket of (query, key), pointwise";
   let description = [{
@@ -196,6 +203,7 @@ def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure,
     adds each probability into its bucket's accumulator. Expands
     (attn-instantiate-x86-template) to the value-term encoding's
     emitValueTermBucket, or to 0 when the attention has none.
+    `positions(...)` as for attn.score_mod.
 
     ```mlir
     %m = attn.value_term_bucket batch %b, head %h, query %qi, key %kj : vector<8xi32>
@@ -204,11 +212,15 @@ def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure,
   let arguments = (ins Index:$batch, Index:$head,
                        AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$query_index,
                        AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$key_index,
-                       Variadic<AnyMemRef>:$encoding_operands);
+                       Variadic<AnyMemRef>:$encoding_operands,
+                       Optional<MemRefRankOf<[I64], [2]>>:$query_positions,
+                       Optional<MemRefRankOf<[I64], [2]>>:$key_positions);
   let results = (outs AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$result);
   let assemblyFormat = [{
     `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    (`positions` `(` $query_positions^ `,` $key_positions `:` type($query_positions) `,`
+       type($key_positions) `)`)?
     attr-dict `:` type($query_index)
   }];
 }

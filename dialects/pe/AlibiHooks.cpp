@@ -3,6 +3,7 @@
 // Math (docs/semantics.md "ALiBi"), with off = skv - sq:
 //   bias(h, i, j) = -slope[head_offset + h] * d,  d = (i + off) - j  (causal)
 //                                                  or |i + off - j| (symmetric)
+// and, with relative_to = position, d = query_pos[i] - key_pos[j].
 // Slopes are the ALiBi paper's get_slopes(num_heads) (float64 reference),
 // baked in as constants. Pointwise: one FMA per lane once d is known.
 #include "dialects/pe/PEAttrs.h"
@@ -19,35 +20,37 @@ Value AlibiAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &
   std::vector<double> slopes = getSlopes().empty()
                                    ? pejit::ref::alibiSlopes(getNumHeads())
                                    : std::vector<double>(getSlopes().begin(), getSlopes().end());
-  std::vector<float> negSlopes;
+  // With d = key - query: causal -slope ((i + off) - j) = slope d;
+  // symmetric -slope |d|. One FMA either way.
+  bool causal = getForm() == AlibiForm::Causal;
+  std::vector<float> factors;
   for (int64_t h = 0; h < shape.queryHeads; ++h)
-    negSlopes.push_back(static_cast<float>(-slopes[getHeadOffset() + h]));
+    factors.push_back(
+        static_cast<float>(causal ? slopes[getHeadOffset() + h] : -slopes[getHeadOffset() + h]));
 
   // The head's slope by a chain of selects on the head index: a constant
   // table indexed dynamically would go through memory (a stack slot on GPUs).
   auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
-  Value negSlope = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(negSlopes.back()));
+  Value factor = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(factors.back()));
   for (int64_t h = shape.queryHeads - 2; h >= 0; --h) {
     Value isHead = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, point.head, idx(h));
-    Value slope = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(negSlopes[h]));
-    negSlope = arith::SelectOp::create(b, loc, isHead, slope, negSlope);
+    Value slope = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(factors[h]));
+    factor = arith::SelectOp::create(b, loc, isHead, slope, factor);
   }
 
-  // d = (i + off) - j: i32 lanes (sequence lengths < 2^31), then f32.
-  Value off = constantLike(b, loc, point.queryIndex, shape.keySeq - shape.querySeq);
-  Value aligned = arith::AddIOp::create(b, loc, point.queryIndex, off);
-  Value distanceI = arith::SubIOp::create(b, loc, aligned, point.keyIndex);
-  Value distance = arith::SIToFPOp::create(b, loc, point.score.getType(), distanceI);
-  if (getForm() == AlibiForm::Symmetric)
+  Value distance = relativeDistance(b, loc, shape, point, readsPositions(), /*asFloat=*/true);
+  if (!causal)
     distance = math::AbsFOp::create(b, loc, distance);
-  return math::FmaOp::create(b, loc, distance, broadcastLike(b, loc, point.score, negSlope),
+  return math::FmaOp::create(b, loc, distance, broadcastLike(b, loc, point.score, factor),
                              point.score);
 }
+
+bool AlibiAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 
 pejit::ref::Tensor AlibiAttr::referenceScoreBias(const ReferenceAttention &attention) const {
   std::vector<double> slopes(getSlopes().begin(), getSlopes().end());
   return pejit::ref::alibiBias(getNumHeads(), getHeadOffset(), attention.queryHeads,
                                getForm() == AlibiForm::Causal ? pejit::ref::AlibiForm::Causal
                                                               : pejit::ref::AlibiForm::Symmetric,
-                               attention.querySeq, attention.keySeq, slopes);
+                               attention.distance(readsPositions()), slopes);
 }

@@ -48,4 +48,23 @@ Value gatherLanesAsF32(OpBuilder &b, Location loc, Value base, ValueRange indice
   return value;
 }
 
+Value relativeDistance(OpBuilder &b, Location loc, const AttentionShape &shape,
+                       const ScorePoint &point, bool byPosition, bool asFloat) {
+  Type f32 = typeLike(point.queryIndex, b.getF32Type());
+  if (!byPosition) {
+    // Lengths < 2^31 (docs/limits.md): the i32 difference is exact.
+    Value off = constantLike(b, loc, point.queryIndex, shape.keySeq - shape.querySeq);
+    Value aligned = arith::AddIOp::create(b, loc, point.queryIndex, off);
+    Value d = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
+    return asFloat ? arith::SIToFPOp::create(b, loc, f32, d).getResult() : d;
+  }
+  // Positions lie in [-2^31, 2^31): their i64 difference cannot overflow.
+  Value d = arith::SubIOp::create(b, loc, point.keyPosition, point.queryPosition);
+  if (asFloat)
+    return arith::SIToFPOp::create(b, loc, f32, d);
+  d = arith::MaxSIOp::create(b, loc, d, constantLike(b, loc, d, -2147483647.0));
+  d = arith::MinSIOp::create(b, loc, d, constantLike(b, loc, d, 2147483647.0));
+  return arith::TruncIOp::create(b, loc, typeLike(point.queryIndex, b.getI32Type()), d);
+}
+
 } // namespace pejit::pe

@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
 #include "reference/Attention.h"
+#include "reference/ScoreBias.h"
 #include "reference/Tensor.h"
 #include "llvm/ADT/SmallVector.h"
 #include <cstdint>
@@ -69,12 +70,24 @@ struct QKTileArgs {
 /// the tile's first query row. `queryLanesConsecutive` is the template's
 /// statement that queryIndex[l] = queryIndex[0] + l (and keyIndex is one
 /// key for all lanes): a hook may then read a table contiguously.
+///
+/// `queryPosition` and `keyPosition` (i64, the indices' shape) are the
+/// attention's position ids of those rows, set only for an encoding whose
+/// readsPositions() is true (relative_to = position).
 struct ScorePoint {
   mlir::Value score, batch, head, queryIndex, keyIndex;
   llvm::SmallVector<mlir::Value> operands = {};
   mlir::Value tileScratch = {}, tileStart = {};
   bool queryLanesConsecutive = false;
+  mlir::Value queryPosition = {}, keyPosition = {};
 };
+
+/// The key − query distance at `point`, pointwise (docs/semantics.md): by
+/// sequence index, j − (i + skv − sq), or, byPosition, keyPosition −
+/// queryPosition. As i32 (positions' differences saturated to the i32
+/// range: every bucketing clips far sooner) or, asFloat, as f32.
+mlir::Value relativeDistance(mlir::OpBuilder &b, mlir::Location loc, const AttentionShape &shape,
+                             const ScorePoint &point, bool byPosition, bool asFloat = false);
 
 /// attn.query_tile_prologue: once per query tile, before its first key
 /// tile. `tileScratch` is the encoding's part of the tile's scratch;
@@ -127,6 +140,19 @@ struct ReferenceAttention {
   std::vector<const ref::Tensor *> operands;
   /// Q [b, hq, sq, d] after the QK transform (for key terms).
   const ref::Tensor *query = nullptr;
+  /// The attention's position ids (defaults filled in), for relative_to =
+  /// position.
+  const ref::PositionIds *queryPositions = nullptr, *keyPositions = nullptr;
+
+  /// Key - query distances by index, or byPosition by the position ids.
+  ref::RelativeDistance distance(bool byPosition) const {
+    ref::RelativeDistance d{querySeq, keySeq};
+    if (byPosition) {
+      d.queryPositions = queryPositions;
+      d.keyPositions = keyPositions;
+    }
+    return d;
+  }
 };
 
 } // namespace pejit::pe

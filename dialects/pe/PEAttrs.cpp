@@ -290,7 +290,7 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 the
 }
 
 LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads, int64_t headOffset,
-                                AlibiForm form, llvm::ArrayRef<F64> slopes) {
+                                AlibiForm form, llvm::ArrayRef<F64> slopes, RelativeTo) {
   if (failed(requireInRange(emitError, "alibi num_heads", numHeads, limits::kMaxHeads,
                             "the most heads an attention has")))
     return failure();
@@ -307,7 +307,7 @@ LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads, int64_t
 }
 
 LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets, int64_t maxDistance,
-                                 bool bidirectional) {
+                                 bool bidirectional, RelativeTo) {
   // T5's _relative_position_bucket: buckets per sign (halved when
   // bidirectional), half of those exact, the rest logarithmic up to
   // max_distance; the log needs max_distance > max_exact >= 1.
@@ -328,7 +328,7 @@ LogicalResult T5BiasAttr::verify(EmitErrorFn emitError, int64_t numBuckets, int6
   return success();
 }
 
-LogicalResult RelativeKeyAttr::verify(EmitErrorFn emitError, int64_t clip) {
+LogicalResult RelativeKeyAttr::verify(EmitErrorFn emitError, int64_t clip, RelativeTo) {
   if (clip < 0)
     return emitError() << "relative_key clip must be non-negative, got " << clip;
   if (clip > (limits::kMaxTableRows - 1) / 2)
@@ -337,7 +337,7 @@ LogicalResult RelativeKeyAttr::verify(EmitErrorFn emitError, int64_t clip) {
   return success();
 }
 
-LogicalResult RelativeValueAttr::verify(EmitErrorFn emitError, int64_t clip) {
+LogicalResult RelativeValueAttr::verify(EmitErrorFn emitError, int64_t clip, RelativeTo) {
   if (clip < 0)
     return emitError() << "relative_value clip must be non-negative, got " << clip;
   if (clip > (limits::kMaxTableRows - 1) / 2)

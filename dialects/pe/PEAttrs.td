@@ -24,6 +24,16 @@ def PE_RopeSides : I32EnumAttr<"RopeSides", "which of Q and K a fused RoPE rotat
   let genSpecializedAttr = 0;
 }
 
+def PE_RelativeTo : I32EnumAttr<"RelativeTo", "what a score bias measures distance by", [
+    I32EnumAttrCase<"Index", 0, "index">,
+    I32EnumAttrCase<"Position", 1, "position">]> {
+  let cppNamespace = "::pejit::pe";
+  let genSpecializedAttr = 0;
+}
+def PE_RelativeToParameter
+    : PE_DefaultEnumParameter<PE_RelativeTo, "::pejit::pe::RelativeTo::Index",
+                              "distances by sequence index or by position id">;
+
 def PE_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi distance form", [
     I32EnumAttrCase<"Causal", 0, "causal">,
     I32EnumAttrCase<"Symmetric", 1, "symmetric">]> {
@@ -168,22 +178,26 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
-    "emitScoreMod", "referenceScoreBias"]> {
+    "emitScoreMod", "referenceScoreBias", "readsPositions"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j
     (causal) or |i + skv - sq - j| (symmetric). Slopes follow the paper's
     get_slopes(num_heads) over the full head count (non-powers of two
     included) unless `slopes` lists them.
+    `relative_to = position` (fused form only) measures the distance by the
+    attention's position ids instead, key_pos[j] - query_pos[i] (packed or
+    left-padded batches, HF position_ids); the default is the index.
   }];
   let parameters = (ins
     "int64_t":$num_heads,
     DefaultValuedParameter<"int64_t", "0", "first head of this shard">:$head_offset,
     EnumParameter<PE_AlibiForm>:$form,
-    PE_OptionalF64ArrayParameter<"explicit slopes, one per head">:$slopes);
+    PE_OptionalF64ArrayParameter<"explicit slopes, one per head">:$slopes,
+    PE_RelativeToParameter:$relative_to);
 }
 
-def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable",
+def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPositions",
     "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
     "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
     "referenceScoreBias"]> {
@@ -198,9 +212,13 @@ def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable",
     distances share the last bucket. The learned table is [num_buckets, hq]
     (HF's relative_attention_bias.weight) and is the fused attention's one
     encoding operand. T5 models use scale 1.0.
+    `relative_to = position` (fused form only) measures the distance by the
+    attention's position ids instead, key_pos[j] - query_pos[i] (packed or
+    left-padded batches, HF position_ids); the default is the index.
   }];
   let parameters = (ins "int64_t":$num_buckets, "int64_t":$max_distance,
-                        PE_BoolParameter<"buckets on both signs", "true">:$bidirectional);
+                        PE_BoolParameter<"buckets on both signs", "true">:$bidirectional,
+                        PE_RelativeToParameter:$relative_to);
 }
 
 def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable",
@@ -221,6 +239,7 @@ def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable
 }
 
 def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusable",
+    "readsPositions",
     "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand", "isKeyTerm",
     "requiresQueryTileScratch", "getQueryTileScratchFloats", "emitQueryTilePrologue",
     "emitScoreMod", "referenceKeyTerm"]> {
@@ -231,11 +250,15 @@ def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusa
     attention's encoding operand). Fused on x86: once per query tile the
     kernel forms Q_tile . a^K^T ([rows, 2k+1]) and each score reads its
     entry; the term enters before the softcap, as the scale does.
+    `relative_to = position` (fused form only) measures the distance by the
+    attention's position ids instead, key_pos[j] - query_pos[i] (packed or
+    left-padded batches, HF position_ids); the default is the index.
   }];
-  let parameters = (ins "int64_t":$clip);
+  let parameters = (ins "int64_t":$clip, PE_RelativeToParameter:$relative_to);
 }
 
 def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value", ["isFusable",
+    "readsPositions",
     "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
     "getValueTermBuckets", "emitValueTermBucket", "emitValueTermRow", "referenceValueTerm"]> {
   let summary = "Shaw et al. 2018 value term sum_j p_ij a^V[clip(j - i) + k]";
@@ -246,8 +269,11 @@ def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value", ["
     kernel sums each row's probabilities per bucket, rescaled by the online
     softmax as the output is, and adds sum_m acc[m] a^V[m] once per query
     tile, so no [sq, skv, dv] tensor exists.
+    `relative_to = position` (fused form only) measures the distance by the
+    attention's position ids instead, key_pos[j] - query_pos[i] (packed or
+    left-padded batches, HF position_ids); the default is the index.
   }];
-  let parameters = (ins "int64_t":$clip);
+  let parameters = (ins "int64_t":$clip, PE_RelativeToParameter:$relative_to);
 }
 
 def PE_SinusoidalAttr : PE_EncodingAttr<"Sinusoidal", "sinusoidal"> {

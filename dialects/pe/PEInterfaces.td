@@ -102,6 +102,12 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
     InterfaceMethod<[{
+        Whether the hooks read the attention's position ids
+        (ScorePoint::queryPosition / keyPosition; relative_to = position).
+        The ids must be plain ([s] or [b, s]): no position axes.
+      }],
+      "bool", "readsPositions", (ins), "", "return false;">,
+    InterfaceMethod<[{
         A score term added to q . k before the scale and softcap (Shaw's
         a^K): its score hook runs first and adds scale * term to the scaled
         score (shape.scale).

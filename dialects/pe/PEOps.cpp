@@ -70,8 +70,22 @@ LogicalResult RopeOp::verify() {
 Value RopeOp::getTransformedInput() { return getInput(); }
 Value RopeOp::getPositionIds() { return getPositions(); }
 
+namespace {
+/// relative_to = position is for a bias fused into attn.attention, which
+/// reads the attention's position ids; the standalone ops have none.
+LogicalResult rejectPositionDistances(Operation *op, PositionalEncodingAttrInterface encoding) {
+  if (!encoding.readsPositions())
+    return success();
+  return op->emitOpError() << "relative_to = position is for an encoding fused into "
+                              "attn.attention (it reads the attention's position ids); this op "
+                              "has no position operands, so leave relative_to out";
+}
+} // namespace
+
 LogicalResult AlibiOp::verify() {
   Operation *op = getOperation();
+  if (failed(rejectPositionDistances(op, getEncoding())))
+    return failure();
   if (failed(verifyBiasResult(op, getResult())))
     return failure();
   auto emitError = [&]() { return emitOpError(); };
@@ -80,6 +94,8 @@ LogicalResult AlibiOp::verify() {
 
 LogicalResult T5BiasOp::verify() {
   Operation *op = getOperation();
+  if (failed(rejectPositionDistances(op, getEncoding())))
+    return failure();
   if (failed(verifyBiasResult(op, getResult())) ||
       failed(requireRank(op, "table", getTable().getType(), 2, "[num_buckets, h]")) ||
       failed(verifyTableSizes(op, getTable())) ||
@@ -120,6 +136,8 @@ LogicalResult verifyShawTable(Operation *op, Value table, int64_t clip, int64_t 
 
 LogicalResult RelativeKeyOp::verify() {
   Operation *op = getOperation();
+  if (failed(rejectPositionDistances(op, getEncoding())))
+    return failure();
   const DimLimit queryLimits[] = {
       {"b", kMaxLength}, {"h", kMaxHeads}, {"sq", kMaxLength}, {"d", kMaxHeadDim}};
   if (failed(requireRank(op, "query", getQuery().getType(), 4, "[b, h, sq, d]")) ||
@@ -141,6 +159,8 @@ LogicalResult RelativeKeyOp::verify() {
 
 LogicalResult RelativeValueOp::verify() {
   Operation *op = getOperation();
+  if (failed(rejectPositionDistances(op, getEncoding())))
+    return failure();
   auto tableType = cast<RankedTensorType>(getTable().getType());
   bool perHead = tableType.getRank() == 3;
   // [sq, skv, dv], or [h, sq, skv, dv] from a per-head table.

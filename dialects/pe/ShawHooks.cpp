@@ -23,18 +23,21 @@
 using namespace mlir;
 using namespace pejit::pe;
 
-/// clamp(j - (i + skv - sq), -k, k) + k, pointwise on i32 indices.
+/// clamp(d, -k, k) + k with d the key - query distance (by index, or by
+/// position), pointwise on i32 lanes.
 static Value shawBucket(OpBuilder &b, Location loc, const AttentionShape &shape, int64_t clip,
-                        Value queryIndex, Value keyIndex) {
-  auto i32 = [&](int64_t v) { return constantLike(b, loc, queryIndex, static_cast<double>(v)); };
-  Value aligned = arith::AddIOp::create(b, loc, queryIndex, i32(shape.keySeq - shape.querySeq));
-  Value rel = arith::SubIOp::create(b, loc, keyIndex, aligned);
+                        const ScorePoint &point, bool byPosition) {
+  auto i32 = [&](int64_t v) {
+    return constantLike(b, loc, point.queryIndex, static_cast<double>(v));
+  };
+  Value rel = relativeDistance(b, loc, shape, point, byPosition);
   rel = arith::MaxSIOp::create(b, loc, rel, i32(-clip));
   rel = arith::MinSIOp::create(b, loc, rel, i32(clip));
   return arith::AddIOp::create(b, loc, rel, i32(clip));
 }
 
 bool RelativeKeyAttr::isFusable() const { return true; }
+bool RelativeKeyAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 unsigned RelativeKeyAttr::getNumEncodingOperands() const { return 1; }
 std::string RelativeKeyAttr::getEncodingOperandName(unsigned) const { return "shaw_key_table"; }
 bool RelativeKeyAttr::isKeyTerm() const { return true; }
@@ -124,7 +127,7 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
   int64_t clip = getClip(), rows = 2 * clip + 1;
   Value like = point.queryIndex;
   auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
-  Value bucket = shawBucket(b, loc, shape, clip, point.queryIndex, point.keyIndex);
+  Value bucket = shawBucket(b, loc, shape, clip, point, readsPositions());
   // Row i - i0 of the tile's QaK, clamped into the tile (padding lanes).
   Value start = broadcastLike(b, loc, like,
                               arith::IndexCastOp::create(b, loc, b.getI32Type(), point.tileStart));
@@ -147,7 +150,7 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
 
 pejit::ref::Tensor RelativeKeyAttr::referenceKeyTerm(const ReferenceAttention &attention) const {
   return pejit::ref::relativeKeyTerm(*attention.query, *attention.operands[0], getClip(),
-                                     attention.keySeq);
+                                     attention.distance(readsPositions()));
 }
 
 // Shaw's relative value term (#pe.relative_value): a value term with 2k + 1
@@ -157,6 +160,7 @@ pejit::ref::Tensor RelativeKeyAttr::referenceKeyTerm(const ReferenceAttention &a
 // The template keeps acc (rescaled by the online softmax as O is); the
 // hooks give the bucket rel + k and the rows of aV.
 bool RelativeValueAttr::isFusable() const { return true; }
+bool RelativeValueAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 unsigned RelativeValueAttr::getNumEncodingOperands() const { return 1; }
 std::string RelativeValueAttr::getEncodingOperandName(unsigned) const { return "shaw_value_table"; }
 int64_t RelativeValueAttr::getValueTermBuckets() const { return 2 * getClip() + 1; }
@@ -173,7 +177,7 @@ SmallVector<Value> RelativeValueOp::getEncodingOperands() { return {getTable()};
 Value RelativeValueAttr::emitValueTermBucket(OpBuilder &b, Location loc,
                                              const AttentionShape &shape,
                                              const ScorePoint &point) const {
-  return shawBucket(b, loc, shape, getClip(), point.queryIndex, point.keyIndex);
+  return shawBucket(b, loc, shape, getClip(), point, readsPositions());
 }
 
 Value RelativeValueAttr::emitValueTermRow(OpBuilder &b, Location loc, const AttentionShape &,
@@ -194,8 +198,9 @@ Value RelativeValueAttr::emitValueTermRow(OpBuilder &b, Location loc, const Atte
 
 pejit::ref::BucketedValueTerm
 RelativeValueAttr::referenceValueTerm(const ReferenceAttention &attention) const {
-  int64_t clip = getClip(), sq = attention.querySeq, skv = attention.keySeq;
-  return {attention.operands[0], [=](int64_t i, int64_t j) {
-            return pejit::ref::shawRelativeIndex(i, j, clip, sq, skv) + clip;
+  int64_t clip = getClip();
+  pejit::ref::RelativeDistance distance = attention.distance(readsPositions());
+  return {attention.operands[0], [=](int64_t b, int64_t i, int64_t j) {
+            return std::clamp<int64_t>(distance(b, i, j), -clip, clip) + clip;
           }};
 }

@@ -137,8 +137,11 @@ Value emitTableValue(OpBuilder &b, Location loc, Value table, Value bucket, Valu
 
 } // namespace
 
+bool T5BiasAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
+
 int64_t T5BiasAttr::getQueryTileScratchFloats(const AttentionShape &shape) const {
-  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1)
+  // The table is by index distance: positions take the per-score bucket.
+  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1 || readsPositions())
     return 0;
   int64_t lanes = shape.vectorWidth;
   int64_t entries = (shape.queryTileRows + shape.keySeq - 1 + lanes - 1) / lanes * lanes;
@@ -177,7 +180,6 @@ void T5BiasAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const Attenti
 Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &shape,
                                const ScorePoint &point) const {
   Value like = point.queryIndex; // i32, or a vector of i32 lanes
-  auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
   if (point.tileScratch && point.queryLanesConsecutive && isa<VectorType>(like.getType())) {
     // Entry e = (i - tileStart) + (skv - 1) - j of the tile's table; the
     // lanes are consecutive entries. Key rows past skv (tile padding, masked
@@ -196,9 +198,7 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
         vector::LoadOp::create(b, loc, point.score.getType(), point.tileScratch, ValueRange{at});
     return arith::AddFOp::create(b, loc, point.score, bias);
   }
-  Value aligned =
-      arith::AddIOp::create(b, loc, point.queryIndex, i32(shape.keySeq - shape.querySeq));
-  Value rel = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
+  Value rel = relativeDistance(b, loc, shape, point, readsPositions());
   Value value =
       emitTableValue(b, loc, point.operands[0], emitBucket(b, loc, *this, rel), point.head);
   return arith::AddFOp::create(b, loc, point.score, value);
@@ -206,5 +206,5 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
 
 pejit::ref::Tensor T5BiasAttr::referenceScoreBias(const ReferenceAttention &attention) const {
   return pejit::ref::t5Bias(*attention.operands[0], getBidirectional(), getNumBuckets(),
-                            getMaxDistance(), attention.querySeq, attention.keySeq);
+                            getMaxDistance(), attention.distance(readsPositions()));
 }

@@ -302,20 +302,24 @@ public:
     if (op.getBias())
       bias = tensor(op.getBias());
     // Each fused encoding brings its float64 semantics through its
-    // interface; its operands are the next of encoding_operands.
+    // interface; its operands are the next of encoding_operands. The
+    // position ids (defaults filled in) serve QK transforms and encodings
+    // that measure distance by position.
+    std::optional<ref::PositionIds> qIds = ids(op, op.getQueryPositions(), false, sq, skv);
+    std::optional<ref::PositionIds> kIds = ids(op, op.getKeyPositions(), true, sq, skv);
+    if (!qIds || !kIds)
+      return false;
     unsigned nextOperand = 0;
     for (mlir::Attribute attr : op.getEncodingsAttr() ? op.getEncodingsAttr().getValue()
                                                       : llvm::ArrayRef<mlir::Attribute>()) {
       auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(attr);
       pe::ReferenceAttention context{q.dim(0), q.dim(1), sq, skv, {}};
+      context.queryPositions = &*qIds;
+      context.keyPositions = &*kIds;
       for (unsigned k = 0; k < encoding.getNumEncodingOperands(); ++k)
         context.operands.push_back(&tensor(op.getEncodingOperands()[nextOperand++]));
       switch (encoding.getEncodingKind()) {
       case pe::EncodingKind::QKTransform: {
-        auto qIds = ids(op, op.getQueryPositions(), false, sq, skv);
-        auto kIds = ids(op, op.getKeyPositions(), true, sq, skv);
-        if (!qIds || !kIds)
-          return false;
         std::string problem;
         if ((encoding.transformsQuery() &&
              !encoding.applyReferenceQKTransform(q, *qIds, omitted(op.getQueryPositions()), seqLen,

@@ -51,14 +51,22 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
         std::pair<const void *, size_t>{nullptr, static_cast<size_t>(kernel.partialRowFloats) * 4}})
     if (Status st = upload(data, bytes, buffers); !st)
       return st;
-  // Position ids go to slots 8 and 9 (uploaded below), the encoding
-  // operands after them, each its own pejit_attention argument.
+  // Position ids go to slots 8 and 9 (the prologue's tables and the score
+  // hooks of encodings with relative_to = position read them), the
+  // encoding operands after them, each its own pejit_attention argument.
+  if (!host.queryPositions || !host.keyPositions)
+    return Error{"the kernel takes position ids (defaults filled in): none were given"};
+  if (Status st = upload(host.queryPositions->data(), host.queryPositions->size() * 8, buffers);
+      !st)
+    return st;
+  if (Status st = upload(host.keyPositions->data(), host.keyPositions->size() * 8, buffers); !st)
+    return st;
   std::vector<DeviceBuffer> operandBuffers;
   for (auto [data, bytes] : host.encodingOperands)
     if (Status st = upload(data, bytes, operandBuffers); !st)
       return st;
   KernelArgs args, combineArgs;
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < 10; ++i)
     args.pointer(buffers[i]);
   for (DeviceBuffer &operand : operandBuffers)
     args.pointer(operand);
@@ -88,15 +96,6 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
       return launch(*combine, dims3(kernel.combineGrid), dims3(kernel.block), 0, combineArgs);
     return Status();
   };
-  if (kernel.scratchFloats > 0) {
-    if (!host.queryPositions || !host.keyPositions)
-      return Error{"the kernel has a QK transform: position ids are needed"};
-    if (Status st = upload(host.queryPositions->data(), host.queryPositions->size() * 8, buffers);
-        !st)
-      return st;
-    if (Status st = upload(host.keyPositions->data(), host.keyPositions->size() * 8, buffers); !st)
-      return st;
-  }
   if (Status st = runOnce(); !st)
     return st;
   if (Status st = synchronize(); !st)

@@ -38,8 +38,10 @@
 // of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
 // (out_f32|out_f16|out_bf16). ${ENCODING_ARGS}: the encoding operands
-// (", %e0: memref<...>", ...: contiguous, after the fixed arguments) and
-// ${ENCODING_OPERANDS} the score_mod's operands(...) list of them.
+// (", %e0: memref<...>", ...: contiguous, after the fixed arguments and the
+// position ids) and ${ENCODING_OPERANDS} the score_mod's operands(...) list
+// of them. The position ids go to the prologue and to score_mod (read only
+// by encodings with relative_to = position).
 //
 // A QK transform (RoPE) runs as its hooks say: @pejit_prologue (launched
 // first, over all positions) fills its tables; the Q tile and each K tile
@@ -81,7 +83,8 @@ gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel 
 }
 
 gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
-                          %wo: !WO, %wm: !WML, %wl: !WML${ENCODING_ARGS})
+                          %wo: !WO, %wm: !WML, %wl: !WML, %qpos: !QPOS,
+                          %kpos: !KPOS${ENCODING_ARGS})
     workgroup(%Ks: !QS, %Vs: !VS) kernel {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -342,7 +345,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %i_i = arith.index_cast %i : index to i32
         %j_i = arith.index_cast %j : index to i32
         %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
-            : f32, i32
+            positions(%qpos, %kpos : !QPOS, !KPOS) : f32, i32
         // key j is visible to row i iff j < SKV, (causal) j <= i + OFF,
         // (window) j >= i + OFF - WINDOW and (right) j <= i + OFF + RIGHT.
         %diag = arith.addi %i, %OFF : index

@@ -82,8 +82,12 @@ func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first
   return
 }
 
+// The position ids (as the prologue gets them) are for encodings that
+// measure distance by position (relative_to = position): the hook
+// expansion reads them only for those.
 func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !E0, %e1: !E1,
-                      %e2: !E2, %e3: !E3, %item: index) attributes {llvm.emit_c_interface} {
+                      %e2: !E2, %e3: !E3, %qpos: !QPOS, %kpos: !KPOS, %item: index)
+    attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -252,7 +256,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
           %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
           %s_mod = attn.score_mod %s, batch %b, head %h, query %q_idx, key %k_idx
               consecutive_queries operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
-              tile(%TS : memref<${TILE_SCRATCH}xf32>, %i0) : !V8, vector<8xi32>
+              tile(%TS : memref<${TILE_SCRATCH}xf32>, %i0) positions(%qpos, %kpos : !QPOS, !KPOS)
+              : !V8, vector<8xi32>
           vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
         }
       }
@@ -383,9 +388,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
 
     // The value term's per-bucket sums, rescaled as Os is.
     scf.if %value_term {
-      func.call @pejit_value_term_tile(%VT, %St, %A, %b, %h, %i0, %j0, %nq16, %e0, %e1, %e2, %e3)
+      func.call @pejit_value_term_tile(%VT, %St, %A, %b, %h, %i0, %j0, %nq16, %e0, %e1, %e2, %e3,
+                                       %qpos, %kpos)
           : (memref<${VT_FLOATS}xf32>, memref<${BN}x${BM}xf32>, memref<${BM}xf32>, index, index,
-             index, index, index, !E0, !E1, !E2, !E3) -> ()
+             index, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS) -> ()
     }
 
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).

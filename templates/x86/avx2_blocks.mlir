@@ -224,7 +224,7 @@ func.func private @load_key_tile(%k: !K, %kt: !KTILE, %scratch: !SCRATCH, %b: in
 func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN}x${BM}xf32>,
                                  %A: memref<${BM}xf32>, %b: index, %h: index, %i0: index,
                                  %j0: index, %nq16: index, %e0: !E0, %e1: !E1, %e2: !E2,
-                                 %e3: !E3) {
+                                 %e3: !E3, %qpos: !QPOS, %kpos: !KPOS) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -256,7 +256,8 @@ func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN
       %j_i = arith.index_cast %j : index to i32
       %k_idx = vector.broadcast %j_i : i32 to vector<8xi32>
       %bucket = attn.value_term_bucket batch %b, head %h, query %q_idx, key %k_idx
-          operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : vector<8xi32>
+          operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
+          : vector<8xi32>
       %base = arith.muli %bucket, %bm_v : vector<8xi32>
       %at = arith.addi %base, %rows : vector<8xi32>
       %p = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, vector<8xf32>

@@ -170,6 +170,18 @@ std::vector<Variant> variants() {
        "theta = 100.0, axial = true>]) : tensor<1x4x64x64x@T@>, tensor<1x4x64x64x@T@>, "
        "tensor<1x4x64x64x@T@> -> tensor<1x4x64x64x@T@>\n"
        "  return %o : tensor<1x4x64x64x@T@>\n}\n"},
+      // T5 and ALiBi measured by per-batch position ids (packed sequences).
+      {"t5_alibi_by_position",
+       "func.func @f(%q: tensor<2x4x64x64x@T@>, %k: tensor<2x4x64x64x@T@>, "
+       "%v: tensor<2x4x64x64x@T@>, %t: tensor<32x4xf32>, %p: tensor<2x64xi64>) -> "
+       "tensor<2x4x64x64x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x64xi64>) "
+       "key_positions(%p : tensor<2x64xi64>) causal encodings([#pe.t5_bias<num_buckets = 32, "
+       "max_distance = 128, bidirectional = false, relative_to = position>, #pe.alibi<num_heads "
+       "= 4, form = causal, relative_to = position>]) encoding_operands(%t : tensor<32x4xf32>) : "
+       "tensor<2x4x64x64x@T@>, tensor<2x4x64x64x@T@>, tensor<2x4x64x64x@T@> -> "
+       "tensor<2x4x64x64x@T@>\n"
+       "  return %o : tensor<2x4x64x64x@T@>\n}\n"},
       // Softcap (tanh, from libdevice) before a T5 bias.
       {"softcap_t5",
        "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x64x64x@T@>, "

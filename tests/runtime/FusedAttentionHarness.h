@@ -98,9 +98,14 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     return dims;
   };
   bool ropeQ = c.spec.rope && c.spec.ropeOnQuery, ropeK = c.spec.rope && c.spec.ropeOnKey;
-  if (ropeQ && !qp.empty())
+  // An encoding by position reads both ids (the kernel takes both).
+  bool byPosition = false;
+  for (const EncodingSpec &encoding : c.spec.encodings)
+    byPosition = byPosition || encoding.readsPositions;
+  bool passQ = (ropeQ || byPosition) && !qp.empty(), passK = (ropeK || byPosition) && !kp.empty();
+  if (passQ)
     inputs.push_back({qp.data(), DType::I64, positionShape(s.querySeq), {}});
-  if (ropeK && !kp.empty())
+  if (passK)
     inputs.push_back({kp.data(), DType::I64, positionShape(s.keySeq), {}});
   TensorView outView{out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}};
   if (Status status = kernel->run(inputs, outView); !status) {
@@ -142,10 +147,10 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     options.bias = &bias;
   }
   ref::Tensor expected;
-  if (operands.empty()) {
+  if (c.spec.encodings.empty()) {
     expected = ref::attention(qr, kr, v, options);
   } else {
-    // Encodings with operands bring their float64 semantics through their
+    // Fused encodings bring their float64 semantics through their
     // interface: the reference interpreter on the builder's own source.
     std::vector<ReferenceArgument> arguments = {q, k, v};
     for (const ref::Tensor &operand : operands)
@@ -153,9 +158,9 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     auto ids = [&](const std::vector<int64_t> &given, int64_t seq) {
       return ref::PositionIds(positionShape(seq), given);
     };
-    if (ropeQ && !qp.empty())
+    if (passQ)
       arguments.push_back(ids(qp, s.querySeq));
-    if (ropeK && !kp.empty())
+    if (passK)
       arguments.push_back(ids(kp, s.keySeq));
     Expected<ref::Tensor> interpreted =
         interpretReference(Spec::fromBuilder(c.spec, s).source(), arguments);

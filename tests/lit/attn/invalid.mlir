@@ -251,7 +251,7 @@ func.func @qk_prologue_half_rows(%pos: memref<1x16xi64>, %scratch: memref<?xf32>
 
 func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
   // expected-error @+1 {{'attn.score_mod' op query_index and key_index ('i32') must have the lanes of score ('vector<8xf32>')}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>}> : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}> : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
   return
 }
 
@@ -259,7 +259,7 @@ func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
 
 func.func @score_mod_index_types(%s: f32, %i: i32, %j: vector<8xi32>, %n: index) {
   // expected-error @+1 {{'attn.score_mod' op failed to verify that all of {query_index, key_index} have same type}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>}> : (f32, index, index, i32, vector<8xi32>) -> f32
+  %r = "attn.score_mod"(%s, %n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}> : (f32, index, index, i32, vector<8xi32>) -> f32
   return
 }
 
@@ -299,7 +299,7 @@ func.func @extra_encoding_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>
 
 func.func @score_mod_tile_half(%s: f32, %i: i32, %n: index, %ts: memref<64xf32>) {
   // expected-error @+1 {{'attn.score_mod' op tile(scratch, start) needs both operands}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %ts) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0>}> : (f32, index, index, i32, i32, memref<64xf32>) -> f32
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %ts) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0, 0, 0>}> : (f32, index, index, i32, i32, memref<64xf32>) -> f32
   return
 }
 
@@ -315,7 +315,7 @@ func.func @negative_right_window(%q: tensor<1x4x8x64xf32>) {
 
 func.func @value_term_bucket_types(%i: i32, %j: vector<8xi32>, %n: index) {
   // expected-error @+1 {{'attn.value_term_bucket' op failed to verify that all of {query_index, key_index, result} have same type}}
-  %m = "attn.value_term_bucket"(%n, %n, %i, %j) : (index, index, i32, vector<8xi32>) -> i32
+  %m = "attn.value_term_bucket"(%n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> : (index, index, i32, vector<8xi32>) -> i32
   return
 }
 
@@ -356,5 +356,21 @@ func.func @value_term_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<2x8x8x64xf32>) 
 func.func @shaw_key_table_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<2x9x64xf32>) {
   // expected-error @+1 {{'attn.attention' op encoding_operands #0 (shaw_key_table of encodings[0]): the Shaw key table must be [2 clip + 1 = 9, d = 64] (shared) or [hq = 4, 9, 64] (per head), got 'tensor<2x9x64xf32>'}}
   %o = attn.attention %q, %q, %q encodings([#pe.relative_key<clip = 4>]) encoding_operands(%t : tensor<2x9x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @by_position_with_mrope(%q: tensor<1x4x8x64xf32>, %p: tensor<3x8xi64>) {
+  // expected-error @+1 {{'attn.attention' op encodings[1] (#pe.alibi<num_heads = 4, form = causal, relative_to = position>) measures distance by position, but the position ids have 3 axes (from #pe.rope<layout = half, theta = 10000.0, sections = [8, 12, 12]>): relative_to = position needs [s] or [b, s] ids}}
+  %o = attn.attention %q, %q, %q query_positions(%p : tensor<3x8xi64>) key_positions(%p : tensor<3x8xi64>) encodings([#pe.rope<layout = half, theta = 10000.0, sections = [8, 12, 12]>, #pe.alibi<num_heads = 4, form = causal, relative_to = position>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @score_mod_one_position(%s: f32, %i: i32, %n: index, %p: memref<1x8xi64>) {
+  // expected-error @+1 {{'attn.score_mod' op positions(query, key) needs both operands}}
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>}> : (f32, index, index, i32, i32, memref<1x8xi64>) -> f32
   return
 }

@@ -83,6 +83,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   // With the query tile's scratch, lanes of consecutive queries.
   // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} consecutive_queries operands(%{{.*}} : memref<32x8xf32>) tile(%{{.*}} : memref<64xf32>, %{{.*}}) : vector<8xf32>, vector<8xi32>
   %s2 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 consecutive_queries operands(%table : memref<32x8xf32>) tile(%ts : memref<64xf32>, %n) : vector<8xf32>, vector<8xi32>
+  // Position ids, for encodings with relative_to = position.
+  // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} positions(%{{.*}}, %{{.*}} : memref<1x16xi64>, memref<1x16xi64>) : vector<8xf32>, vector<8xi32>
+  %s3 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 positions(%qpos, %qpos : memref<1x16xi64>, memref<1x16xi64>) : vector<8xf32>, vector<8xi32>
   // A value term's bucket (lanes as score_mod) and one row's channels.
   // CHECK: attn.value_term_bucket batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : vector<8xi32>
   %m8 = attn.value_term_bucket batch %n, head %first, query %qi8, key %kj8 operands(%table : memref<32x8xf32>) : vector<8xi32>

@@ -213,6 +213,33 @@ func.func @shaw_value_two_users(%q: tensor<1x4x16x64xf32>, %aV: tensor<5x64xf32>
 
 // -----
 
+// An attention whose bias measures by position already holds the ids; a
+// RoPE on the same ids still fuses, one on other ids does not.
+// CHECK-LABEL: func.func @rope_with_bias_by_position
+// CHECK-NOT: pe.rope
+// CHECK: attn.attention %arg0, %arg1, %arg2 query_positions(%arg3 : tensor<16xi32>) key_positions(%arg3 : tensor<16xi32>) {{.*}}encodings([#pe.alibi<num_heads = 4, form = causal, relative_to = position>, #pe.rope<layout = half, theta = 10000.0>])
+func.func @rope_with_bias_by_position(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v query_positions(%pos : tensor<16xi32>) key_positions(%pos : tensor<16xi32>) causal encodings([#pe.alibi<num_heads = 4, form = causal, relative_to = position>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rope_other_ids_than_bias
+// CHECK: pe.rope
+// CHECK: pe.rope
+// CHECK: attn.attention
+func.func @rope_other_ids_than_bias(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>, %other: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %other <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %other <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v query_positions(%pos : tensor<16xi32>) key_positions(%pos : tensor<16xi32>) encodings([#pe.alibi<num_heads = 4, form = causal, relative_to = position>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
 // With RoPE on Q the kernel would see rotated rows, the op the unrotated
 // ones: the key term stays (and the kernel refuses it, naming the op).
 // CHECK-LABEL: func.func @shaw_key_with_rope

@@ -36,14 +36,16 @@
 // CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
 // S = Ks . Qt in a function of its own (below).
 // CHECK: func.call @pejit_s_tile(
-// ALiBi slopes of 4 heads, negated (-2^-2, -2^-4, -2^-6, -2^-8), chosen by
-// the head index with a chain of selects.
-// CHECK-DAG: arith.constant -3.906250e-03 : f32
-// CHECK-DAG: arith.constant -1.562500e-02 : f32
-// CHECK-DAG: arith.constant -6.250000e-02 : f32
-// CHECK-DAG: arith.constant -2.500000e-01 : f32
+// ALiBi slopes of 4 heads (2^-2, 2^-4, 2^-6, 2^-8: causal, they multiply
+// the key - query distance), chosen by the head index with a chain of
+// selects.
+// CHECK-DAG: arith.constant 3.906250e-03 : f32
+// CHECK-DAG: arith.constant 1.562500e-02 : f32
+// CHECK-DAG: arith.constant 6.250000e-02 : f32
+// CHECK-DAG: arith.constant 2.500000e-01 : f32
 // CHECK: arith.select {{.*}} : f32
-// Pointwise on 8 query rows: d = (i + off) - j in i32 lanes, then one FMA.
+// Pointwise on 8 query rows: d = j - (i + off) in i32 lanes, then one FMA
+// (causal: s + slope d = s - slope ((i + off) - j)).
 // CHECK: %[[D:.*]] = arith.subi {{.*}} : vector<8xi32>
 // CHECK: %[[DF:.*]] = arith.sitofp %[[D]] : vector<8xi32> to vector<8xf32>
 // CHECK: math.fma %[[DF]], {{.*}} : vector<8xf32>
@@ -190,7 +192,7 @@ func.func @bf16_io(%q: tensor<1x2x40x64xbf16>, %k: tensor<1x2x40x64xbf16>, %v: t
 // query rows: e = (i - i0) + (skv - 1) - j, one load and one add. The
 // table is an encoding operand slot of @pejit_item.
 // CHECK-LABEL: func.func @pejit_item
-// CHECK-SAME: %{{[^:]*}}: memref<32x4xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: index)
+// CHECK-SAME: %{{[^:]*}}: memref<32x4xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1xf32>, %{{[^:]*}}: memref<1x{{[0-9]+}}xi64>, %{{[^:]*}}: memref<1x{{[0-9]+}}xi64>, %{{[^:]*}}: index)
 // CHECK: %[[TS:.*]] = memref.alloca() {alignment = 64 : i64} : memref<248xf32>
 // CHECK: math.absi {{.*}} : vector<8xi32>
 // CHECK-DAG: arith.constant dense<12> : vector<8xi32>
@@ -277,4 +279,19 @@ func.func @shaw(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tens
 func.func @shaw_value(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %aV: tensor<9x64xf32>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v scale(0.125) encodings([#pe.relative_value<clip = 4>]) encoding_operands(%aV : tensor<9x64xf32>) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
+}
+
+// -----
+
+// ALiBi by position: per 8 scores the expansion gathers the 8 query rows'
+// ids and the key's (indices clamped into [0, s)) from the item's position
+// memrefs; the bias uses key_pos - query_pos as f32.
+// CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: memref<1x64xi64>
+// CHECK: vector.gather %{{.*}} : memref<1x64xi64>, vector<8xi32>, vector<8xi1>, vector<8xi64> into vector<8xi64>
+// CHECK: arith.subi {{.*}} : vector<8xi64>
+// CHECK: arith.sitofp {{.*}} : vector<8xi64> to vector<8xf32>
+func.func @alibi_by_position(%q: tensor<1x4x64x64xf32>, %k: tensor<1x4x64x64xf32>, %v: tensor<1x4x64x64xf32>, %qp: tensor<64xi64>, %kp: tensor<64xi64>) -> tensor<1x4x64x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<64xi64>) key_positions(%kp : tensor<64xi64>) causal scale(0.125) encodings([#pe.alibi<num_heads = 4, form = causal, relative_to = position>]) : tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32> -> tensor<1x4x64x64xf32>
+  return %o : tensor<1x4x64x64xf32>
 }

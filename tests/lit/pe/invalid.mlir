@@ -507,3 +507,20 @@ func.func @rope_axial_positions(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, axial = true> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
+
+// -----
+
+func.func @alibi_by_position_unfused() {
+  // expected-error @+1 {{'pe.alibi' op relative_to = position is for an encoding fused into attn.attention (it reads the attention's position ids); this op has no position operands, so leave relative_to out}}
+  %0 = pe.alibi <num_heads = 4, form = causal, relative_to = position> : tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_to_bad_value() {
+  // expected-error @+2 {{expected ::pejit::pe::RelativeTo to be one of: index, position}}
+  // expected-error @+1 {{failed to parse PE_AlibiAttr parameter 'relative_to' which is to be a `::pejit::pe::RelativeTo`}}
+  %0 = pe.alibi <num_heads = 4, form = causal, relative_to = token> : tensor<1x4x8x8xf32>
+  return
+}
