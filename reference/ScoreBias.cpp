@@ -45,6 +45,19 @@ std::vector<double> alibiSlopes(int64_t numHeads) {
   return slopes;
 }
 
+Tensor repeatBatchRows(const Tensor &bias, int64_t rows) {
+  PEJIT_REF_CHECK(bias.rank() == 4 && (bias.shape[0] == 1 || bias.shape[0] == rows),
+                  "bias must be [1 or " + std::to_string(rows) + ", h, sq, skv], got " +
+                      shapeToString(bias.shape));
+  if (bias.shape[0] == rows)
+    return bias;
+  Tensor out({rows, bias.shape[1], bias.shape[2], bias.shape[3]});
+  const size_t one = bias.data.size();
+  for (int64_t b = 0; b < rows; ++b)
+    std::copy(bias.data.begin(), bias.data.end(), out.data.begin() + b * one);
+  return out;
+}
+
 int64_t RelativeDistance::operator()(int64_t b, int64_t i, int64_t j) const {
   if (queryPositions && keyPositions)
     return keyPositions->get(b, j) - queryPositions->get(b, i);

@@ -28,6 +28,10 @@ struct RelativeDistance {
   int64_t batchRows() const;
 };
 
+/// `bias` ([1 or b, h, sq, skv]) as [rows, h, sq, skv], its batch row
+/// repeated when it has one: a standalone bias op's [b, h, sq, skv] result.
+Tensor repeatBatchRows(const Tensor &bias, int64_t rows);
+
 /// The ALiBi paper's get_slopes(n) for the total head count n, including the
 /// non-power-of-two rule.
 std::vector<double> alibiSlopes(int64_t numHeads);

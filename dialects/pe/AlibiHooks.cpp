@@ -7,6 +7,7 @@
 // Slopes are the ALiBi paper's get_slopes(num_heads) (float64 reference),
 // baked in as constants. Pointwise: one FMA per lane once d is known.
 #include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/PEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -53,4 +54,19 @@ pejit::ref::Tensor AlibiAttr::referenceScoreBias(const ReferenceAttention &atten
                                getForm() == AlibiForm::Causal ? pejit::ref::AlibiForm::Causal
                                                               : pejit::ref::AlibiForm::Symmetric,
                                attention.distance(readsPositions()), slopes);
+}
+
+// pe.alibi: the materialized [1|b, h, sq, skv] bias (index distances).
+bool AlibiOp::evaluateReference(const ReferenceOpArgs &, pejit::ref::Tensor &result,
+                                std::string &) {
+  AlibiAttr a = getEncoding();
+  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  std::vector<double> slopes(a.getSlopes().begin(), a.getSlopes().end());
+  result = pejit::ref::repeatBatchRows(
+      pejit::ref::alibiBias(a.getNumHeads(), a.getHeadOffset(), shape[1],
+                            a.getForm() == AlibiForm::Causal ? pejit::ref::AlibiForm::Causal
+                                                             : pejit::ref::AlibiForm::Symmetric,
+                            shape[2], shape[3], slopes),
+      shape[0]);
+  return true;
 }

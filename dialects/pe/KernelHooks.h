@@ -155,6 +155,17 @@ struct ReferenceAttention {
   }
 };
 
+/// What an unfused pe op's float64 reference sees (evaluateReference): per
+/// operand, in order, its tensor (float operands) or its position ids
+/// (integer operands, with the defaults filled in; idsOmitted says the
+/// caller gave none), and RoPE's seqLen (max(position) + 1 over the call).
+struct ReferenceOpArgs {
+  std::vector<const ref::Tensor *> tensors;
+  std::vector<const ref::PositionIds *> ids;
+  bool idsOmitted = false;
+  int64_t seqLen = 0;
+};
+
 } // namespace pejit::pe
 
 #endif // PEJIT_DIALECTS_PE_KERNELHOOKS_H

@@ -239,6 +239,20 @@ def PE_PositionalEncodingOpInterface
       }],
       "::mlir::Value", "getPositionIds", (ins), "",
       [{ return nullptr; }]>,
+    InterfaceMethod<[{
+        The op's float64 reference, its unfused semantics
+        (docs/semantics.md): the result from `args` (its operands as
+        tensors, or as position ids with the defaults filled in). False with
+        `error` set when it cannot (e.g. a position past a learned table).
+      }],
+      "bool", "evaluateReference",
+      (ins "const ::pejit::pe::ReferenceOpArgs &":$args, "::pejit::ref::Tensor &":$result,
+           "std::string &":$error)>,
+    InterfaceMethod<[{
+        What operand `index` is, for messages and argument roles ("table").
+      }],
+      "std::string", "getOperandRoleName", (ins "unsigned":$index), "",
+      [{ return "operand #" + std::to_string(index); }]>,
   ];
 }
 

@@ -19,7 +19,7 @@ class PE_EncodingOp<string mnemonic, list<Trait> traits = [],
 }
 
 def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>],
-                              ["getTransformedInput", "getPositionIds"]> {
+                              ["getTransformedInput", "getPositionIds", "getOperandRoleName"]> {
   let summary = "rotate Q or K by position (RoPE)";
   let description = [{
     `input` is [b, h, s, d]; `positions` is [s] or [b, s] (or [A, s] /
@@ -52,7 +52,7 @@ def PE_AlibiOp : PE_EncodingOp<"alibi"> {
   let assemblyFormat = "$encoding attr-dict `:` type($result)";
 }
 
-def PE_T5BiasOp : PE_EncodingOp<"t5_bias", [], ["getEncodingOperands"]> {
+def PE_T5BiasOp : PE_EncodingOp<"t5_bias", [], ["getEncodingOperands", "getOperandRoleName"]> {
   let summary = "T5 relative bias [1|b, h, sq, skv] from a [num_buckets, h] table";
   let description = [{
     ```mlir
@@ -67,7 +67,8 @@ def PE_T5BiasOp : PE_EncodingOp<"t5_bias", [], ["getEncodingOperands"]> {
   }];
 }
 
-def PE_RelativeKeyOp : PE_EncodingOp<"relative_key", [], ["getEncodingOperands"]> {
+def PE_RelativeKeyOp : PE_EncodingOp<"relative_key", [],
+                                     ["getEncodingOperands", "getOperandRoleName"]> {
   let summary = "Shaw key term [b, h, sq, skv] = q_i . a^K[clip(j - i) + k]";
   let description = [{
     `query` is [b, h, sq, d], `table` a^K is [2k+1, d] (shared by heads). The
@@ -87,7 +88,8 @@ def PE_RelativeKeyOp : PE_EncodingOp<"relative_key", [], ["getEncodingOperands"]
   }];
 }
 
-def PE_RelativeValueOp : PE_EncodingOp<"relative_value", [], ["getEncodingOperands"]> {
+def PE_RelativeValueOp : PE_EncodingOp<"relative_value", [],
+                                       ["getEncodingOperands", "getOperandRoleName"]> {
   let summary = "Shaw value term [sq, skv, dv] = a^V[clip(j - i) + k]";
   let description = [{
     `table` a^V is [2k+1, dv]. Attention adds sum_j p_ij * result[i, j, :] to
@@ -104,7 +106,8 @@ def PE_RelativeValueOp : PE_EncodingOp<"relative_value", [], ["getEncodingOperan
   }];
 }
 
-def PE_SinusoidalOp : PE_EncodingOp<"sinusoidal", [AllTypesMatch<["input", "result"]>]> {
+def PE_SinusoidalOp : PE_EncodingOp<"sinusoidal", [AllTypesMatch<["input", "result"]>],
+                                    ["getOperandRoleName"]> {
   let summary = "add the sinusoidal embedding to [b, s, d] embeddings";
   let description = [{
     PE(p, 2i) = sin(p / base^(2i/d)), PE(p, 2i+1) = cos(p / base^(2i/d)).
@@ -121,7 +124,8 @@ def PE_SinusoidalOp : PE_EncodingOp<"sinusoidal", [AllTypesMatch<["input", "resu
   }];
 }
 
-def PE_LearnedOp : PE_EncodingOp<"learned", [AllTypesMatch<["input", "result"]>]> {
+def PE_LearnedOp : PE_EncodingOp<"learned", [AllTypesMatch<["input", "result"]>],
+                                 ["getOperandRoleName"]> {
   let summary = "add rows of a learned [max_positions, d] table to [b, s, d]";
   let description = [{
     ```mlir

@@ -1,5 +1,6 @@
 #include "dialects/pe/RopeConfig.h"
 #include "dialects/Limits.h"
+#include "dialects/pe/PEOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -117,6 +118,22 @@ bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds 
   }
   x = ref::applyRope(config, x, positions, seqLen);
   return true;
+}
+
+} // namespace pejit::pe
+
+namespace pejit::pe {
+
+// pe.rope: its input rotated at its positions.
+std::string RopeOp::getOperandRoleName(unsigned index) {
+  return index == 0 ? "input" : "positions";
+}
+
+bool RopeOp::evaluateReference(const ReferenceOpArgs &args, ref::Tensor &result,
+                               std::string &error) {
+  result = *args.tensors[0];
+  return getEncoding().applyReferenceQKTransform(result, *args.ids[1], args.idsOmitted, args.seqLen,
+                                                 error);
 }
 
 } // namespace pejit::pe

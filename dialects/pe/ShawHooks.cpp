@@ -7,9 +7,12 @@
 //   rel = clamp(j - (i + off), -k, k)
 //   s_ij = scale * (q_i . k_j + q_i . aK[(h,) rel + k])
 // Once per query tile (the query-tile prologue) the kernel forms
-//   QaK[r, m] = q_(i0 + r) . aK[m]        r < rows, m < 2k + 1
-// from the tile's Q rows; the score hook then gathers QaK[i - i0, rel + k]
-// and adds scale times it to the scaled score, before the softcap.
+//   QaK[m, r] = q_(i0 + r) . aK[m]        r < rows, m < 2k + 1
+// from the tile's Q rows (bucket-major: rows of one bucket are adjacent);
+// the score hook then reads QaK[rel + k, i - i0] and adds scale times it to
+// the scaled score, before the softcap. Lanes of consecutive query rows
+// that share a bucket (every key farther than k from them) read 8 adjacent
+// entries with one load; others gather.
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/PEOps.h"
 
@@ -90,7 +93,7 @@ void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const At
   Type element = cast<MemRefType>(table.getType()).getElementType();
   auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
   auto vecType = VectorType::get({lanes}, b.getF32Type());
-  // QaK[r, m] = sum_c Q[r, c] aK[m, c]: 8 channels per FMA, then a sum.
+  // QaK[m, r] = sum_c Q[r, c] aK[m, c]: 8 channels per FMA, then a sum.
   auto rowLoop = scf::ForOp::create(b, loc, idx(0), args.rows, idx(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
@@ -114,7 +117,8 @@ void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const At
   }
   Value dot =
       vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, channels.getResult(0));
-  Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, idx(rows)), m);
+  Value at =
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, m, idx(shape.queryTileRows)), r);
   memref::StoreOp::create(b, loc, dot, args.tileScratch, ValueRange{at});
 }
 
@@ -124,7 +128,7 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
   // instantiations refuse it elsewhere (requiresQueryTileScratch).
   if (!point.tileScratch)
     return point.score;
-  int64_t clip = getClip(), rows = 2 * clip + 1;
+  int64_t clip = getClip(), tileRows = shape.queryTileRows;
   Value like = point.queryIndex;
   auto i32 = [&](int64_t v) { return constantLike(b, loc, like, static_cast<double>(v)); };
   Value bucket = shawBucket(b, loc, shape, clip, point, readsPositions());
@@ -133,15 +137,45 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
                               arith::IndexCastOp::create(b, loc, b.getI32Type(), point.tileStart));
   Value r = arith::SubIOp::create(b, loc, point.queryIndex, start);
   r = arith::MaxSIOp::create(b, loc, r, i32(0));
-  r = arith::MinSIOp::create(b, loc, r, i32(shape.queryTileRows - 1));
-  Value flat = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, r, i32(rows)), bucket);
+  r = arith::MinSIOp::create(b, loc, r, i32(tileRows - 1));
+  Value flat =
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, bucket, i32(tileRows)), r);
   Value term;
-  if (isa<VectorType>(like.getType())) {
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    term = gatherLanesAsF32(b, loc, point.tileScratch, ValueRange{zero}, flat);
-  } else {
+  auto lanes = dyn_cast<VectorType>(like.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  if (!lanes) {
     Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), flat);
     term = memref::LoadOp::create(b, loc, point.tileScratch, ValueRange{at});
+  } else if (!point.queryLanesConsecutive) {
+    term = gatherLanesAsF32(b, loc, point.tileScratch, ValueRange{zero}, flat);
+  } else {
+    // Consecutive rows (the template's statement): when every lane has
+    // lane 0's bucket, their entries are adjacent: one load.
+    Value flat0 = vector::ExtractOp::create(b, loc, flat, ArrayRef<int64_t>{0});
+    Value bucket0 = vector::ExtractOp::create(b, loc, bucket, ArrayRef<int64_t>{0});
+    Value r0 = vector::ExtractOp::create(b, loc, r, ArrayRef<int64_t>{0});
+    Value same = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bucket,
+                                       broadcastLike(b, loc, like, bucket0));
+    Value allSame = vector::ReductionOp::create(b, loc, vector::CombiningKind::AND, same);
+    Value fits = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::sle, r0,
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(tileRows - lanes.getNumElements())));
+    Value adjacent = arith::AndIOp::create(b, loc, allSame, fits);
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{point.score.getType()}, adjacent,
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), flat0);
+      scf::YieldOp::create(b, loc,
+                           vector::LoadOp::create(b, loc, cast<VectorType>(point.score.getType()),
+                                                  point.tileScratch, ValueRange{at})
+                               .getResult());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           gatherLanesAsF32(b, loc, point.tileScratch, ValueRange{zero}, flat));
+    }
+    term = ifOp.getResult(0);
   }
   // s = scale (q.k + q.aK): the score arrives scaled.
   return math::FmaOp::create(b, loc, term, constantLike(b, loc, point.score, shape.scale),
@@ -203,4 +237,29 @@ RelativeValueAttr::referenceValueTerm(const ReferenceAttention &attention) const
   return {attention.operands[0], [=](int64_t b, int64_t i, int64_t j) {
             return std::clamp<int64_t>(distance(b, i, j), -clip, clip) + clip;
           }};
+}
+
+// The standalone ops: pe.relative_key's [b, h, sq, skv] term,
+// pe.relative_value's [(h,) sq, skv, dv] term.
+std::string RelativeKeyOp::getOperandRoleName(unsigned index) {
+  return index == 0 ? "query" : "table";
+}
+
+bool RelativeKeyOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
+                                      std::string &) {
+  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  result = pejit::ref::relativeKeyTerm(*args.tensors[0], *args.tensors[1], getEncoding().getClip(),
+                                       shape[3]);
+  return true;
+}
+
+std::string RelativeValueOp::getOperandRoleName(unsigned) { return "table"; }
+
+bool RelativeValueOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
+                                        std::string &) {
+  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  size_t sqDim = shape.size() - 3;
+  result = pejit::ref::relativeValueTerm(*args.tensors[0], getEncoding().getClip(), shape[sqDim],
+                                         shape[sqDim + 1]);
+  return true;
 }

@@ -208,3 +208,17 @@ pejit::ref::Tensor T5BiasAttr::referenceScoreBias(const ReferenceAttention &atte
   return pejit::ref::t5Bias(*attention.operands[0], getBidirectional(), getNumBuckets(),
                             getMaxDistance(), attention.distance(readsPositions()));
 }
+
+// pe.t5_bias: the materialized [1|b, h, sq, skv] bias.
+std::string T5BiasOp::getOperandRoleName(unsigned) { return "table"; }
+
+bool T5BiasOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
+                                 std::string &) {
+  T5BiasAttr a = getEncoding();
+  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  result = pejit::ref::repeatBatchRows(pejit::ref::t5Bias(*args.tensors[0], a.getBidirectional(),
+                                                          a.getNumBuckets(), a.getMaxDistance(),
+                                                          shape[2], shape[3]),
+                                       shape[0]);
+  return true;
+}

@@ -6,8 +6,6 @@
 #include "compiler/Registration.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEOps.h"
-#include "dialects/pe/RopeConfig.h"
-#include "reference/Absolute.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
@@ -22,7 +20,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <type_traits>
 
 namespace pejit {
 
@@ -67,13 +64,16 @@ Expected<Parsed> parse(const std::string &source, const std::string &name) {
   return parsed;
 }
 
-/// The attention that consumes a pe.rope result, and as which operand.
-std::pair<attn::AttentionOp, bool> ropeTarget(pe::RopeOp rope) {
-  for (mlir::Operation *user : rope.getResult().getUsers())
+/// The attention that consumes a QK transform's result (pe.rope), and as
+/// which operand (key: true); null for other pe ops.
+std::pair<attn::AttentionOp, bool> transformTarget(pe::PositionalEncodingOpInterface op) {
+  if (!op.getTransformedInput())
+    return {nullptr, false};
+  for (mlir::Operation *user : op->getResult(0).getUsers())
     if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
-      if (attention.getQuery() == rope.getResult())
+      if (attention.getQuery() == op->getResult(0))
         return {attention, false};
-      if (attention.getKey() == rope.getResult())
+      if (attention.getKey() == op->getResult(0))
         return {attention, true};
     }
   return {nullptr, false};
@@ -106,22 +106,20 @@ std::string useRole(mlir::OpOperand &use) {
         return names[i];
     }
   }
-  if (auto rope = mlir::dyn_cast<pe::RopeOp>(user)) {
-    auto [attention, isKey] = ropeTarget(rope);
-    std::string target = attention ? (isKey ? "key" : "query") : "";
-    if (n == 0)
-      return target.empty() ? "pe.rope input" : target;
-    return target.empty() ? "pe.rope positions" : target + "_positions";
-  }
   std::string name = user->getName().getStringRef().str();
-  const char *operand = nullptr;
-  if (mlir::isa<pe::T5BiasOp, pe::RelativeValueOp>(user))
-    operand = "table";
-  else if (mlir::isa<pe::RelativeKeyOp>(user))
-    operand = n == 0 ? "query" : "table";
-  else if (mlir::isa<pe::SinusoidalOp, pe::LearnedOp>(user))
-    operand = n == 0 ? "input" : n == 1 ? "positions" : "table";
-  return operand ? name + " " + operand : name + " operand #" + std::to_string(n);
+  auto encodingOp = mlir::dyn_cast<pe::PositionalEncodingOpInterface>(user);
+  if (!encodingOp)
+    return name + " operand #" + std::to_string(n);
+  // A QK transform feeding an attention: its input is the query or key.
+  auto [attention, isKey] = transformTarget(encodingOp);
+  if (attention) {
+    std::string target = isKey ? "key" : "query";
+    if (use.get() == encodingOp.getTransformedInput())
+      return target;
+    if (use.get() == encodingOp.getPositionIds())
+      return target + "_positions";
+  }
+  return name + " " + encodingOp.getOperandRoleName(n);
 }
 
 std::string argumentRole(mlir::BlockArgument arg) {
@@ -191,11 +189,6 @@ ref::Tensor addBias(const ref::Tensor &a, const ref::Tensor &b) {
   return sum;
 }
 
-/// `bias` [1, h, sq, skv] repeated to `shape` ([1|b, h, sq, skv]).
-ref::Tensor broadcastTo(const ref::Tensor &bias, llvm::ArrayRef<int64_t> shape) {
-  return addBias(ref::Tensor({shape[0], 1, shape[2], shape[3]}), bias);
-}
-
 std::vector<int64_t> dimsOf(mlir::Value value) {
   auto shape = mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
   return {shape.begin(), shape.end()};
@@ -231,21 +224,28 @@ public:
     return isKey ? ref::defaultKeyPositions(skv) : ref::defaultQueryPositions(sq, skv);
   }
 
-  std::optional<ref::PositionIds> ropeIds(pe::RopeOp rope) {
-    auto [attention, isKey] = ropeTarget(rope);
-    mlir::Value positions = rope.getPositions();
+  /// The ids a pe op reads at `positions`: for a QK transform, the
+  /// defaults of the attention side it feeds; for other ops (absolute
+  /// embeddings), 0 .. s - 1.
+  std::optional<ref::PositionIds> opIds(pe::PositionalEncodingOpInterface op,
+                                        mlir::Value positions) {
     if (!values.count(positions)) {
-      fail(rope, "position ids must be a function argument");
+      fail(op, "position ids must be a function argument");
       return std::nullopt;
     }
+    if (!op.getTransformedInput()) {
+      int64_t s = dimsOf(positions).back();
+      return ids(op, positions, true, s, s);
+    }
+    auto [attention, isKey] = transformTarget(op);
     if (!attention && values[positions].kind != Val::Ids) {
-      fail(rope, "its position ids are omitted but its result does not feed an "
-                 "attn.attention query or key, so they have no default");
+      fail(op, "its position ids are omitted but its result does not feed an "
+               "attn.attention query or key, so they have no default");
       return std::nullopt;
     }
     if (!attention)
       return values[positions].ids;
-    return ids(rope, positions, isKey, dimsOf(attention.getQuery())[2],
+    return ids(op, positions, isKey, dimsOf(attention.getQuery())[2],
                dimsOf(attention.getKey())[2]);
   }
 
@@ -254,8 +254,9 @@ public:
     int64_t seqLen = 0;
     for (mlir::Operation &op : func.getBody().getOps()) {
       std::vector<std::optional<ref::PositionIds>> all;
-      if (auto rope = mlir::dyn_cast<pe::RopeOp>(op))
-        all.push_back(ropeIds(rope));
+      if (auto encodingOp = mlir::dyn_cast<pe::PositionalEncodingOpInterface>(op))
+        if (encodingOp.getTransformedInput() && encodingOp.getPositionIds())
+          all.push_back(opIds(encodingOp, encodingOp.getPositionIds()));
       if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op)) {
         // The ids of the sides a fused QK transform rotates.
         pe::PositionalEncodingAttrInterface transform = attention.getFusedQKTransform();
@@ -272,14 +273,6 @@ public:
       }
     }
     return seqLen;
-  }
-
-  bool rotate(mlir::Operation *op, pe::RopeAttr attr, ref::Tensor &x,
-              const ref::PositionIds &positions, bool omitted, int64_t seqLen) {
-    std::string problem;
-    if (!attr.applyReferenceQKTransform(x, positions, omitted, seqLen, problem))
-      return fail(op, problem);
-    return true;
   }
 
   bool omitted(mlir::Value positions) {
@@ -360,77 +353,45 @@ public:
     return true;
   }
 
+  /// A pe op through its interface: operands as tensors or as ids (the
+  /// defaults filled in), the semantics its own files define.
+  bool evaluateEncoding(pe::PositionalEncodingOpInterface op, int64_t seqLen, ref::Tensor &result) {
+    pe::ReferenceOpArgs args;
+    args.seqLen = seqLen;
+    std::vector<std::optional<ref::PositionIds>> resolved(op->getNumOperands());
+    for (auto [n, operand] : llvm::enumerate(op->getOperands())) {
+      bool isIds = mlir::isa<mlir::IntegerType>(
+          mlir::cast<mlir::RankedTensorType>(operand.getType()).getElementType());
+      args.tensors.push_back(isIds ? nullptr : &tensor(operand));
+      if (isIds) {
+        resolved[n] = opIds(op, operand);
+        if (!resolved[n])
+          return false;
+        args.idsOmitted = args.idsOmitted || omitted(operand);
+      }
+      args.ids.push_back(resolved[n] ? &*resolved[n] : nullptr);
+    }
+    std::string problem;
+    if (!op.evaluateReference(args, result, problem))
+      return fail(op, problem);
+    return true;
+  }
+
   /// Evaluates one op into `values`; false (with `error`) if it cannot.
   bool evaluate(mlir::Operation &op, int64_t seqLen) {
     ref::Tensor result;
-    bool ok =
-        llvm::TypeSwitch<mlir::Operation *, bool>(&op)
-            .Case([&](pe::RopeOp rope) {
-              std::optional<ref::PositionIds> positions = ropeIds(rope);
-              result = tensor(rope.getInput());
-              return positions && rotate(rope, rope.getEncoding(), result, *positions,
-                                         omitted(rope.getPositions()), seqLen);
-            })
-            .Case([&](pe::AlibiOp alibi) {
-              pe::AlibiAttr a = alibi.getEncoding();
-              std::vector<int64_t> shape = dimsOf(alibi.getResult());
-              std::vector<double> slopes(a.getSlopes().begin(), a.getSlopes().end());
-              result = broadcastTo(ref::alibiBias(a.getNumHeads(), a.getHeadOffset(), shape[1],
-                                                  a.getForm() == pe::AlibiForm::Causal
-                                                      ? ref::AlibiForm::Causal
-                                                      : ref::AlibiForm::Symmetric,
-                                                  shape[2], shape[3], slopes),
-                                   shape);
-              return true;
-            })
-            .Case([&](pe::T5BiasOp t5) {
-              pe::T5BiasAttr a = t5.getEncoding();
-              std::vector<int64_t> shape = dimsOf(t5.getResult());
-              result = broadcastTo(ref::t5Bias(tensor(t5.getTable()), a.getBidirectional(),
-                                               a.getNumBuckets(), a.getMaxDistance(), shape[2],
-                                               shape[3]),
-                                   shape);
-              return true;
-            })
-            .Case([&](pe::RelativeKeyOp rk) {
-              result = ref::relativeKeyTerm(tensor(rk.getQuery()), tensor(rk.getTable()),
-                                            rk.getEncoding().getClip(), dimsOf(rk.getResult())[3]);
-              return true;
-            })
-            .Case([&](pe::RelativeValueOp rv) {
-              // [sq, skv, dv], or [h, sq, skv, dv] from a per-head table.
-              std::vector<int64_t> shape = dimsOf(rv.getResult());
-              size_t sqDim = shape.size() - 3;
-              result = ref::relativeValueTerm(tensor(rv.getTable()), rv.getEncoding().getClip(),
-                                              shape[sqDim], shape[sqDim + 1]);
-              return true;
-            })
-            .Case<pe::SinusoidalOp, pe::LearnedOp>([&](auto absolute) {
-              const ref::Tensor &x = tensor(absolute.getInput());
-              auto positions = ids(absolute, absolute.getPositions(), true, x.dim(1), x.dim(1));
-              if (!positions)
-                return false;
-              if constexpr (std::is_same_v<decltype(absolute), pe::SinusoidalOp>) {
-                result = ref::sinusoidalEmbedding(x, *positions, absolute.getEncoding().getBase());
-              } else {
-                const ref::Tensor &table = tensor(absolute.getTable());
-                for (int64_t p : positions->data)
-                  if (p < 0 || p >= table.dim(0))
-                    return fail(absolute, "position " + std::to_string(p) +
-                                              " is outside the table's [0, " +
-                                              std::to_string(table.dim(0)) + ")");
-                result = ref::learnedEmbedding(x, *positions, table);
-              }
-              return true;
-            })
-            .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
-            .Case([&](mlir::func::ReturnOp ret) {
-              result = tensor(ret.getOperand(0));
-              return true;
-            })
-            .Default([&](mlir::Operation *other) {
-              return fail(other, "this op is not supported by the reference interpreter");
-            });
+    bool ok = llvm::TypeSwitch<mlir::Operation *, bool>(&op)
+                  .Case([&](pe::PositionalEncodingOpInterface encodingOp) {
+                    return evaluateEncoding(encodingOp, seqLen, result);
+                  })
+                  .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
+                  .Case([&](mlir::func::ReturnOp ret) {
+                    result = tensor(ret.getOperand(0));
+                    return true;
+                  })
+                  .Default([&](mlir::Operation *other) {
+                    return fail(other, "this op is not supported by the reference interpreter");
+                  });
     if (ok && op.getNumResults() == 1)
       values[op.getResult(0)].tensor = std::move(result);
     else if (ok && mlir::isa<mlir::func::ReturnOp>(op))

@@ -5,13 +5,14 @@
 //   pejit::Expected<pejit::ref::Tensor> out =
 //       pejit::interpretReference(mlirText, args);
 //
-// It walks the module's one function: pe.rope, pe.alibi, pe.t5_bias,
-// pe.relative_key, pe.relative_value, pe.sinusoidal, pe.learned and
-// attn.attention (with bias / key_term / value_term / scale / causal /
-// window / softcap, and fused `encodings`: #pe.rope rotates Q at
-// query_positions and K at key_positions, #pe.alibi adds its bias), each with
-// the float64 reference in reference/. Any other op is an error that
-// names it. Element types are ignored: everything is computed in float64.
+// It walks the module's one function: every pe op (through
+// PositionalEncodingOpInterface::evaluateReference, which each encoding
+// implements in its own files) and attn.attention (with bias / key_term /
+// value_term / scale / causal / window / softcap, and fused `encodings`,
+// each through PositionalEncodingAttrInterface's reference methods), all
+// with the float64 reference in reference/. It names no encoding. Any
+// other op is an error that names it. Element types are ignored:
+// everything is computed in float64.
 //
 // Position ids follow docs/semantics.md: trailing integer arguments may be
 // omitted, and an omitted id tensor takes the default of the role it is used

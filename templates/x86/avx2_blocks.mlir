@@ -220,7 +220,8 @@ func.func private @load_key_tile(%k: !K, %kt: !KTILE, %scratch: !SCRATCH, %b: in
 // and alpha in A:
 //   VT[m, r] = VT[m, r] * alpha[r];   VT[bucket(i0 + r, j0 + jr), r] += P[jr, r]
 // Lanes are 8 query rows, so a gather/scatter never has two lanes on one
-// address.
+// address; when all 8 share a bucket (keys farther than the buckets reach,
+// most of a long sequence), their sums are adjacent: one load and store.
 func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN}x${BM}xf32>,
                                  %A: memref<${BM}xf32>, %b: index, %h: index, %i0: index,
                                  %j0: index, %nq16: index, %e0: !E0, %e1: !E1, %e2: !E2,
@@ -258,14 +259,27 @@ func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN
       %bucket = attn.value_term_bucket batch %b, head %h, query %q_idx, key %k_idx
           operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
           : vector<8xi32>
-      %base = arith.muli %bucket, %bm_v : vector<8xi32>
-      %at = arith.addi %base, %rows : vector<8xi32>
       %p = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, vector<8xf32>
-      %old = vector.gather %VT[%c0][%at], %all, %zv
-          : memref<${VT_FLOATS}xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
-      %new = arith.addf %old, %p : vector<8xf32>
-      vector.scatter %VT[%c0][%at], %all, %new
-          : memref<${VT_FLOATS}xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>
+      %m0 = vector.extract %bucket[0] : i32 from vector<8xi32>
+      %m0_v = vector.broadcast %m0 : i32 to vector<8xi32>
+      %same = arith.cmpi eq, %bucket, %m0_v : vector<8xi32>
+      %one_bucket = vector.reduction <and>, %same : vector<8xi1> into i1
+      scf.if %one_bucket {
+        %m0_idx = arith.index_cast %m0 : i32 to index
+        %row0 = arith.muli %m0_idx, %BM : index
+        %at0 = arith.addi %row0, %iv : index
+        %old = vector.load %VT[%at0] : memref<${VT_FLOATS}xf32>, vector<8xf32>
+        %new = arith.addf %old, %p : vector<8xf32>
+        vector.store %new, %VT[%at0] : memref<${VT_FLOATS}xf32>, vector<8xf32>
+      } else {
+        %base = arith.muli %bucket, %bm_v : vector<8xi32>
+        %at = arith.addi %base, %rows : vector<8xi32>
+        %old = vector.gather %VT[%c0][%at], %all, %zv
+            : memref<${VT_FLOATS}xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+        %new = arith.addf %old, %p : vector<8xf32>
+        vector.scatter %VT[%c0][%at], %all, %new
+            : memref<${VT_FLOATS}xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>
+      }
     }
   }
   return

@@ -117,6 +117,8 @@ double scoreMagnitude(mlir::ModuleOp module) {
       return; // never compiled: nothing runs
     double d = static_cast<double>(q.getDimSize(3));
     double factor = 1.0, slope = 0.0;
+    bool byPosition = false; // ALiBi distances from ids: up to 2^32
+
     module->walk([&](mlir::Operation *inner) {
       auto consider = [&](mlir::Attribute attr) {
         if (auto rope = mlir::dyn_cast<pe::RopeAttr>(attr)) {
@@ -133,6 +135,7 @@ double scoreMagnitude(mlir::ModuleOp module) {
                   : std::vector<double>(alibi.getSlopes().begin(), alibi.getSlopes().end());
           for (double s : slopes)
             slope = std::max(slope, std::fabs(s));
+          byPosition = byPosition || alibi.readsPositions();
         }
       };
       for (mlir::NamedAttribute named : inner->getAttrs()) {
@@ -145,7 +148,8 @@ double scoreMagnitude(mlir::ModuleOp module) {
     double dot = op.getEffectiveScale() * 2.0 * factor * factor * d;
     if (mlir::FloatAttr softcap = op.getSoftcapAttr())
       dot = std::min(dot, softcap.getValueAsDouble());
-    double lengths = static_cast<double>(q.getDimSize(2) + k.getDimSize(2));
+    double lengths =
+        byPosition ? 4294967296.0 : static_cast<double>(q.getDimSize(2) + k.getDimSize(2));
     magnitude = std::max(magnitude, dot + slope * lengths);
   });
   return magnitude;

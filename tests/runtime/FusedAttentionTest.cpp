@@ -162,12 +162,16 @@ TEST(FusedAttention, RopeOnOneSide) {
 }
 
 // M-RoPE (Qwen2-VL): position ids [3, s] (temporal, height, width), the
-// frequency index split into sections that each read one axis. Random
-// per-axis positions (an image patch grid, then text), shared and per
-// batch, half and interleaved, decode, GQA, a partial rotary dim, and
-// sections of odd sizes (scalar table loop).
+// frequency index split into sections that each read one axis; Qwen3-VL's
+// interleaved sections; SAM 2's 2-D axial RoPE. Random per-axis positions,
+// shared and per batch, half and interleaved, decode, sq < skv, GQA,
+// partial rotary dims, and sections of odd sizes (scalar table loop).
 TEST(FusedAttention, MRopeSectionsMatchReference) {
+  // Axes: M-RoPE sections (consecutive, or Qwen3-VL's interleaved), or
+  // SAM 2's 2-D axial RoPE ([2, s] ids, rotary_dim/4 frequencies per axis).
+  enum class Axes { Sections, Interleaved, Axial };
   struct M {
+    Axes axes;
     std::vector<int64_t> sections;
     ref::RopeLayout layout;
     int64_t rotaryDim, d, sq, skv;
@@ -175,56 +179,30 @@ TEST(FusedAttention, MRopeSectionsMatchReference) {
   };
   std::mt19937 &engine = rng(nullptr);
   std::uniform_int_distribution<int64_t> position(0, 5000);
-  for (M m : {M{{16, 24, 24}, ref::RopeLayout::Half, 0, 128, 90, 90, false},
-              M{{8, 12, 12}, ref::RopeLayout::Interleaved, 0, 64, 70, 70, true},
-              M{{4, 4}, ref::RopeLayout::Half, 16, 64, 1, 200, false},
-              M{{5, 7, 4}, ref::RopeLayout::Half, 32, 64, 40, 40, false}}) {
+  using L = ref::RopeLayout;
+  for (M m : {M{Axes::Sections, {16, 24, 24}, L::Half, 0, 128, 90, 90, false},
+              M{Axes::Sections, {8, 12, 12}, L::Interleaved, 0, 64, 70, 70, true},
+              M{Axes::Sections, {4, 4}, L::Half, 16, 64, 1, 200, false},
+              M{Axes::Sections, {5, 7, 4}, L::Half, 32, 64, 40, 40, false},
+              M{Axes::Interleaved, {24, 20, 20}, L::Half, 0, 128, 90, 90, false},
+              M{Axes::Interleaved, {4, 6, 6}, L::Interleaved, 0, 32, 33, 65, true},
+              M{Axes::Axial, {}, L::Interleaved, 0, 64, 100, 100, false},
+              M{Axes::Axial, {}, L::Half, 0, 128, 1, 300, true},
+              M{Axes::Axial, {}, L::Interleaved, 32, 64, 65, 65, false}}) {
     Case c = shaped(2, 4, 2, m.sq, m.skv, m.d);
-    c.spec.rope = rope(m.layout, 1000000.0, m.rotaryDim);
+    bool axial = m.axes == Axes::Axial;
+    c.spec.rope = rope(m.layout, axial ? 100.0 : 1000000.0, m.rotaryDim);
     c.spec.rope->sections = m.sections;
+    c.spec.rope->interleavedSections = m.axes == Axes::Interleaved;
+    c.spec.rope->axial = axial;
     c.spec.positionsPerBatch = m.perBatch;
-    c.spec.causal = true;
-    int64_t rows = m.perBatch ? 2 : 1, axes = static_cast<int64_t>(m.sections.size());
+    c.spec.causal = !axial; // ViTs attend both ways
+    int64_t rows = m.perBatch ? 2 : 1, axes = ref::ropePositionAxes(*c.spec.rope);
     for (int64_t n = 0; n < axes * rows * m.sq; ++n)
       c.queryPositions.push_back(position(engine));
     for (int64_t n = 0; n < axes * rows * m.skv; ++n)
       c.keyPositions.push_back(position(engine));
-    SCOPED_TRACE(std::to_string(axes) + " sections");
-    expectMatches(c);
-  }
-}
-
-// Qwen3-VL's interleaved sections and SAM 2's 2-D axial RoPE ([2, s]
-// positions, rotary_dim/4 frequencies per axis), both layouts, partial
-// rotary dims, GQA, per-batch ids, sq < skv.
-TEST(FusedAttention, InterleavedSectionsAndAxialRopeMatchReference) {
-  struct M {
-    bool axial;
-    std::vector<int64_t> sections;
-    ref::RopeLayout layout;
-    int64_t rotaryDim, d, sq, skv;
-    bool perBatch;
-  };
-  std::mt19937 &engine = rng(nullptr);
-  std::uniform_int_distribution<int64_t> position(0, 5000);
-  for (M m : {M{false, {24, 20, 20}, ref::RopeLayout::Half, 0, 128, 90, 90, false},
-              M{false, {4, 6, 6}, ref::RopeLayout::Interleaved, 0, 32, 33, 65, true},
-              M{true, {}, ref::RopeLayout::Interleaved, 0, 64, 100, 100, false},
-              M{true, {}, ref::RopeLayout::Half, 0, 128, 1, 300, true},
-              M{true, {}, ref::RopeLayout::Interleaved, 32, 64, 65, 65, false}}) {
-    Case c = shaped(2, 4, 2, m.sq, m.skv, m.d);
-    c.spec.rope = rope(m.layout, m.axial ? 100.0 : 1000000.0, m.rotaryDim);
-    c.spec.rope->sections = m.sections;
-    c.spec.rope->interleavedSections = !m.axial;
-    c.spec.rope->axial = m.axial;
-    c.spec.positionsPerBatch = m.perBatch;
-    c.spec.causal = !m.axial; // ViTs attend both ways
-    int64_t rows = m.perBatch ? 2 : 1, axes = m.axial ? 2 : 3;
-    for (int64_t n = 0; n < axes * rows * m.sq; ++n)
-      c.queryPositions.push_back(position(engine));
-    for (int64_t n = 0; n < axes * rows * m.skv; ++n)
-      c.keyPositions.push_back(position(engine));
-    SCOPED_TRACE(m.axial ? "axial" : "interleaved sections");
+    SCOPED_TRACE(std::to_string(axes) + " axes");
     expectMatches(c);
   }
 }

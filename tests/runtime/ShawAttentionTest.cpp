@@ -15,17 +15,27 @@ using namespace pejit::testing;
 
 namespace {
 
-Case shawCase(int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, int64_t clip) {
+/// Which Shaw terms a case fuses.
+struct Terms {
+  bool key = true, value = false;
+};
+
+Case shawCase(int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, int64_t dv, int64_t clip,
+              Terms terms) {
   Case c;
-  c.shape = {1, hq, hkv, sq, skv, d, d};
-  c.spec.encodings = {encodings::shawKey(clip, d)};
+  c.shape = {1, hq, hkv, sq, skv, d, dv};
+  if (terms.key)
+    c.spec.encodings.push_back(encodings::shawKey(clip, d));
+  if (terms.value)
+    c.spec.encodings.push_back(encodings::shawValue(clip, dv));
   c.operandScale = 2.0;
   return c;
 }
 
-// Lengths 1, 7, 65, 300 and 1000, sq < skv and sq > skv, clip 0, 1, 4 and
-// 16, causal and not, GQA.
-TEST(ShawKey, LengthsAndClipsMatchReference) {
+// Lengths 1, 7, 65, 300 and 1000, sq < skv and sq > skv, causal and not,
+// GQA: a^K alone, and a^V (with a^K when not causal); clip 0, 1, 4 and 16;
+// dv != d.
+TEST(Shaw, LengthsAndClipsMatchReference) {
   for (auto [sq, skv] : {std::pair<int64_t, int64_t>{1, 1},
                          {7, 7},
                          {65, 65},
@@ -34,32 +44,40 @@ TEST(ShawKey, LengthsAndClipsMatchReference) {
                          {1, 300},
                          {65, 1000},
                          {300, 65}})
-    for (bool causal : {false, true}) {
-      Case c = shawCase(4, 2, sq, skv, 64, 16);
-      c.spec.causal = causal;
-      expectMatches(c);
-    }
+    for (bool causal : {false, true})
+      for (Terms terms : {Terms{true, false}, Terms{!causal, true}}) {
+        Case c = shawCase(4, 2, sq, skv, 64, 64, 16, terms);
+        c.spec.causal = causal;
+        expectMatches(c);
+      }
   for (int64_t clip : {0, 1, 4}) {
-    Case c = shawCase(4, 4, 150, 150, 128, clip);
-    expectMatches(c);
+    expectMatches(shawCase(4, 4, 150, 150, 128, 128, clip, Terms{true, false}));
+    expectMatches(shawCase(4, 4, 150, 150, 128, 32, clip, Terms{false, true}));
   }
 }
 
-// The term sits inside the scale and before the softcap (docs/semantics.md);
-// with a two-sided window, tiles, a T5 bias and ALiBi after it.
-TEST(ShawKey, WithSoftcapWindowsTilesAndBiases) {
-  Case c = shawCase(4, 2, 200, 200, 64, 8);
-  c.spec.softcap = 3.0;
-  c.spec.scale = 0.3;
-  expectMatches(c);
-  c = shawCase(4, 4, 300, 300, 64, 16);
-  c.spec.window = 40;
-  c.spec.windowRight = 20;
-  for (X86TileConfig tiles : {X86TileConfig{48, 6}, X86TileConfig{96, 48}}) {
-    c.tiles = tiles;
+// The key term sits inside the scale and before the softcap
+// (docs/semantics.md); with two-sided windows, tile configs, RoPE (a^V;
+// a^K reads unrotated Q), and a T5 bias and ALiBi after them.
+TEST(Shaw, WithSoftcapWindowsTilesRopeAndBiases) {
+  for (Terms terms : {Terms{true, false}, Terms{true, true}}) {
+    Case c = shawCase(4, 2, 200, 200, 64, 64, 8, terms);
+    c.spec.softcap = 3.0;
+    c.spec.scale = 0.3;
     expectMatches(c);
+    c = shawCase(4, 4, 300, 300, 64, 64, 16, terms);
+    c.spec.window = 40;
+    c.spec.windowRight = 20;
+    for (X86TileConfig tiles : {X86TileConfig{48, 6}, X86TileConfig{96, 48}}) {
+      c.tiles = tiles;
+      expectMatches(c);
+    }
   }
-  c = shawCase(4, 4, 129, 129, 64, 4);
+  Case c = shawCase(4, 2, 200, 200, 64, 64, 8, Terms{false, true});
+  c.spec.rope = ref::RopeConfig{};
+  c.spec.causal = true;
+  expectMatches(c);
+  c = shawCase(4, 4, 129, 129, 64, 64, 4, Terms{true, true});
   c.spec.encodings.push_back(encodings::t5Bias(32, 128, true, 4));
   c.spec.alibi = AlibiSpec{4, 0, true};
   expectMatches(c);
@@ -68,7 +86,7 @@ TEST(ShawKey, WithSoftcapWindowsTilesAndBiases) {
 // As a user writes it: pe.relative_key on Q feeding key_term. The kernel
 // (fused by pe-fuse-into-attention) against the interpreter on the same
 // source, which evaluates the unfused op (ref::relativeKeyTerm) instead.
-TEST(ShawKey, SourceFormFusesAndMatchesTheUnfusedReference) {
+TEST(Shaw, KeySourceFormFusesAndMatchesTheUnfusedReference) {
   const char *source = R"(
     func.func @shaw(%q: tensor<1x4x90x64xf32>, %k: tensor<1x4x90x64xf32>, %v: tensor<1x4x90x64xf32>, %aK: tensor<9x64xf32>) -> tensor<1x4x90x64xf32> {
       %t = pe.relative_key %q, %aK <clip = 4> : tensor<1x4x90x64xf32>, tensor<9x64xf32> -> tensor<1x4x90x90xf32>
@@ -82,63 +100,6 @@ TEST(ShawKey, SourceFormFusesAndMatchesTheUnfusedReference) {
   EXPECT_EQ(kernel->arguments(),
             (std::vector<std::string>{"query", "key", "value", "shaw_key_table"}));
   expectSourceMatchesInterpreter(source);
-}
-
-Case shawValueCase(int64_t hq, int64_t hkv, int64_t sq, int64_t skv, int64_t d, int64_t dv,
-                   int64_t clip, bool withKey) {
-  Case c;
-  c.shape = {1, hq, hkv, sq, skv, d, dv};
-  if (withKey)
-    c.spec.encodings.push_back(encodings::shawKey(clip, d));
-  c.spec.encodings.push_back(encodings::shawValue(clip, dv));
-  c.operandScale = 2.0;
-  return c;
-}
-
-// a^V alone and with a^K: lengths 1, 7, 65, 300 and 1000, sq < skv and
-// sq > skv, clip 0, 1, 4 and 16, causal and not, GQA, dv != d.
-TEST(ShawValue, LengthsAndClipsMatchReference) {
-  for (auto [sq, skv] : {std::pair<int64_t, int64_t>{1, 1},
-                         {7, 7},
-                         {65, 65},
-                         {300, 300},
-                         {1000, 1000},
-                         {1, 300},
-                         {65, 1000},
-                         {300, 65}})
-    for (bool causal : {false, true}) {
-      // a^V with a^K non-causal, alone under the causal mask.
-      Case c = shawValueCase(4, 2, sq, skv, 64, 64, 16, /*withKey=*/!causal);
-      c.spec.causal = causal;
-      expectMatches(c);
-    }
-  for (int64_t clip : {0, 1, 4}) {
-    Case c = shawValueCase(4, 4, 150, 150, 128, 32, clip, false);
-    expectMatches(c);
-  }
-}
-
-// With RoPE, softcap, two-sided windows, tile configs and a T5 bias; 16-bit
-// inputs and tables.
-TEST(ShawValue, WithRopeSoftcapWindowsTilesAndBiases) {
-  Case c = shawValueCase(4, 2, 200, 200, 64, 64, 8, false);
-  c.spec.rope = ref::RopeConfig{};
-  c.spec.causal = true;
-  expectMatches(c);
-  c = shawValueCase(4, 2, 200, 200, 64, 64, 8, true);
-  c.spec.softcap = 3.0;
-  c.spec.scale = 0.3;
-  expectMatches(c);
-  c = shawValueCase(4, 4, 300, 300, 64, 64, 16, true);
-  c.spec.window = 40;
-  c.spec.windowRight = 20;
-  for (X86TileConfig tiles : {X86TileConfig{48, 6}, X86TileConfig{96, 48}}) {
-    c.tiles = tiles;
-    expectMatches(c);
-  }
-  c = shawValueCase(4, 4, 129, 129, 64, 64, 4, false);
-  c.spec.encodings.push_back(encodings::t5Bias(32, 128, true, 4));
-  expectMatches(c);
 }
 
 // Per-head tables ([hq, 2k+1, d] and [hq, 2k+1, dv]), each term alone and
@@ -161,7 +122,7 @@ TEST(Shaw, PerHeadTablesMatchReference) {
 // As a user writes it: pe.relative_value feeding value_term, fused by
 // pe-fuse-into-attention, against the interpreter on the same source, which
 // evaluates the unfused op (a materialised [sq, skv, dv] term).
-TEST(ShawValue, SourceFormFusesAndMatchesTheUnfusedReference) {
+TEST(Shaw, ValueSourceFormFusesAndMatchesTheUnfusedReference) {
   const char *source = R"(
     func.func @shaw(%q: tensor<1x4x90x64xf32>, %k: tensor<1x2x120x64xf32>, %v: tensor<1x2x120x32xf32>, %aV: tensor<9x32xf32>) -> tensor<1x4x90x32xf32> {
       %t = pe.relative_value %aV <clip = 4> : tensor<9x32xf32> -> tensor<90x120x32xf32>

@@ -240,14 +240,17 @@ func.func @axial(%q: tensor<1x4x40x64xf32>, %k: tensor<1x4x40x64xf32>, %v: tenso
 
 // -----
 
-// Shaw's key term (clip 4): once per query tile QaK[r, m] = q_r . aK[m]
-// (8 channels per FMA, then a sum) into the tile's scratch (144 rows x 9);
-// per 8 scores a gather of QaK[i - i0, clamp(j - i - off, -4, 4) + 4] and
-// s + scale * term, before any score bias.
+// Shaw's key term (clip 4): once per query tile QaK[m, r] = q_r . aK[m]
+// (8 channels per FMA, then a sum) into the tile's scratch (9 x 144 rows);
+// per 8 scores QaK[clamp(j - i - off, -4, 4) + 4, i - i0]: one load when
+// the 8 rows share a bucket, else a gather; s + scale * term, before any
+// score bias.
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
 // CHECK: vector.fma {{.*}} : vector<8xf32>
 // CHECK: vector.reduction <add>, {{.*}} : vector<8xf32> into f32
+// CHECK: vector.reduction <and>, {{.*}} : vector<8xi1> into i1
+// CHECK: vector.load {{.*}} : memref<1296xf32, strided<[1]>>, vector<8xf32>
 // CHECK: vector.gather {{.*}} : memref<1296xf32, strided<[1]>>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
 // CHECK: math.fma {{.*}} : vector<8xf32>
 // CHECK-NOT: attn.score_mod
@@ -261,7 +264,8 @@ func.func @shaw(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tens
 // Shaw's value term (clip 4, 9 buckets): the item keeps VT [9, 144] for its
 // query tile; per KV tile VT[m, r] *= alpha[r] and each probability is added
 // into VT[clamp(j - i - off, -4, 4) + 4, r] (a gather and a scatter of 8
-// query rows); once per tile Os[r] += sum_m VT[m, r] aV[m] before / l.
+// query rows, or one load and store when the 8 rows share a bucket); once
+// per tile Os[r] += sum_m VT[m, r] aV[m] before / l.
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<1296xf32>
 // CHECK: call @pejit_value_term_tile
@@ -270,6 +274,8 @@ func.func @shaw(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tens
 // CHECK-NOT: attn.value_term_bucket
 // CHECK: arith.maxsi {{.*}} : vector<8xi32>
 // CHECK: arith.minsi {{.*}} : vector<8xi32>
+// CHECK: vector.reduction <and>, {{.*}} : vector<8xi1> into i1
+// CHECK: vector.store {{.*}} : memref<1296xf32>, vector<8xf32>
 // CHECK: vector.gather {{.*}} : memref<1296xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
 // CHECK: vector.scatter {{.*}} : memref<1296xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32>
 // CHECK-LABEL: func.func @pejit_value_term_finish
