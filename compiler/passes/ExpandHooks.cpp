@@ -1,0 +1,190 @@
+// expandHooks (TemplateSupport.h): the template's hook ops become what the
+// fused encodings emit through PositionalEncodingAttrInterface.
+#include "compiler/passes/TemplateSupport.h"
+
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/TileCopy.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace pejit {
+
+namespace {
+
+/// The position ids of rows `index` (i32 lanes or a scalar) of batch
+/// `batch`: positions[b or 0, clamp(index, 0, s - 1)] as i64 of index's
+/// shape. Padding lanes past s read the last id (their scores are masked).
+/// Without a positions memref, the default ids: index + offset.
+Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Value index,
+                    int64_t defaultOffset) {
+  Type i64 = pe::typeLike(index, b.getI64Type());
+  if (!positions) {
+    Value shifted = arith::AddIOp::create(
+        b, loc, index, pe::constantLike(b, loc, index, static_cast<double>(defaultOffset)));
+    return arith::ExtSIOp::create(b, loc, i64, shifted);
+  }
+  auto type = cast<MemRefType>(positions.getType());
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value row = type.getDimSize(0) == 1 ? zero : batch;
+  Value clamped = arith::MaxSIOp::create(b, loc, index, pe::constantLike(b, loc, index, 0.0));
+  clamped = arith::MinSIOp::create(
+      b, loc, clamped,
+      pe::constantLike(b, loc, index, static_cast<double>(type.getDimSize(1) - 1)));
+  if (auto lanes = dyn_cast<VectorType>(index.getType())) {
+    Value mask =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
+    Value passThru = pe::constantLike(b, loc, index, 0.0, b.getI64Type());
+    return vector::GatherOp::create(b, loc, cast<VectorType>(i64), positions, ValueRange{row, zero},
+                                    clamped, mask, passThru);
+  }
+  Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
+  return memref::LoadOp::create(b, loc, positions, ValueRange{row, at});
+}
+
+/// point's positions, for an encoding that measures by them.
+void setPositions(OpBuilder &b, Location loc, const pe::AttentionShape &shape,
+                  pe::PositionalEncodingAttrInterface encoding, Value queryPositions,
+                  Value keyPositions, pe::ScorePoint &point) {
+  if (!encoding.readsPositions())
+    return;
+  point.queryPosition = loadPositions(b, loc, queryPositions, point.batch, point.queryIndex,
+                                      shape.keySeq - shape.querySeq);
+  point.keyPosition = loadPositions(b, loc, keyPositions, point.batch, point.keyIndex, 0);
+}
+
+} // namespace
+
+void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
+                 ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
+                 std::optional<double> softcap) {
+  // The QK transform (at most one: the verifier), the score biases, and
+  // where each encoding's operands start among the score_mod's operands.
+  // Each encoding's part of the query-tile scratch, at consecutive offsets.
+  struct Placed {
+    pe::PositionalEncodingAttrInterface encoding;
+    unsigned firstOperand;
+    int64_t tileOffset, tileFloats;
+  };
+  pe::PositionalEncodingAttrInterface qkTransform;
+  SmallVector<Placed> scoreBiases;
+  std::optional<Placed> valueTerm; // at most one (the verifier)
+  unsigned firstOperand = 0;
+  int64_t tileOffset = 0;
+  for (pe::PositionalEncodingAttrInterface encoding : encodings) {
+    int64_t tileFloats = encoding.getQueryTileScratchFloats(shape);
+    if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+      qkTransform = encoding;
+    else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
+      scoreBiases.push_back({encoding, firstOperand, tileOffset, tileFloats});
+    else if (encoding.getValueTermBuckets() > 0)
+      valueTerm = Placed{encoding, firstOperand, tileOffset, tileFloats};
+    firstOperand += encoding.getNumEncodingOperands();
+    tileOffset += tileFloats;
+  }
+  auto operandsOf = [](const Placed &placed, OperandRange all) {
+    SmallVector<Value> operands;
+    for (unsigned k = 0; k < placed.encoding.getNumEncodingOperands(); ++k)
+      operands.push_back(all[placed.firstOperand + k]);
+    return operands;
+  };
+  auto tilePart = [&](OpBuilder &b, Location loc, Value scratch, const Placed &placed) -> Value {
+    return memref::SubViewOp::create(b, loc, scratch,
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(placed.tileOffset)},
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(placed.tileFloats)},
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  };
+  OpBuilder b(kernel.getContext());
+  SmallVector<Operation *> hooks;
+  kernel.walk([&](Operation *hook) {
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::QueryTilePrologueOp,
+            attn::ValueTermBucketOp, attn::ValueTermRowOp>(hook))
+      hooks.push_back(hook);
+  });
+  for (Operation *hook : hooks) {
+    b.setInsertionPoint(hook);
+    Location loc = hook->getLoc();
+    if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
+      if (qkTransform)
+        qkTransform.emitQKPrologue(b, loc, shape,
+                                   {prologue.getQueryPositions(), prologue.getKeyPositions(),
+                                    prologue.getScratch(), prologue.getRowBegin(),
+                                    prologue.getRowStep()});
+    } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
+      bool applies = qkTransform && (transform.getIsKey() ? qkTransform.transformsKey()
+                                                          : qkTransform.transformsQuery());
+      if (applies)
+        qkTransform.emitQKTileTransform(b, loc, shape,
+                                        {transform.getTile(), transform.getRows(),
+                                         transform.getSeqStart(), transform.getBatch(),
+                                         transform.getScratch(), transform.getIsKey(),
+                                         transform.getSource()});
+      else if (transform.getSource()) // no transform: the rows are only copied
+        pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(), transform.getRows(),
+                            0, shape.headDim, shape.vectorWidth);
+    } else if (auto mod = dyn_cast<attn::ScoreModOp>(hook)) {
+      // docs/semantics.md's order: key terms (inside the scale), softcap,
+      // then the score biases.
+      Value score = mod.getScore();
+      auto apply = [&](const Placed &bias) {
+        pe::ScorePoint point{score, mod.getBatch(), mod.getHead(), mod.getQueryIndex(),
+                             mod.getKeyIndex()};
+        point.operands = operandsOf(bias, mod.getEncodingOperands());
+        if (bias.tileFloats > 0 && mod.getTileScratch()) {
+          point.tileScratch = tilePart(b, loc, mod.getTileScratch(), bias);
+          point.tileStart = mod.getTileStart();
+        }
+        point.queryLanesConsecutive = mod.getConsecutiveQueries();
+        setPositions(b, loc, shape, bias.encoding, mod.getQueryPositions(), mod.getKeyPositions(),
+                     point);
+        score = bias.encoding.emitScoreMod(b, loc, shape, point);
+      };
+      for (const Placed &bias : scoreBiases)
+        if (bias.encoding.isKeyTerm())
+          apply(bias);
+      if (softcap)
+        score = emitSoftcap(b, loc, score, *softcap);
+      for (const Placed &bias : scoreBiases)
+        if (!bias.encoding.isKeyTerm())
+          apply(bias);
+      mod.getResult().replaceAllUsesWith(score);
+    } else if (auto bucket = dyn_cast<attn::ValueTermBucketOp>(hook)) {
+      // No value term: every probability lands in bucket 0 of rows of zeros.
+      Value result = pe::constantLike(b, loc, bucket.getQueryIndex(), 0.0);
+      if (valueTerm) {
+        pe::ScorePoint point{nullptr, bucket.getBatch(), bucket.getHead(), bucket.getQueryIndex(),
+                             bucket.getKeyIndex()};
+        point.operands = operandsOf(*valueTerm, bucket.getEncodingOperands());
+        setPositions(b, loc, shape, valueTerm->encoding, bucket.getQueryPositions(),
+                     bucket.getKeyPositions(), point);
+        result = valueTerm->encoding.emitValueTermBucket(b, loc, shape, point);
+      }
+      bucket.getResult().replaceAllUsesWith(result);
+    } else if (auto row = dyn_cast<attn::ValueTermRowOp>(hook)) {
+      auto vector = dyn_cast<VectorType>(row.getType());
+      Value result;
+      if (valueTerm)
+        result = valueTerm->encoding.emitValueTermRow(
+            b, loc, shape,
+            {row.getBatch(), row.getHead(), row.getBucket(), row.getChannel(),
+             operandsOf(*valueTerm, row.getEncodingOperands()),
+             vector ? vector.getNumElements() : 1});
+      else
+        result = arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(row.getType())));
+      row.getResult().replaceAllUsesWith(result);
+    } else if (auto tile = dyn_cast<attn::QueryTilePrologueOp>(hook)) {
+      for (const Placed &bias : scoreBiases)
+        if (bias.tileFloats > 0)
+          bias.encoding.emitQueryTilePrologue(
+              b, loc, shape,
+              {tilePart(b, loc, tile.getTileScratch(), bias), tile.getBatch(), tile.getHead(),
+               tile.getStart(), tile.getRows(), operandsOf(bias, tile.getEncodingOperands()),
+               tile.getQueryTile()});
+    }
+    hook->erase();
+  }
+}
+
+} // namespace pejit
