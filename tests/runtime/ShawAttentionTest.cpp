@@ -93,13 +93,7 @@ TEST(Shaw, KeySourceFormFusesAndMatchesTheUnfusedReference) {
       %o = attn.attention %q, %k, %v key_term(%t : tensor<1x4x90x90xf32>) causal : tensor<1x4x90x64xf32>, tensor<1x4x90x64xf32>, tensor<1x4x90x64xf32> -> tensor<1x4x90x64xf32>
       return %o : tensor<1x4x90x64xf32>
     })";
-  Expected<Spec> spec = Spec::fromText(source);
-  ASSERT_TRUE(spec) << spec.error();
-  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
-  ASSERT_TRUE(kernel) << kernel.error();
-  EXPECT_EQ(kernel->arguments(),
-            (std::vector<std::string>{"query", "key", "value", "shaw_key_table"}));
-  expectSourceMatchesInterpreter(source);
+  expectSourceMatchesInterpreter(source, {"query", "key", "value", "shaw_key_table"});
 }
 
 // Per-head tables ([hq, 2k+1, d] and [hq, 2k+1, dv]), each term alone and
@@ -129,13 +123,7 @@ TEST(Shaw, ValueSourceFormFusesAndMatchesTheUnfusedReference) {
       %o = attn.attention %q, %k, %v value_term(%t : tensor<90x120x32xf32>) causal : tensor<1x4x90x64xf32>, tensor<1x2x120x64xf32>, tensor<1x2x120x32xf32> -> tensor<1x4x90x32xf32>
       return %o : tensor<1x4x90x32xf32>
     })";
-  Expected<Spec> spec = Spec::fromText(source);
-  ASSERT_TRUE(spec) << spec.error();
-  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
-  ASSERT_TRUE(kernel) << kernel.error();
-  EXPECT_EQ(kernel->arguments(),
-            (std::vector<std::string>{"query", "key", "value", "shaw_value_table"}));
-  expectSourceMatchesInterpreter(source);
+  expectSourceMatchesInterpreter(source, {"query", "key", "value", "shaw_value_table"});
 }
 
 // The source form with per-head tables: pe.relative_key on [hq, 2k+1, d],
@@ -148,13 +136,8 @@ TEST(Shaw, PerHeadSourceFormFusesAndMatchesTheUnfusedReference) {
       %o = attn.attention %q, %k, %v key_term(%t : tensor<1x4x40x40xf32>) value_term(%u : tensor<4x40x40x64xf32>) : tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32>, tensor<1x4x40x64xf32> -> tensor<1x4x40x64xf32>
       return %o : tensor<1x4x40x64xf32>
     })";
-  Expected<Spec> spec = Spec::fromText(source);
-  ASSERT_TRUE(spec) << spec.error();
-  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
-  ASSERT_TRUE(kernel) << kernel.error();
-  EXPECT_EQ(kernel->arguments(), (std::vector<std::string>{"query", "key", "value",
-                                                           "shaw_key_table", "shaw_value_table"}));
-  expectSourceMatchesInterpreter(source);
+  expectSourceMatchesInterpreter(source,
+                                 {"query", "key", "value", "shaw_key_table", "shaw_value_table"});
 }
 
 } // namespace

@@ -46,13 +46,17 @@ inline void expectMatches(const Case &c, double tolerance = 1e-4) {
 /// runtime (fusion included), fed fresh random f32 inputs of the argument
 /// shapes (drawn from [-operandScale, operandScale] after the first three,
 /// Q, K and V), the output poisoned with NaN; checked against the float64
-/// interpreter on the same source, which evaluates the unfused ops.
-inline void expectSourceMatchesInterpreter(const char *source, double operandScale = 2.0,
-                                           double tolerance = 1e-4) {
+/// interpreter on the same source, which evaluates the unfused ops. With
+/// `arguments`, the kernel's argument labels must be those.
+inline void expectSourceMatchesInterpreter(const char *source,
+                                           const std::vector<std::string> &arguments = {},
+                                           double operandScale = 2.0, double tolerance = 1e-4) {
   Expected<Spec> spec = Spec::fromText(source);
   ASSERT_TRUE(spec) << spec.error();
   Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
   ASSERT_TRUE(kernel) << kernel.error();
+  if (!arguments.empty())
+    EXPECT_EQ(kernel->arguments(), arguments);
   const KernelSignature &signature = kernel->signature();
   std::mt19937 &engine = rng(nullptr);
   std::vector<ref::Tensor> inputs;
