@@ -32,27 +32,24 @@ EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional,
 }
 
 namespace {
-std::vector<int64_t> shawTableShape(int64_t clip, int64_t width, int64_t queryHeads) {
-  if (queryHeads > 0)
-    return {queryHeads, 2 * clip + 1, width};
-  return {2 * clip + 1, width};
+/// A Shaw term (`mnemonic`) reading one [(hq,) 2 clip + 1, width] table.
+EncodingSpec shawTerm(const char *mnemonic, int64_t clip, int64_t width, DType tableDtype,
+                      int64_t queryHeads) {
+  EncodingSpec spec;
+  spec.attribute = std::string("#pe.") + mnemonic + "<clip = " + std::to_string(clip) + ">";
+  spec.operandShapes = {queryHeads > 0 ? std::vector<int64_t>{queryHeads, 2 * clip + 1, width}
+                                       : std::vector<int64_t>{2 * clip + 1, width}};
+  spec.operandDtype = tableDtype;
+  return spec;
 }
 } // namespace
 
 EncodingSpec shawKey(int64_t clip, int64_t headDim, DType tableDtype, int64_t queryHeads) {
-  EncodingSpec spec;
-  spec.attribute = "#pe.relative_key<clip = " + std::to_string(clip) + ">";
-  spec.operandShapes = {shawTableShape(clip, headDim, queryHeads)};
-  spec.operandDtype = tableDtype;
-  return spec;
+  return shawTerm("relative_key", clip, headDim, tableDtype, queryHeads);
 }
 
 EncodingSpec shawValue(int64_t clip, int64_t valueDim, DType tableDtype, int64_t queryHeads) {
-  EncodingSpec spec;
-  spec.attribute = "#pe.relative_value<clip = " + std::to_string(clip) + ">";
-  spec.operandShapes = {shawTableShape(clip, valueDim, queryHeads)};
-  spec.operandDtype = tableDtype;
-  return spec;
+  return shawTerm("relative_value", clip, valueDim, tableDtype, queryHeads);
 }
 
 EncodingSpec biasTensor(std::vector<int64_t> shape, DType dtype) {

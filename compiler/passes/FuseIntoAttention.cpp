@@ -103,6 +103,23 @@ void fuseAsBiasTensor(attn::AttentionOp op, SmallVectorImpl<Attribute> &encoding
   encodings.push_back(pe::BiasTensorAttr::get(op.getContext()));
 }
 
+/// Whether the pe op's operands are all its encoding's own tensors (a T5 or
+/// Shaw table): then they can move onto the attention.
+bool readsOnlyItsOwnTensors(pe::PositionalEncodingOpInterface producer) {
+  SmallVector<Value> operands = producer.getEncodingOperands();
+  return operands.size() == producer->getNumOperands() &&
+         operands.size() == producer.getPositionalEncoding().getNumEncodingOperands();
+}
+
+/// The pe op's encoding joins the attention's, its own tensors its
+/// encoding_operands; the op goes.
+void absorb(attn::AttentionOp op, pe::PositionalEncodingOpInterface producer,
+            SmallVectorImpl<Attribute> &encodings) {
+  op.getEncodingOperandsMutable().append(producer.getEncodingOperands());
+  encodings.push_back(producer.getPositionalEncoding());
+  producer->erase();
+}
+
 /// A score bias computed from indices and the encoding's own tensors (a T5
 /// table) -> a fused score bias; those tensors become encoding operands.
 void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
@@ -113,14 +130,10 @@ void fuseScoreBias(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) 
     return fuseAsBiasTensor(op, encodings);
   // Every operand of the pe op must be one the encoding reads as its own:
   // one that depends on Q or K (Shaw's key term) cannot move this way.
-  SmallVector<Value> operands = biasOp.getEncodingOperands();
-  if (operands.size() != biasOp->getNumOperands() ||
-      operands.size() != biasOp.getPositionalEncoding().getNumEncodingOperands())
+  if (!readsOnlyItsOwnTensors(biasOp))
     return fuseAsBiasTensor(op, encodings);
   op.getBiasMutable().clear();
-  op.getEncodingOperandsMutable().append(operands);
-  encodings.push_back(biasOp.getPositionalEncoding());
-  biasOp->erase();
+  absorb(op, biasOp, encodings);
 }
 
 /// A key term computed from Q and the encoding's own tensors (Shaw's a^K)
@@ -145,9 +158,7 @@ void fuseKeyTerm(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) {
     if (!llvm::is_contained(operands, operand) && operand != op.getQuery())
       return;
   op.getKeyTermMutable().clear();
-  op.getEncodingOperandsMutable().append(operands);
-  encodings.push_back(termOp.getPositionalEncoding());
-  termOp->erase();
+  absorb(op, termOp, encodings);
 }
 
 /// A value term computed from the encoding's own tensors alone (Shaw's
@@ -156,16 +167,10 @@ void fuseValueTerm(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings) 
   if (!op.getValueTerm())
     return;
   auto termOp = fusableProducer(op.getValueTerm(), pe::EncodingKind::ValueTerm);
-  if (!termOp)
-    return;
-  SmallVector<Value> operands = termOp.getEncodingOperands();
-  if (operands.size() != termOp->getNumOperands() ||
-      operands.size() != termOp.getPositionalEncoding().getNumEncodingOperands())
+  if (!termOp || !readsOnlyItsOwnTensors(termOp))
     return;
   op.getValueTermMutable().clear();
-  op.getEncodingOperandsMutable().append(operands);
-  encodings.push_back(termOp.getPositionalEncoding());
-  termOp->erase();
+  absorb(op, termOp, encodings);
 }
 
 struct FuseIntoAttentionPass : pejit::impl::FuseIntoAttentionBase<FuseIntoAttentionPass> {
