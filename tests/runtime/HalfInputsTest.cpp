@@ -1,7 +1,7 @@
-// x86 kernels on f16 and bf16 inputs (f32 tiles and accumulation), with an
-// f32 or a 16-bit output, against the float64 reference interpreted from the
-// same IR on the same 16-bit values. Fresh random inputs every run; the
-// output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
+// x86 kernels on f16 and bf16 inputs (f32 tiles and accumulation; the
+// fused encodings' tables in the same dtype), with an f32 or a 16-bit output, against the float64
+// reference interpreted from the same IR on the same 16-bit values. Fresh random inputs every run;
+// the output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
 // <= 1e-2 (a bf16 output alone rounds by up to 2^-9 relative).
 #include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/Pejit.h"
@@ -48,6 +48,39 @@ std::vector<std::pair<std::string, std::string>> variants() {
        "interleaved, theta = 10000.0>]) : tensor<2x8x1x128x@T@>, tensor<2x2x257x128x@T@>, "
        "tensor<2x2x257x128x@T@> -> tensor<2x8x1x128x@OT@>\n"
        "  return %o : tensor<2x8x1x128x@OT@>\n}\n"},
+      // Fused T5, Shaw a^K and a^V with 16-bit tables, sq < skv, GQA.
+      {"t5_shaw_16bit_tables",
+       "func.func @f(%q: tensor<1x4x65x64x@T@>, %k: tensor<1x2x100x64x@T@>, "
+       "%v: tensor<1x2x100x64x@T@>, %t: tensor<32x4x@T@>, %ak: tensor<9x64x@T@>, "
+       "%av: tensor<9x64x@T@>) -> tensor<1x4x65x64x@OT@> {\n"
+       "  %o = attn.attention %q, %k, %v scale(0.125) encodings([#pe.t5_bias<num_buckets = 32, "
+       "max_distance = 128>, #pe.relative_key<clip = 4>, #pe.relative_value<clip = 4>]) "
+       "encoding_operands(%t, %ak, %av : tensor<32x4x@T@>, tensor<9x64x@T@>, tensor<9x64x@T@>) "
+       ": tensor<1x4x65x64x@T@>, tensor<1x2x100x64x@T@>, tensor<1x2x100x64x@T@> -> "
+       "tensor<1x4x65x64x@OT@>\n"
+       "  return %o : tensor<1x4x65x64x@OT@>\n}\n"},
+      // 2-D axial RoPE with a 16-bit bias tensor read by the kernel.
+      {"axial_rope_bias_tensor",
+       "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x64x64x@T@>, "
+       "%v: tensor<1x4x64x64x@T@>, %b: tensor<1x4x64x64x@T@>, %p: tensor<2x64xi64>) -> "
+       "tensor<1x4x64x64x@OT@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x64xi64>) "
+       "key_positions(%p : tensor<2x64xi64>) encodings([#pe.rope<layout = interleaved, theta = "
+       "100.0, axial = true>, #pe.bias_tensor]) encoding_operands(%b : tensor<1x4x64x64x@T@>) : "
+       "tensor<1x4x64x64x@T@>, tensor<1x4x64x64x@T@>, tensor<1x4x64x64x@T@> -> "
+       "tensor<1x4x64x64x@OT@>\n"
+       "  return %o : tensor<1x4x64x64x@OT@>\n}\n"},
+      // ALiBi and a per-head Shaw value term measured by position ids.
+      {"by_position_per_head_shaw",
+       "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x100x64x@T@>, "
+       "%v: tensor<1x4x100x64x@T@>, %av: tensor<4x9x64x@T@>, %qp: tensor<64xi64>, "
+       "%kp: tensor<100xi64>) -> tensor<1x4x64x64x@OT@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<64xi64>) "
+       "key_positions(%kp : tensor<100xi64>) causal encodings([#pe.alibi<num_heads = 4, form = "
+       "causal, relative_to = position>, #pe.relative_value<clip = 4, relative_to = position>]) "
+       "encoding_operands(%av : tensor<4x9x64x@T@>) : tensor<1x4x64x64x@T@>, "
+       "tensor<1x4x100x64x@T@>, tensor<1x4x100x64x@T@> -> tensor<1x4x64x64x@OT@>\n"
+       "  return %o : tensor<1x4x64x64x@OT@>\n}\n"},
   };
 }
 
