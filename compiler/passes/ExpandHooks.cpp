@@ -33,13 +33,8 @@ Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Va
   clamped = arith::MinSIOp::create(
       b, loc, clamped,
       pe::constantLike(b, loc, index, static_cast<double>(type.getDimSize(1) - 1)));
-  if (auto lanes = dyn_cast<VectorType>(index.getType())) {
-    Value mask =
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
-    Value passThru = pe::constantLike(b, loc, index, 0.0, b.getI64Type());
-    return vector::GatherOp::create(b, loc, cast<VectorType>(i64), positions, ValueRange{row, zero},
-                                    clamped, mask, passThru);
-  }
+  if (isa<VectorType>(index.getType()))
+    return pe::gatherLanes(b, loc, positions, ValueRange{row, zero}, clamped);
   Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
   return memref::LoadOp::create(b, loc, positions, ValueRange{row, at});
 }

@@ -35,14 +35,20 @@ Value broadcastLike(OpBuilder &b, Location loc, Value like, Value value) {
   return value;
 }
 
-Value gatherLanesAsF32(OpBuilder &b, Location loc, Value base, ValueRange indices, Value offsets) {
+Value gatherLanes(OpBuilder &b, Location loc, Value base, ValueRange indices, Value offsets) {
   auto lanes = cast<VectorType>(offsets.getType());
   Type element = cast<MemRefType>(base.getType()).getElementType();
   Value mask =
       arith::ConstantOp::create(b, loc, DenseElementsAttr::get(lanes.clone(b.getI1Type()), true));
   Value passThru = constantLike(b, loc, offsets, 0.0, element);
-  Value value = vector::GatherOp::create(b, loc, lanes.clone(element), base, indices, offsets, mask,
-                                         passThru);
+  return vector::GatherOp::create(b, loc, lanes.clone(element), base, indices, offsets, mask,
+                                  passThru);
+}
+
+Value gatherLanesAsF32(OpBuilder &b, Location loc, Value base, ValueRange indices, Value offsets) {
+  auto lanes = cast<VectorType>(offsets.getType());
+  Type element = cast<MemRefType>(base.getType()).getElementType();
+  Value value = gatherLanes(b, loc, base, indices, offsets);
   if (!element.isF32())
     value = arith::ExtFOp::create(b, loc, lanes.clone(b.getF32Type()), value);
   return value;

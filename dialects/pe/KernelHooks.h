@@ -128,8 +128,12 @@ mlir::Type typeLike(mlir::Value like, mlir::Type elementType);
 inline constexpr int64_t kMaxQueryTileScratchFloats = int64_t(1) << 16;
 
 /// One element per lane of `offsets` (a vector of i32 or i64): base[indices]
-/// advanced by offsets[l] elements in memory order (base contiguous), as
-/// f32 (16-bit tables are widened).
+/// advanced by offsets[l] elements in memory order (base contiguous), in
+/// base's element type.
+mlir::Value gatherLanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
+                        mlir::ValueRange indices, mlir::Value offsets);
+
+/// gatherLanes as f32 (16-bit tables are widened).
 mlir::Value gatherLanesAsF32(mlir::OpBuilder &b, mlir::Location loc, mlir::Value base,
                              mlir::ValueRange indices, mlir::Value offsets);
 
