@@ -20,12 +20,14 @@ struct X86TileConfig {
 };
 
 /// Tiles of the nvidia template: queryTile = 16 x warps per block (16, 32,
-/// 64, 128), keyTile a multiple of 16 up to 128; Q staging and the K, V
-/// tiles must fit 48 KB of static shared memory.
+/// 64, 128), keyTile a multiple of 16 up to 128; Q staging, the K, V
+/// tiles and the encodings' per-tile tables must fit 48 KB of static
+/// shared memory.
 struct NvidiaTileConfig {
   /// 0 = from the shape: 16 rows (1 warp) for sq <= 16, 32 for sq <= 32, else 64.
   int64_t queryTile = 0;
-  int64_t keyTile = 64;
+  /// 0 = 64, halved (down to 16) until the block's shared memory fits.
+  int64_t keyTile = 0;
   /// Split-KV blocks per query tile (decode); 0 = from the shape, 1 = none.
   int64_t splits = 0;
 };

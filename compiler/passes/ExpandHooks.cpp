@@ -176,7 +176,7 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
               b, loc, shape,
               {tilePart(b, loc, tile.getTileScratch(), bias), tile.getBatch(), tile.getHead(),
                tile.getStart(), tile.getRows(), operandsOf(bias, tile.getEncodingOperands()),
-               tile.getQueryTile()});
+               tile.getQueryTile(), tile.getRowFirst(), tile.getRowStep()});
     }
     hook->erase();
   }

@@ -51,8 +51,17 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       return op.emitError() << name << " element type " << type.getElementType()
                             << " differs from the query's " << element;
   }
+  // Decode-sized queries get a one-warp block instead of padding 64 rows.
+  int64_t querySeq = qType.getDimSize(2);
+  int64_t bm = tiles.queryTile > 0 ? tiles.queryTile
+               : querySeq <= 16    ? 16
+               : querySeq <= 32    ? 32
+                                   : 64;
   // Hooks run per score element (one mma fragment entry): vector width 1.
+  // The query tile's scratch lives in shared memory.
   pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/1);
+  shape.queryTileRows = bm;
+  shape.hasQueryTileScratch = true;
   if (shape.headDim % 16 != 0 || shape.valueDim % 16 != 0 || shape.headDim > 256 ||
       shape.valueDim > 256)
     return op.emitError() << "the nvidia kernel needs d and dv multiples of 16 up to 256, got d = "
@@ -60,17 +69,29 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
 
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  int64_t valueTermBuckets = 0;
   if (ArrayAttr encodingList = op.getEncodingsAttr()) {
     for (Attribute attr : encodingList) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
-      if (encoding.isFusable() && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
-        qkTransform = encoding;
-      else if (!encoding.isFusable() || encoding.getEncodingKind() != pe::EncodingKind::ScoreBias ||
-               encoding.requiresQueryTileScratch())
+      if (!encoding.isFusable())
         return op.emitError() << "encoding " << attr << " is not fused by the nvidia kernel yet";
+      if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+        qkTransform = encoding;
+      else if (encoding.getValueTermBuckets() > 0)
+        valueTermBuckets = encoding.getValueTermBuckets();
+      else if (encoding.getEncodingKind() != pe::EncodingKind::ScoreBias)
+        return op.emitError() << "encoding " << attr << " is not fused by the nvidia kernel yet";
+      if (encoding.requiresQueryTileScratch() && encoding.getQueryTileScratchFloats(shape) == 0)
+        return op.emitError() << "encoding " << attr
+                              << " needs a per-query-tile table that does not fit at this "
+                                 "shape and tile config (docs/limits.md)";
       encodings.push_back(encoding);
     }
   }
+  // Shared memory, f32: the encodings' per-query-tile tables (Shaw's
+  // Q_tile . a^K^T) and the value term's accumulator VT [buckets, BM].
+  int64_t tileScratchFloats = queryTileScratchFloats(encodings, shape);
+  int64_t valueTermFloats = valueTermBuckets * bm;
   // Encoding operands: bare pointers after the fixed kernel arguments.
   FailureOr<SmallVector<std::string>> slots =
       encodingOperandSlots(op, op.getEncodingOperands().size());
@@ -87,22 +108,30 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       slots->empty() ? "" : " operands(" + encodingNames + " : " + encodingTypes + ")";
   int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
 
-  // Decode-sized queries get a one-warp block instead of padding 64 rows.
-  int64_t bm = tiles.queryTile > 0    ? tiles.queryTile
-               : shape.querySeq <= 16 ? 16
-               : shape.querySeq <= 32 ? 32
-                                      : 64;
-  int64_t bn = tiles.keyTile, warps = bm / 16;
+  // Q staging and the K, V tiles (f16/bf16, rows padded by 8), plus the
+  // f32 tables. The default key tile is 64, halved while that does not fit.
+  auto sharedBytesFor = [&](int64_t bn) {
+    int64_t kRows = std::max(bm, bn);
+    return (kRows * (shape.headDim + 8) + bn * (shape.valueDim + 8)) * 2 +
+           (tileScratchFloats + valueTermFloats) * 4;
+  };
+  int64_t bn = tiles.keyTile;
+  if (bn <= 0)
+    for (bn = 64; bn > 16 && sharedBytesFor(bn) > kStaticSharedBytes;)
+      bn /= 2;
+  int64_t warps = bm / 16;
   if (!(bm == 16 || bm == 32 || bm == 64 || bm == 128) || bn < 16 || bn > 128 || bn % 16 != 0)
     return op.emitError() << "nvidia tile config (" << bm << ", " << bn
                           << ") is invalid: the query tile is 16 x warps (16, 32, 64 or 128), "
                              "the key tile a multiple of 16 up to 128";
   int64_t kRows = std::max(bm, bn);
-  int64_t sharedBytes = (kRows * (shape.headDim + 8) + bn * (shape.valueDim + 8)) * 2; // f16/bf16
+  int64_t sharedBytes = sharedBytesFor(bn);
   if (sharedBytes > kStaticSharedBytes)
     return op.emitError() << "nvidia tile config (" << bm << ", " << bn << ") needs " << sharedBytes
-                          << " bytes of shared memory for d = " << shape.headDim
-                          << ", more than the " << kStaticSharedBytes << " a block has statically";
+                          << " bytes of shared memory for d = " << shape.headDim << " ("
+                          << (tileScratchFloats + valueTermFloats) * 4
+                          << " of them the encodings' per-tile tables), more than the "
+                          << kStaticSharedBytes << " a block has statically";
   bool bf16 = element.isBF16();
   Type outElement = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   if (!kernelElementTypeName(outElement))
@@ -175,6 +204,10 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))},
+      {"TILE_SCRATCH", std::to_string(std::max<int64_t>(tileScratchFloats, 1))},
+      {"VALUE_TERM", valueTermBuckets > 0 ? "true" : "false"},
+      {"VT_BUCKETS", std::to_string(std::max<int64_t>(valueTermBuckets, 1))},
+      {"VT_FLOATS", std::to_string(std::max<int64_t>(valueTermFloats, 1))},
       {"ENCODING_ARGS", encodingArgs},
       {"ENCODING_OPERANDS", encodingOperands}};
   FailureOr<std::string> text =

@@ -63,14 +63,17 @@ def InstantiateNvidiaTemplate : Pass<"attn-instantiate-nvidia-template", "::mlir
     warps per (query tile, query head, batch), S and P.V on tensor cores
     (mma.sync m16n8k16, f32 accumulation), online softmax on the accumulator
     fragments. attn.score_mod, one score per thread and fragment entry, is
-    expanded by the fused score biases' pointwise hooks (e.g. ALiBi). The module attribute
+    expanded by the fused score biases' pointwise hooks (e.g. ALiBi). A
+    per-query-tile table (Shaw's Q_tile . a^K^T) and a value term's
+    accumulator (Shaw's a^V) live in shared memory. The module attribute
     `pejit.kernel` gives grid, block, dtype and argument roles.
   }];
   let options = [
     Option<"tileM", "tile-m", "int64_t", /*default=*/"0",
            "query rows per thread block: 16 x warps (16, 32, 64, 128); 0: from sq">,
-    Option<"tileN", "tile-n", "int64_t", /*default=*/"64",
-           "keys per KV tile (multiple of 16, up to 128)">,
+    Option<"tileN", "tile-n", "int64_t", /*default=*/"0",
+           "keys per KV tile (multiple of 16, up to 128); 0: 64, halved until shared "
+           "memory fits">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -255,8 +255,10 @@ def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue", [AttrSizedOperandS
     encoding that asked for query-tile scratch fills its part of
     `tile_scratch` (1-D f32) for query rows [start, start + rows) of `head`
     in `batch` (e.g. T5's bias by distance, read by its score hook).
-    `query(%Qs)` is the tile's Q rows ([BM, d] f32, after the QK
-    transform, unscaled), for terms that need them (Shaw's q . a^K).
+    `query(%Qs)` is the tile's Q rows ([BM, d] f32, f16 or bf16, after the
+    QK transform, unscaled), for terms that need them (Shaw's q . a^K).
+    `share(%first, %step)` says this thread fills only rows first + k step
+    (a GPU block's threads split the tile; without it, every row).
     Expands to nothing when no encoding asked for any.
 
     ```mlir
@@ -265,10 +267,12 @@ def Attn_QueryTilePrologueOp : Attn_Op<"query_tile_prologue", [AttrSizedOperandS
     ```
   }];
   let arguments = (ins MemRefRankOf<[F32], [1]>:$tile_scratch, Index:$batch, Index:$head,
-                       Index:$start, Index:$rows, Variadic<AnyMemRef>:$encoding_operands,
-                       Optional<MemRefRankOf<[F32], [2]>>:$query_tile);
+                       Index:$start, Index:$rows, Optional<Index>:$row_first,
+                       Optional<Index>:$row_step, Variadic<AnyMemRef>:$encoding_operands,
+                       Optional<MemRefRankOf<[F32, F16, BF16], [2]>>:$query_tile);
   let assemblyFormat = [{
     $tile_scratch `,` `batch` $batch `,` `head` $head `,` `start` $start `,` `rows` $rows
+    (`share` `(` $row_first^ `,` $row_step `)`)?
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     (`query` `(` $query_tile^ `:` type($query_tile) `)`)?
     attr-dict `:` type($tile_scratch)

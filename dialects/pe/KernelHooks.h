@@ -92,12 +92,16 @@ mlir::Value relativeDistance(mlir::OpBuilder &b, mlir::Location loc, const Atten
 /// attn.query_tile_prologue: once per query tile, before its first key
 /// tile. `tileScratch` is the encoding's part of the tile's scratch;
 /// query rows [tileStart, tileStart + rows) of `head` in `batch`.
-/// `queryTile` (memref<BM x d x f32>, may be null) holds the tile's Q rows
-/// after the QK transform, unscaled.
+/// `queryTile` (memref<BM x d x f32|f16|bf16>, may be null) holds the
+/// tile's Q rows after the QK transform, unscaled. `rowFirst`, `rowStep`
+/// (null: all rows): this thread's share of the rows, rowFirst + k rowStep
+/// (a GPU block's threads fill one tile together). Only encodings whose
+/// table is by query row take scratch where a share is given.
 struct QueryTileArgs {
   mlir::Value tileScratch, batch, head, tileStart, rows;
   llvm::SmallVector<mlir::Value> operands = {};
   mlir::Value queryTile = {};
+  mlir::Value rowFirst = {}, rowStep = {};
 };
 
 /// attn.value_term_row: channels [channel, channel + lanes) of the value

@@ -80,7 +80,7 @@ RelativeKeyAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const At
 SmallVector<Value> RelativeKeyOp::getEncodingOperands() { return {getTable()}; }
 
 int64_t RelativeKeyAttr::getQueryTileScratchFloats(const AttentionShape &shape) const {
-  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1)
+  if (!shape.hasQueryTileScratch)
     return 0;
   int64_t floats = shape.queryTileRows * (2 * getClip() + 1);
   return floats <= kMaxQueryTileScratchFloats ? floats : 0;
@@ -88,13 +88,17 @@ int64_t RelativeKeyAttr::getQueryTileScratchFloats(const AttentionShape &shape) 
 
 void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
                                             const QueryTileArgs &args) const {
-  int64_t rows = 2 * getClip() + 1, lanes = shape.vectorWidth, d = shape.headDim;
+  // 8 channels per FMA on every target (d is a multiple of 8 on both).
+  int64_t rows = 2 * getClip() + 1, lanes = 8, d = shape.headDim;
   Value table = args.operands[0];
   Type element = cast<MemRefType>(table.getType()).getElementType();
+  Type queryElement = cast<MemRefType>(args.queryTile.getType()).getElementType();
   auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
   auto vecType = VectorType::get({lanes}, b.getF32Type());
-  // QaK[m, r] = sum_c Q[r, c] aK[m, c]: 8 channels per FMA, then a sum.
-  auto rowLoop = scf::ForOp::create(b, loc, idx(0), args.rows, idx(1));
+  // QaK[m, r] = sum_c Q[r, c] aK[m, c]: 8 channels per FMA, then a sum;
+  // rows of this thread's share only.
+  auto rowLoop = scf::ForOp::create(b, loc, args.rowFirst ? args.rowFirst : idx(0), args.rows,
+                                    args.rowStep ? args.rowStep : idx(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
   Value r = rowLoop.getInductionVar();
@@ -107,7 +111,10 @@ void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const At
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(channels.getBody());
     Value c = channels.getInductionVar();
-    Value q = vector::LoadOp::create(b, loc, vecType, args.queryTile, ValueRange{r, c});
+    Value q = vector::LoadOp::create(b, loc, VectorType::get({lanes}, queryElement), args.queryTile,
+                                     ValueRange{r, c});
+    if (!queryElement.isF32())
+      q = arith::ExtFOp::create(b, loc, vecType, q);
     Value a = vector::LoadOp::create(b, loc, VectorType::get({lanes}, element), table,
                                      shawTableIndices(table, args.head, m, c));
     if (!element.isF32())
@@ -124,7 +131,7 @@ void RelativeKeyAttr::emitQueryTilePrologue(OpBuilder &b, Location loc, const At
 
 Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &shape,
                                     const ScorePoint &point) const {
-  // Only fused where the template has a query-tile scratch (x86): the
+  // Only fused where the template gives it its query-tile scratch: the
   // instantiations refuse it elsewhere (requiresQueryTileScratch).
   if (!point.tileScratch)
     return point.score;

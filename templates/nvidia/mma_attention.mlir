@@ -43,6 +43,15 @@
 // of them. The position ids go to the prologue and to score_mod (read only
 // by encodings with relative_to = position).
 //
+// ${TILE_SCRATCH} (at least 1): floats of the encodings' query-tile tables
+// (Shaw's Q_tile . a^K^T), filled by attn.query_tile_prologue in shared
+// memory (the block's threads split the rows) and read by score_mod.
+// ${VALUE_TERM} (true|false), ${VT_BUCKETS}, ${VT_FLOATS} = VT_BUCKETS x BM:
+// a fused value term (Shaw's a^V): VT[m, r] in shared memory, per KV tile
+//   VT[m, r] *= alpha(r);  VT[bucket(i, j), r] += P[r, j]  (shared atomics)
+// and once per query tile, before the division by l,
+//   O[r, :] += sum_m VT[m, r] row(m).
+//
 // A QK transform (RoPE) runs as its hooks say: @pejit_prologue (launched
 // first, over all positions) fills its tables; the Q tile and each K tile
 // are transformed in shared memory right after staging, one row per thread.
@@ -61,6 +70,8 @@
 !SCRATCH = memref<${SCRATCH}xf32>
 !WO = memref<${WO_SHAPE}xf32>
 !WML = memref<${WML_SHAPE}xf32>
+!TS = memref<${TILE_SCRATCH}xf32, #gpu.address_space<workgroup>>
+!VT = memref<${VT_FLOATS}xf32, #gpu.address_space<workgroup>>
 !ROW = memref<1x${D}x${T}, strided<[${DP}, 1], offset: ?>, #gpu.address_space<workgroup>>
 
 module attributes {gpu.container_module} {
@@ -85,7 +96,8 @@ gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel 
 gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
                           %wo: !WO, %wm: !WML, %wl: !WML, %qpos: !QPOS,
                           %kpos: !KPOS${ENCODING_ARGS})
-    workgroup(%Ks: !QS, %Vs: !VS) kernel {
+    workgroup(%Ks: !QS {llvm.align = 16 : i64}, %Vs: !VS {llvm.align = 16 : i64},
+              %TSs: !TS {llvm.align = 16 : i64}, %VTs: !VT {llvm.align = 16 : i64}) kernel {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -121,6 +133,9 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %has_window = arith.constant ${HAS_WINDOW}
   %RIGHT = arith.constant ${RIGHT} : index
   %has_right = arith.constant ${HAS_RIGHT}
+  %value_term = arith.constant ${VALUE_TERM}
+  %NB = arith.constant ${VT_BUCKETS} : index
+  %VT_FLOATS = arith.constant ${VT_FLOATS} : index
 
   // Per-thread register arrays: allocas in the entry block, so LLVM can
   // promote them once the loops over them are unrolled.
@@ -180,6 +195,18 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     attn.qk_transform %q_row, %q_rows, %qi, %b, %scratch : !ROW, !SCRATCH
   }
   gpu.barrier
+  // The encodings' per-tile tables from the transformed Q rows (threads
+  // split the rows) and the value term's VT = 0; both are read only after
+  // the first KV tile's barrier.
+  %q_left = arith.subi %SQ, %i0 : index
+  %nq = arith.minui %q_left, %BM : index
+  attn.query_tile_prologue %TSs, batch %b, head %h, start %i0, rows %nq share(%tid, %THREADS)
+     ${ENCODING_OPERANDS} query(%Ks : !QS) : !TS
+  scf.if %value_term {
+    scf.for %e = %tid to %VT_FLOATS step %THREADS {
+      memref.store %zero, %VTs[%e] : !VT
+    }
+  }
   %nD16 = arith.divui %D, %c16 : index
   %nS = arith.constant ${BN8} : index
   %nK16 = arith.constant ${BN16} : index
@@ -345,7 +372,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %i_i = arith.index_cast %i : index to i32
         %j_i = arith.index_cast %j : index to i32
         %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
-            positions(%qpos, %kpos : !QPOS, !KPOS) : f32, i32
+            tile(%TSs : !TS, %i0) positions(%qpos, %kpos : !QPOS, !KPOS) : f32, i32
         // key j is visible to row i iff j < SKV, (causal) j <= i + OFF,
         // (window) j >= i + OFF - WINDOW and (right) j <= i + OFF + RIGHT.
         %diag = arith.addi %i, %OFF : index
@@ -422,6 +449,45 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     %ln_hi0 = arith.mulf %l_hi, %alpha_hi : f32
     %ln_hi = arith.addf %ln_hi0, %psum#1 : f32
 
+    // Value term: VT[m, r] *= alpha(r) (the quad's 4 lanes split the
+    // buckets of its two rows), then each P into its bucket. Rows belong to
+    // one warp; the barrier orders the rescale before any lane's adds.
+    scf.if %value_term {
+      scf.for %m = %lane4 to %NB step %c4 {
+        %m_row = arith.muli %m, %BM : index
+        %at_lo = arith.addi %m_row, %r_lo : index
+        %at_hi = arith.addi %m_row, %r_hi : index
+        %w_lo = memref.load %VTs[%at_lo] : !VT
+        %w_hi = memref.load %VTs[%at_hi] : !VT
+        %x_lo = arith.mulf %w_lo, %alpha_lo : f32
+        %x_hi = arith.mulf %w_hi, %alpha_hi : f32
+        memref.store %x_lo, %VTs[%at_lo] : !VT
+        memref.store %x_hi, %VTs[%at_hi] : !VT
+      }
+      gpu.barrier
+      scf.for %n = %c0 to %nS step %c1 {
+        scf.for %e = %c0 to %c4 step %c1 {
+          %hi = arith.cmpi uge, %e, %c2 : index
+          %i = arith.select %hi, %i_hi, %i_lo : index
+          %r = arith.select %hi, %r_hi, %r_lo : index
+          %e2 = arith.remui %e, %c2 : index
+          %n8 = arith.muli %n, %c8 : index
+          %jl0 = arith.addi %n8, %quad_col : index
+          %jl = arith.addi %jl0, %e2 : index
+          %j = arith.addi %j0, %jl : index
+          %i_i = arith.index_cast %i : index to i32
+          %j_i = arith.index_cast %j : index to i32
+          %bucket = attn.value_term_bucket batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
+              positions(%qpos, %kpos : !QPOS, !KPOS) : i32
+          %m = arith.index_cast %bucket : i32 to index
+          %m_row = arith.muli %m, %BM : index
+          %at = arith.addi %m_row, %r : index
+          %p = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
+          %old = memref.atomic_rmw addf %p, %VTs[%at] : (f32, !VT) -> f32
+        } {pejit.unroll}
+      } {pejit.unroll}
+    }
+
     // O = O alpha + P . Vs: the A fragment of keys [16kk, 16kk + 16) is
     // n-tiles 2kk and 2kk + 1 of P (same lanes, same rows); B fragments of
     // V gather two keys per register (no ldmatrix.trans yet).
@@ -477,6 +543,39 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
       } {pejit.unroll}
     } {pejit.unroll}
     scf.yield %mn_lo, %mn_hi, %ln_lo, %ln_hi : f32, f32, f32, f32
+  }
+
+  // Value term: O[r, c] += sum_m VT[m, r] row(m)[c] for this lane's two
+  // rows and its column pairs, in the scale of O (before the division).
+  scf.if %value_term {
+    gpu.barrier
+    scf.for %m = %c0 to %NB step %c1 {
+      %m_row = arith.muli %m, %BM : index
+      %at_lo = arith.addi %m_row, %r_lo : index
+      %at_hi = arith.addi %m_row, %r_hi : index
+      %w_lo = memref.load %VTs[%at_lo] : !VT
+      %w_hi = memref.load %VTs[%at_hi] : !VT
+      scf.for %n = %c0 to %nO step %c1 {
+        %n8 = arith.muli %n, %c8 : index
+        %col = arith.addi %n8, %quad_col : index
+        %row = attn.value_term_row batch %b, head %h, bucket %m, channel %col${ENCODING_OPERANDS}
+            : vector<2xf32>
+        %v0 = vector.extract %row[0] : f32 from vector<2xf32>
+        %v1 = vector.extract %row[1] : f32 from vector<2xf32>
+        %o0 = memref.load %Oacc[%n, %c0] : memref<${DV8}x4xf32>
+        %o1 = memref.load %Oacc[%n, %c1] : memref<${DV8}x4xf32>
+        %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
+        %o3 = memref.load %Oacc[%n, %c3] : memref<${DV8}x4xf32>
+        %y0 = math.fma %w_lo, %v0, %o0 : f32
+        %y1 = math.fma %w_lo, %v1, %o1 : f32
+        %y2 = math.fma %w_hi, %v0, %o2 : f32
+        %y3 = math.fma %w_hi, %v1, %o3 : f32
+        memref.store %y0, %Oacc[%n, %c0] : memref<${DV8}x4xf32>
+        memref.store %y1, %Oacc[%n, %c1] : memref<${DV8}x4xf32>
+        memref.store %y2, %Oacc[%n, %c2] : memref<${DV8}x4xf32>
+        memref.store %y3, %Oacc[%n, %c3] : memref<${DV8}x4xf32>
+      } {pejit.unroll}
+    }
   }
 
   // O = O / l with l summed over the quad; a row that saw no key is 0.

@@ -182,6 +182,39 @@ std::vector<Variant> variants() {
        "tensor<2x4x64x64x@T@>, tensor<2x4x64x64x@T@>, tensor<2x4x64x64x@T@> -> "
        "tensor<2x4x64x64x@T@>\n"
        "  return %o : tensor<2x4x64x64x@T@>\n}\n"},
+      // Shaw a^K and a^V (shared tables, GQA, causal): Q_tile . a^K^T and
+      // the value term's accumulator in shared memory.
+      {"shaw_key_value",
+       "func.func @f(%q: tensor<1x8x100x64x@T@>, %k: tensor<1x2x100x64x@T@>, "
+       "%v: tensor<1x2x100x64x@T@>, %ak: tensor<33x64x@T@>, %av: tensor<33x64xf32>) -> "
+       "tensor<1x8x100x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.relative_key<clip = 16>, "
+       "#pe.relative_value<clip = 16>]) encoding_operands(%ak, %av : tensor<33x64x@T@>, "
+       "tensor<33x64xf32>) : tensor<1x8x100x64x@T@>, tensor<1x2x100x64x@T@>, "
+       "tensor<1x2x100x64x@T@> -> tensor<1x8x100x64xf32>\n"
+       "  return %o : tensor<1x8x100x64xf32>\n}\n"},
+      // Per-head tables at d = 128 (the key tile shrinks to fit), measured
+      // by position, after RoPE.
+      {"shaw_per_head_rope_by_position",
+       "func.func @f(%q: tensor<2x4x70x128x@T@>, %k: tensor<2x4x70x128x@T@>, "
+       "%v: tensor<2x4x70x128x@T@>, %ak: tensor<4x33x128x@T@>, %av: tensor<4x33x128x@T@>, "
+       "%p: tensor<2x70xi64>) -> tensor<2x4x70x128x@T@> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x70xi64>) "
+       "key_positions(%p : tensor<2x70xi64>) encodings([#pe.rope<layout = half, theta = "
+       "10000.0>, #pe.relative_key<clip = 16, relative_to = position>, #pe.relative_value<clip "
+       "= 16, relative_to = position>]) encoding_operands(%ak, %av : tensor<4x33x128x@T@>, "
+       "tensor<4x33x128x@T@>) : tensor<2x4x70x128x@T@>, tensor<2x4x70x128x@T@>, "
+       "tensor<2x4x70x128x@T@> -> tensor<2x4x70x128x@T@>\n"
+       "  return %o : tensor<2x4x70x128x@T@>\n}\n"},
+      // Decode over a cache with a^V alone: split-KV partials carry the
+      // value term in their own scale.
+      {"shaw_value_decode",
+       "func.func @f(%q: tensor<1x4x1x64x@T@>, %k: tensor<1x4x600x64x@T@>, "
+       "%v: tensor<1x4x600x64x@T@>, %av: tensor<9x64x@T@>) -> tensor<1x4x1x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.relative_value<clip = 4>]) "
+       "encoding_operands(%av : tensor<9x64x@T@>) : tensor<1x4x1x64x@T@>, "
+       "tensor<1x4x600x64x@T@>, tensor<1x4x600x64x@T@> -> tensor<1x4x1x64xf32>\n"
+       "  return %o : tensor<1x4x1x64xf32>\n}\n"},
       // Softcap (tanh, from libdevice) before a T5 bias.
       {"softcap_t5",
        "func.func @f(%q: tensor<1x4x64x64x@T@>, %k: tensor<1x4x64x64x@T@>, "
@@ -292,6 +325,22 @@ TEST(PejitNvidia, TileConfigsSetWarpsAndKeyTile) {
   ASSERT_FALSE(big);
   EXPECT_NE(big.error().find("bytes of shared memory for d = 128"), std::string::npos)
       << big.error();
+  // The default key tile (64) halves while the block's shared memory does
+  // not fit: Shaw's tables at d = 128 take 32 keys per tile.
+  auto variantNamed = [](const std::string &name) {
+    for (const Variant &variant : variants())
+      if (variant.name == name)
+        return variant;
+    ADD_FAILURE() << "no variant " << name;
+    return variants()[0];
+  };
+  Expected<Spec> shaw =
+      Spec::fromText(withType(variantNamed("shaw_per_head_rope_by_position").mlir, "bf16"));
+  ASSERT_TRUE(shaw) << shaw.error();
+  Expected<NvidiaKernel> fitted = runtime.getNvidia(*shaw, "sm_80");
+  ASSERT_TRUE(fitted) << fitted.error();
+  ASSERT_TRUE(fitted->ir("tiled"));
+  EXPECT_NE(fitted->ir("tiled")->find("tile_n = 32 : i64"), std::string::npos);
   Expected<NvidiaKernel> odd = runtime.getNvidia(*spec, "sm_80", {48, 64});
   ASSERT_FALSE(odd);
   EXPECT_NE(odd.error().find("nvidia tile config (48, 64) is invalid"), std::string::npos)

@@ -374,3 +374,12 @@ func.func @score_mod_one_position(%s: f32, %i: i32, %n: index, %p: memref<1x8xi6
   %r = "attn.score_mod"(%s, %n, %n, %i, %i, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>}> : (f32, index, index, i32, i32, memref<1x8xi64>) -> f32
   return
 }
+
+// -----
+
+// The query-tile prologue reads Q rows of a float type only.
+func.func @query_tile_of_integers(%ts: memref<64xf32>, %n: index, %rows: memref<16x64xi32>) {
+  // expected-error @+1 {{operand #5 must be 2D memref of 32-bit float or 16-bit float or bfloat16 type values}}
+  attn.query_tile_prologue %ts, batch %n, head %n, start %n, rows %n query(%rows : memref<16x64xi32>) : memref<64xf32>
+  return
+}

@@ -97,6 +97,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   %row1 = attn.value_term_row batch %n, head %first, bucket %n, channel %step : f32
   // CHECK: attn.query_tile_prologue %{{.*}}, batch %{{.*}}, head %{{.*}}, start %{{.*}}, rows %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : memref<64xf32>
   attn.query_tile_prologue %ts, batch %n, head %first, start %n, rows %step operands(%table : memref<32x8xf32>) : memref<64xf32>
+  // A GPU thread's share of the rows, from 16-bit Q rows.
+  // CHECK: attn.query_tile_prologue %{{.*}}, batch %{{.*}}, head %{{.*}}, start %{{.*}}, rows %{{.*}} share(%{{.*}}, %{{.*}}) operands(%{{.*}} : memref<32x8xf32>) query(%{{.*}} : memref<?x64xf16, strided<[?, 1], offset: ?>>) : memref<64xf32>
+  attn.query_tile_prologue %ts, batch %n, head %first, start %n, rows %step share(%first, %step) operands(%table : memref<32x8xf32>) query(%rows : memref<?x64xf16, strided<[?, 1], offset: ?>>) : memref<64xf32>
   return
 }
 

@@ -19,16 +19,8 @@ func.func @head_dim(%q: tensor<1x2x8x72xf16>, %k: tensor<1x2x8x72xf16>, %v: tens
 
 // -----
 
-func.func @shaw_key(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>, %aK: tensor<5x64xf16>) -> tensor<1x2x8x64xf32> {
-  // expected-error @+1 {{encoding #pe.relative_key<clip = 2> is not fused by the nvidia kernel yet}}
-  %o = attn.attention %q, %k, %v encodings([#pe.relative_key<clip = 2>]) encoding_operands(%aK : tensor<5x64xf16>) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
-  return %o : tensor<1x2x8x64xf32>
-}
-
-// -----
-
-func.func @shaw_value(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>, %aV: tensor<5x64xf16>) -> tensor<1x2x8x64xf32> {
-  // expected-error @+1 {{encoding #pe.relative_value<clip = 2> is not fused by the nvidia kernel yet}}
-  %o = attn.attention %q, %k, %v encodings([#pe.relative_value<clip = 2>]) encoding_operands(%aV : tensor<5x64xf16>) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
+func.func @shaw_value_too_big(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>, %v: tensor<1x2x8x64xf16>, %aV: tensor<801x64xf16>) -> tensor<1x2x8x64xf32> {
+  // expected-error @+1 {{nvidia tile config (16, 16) needs 55872 bytes of shared memory for d = 64 (51264 of them the encodings' per-tile tables), more than the 49152 a block has statically}}
+  %o = attn.attention %q, %k, %v encodings([#pe.relative_value<clip = 400>]) encoding_operands(%aV : tensor<801x64xf16>) : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf32>
   return %o : tensor<1x2x8x64xf32>
 }

@@ -82,3 +82,44 @@ func.func @softcap_alibi(%q: tensor<1x4x40x64xf16>, %k: tensor<1x4x40x64xf16>, %
   %o = attn.attention %q, %k, %v causal softcap(30.0) encodings([#pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x40x64xf16>, tensor<1x4x40x64xf16>, tensor<1x4x40x64xf16> -> tensor<1x4x40x64xf32>
   return %o : tensor<1x4x40x64xf32>
 }
+
+// -----
+
+// Shaw a^K and a^V (clip 2, 5 buckets), f16 a^K and f32 a^V tables, in
+// shared memory beside the K and V tiles:
+//   QaK[m, r] = q_(i0 + r) . aK[m]      once per query tile, threads split
+//                                        the rows (8 channels per FMA)
+//   s += scale QaK[clamp(j - i, -2, 2) + 2, i - i0]           per score
+//   VT[m, r] *= alpha(r);  VT[bucket(i, j), r] += p   (per KV tile; atomics)
+//   O[r, c] += sum_m VT[m, r] aV[m, c]              before the division by l
+// CHECK-LABEL: gpu.func @pejit_attention
+// CHECK-SAME: workgroup(%{{.*}} : memref<64x72xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x72xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[TS:.*]] : memref<320xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[VT:.*]] : memref<320xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK: %[[TID:.*]] = gpu.thread_id x
+// CHECK: %[[PART:.*]] = memref.subview %[[TS]][0] [320] [1]
+// CHECK: scf.for %{{.*}} = %[[TID]] to %{{.*}} step %{{.*}} {
+// CHECK: vector.load {{.*}} : memref<64x72xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK: vector.load {{.*}} : memref<5x64xf16>, vector<8xf16>
+// CHECK: vector.fma
+// CHECK: vector.reduction <add>
+// CHECK: memref.store {{.*}}, %[[PART]]
+// CHECK-NOT: attn.query_tile_prologue
+// CHECK: memref.store {{.*}}, %[[VT]]
+// CHECK: scf.for
+// CHECK: memref.subview %[[TS]]
+// CHECK: math.fma
+// CHECK-NOT: attn.score_mod
+// CHECK: memref.store {{.*}}, %[[VT]]
+// CHECK: gpu.barrier
+// CHECK: arith.maxsi {{.*}} : i32
+// CHECK: memref.atomic_rmw addf {{.*}}, %[[VT]]
+// CHECK-NOT: attn.value_term_bucket
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[VT]]
+// CHECK: vector.load {{.*}} : memref<5x64xf32>, vector<2xf32>
+// CHECK: math.fma
+// CHECK-NOT: attn.value_term_row
+// CHECK: func.call @out_f32
+func.func @shaw(%q: tensor<1x2x40x64xf16>, %k: tensor<1x2x40x64xf16>, %v: tensor<1x2x40x64xf16>, %aK: tensor<5x64xf16>, %aV: tensor<5x64xf32>) -> tensor<1x2x40x64xf32> {
+  %o = attn.attention %q, %k, %v causal encodings([#pe.relative_key<clip = 2>, #pe.relative_value<clip = 2>]) encoding_operands(%aK, %aV : tensor<5x64xf16>, tensor<5x64xf32>) : tensor<1x2x40x64xf16>, tensor<1x2x40x64xf16>, tensor<1x2x40x64xf16> -> tensor<1x2x40x64xf32>
+  return %o : tensor<1x2x40x64xf32>
+}
