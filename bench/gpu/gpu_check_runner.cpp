@@ -2,9 +2,12 @@
 // each case of the bundle, checks its numerics against the float64
 // reference (fresh random inputs, output poisoned with NaN first, bf16/f16
 // tolerance 1e-2 of the reference's max |value|), then times the `timed`
-// cases with CUDA events. Prints one line per case and a Markdown table.
+// cases with CUDA events. The source cases (GpuSourceCases.h) bring their
+// inputs and reference in the bundle; the runner binds them by the kernel
+// signature of NAME.meta. Prints one line per case and a Markdown table.
 //   gpu_check_runner BUNDLE_DIR [REPEATS=20]
 #include "bench/gpu/GpuCheckCases.h"
+#include "bench/gpu/GpuSourceCases.h"
 #include "reference/Attention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
@@ -20,6 +23,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <vector>
 
 using namespace pejit;
 using gpucheck::GpuCase;
@@ -165,6 +169,132 @@ Outcome runCase(const std::string &dir, const GpuCase &c, int repeats) {
   return outcome;
 }
 
+std::vector<uint8_t> readBytes(const std::string &path) {
+  std::string text = readFile(path);
+  return std::vector<uint8_t>(text.begin(), text.end());
+}
+
+size_t elementBytes(DType type) {
+  return type == DType::F32 || type == DType::I32 ? 4 : type == DType::I64 ? 8 : 2;
+}
+
+size_t bytesOf(const std::vector<int64_t> &shape, DType type) {
+  size_t bytes = elementBytes(type);
+  for (int64_t d : shape)
+    bytes *= static_cast<size_t>(d);
+  return bytes;
+}
+
+/// A source case: its inputs and float64 reference from the bundle, bound
+/// by the signature in NAME.meta; the output poisoned with NaN first.
+Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) {
+  Outcome outcome;
+  auto file = [&](const std::string &part) { return gpucheck::sourceCaseFile(dir, c.name, part); };
+  NvidiaLaunch launch;
+  KernelDescription description;
+  std::string meta = readFile(file("meta"));
+  if (Status status = readNvidiaMeta(meta, launch, description); meta.empty() || !status) {
+    outcome.error = meta.empty() ? "no " + c.name + ".meta in the bundle"
+                                 : c.name + ".meta: " + status.message();
+    return outcome;
+  }
+  std::string image = readFile(file("cubin"));
+  if (image.empty())
+    image = readFile(file("ptx"));
+  // Each input file must hold exactly its argument's bytes.
+  std::vector<std::vector<uint8_t>> operands;
+  std::vector<uint8_t> query, key, value;
+  int operand = 0;
+  for (const KernelArgument &arg : description.signature.arguments) {
+    if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
+      continue; // positions come as the kernel's tables below
+    std::string part = arg.role == ArgumentRole::Query   ? "query"
+                       : arg.role == ArgumentRole::Key   ? "key"
+                       : arg.role == ArgumentRole::Value ? "value"
+                                                         : "operand" + std::to_string(operand++);
+    std::vector<uint8_t> bytes = readBytes(file(part));
+    if (bytes.size() != bytesOf(arg.shape, arg.dtype)) {
+      outcome.error = c.name + "." + part + " holds " + std::to_string(bytes.size()) +
+                      " bytes, its argument " + arg.label() + " needs " +
+                      std::to_string(bytesOf(arg.shape, arg.dtype));
+      return outcome;
+    }
+    if (arg.role == ArgumentRole::Query)
+      query = std::move(bytes);
+    else if (arg.role == ArgumentRole::Key)
+      key = std::move(bytes);
+    else if (arg.role == ArgumentRole::Value)
+      value = std::move(bytes);
+    else
+      operands.push_back(std::move(bytes));
+  }
+  auto table = [&](const std::string &part) {
+    std::vector<uint8_t> bytes = readBytes(file(part));
+    std::vector<int64_t> ids(bytes.size() / 8);
+    std::memcpy(ids.data(), bytes.data(), ids.size() * 8);
+    return ids;
+  };
+  std::vector<int64_t> qPos = table("query_positions"), kPos = table("key_positions");
+  std::vector<uint8_t> expectedBytes = readBytes(file("expected"));
+  const Shape &s = description.shape;
+  size_t n = static_cast<size_t>(s.batch * s.queryHeads * s.querySeq * s.valueDim);
+  if (expectedBytes.size() != n * 4) {
+    outcome.error = c.name + ".expected holds " + std::to_string(expectedBytes.size()) +
+                    " bytes, the output has " + std::to_string(n) + " f32 values";
+    return outcome;
+  }
+  std::vector<float> expected(n);
+  std::memcpy(expected.data(), expectedBytes.data(), n * 4);
+  // NaN in the output's dtype: a value the kernel fails to write shows.
+  DType outType = description.outputDtype;
+  std::vector<uint8_t> out(n * elementBytes(outType));
+  for (size_t i = 0; i < n; ++i) {
+    if (outType == DType::F32) {
+      float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(&out[i * 4], &nan, 4);
+    } else {
+      uint16_t nan = outType == DType::BF16 ? 0x7fc0 : 0x7e00;
+      std::memcpy(&out[i * 2], &nan, 2);
+    }
+  }
+  cuda::AttentionBuffers buffers;
+  buffers.query = query.data();
+  buffers.key = key.data();
+  buffers.value = value.data();
+  buffers.queryBytes = query.size();
+  buffers.keyBytes = key.size();
+  buffers.valueBytes = value.size();
+  buffers.queryPositions = &qPos;
+  buffers.keyPositions = &kPos;
+  buffers.output = out.data();
+  buffers.outputBytes = out.size();
+  for (const std::vector<uint8_t> &bytes : operands)
+    buffers.encodingOperands.push_back({bytes.data(), bytes.size()});
+  cuda::AttentionKernelImage kernel =
+      cuda::kernelImage(launch, description.scratchFloats, std::move(image));
+  if (cuda::Status st = cuda::runAttention(kernel, buffers); !st) {
+    outcome.error = st.error();
+    return outcome;
+  }
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float got;
+    if (outType == DType::F32) {
+      std::memcpy(&got, &out[i * 4], 4);
+    } else {
+      uint16_t bits;
+      std::memcpy(&bits, &out[i * 2], 2);
+      got = outType == DType::BF16 ? fromBf16(bits) : fromF16(bits);
+    }
+    maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
+    double err = std::fabs(static_cast<double>(got) - expected[i]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  outcome.relError = maxErr / std::max(maxRef, 1e-300);
+  outcome.ok = outcome.relError <= 1e-2;
+  return outcome;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -206,6 +336,17 @@ int main(int argc, char **argv) {
     std::printf("\n");
     std::fflush(stdout); // a later case that hangs must not take these lines with it
   }
-  std::printf("\n%s\n%d of %zu cases failed\n", table.c_str(), failed, gpucheck::gpuCases().size());
+  for (const gpucheck::GpuSourceCase &c : gpucheck::gpuSourceCases()) {
+    Outcome r = runSourceCase(dir, c);
+    if (!r.error.empty())
+      std::printf("FAIL %-34s %s\n", c.name.c_str(), r.error.c_str());
+    else
+      std::printf("%s %-34s max rel. error %.2e (tolerance 1e-2)\n", r.ok ? "ok  " : "FAIL",
+                  c.name.c_str(), r.relError);
+    std::fflush(stdout);
+    failed += !r.error.empty() || !r.ok;
+  }
+  std::printf("\n%s\n%d of %zu cases failed\n", table.c_str(), failed,
+              gpucheck::gpuCases().size() + gpucheck::gpuSourceCases().size());
   return failed ? 1 : 0;
 }

@@ -1,8 +1,10 @@
 // bench/gpu_check.sh prepare: compiles every case of GpuCheckCases.h for the
 // GPU check machine (sm_90: H200) into a kernel bundle, one file set per
-// case: NAME.cubin (when ptxas is here), NAME.ptx, NAME.meta. Usage:
+// case: NAME.cubin (when ptxas is here), NAME.ptx, NAME.meta; the source
+// cases (GpuSourceCases.h) add their inputs and float64 reference. Usage:
 //   prepare_gpu_check OUT_DIR [ARCH]
 #include "bench/gpu/GpuCheckCases.h"
+#include "bench/gpu/PrepareSourceCase.h"
 #include "runtime/Pejit.h"
 
 #include <cstdio>
@@ -36,6 +38,15 @@ int main(int argc, char **argv) {
     std::ofstream(out + "/" + c.name + ".meta") << kernel->launchMeta();
     std::printf("%-34s %s  %zu bytes PTX, %zu bytes cubin\n", c.name.c_str(), arch.c_str(),
                 kernel->ptx().size(), kernel->cubin().size());
+  }
+  for (const pejit::gpucheck::GpuSourceCase &c : pejit::gpucheck::gpuSourceCases()) {
+    std::string error = pejit::gpucheck::prepareSourceCase(runtime, c, out, arch);
+    if (!error.empty()) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), error.c_str());
+      ++failures;
+      continue;
+    }
+    std::printf("%-34s %s  kernel, inputs and float64 reference\n", c.name.c_str(), arch.c_str());
   }
   return failures ? 1 : 0;
 }

@@ -35,6 +35,12 @@ std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription 
   out << "splits " << launch.splits << " " << launch.partialOutputFloats << " "
       << launch.partialRowFloats << "\n";
   writeDims(out, "combine", launch.combineGrid);
+  const Shape &s = description.shape;
+  writeDims(out, "shape",
+            {s.batch, s.queryHeads, s.kvHeads, s.querySeq, s.keySeq, s.headDim, s.valueDim});
+  writeDims(out, "positions",
+            {description.queryPositionRows, description.keyPositionRows, description.positionAxes});
+  out << "arguments " << description.signature.str() << "\n";
   return out.str();
 }
 
@@ -72,6 +78,30 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
         launch.partialOutputFloats = values[1];
         launch.partialRowFloats = values[2];
       }
+    } else if (key == "shape") {
+      int64_t v[7];
+      ok = readInts(line, v, 7);
+      for (int64_t d : v)
+        ok = ok && d > 0;
+      if (ok)
+        description.shape = Shape{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+    } else if (key == "positions") {
+      int64_t v[3];
+      ok = readInts(line, v, 3) && v[0] > 0 && v[1] > 0 && v[2] > 0;
+      if (ok) {
+        description.queryPositionRows = v[0];
+        description.keyPositionRows = v[1];
+        description.positionAxes = v[2];
+      }
+    } else if (key == "arguments") {
+      std::string rest;
+      std::getline(line >> std::ws, rest);
+      if (rest.empty())
+        continue; // a kernel without inputs: nothing to bind by
+      Expected<KernelSignature> signature = KernelSignature::parse(rest);
+      if (!signature)
+        return Status::error("kernel meta: " + signature.error());
+      description.signature = std::move(*signature);
     } else {
       continue;
     }

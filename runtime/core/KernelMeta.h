@@ -9,6 +9,11 @@
 //   scratch 4096         (floats of the QK transform's tables)
 //   splits 1 0 0         (splits, partial output floats, partial row floats)
 //   combine 1 1 1        (pejit_combine's grid)
+//   shape 1 32 8 1 4096 128 128    (b, hq, hkv, sq, skv, d, dv)
+//   positions 1 1 1      (query and key position rows, position axes)
+//   arguments query:bf16:1x32x1x128 ...  (KernelSignature::str)
+// The last three are optional on reading (entries older than them); the
+// GPU check runner binds its source cases' inputs by them.
 #ifndef PEJIT_RUNTIME_CORE_KERNELMETA_H
 #define PEJIT_RUNTIME_CORE_KERNELMETA_H
 
@@ -21,7 +26,8 @@ namespace pejit {
 std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription &description);
 
 /// Reads what writeNvidiaMeta wrote into `launch` and the description's
-/// dtypes and scratch size. An error names the field that is missing or
+/// dtypes, scratch size and (when present) shape, position rows and
+/// signature. An error names the field that is missing or
 /// malformed; unknown keys are ignored (newer writers may add fields).
 Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
                       KernelDescription &description);

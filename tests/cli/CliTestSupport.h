@@ -45,6 +45,7 @@ public:
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;
   std::string file(const std::string &name) const { return path_ + "/" + name; }
+  const std::string &path() const { return path_; }
   bool ok() const { return !path_.empty(); }
 
 private:

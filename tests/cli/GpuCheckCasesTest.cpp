@@ -1,13 +1,21 @@
 // The GPU check runs where there is no compiler: its float64 reference is
 // built from each case's parameters (bench/gpu/GpuCheckCases.h), not from
 // the case's IR. Here, with the compiler, the two must agree: the reference
-// interpreter on caseMlir(c) gives what caseReference(c) gives.
+// interpreter on caseMlir(c) gives what caseReference(c) gives. The source
+// cases bring their inputs and reference in the bundle: preparing them
+// writes every part the runner reads, at the size the signature gives.
 #include "bench/gpu/GpuCheckCases.h"
+#include "bench/gpu/PrepareSourceCase.h"
+#include "compiler/backends/nvidia/NvidiaLowering.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/core/KernelMeta.h"
+#include "tests/cli/CliTestSupport.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <random>
 
 using namespace pejit;
@@ -54,6 +62,90 @@ TEST(GpuCheckCases, TheRunnersReferenceMatchesTheInterpretedIrOfEveryCase) {
     ++checked;
   }
   EXPECT_GE(checked, 13);
+}
+
+TEST(GpuCheckCases, EverySourceCaseCompilesAndBundlesItsInputsAndReference) {
+  if (findCudaToolkit().empty())
+    GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice here: the GPU lowering links libdevice";
+  clitest::TempDir dir;
+  Runtime runtime;
+  auto size = [&](const std::string &name, const std::string &part) -> int64_t {
+    std::error_code error;
+    auto bytes = std::filesystem::file_size(sourceCaseFile(dir.path(), name, part), error);
+    return error ? -1 : static_cast<int64_t>(bytes);
+  };
+  for (const GpuSourceCase &c : gpuSourceCases()) {
+    SCOPED_TRACE(c.name);
+    ASSERT_EQ(prepareSourceCase(runtime, c, dir.path(), "sm_90"), "");
+    std::ifstream metaFile(sourceCaseFile(dir.path(), c.name, "meta"));
+    std::string meta((std::istreambuf_iterator<char>(metaFile)), {});
+    NvidiaLaunch launch;
+    KernelDescription description;
+    ASSERT_TRUE(readNvidiaMeta(meta, launch, description));
+    EXPECT_GT(size(c.name, "ptx"), 0);
+    const Shape &s = description.shape;
+    int operand = 0;
+    for (const KernelArgument &arg : description.signature.arguments) {
+      if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
+        continue;
+      int64_t bytes = arg.dtype == DType::F32 ? 4 : 2;
+      for (int64_t d : arg.shape)
+        bytes *= d;
+      std::string part = arg.role == ArgumentRole::Query   ? "query"
+                         : arg.role == ArgumentRole::Key   ? "key"
+                         : arg.role == ArgumentRole::Value ? "value"
+                                                           : "operand" + std::to_string(operand++);
+      EXPECT_EQ(size(c.name, part), bytes) << part;
+    }
+    EXPECT_EQ(size(c.name, "query_positions"),
+              8 * description.positionAxes * description.queryPositionRows * s.querySeq);
+    EXPECT_EQ(size(c.name, "key_positions"),
+              8 * description.positionAxes * description.keyPositionRows * s.keySeq);
+    // The reference: finite, and not all zero (a case that masks every key
+    // would check nothing).
+    std::ifstream expectedFile(sourceCaseFile(dir.path(), c.name, "expected"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(expectedFile)), {});
+    ASSERT_EQ(static_cast<int64_t>(bytes.size()),
+              4 * s.batch * s.queryHeads * s.querySeq * s.valueDim);
+    std::vector<float> expected(bytes.size() / 4);
+    std::memcpy(expected.data(), bytes.data(), bytes.size());
+    double maxAbs = 0;
+    for (float x : expected) {
+      ASSERT_TRUE(std::isfinite(x));
+      maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(x)));
+    }
+    EXPECT_GT(maxAbs, 0.05);
+  }
+}
+
+TEST(GpuCheckCases, TheKernelMetaCarriesShapePositionsAndSignature) {
+  NvidiaLaunch launch{"sm_90", {2, 4, 1}, {128, 1, 1}, 1, 0, 0, {2, 4, 1}};
+  KernelDescription description;
+  description.shape = Shape{2, 4, 2, 70, 130, 128, 128};
+  description.queryPositionRows = 2;
+  description.keyPositionRows = 2;
+  description.positionAxes = 1;
+  description.inputDtype = description.outputDtype = DType::BF16;
+  Expected<KernelSignature> signature = KernelSignature::parse(
+      "query:bf16:2x4x70x128 key:bf16:2x4x130x128 value:bf16:2x4x130x128 "
+      "encoding_operand=shaw_key_table:bf16:4x9x128 query_positions:i64:2x70");
+  ASSERT_TRUE(signature) << signature.error();
+  description.signature = *signature;
+  std::string meta = writeNvidiaMeta(launch, description);
+  NvidiaLaunch readLaunch;
+  KernelDescription read;
+  ASSERT_TRUE(readNvidiaMeta(meta, readLaunch, read)) << meta;
+  EXPECT_EQ(read.shape, description.shape);
+  EXPECT_EQ(read.queryPositionRows, 2);
+  EXPECT_EQ(read.keyPositionRows, 2);
+  EXPECT_EQ(read.signature.str(), signature->str());
+  EXPECT_EQ(readLaunch.grid, launch.grid);
+  // Entries written before these lines still read; a malformed one is named.
+  std::string old = meta.substr(0, meta.find("shape "));
+  EXPECT_TRUE(readNvidiaMeta(old, readLaunch, read));
+  Status bad = readNvidiaMeta(old + "shape 2 4 0 70 130 128 128\n", readLaunch, read);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("malformed 'shape' line"), std::string::npos) << bad.message();
 }
 
 } // namespace

@@ -1,0 +1,132 @@
+// The GPU check's source cases: encodings whose float64 reference needs the
+// reference interpreter (T5, Shaw, bias tensors, M-RoPE and axial RoPE,
+// relative_to = position, softcap). The runner has no compiler, so the
+// prepare tool (with the compiler) draws each case's inputs, computes its
+// reference, and writes both into the bundle beside the kernel:
+//   NAME.query, NAME.key, NAME.value          the inputs, in the input dtype
+//   NAME.query_positions, NAME.key_positions  the kernel's i64 position tables
+//   NAME.operand0, NAME.operand1, ...         the encoding operands
+//   NAME.expected                             the float64 reference, as f32
+// all raw little-endian, shapes and dtypes from NAME.meta's signature. The
+// inputs are fresh random values each time the bundle is prepared (rounded
+// to their 16-bit dtype first, so the reference sees what the GPU sees).
+// Header-only, no LLVM.
+#ifndef PEJIT_BENCH_GPU_GPUSOURCECASES_H
+#define PEJIT_BENCH_GPU_GPUSOURCECASES_H
+
+#include <string>
+#include <vector>
+
+namespace pejit::gpucheck {
+
+struct GpuSourceCase {
+  std::string name;
+  std::string source; ///< one func.func with f16/bf16 Q, K, V
+};
+
+inline std::string sourceCaseFile(const std::string &dir, const std::string &name,
+                                  const std::string &part) {
+  return dir + "/" + name + "." + part;
+}
+
+inline std::vector<GpuSourceCase> gpuSourceCases() {
+  return {
+      // T5 past max_distance (300 keys), bidirectional, f16 table.
+      {"t5_bidirectional_f16",
+       "func.func @t5_bidirectional_f16(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x64xf16>, "
+       "%v: tensor<1x4x300x64xf16>, %t: tensor<32x4xf16>) -> tensor<1x4x300x64xf32> {\n"
+       "  %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x4xf16> -> "
+       "tensor<1x4x300x300xf16>\n"
+       "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x300x300xf16>) scale(1.0) : "
+       "tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16> -> "
+       "tensor<1x4x300x64xf32>\n"
+       "  return %o : tensor<1x4x300x64xf32>\n}\n"},
+      // T5 decoder with a cache (sq < skv: split-KV), GQA, by position.
+      {"t5_causal_decode_by_position_bf16",
+       "func.func @t5_causal_decode_by_position_bf16(%q: tensor<2x8x7x64xbf16>, "
+       "%k: tensor<2x2x700x64xbf16>, %v: tensor<2x2x700x64xbf16>, %t: tensor<32x8xf32>, "
+       "%qp: tensor<2x7xi64>, %kp: tensor<2x700xi64>) -> tensor<2x8x7x64xbf16> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<2x7xi64>) "
+       "key_positions(%kp : tensor<2x700xi64>) causal scale(1.0) encodings([#pe.t5_bias<"
+       "num_buckets = 32, max_distance = 128, bidirectional = false, relative_to = position>]) "
+       "encoding_operands(%t : tensor<32x8xf32>) : tensor<2x8x7x64xbf16>, "
+       "tensor<2x2x700x64xbf16>, tensor<2x2x700x64xbf16> -> tensor<2x8x7x64xbf16>\n"
+       "  return %o : tensor<2x8x7x64xbf16>\n}\n"},
+      // The fallback: a user's bias tensor with a two-sided window, RoPE on
+      // Q only (a pre-rotated K), sq > skv.
+      {"bias_tensor_window_query_rope_f16",
+       "func.func @bias_tensor_window_query_rope_f16(%q: tensor<1x4x96x64xf16>, "
+       "%k: tensor<1x4x80x64xf16>, %v: tensor<1x4x80x64xf16>, %b: tensor<1x4x96x80xf32>, "
+       "%p: tensor<96xi64>) -> tensor<1x4x96x64xf32> {\n"
+       "  %qr = pe.rope %q, %p <layout = half, theta = 10000.0> : tensor<1x4x96x64xf16>, "
+       "tensor<96xi64>\n"
+       "  %o = attn.attention %qr, %k, %v bias(%b : tensor<1x4x96x80xf32>) window(20) "
+       "window_right(10) : tensor<1x4x96x64xf16>, tensor<1x4x80x64xf16>, "
+       "tensor<1x4x80x64xf16> -> tensor<1x4x96x64xf32>\n"
+       "  return %o : tensor<1x4x96x64xf32>\n}\n"},
+      // Shaw a^K + a^V, shared tables, causal, GQA, 65 rows (a partial tile).
+      {"shaw_key_value_f16",
+       "func.func @shaw_key_value_f16(%q: tensor<1x8x65x64xf16>, %k: tensor<1x2x65x64xf16>, "
+       "%v: tensor<1x2x65x64xf16>, %ak: tensor<33x64xf16>, %av: tensor<33x64xf32>) -> "
+       "tensor<1x8x65x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.relative_key<clip = 16>, "
+       "#pe.relative_value<clip = 16>]) encoding_operands(%ak, %av : tensor<33x64xf16>, "
+       "tensor<33x64xf32>) : tensor<1x8x65x64xf16>, tensor<1x2x65x64xf16>, "
+       "tensor<1x2x65x64xf16> -> tensor<1x8x65x64xf32>\n"
+       "  return %o : tensor<1x8x65x64xf32>\n}\n"},
+      // Per-head Shaw tables at d = 128 after RoPE, by position, not causal.
+      {"shaw_per_head_rope_by_position_bf16",
+       "func.func @shaw_per_head_rope_by_position_bf16(%q: tensor<2x4x70x128xbf16>, "
+       "%k: tensor<2x4x130x128xbf16>, %v: tensor<2x4x130x128xbf16>, "
+       "%ak: tensor<4x9x128xbf16>, %av: tensor<4x9x128xbf16>, %qp: tensor<2x70xi64>, "
+       "%kp: tensor<2x130xi64>) -> tensor<2x4x70x128xbf16> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<2x70xi64>) "
+       "key_positions(%kp : tensor<2x130xi64>) encodings([#pe.rope<layout = half, theta = "
+       "10000.0>, #pe.relative_key<clip = 4, relative_to = position>, #pe.relative_value<clip "
+       "= 4, relative_to = position>]) encoding_operands(%ak, %av : tensor<4x9x128xbf16>, "
+       "tensor<4x9x128xbf16>) : tensor<2x4x70x128xbf16>, tensor<2x4x130x128xbf16>, "
+       "tensor<2x4x130x128xbf16> -> tensor<2x4x70x128xbf16>\n"
+       "  return %o : tensor<2x4x70x128xbf16>\n}\n"},
+      // Shaw a^V alone in decode: split-KV partials carry it.
+      {"shaw_value_decode_bf16",
+       "func.func @shaw_value_decode_bf16(%q: tensor<1x4x1x64xbf16>, "
+       "%k: tensor<1x4x1000x64xbf16>, %v: tensor<1x4x1000x64xbf16>, %av: tensor<9x64xbf16>) -> "
+       "tensor<1x4x1x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.relative_value<clip = 4>]) "
+       "encoding_operands(%av : tensor<9x64xbf16>) : tensor<1x4x1x64xbf16>, "
+       "tensor<1x4x1000x64xbf16>, tensor<1x4x1000x64xbf16> -> tensor<1x4x1x64xf32>\n"
+       "  return %o : tensor<1x4x1x64xf32>\n}\n"},
+      // M-RoPE (Qwen2-VL sections) over [3, s] ids.
+      {"mrope_sections_bf16",
+       "func.func @mrope_sections_bf16(%q: tensor<1x8x48x128xbf16>, %k: tensor<1x2x48x128xbf16>, "
+       "%v: tensor<1x2x48x128xbf16>, %p: tensor<3x48xi64>) -> tensor<1x8x48x128xf32> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<3x48xi64>) "
+       "key_positions(%p : tensor<3x48xi64>) causal encodings([#pe.rope<layout = half, "
+       "theta = 1000000.0, sections = [16, 24, 24]>]) : tensor<1x8x48x128xbf16>, "
+       "tensor<1x2x48x128xbf16>, tensor<1x2x48x128xbf16> -> tensor<1x8x48x128xf32>\n"
+       "  return %o : tensor<1x8x48x128xf32>\n}\n"},
+      // 2-D axial RoPE (SAM 2) over [2, s] ids.
+      {"axial_rope_f16",
+       "func.func @axial_rope_f16(%q: tensor<1x4x64x64xf16>, %k: tensor<1x4x64x64xf16>, "
+       "%v: tensor<1x4x64x64xf16>, %p: tensor<2x64xi64>) -> tensor<1x4x64x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x64xi64>) "
+       "key_positions(%p : tensor<2x64xi64>) encodings([#pe.rope<layout = interleaved, "
+       "theta = 100.0, axial = true>]) : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16>, "
+       "tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf32>\n"
+       "  return %o : tensor<1x4x64x64xf32>\n}\n"},
+      // ALiBi measured by per-batch position ids (packed sequences), softcap.
+      {"alibi_by_position_softcap_f16",
+       "func.func @alibi_by_position_softcap_f16(%q: tensor<2x4x64x64xf16>, "
+       "%k: tensor<2x4x64x64xf16>, %v: tensor<2x4x64x64xf16>, %p: tensor<2x64xi64>) -> "
+       "tensor<2x4x64x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x64xi64>) "
+       "key_positions(%p : tensor<2x64xi64>) causal softcap(20.0) encodings([#pe.alibi<"
+       "num_heads = 4, form = causal, relative_to = position>]) : tensor<2x4x64x64xf16>, "
+       "tensor<2x4x64x64xf16>, tensor<2x4x64x64xf16> -> tensor<2x4x64x64xf32>\n"
+       "  return %o : tensor<2x4x64x64xf32>\n}\n"},
+  };
+}
+
+} // namespace pejit::gpucheck
+
+#endif // PEJIT_BENCH_GPU_GPUSOURCECASES_H

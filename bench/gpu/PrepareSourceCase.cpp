@@ -1,0 +1,129 @@
+// bench/gpu/GpuSourceCases.h, prepare half: compiles a source case for the
+// GPU, draws its inputs and writes them, the kernel's position tables and
+// the float64 reference (from the reference interpreter) into the bundle.
+#include "bench/gpu/PrepareSourceCase.h"
+
+#include "reference/interpreter/ReferenceInterpreter.h"
+#include "runtime/Views.h"
+#include "runtime/core/KernelMeta.h"
+#include "runtime/npy/Npy.h"
+
+#include <chrono>
+#include <fstream>
+#include <random>
+
+namespace pejit::gpucheck {
+
+namespace {
+
+bool writeBytes(const std::string &path, const void *data, size_t bytes) {
+  std::ofstream file(path, std::ios::binary);
+  file.write(static_cast<const char *>(data), static_cast<std::streamsize>(bytes));
+  return static_cast<bool>(file);
+}
+
+npy::DType npyType(DType type) {
+  switch (type) {
+  case DType::F16:
+    return npy::DType::F16;
+  case DType::BF16:
+    return npy::DType::BF16;
+  default:
+    return npy::DType::F32;
+  }
+}
+
+int64_t count(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+} // namespace
+
+std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const std::string &dir,
+                              const std::string &arch) {
+  Expected<Spec> spec = Spec::fromText(c.source, c.name);
+  if (!spec)
+    return spec.error();
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, arch);
+  if (!kernel)
+    return kernel.error();
+  NvidiaLaunch launch;
+  KernelDescription description;
+  if (Status status = readNvidiaMeta(kernel->launchMeta(), launch, description); !status)
+    return status.message();
+  std::ofstream(sourceCaseFile(dir, c.name, "ptx"), std::ios::binary) << kernel->ptx();
+  if (!kernel->cubin().empty())
+    std::ofstream(sourceCaseFile(dir, c.name, "cubin"), std::ios::binary) << kernel->cubin();
+  std::ofstream(sourceCaseFile(dir, c.name, "meta")) << kernel->launchMeta();
+
+  std::mt19937 engine(
+      static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const Shape &shape = description.shape;
+  std::vector<ReferenceArgument> reference;
+  // Position ids: restarting every 50 (packed sequences) and differing per
+  // batch row and axis, so relative_to = position and M-RoPE read real ids.
+  std::vector<std::vector<int64_t>> ids(description.signature.arguments.size());
+  const TensorView *queryIds = nullptr, *keyIds = nullptr;
+  std::vector<TensorView> idViews(ids.size());
+  int operand = 0;
+  for (size_t a = 0; a < description.signature.arguments.size(); ++a) {
+    const KernelArgument &arg = description.signature.arguments[a];
+    int64_t n = count(arg.shape);
+    if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
+      int64_t seq = arg.shape.back();
+      int64_t first = arg.role == ArgumentRole::QueryPositions ? shape.keySeq - shape.querySeq : 0;
+      ids[a].resize(n);
+      for (int64_t e = 0; e < n; ++e)
+        ids[a][e] = (first + e % seq) % 50 + 3 * (e / seq);
+      reference.push_back(ref::PositionIds(arg.shape, ids[a]));
+      // The ids are passed as i64 whatever the argument's integer type.
+      idViews[a] = TensorView{ids[a].data(), DType::I64, arg.shape, {}};
+      if (arg.readsQueryPositions())
+        queryIds = &idViews[a];
+      if (arg.readsKeyPositions())
+        keyIds = &idViews[a];
+      continue;
+    }
+    std::vector<float> values(n);
+    for (float &x : values)
+      x = dist(engine);
+    npy::Array stored = npy::fromFloat32(values, arg.shape, npyType(arg.dtype));
+    std::vector<float> seen = npy::toFloat32(stored); // what the GPU sees
+    reference.push_back(ref::Tensor(arg.shape, std::vector<double>(seen.begin(), seen.end())));
+    std::string part = arg.role == ArgumentRole::Query   ? "query"
+                       : arg.role == ArgumentRole::Key   ? "key"
+                       : arg.role == ArgumentRole::Value ? "value"
+                                                         : "operand" + std::to_string(operand++);
+    if (!writeBytes(sourceCaseFile(dir, c.name, part), stored.bytes.data(), stored.bytes.size()))
+      return "cannot write " + sourceCaseFile(dir, c.name, part);
+  }
+  // The kernel's tables, the defaults included (queries at skv - sq + i).
+  std::vector<int64_t> queryTable, keyTable;
+  if (Status st = buildPositionTable(queryIds, "query positions", description.queryPositionRows,
+                                     shape.querySeq, shape.batch, shape.keySeq - shape.querySeq,
+                                     queryTable, description.positionAxes);
+      !st)
+    return st.message();
+  if (Status st =
+          buildPositionTable(keyIds, "key positions", description.keyPositionRows, shape.keySeq,
+                             shape.batch, 0, keyTable, description.positionAxes);
+      !st)
+    return st.message();
+  writeBytes(sourceCaseFile(dir, c.name, "query_positions"), queryTable.data(),
+             queryTable.size() * 8);
+  writeBytes(sourceCaseFile(dir, c.name, "key_positions"), keyTable.data(), keyTable.size() * 8);
+
+  Expected<ref::Tensor> expected = interpretReference(c.source, reference, c.name);
+  if (!expected)
+    return expected.error();
+  std::vector<float> narrow(expected->data.begin(), expected->data.end());
+  if (!writeBytes(sourceCaseFile(dir, c.name, "expected"), narrow.data(), narrow.size() * 4))
+    return "cannot write " + sourceCaseFile(dir, c.name, "expected");
+  return "";
+}
+
+} // namespace pejit::gpucheck

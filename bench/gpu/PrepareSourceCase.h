@@ -1,0 +1,20 @@
+// The prepare half of the GPU check's source cases (GpuSourceCases.h).
+#ifndef PEJIT_BENCH_GPU_PREPARESOURCECASE_H
+#define PEJIT_BENCH_GPU_PREPARESOURCECASE_H
+
+#include "bench/gpu/GpuSourceCases.h"
+#include "runtime/Pejit.h"
+
+#include <string>
+
+namespace pejit::gpucheck {
+
+/// Compiles `c` for `arch` and writes its kernel, fresh random inputs, the
+/// kernel's position tables and the float64 reference into `dir`. Returns
+/// "" or the error.
+std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const std::string &dir,
+                              const std::string &arch);
+
+} // namespace pejit::gpucheck
+
+#endif // PEJIT_BENCH_GPU_PREPARESOURCECASE_H
