@@ -3,6 +3,7 @@
 // reference interpreted from the same IR on the same 16-bit values. Fresh random inputs every run;
 // the output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
 // <= 1e-2 (a bf16 output alone rounds by up to 2^-9 relative).
+#include "bench/gpu/GpuSourceCases.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/Pejit.h"
 #include "runtime/npy/Npy.h"
@@ -103,78 +104,105 @@ struct Input {
   std::vector<int64_t> ids; // position ids
 };
 
+/// Compiles `text` for x86, runs it on fresh random inputs in each
+/// argument's own dtype (position ids restart every 50 and differ per row
+/// and axis: packed sequences), the output poisoned first, and compares
+/// with the float64 reference interpreted on the same rounded values.
+void expectMatchesReference(Runtime &runtime, const std::string &text, std::mt19937 &engine,
+                            DType in, DType out) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Expected<FunctionSignature> sig = describeFunction(text);
+  ASSERT_TRUE(sig) << sig.error();
+  Expected<Spec> spec = Spec::fromText(text);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = runtime.getX86(*spec);
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->dtype(), in);
+  EXPECT_EQ(kernel->outputDtype(), out);
+
+  int64_t sq = sig->resultShape[2], skv = 0;
+  for (const ArgumentInfo &arg : sig->arguments)
+    if (arg.role == "key")
+      skv = arg.shape[2];
+  std::vector<Input> inputs(sig->arguments.size());
+  std::vector<TensorView> views;
+  std::vector<ReferenceArgument> reference;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ArgumentInfo &arg = sig->arguments[i];
+    int64_t count = 1;
+    for (int64_t extent : arg.shape)
+      count *= extent;
+    if (arg.isInteger) { // keys from 0, queries from skv - sq
+      int64_t first = arg.role == "query_positions" ? skv - sq : 0, seq = arg.shape.back();
+      for (int64_t e = 0; e < count; ++e)
+        inputs[i].ids.push_back((first + e % seq) % 50 + 3 * (e / seq));
+      views.push_back({inputs[i].ids.data(), DType::I64, arg.shape, {}});
+      reference.push_back(ref::PositionIds(arg.shape, inputs[i].ids));
+      continue;
+    }
+    std::vector<float> values(count);
+    for (float &x : values)
+      x = dist(engine);
+    inputs[i].array = npy::fromFloat32(values, arg.shape, npyOf(arg.elementType));
+    std::vector<float> rounded = npy::toFloat32(inputs[i].array); // what the kernel reads
+    views.push_back({inputs[i].array.bytes.data(), dtypeOf(arg.elementType), arg.shape, {}});
+    reference.push_back(
+        ref::Tensor(arg.shape, std::vector<double>(rounded.begin(), rounded.end())));
+  }
+  const Shape &s = kernel->shape();
+  std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  size_t outCount = s.batch * s.queryHeads * s.querySeq * s.valueDim;
+  // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
+  std::vector<float> out32(outCount, std::numeric_limits<float>::quiet_NaN());
+  std::vector<uint8_t> out16(outCount * 2, 0xff);
+  bool narrow = out != DType::F32;
+  npy::DType outNpy = out == DType::F16 ? npy::DType::F16 : npy::DType::BF16;
+  TensorView outView{narrow ? static_cast<void *>(out16.data()) : out32.data(), out, outShape, {}};
+  Status status = kernel->run(views, outView);
+  ASSERT_TRUE(status) << status.message();
+  if (narrow)
+    out32 = npy::toFloat32(npy::Array{outNpy, outShape, out16});
+
+  Expected<ref::Tensor> expected = interpretReference(text, reference);
+  ASSERT_TRUE(expected) << expected.error();
+  double maxRef = 0, maxErr = 0;
+  for (size_t e = 0; e < outCount; ++e) {
+    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
+    double err = std::fabs(out32[e] - expected->data[e]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  EXPECT_LE(maxErr / maxRef, 1e-2) << "max error " << maxErr << " of " << maxRef;
+}
+
 TEST(HalfInputs, F16AndBf16KernelsMatchTheFloat64Reference) {
   std::mt19937 engine(std::random_device{}());
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   Runtime runtime;
   for (const auto &[name, text16] : variants())
     for (std::string in : {"f16", "bf16"})
       for (std::string out : {std::string("f32"), in}) {
         SCOPED_TRACE(name + " " + in + " -> " + out);
-        std::string text = withTypes(text16, in, out);
-        Expected<FunctionSignature> sig = describeFunction(text);
-        ASSERT_TRUE(sig) << sig.error();
-        Expected<Spec> spec = Spec::fromText(text);
-        ASSERT_TRUE(spec) << spec.error();
-        Expected<X86Kernel> kernel = runtime.getX86(*spec);
-        ASSERT_TRUE(kernel) << kernel.error();
-        EXPECT_EQ(kernel->dtype(), dtypeOf(in));
-        EXPECT_EQ(kernel->outputDtype(), dtypeOf(out));
-
-        int64_t sq = sig->resultShape[2], skv = 0;
-        for (const ArgumentInfo &arg : sig->arguments)
-          if (arg.role == "key")
-            skv = arg.shape[2];
-        std::vector<Input> inputs(sig->arguments.size());
-        std::vector<TensorView> views;
-        std::vector<ReferenceArgument> reference;
-        for (size_t i = 0; i < inputs.size(); ++i) {
-          const ArgumentInfo &arg = sig->arguments[i];
-          int64_t count = 1;
-          for (int64_t extent : arg.shape)
-            count *= extent;
-          if (arg.isInteger) { // keys at 0.., queries at the bottom-right
-            int64_t first = arg.role == "query_positions" ? skv - sq : 0;
-            for (int64_t e = 0; e < count; ++e)
-              inputs[i].ids.push_back(first + e % arg.shape.back());
-            views.push_back({inputs[i].ids.data(), DType::I64, arg.shape, {}});
-            reference.push_back(ref::PositionIds(arg.shape, inputs[i].ids));
-            continue;
-          }
-          std::vector<float> values(count);
-          for (float &x : values)
-            x = dist(engine);
-          inputs[i].array = npy::fromFloat32(values, arg.shape, npyOf(in));
-          std::vector<float> rounded = npy::toFloat32(inputs[i].array); // what the kernel reads
-          views.push_back({inputs[i].array.bytes.data(), dtypeOf(in), arg.shape, {}});
-          reference.push_back(
-              ref::Tensor(arg.shape, std::vector<double>(rounded.begin(), rounded.end())));
-        }
-        const Shape &s = kernel->shape();
-        std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
-        size_t outCount = s.batch * s.queryHeads * s.querySeq * s.valueDim;
-        // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
-        std::vector<float> out32(outCount, std::numeric_limits<float>::quiet_NaN());
-        std::vector<uint8_t> out16(outCount * 2, 0xff);
-        bool narrow = out != "f32";
-        TensorView outView{
-            narrow ? static_cast<void *>(out16.data()) : out32.data(), dtypeOf(out), outShape, {}};
-        Status status = kernel->run(views, outView);
-        ASSERT_TRUE(status) << status.message();
-        if (narrow)
-          out32 = npy::toFloat32(npy::Array{npyOf(out), outShape, out16});
-
-        Expected<ref::Tensor> expected = interpretReference(text, reference);
-        ASSERT_TRUE(expected) << expected.error();
-        double maxRef = 0, maxErr = 0;
-        for (size_t e = 0; e < outCount; ++e) {
-          maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-          double err = std::fabs(out32[e] - expected->data[e]);
-          maxErr =
-              std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-        }
-        EXPECT_LE(maxErr / maxRef, 1e-2) << "max error " << maxErr << " of " << maxRef;
+        expectMatchesReference(runtime, withTypes(text16, in, out), engine, dtypeOf(in),
+                               dtypeOf(out));
       }
+}
+
+/// The GPU check's source cases (bench/gpu/GpuSourceCases.h) on x86: the
+/// same IR, the same 16-bit inputs and tables, the same tolerance. A case
+/// whose IR means something other than its name says fails here first.
+TEST(HalfInputs, TheGpuCheckSourceCasesMatchOnX86) {
+  std::mt19937 engine(std::random_device{}());
+  Runtime runtime;
+  for (const gpucheck::GpuSourceCase &c : gpucheck::gpuSourceCases()) {
+    SCOPED_TRACE(c.name);
+    Expected<FunctionSignature> sig = describeFunction(c.source);
+    ASSERT_TRUE(sig) << sig.error();
+    DType in = dtypeOf(sig->arguments[0].elementType);
+    // The result's element type: "tensor<...x f32>" after the last 'x'.
+    const std::string &result = sig->resultType;
+    size_t last = result.rfind('x');
+    DType out = dtypeOf(result.substr(last + 1, result.size() - last - 2));
+    expectMatchesReference(runtime, c.source, engine, in, out);
+  }
 }
 
 TEST(HalfInputs, AViewOfAnotherDtypeIsAClearError) {
