@@ -97,12 +97,14 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       encodingOperandSlots(op, op.getEncodingOperands().size());
   if (failed(slots))
     return failure();
-  std::string encodingArgs, encodingNames, encodingTypes;
+  std::string encodingArgs, encodingNames, encodingTypes, callArgs, callTypes;
   for (auto [n, type] : llvm::enumerate(*slots)) {
     std::string name = "%e" + std::to_string(n);
     encodingArgs += ", " + name + ": " + type;
     encodingNames += (n ? ", " : "") + name;
     encodingTypes += (n ? ", " : "") + type;
+    callArgs += ", " + name;
+    callTypes += ", " + type;
   }
   std::string encodingOperands =
       slots->empty() ? "" : " operands(" + encodingNames + " : " + encodingTypes + ")";
@@ -209,6 +211,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"VT_BUCKETS", std::to_string(std::max<int64_t>(valueTermBuckets, 1))},
       {"VT_FLOATS", std::to_string(std::max<int64_t>(valueTermFloats, 1))},
       {"ENCODING_ARGS", encodingArgs},
+      {"ENCODING_CALL_ARGS", callArgs},
+      {"ENCODING_CALL_TYPES", callTypes},
       {"ENCODING_OPERANDS", encodingOperands}};
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate},

@@ -39,8 +39,9 @@
 // tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
 // (out_f32|out_f16|out_bf16). ${ENCODING_ARGS}: the encoding operands
 // (", %e0: memref<...>", ...: contiguous, after the fixed arguments and the
-// position ids) and ${ENCODING_OPERANDS} the score_mod's operands(...) list
-// of them. The position ids go to the prologue and to score_mod (read only
+// position ids), ${ENCODING_OPERANDS} the score_mod's operands(...) list
+// of them, ${ENCODING_CALL_ARGS} and ${ENCODING_CALL_TYPES} the same for a
+// func.call (", %e0", ", memref<...>"). The position ids go to the prologue and to score_mod (read only
 // by encodings with relative_to = position).
 //
 // ${TILE_SCRATCH} (at least 1): floats of the encodings' query-tile tables
@@ -449,43 +450,13 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     %ln_hi0 = arith.mulf %l_hi, %alpha_hi : f32
     %ln_hi = arith.addf %ln_hi0, %psum#1 : f32
 
-    // Value term: VT[m, r] *= alpha(r) (the quad's 4 lanes split the
-    // buckets of its two rows), then each P into its bucket. Rows belong to
-    // one warp; the barrier orders the rescale before any lane's adds.
+    // Value term: rescale VT by alpha, add this tile's P by bucket.
     scf.if %value_term {
-      scf.for %m = %lane4 to %NB step %c4 {
-        %m_row = arith.muli %m, %BM : index
-        %at_lo = arith.addi %m_row, %r_lo : index
-        %at_hi = arith.addi %m_row, %r_hi : index
-        %w_lo = memref.load %VTs[%at_lo] : !VT
-        %w_hi = memref.load %VTs[%at_hi] : !VT
-        %x_lo = arith.mulf %w_lo, %alpha_lo : f32
-        %x_hi = arith.mulf %w_hi, %alpha_hi : f32
-        memref.store %x_lo, %VTs[%at_lo] : !VT
-        memref.store %x_hi, %VTs[%at_hi] : !VT
-      }
-      gpu.barrier
-      scf.for %n = %c0 to %nS step %c1 {
-        scf.for %e = %c0 to %c4 step %c1 {
-          %hi = arith.cmpi uge, %e, %c2 : index
-          %i = arith.select %hi, %i_hi, %i_lo : index
-          %r = arith.select %hi, %r_hi, %r_lo : index
-          %e2 = arith.remui %e, %c2 : index
-          %n8 = arith.muli %n, %c8 : index
-          %jl0 = arith.addi %n8, %quad_col : index
-          %jl = arith.addi %jl0, %e2 : index
-          %j = arith.addi %j0, %jl : index
-          %i_i = arith.index_cast %i : index to i32
-          %j_i = arith.index_cast %j : index to i32
-          %bucket = attn.value_term_bucket batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
-              positions(%qpos, %kpos : !QPOS, !KPOS) : i32
-          %m = arith.index_cast %bucket : i32 to index
-          %m_row = arith.muli %m, %BM : index
-          %at = arith.addi %m_row, %r : index
-          %p = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
-          %old = memref.atomic_rmw addf %p, %VTs[%at] : (f32, !VT) -> f32
-        } {pejit.unroll}
-      } {pejit.unroll}
+      func.call @pejit_value_term_tile(%VTs, %Sacc, %alpha_lo, %alpha_hi, %b, %h, %j0, %i_lo,
+                                       %i_hi, %r_lo, %r_hi, %lane4, %quad_col, %qpos,
+                                       %kpos${ENCODING_CALL_ARGS})
+          : (!VT, memref<${BN8}x4xf32>, f32, f32, index, index, index, index, index, index,
+             index, index, index, !QPOS, !KPOS${ENCODING_CALL_TYPES}) -> ()
     }
 
     // O = O alpha + P . Vs: the A fragment of keys [16kk, 16kk + 16) is
@@ -545,37 +516,12 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     scf.yield %mn_lo, %mn_hi, %ln_lo, %ln_hi : f32, f32, f32, f32
   }
 
-  // Value term: O[r, c] += sum_m VT[m, r] row(m)[c] for this lane's two
-  // rows and its column pairs, in the scale of O (before the division).
+  // Value term: O += VT . rows, in the scale of O (before the division).
   scf.if %value_term {
-    gpu.barrier
-    scf.for %m = %c0 to %NB step %c1 {
-      %m_row = arith.muli %m, %BM : index
-      %at_lo = arith.addi %m_row, %r_lo : index
-      %at_hi = arith.addi %m_row, %r_hi : index
-      %w_lo = memref.load %VTs[%at_lo] : !VT
-      %w_hi = memref.load %VTs[%at_hi] : !VT
-      scf.for %n = %c0 to %nO step %c1 {
-        %n8 = arith.muli %n, %c8 : index
-        %col = arith.addi %n8, %quad_col : index
-        %row = attn.value_term_row batch %b, head %h, bucket %m, channel %col${ENCODING_OPERANDS}
-            : vector<2xf32>
-        %v0 = vector.extract %row[0] : f32 from vector<2xf32>
-        %v1 = vector.extract %row[1] : f32 from vector<2xf32>
-        %o0 = memref.load %Oacc[%n, %c0] : memref<${DV8}x4xf32>
-        %o1 = memref.load %Oacc[%n, %c1] : memref<${DV8}x4xf32>
-        %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
-        %o3 = memref.load %Oacc[%n, %c3] : memref<${DV8}x4xf32>
-        %y0 = math.fma %w_lo, %v0, %o0 : f32
-        %y1 = math.fma %w_lo, %v1, %o1 : f32
-        %y2 = math.fma %w_hi, %v0, %o2 : f32
-        %y3 = math.fma %w_hi, %v1, %o3 : f32
-        memref.store %y0, %Oacc[%n, %c0] : memref<${DV8}x4xf32>
-        memref.store %y1, %Oacc[%n, %c1] : memref<${DV8}x4xf32>
-        memref.store %y2, %Oacc[%n, %c2] : memref<${DV8}x4xf32>
-        memref.store %y3, %Oacc[%n, %c3] : memref<${DV8}x4xf32>
-      } {pejit.unroll}
-    }
+    func.call @pejit_value_term_finish(%VTs, %Oacc, %b, %h, %r_lo, %r_hi,
+                                       %quad_col${ENCODING_CALL_ARGS})
+        : (!VT, memref<${DV8}x4xf32>, index, index, index, index, index${ENCODING_CALL_TYPES})
+        -> ()
   }
 
   // O = O / l with l summed over the quad; a row that saw no key is 0.

@@ -5,6 +5,8 @@
 //   @mma_f16, @mma_bf16  one m16n8k16 tensor-core step, D = A B + C
 //   @out_f32/f16/bf16    output pairs in the output's element type
 //   @exp2                2^x by the hardware
+//   @pejit_value_term_tile, @pejit_value_term_finish  a value term's
+//                        accumulator (Shaw's a^V), per KV tile and at the end
 //   @pejit_combine       the split-KV merge kernel
 
 // D = A B + C for f16 (nvgpu.mma.sync).
@@ -68,6 +70,105 @@ func.func private @out_bf16(%x: vector<2xf32>) -> vector<2xbf16> {
 func.func private @exp2(%x: f32) -> f32 {
   %r = math.exp2 %x fastmath<afn> : f32
   return %r : f32
+}
+
+// Value term, once per KV tile (the quad's 4 lanes split the buckets of
+// their two rows; a row belongs to one warp, and the barrier orders the
+// rescale before any lane's adds; lanes of one row may share a bucket,
+// hence the atomics):
+//   VT[m, r] *= alpha(r);  VT[bucket(i, j), r] += P[r, j]
+func.func private @pejit_value_term_tile(%VTs: !VT, %Sacc: memref<${BN8}x4xf32>, %alpha_lo: f32,
+                                         %alpha_hi: f32, %b: index, %h: index, %j0: index,
+                                         %i_lo: index, %i_hi: index, %r_lo: index, %r_hi: index,
+                                         %lane4: index, %quad_col: index, %qpos: !QPOS,
+                                         %kpos: !KPOS${ENCODING_ARGS}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %BM = arith.constant ${BM} : index
+  %NB = arith.constant ${VT_BUCKETS} : index
+  %nS = arith.constant ${BN8} : index
+  scf.for %m = %lane4 to %NB step %c4 {
+    %m_row = arith.muli %m, %BM : index
+    %at_lo = arith.addi %m_row, %r_lo : index
+    %at_hi = arith.addi %m_row, %r_hi : index
+    %w_lo = memref.load %VTs[%at_lo] : !VT
+    %w_hi = memref.load %VTs[%at_hi] : !VT
+    %x_lo = arith.mulf %w_lo, %alpha_lo : f32
+    %x_hi = arith.mulf %w_hi, %alpha_hi : f32
+    memref.store %x_lo, %VTs[%at_lo] : !VT
+    memref.store %x_hi, %VTs[%at_hi] : !VT
+  }
+  gpu.barrier
+  scf.for %n = %c0 to %nS step %c1 {
+    scf.for %e = %c0 to %c4 step %c1 {
+      %hi = arith.cmpi uge, %e, %c2 : index
+      %i = arith.select %hi, %i_hi, %i_lo : index
+      %r = arith.select %hi, %r_hi, %r_lo : index
+      %e2 = arith.remui %e, %c2 : index
+      %n8 = arith.muli %n, %c8 : index
+      %jl0 = arith.addi %n8, %quad_col : index
+      %jl = arith.addi %jl0, %e2 : index
+      %j = arith.addi %j0, %jl : index
+      %i_i = arith.index_cast %i : index to i32
+      %j_i = arith.index_cast %j : index to i32
+      %bucket = attn.value_term_bucket batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
+          positions(%qpos, %kpos : !QPOS, !KPOS) : i32
+      %m = arith.index_cast %bucket : i32 to index
+      %m_row = arith.muli %m, %BM : index
+      %at = arith.addi %m_row, %r : index
+      %p = memref.load %Sacc[%n, %e] : memref<${BN8}x4xf32>
+      %old = memref.atomic_rmw addf %p, %VTs[%at] : (f32, !VT) -> f32
+    } {pejit.unroll}
+  } {pejit.unroll}
+  return
+}
+
+// Value term, once per query tile before the division by l: this lane's
+// two rows and column pairs,
+//   O[r, c] += sum_m VT[m, r] row(m)[c]
+func.func private @pejit_value_term_finish(%VTs: !VT, %Oacc: memref<${DV8}x4xf32>, %b: index,
+                                           %h: index, %r_lo: index, %r_hi: index,
+                                           %quad_col: index${ENCODING_ARGS}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %BM = arith.constant ${BM} : index
+  %NB = arith.constant ${VT_BUCKETS} : index
+  %nO = arith.constant ${DV8} : index
+  gpu.barrier
+  scf.for %m = %c0 to %NB step %c1 {
+    %m_row = arith.muli %m, %BM : index
+    %at_lo = arith.addi %m_row, %r_lo : index
+    %at_hi = arith.addi %m_row, %r_hi : index
+    %w_lo = memref.load %VTs[%at_lo] : !VT
+    %w_hi = memref.load %VTs[%at_hi] : !VT
+    scf.for %n = %c0 to %nO step %c1 {
+      %n8 = arith.muli %n, %c8 : index
+      %col = arith.addi %n8, %quad_col : index
+      %row = attn.value_term_row batch %b, head %h, bucket %m, channel %col${ENCODING_OPERANDS}
+          : vector<2xf32>
+      %v0 = vector.extract %row[0] : f32 from vector<2xf32>
+      %v1 = vector.extract %row[1] : f32 from vector<2xf32>
+      %o0 = memref.load %Oacc[%n, %c0] : memref<${DV8}x4xf32>
+      %o1 = memref.load %Oacc[%n, %c1] : memref<${DV8}x4xf32>
+      %o2 = memref.load %Oacc[%n, %c2] : memref<${DV8}x4xf32>
+      %o3 = memref.load %Oacc[%n, %c3] : memref<${DV8}x4xf32>
+      %y0 = math.fma %w_lo, %v0, %o0 : f32
+      %y1 = math.fma %w_lo, %v1, %o1 : f32
+      %y2 = math.fma %w_hi, %v0, %o2 : f32
+      %y3 = math.fma %w_hi, %v1, %o3 : f32
+      memref.store %y0, %Oacc[%n, %c0] : memref<${DV8}x4xf32>
+      memref.store %y1, %Oacc[%n, %c1] : memref<${DV8}x4xf32>
+      memref.store %y2, %Oacc[%n, %c2] : memref<${DV8}x4xf32>
+      memref.store %y3, %Oacc[%n, %c3] : memref<${DV8}x4xf32>
+    } {pejit.unroll}
+  }
+  return
 }
 
 // Split-KV: O[b, h, i] = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s with

@@ -92,6 +92,15 @@ func.func @softcap_alibi(%q: tensor<1x4x40x64xf16>, %k: tensor<1x4x40x64xf16>, %
 //   s += scale QaK[clamp(j - i, -2, 2) + 2, i - i0]           per score
 //   VT[m, r] *= alpha(r);  VT[bucket(i, j), r] += p   (per KV tile; atomics)
 //   O[r, c] += sum_m VT[m, r] aV[m, c]              before the division by l
+// CHECK-LABEL: func.func private @pejit_value_term_tile
+// CHECK: gpu.barrier
+// CHECK: arith.maxsi {{.*}} : i32
+// CHECK: memref.atomic_rmw addf
+// CHECK-NOT: attn.value_term_bucket
+// CHECK-LABEL: func.func private @pejit_value_term_finish
+// CHECK: vector.load {{.*}} : memref<5x64xf32>, vector<2xf32>
+// CHECK: math.fma
+// CHECK-NOT: attn.value_term_row
 // CHECK-LABEL: gpu.func @pejit_attention
 // CHECK-SAME: workgroup(%{{.*}} : memref<64x72xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %{{.*}} : memref<64x72xf16, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[TS:.*]] : memref<320xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[VT:.*]] : memref<320xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: %[[TID:.*]] = gpu.thread_id x
@@ -108,16 +117,8 @@ func.func @softcap_alibi(%q: tensor<1x4x40x64xf16>, %k: tensor<1x4x40x64xf16>, %
 // CHECK: memref.subview %[[TS]]
 // CHECK: math.fma
 // CHECK-NOT: attn.score_mod
-// CHECK: memref.store {{.*}}, %[[VT]]
-// CHECK: gpu.barrier
-// CHECK: arith.maxsi {{.*}} : i32
-// CHECK: memref.atomic_rmw addf {{.*}}, %[[VT]]
-// CHECK-NOT: attn.value_term_bucket
-// CHECK: gpu.barrier
-// CHECK: memref.load %[[VT]]
-// CHECK: vector.load {{.*}} : memref<5x64xf32>, vector<2xf32>
-// CHECK: math.fma
-// CHECK-NOT: attn.value_term_row
+// CHECK: func.call @pejit_value_term_tile(%[[VT]],
+// CHECK: func.call @pejit_value_term_finish(%[[VT]],
 // CHECK: func.call @out_f32
 func.func @shaw(%q: tensor<1x2x40x64xf16>, %k: tensor<1x2x40x64xf16>, %v: tensor<1x2x40x64xf16>, %aK: tensor<5x64xf16>, %aV: tensor<5x64xf32>) -> tensor<1x2x40x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.relative_key<clip = 2>, #pe.relative_value<clip = 2>]) encoding_operands(%aK, %aV : tensor<5x64xf16>, tensor<5x64xf32>) : tensor<1x2x40x64xf16>, tensor<1x2x40x64xf16>, tensor<1x2x40x64xf16> -> tensor<1x2x40x64xf32>
