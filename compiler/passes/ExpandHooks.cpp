@@ -6,6 +6,7 @@
 #include "dialects/pe/TileCopy.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -18,8 +19,11 @@ namespace {
 /// `batch`: positions[b or 0, clamp(index, 0, s - 1)] as i64 of index's
 /// shape. Padding lanes past s read the last id (their scores are masked).
 /// Without a positions memref, the default ids: index + offset.
+/// Lanes of one row (a broadcast index: the key of 8 query rows) take one
+/// scalar load; lanes the template states are consecutive (index[0] + l)
+/// take one vector load when all lie inside the sequence. Else a gather.
 Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Value index,
-                    int64_t defaultOffset) {
+                    int64_t defaultOffset, bool consecutive) {
   Type i64 = pe::typeLike(index, b.getI64Type());
   if (!positions) {
     Value shifted = arith::AddIOp::create(
@@ -33,10 +37,41 @@ Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Va
   clamped = arith::MinSIOp::create(
       b, loc, clamped,
       pe::constantLike(b, loc, index, static_cast<double>(type.getDimSize(1) - 1)));
-  if (isa<VectorType>(index.getType()))
+  auto lanes = dyn_cast<VectorType>(index.getType());
+  auto loadAt = [&](Value scalarIndex) -> Value {
+    Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), scalarIndex);
+    return memref::LoadOp::create(b, loc, positions, ValueRange{row, at});
+  };
+  if (!lanes)
+    return loadAt(clamped);
+  if (auto uniform = index.getDefiningOp<vector::BroadcastOp>();
+      uniform && !isa<VectorType>(uniform.getSource().getType())) {
+    Value one = uniform.getSource();
+    one = arith::MaxSIOp::create(b, loc, one, pe::constantLike(b, loc, one, 0.0));
+    one = arith::MinSIOp::create(
+        b, loc, one, pe::constantLike(b, loc, one, static_cast<double>(type.getDimSize(1) - 1)));
+    return vector::BroadcastOp::create(b, loc, i64, loadAt(one));
+  }
+  if (!consecutive || type.getDimSize(1) < lanes.getNumElements())
     return pe::gatherLanes(b, loc, positions, ValueRange{row, zero}, clamped);
-  Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), clamped);
-  return memref::LoadOp::create(b, loc, positions, ValueRange{row, at});
+  // index[0] >= 0 here (the template's rows start at 0).
+  Value first = vector::ExtractOp::create(b, loc, index, ArrayRef<int64_t>{0});
+  Value inside = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::sle, first,
+      arith::ConstantOp::create(b, loc,
+                                b.getI32IntegerAttr(type.getDimSize(1) - lanes.getNumElements())));
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i64}, inside, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), first);
+    scf::YieldOp::create(
+        b, loc, vector::LoadOp::create(b, loc, i64, positions, ValueRange{row, at}).getResult());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc,
+                         pe::gatherLanes(b, loc, positions, ValueRange{row, zero}, clamped));
+  }
+  return ifOp.getResult(0);
 }
 
 /// point's positions, for an encoding that measures by them.
@@ -46,8 +81,8 @@ void setPositions(OpBuilder &b, Location loc, const pe::AttentionShape &shape,
   if (!encoding.readsPositions())
     return;
   point.queryPosition = loadPositions(b, loc, queryPositions, point.batch, point.queryIndex,
-                                      shape.keySeq - shape.querySeq);
-  point.keyPosition = loadPositions(b, loc, keyPositions, point.batch, point.keyIndex, 0);
+                                      shape.keySeq - shape.querySeq, point.queryLanesConsecutive);
+  point.keyPosition = loadPositions(b, loc, keyPositions, point.batch, point.keyIndex, 0, false);
 }
 
 } // namespace

@@ -66,11 +66,22 @@ Value relativeDistance(OpBuilder &b, Location loc, const AttentionShape &shape,
   }
   // Positions lie in [-2^31, 2^31): their i64 difference cannot overflow.
   Value d = arith::SubIOp::create(b, loc, point.keyPosition, point.queryPosition);
-  if (asFloat)
-    return arith::SIToFPOp::create(b, loc, f32, d);
+  Type i32 = typeLike(point.queryIndex, b.getI32Type());
+  if (asFloat) {
+    // f32(d) as 65536 f32(d >> 16) + f32(d & 0xffff): both parts are exact
+    // in f32 (|d| < 2^33), so the one rounding of the sum is f32(d)'s. The
+    // parts convert from i32, which AVX2 does 8 lanes at a time; an i64
+    // conversion it does one lane at a time.
+    Value high = arith::ShRSIOp::create(b, loc, d, constantLike(b, loc, d, 16.0));
+    Value low = arith::AndIOp::create(b, loc, d, constantLike(b, loc, d, 65535.0));
+    Value highF = arith::SIToFPOp::create(b, loc, f32, arith::TruncIOp::create(b, loc, i32, high));
+    Value lowF = arith::SIToFPOp::create(b, loc, f32, arith::TruncIOp::create(b, loc, i32, low));
+    Value scaled = arith::MulFOp::create(b, loc, highF, constantLike(b, loc, highF, 65536.0));
+    return arith::AddFOp::create(b, loc, scaled, lowF);
+  }
   d = arith::MaxSIOp::create(b, loc, d, constantLike(b, loc, d, -2147483647.0));
   d = arith::MinSIOp::create(b, loc, d, constantLike(b, loc, d, 2147483647.0));
-  return arith::TruncIOp::create(b, loc, typeLike(point.queryIndex, b.getI32Type()), d);
+  return arith::TruncIOp::create(b, loc, i32, d);
 }
 
 } // namespace pejit::pe

@@ -289,14 +289,25 @@ func.func @shaw_value(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 
 // -----
 
-// ALiBi by position: per 8 scores the expansion gathers the 8 query rows'
-// ids and the key's (indices clamped into [0, s)) from the item's position
-// memrefs; the bias uses key_pos - query_pos as f32.
+// ALiBi by position: per 8 scores the expansion reads the 8 consecutive
+// query rows' ids with one load when they lie inside [0, s) (else a gather
+// of clamped indices), and the key's id with one scalar load, broadcast;
+// the bias uses d = key_pos - query_pos as f32, converted as
+// 65536 f32(d >> 16) + f32(d & 0xffff) (i32 conversions, exact parts).
 // CHECK-LABEL: func.func @pejit_item
 // CHECK-SAME: memref<1x64xi64>
+// CHECK: scf.if
+// CHECK: vector.load %{{.*}} : memref<1x64xi64>, vector<8xi64>
+// CHECK: } else {
 // CHECK: vector.gather %{{.*}} : memref<1x64xi64>, vector<8xi32>, vector<8xi1>, vector<8xi64> into vector<8xi64>
+// CHECK: memref.load %{{.*}} : memref<1x64xi64>
+// CHECK: vector.broadcast {{.*}} : i64 to vector<8xi64>
 // CHECK: arith.subi {{.*}} : vector<8xi64>
-// CHECK: arith.sitofp {{.*}} : vector<8xi64> to vector<8xf32>
+// CHECK: arith.shrsi {{.*}} : vector<8xi64>
+// CHECK: arith.andi {{.*}} : vector<8xi64>
+// CHECK: arith.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK: arith.sitofp {{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NOT: vector<8xi64> to vector<8xf32>
 func.func @alibi_by_position(%q: tensor<1x4x64x64xf32>, %k: tensor<1x4x64x64xf32>, %v: tensor<1x4x64x64xf32>, %qp: tensor<64xi64>, %kp: tensor<64xi64>) -> tensor<1x4x64x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%qp : tensor<64xi64>) key_positions(%kp : tensor<64xi64>) causal scale(0.125) encodings([#pe.alibi<num_heads = 4, form = causal, relative_to = position>]) : tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32> -> tensor<1x4x64x64xf32>
   return %o : tensor<1x4x64x64xf32>
