@@ -14,6 +14,8 @@
 #ifndef PEJIT_BENCH_GPU_GPUSOURCECASES_H
 #define PEJIT_BENCH_GPU_GPUSOURCECASES_H
 
+#include "runtime/core/KernelSignature.h"
+
 #include <string>
 #include <vector>
 
@@ -27,6 +29,21 @@ struct GpuSourceCase {
 inline std::string sourceCaseFile(const std::string &dir, const std::string &name,
                                   const std::string &part) {
   return dir + "/" + name + "." + part;
+}
+
+/// The bundle part of a float argument: "query", "key", "value", or the
+/// next "operandN" (`operands` counts the encoding operands seen so far).
+inline std::string sourceCasePart(ArgumentRole role, int &operands) {
+  switch (role) {
+  case ArgumentRole::Query:
+    return "query";
+  case ArgumentRole::Key:
+    return "key";
+  case ArgumentRole::Value:
+    return "value";
+  default:
+    return "operand" + std::to_string(operands++);
+  }
 }
 
 inline std::vector<GpuSourceCase> gpuSourceCases() {

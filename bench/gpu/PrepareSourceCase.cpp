@@ -94,10 +94,7 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
     npy::Array stored = npy::fromFloat32(values, arg.shape, npyType(arg.dtype));
     std::vector<float> seen = npy::toFloat32(stored); // what the GPU sees
     reference.push_back(ref::Tensor(arg.shape, std::vector<double>(seen.begin(), seen.end())));
-    std::string part = arg.role == ArgumentRole::Query   ? "query"
-                       : arg.role == ArgumentRole::Key   ? "key"
-                       : arg.role == ArgumentRole::Value ? "value"
-                                                         : "operand" + std::to_string(operand++);
+    std::string part = sourceCasePart(arg.role, operand);
     if (!writeBytes(sourceCaseFile(dir, c.name, part), stored.bytes.data(), stored.bytes.size()))
       return "cannot write " + sourceCaseFile(dir, c.name, part);
   }

@@ -208,10 +208,7 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   for (const KernelArgument &arg : description.signature.arguments) {
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
       continue; // positions come as the kernel's tables below
-    std::string part = arg.role == ArgumentRole::Query   ? "query"
-                       : arg.role == ArgumentRole::Key   ? "key"
-                       : arg.role == ArgumentRole::Value ? "value"
-                                                         : "operand" + std::to_string(operand++);
+    std::string part = gpucheck::sourceCasePart(arg.role, operand);
     std::vector<uint8_t> bytes = readBytes(file(part));
     if (bytes.size() != bytesOf(arg.shape, arg.dtype)) {
       outcome.error = c.name + "." + part + " holds " + std::to_string(bytes.size()) +

@@ -33,25 +33,23 @@ Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Va
   auto type = cast<MemRefType>(positions.getType());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value row = type.getDimSize(0) == 1 ? zero : batch;
-  Value clamped = arith::MaxSIOp::create(b, loc, index, pe::constantLike(b, loc, index, 0.0));
-  clamped = arith::MinSIOp::create(
-      b, loc, clamped,
-      pe::constantLike(b, loc, index, static_cast<double>(type.getDimSize(1) - 1)));
+  // clamp(v, 0, s - 1), for lanes or a scalar.
+  auto clampToSequence = [&](Value v) -> Value {
+    Value low = arith::MaxSIOp::create(b, loc, v, pe::constantLike(b, loc, v, 0.0));
+    return arith::MinSIOp::create(
+        b, loc, low, pe::constantLike(b, loc, v, static_cast<double>(type.getDimSize(1) - 1)));
+  };
   auto lanes = dyn_cast<VectorType>(index.getType());
   auto loadAt = [&](Value scalarIndex) -> Value {
     Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), scalarIndex);
     return memref::LoadOp::create(b, loc, positions, ValueRange{row, at});
   };
   if (!lanes)
-    return loadAt(clamped);
+    return loadAt(clampToSequence(index));
   if (auto uniform = index.getDefiningOp<vector::BroadcastOp>();
-      uniform && !isa<VectorType>(uniform.getSource().getType())) {
-    Value one = uniform.getSource();
-    one = arith::MaxSIOp::create(b, loc, one, pe::constantLike(b, loc, one, 0.0));
-    one = arith::MinSIOp::create(
-        b, loc, one, pe::constantLike(b, loc, one, static_cast<double>(type.getDimSize(1) - 1)));
-    return vector::BroadcastOp::create(b, loc, i64, loadAt(one));
-  }
+      uniform && !isa<VectorType>(uniform.getSource().getType()))
+    return vector::BroadcastOp::create(b, loc, i64, loadAt(clampToSequence(uniform.getSource())));
+  Value clamped = clampToSequence(index);
   if (!consecutive || type.getDimSize(1) < lanes.getNumElements())
     return pe::gatherLanes(b, loc, positions, ValueRange{row, zero}, clamped);
   // index[0] >= 0 here (the template's rows start at 0).

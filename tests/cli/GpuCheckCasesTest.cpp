@@ -91,10 +91,7 @@ TEST(GpuCheckCases, EverySourceCaseCompilesAndBundlesItsInputsAndReference) {
       int64_t bytes = arg.dtype == DType::F32 ? 4 : 2;
       for (int64_t d : arg.shape)
         bytes *= d;
-      std::string part = arg.role == ArgumentRole::Query   ? "query"
-                         : arg.role == ArgumentRole::Key   ? "key"
-                         : arg.role == ArgumentRole::Value ? "value"
-                                                           : "operand" + std::to_string(operand++);
+      std::string part = sourceCasePart(arg.role, operand);
       EXPECT_EQ(size(c.name, part), bytes) << part;
     }
     EXPECT_EQ(size(c.name, "query_positions"),
