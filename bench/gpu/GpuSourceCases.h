@@ -34,16 +34,9 @@ inline std::string sourceCaseFile(const std::string &dir, const std::string &nam
 /// The bundle part of a float argument: "query", "key", "value", or the
 /// next "operandN" (`operands` counts the encoding operands seen so far).
 inline std::string sourceCasePart(ArgumentRole role, int &operands) {
-  switch (role) {
-  case ArgumentRole::Query:
-    return "query";
-  case ArgumentRole::Key:
-    return "key";
-  case ArgumentRole::Value:
-    return "value";
-  default:
+  if (role == ArgumentRole::EncodingOperand)
     return "operand" + std::to_string(operands++);
-  }
+  return argumentRoleName(role);
 }
 
 inline std::vector<GpuSourceCase> gpuSourceCases() {
