@@ -40,14 +40,6 @@ NvidiaKernelImpl::fromArtifact(KernelArtifact artifact) {
   return std::shared_ptr<const NvidiaKernelImpl>(kernel);
 }
 
-namespace {
-
-size_t elementBytes(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::I32 ? 4 : dtype == DType::I64 ? 8 : 2;
-}
-
-} // namespace
-
 Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   auto fail = [](const std::string &what) { return Status::error("nvidia run: " + what); };
   BoundInputs bound;
@@ -93,27 +85,21 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
   std::string deviceArch = (*driver)->device().arch();
   if (deviceArch.size() == arch.size() && deviceArch < arch)
     return fail("the kernel is for " + arch + ", the device is " + deviceArch);
-  auto bytesOf = [](const std::vector<int64_t> &shape, DType type) {
-    size_t bytes = elementBytes(type);
-    for (int64_t d : shape)
-      bytes *= static_cast<size_t>(d);
-    return bytes;
-  };
   cuda::AttentionKernelImage image =
       cuda::kernelImage(launch, scratchFloats, cubin().empty() ? ptx() : cubin());
   cuda::AttentionBuffers buffers;
   buffers.query = views[0]->data;
   buffers.key = views[1]->data;
   buffers.value = views[2]->data;
-  buffers.queryBytes = bytesOf(dims[0], inputDtype);
-  buffers.keyBytes = bytesOf(dims[1], inputDtype);
-  buffers.valueBytes = bytesOf(dims[2], inputDtype);
+  buffers.queryBytes = denseBytes(dims[0], inputDtype);
+  buffers.keyBytes = denseBytes(dims[1], inputDtype);
+  buffers.valueBytes = denseBytes(dims[2], inputDtype);
   buffers.queryPositions = &queryPositions;
   buffers.keyPositions = &keyPositions;
   buffers.output = out.data;
-  buffers.outputBytes = bytesOf(outDims, outputDtype);
+  buffers.outputBytes = denseBytes(outDims, outputDtype);
   for (const TensorView *operand : bound.encodingOperands)
-    buffers.encodingOperands.push_back({operand->data, bytesOf(operand->shape, operand->dtype)});
+    buffers.encodingOperands.push_back({operand->data, denseBytes(operand->shape, operand->dtype)});
   if (cuda::Status st = cuda::runAttention(image, buffers); !st)
     return fail(st.error());
   return Status();

@@ -174,17 +174,6 @@ std::vector<uint8_t> readBytes(const std::string &path) {
   return std::vector<uint8_t>(text.begin(), text.end());
 }
 
-size_t elementBytes(DType type) {
-  return type == DType::F32 || type == DType::I32 ? 4 : type == DType::I64 ? 8 : 2;
-}
-
-size_t bytesOf(const std::vector<int64_t> &shape, DType type) {
-  size_t bytes = elementBytes(type);
-  for (int64_t d : shape)
-    bytes *= static_cast<size_t>(d);
-  return bytes;
-}
-
 /// A source case: its inputs and float64 reference from the bundle, bound
 /// by the signature in NAME.meta; the output poisoned with NaN first.
 Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) {
@@ -210,10 +199,10 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
       continue; // positions come as the kernel's tables below
     std::string part = gpucheck::sourceCasePart(arg.role, operand);
     std::vector<uint8_t> bytes = readBytes(file(part));
-    if (bytes.size() != bytesOf(arg.shape, arg.dtype)) {
+    if (bytes.size() != denseBytes(arg.shape, arg.dtype)) {
       outcome.error = c.name + "." + part + " holds " + std::to_string(bytes.size()) +
                       " bytes, its argument " + arg.label() + " needs " +
-                      std::to_string(bytesOf(arg.shape, arg.dtype));
+                      std::to_string(denseBytes(arg.shape, arg.dtype));
       return outcome;
     }
     if (arg.role == ArgumentRole::Query)
@@ -244,7 +233,7 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   std::memcpy(expected.data(), expectedBytes.data(), n * 4);
   // NaN in the output's dtype: a value the kernel fails to write shows.
   DType outType = description.outputDtype;
-  std::vector<uint8_t> out(n * elementBytes(outType));
+  std::vector<uint8_t> out(n * dtypeBytes(outType));
   for (size_t i = 0; i < n; ++i) {
     if (outType == DType::F32) {
       float nan = std::numeric_limits<float>::quiet_NaN();

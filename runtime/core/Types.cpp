@@ -7,6 +7,17 @@ const std::string &Status::message() const {
   return message_ ? *message_ : empty;
 }
 
+size_t dtypeBytes(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::I32 ? 4 : dtype == DType::I64 ? 8 : 2;
+}
+
+size_t denseBytes(const std::vector<int64_t> &shape, DType dtype) {
+  size_t bytes = dtypeBytes(dtype);
+  for (int64_t d : shape)
+    bytes *= static_cast<size_t>(d);
+  return bytes;
+}
+
 const char *dtypeName(DType dtype) {
   switch (dtype) {
   case DType::F32:

@@ -4,6 +4,7 @@
 #ifndef PEJIT_RUNTIME_CORE_TYPES_H
 #define PEJIT_RUNTIME_CORE_TYPES_H
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ enum class DType { F32, F16, BF16, I32, I64 };
 const char *dtypeName(DType dtype);
 /// dtypeName's word back to a float DType; nullopt for any other word.
 std::optional<DType> floatDtypeNamed(const std::string &name);
+/// Bytes of one element: 4, 2 or 8.
+size_t dtypeBytes(DType dtype);
+/// Bytes of a contiguous tensor of `shape` (dims assumed valid).
+size_t denseBytes(const std::vector<int64_t> &shape, DType dtype);
 
 /// A user buffer: element pointer, dtype, shape and strides in elements.
 /// Empty strides mean contiguous (row-major).

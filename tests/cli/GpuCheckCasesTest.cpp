@@ -88,9 +88,7 @@ TEST(GpuCheckCases, EverySourceCaseCompilesAndBundlesItsInputsAndReference) {
     for (const KernelArgument &arg : description.signature.arguments) {
       if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
         continue;
-      int64_t bytes = arg.dtype == DType::F32 ? 4 : 2;
-      for (int64_t d : arg.shape)
-        bytes *= d;
+      int64_t bytes = static_cast<int64_t>(denseBytes(arg.shape, arg.dtype));
       std::string part = sourceCasePart(arg.role, operand);
       EXPECT_EQ(size(c.name, part), bytes) << part;
     }
