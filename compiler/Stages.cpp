@@ -187,8 +187,11 @@ std::vector<int64_t> kernelInfoInts(mlir::DictionaryAttr info, llvm::StringRef n
 }
 
 Shape kernelShape(mlir::TypeRange arguments) {
-  auto dims = [&](unsigned arg) { return mlir::cast<mlir::MemRefType>(arguments[arg]).getShape(); };
-  return {dims(0)[0], dims(0)[1], dims(1)[1], dims(0)[2], dims(1)[2], dims(0)[3], dims(2)[3]};
+  auto dim = [&](unsigned arg, unsigned d) {
+    int64_t size = mlir::cast<mlir::MemRefType>(arguments[arg]).getDimSize(d);
+    return mlir::ShapedType::isDynamic(size) ? kDynamicDim : size;
+  };
+  return {dim(0, 0), dim(0, 1), dim(1, 1), dim(0, 2), dim(1, 2), dim(0, 3), dim(2, 3)};
 }
 
 void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
@@ -196,6 +199,10 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.items = kernelInfoInt(info, "items");
   description.scratchFloats = kernelInfoInt(info, "scratch_floats");
   description.prepareJobs = kernelInfoInt(info, "prepare_jobs");
+  description.queryTile = kernelInfoInt(info, "tile_m");
+  description.keyCacheTile = kernelInfoInt(info, "key_cache_tile");
+  description.tableFloatsPerQueryPosition = kernelInfoInt(info, "table_floats_per_query_position");
+  description.tableFloatsPerKeyPosition = kernelInfoInt(info, "table_floats_per_key_position");
   description.queryPositionRows = kernelInfoInt(info, "query_position_rows");
   description.keyPositionRows = kernelInfoInt(info, "key_position_rows");
   description.positionAxes = std::max<int64_t>(kernelInfoInt(info, "position_axes"), 1);

@@ -85,10 +85,13 @@ std::string ropeText(const ref::RopeConfig &rope) {
   return text + ">";
 }
 
+/// A dim as the source writes it: `?` for a length the call gives.
+std::string dimText(int64_t d) { return d == kDynamicDim ? "?" : std::to_string(d); }
+
 std::string tensor(std::initializer_list<int64_t> dims, const char *element) {
   std::string text = "tensor<";
   for (int64_t d : dims)
-    text += std::to_string(d) + "x";
+    text += dimText(d) + "x";
   return text + element + ">";
 }
 
@@ -106,8 +109,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     if (axes > 0)
       text += std::to_string(axes) + "x";
     if (spec.positionsPerBatch)
-      text += std::to_string(s.batch) + "x";
-    return text + std::to_string(seq) + "xi64>";
+      text += dimText(s.batch) + "x";
+    return text + dimText(seq) + "xi64>";
   };
   std::string qp = positionType(s.querySeq), kp = positionType(s.keySeq);
   std::ostringstream out;

@@ -12,7 +12,10 @@ std::string dimsText(const std::vector<int64_t> &shape) {
   std::ostringstream out;
   out << "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    out << (i ? ", " : "") << shape[i];
+    if (shape[i] == kDynamicDim)
+      out << (i ? ", " : "") << "?";
+    else
+      out << (i ? ", " : "") << shape[i];
   out << "]";
   return out.str();
 }
@@ -53,6 +56,29 @@ Status checkView(const TensorView &view, const std::string &what,
     if (stride < 0)
       return Status::error(what + ": negative strides are not supported");
   return Status();
+}
+
+Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const TensorView &key) {
+  Shape call = kernel;
+  // A `?` length is the call's: Q's dim 2 for sq, K's for skv. A view of
+  // another rank keeps `?`, and the shape check then names it.
+  auto take = [](int64_t &dim, const TensorView &view, int axis, const std::string &what,
+                 const char *name) -> Status {
+    if (dim != kDynamicDim || view.shape.size() != 4)
+      return Status();
+    int64_t length = view.shape[axis];
+    if (length < 1 || length > limits::kMaxLength)
+      return Status::error(what + ": " + name + " = " + std::to_string(length) + " (dim " +
+                           std::to_string(axis) + ") is outside the kernel's [1, " +
+                           std::to_string(limits::kMaxLength) + "] (docs/limits.md)");
+    dim = length;
+    return Status();
+  };
+  if (Status st = take(call.querySeq, query, 2, "input 0 (query)", "sq"); !st)
+    return st;
+  if (Status st = take(call.keySeq, key, 2, "input 1 (key)", "skv"); !st)
+    return st;
+  return call;
 }
 
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,

@@ -4,6 +4,7 @@
 // prologue once and the work items on the thread pool.
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
+#include "runtime/core/CallPlan.h"
 #include <array>
 
 #include "compiler/backends/x86/ObjectCode.h"
@@ -43,7 +44,7 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
   if (!item)
     return Result::error(item.error());
   void *prepare = nullptr;
-  if (artifact.prepareJobs > 0) {
+  if (artifact.keyCacheTile > 0) { // a key cache may pay: the plan decides per call
     Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_prepare");
     if (!found)
       return Result::error(found.error());
@@ -71,8 +72,12 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;
-  const Shape &s = shape;
   const TensorView *views[3] = {bound.query, bound.key, bound.value};
+  // The call's shape: the kernel's, its `?` lengths taken from Q and K.
+  Expected<Shape> resolved = callShape(shape, *views[0], *views[1]);
+  if (!resolved)
+    return Status::error(resolved.error());
+  const Shape &s = *resolved;
   auto name = [&](int role) {
     return std::string(role == 0   ? "input 0 (query)"
                        : role == 1 ? "input 1 (key)"
@@ -112,18 +117,29 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
                                   0,
                                   {positionAxes * keyPositionRows, s.keySeq},
                                   {s.keySeq, 1}};
-  ScratchBuffer scratch = takeScratch();
-  if (!scratch)
-    return Status::error("out of memory: the kernel's scratch of " + std::to_string(scratchFloats) +
+  // Items, tables and the key cache of this call (the compile-time plan at
+  // a static shape: the same rule).
+  CallPlan plan = planCall(*this, s);
+  // One buffer: the tables, then (64-byte aligned) the key cache.
+  int64_t cacheOffset = (plan.tableFloats + 15) / 16 * 16;
+  int64_t floats = cacheOffset + plan.keyCacheFloats;
+  ScratchBuffer scratch = takeScratch(floats);
+  if (!scratch.data)
+    return Status::error("out of memory: the kernel's scratch of " + std::to_string(floats) +
                          " floats could not be allocated");
-  MemRefDescriptor<float, 1> sd{
-      scratch.get(), scratch.get(), 0, {std::max<int64_t>(scratchFloats, 1)}, {1}};
+  float *base = scratch.data.get();
+  MemRefDescriptor<float, 1> sd{base, base, 0, {std::max<int64_t>(plan.tableFloats, 1)}, {1}};
+  // No key cache: 0 floats, which tells the kernel to rotate K per tile.
+  // Its own base pointer: the kernel's views of it (reinterpret_cast) set
+  // their offset from the aligned pointer, not from this one's offset.
+  float *cache = base + cacheOffset;
+  MemRefDescriptor<float, 1> kcd{cache, cache, 0, {plan.keyCacheFloats}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   // The tables (RoPE's cos/sin per position) on all cores: call i fills
   // the position rows i, i + parts, ... Without tables (no QK transform)
   // the prologue is empty: no round trip through the pool.
-  if (scratchFloats > 0) {
+  if (plan.tableFloats > 0) {
     int64_t parts = pool_->threads();
     pool_->parallelFor(parts, [&](int64_t part) {
       MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
@@ -132,12 +148,12 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     });
   }
   // K rotated once into the key cache (after all tables exist).
-  if (prepareJobs > 0) {
-    int64_t parts = std::min<int64_t>(pool_->threads(), prepareJobs);
+  if (plan.prepareJobs > 0) {
+    int64_t parts = std::min<int64_t>(pool_->threads(), plan.prepareJobs);
     pool_->parallelFor(parts, [&](int64_t part) {
       MemRefDescriptor<float, 4> kc = k;
-      MemRefDescriptor<float, 1> sdc = sd;
-      prepare_(&kc, &sdc, part, parts);
+      MemRefDescriptor<float, 1> kcc = kcd, sdc = sd;
+      prepare_(&kc, &kcc, &sdc, s.querySeq, part, parts);
     });
   }
   // The encoding operand slots: each a memref descriptor of its own rank,
@@ -157,38 +173,41 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     words.insert(words.end(), strides.begin(), strides.end());
   }
   ItemFn item = item_;
-  pool_->parallelFor(items, [&](int64_t index) {
+  pool_->parallelFor(plan.items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write
     // them, but nothing is shared between threads but the buffers.
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o;
-    MemRefDescriptor<float, 1> scc = sd;
+    MemRefDescriptor<float, 1> scc = sd, kcc = kcd;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
     MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
-    item(&qc, &kc, &vc, &oc, &scc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(), &qpc,
-         &kpc, index);
+    item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
+         &qpc, &kpc, index);
   });
   returnScratch(std::move(scratch));
   return Status();
 }
 
-X86KernelImpl::ScratchBuffer X86KernelImpl::takeScratch() const {
+X86KernelImpl::ScratchBuffer X86KernelImpl::takeScratch(int64_t floats) const {
+  size_t need = static_cast<size_t>(std::max<int64_t>(floats, 1));
   {
     std::lock_guard<std::mutex> lock(scratchMutex_);
-    if (spareScratch_)
+    if (spareScratch_.data && spareScratch_.floats >= need)
       return std::move(spareScratch_);
   }
   // Every float the kernel reads from scratch it wrote first (tables, key
   // cache), so the buffer needs no clearing. 64-byte aligned for its tiles.
-  size_t bytes =
-      (static_cast<size_t>(std::max<int64_t>(scratchFloats, 1)) * sizeof(float) + 63) / 64 * 64;
-  return ScratchBuffer(static_cast<float *>(std::aligned_alloc(64, bytes)));
+  size_t bytes = (need * sizeof(float) + 63) / 64 * 64;
+  ScratchBuffer buffer;
+  buffer.data.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+  buffer.floats = buffer.data ? need : 0;
+  return buffer;
 }
 
 void X86KernelImpl::returnScratch(ScratchBuffer buffer) const {
-  // One spare at most: memory stays bounded by one scratch per kernel
-  // (plus one per run in flight); a concurrent run's extra one is freed.
+  // One spare at most, the largest seen: memory stays bounded by one
+  // scratch per kernel (plus one per run in flight); the other is freed.
   std::lock_guard<std::mutex> lock(scratchMutex_);
-  if (!spareScratch_)
+  if (!spareScratch_.data || spareScratch_.floats < buffer.floats)
     spareScratch_ = std::move(buffer);
 }
 

@@ -29,17 +29,19 @@ template <typename T, int Rank> struct MemRefDescriptor {
 /// (query positions, key positions, scratch, first row, row step).
 using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
                             MemRefDescriptor<float, 1> *, int64_t, int64_t);
-/// (key, scratch, first job, job step): the key cache jobs (pejit_prepare).
-using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
-                           int64_t);
-/// (q, k, v, o, scratch, encoding operand slots 0..3, query and key
-/// positions, item): each slot a memref descriptor of its operand's rank
-/// (pejit_item in the template).
+/// (key, key cache, scratch, sq, first job, job step): the key cache jobs
+/// (pejit_prepare).
+using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+                           MemRefDescriptor<float, 1> *, int64_t, int64_t, int64_t);
+/// (q, k, v, o, scratch, key cache, encoding operand slots 0..3, query and
+/// key positions, item): each slot a memref descriptor of its operand's
+/// rank; a key cache of 0 floats means none (pejit_item in the template).
 constexpr size_t kEncodingOperandSlots = 4;
 using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                        MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
-                        MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *, int64_t);
+                        MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *, void *,
+                        void *, void *, MemRefDescriptor<int64_t, 2> *,
+                        MemRefDescriptor<int64_t, 2> *, int64_t);
 
 class LoadedObject;
 
@@ -74,15 +76,19 @@ private:
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call
-  /// cost page faults. Concurrent runs each take their own.
+  /// cost page faults. Concurrent runs each take their own. A shape class's
+  /// calls need different sizes: a spare is reused when it is big enough.
   struct FreeScratch {
     void operator()(float *p) const { std::free(p); }
   };
-  using ScratchBuffer = std::unique_ptr<float, FreeScratch>;
-  ScratchBuffer takeScratch() const;
+  struct ScratchBuffer {
+    std::unique_ptr<float, FreeScratch> data;
+    size_t floats = 0;
+  };
+  ScratchBuffer takeScratch(int64_t floats) const;
   void returnScratch(ScratchBuffer buffer) const;
   mutable std::mutex scratchMutex_;
-  mutable ScratchBuffer spareScratch_; // null: none kept
+  mutable ScratchBuffer spareScratch_; // data null: none kept
 };
 
 } // namespace pejit

@@ -18,26 +18,31 @@ namespace {
 /// The position ids of rows `index` (i32 lanes or a scalar) of batch
 /// `batch`: positions[b or 0, clamp(index, 0, s - 1)] as i64 of index's
 /// shape. Padding lanes past s read the last id (their scores are masked).
-/// Without a positions memref, the default ids: index + offset.
+/// Without a positions memref, the default ids: index + offset (an i32
+/// scalar: skv - sq for queries, 0 for keys).
 /// Lanes of one row (a broadcast index: the key of 8 query rows) take one
 /// scalar load; lanes the template states are consecutive (index[0] + l)
 /// take one vector load when all lie inside the sequence. Else a gather.
 Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Value index,
-                    int64_t defaultOffset, bool consecutive) {
+                    Value defaultOffset, bool consecutive) {
   Type i64 = pe::typeLike(index, b.getI64Type());
   if (!positions) {
-    Value shifted = arith::AddIOp::create(
-        b, loc, index, pe::constantLike(b, loc, index, static_cast<double>(defaultOffset)));
+    Value shifted =
+        arith::AddIOp::create(b, loc, index, pe::broadcastLike(b, loc, index, defaultOffset));
     return arith::ExtSIOp::create(b, loc, i64, shifted);
   }
   auto type = cast<MemRefType>(positions.getType());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value row = type.getDimSize(0) == 1 ? zero : batch;
+  // The call's sequence length (the memref's, static or not) as i32.
+  Value seq = arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                         memref::DimOp::create(b, loc, positions, 1));
   // clamp(v, 0, s - 1), for lanes or a scalar.
   auto clampToSequence = [&](Value v) -> Value {
     Value low = arith::MaxSIOp::create(b, loc, v, pe::constantLike(b, loc, v, 0.0));
-    return arith::MinSIOp::create(
-        b, loc, low, pe::constantLike(b, loc, v, static_cast<double>(type.getDimSize(1) - 1)));
+    Value last = arith::SubIOp::create(b, loc, seq,
+                                       arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(1)));
+    return arith::MinSIOp::create(b, loc, low, pe::broadcastLike(b, loc, v, last));
   };
   auto lanes = dyn_cast<VectorType>(index.getType());
   auto loadAt = [&](Value scalarIndex) -> Value {
@@ -50,14 +55,17 @@ Value loadPositions(OpBuilder &b, Location loc, Value positions, Value batch, Va
       uniform && !isa<VectorType>(uniform.getSource().getType()))
     return vector::BroadcastOp::create(b, loc, i64, loadAt(clampToSequence(uniform.getSource())));
   Value clamped = clampToSequence(index);
-  if (!consecutive || type.getDimSize(1) < lanes.getNumElements())
+  int64_t staticSeq = type.getDimSize(1);
+  if (!consecutive || (!ShapedType::isDynamic(staticSeq) && staticSeq < lanes.getNumElements()))
     return pe::gatherLanes(b, loc, positions, ValueRange{row, zero}, clamped);
-  // index[0] >= 0 here (the template's rows start at 0).
+  // index[0] >= 0 here (the template's rows start at 0); with s < lanes no
+  // index passes (s - lanes < 0).
   Value first = vector::ExtractOp::create(b, loc, index, ArrayRef<int64_t>{0});
   Value inside = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::sle, first,
-      arith::ConstantOp::create(b, loc,
-                                b.getI32IntegerAttr(type.getDimSize(1) - lanes.getNumElements())));
+      arith::SubIOp::create(
+          b, loc, seq,
+          arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(lanes.getNumElements()))));
   auto ifOp = scf::IfOp::create(b, loc, TypeRange{i64}, inside, /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -78,16 +86,36 @@ void setPositions(OpBuilder &b, Location loc, const pe::AttentionShape &shape,
                   Value keyPositions, pe::ScorePoint &point) {
   if (!encoding.readsPositions())
     return;
-  point.queryPosition = loadPositions(b, loc, queryPositions, point.batch, point.queryIndex,
-                                      shape.keySeq - shape.querySeq, point.queryLanesConsecutive);
-  point.keyPosition = loadPositions(b, loc, keyPositions, point.batch, point.keyIndex, 0, false);
+  Value offset = arith::IndexCastOp::create(
+      b, loc, b.getI32Type(), arith::SubIOp::create(b, loc, point.keySeq, point.querySeq));
+  point.queryPosition = loadPositions(b, loc, queryPositions, point.batch, point.queryIndex, offset,
+                                      point.queryLanesConsecutive);
+  point.keyPosition =
+      loadPositions(b, loc, keyPositions, point.batch, point.keyIndex,
+                    arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0)), false);
+}
+
+/// The call's (query, key) lengths at a hook: its lengths(...) operands, or
+/// the attention's static lengths as constants. A template for a shape
+/// class must pass them; failure (with an error on the hook) if it did not.
+FailureOr<std::pair<Value, Value>> lengthsAt(OpBuilder &b, Operation *hook,
+                                             const pe::AttentionShape &shape, Value queryLength,
+                                             Value keyLength) {
+  if (queryLength && keyLength)
+    return std::pair{queryLength, keyLength};
+  if (ShapedType::isDynamic(shape.querySeq) || ShapedType::isDynamic(shape.keySeq))
+    return hook->emitError() << "the kernel's lengths are the call's (a `?` shape), but this hook "
+                                "op has no lengths(%sq, %skv)";
+  Location loc = hook->getLoc();
+  return std::pair<Value, Value>{arith::ConstantIndexOp::create(b, loc, shape.querySeq),
+                                 arith::ConstantIndexOp::create(b, loc, shape.keySeq)};
 }
 
 } // namespace
 
-void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
-                 ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
-                 std::optional<double> softcap) {
+LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
+                          ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
+                          std::optional<double> softcap) {
   // The QK transform (at most one: the verifier), the score biases, and
   // where each encoding's operands start among the score_mod's operands.
   // Each encoding's part of the query-tile scratch, at consecutive offsets.
@@ -143,12 +171,16 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
       bool applies = qkTransform && (transform.getIsKey() ? qkTransform.transformsKey()
                                                           : qkTransform.transformsQuery());
+      FailureOr<std::pair<Value, Value>> lengths =
+          lengthsAt(b, hook, shape, transform.getQueryLength(), transform.getKeyLength());
+      if (failed(lengths))
+        return failure();
       if (applies)
         qkTransform.emitQKTileTransform(b, loc, shape,
                                         {transform.getTile(), transform.getRows(),
                                          transform.getSeqStart(), transform.getBatch(),
                                          transform.getScratch(), transform.getIsKey(),
-                                         transform.getSource()});
+                                         transform.getSource(), lengths->first, lengths->second});
       else if (transform.getSource()) // no transform: the rows are only copied
         pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(), transform.getRows(),
                             0, shape.headDim, shape.vectorWidth);
@@ -156,9 +188,15 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       // docs/semantics.md's order: key terms (inside the scale), softcap,
       // then the score biases.
       Value score = mod.getScore();
+      FailureOr<std::pair<Value, Value>> lengths =
+          lengthsAt(b, hook, shape, mod.getQueryLength(), mod.getKeyLength());
+      if (failed(lengths))
+        return failure();
       auto apply = [&](const Placed &bias) {
         pe::ScorePoint point{score, mod.getBatch(), mod.getHead(), mod.getQueryIndex(),
                              mod.getKeyIndex()};
+        point.querySeq = lengths->first;
+        point.keySeq = lengths->second;
         point.operands = operandsOf(bias, mod.getEncodingOperands());
         if (bias.tileFloats > 0 && mod.getTileScratch()) {
           point.tileScratch = tilePart(b, loc, mod.getTileScratch(), bias);
@@ -182,8 +220,14 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       // No value term: every probability lands in bucket 0 of rows of zeros.
       Value result = pe::constantLike(b, loc, bucket.getQueryIndex(), 0.0);
       if (valueTerm) {
+        FailureOr<std::pair<Value, Value>> lengths =
+            lengthsAt(b, hook, shape, bucket.getQueryLength(), bucket.getKeyLength());
+        if (failed(lengths))
+          return failure();
         pe::ScorePoint point{nullptr, bucket.getBatch(), bucket.getHead(), bucket.getQueryIndex(),
                              bucket.getKeyIndex()};
+        point.querySeq = lengths->first;
+        point.keySeq = lengths->second;
         point.operands = operandsOf(*valueTerm, bucket.getEncodingOperands());
         setPositions(b, loc, shape, valueTerm->encoding, bucket.getQueryPositions(),
                      bucket.getKeyPositions(), point);
@@ -213,6 +257,7 @@ void expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
     }
     hook->erase();
   }
+  return success();
 }
 
 } // namespace pejit

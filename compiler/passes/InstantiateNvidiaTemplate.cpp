@@ -108,7 +108,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   }
   std::string encodingOperands =
       slots->empty() ? "" : " operands(" + encodingNames + " : " + encodingTypes + ")";
-  int64_t scratchFloats = qkTransform ? qkTransform.getScratchFloats(shape) : 0;
+  int64_t scratchFloats = tableScratchFloats(qkTransform, shape);
 
   // Q staging and the K, V tiles (f16/bf16, rows padded by 8), plus the
   // f32 tables. The default key tile is 64, halved while that does not fit.
@@ -227,7 +227,8 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   std::optional<double> softcap;
   if (FloatAttr attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
-  expandHooks(*kernel, shape, encodings, softcap);
+  if (failed(expandHooks(*kernel, shape, encodings, softcap)))
+    return failure();
 
   Builder attrs(module.getContext());
   NamedAttrList info;

@@ -11,6 +11,7 @@
 #include "dialects/Limits.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
+#include "runtime/core/CallPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -37,71 +38,50 @@ using namespace pejit;
 
 namespace {
 
+/// How @kv_value_rows gets the f32 rows of V that P . V reads.
+enum class ValueRows { View, Copy, ViewForFullTiles };
+
 /// The body of @kv_value_rows: rows [j0, j0 + nk) of V[b, hk] as f32 rows.
-/// With `inPlace` (f32 V, full Q tiles) a view of V itself, no copy; else
-/// the rows are copied (f16/bf16: widened) into the Vs tile, which is then
-/// viewed the same way. P . V reads V in 16-column slices down the rows: with
-/// a full Q tile the FMAs hide that, in decode (one query row per item, bound
-/// by reading K and V) the row-by-row copy was ~17% faster.
-std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile, bool inPlace) {
+/// View (f32 V, full Q tiles): a view of V itself, no copy; Copy: the rows
+/// are copied (f16/bf16: widened) into the Vs tile, which is then viewed the
+/// same way; ViewForFullTiles (f32 V, the query length the call's): a view
+/// when the item's Q tile is full (%full_q), else the copy. P . V reads V in
+/// 16-column slices down the rows: with a full Q tile the FMAs hide that, in
+/// decode (one query row per item, bound by reading K and V) the row-by-row
+/// copy was ~17% faster.
+std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile, ValueRows mode) {
   std::string dv = std::to_string(valueDim);
-  if (inPlace)
-    return "%rows = memref.subview %v[%b, %hk, %j0, 0] [1, 1, %nk, " + dv +
-           "] [1, 1, 1, 1] : !V to !VROWS\n  return %rows : !VROWS";
+  std::string view = "%rows = memref.subview %v[%b, %hk, %j0, 0] [1, 1, %nk, " + dv +
+                     "] [1, 1, 1, 1] : !V to !VROWS\n";
+  if (mode == ValueRows::View)
+    return view + "  return %rows : !VROWS";
   std::string tile = "memref<" + std::to_string(keyTile) + "x" + dv + "xf32>";
   std::string widened = t == "f32" ? "%x" : "%w";
   std::string widen =
       t == "f32" ? "" : "      %w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n";
-  return "%c0 = arith.constant 0 : index\n"
-         "  %c1 = arith.constant 1 : index\n"
-         "  %c8 = arith.constant 8 : index\n"
-         "  %dv = arith.constant " +
-         dv +
-         " : index\n"
-         "  scf.for %r = %c0 to %nk step %c1 {\n"
-         "    %j = arith.addi %j0, %r : index\n"
-         "    scf.for %d = %c0 to %dv step %c8 {\n"
-         "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" +
-         t + ">\n" + widen + "      vector.store " + widened + ", %Vs[%r, %d] : " + tile +
-         ", vector<8xf32>\n"
-         "    }\n"
-         "  }\n"
-         "  %rows = memref.cast %Vs : " +
-         tile +
-         " to !VROWS\n"
-         "  return %rows : !VROWS";
+  std::string copy = "%c0 = arith.constant 0 : index\n"
+                     "  %c1 = arith.constant 1 : index\n"
+                     "  %c8 = arith.constant 8 : index\n"
+                     "  %dv = arith.constant " +
+                     dv +
+                     " : index\n"
+                     "  scf.for %r = %c0 to %nk step %c1 {\n"
+                     "    %j = arith.addi %j0, %r : index\n"
+                     "    scf.for %d = %c0 to %dv step %c8 {\n"
+                     "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" +
+                     t + ">\n" + widen + "      vector.store " + widened +
+                     ", %Vs[%r, %d] : " + tile +
+                     ", vector<8xf32>\n"
+                     "    }\n"
+                     "  }\n"
+                     "  %rows = memref.cast %Vs : " +
+                     tile + " to !VROWS\n";
+  if (mode == ValueRows::Copy)
+    return copy + "  return %rows : !VROWS";
+  return "%picked = scf.if %full_q -> !VROWS {\n  " + view +
+         "  scf.yield %rows : !VROWS\n} else {\n  " + copy +
+         "  scf.yield %rows : !VROWS\n}\n  return %picked : !VROWS";
 }
-/// Whether K is rotated once per call into a key cache in scratch
-/// (@pejit_prepare) or once per (Q tile, K tile) as the items load it.
-/// Once per call pays one pass over K and a scratch of K's size in f32; per
-/// tile pays ceil(SQ / BM) rotations of every K row (~5% of a causal
-/// s = 2048 prefill, more without a mask). So: with a QK transform, two or
-/// more Q tiles, and a cache of at most kMaxKeyCacheBytes.
-struct KeyCachePlan {
-  bool enabled = false;
-  int64_t keyTiles = 0, jobs = 0, offset = 0, scratchFloats = 0;
-};
-constexpr int64_t kMaxKeyCacheBytes = int64_t(256) << 20;
-KeyCachePlan planKeyCache(const pe::AttentionShape &shape, const X86TileConfig &tiles,
-                          int64_t numQueryTiles, bool hasQKTransform, int64_t tableFloats) {
-  KeyCachePlan plan;
-  plan.keyTiles = llvm::divideCeil(shape.keySeq, tiles.keyTile);
-  plan.scratchFloats = tableFloats;
-  // K in f32, padded to whole tiles (checked: a product that overflows is
-  // too big, never a small number that passes the size check).
-  std::optional<int64_t> cacheFloats = limits::product(shape.batch, shape.kvHeads);
-  for (int64_t factor : {plan.keyTiles, tiles.keyTile, shape.headDim})
-    cacheFloats = cacheFloats ? limits::product(*cacheFloats, factor) : std::nullopt;
-  plan.enabled =
-      hasQKTransform && numQueryTiles >= 2 && cacheFloats && *cacheFloats <= kMaxKeyCacheBytes / 4;
-  if (!plan.enabled)
-    return plan;
-  plan.jobs = shape.batch * shape.kvHeads * plan.keyTiles;
-  plan.offset = (tableFloats + 15) / 16 * 16; // 64-byte aligned tiles
-  plan.scratchFloats = plan.offset + *cacheFloats;
-  return plan;
-}
-
 /// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
 std::string narrowBody(const std::string &t) {
   if (t == "f32")
@@ -142,9 +122,12 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   auto oType = cast<RankedTensorType>(op.getResult().getType());
   for (auto [type, name] :
        {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
-    if (!type.hasStaticShape())
-      return op.emitError() << name << " has a dynamic shape " << type
-                            << ": pejit compiles one kernel per shape";
+    // A shape class leaves the lengths (dim 2) to the call
+    // (docs/shape-classes.md); a dynamic batch is not built yet.
+    for (int64_t dim : {0, 1, 3})
+      if (type.isDynamicDim(dim))
+        return op.emitError() << name << " " << type << " has a dynamic dim " << dim
+                              << ": the x86 kernel takes `?` only for the lengths (dim 2)";
     if (!kernelElementTypeName(type.getElementType()))
       return op.emitError() << name << " element type " << type.getElementType()
                             << " is not supported by the x86 kernel (f32, f16 or bf16)";
@@ -199,11 +182,32 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   if (failed(slots))
     return failure();
 
-  int64_t numQueryTiles = llvm::divideCeil(shape.querySeq, tiles.queryTile);
-  // The key cache holds K transformed: only worth it when K is.
+  // How a call is planned (runtime/core/CallPlan.h): here for a static
+  // shape, by the runtime per call for a shape class. The key cache holds K
+  // transformed: only worth it when K is.
+  bool lengthsAreCalls =
+      ShapedType::isDynamic(shape.querySeq) || ShapedType::isDynamic(shape.keySeq);
   bool transformsKey = qkTransform && qkTransform.transformsKey();
-  KeyCachePlan keyCache = planKeyCache(shape, tiles, numQueryTiles, transformsKey,
-                                       qkTransform ? qkTransform.getScratchFloats(shape) : 0);
+  KernelDescription rule;
+  rule.queryTile = tiles.queryTile;
+  rule.keyCacheTile = transformsKey ? tiles.keyTile : 0;
+  if (qkTransform) {
+    rule.tableFloatsPerQueryPosition = qkTransform.getScratchFloatsPerPosition(shape, false);
+    rule.tableFloatsPerKeyPosition = qkTransform.getScratchFloatsPerPosition(shape, true);
+  }
+  rule.queryPositionRows = shape.queryPositionRows;
+  rule.keyPositionRows = shape.keyPositionRows;
+  CallPlan plan;
+  if (!lengthsAreCalls)
+    plan = planCall(rule, Shape{shape.batch, shape.queryHeads, shape.kvHeads, shape.querySeq,
+                                shape.keySeq, shape.headDim, shape.valueDim});
+  auto lengthText = [](int64_t length) {
+    return ShapedType::isDynamic(length) ? std::string("?") : std::to_string(length);
+  };
+  ValueRows valueRows = !inType.isF32()                     ? ValueRows::Copy
+                        : lengthsAreCalls                   ? ValueRows::ViewForFullTiles
+                        : shape.querySeq >= tiles.queryTile ? ValueRows::View
+                                                            : ValueRows::Copy;
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
@@ -211,14 +215,12 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},
       {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", std::to_string(shape.querySeq)},
-      {"SKV", std::to_string(shape.keySeq)},
+      {"SQ", lengthText(shape.querySeq)},
+      {"SKV", lengthText(shape.keySeq)},
       {"D", std::to_string(shape.headDim)},
       {"DV", std::to_string(shape.valueDim)},
-      {"NQT", std::to_string(numQueryTiles)},
       {"BM", std::to_string(tiles.queryTile)},
       {"BN", std::to_string(tiles.keyTile)},
-      {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
       {"SCORE_MOD", op.getSoftcapAttr() || hasScoreBias ? "true" : "false"},
@@ -239,14 +241,14 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"T", kernelElementTypeName(inType)},
       {"OT", kernelElementTypeName(outType)},
-      {"KONCE", keyCache.enabled ? "true" : "false"},
-      {"KOFF", std::to_string(keyCache.offset)},
-      {"NKT", std::to_string(keyCache.keyTiles)},
+      // K rotated once per call: allowed (a shape class) or chosen (a
+      // static shape); the runtime passes the key cache the plan sizes.
+      {"KONCE", (lengthsAreCalls ? transformsKey : plan.keyCacheFloats > 0) ? "true" : "false"},
+      {"KCACHE", lengthsAreCalls ? std::string("?")
+                                 : std::to_string(std::max<int64_t>(plan.keyCacheFloats, 1))},
       {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
-      {"PREPARE_JOBS", std::to_string(keyCache.jobs)},
       {"VALUE_ROWS",
-       valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile,
-                     /*inPlace=*/inType.isF32() && shape.querySeq >= tiles.queryTile)},
+       valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile, valueRows)},
       {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate},
@@ -262,16 +264,21 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   std::optional<double> softcap;
   if (FloatAttr attr = op.getSoftcapAttr())
     softcap = attr.getValueAsDouble();
-  expandHooks(*kernel, shape, encodings, softcap);
+  if (failed(expandHooks(*kernel, shape, encodings, softcap)))
+    return failure();
 
   // items <= b hq sq, within the query's 2^40 elements (the verifier's
-  // bound): no overflow.
-  int64_t items = shape.batch * shape.queryHeads * numQueryTiles;
+  // bound): no overflow. 0 for a shape class: planned per call.
   Builder attrs(module.getContext());
   NamedAttrList info;
-  info.append("items", attrs.getI64IntegerAttr(items));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(keyCache.scratchFloats));
-  info.append("prepare_jobs", attrs.getI64IntegerAttr(keyCache.jobs));
+  info.append("items", attrs.getI64IntegerAttr(plan.items));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(plan.tableFloats));
+  info.append("prepare_jobs", attrs.getI64IntegerAttr(plan.prepareJobs));
+  info.append("key_cache_tile", attrs.getI64IntegerAttr(rule.keyCacheTile));
+  info.append("table_floats_per_query_position",
+              attrs.getI64IntegerAttr(rule.tableFloatsPerQueryPosition));
+  info.append("table_floats_per_key_position",
+              attrs.getI64IntegerAttr(rule.tableFloatsPerKeyPosition));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));

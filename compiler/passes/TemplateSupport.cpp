@@ -2,6 +2,7 @@
 #include "compiler/passes/TemplateSupport.h"
 #include "compiler/passes/Instantiate.h"
 
+#include "dialects/Limits.h"
 #include "dialects/attn/AttnOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -117,7 +118,8 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
       return fused.func.emitError()
              << "argument #" << arg.getArgNumber() << " is not an operand of attn.attention";
     auto type = cast<RankedTensorType>(arg.getType());
-    argument.shape.assign(type.getShape().begin(), type.getShape().end());
+    for (int64_t dim : type.getShape())
+      argument.shape.push_back(ShapedType::isDynamic(dim) ? kDynamicDim : dim);
     Type element = type.getElementType();
     argument.dtype = element.isF16()         ? DType::F16
                      : element.isBF16()      ? DType::BF16
@@ -208,7 +210,15 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   return shape;
 }
 
+namespace {
+/// A length for the window rules: a `?` length may be as long as any.
+int64_t lengthBound(int64_t length) {
+  return ShapedType::isDynamic(length) ? limits::kMaxLength : length;
+}
+} // namespace
+
 std::optional<int64_t> effectiveRightWindow(attn::AttentionOp op, int64_t querySeq) {
+  querySeq = lengthBound(querySeq);
   // j <= i + skv - sq + r holds for every j < skv and i >= 0 once r >= sq - 1;
   // under a causal mask (j <= i + off) a right window hides nothing more.
   std::optional<int64_t> right = op.getWindowRight();
@@ -218,6 +228,7 @@ std::optional<int64_t> effectiveRightWindow(attn::AttentionOp op, int64_t queryS
 }
 
 std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
+  keySeq = lengthBound(keySeq);
   std::optional<int64_t> window = op.getWindow();
   if (window && *window >= keySeq)
     return std::nullopt;
@@ -251,6 +262,16 @@ FailureOr<SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op, u
 } // namespace pejit
 
 namespace pejit {
+
+int64_t tableScratchFloats(pe::PositionalEncodingAttrInterface qkTransform,
+                           const pe::AttentionShape &shape) {
+  if (!qkTransform)
+    return 0;
+  return qkTransform.getScratchFloatsPerPosition(shape, false) * shape.queryPositionRows *
+             shape.querySeq +
+         qkTransform.getScratchFloatsPerPosition(shape, true) * shape.keyPositionRows *
+             shape.keySeq;
+}
 
 int64_t queryTileScratchFloats(ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
                                const pe::AttentionShape &shape) {

@@ -84,9 +84,17 @@ mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value scor
 /// emit through their interface, and the softcap when given; hooks nobody
 /// fills expand to nothing. A score_mod's operands are the attention's
 /// encoding_operands, each encoding taking its own in order.
-void expandHooks(mlir::ModuleOp kernel, const pe::AttentionShape &shape,
-                 llvm::ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
-                 std::optional<double> softcap);
+/// Fails (with an error on the hook op) only for a template bug: a hook op
+/// without lengths(...) in a kernel whose lengths are the call's.
+mlir::LogicalResult expandHooks(mlir::ModuleOp kernel, const pe::AttentionShape &shape,
+                                llvm::ArrayRef<pe::PositionalEncodingAttrInterface> encodings,
+                                std::optional<double> softcap);
+
+/// Floats of the QK transform's per-call tables (0 without one) at a static
+/// shape: its floats per position times the (row, s) pairs of Q's and K's
+/// ids. A shape class's runtime does the same sum with the call's lengths.
+int64_t tableScratchFloats(pe::PositionalEncodingAttrInterface qkTransform,
+                           const pe::AttentionShape &shape);
 
 /// Floats of query-tile scratch the encodings ask for in all (each gets
 /// its part at consecutive offsets, in order).

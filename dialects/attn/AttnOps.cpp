@@ -95,6 +95,14 @@ LogicalResult AttentionOp::verify() {
     if (failed(requireDim(op, "bias", bias.getType(), 2, "sq", sq, "the query's sq")) ||
         failed(requireDim(op, "bias", bias.getType(), 3, "skv", skv, "the key's skv")))
       return failure();
+    // `?` lengths (a shape class) need `?` here: a bias of one length would
+    // be read past its end at a longer call.
+    for (auto [index, length, name] : {std::tuple<unsigned, int64_t, StringRef>{2, sq, "sq"},
+                                       {3, skv, "skv"}})
+      if (ShapedType::isDynamic(length) && !ShapedType::isDynamic(dim(bias, index)))
+        return emitOpError() << "bias " << name << " (dim " << index << ") is "
+                             << dim(bias, index) << " but the attention's " << name
+                             << " is ? (each call's): write ? there too";
   }
   if (Value term = getKeyTerm()) {
     if (failed(requireRank(op, "key_term", term.getType(), 4, "[b, hq, sq, skv]")))
@@ -247,6 +255,8 @@ LogicalResult pejit::attn::QKTransformOp::verify() {
   auto tile = cast<MemRefType>(getTile().getType());
   if (tile.getRank() != 2)
     return emitOpError("tile must be a 2-D memref [rows, d], got ") << tile;
+  if (static_cast<bool>(getQueryLength()) != static_cast<bool>(getKeyLength()))
+    return emitOpError("lengths(query, key) needs both operands");
   if (!getSource())
     return success();
   auto source = cast<MemRefType>(getSource().getType());
@@ -276,5 +286,7 @@ LogicalResult pejit::attn::ScoreModOp::verify() {
     return emitOpError("tile(scratch, start) needs both operands");
   if (static_cast<bool>(getQueryPositions()) != static_cast<bool>(getKeyPositions()))
     return emitOpError("positions(query, key) needs both operands");
+  if (static_cast<bool>(getQueryLength()) != static_cast<bool>(getKeyLength()))
+    return emitOpError("lengths(query, key) needs both operands");
   return success();
 }

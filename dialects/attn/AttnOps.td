@@ -115,7 +115,7 @@ def Attn_QKPrologueOp : Attn_Op<"qk_prologue", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Attn_QKTransformOp : Attn_Op<"qk_transform"> {
+def Attn_QKTransformOp : Attn_Op<"qk_transform", [AttrSizedOperandSegments]> {
   let summary = "transform rows of a Q or K tile, in place or from a source";
   let description = [{
     Rows [0, rows) of `tile` ([R, d], f32) are sequence indices
@@ -129,13 +129,20 @@ def Attn_QKTransformOp : Attn_Op<"qk_transform"> {
     `tile`: one pass instead of a copy and a rotation. Without a QK
     transform the `from` form is that copy alone, and the in-place form
     nothing.
+
+    `lengths(%sq, %skv)` are the call's query and key lengths, for kernels
+    compiled for a shape class with `?` lengths (docs/shape-classes.md): the
+    transform's tables are laid out by them. Without it the attention's
+    static lengths are used.
   }];
   let arguments = (ins AnyMemRef:$tile, Optional<AnyMemRef>:$source, Index:$rows,
                        Index:$seq_start, Index:$batch, AnyMemRef:$scratch,
+                       Optional<Index>:$query_length, Optional<Index>:$key_length,
                        UnitAttr:$is_key);
   let assemblyFormat = [{
     $tile (`from` $source^)? `,` $rows `,` $seq_start `,` $batch `,` $scratch
-    (`key` $is_key^)? attr-dict `:` type($tile) (`from` type($source)^)? `,` type($scratch)
+    (`key` $is_key^)? (`lengths` `(` $query_length^ `,` $key_length `)`)?
+    attr-dict `:` type($tile) (`from` type($source)^)? `,` type($scratch)
   }];
   let hasVerifier = 1;
 }
@@ -164,6 +171,9 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
     `positions(%qpos, %kpos)` are the attention's position ids ([rows, sq]
     and [rows, skv] i64, rows 1 or b), which the expansion reads only for
     encodings that measure distance by position (relative_to = position).
+    `lengths(%sq, %skv)` are the call's lengths where the kernel takes them
+    at run time (the offset skv - sq of distances by index); without it, the
+    attention's static lengths.
 
     ```mlir
     %s1 = attn.score_mod %s, batch %b, head %h, query %qi, key %kj
@@ -179,6 +189,7 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
                        Optional<Index>:$tile_start,
                        Optional<MemRefRankOf<[I64], [2]>>:$query_positions,
                        Optional<MemRefRankOf<[I64], [2]>>:$key_positions,
+                       Optional<Index>:$query_length, Optional<Index>:$key_length,
                        UnitAttr:$consecutive_queries);
   let results = (outs AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$result);
   let assemblyFormat = [{
@@ -188,6 +199,7 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
     (`tile` `(` $tile_scratch^ `:` type($tile_scratch) `,` $tile_start `)`)?
     (`positions` `(` $query_positions^ `,` $key_positions `:` type($query_positions) `,`
        type($key_positions) `)`)?
+    (`lengths` `(` $query_length^ `,` $key_length `)`)?
     attr-dict `:` type($score) `,` type($query_index)
   }];
   let hasVerifier = 1;
@@ -203,7 +215,7 @@ def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure, AttrSizedOperan
     adds each probability into its bucket's accumulator. Expands
     (attn-instantiate-x86-template) to the value-term encoding's
     emitValueTermBucket, or to 0 when the attention has none.
-    `positions(...)` as for attn.score_mod.
+    `positions(...)` and `lengths(...)` as for attn.score_mod.
 
     ```mlir
     %m = attn.value_term_bucket batch %b, head %h, query %qi, key %kj : vector<8xi32>
@@ -214,13 +226,15 @@ def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure, AttrSizedOperan
                        AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$key_index,
                        Variadic<AnyMemRef>:$encoding_operands,
                        Optional<MemRefRankOf<[I64], [2]>>:$query_positions,
-                       Optional<MemRefRankOf<[I64], [2]>>:$key_positions);
+                       Optional<MemRefRankOf<[I64], [2]>>:$key_positions,
+                       Optional<Index>:$query_length, Optional<Index>:$key_length);
   let results = (outs AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$result);
   let assemblyFormat = [{
     `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     (`positions` `(` $query_positions^ `,` $key_positions `:` type($query_positions) `,`
        type($key_positions) `)`)?
+    (`lengths` `(` $query_length^ `,` $key_length `)`)?
     attr-dict `:` type($query_index)
   }];
 }

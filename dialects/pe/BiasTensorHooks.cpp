@@ -7,6 +7,7 @@
 // On x86 the 8 lanes are 8 query rows of one key: a gather with stride
 // skv. Lanes past sq or skv (tile padding, masked later) are clamped into
 // the tensor.
+#include "dialects/ShapeChecks.h"
 #include "dialects/pe/PEAttrs.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,15 +25,20 @@ std::string BiasTensorAttr::getEncodingOperandName(unsigned) const { return "bia
 LogicalResult
 BiasTensorAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,
                                       function_ref<InFlightDiagnostic()> emitError) const {
+  // A `?` length of the attention (a shape class) needs a `?` here too: a
+  // bias of one fixed length would be read past its end at another.
   auto fits = [](int64_t dim, int64_t size, bool shared) {
-    return ShapedType::isDynamic(size) || dim == size || (shared && dim == 1);
+    if (ShapedType::isDynamic(size))
+      return shared || ShapedType::isDynamic(dim);
+    return dim == size || (shared && dim == 1);
   };
   if (type.getRank() != 4 || !fits(type.getDimSize(0), shape.batch, true) ||
       !fits(type.getDimSize(1), shape.queryHeads, true) ||
       !fits(type.getDimSize(2), shape.querySeq, false) ||
       !fits(type.getDimSize(3), shape.keySeq, false))
-    return emitError() << "the bias must be [1|b, 1|hq, sq, skv] = [1|" << shape.batch << ", 1|"
-                       << shape.queryHeads << ", " << shape.querySeq << ", " << shape.keySeq
+    return emitError() << "the bias must be [1|b, 1|hq, sq, skv] = [1|" << dimToString(shape.batch)
+                       << ", 1|" << dimToString(shape.queryHeads) << ", "
+                       << dimToString(shape.querySeq) << ", " << dimToString(shape.keySeq)
                        << "], got " << type;
   return success();
 }

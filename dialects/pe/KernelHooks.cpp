@@ -59,7 +59,10 @@ Value relativeDistance(OpBuilder &b, Location loc, const AttentionShape &shape,
   Type f32 = typeLike(point.queryIndex, b.getF32Type());
   if (!byPosition) {
     // Lengths < 2^31 (docs/limits.md): the i32 difference is exact.
-    Value off = constantLike(b, loc, point.queryIndex, shape.keySeq - shape.querySeq);
+    Value offIndex = arith::SubIOp::create(b, loc, point.keySeq, point.querySeq);
+    Value off =
+        broadcastLike(b, loc, point.queryIndex,
+                      arith::IndexCastOp::create(b, loc, b.getI32Type(), offIndex).getResult());
     Value aligned = arith::AddIOp::create(b, loc, point.queryIndex, off);
     Value d = arith::SubIOp::create(b, loc, point.keyIndex, aligned);
     return asFloat ? arith::SIToFPOp::create(b, loc, f32, d).getResult() : d;

@@ -17,11 +17,15 @@
 
 namespace pejit::pe {
 
-/// Static facts of the attention being compiled (all dims static).
+/// Static facts of the attention being compiled. batch, querySeq and keySeq
+/// are mlir::ShapedType::kDynamic in a kernel for a shape class with `?`
+/// dims (docs/shape-classes.md): the hooks then get the lengths as values
+/// (QKTileArgs, ScorePoint) and size nothing by them.
 struct AttentionShape {
   int64_t batch = 0, queryHeads = 0, kvHeads = 0;
   int64_t querySeq = 0, keySeq = 0, headDim = 0, valueDim = 0;
-  /// Batch rows of the i64 position ids the kernel receives: 1 (shared) or batch.
+  /// Batch rows of the i64 position ids the kernel receives: 1 (shared) or
+  /// batch (kDynamic with a dynamic batch).
   int64_t queryPositionRows = 1, keyPositionRows = 1;
   /// Axes of the position ids (M-RoPE sections), 1 without: the kernel's
   /// position memrefs are [axes * rows, s], one block of rows per axis.
@@ -36,8 +40,9 @@ struct AttentionShape {
   double scale = 1.0;
 };
 
-/// attn.qk_prologue: runs once per call. Positions are memref<rows x s x i64>;
-/// scratch is memref<?xf32> of getScratchFloats() entries.
+/// attn.qk_prologue: runs once per call. Positions are memref<rows x s x i64>
+/// (s may be `?`: the call's length); scratch is memref<?xf32> of
+/// getScratchFloatsPerPosition() entries per position.
 struct QKPrologueArgs {
   mlir::Value queryPositions, keyPositions, scratch;
   /// Null: all position rows. Else only flattened rows rowBegin + k rowStep
@@ -51,10 +56,13 @@ struct QKPrologueArgs {
 /// With a source (memref<? x d x S>), the rows are read from it (widened to
 /// f32) and written, transformed, to tile; without one the tile is
 /// transformed in place.
+/// querySeq and keySeq (index) are the call's lengths: constants for a
+/// static shape.
 struct QKTileArgs {
   mlir::Value tile, rows, seqStart, batch, scratch;
   bool isKey = false;
   mlir::Value source = {};
+  mlir::Value querySeq = {}, keySeq = {};
 };
 
 /// attn.score_mod, the pointwise score hook: one score or a vector of lanes.
@@ -73,13 +81,15 @@ struct QKTileArgs {
 ///
 /// `queryPosition` and `keyPosition` (i64, the indices' shape) are the
 /// attention's position ids of those rows, set only for an encoding whose
-/// readsPositions() is true (relative_to = position).
+/// readsPositions() is true (relative_to = position). `querySeq` and
+/// `keySeq` (index) are the call's lengths: constants for a static shape.
 struct ScorePoint {
   mlir::Value score, batch, head, queryIndex, keyIndex;
   llvm::SmallVector<mlir::Value> operands = {};
   mlir::Value tileScratch = {}, tileStart = {};
   bool queryLanesConsecutive = false;
   mlir::Value queryPosition = {}, keyPosition = {};
+  mlir::Value querySeq = {}, keySeq = {};
 };
 
 /// The key − query distance at `point`, pointwise (docs/semantics.md): by

@@ -140,7 +140,7 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 }
 
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
-    "getScratchFloats", "emitQKPrologue", "emitQKTileTransform",
+    "getScratchFloatsPerPosition", "emitQKPrologue", "emitQKTileTransform",
     "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide",
     "getPositionAxes"]> {
   let summary = "rotary position embedding (Su et al. 2021)";

@@ -72,10 +72,13 @@ def PE_PositionalEncodingAttrInterface
       "return true;">,
     InterfaceMethod<[{
         f32 scratch entries the encoding's hooks share across one call (e.g.
-        RoPE's cos/sin tables), laid out by the encoding itself.
+        RoPE's cos/sin tables), per position of Q (`isKey` false) or of K:
+        a call takes this times the (batch row, sequence index) pairs of
+        its position ids, so the size follows the call's lengths
+        (docs/shape-classes.md). Laid out by the encoding itself.
       }],
-      "int64_t", "getScratchFloats",
-      (ins "const ::pejit::pe::AttentionShape &":$shape), "", "return 0;">,
+      "int64_t", "getScratchFloatsPerPosition",
+      (ins "const ::pejit::pe::AttentionShape &":$shape, "bool":$isKey), "", "return 0;">,
     InterfaceMethod<[{
         Axes of the position ids a QK transform reads: 0 for [s] or [b, s]
         ids; A for [A, s] or [A, b, s] (M-RoPE: one row of ids per section).

@@ -34,26 +34,50 @@ using namespace pejit::pe;
 
 namespace {
 
+Value indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
 struct TableLayout {
   int64_t half = 0;  // rd / 2 frequencies
   int64_t width = 0; // W entries per (row, s)
   bool interleaved = false;
-  int64_t queryTable = 0, keyTable = 0; // floats per cos (or sin) table
 
   TableLayout(RopeAttr rope, const AttentionShape &shape) {
     int64_t rotaryDim = rope.getRotaryDim().value_or(shape.headDim);
     half = rotaryDim / 2;
     interleaved = rope.getLayout() == RopeLayout::Interleaved;
     width = interleaved ? rotaryDim : half;
-    queryTable = shape.queryPositionRows * shape.querySeq * width;
-    keyTable = shape.keyPositionRows * shape.keySeq * width;
   }
-  int64_t cosBase(bool isKey) const { return isKey ? 2 * queryTable : 0; }
-  int64_t sinBase(bool isKey) const { return cosBase(isKey) + (isKey ? keyTable : queryTable); }
 };
 
-Value indexConst(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantIndexOp::create(b, loc, value);
+/// Where the four tables start in scratch, from the call's (row, s) pairs
+/// of Q and K ids: values, since a shape class leaves the lengths to the
+/// call (constants, folded, for a static shape).
+struct TableBases {
+  Value queryCos, querySin, keyCos, keySin;
+
+  TableBases(OpBuilder &b, Location loc, const TableLayout &layout, Value queryPairs,
+             Value keyPairs) {
+    Value width = indexConst(b, loc, layout.width);
+    Value queryTable = arith::MulIOp::create(b, loc, queryPairs, width);
+    Value keyTable = arith::MulIOp::create(b, loc, keyPairs, width);
+    queryCos = indexConst(b, loc, 0);
+    querySin = queryTable;
+    keyCos = arith::AddIOp::create(b, loc, queryTable, queryTable);
+    keySin = arith::AddIOp::create(b, loc, keyCos, keyTable);
+  }
+  Value cos(bool isKey) const { return isKey ? keyCos : queryCos; }
+  Value sin(bool isKey) const { return isKey ? keySin : querySin; }
+};
+
+/// (batch row, s) pairs of a [axes * rows, s] position memref.
+Value positionPairs(OpBuilder &b, Location loc, Value positions, int64_t positionAxes) {
+  Value rows = memref::DimOp::create(b, loc, positions, 0);
+  rows =
+      arith::DivUIOp::create(b, loc, rows, indexConst(b, loc, std::max<int64_t>(positionAxes, 1)));
+  Value seq = memref::DimOp::create(b, loc, positions, 1);
+  return arith::MulIOp::create(b, loc, rows, seq);
 }
 
 Value f64VectorConst(OpBuilder &b, Location loc, llvm::ArrayRef<double> values) {
@@ -72,13 +96,12 @@ Value emitSeqLen(OpBuilder &b, Location loc, RopeAttr rope, const QKPrologueArgs
   if (rope.transformsKey())
     sides.push_back(args.keyPositions);
   for (Value positions : sides) {
-    auto type = cast<MemRefType>(positions.getType());
-    auto rows = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(0)), one,
+    auto rows = scf::ForOp::create(b, loc, zero, memref::DimOp::create(b, loc, positions, 0), one,
                                    ValueRange{maxPos});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(rows.getBody());
-      auto cols = scf::ForOp::create(b, loc, zero, indexConst(b, loc, type.getDimSize(1)), one,
+      auto cols = scf::ForOp::create(b, loc, zero, memref::DimOp::create(b, loc, positions, 1), one,
                                      ValueRange{rows.getRegionIterArgs()[0]});
       b.setInsertionPointToStart(cols.getBody());
       Value p = memref::LoadOp::create(b, loc, positions,
@@ -148,12 +171,13 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
 /// ([axes * rows, seq]) and frequency c takes the position of its axis,
 /// axisOfFrequency[c] (the reference's map, reference/Rope.h).
 void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
-                Value invFreq, double attentionFactor, int64_t cosBase, int64_t sinBase,
-                Value scratch, Value rowBegin, Value rowStep, int64_t positionAxes,
+                Value invFreq, double attentionFactor, Value cosBase, Value sinBase, Value scratch,
+                Value rowBegin, Value rowStep, int64_t positionAxes,
                 llvm::ArrayRef<int64_t> axisOfFrequency) {
-  auto type = cast<MemRefType>(positions.getType());
   int64_t axes = std::max<int64_t>(positionAxes, 1);
-  int64_t rows = type.getDimSize(0) / axes, seq = type.getDimSize(1);
+  Value rows = arith::DivUIOp::create(b, loc, memref::DimOp::create(b, loc, positions, 0),
+                                      indexConst(b, loc, axes));
+  Value seq = memref::DimOp::create(b, loc, positions, 1);
   // (first frequency, count, axis) of each run of frequencies on one axis:
   // one run without axes, one per section for M-RoPE, one per frequency for
   // Qwen3-VL's interleaved sections.
@@ -169,17 +193,18 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   }
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
   Value factor = arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(attentionFactor));
-  auto rowLoop = scf::ForOp::create(b, loc, rowBegin ? rowBegin : zero,
-                                    indexConst(b, loc, rows * seq), rowStep ? rowStep : one);
+  auto rowLoop =
+      scf::ForOp::create(b, loc, rowBegin ? rowBegin : zero,
+                         arith::MulIOp::create(b, loc, rows, seq), rowStep ? rowStep : one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
   Value flat = rowLoop.getInductionVar();
-  Value row = arith::DivUIOp::create(b, loc, flat, indexConst(b, loc, seq));
-  Value col = arith::RemUIOp::create(b, loc, flat, indexConst(b, loc, seq));
+  Value row = arith::DivUIOp::create(b, loc, flat, seq);
+  Value col = arith::RemUIOp::create(b, loc, flat, seq);
   Value rowBase = arith::MulIOp::create(b, loc, flat, indexConst(b, loc, layout.width));
-  auto storeAt = [&](Value value, int64_t base, Value offset) {
+  auto storeAt = [&](Value value, Value base, Value offset) {
     Value index = arith::AddIOp::create(b, loc, rowBase, offset);
-    index = arith::AddIOp::create(b, loc, index, indexConst(b, loc, base));
+    index = arith::AddIOp::create(b, loc, index, base);
     if (isa<VectorType>(value.getType()))
       vector::StoreOp::create(b, loc, value, scratch, ValueRange{index});
     else
@@ -192,7 +217,8 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
       llvm::all_of(parts, [](const Section &part) { return part.count % kLanes == 0; });
   for (const Section &part : parts) {
     OpBuilder::InsertionGuard sectionGuard(b);
-    Value axisRow = arith::AddIOp::create(b, loc, row, indexConst(b, loc, part.axis * rows));
+    Value axisRow = arith::AddIOp::create(
+        b, loc, row, arith::MulIOp::create(b, loc, rows, indexConst(b, loc, part.axis)));
     Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{axisRow, col});
     Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
     auto freqLoop = scf::ForOp::create(b, loc, indexConst(b, loc, part.first),
@@ -248,9 +274,9 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
 
 } // namespace
 
-int64_t RopeAttr::getScratchFloats(const AttentionShape &shape) const {
-  TableLayout layout(*this, shape);
-  return 2 * (layout.queryTable + layout.keyTable);
+int64_t RopeAttr::getScratchFloatsPerPosition(const AttentionShape &shape, bool) const {
+  // A cos and a sin entry per table column, for Q's positions and for K's.
+  return 2 * TableLayout(*this, shape).width;
 }
 
 void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -264,11 +290,13 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
           .attentionFactor;
   std::vector<int64_t> axisOfFrequency =
       pejit::ref::ropeAxisOfFrequency(toReferenceConfig(*this), layout.half);
-  emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, layout.cosBase(false),
-             layout.sinBase(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
+  TableBases bases(b, loc, layout, positionPairs(b, loc, args.queryPositions, getPositionAxes()),
+                   positionPairs(b, loc, args.keyPositions, getPositionAxes()));
+  emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, bases.cos(false),
+             bases.sin(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
              axisOfFrequency);
-  emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, layout.cosBase(true),
-             layout.sinBase(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
+  emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, bases.cos(true),
+             bases.sin(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
              axisOfFrequency);
 }
 
@@ -277,26 +305,30 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   TableLayout layout(*this, shape);
   int64_t lanes = shape.vectorWidth;
   int64_t positionRows = args.isKey ? shape.keyPositionRows : shape.queryPositionRows;
-  int64_t seq = args.isKey ? shape.keySeq : shape.querySeq;
+  Value seq = args.isKey ? args.keySeq : args.querySeq;
   Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
   Value batchRow = positionRows == 1 ? zero : args.batch;
-  Value firstRow = arith::MulIOp::create(b, loc, batchRow, indexConst(b, loc, seq));
+  Value firstRow = arith::MulIOp::create(b, loc, batchRow, seq);
   firstRow = arith::AddIOp::create(b, loc, firstRow, args.seqStart);
   bool vectorized = layout.width % lanes == 0;
   // From a source, the channels past the rotary dims are copied unchanged.
   if (args.source)
     emitTileRowCopy(b, loc, args.source, args.tile, args.rows,
                     getRotaryDim().value_or(shape.headDim), shape.headDim, lanes);
+  // The tables' bases, before the row loop (invariant in it).
+  auto pairs = [&](int64_t rows, Value length) -> Value {
+    return arith::MulIOp::create(b, loc, indexConst(b, loc, rows), length);
+  };
+  TableBases bases(b, loc, layout, pairs(shape.queryPositionRows, args.querySeq),
+                   pairs(shape.keyPositionRows, args.keySeq));
   auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
   Value r = rowLoop.getInductionVar();
   Value tableRow = arith::AddIOp::create(b, loc, firstRow, r);
   Value rowBase = arith::MulIOp::create(b, loc, tableRow, indexConst(b, loc, layout.width));
-  Value cosRow =
-      arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.cosBase(args.isKey)));
-  Value sinRow =
-      arith::AddIOp::create(b, loc, rowBase, indexConst(b, loc, layout.sinBase(args.isKey)));
+  Value cosRow = arith::AddIOp::create(b, loc, rowBase, bases.cos(args.isKey));
+  Value sinRow = arith::AddIOp::create(b, loc, rowBase, bases.sin(args.isKey));
   Value halfOffset = indexConst(b, loc, layout.half);
   auto chanLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, layout.width),
                                      indexConst(b, loc, vectorized ? lanes : 1));

@@ -141,7 +141,10 @@ bool T5BiasAttr::readsPositions() const { return getRelativeTo() == RelativeTo::
 
 int64_t T5BiasAttr::getQueryTileScratchFloats(const AttentionShape &shape) const {
   // The table is by index distance: positions take the per-score bucket.
-  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1 || readsPositions())
+  // So does a kernel whose lengths are the call's (the table's size is
+  // by skv).
+  if (!shape.hasQueryTileScratch || shape.vectorWidth <= 1 || readsPositions() ||
+      ShapedType::isDynamic(shape.keySeq) || ShapedType::isDynamic(shape.querySeq))
     return 0;
   int64_t lanes = shape.vectorWidth;
   int64_t entries = (shape.queryTileRows + shape.keySeq - 1 + lanes - 1) / lanes * lanes;

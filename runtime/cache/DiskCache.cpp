@@ -281,6 +281,10 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   artifact.items = std::atoll(meta->fields["items"].c_str());
   artifact.scratchFloats = std::atoll(meta->fields["scratch"].c_str());
   artifact.prepareJobs = std::atoll(meta->fields["prepare-jobs"].c_str());
+  // How a call is planned (runtime/core/CallPlan.h).
+  std::istringstream planRule(meta->fields["call-plan"]);
+  planRule >> artifact.queryTile >> artifact.keyCacheTile >> artifact.tableFloatsPerQueryPosition >>
+      artifact.tableFloatsPerKeyPosition;
   std::istringstream rows(meta->fields["position-rows"]);
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
   if (!(rows >> artifact.positionAxes)) // entries before M-RoPE: one axis
@@ -295,7 +299,9 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   }
   artifact.inputDtype = *in;
   artifact.outputDtype = *out;
-  if (!shape || artifact.items <= 0 || artifact.signature.arguments.empty()) {
+  // A shape class's items are the call's; a static kernel has its own.
+  bool hasItems = artifact.items > 0 || (artifact.shape.hasDynamicDims() && artifact.queryTile > 0);
+  if (!shape || !hasItems || artifact.signature.arguments.empty()) {
     discard(key, "meta lacks the kernel's shape, items or arguments");
     return std::nullopt;
   }
@@ -338,6 +344,10 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "items " + std::to_string(artifact.items) + "\n";
   meta += "scratch " + std::to_string(artifact.scratchFloats) + "\n";
   meta += "prepare-jobs " + std::to_string(artifact.prepareJobs) + "\n";
+  meta += "call-plan " + std::to_string(artifact.queryTile) + " " +
+          std::to_string(artifact.keyCacheTile) + " " +
+          std::to_string(artifact.tableFloatsPerQueryPosition) + " " +
+          std::to_string(artifact.tableFloatsPerKeyPosition) + "\n";
   meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +

@@ -97,7 +97,9 @@ std::string KernelSignature::str() const {
       text += "=" + argument.name;
     text += std::string(":") + shortDtype(argument.dtype) + ":";
     for (size_t d = 0; d < argument.shape.size(); ++d)
-      text += (d ? "x" : "") + std::to_string(argument.shape[d]);
+      text +=
+          (d ? "x" : "") +
+          (argument.shape[d] == kDynamicDim ? std::string("?") : std::to_string(argument.shape[d]));
   }
   return text;
 }
@@ -141,6 +143,10 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
       return bad("unknown dtype '" + dtype + "'");
     std::istringstream dims(token.substr(second + 1));
     for (std::string dim; std::getline(dims, dim, 'x');) {
+      if (dim == "?") { // a length the call gives (a shape class)
+        argument.shape.push_back(kDynamicDim);
+        continue;
+      }
       if (dim.empty() || dim.find_first_not_of("0123456789") != std::string::npos ||
           dim.size() > 18)
         return bad("malformed shape");

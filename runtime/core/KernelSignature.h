@@ -9,7 +9,8 @@
 //                                     "encoding_operand=t5_table:f32:32x16"
 // ROLE is query, key, value, query_positions, key_positions, positions (one
 // tensor of ids for both) or encoding_operand; DTYPE f32, f16, bf16, i32 or
-// i64; SHAPE the static dims joined by 'x'.
+// i64; SHAPE the dims joined by 'x', '?' for one the call gives
+// ("query:f32:1x32x?x128", docs/shape-classes.md).
 #ifndef PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
 #define PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
 

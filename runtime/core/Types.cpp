@@ -47,11 +47,18 @@ bool Shape::operator==(const Shape &o) const {
          valueDim == o.valueDim;
 }
 
+bool Shape::hasDynamicDims() const {
+  for (int64_t dim : {batch, queryHeads, kvHeads, querySeq, keySeq, headDim, valueDim})
+    if (dim == kDynamicDim)
+      return true;
+  return false;
+}
+
 std::string Shape::str() const {
-  return "b=" + std::to_string(batch) + " hq=" + std::to_string(queryHeads) +
-         " hkv=" + std::to_string(kvHeads) + " sq=" + std::to_string(querySeq) +
-         " skv=" + std::to_string(keySeq) + " d=" + std::to_string(headDim) +
-         " dv=" + std::to_string(valueDim);
+  auto dim = [](int64_t d) { return d == kDynamicDim ? std::string("?") : std::to_string(d); };
+  return "b=" + dim(batch) + " hq=" + dim(queryHeads) + " hkv=" + dim(kvHeads) +
+         " sq=" + dim(querySeq) + " skv=" + dim(keySeq) + " d=" + dim(headDim) +
+         " dv=" + dim(valueDim);
 }
 
 } // namespace pejit

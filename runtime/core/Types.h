@@ -65,11 +65,19 @@ struct TensorView {
   std::vector<int64_t> strides;
 };
 
-/// The static shape of one attention call.
+/// A dimension a kernel takes from each call (`?` in the source, "?" in
+/// text): batch, querySeq and keySeq of a shape class.
+inline constexpr int64_t kDynamicDim = -1;
+
+/// The shape of one attention call, or of a kernel's shape class (a dim may
+/// be kDynamicDim there).
 struct Shape {
   int64_t batch = 1, queryHeads = 1, kvHeads = 1;
   int64_t querySeq = 1, keySeq = 1, headDim = 64, valueDim = 64;
   bool operator==(const Shape &other) const;
+  /// Whether any dim is kDynamicDim.
+  bool hasDynamicDims() const;
+  /// "b=1 hq=32 hkv=8 sq=? skv=? d=128 dv=128".
   std::string str() const;
 };
 

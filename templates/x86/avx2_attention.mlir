@@ -27,9 +27,13 @@
 // put in place of the `// @pejit-blocks` line at the end before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-x86-template):
-//   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${SQ} ${SKV} ${D} ${DV} ${NQT}=ceil(SQ/BM)
+//   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${D} ${DV}
+//   ${SQ} ${SKV}: the lengths, or `?` for a shape class (docs/shape-classes.md).
+//   Either way the code reads them from the memrefs (memref.dim: a constant
+//   at a static shape) and derives NQT = ceil(SQ / BM), OFF = SKV - SQ and
+//   NKT = ceil(SKV / BN) from them; hook ops get them as lengths(...).
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
-//   ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
+//   ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
 //   ${HAS_RIGHT} ${RIGHT}: the right window (keys j <= i + OFF + RIGHT;
 //   never with CAUSAL, which hides more)
 //   ${SCORE_MOD} (true|false): a softcap or a fused score bias exists
@@ -43,9 +47,10 @@
 //   ${T} ${OT} element types of Q/K/V and of O (f32, f16 or bf16); the
 //   tiles are f32 either way: 16-bit Q/K are widened by the QK transform's
 //   read, 16-bit V by @kv_value_rows, the output narrowed as it is stored
-//   ${KONCE} (true|false): K rotated once per call into the key cache (a
-//   region of scratch from float ${KOFF}: [B, HKV, NKT, BN, D]) by
-//   @pejit_prepare's ${PREPARE_JOBS} jobs, ${NKT} = ceil(SKV / BN)
+//   ${KONCE} (true|false): K may be rotated once per call into the key cache
+//   (!KCACHE, ${KCACHE} floats or `?`: [B, HKV, NKT, BN, D]) by
+//   @pejit_prepare; it is, when the runtime passes a cache of more than 0
+//   floats (runtime/core/CallPlan.h decides; ${KTILE_FLOATS} = BN D)
 //   VALUE_ROWS and NARROW8 (parameters too): the bodies of @kv_value_rows
 //   (a view of V for f32 with full Q tiles, else the (widening) copy into
 //   Vs) and @narrow8 (a plain return for f32)
@@ -57,6 +62,9 @@
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
+// The key cache (K rotated once per call), [B, HKV, ceil(skv / BN), BN, D]
+// floats: ${KCACHE} of them, or `?` where the call's lengths size it.
+!KCACHE = memref<${KCACHE}xf32>
 // The encodings' own tensors (a T5 table, ...), contiguous, in the order of
 // the attention's encoding_operands; an unused slot is memref<1xf32>.
 !E0 = ${E0}
@@ -85,8 +93,9 @@ func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first
 // The position ids (as the prologue gets them) are for encodings that
 // measure distance by position (relative_to = position): the hook
 // expansion reads them only for those.
-func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !E0, %e1: !E1,
-                      %e2: !E2, %e3: !E3, %qpos: !QPOS, %kpos: !KPOS, %item: index)
+func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcache: !KCACHE,
+                      %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %qpos: !QPOS, %kpos: !KPOS,
+                      %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -104,15 +113,20 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
-  %SQ = arith.constant ${SQ} : index
-  %SKV = arith.constant ${SKV} : index
+  // The lengths: the memrefs' (constants at a static shape, the call's
+  // where the source wrote `?`). NQT = ceil(SQ / BM), OFF = SKV - SQ.
+  %SQ = memref.dim %q, %c2 : !Q
+  %SKV = memref.dim %k, %c2 : !K
   %HQ = arith.constant ${HQ} : index
   %GROUP = arith.constant ${GROUP} : index
-  %NQT = arith.constant ${NQT} : index
-  %OFF = arith.constant ${OFF} : index
+  %sq_up0 = arith.addi %SQ, %BM : index
+  %sq_up = arith.subi %sq_up0, %c1 : index
+  %NQT = arith.divui %sq_up, %BM : index
+  %OFF = arith.subi %SKV, %SQ : index
+  %NKT = func.call @key_tiles(%k) : (!K) -> index
   %WINDOW = arith.constant ${WINDOW} : index
   %causal = arith.constant ${CAUSAL}
-  %konce = arith.constant ${KONCE}
+  %konce = func.call @key_cache_used(%kcache) : (!KCACHE) -> i1
   %has_window = arith.constant ${HAS_WINDOW}
   %RIGHT = arith.constant ${RIGHT} : index
   %has_right = arith.constant ${HAS_RIGHT}
@@ -141,6 +155,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
   %i0 = arith.muli %qt, %BM : index
   %q_left = arith.subi %SQ, %i0 : index
   %nq = arith.minui %q_left, %BM : index
+  %full_q = arith.cmpi eq, %nq, %BM : index
 
   // A partial last tile only computes its rows, rounded up to the blocks.
   %nq15 = arith.addi %nq, %c15 : index
@@ -164,9 +179,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
 
   // Q tile: Qs (rotated) and Qt = transpose(Qs) * scale
   // (@pejit_query_tile); running max -inf, sum 0, output 0.
-  func.call @pejit_query_tile(%q, %Qs, %Qt, %scratch, %b, %h, %i0, %nq)
+  func.call @pejit_query_tile(%q, %Qs, %Qt, %scratch, %b, %h, %i0, %nq, %SKV)
       : (!Q, memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>, !SCRATCH, index, index, index,
-         index) -> ()
+         index, index) -> ()
   // The encodings' per-tile tables (e.g. T5's bias by distance), in %TS.
   attn.query_tile_prologue %TS, batch %b, head %h, start %i0, rows %nq
       operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) query(%Qs : memref<${BM}x${D}xf32>)
@@ -219,17 +234,17 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
     // tile is prefetched into L2 during P . V below, a few rows per register
     // block, so these reads do not stall on L3.
     %Kt = scf.if %konce -> !KTILE {
-      %cached = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
-          : (!SCRATCH, index, index, index) -> !KTILE
+      %cached = func.call @key_cache_tile(%kcache, %b, %hk, %jt, %NKT)
+          : (!KCACHE, index, index, index, index) -> !KTILE
       scf.yield %cached : !KTILE
     } else {
       %tile = memref.cast %Ks : memref<${BN}x${D}xf32> to !KTILE
-      func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt)
-          : (!K, !KTILE, !SCRATCH, index, index, index) -> ()
+      func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt, %SQ)
+          : (!K, !KTILE, !SCRATCH, index, index, index, index) -> ()
       scf.yield %tile : !KTILE
     }
-    %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk)
-        : (!V, memref<${BN}x${DV}xf32>, index, index, index, index) -> !VROWS
+    %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk, %full_q)
+        : (!V, memref<${BN}x${DV}xf32>, index, index, index, index, i1) -> !VROWS
     %jn = arith.addi %j0, %BN : index
 
     // St = Ks . Qt (@pejit_s_tile). Under a causal mask, query row i0 + r
@@ -257,7 +272,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
           %s_mod = attn.score_mod %s, batch %b, head %h, query %q_idx, key %k_idx
               consecutive_queries operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
               tile(%TS : memref<${TILE_SCRATCH}xf32>, %i0) positions(%qpos, %kpos : !QPOS, !KPOS)
-              : !V8, vector<8xi32>
+              lengths(%SQ, %SKV) : !V8, vector<8xi32>
           vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
         }
       }
@@ -389,16 +404,16 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %e0: !
     // The value term's per-bucket sums, rescaled as Os is.
     scf.if %value_term {
       func.call @pejit_value_term_tile(%VT, %St, %A, %b, %h, %i0, %j0, %nq16, %e0, %e1, %e2, %e3,
-                                       %qpos, %kpos)
+                                       %qpos, %kpos, %SQ, %SKV)
           : (memref<${VT_FLOATS}xf32>, memref<${BN}x${BM}xf32>, memref<${BM}xf32>, index, index,
-             index, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS) -> ()
+             index, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS, index, index) -> ()
     }
 
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
-    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %scratch, %nq6, %nk, %diag_row, %jn,
+    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %kcache, %nq6, %nk, %diag_row, %jn,
                              %b, %hk)
         : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
-           !V, !SCRATCH, index, index, index, index, index, index) -> ()
+           !V, !KCACHE, index, index, index, index, index, index) -> ()
   }
 
   scf.if %value_term {

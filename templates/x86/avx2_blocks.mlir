@@ -11,29 +11,50 @@
 //   @exp2_v8        the softmax's vector 2^x
 // The item's tile functions are in avx2_tiles.mlir.
 
-// Key tile jt of K'[b, hk] in the key cache: scratch floats from
-// KOFF + ((b HKV + hk) NKT + jt) BN D, BN rows of D.
-func.func private @key_cache_tile(%scratch: !SCRATCH, %b: index, %hk: index, %jt: index)
-    -> !KTILE {
+// Key tile jt of K'[b, hk] in the key cache ([B, HKV, nkt, BN, D], nkt =
+// ceil(skv / BN)): floats from ((b HKV + hk) nkt + jt) BN D, BN rows of D.
+func.func private @key_cache_tile(%kcache: !KCACHE, %b: index, %hk: index, %jt: index,
+                                  %nkt: index) -> !KTILE {
   %HKV = arith.constant ${HKV} : index
-  %NKT = arith.constant ${NKT} : index
   %tile_floats = arith.constant ${KTILE_FLOATS} : index
-  %base = arith.constant ${KOFF} : index
   %bh0 = arith.muli %b, %HKV : index
   %bh = arith.addi %bh0, %hk : index
-  %t0 = arith.muli %bh, %NKT : index
+  %t0 = arith.muli %bh, %nkt : index
   %t = arith.addi %t0, %jt : index
-  %off0 = arith.muli %t, %tile_floats : index
-  %off = arith.addi %base, %off0 : index
-  %tile = memref.reinterpret_cast %scratch to offset: [%off], sizes: [${BN}, ${D}],
-      strides: [${D}, 1] : !SCRATCH to !KTILE
+  %off = arith.muli %t, %tile_floats : index
+  %tile = memref.reinterpret_cast %kcache to offset: [%off], sizes: [${BN}, ${D}],
+      strides: [${D}, 1] : !KCACHE to !KTILE
   return %tile : !KTILE
+}
+
+// Whether K is rotated once per call: ${KONCE} (K is transformed, and at a
+// static shape the plan chose it) and a key cache the runtime passed (of 0
+// floats when a call's plan does not use one).
+func.func private @key_cache_used(%kcache: !KCACHE) -> i1 {
+  %c0 = arith.constant 0 : index
+  %allowed = arith.constant ${KONCE}
+  %floats = memref.dim %kcache, %c0 : !KCACHE
+  %some = arith.cmpi ugt, %floats, %c0 : index
+  %used = arith.andi %allowed, %some : i1
+  return %used : i1
+}
+
+// ceil(skv / BN): the key tiles of K (and of the key cache).
+func.func private @key_tiles(%k: !K) -> index {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %BN = arith.constant ${BN} : index
+  %skv = memref.dim %k, %c2 : !K
+  %up0 = arith.addi %skv, %BN : index
+  %up = arith.subi %up0, %c1 : index
+  %nkt = arith.divui %up, %BN : index
+  return %nkt : index
 }
 
 // Rows [j0, j0 + nk) of V[b, hk] as f32 rows: a view of V itself (f32, full
 // Q tiles) or those rows copied (widened) into Vs (InstantiateX86Template.cpp).
 func.func private @kv_value_rows(%v: !V, %Vs: memref<${BN}x${DV}xf32>, %b: index, %hk: index,
-                                 %j0: index, %nk: index) -> !VROWS {
+                                 %j0: index, %nk: index, %full_q: i1) -> !VROWS {
   ${VALUE_ROWS}
 }
 
@@ -162,26 +183,31 @@ func.func private @transpose_scaled(%Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
 }
 
 // After the prologue, as `step` calls on all cores, when K is rotated once
-// per call (${KONCE}): job t = (b, hk, key tile jt), t = first, first + step,
-// ..., transforms K rows [jt BN, jt BN + nk) into the key cache tile
-// K'[b, hk, jt] in scratch (rows past SKV zero). Items then read rotated K
+// per call (the runtime passes a key cache): job t = (b, hk, key tile jt),
+// t = first, first + step, ..., transforms K rows [jt BN, jt BN + nk) into
+// the key cache tile K'[b, hk, jt] (rows past skv zero); %sq is the call's
+// query length (the tables' layout). Items then read rotated K
 // tiles where they are instead of rotating each K tile once per Q tile
 // (ceil(SQ / BM) times per call). pejit.cold: strength reduction on this
 // loop nest costs ~20 ms of backend time and buys nothing measurable.
-func.func @pejit_prepare(%k: !K, %scratch: !SCRATCH, %first: index, %step: index)
+func.func @pejit_prepare(%k: !K, %kcache: !KCACHE, %scratch: !SCRATCH, %sq: index,
+                         %first: index, %step: index)
     attributes {llvm.emit_c_interface, pejit.cold} {
+  %c0 = arith.constant 0 : index
   %HKV = arith.constant ${HKV} : index
-  %NKT = arith.constant ${NKT} : index
-  %jobs = arith.constant ${PREPARE_JOBS} : index
+  %nkt = func.call @key_tiles(%k) : (!K) -> index
+  %batch = memref.dim %k, %c0 : !K
+  %bh_all = arith.muli %batch, %HKV : index
+  %jobs = arith.muli %bh_all, %nkt : index
   scf.for %t = %first to %jobs step %step {
-    %jt = arith.remui %t, %NKT : index
-    %bh = arith.divui %t, %NKT : index
+    %jt = arith.remui %t, %nkt : index
+    %bh = arith.divui %t, %nkt : index
     %hk = arith.remui %bh, %HKV : index
     %b = arith.divui %bh, %HKV : index
-    %kt = func.call @key_cache_tile(%scratch, %b, %hk, %jt)
-        : (!SCRATCH, index, index, index) -> !KTILE
-    func.call @load_key_tile(%k, %kt, %scratch, %b, %hk, %jt)
-        : (!K, !KTILE, !SCRATCH, index, index, index) -> ()
+    %kt = func.call @key_cache_tile(%kcache, %b, %hk, %jt, %nkt)
+        : (!KCACHE, index, index, index, index) -> !KTILE
+    func.call @load_key_tile(%k, %kt, %scratch, %b, %hk, %jt, %sq)
+        : (!K, !KTILE, !SCRATCH, index, index, index, index) -> ()
   }
   return
 }
@@ -191,20 +217,21 @@ func.func @pejit_prepare(%k: !K, %scratch: !SCRATCH, %first: index, %step: index
 // zero. The items (per tile) and @pejit_prepare (once per call) both load
 // K tiles this way.
 func.func private @load_key_tile(%k: !K, %kt: !KTILE, %scratch: !SCRATCH, %b: index,
-                                 %hk: index, %jt: index) {
+                                 %hk: index, %jt: index, %sq: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
-  %SKV = arith.constant ${SKV} : index
+  %c2 = arith.constant 2 : index
+  %SKV = memref.dim %k, %c2 : !K
   %zv = arith.constant dense<0.0> : !V8
   %j0 = arith.muli %jt, %BN : index
   %k_left = arith.subi %SKV, %j0 : index
   %nk = arith.minui %k_left, %BN : index
   %k_rows = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1]
       : !K to !KROWS
-  attn.qk_transform %kt from %k_rows, %nk, %j0, %b, %scratch key
+  attn.qk_transform %kt from %k_rows, %nk, %j0, %b, %scratch key lengths(%sq, %SKV)
       : !KTILE from !KROWS, !SCRATCH
   scf.for %r = %nk to %BN step %c1 {
     scf.for %d = %c0 to %D step %c8 {
@@ -225,7 +252,8 @@ func.func private @load_key_tile(%k: !K, %kt: !KTILE, %scratch: !SCRATCH, %b: in
 func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN}x${BM}xf32>,
                                  %A: memref<${BM}xf32>, %b: index, %h: index, %i0: index,
                                  %j0: index, %nq16: index, %e0: !E0, %e1: !E1, %e2: !E2,
-                                 %e3: !E3, %qpos: !QPOS, %kpos: !KPOS) {
+                                 %e3: !E3, %qpos: !QPOS, %kpos: !KPOS, %sq: index,
+                                 %skv: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -258,7 +286,7 @@ func.func @pejit_value_term_tile(%VT: memref<${VT_FLOATS}xf32>, %St: memref<${BN
       %k_idx = vector.broadcast %j_i : i32 to vector<8xi32>
       %bucket = attn.value_term_bucket batch %b, head %h, query %q_idx, key %k_idx
           operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
-          : vector<8xi32>
+          lengths(%sq, %skv) : vector<8xi32>
       %p = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, vector<8xf32>
       %m0 = vector.extract %bucket[0] : i32 from vector<8xi32>
       %m0_v = vector.broadcast %m0 : i32 to vector<8xi32>

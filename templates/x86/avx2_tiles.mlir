@@ -14,7 +14,8 @@
 // tile: pejit.cold, so the backend compiles it (never inlined) with the
 // once-per-call functions, without strength reduction.
 func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D}x${BM}xf32>,
-                            %scratch: !SCRATCH, %b: index, %h: index, %i0: index, %nq: index)
+                            %scratch: !SCRATCH, %b: index, %h: index, %i0: index, %nq: index,
+                            %skv: index)
     attributes {passthrough = ["noinline"], pejit.cold} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -24,7 +25,9 @@ func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
   %zv = arith.constant dense<0.0> : !V8
   %q_rows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1]
       : !Q to !QROWS
-  attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch
+  %c2 = arith.constant 2 : index
+  %sq = memref.dim %q, %c2 : !Q
+  attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch lengths(%sq, %skv)
       : memref<${BM}x${D}xf32> from !QROWS, !SCRATCH
   scf.for %r = %nq to %BM step %c1 {
     scf.for %d = %c0 to %D step %c8 {
@@ -137,7 +140,7 @@ func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32
 // parallel with the rest of the kernel (compiler/backends/x86/ParallelCodegen.cpp).
 func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
                          %Vr: !VROWS, %A: memref<${BM}xf32>, %k: !K, %v: !V,
-                         %scratch: !SCRATCH, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
+                         %kcache: !KCACHE, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
                          %hk: index)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
@@ -152,9 +155,9 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
-  %SKV = arith.constant ${SKV} : index
+  %SKV = memref.dim %k, %c2 : !K
   %causal = arith.constant ${CAUSAL}
-  %konce = arith.constant ${KONCE}
+  %konce = func.call @key_cache_used(%kcache) : (!KCACHE) -> i1
   scf.for %ir = %c0 to %nq6 step %c6 {
     %ir1 = arith.addi %ir, %c1 : index
     %ir2 = arith.addi %ir, %c2 : index
@@ -203,8 +206,9 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
       %pr1 = arith.minsi %pr1a, %pf_end : index
       scf.if %konce {
         %jtn = arith.divui %jn, %BN : index
-        %kn = func.call @key_cache_tile(%scratch, %b, %hk, %jtn)
-            : (!SCRATCH, index, index, index) -> !KTILE
+        %nkt = func.call @key_tiles(%k) : (!K) -> index
+        %kn = func.call @key_cache_tile(%kcache, %b, %hk, %jtn, %nkt)
+            : (!KCACHE, index, index, index, index) -> !KTILE
         scf.for %pr = %pr0 to %pr1 step %c1 {
           scf.for %d = %c0 to %D step %c16 {
             memref.prefetch %kn[%pr, %d], read, locality<2>, data : !KTILE

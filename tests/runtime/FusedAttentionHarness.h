@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,7 +22,11 @@ namespace pejit::testing {
 
 struct Case {
   AttentionSpec spec;
+  /// The call's shape (the inputs drawn).
   Shape shape;
+  /// The kernel's shape class, with kDynamicDim for lengths the call gives;
+  /// unset: `shape` itself (a static kernel).
+  std::optional<Shape> shapeClass;
   X86TileConfig tiles;
   /// Explicit position ids ([s] or [b, s] per spec.positionsPerBatch); empty
   /// means the kernel's defaults.
@@ -71,7 +76,8 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
   std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
 
-  Expected<X86Kernel> kernel = runtime.getX86(Spec::fromBuilder(c.spec, s), c.tiles);
+  Expected<X86Kernel> kernel =
+      runtime.getX86(Spec::fromBuilder(c.spec, c.shapeClass.value_or(s)), c.tiles);
   if (!kernel) {
     outcome.error = kernel.error();
     return outcome;

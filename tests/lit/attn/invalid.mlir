@@ -113,6 +113,14 @@ func.func @bias_keys(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: te
 
 // -----
 
+func.func @bias_for_dynamic_lengths(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>, %b: tensor<1x4x8x?xf32>) {
+  // expected-error @+1 {{'attn.attention' op bias sq (dim 2) is 8 but the attention's sq is ? (each call's): write ? there too}}
+  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x8x?xf32>) : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return
+}
+
+// -----
+
 func.func @key_term_shape(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %t: tensor<1x1x8x16xf32>) {
   // expected-error @+1 {{'attn.attention' op key_term hq (dim 1) is 1 but the attention's is 4}}
   %o = attn.attention %q, %k, %v key_term(%t : tensor<1x1x8x16xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x8x64xf32>
@@ -251,7 +259,7 @@ func.func @qk_prologue_half_rows(%pos: memref<1x16xi64>, %scratch: memref<?xf32>
 
 func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
   // expected-error @+1 {{'attn.score_mod' op query_index and key_index ('i32') must have the lanes of score ('vector<8xf32>')}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}> : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>}> : (vector<8xf32>, index, index, i32, i32) -> vector<8xf32>
   return
 }
 
@@ -259,7 +267,7 @@ func.func @score_mod_lanes(%s: vector<8xf32>, %i: i32, %n: index) {
 
 func.func @score_mod_index_types(%s: f32, %i: i32, %j: vector<8xi32>, %n: index) {
   // expected-error @+1 {{'attn.score_mod' op failed to verify that all of {query_index, key_index} have same type}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}> : (f32, index, index, i32, vector<8xi32>) -> f32
+  %r = "attn.score_mod"(%s, %n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>}> : (f32, index, index, i32, vector<8xi32>) -> f32
   return
 }
 
@@ -299,7 +307,7 @@ func.func @extra_encoding_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>
 
 func.func @score_mod_tile_half(%s: f32, %i: i32, %n: index, %ts: memref<64xf32>) {
   // expected-error @+1 {{'attn.score_mod' op tile(scratch, start) needs both operands}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %ts) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0, 0, 0>}> : (f32, index, index, i32, i32, memref<64xf32>) -> f32
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %ts) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0>}> : (f32, index, index, i32, i32, memref<64xf32>) -> f32
   return
 }
 
@@ -315,7 +323,7 @@ func.func @negative_right_window(%q: tensor<1x4x8x64xf32>) {
 
 func.func @value_term_bucket_types(%i: i32, %j: vector<8xi32>, %n: index) {
   // expected-error @+1 {{'attn.value_term_bucket' op failed to verify that all of {query_index, key_index, result} have same type}}
-  %m = "attn.value_term_bucket"(%n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>}> : (index, index, i32, vector<8xi32>) -> i32
+  %m = "attn.value_term_bucket"(%n, %n, %i, %j) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0>}> : (index, index, i32, vector<8xi32>) -> i32
   return
 }
 
@@ -371,7 +379,7 @@ func.func @by_position_with_mrope(%q: tensor<1x4x8x64xf32>, %p: tensor<3x8xi64>)
 
 func.func @score_mod_one_position(%s: f32, %i: i32, %n: index, %p: memref<1x8xi64>) {
   // expected-error @+1 {{'attn.score_mod' op positions(query, key) needs both operands}}
-  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 1, 0>}> : (f32, index, index, i32, i32, memref<1x8xi64>) -> f32
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0>}> : (f32, index, index, i32, i32, memref<1x8xi64>) -> f32
   return
 }
 
@@ -382,4 +390,12 @@ func.func @query_tile_of_integers(%ts: memref<64xf32>, %n: index, %rows: memref<
   // expected-error @+1 {{operand #5 must be 2D memref of 32-bit float or 16-bit float or bfloat16 type values}}
   attn.query_tile_prologue %ts, batch %n, head %n, start %n, rows %n query(%rows : memref<16x64xi32>) : memref<64xf32>
   return
+}
+
+// -----
+
+func.func @score_mod_one_length(%s: f32, %n: index, %i: i32) -> f32 {
+  // expected-error @+1 {{'attn.score_mod' op lengths(query, key) needs both operands}}
+  %r = "attn.score_mod"(%s, %n, %n, %i, %i, %n) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0>}> : (f32, index, index, i32, i32, index) -> f32
+  return %r : f32
 }

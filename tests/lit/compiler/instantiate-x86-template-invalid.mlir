@@ -18,10 +18,11 @@ func.func @bias_tensor(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: t
 
 // -----
 
-func.func @dynamic(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>) -> tensor<1x2x?x64xf32> {
-  // expected-error @+1 {{query has a dynamic shape 'tensor<1x2x?x64xf32>': pejit compiles one kernel per shape}}
-  %o = attn.attention %q, %k, %v : tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x2x?x64xf32>
-  return %o : tensor<1x2x?x64xf32>
+// A shape class takes `?` lengths (dim 2); a `?` batch is not built yet.
+func.func @dynamic_batch(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32> {
+  // expected-error @+1 {{query 'tensor<?x2x?x64xf32>' has a dynamic dim 0: the x86 kernel takes `?` only for the lengths (dim 2)}}
+  %o = attn.attention %q, %k, %v : tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x2x?x64xf32>
+  return %o : tensor<?x2x?x64xf32>
 }
 
 // -----
@@ -64,4 +65,14 @@ func.func @one_tensor_as_query_and_key(%x: tensor<1x2x8x64xf32>, %v: tensor<1x2x
   // expected-error @+1 {{the kernel takes query, key and value as three arguments, but this attention reads one tensor as more than one of them: pass it as separate arguments (the same buffer may be given for each)}}
   %o = attn.attention %x, %x, %v : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return %o : tensor<1x2x8x64xf32>
+}
+
+// -----
+
+// A bias of fixed lengths cannot serve `?` lengths: it would be read past
+// its end at longer ones.
+func.func @bias_for_dynamic_lengths(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>, %b: tensor<1x2x8x8xf32>) -> tensor<1x2x?x64xf32> {
+  // expected-error @+1 {{the bias must be [1|b, 1|hq, sq, skv] = [1|1, 1|2, ?, ?], got 'tensor<1x2x8x8xf32>'}}
+  %o = attn.attention %q, %k, %v encodings([#pe.bias_tensor]) encoding_operands(%b : tensor<1x2x8x8xf32>) : tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x2x?x64xf32>
+  return %o : tensor<1x2x?x64xf32>
 }

@@ -13,7 +13,10 @@
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is
 // rotated once anyway, as the K tiles are loaded (no key cache, no prepare).
-// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", dtype = "f32", function = "rope_alibi", items = 4 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// The call plan's rule (runtime/core/CallPlan.h): 64 table floats (a cos
+// and a sin per frequency) per position of Q and of K; K tiles of 96 rows
+// may be cached.
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", dtype = "f32", function = "rope_alibi", items = 4 : i64, key_cache_tile = 96 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // The prologue runs once per call (pejit.cold: compiled without loop
 // strength reduction); the items run per (b, h, Q tile).
 // CHECK-LABEL: func.func @pejit_prologue
@@ -91,16 +94,18 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 
 // Three Q tiles (sq = 300, tile_m = 144): K is rotated once per call into a
 // key cache instead of once per Q tile. @pejit_prepare has one job per
-// (b, hk, key tile): b * hkv * ceil(300 / 96) = 4; the cache sits after the
-// tables (2 * (300 + 300) * 32 = 38400 floats) and holds 4 tiles of 96 x 64
-// floats: scratch = 38400 + 4 * 6144 = 62976. Items read the cached tile.
-// CHECK: pejit.kernel = {{{.*}}prepare_jobs = 4 : i64, {{.*}}scratch_floats = 62976 : i64
+// (b, hk, key tile): b * hkv * ceil(300 / 96) = 4. The tables take
+// 2 * (300 + 300) * 32 = 38400 floats of scratch; the cache is a buffer of
+// its own (the item's %arg5) of 4 tiles of 96 x 64 floats = 24576, tile
+// ((b hkv + hk) nkt + jt) at that times 6144. Items read the cached tile.
+// CHECK: pejit.kernel = {{{.*}}prepare_jobs = 4 : i64, {{.*}}scratch_floats = 38400 : i64
 // CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: %arg5: memref<24576xf32>
 // CHECK: %[[KT:.*]] = scf.if %{{.*}} -> (memref<96x64xf32, strided<[64, 1], offset: ?>>)
-// CHECK-NEXT: func.call @key_cache_tile(%arg4,
+// CHECK-NEXT: func.call @key_cache_tile(%arg5,
 // CHECK: func.call @pejit_s_tile(%{{.*}}, %{{.*}}, %[[KT]],
 // CHECK-LABEL: func.func private @key_cache_tile
-// CHECK: %[[OFF:.*]] = arith.addi %c38400, %{{.*}} : index
+// CHECK: %[[OFF:.*]] = arith.muli %{{.*}}, %c6144 : index
 // CHECK: memref.reinterpret_cast %arg0 to offset: [%[[OFF]]], sizes: [96, 64], strides: [64, 1]
 // Full Q tiles of f32: P . V reads V where it is (a view, no copy).
 // CHECK-LABEL: func.func private @kv_value_rows
@@ -108,9 +113,9 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // CHECK-NEXT: return %[[VIEW]] : memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func @pejit_prepare
 // CHECK-SAME: attributes {llvm.emit_c_interface, pejit.cold}
-// CHECK: scf.for %{{.*}} = %arg2 to %{{.*}} step %arg3
+// CHECK: scf.for %{{.*}} = %arg4 to %{{.*}} step %arg5
 // CHECK: %[[TILE:.*]] = func.call @key_cache_tile(%arg1,
-// CHECK-NEXT: func.call @load_key_tile(%arg0, %[[TILE]], %arg1,
+// CHECK-NEXT: func.call @load_key_tile(%arg0, %[[TILE]], %arg2,
 func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v: tensor<1x1x300x64xf32>) -> tensor<1x2x300x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x300x64xf32>, tensor<1x1x300x64xf32>, tensor<1x1x300x64xf32> -> tensor<1x2x300x64xf32>
   return %o : tensor<1x2x300x64xf32>
@@ -311,4 +316,42 @@ func.func @shaw_value(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 func.func @alibi_by_position(%q: tensor<1x4x64x64xf32>, %k: tensor<1x4x64x64xf32>, %v: tensor<1x4x64x64xf32>, %qp: tensor<64xi64>, %kp: tensor<64xi64>) -> tensor<1x4x64x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%qp : tensor<64xi64>) key_positions(%kp : tensor<64xi64>) causal scale(0.125) encodings([#pe.alibi<num_heads = 4, form = causal, relative_to = position>]) : tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32>, tensor<1x4x64x64xf32> -> tensor<1x4x64x64xf32>
   return %o : tensor<1x4x64x64xf32>
+}
+
+// -----
+
+// A shape class: `?` lengths (docs/shape-classes.md). The memrefs carry
+// them, the item reads them (memref.dim) and derives NQT = ceil(sq / 144)
+// and OFF = skv - sq; nothing is planned at compile time (items,
+// scratch_floats and prepare_jobs 0: the runtime plans each call with the
+// rule in key_cache_tile, tile_m and table_floats_per_*), and the key cache
+// is `?` floats: the runtime passes 0 when a call does not use it. f32 V is
+// viewed for full Q tiles and copied for partial ones, per call.
+// CHECK: pejit.kernel = {arguments = "query:f32:1x2x?x64 key:f32:1x1x?x64 value:f32:1x1x?x64", {{.*}}items = 0 : i64, key_cache_tile = 96 : i64, {{.*}}prepare_jobs = 0 : i64, {{.*}}scratch_floats = 0 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: %arg0: memref<1x?xi64>, %arg1: memref<1x?xi64>
+// CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: %arg0: memref<1x2x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK-SAME: %arg5: memref<?xf32>
+// CHECK: %[[SQ:.*]] = memref.dim %arg0, %c2
+// CHECK: %[[SKV:.*]] = memref.dim %arg1, %c2
+// CHECK: %[[UP:.*]] = arith.addi %[[SQ]], %c144
+// CHECK: %[[UP1:.*]] = arith.subi %[[UP]], %c1
+// CHECK: arith.divui %[[UP1]], %c144
+// CHECK: arith.subi %[[SKV]], %[[SQ]]
+// CHECK-NOT: attn.score_mod
+// CHECK-LABEL: func.func private @key_cache_used
+// CHECK: %[[FLOATS:.*]] = memref.dim %arg0, %c0 : memref<?xf32>
+// CHECK: arith.cmpi ugt, %[[FLOATS]], %c0
+// CHECK-LABEL: func.func private @kv_value_rows
+// CHECK: scf.if %arg6 -> (memref<?x64xf32, strided<[?, 1], offset: ?>>)
+// CHECK: memref.subview %arg0
+// CHECK: } else {
+// CHECK: memref.cast %arg1
+// CHECK-LABEL: func.func @pejit_query_tile
+// CHECK-NOT: attn.qk_transform
+// CHECK-LABEL: func.func @pejit_s_tile
+func.func @shape_class(%q: tensor<1x2x?x64xf32>, %k: tensor<1x1x?x64xf32>, %v: tensor<1x1x?x64xf32>) -> tensor<1x2x?x64xf32> {
+  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x?x64xf32>, tensor<1x1x?x64xf32>, tensor<1x1x?x64xf32> -> tensor<1x2x?x64xf32>
+  return %o : tensor<1x2x?x64xf32>
 }

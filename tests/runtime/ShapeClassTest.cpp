@@ -1,0 +1,189 @@
+// One kernel per shape class (docs/shape-classes.md): a source with `?`
+// lengths compiles once, and that kernel runs at every (sq, skv), each run
+// checked against the float64 reference on fresh random inputs with the
+// output poisoned (f32: max |out - ref| <= 1e-4 max |ref|). Plain, causal,
+// RoPE (llama3 scaling, GQA, the key cache on and off) and ALiBi; the
+// compile count stays 1 per class, the disk cache holds one entry, and bad
+// lengths get errors that name the tensor and the dim.
+#include "runtime/Encodings.h"
+#include "tests/runtime/SuiteRuntime.h"
+
+#include "gtest/gtest.h"
+
+#include <filesystem>
+#include <unistd.h>
+
+using namespace pejit;
+using namespace pejit::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// (sq, skv) pairs over the lengths {1, 7, 64, 65, 300, 1000}:
+/// decode (sq = 1), prefill (sq = skv), chunked prefill (sq < skv) and a
+/// query longer than the keys.
+const std::vector<std::pair<int64_t, int64_t>> kLengths = {
+    {1, 1},   {1, 7},     {1, 1000}, {7, 7},      {7, 300},     {64, 64}, {65, 65},
+    {64, 65}, {300, 300}, {65, 300}, {300, 1000}, {1000, 1000}, {300, 65}};
+
+/// A shape class: b, heads and dims fixed, both lengths `?`.
+Shape shapeClass(int64_t hq, int64_t hkv, int64_t d) {
+  return {1, hq, hkv, kDynamicDim, kDynamicDim, d, d};
+}
+
+/// Runs `spec` through one kernel of `cls` at every kLengths pair and
+/// checks each run; the runtime compiles the class once.
+void expectOneKernelAtEveryLength(const AttentionSpec &spec, const Shape &cls) {
+  int64_t compilesBefore = suiteRuntime().stats().compiles;
+  for (auto [sq, skv] : kLengths) {
+    SCOPED_TRACE("sq " + std::to_string(sq) + " skv " + std::to_string(skv));
+    Case c;
+    c.spec = spec;
+    c.shapeClass = cls;
+    c.shape = cls;
+    c.shape.querySeq = sq;
+    c.shape.keySeq = skv;
+    expectMatches(c);
+  }
+  EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1) << "one shape class, one compile";
+}
+
+TEST(ShapeClass, PlainAndCausalAtEveryLength) {
+  AttentionSpec spec;
+  expectOneKernelAtEveryLength(spec, shapeClass(2, 1, 64));
+  spec.causal = true;
+  expectOneKernelAtEveryLength(spec, shapeClass(2, 1, 64));
+}
+
+// RoPE with llama3 scaling on Q and K, GQA 4/2, d = 128: one Q tile calls
+// rotate K per tile, longer ones through the key cache, which the call
+// plan sizes by skv.
+TEST(ShapeClass, RopeGqaAtEveryLength) {
+  AttentionSpec spec;
+  ref::RopeConfig rope;
+  rope.theta = 500000.0;
+  rope.scaling.kind = ref::RopeScaling::Kind::Llama3;
+  rope.scaling.factor = 8.0;
+  rope.scaling.originalMaxPosition = 64;
+  spec.rope = rope;
+  spec.causal = true;
+  expectOneKernelAtEveryLength(spec, shapeClass(4, 2, 128));
+}
+
+// Dynamic NTK picks its frequencies from the call's max(position) + 1:
+// below and above original_max_position through one kernel.
+TEST(ShapeClass, DynamicNtkFollowsTheCallsLength) {
+  AttentionSpec spec;
+  ref::RopeConfig rope;
+  rope.scaling.kind = ref::RopeScaling::Kind::DynamicNtk;
+  rope.scaling.factor = 2.0;
+  rope.scaling.originalMaxPosition = 100;
+  spec.rope = rope;
+  expectOneKernelAtEveryLength(spec, shapeClass(2, 2, 64));
+}
+
+// ALiBi's distance j - (i + skv - sq) takes the call's offset.
+TEST(ShapeClass, AlibiAtEveryLength) {
+  AttentionSpec spec;
+  spec.encodings.push_back(encodings::alibi(2, 0, /*symmetric=*/false));
+  spec.causal = true;
+  expectOneKernelAtEveryLength(spec, shapeClass(2, 2, 64));
+  AttentionSpec symmetric;
+  symmetric.encodings.push_back(encodings::alibi(2, 0, /*symmetric=*/true));
+  expectOneKernelAtEveryLength(symmetric, shapeClass(2, 2, 64));
+}
+
+// T5 falls back to its per-score bucket (its per-tile table is sized by
+// skv); a sliding window counts from the call's diagonal.
+TEST(ShapeClass, T5AndWindowAtEveryLength) {
+  AttentionSpec spec;
+  spec.encodings.push_back(encodings::t5Bias(32, 128, /*bidirectional=*/false, 2));
+  spec.causal = true;
+  expectOneKernelAtEveryLength(spec, shapeClass(2, 2, 64));
+  AttentionSpec window;
+  window.window = 50;
+  window.causal = true;
+  expectOneKernelAtEveryLength(window, shapeClass(2, 2, 64));
+}
+
+float *data(std::vector<float> &v) { return v.data(); }
+
+TEST(ShapeClass, BadLengthsAndStaticDimsAreErrorsNamingTheTensor) {
+  AttentionSpec spec;
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(spec, shapeClass(2, 1, 64)));
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->shape().str(), "b=1 hq=2 hkv=1 sq=? skv=? d=64 dv=64");
+  std::vector<float> q(2 * 10 * 64, 0.5f), k(20 * 64, 0.5f), v(20 * 64, 0.5f), o(2 * 10 * 64);
+  auto run = [&](std::vector<int64_t> qs, std::vector<int64_t> ks, std::vector<int64_t> os) {
+    return kernel->run({{data(q), DType::F32, qs, {}},
+                        {data(k), DType::F32, ks, {}},
+                        {data(v), DType::F32, ks, {}}},
+                       {data(o), DType::F32, os, {}});
+  };
+  EXPECT_TRUE(run({1, 2, 10, 64}, {1, 1, 20, 64}, {1, 2, 10, 64}));
+  Status zero = run({1, 2, 0, 64}, {1, 1, 20, 64}, {1, 2, 0, 64});
+  EXPECT_NE(zero.message().find("input 0 (query): sq = 0 (dim 2) is outside"), std::string::npos)
+      << zero.message();
+  Status heads = run({1, 3, 10, 64}, {1, 1, 20, 64}, {1, 2, 10, 64});
+  EXPECT_NE(heads.message().find("input 0 (query): shape [1, 3, 10, 64] does not match the "
+                                 "kernel's [1, 2, 10, 64]"),
+            std::string::npos)
+      << heads.message();
+  // V's length must be K's; the output's, Q's.
+  Status value = kernel->run({{data(q), DType::F32, {1, 2, 10, 64}, {}},
+                              {data(k), DType::F32, {1, 1, 20, 64}, {}},
+                              {data(v), DType::F32, {1, 1, 19, 64}, {}}},
+                             {data(o), DType::F32, {1, 2, 10, 64}, {}});
+  EXPECT_NE(value.message().find("input 2 (value): shape [1, 1, 19, 64]"), std::string::npos)
+      << value.message();
+  Status out = run({1, 2, 10, 64}, {1, 1, 20, 64}, {1, 2, 9, 64});
+  EXPECT_NE(out.message().find("output: shape [1, 2, 9, 64]"), std::string::npos) << out.message();
+}
+
+// Runs at two lengths in a fresh runtime with a disk cache: one compile,
+// one entry; a second runtime loads that entry and runs a third length.
+TEST(ShapeClass, OneDiskCacheEntryServesEveryLength) {
+  unsetenv("PEJIT_DISABLE_CACHE");
+  fs::path dir = fs::temp_directory_path() / ("pejit-shape-class-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  RuntimeOptions options;
+  options.cacheDir = dir.string();
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = true;
+  Spec source = Spec::fromBuilder(spec, shapeClass(2, 1, 64));
+  auto runAt = [&](const X86Kernel &kernel, int64_t sq, int64_t skv) {
+    std::vector<float> q(2 * sq * 64, 0.25f), k(skv * 64, 0.5f), v(skv * 64, 1.0f),
+        o(2 * sq * 64, std::numeric_limits<float>::quiet_NaN());
+    Status status = kernel.run({{data(q), DType::F32, {1, 2, sq, 64}, {}},
+                                {data(k), DType::F32, {1, 1, skv, 64}, {}},
+                                {data(v), DType::F32, {1, 1, skv, 64}, {}}},
+                               {data(o), DType::F32, {1, 2, sq, 64}, {}});
+    EXPECT_TRUE(status) << status.message();
+    // V is all ones: every row that sees a key averages to exactly 1.
+    EXPECT_NEAR(o.back(), 1.0f, 1e-5f);
+  };
+  {
+    Runtime first(options);
+    for (auto [sq, skv] : {std::pair<int64_t, int64_t>{5, 9}, {300, 400}}) {
+      Expected<X86Kernel> kernel = first.getX86(source);
+      ASSERT_TRUE(kernel) << kernel.error();
+      runAt(*kernel, sq, skv);
+    }
+    EXPECT_EQ(first.stats().compiles, 1);
+  }
+  int entries = 0;
+  for (const auto &item : fs::directory_iterator(dir))
+    entries += item.is_directory() && item.path().filename().string().size() == 16;
+  EXPECT_EQ(entries, 1);
+  Runtime second(options);
+  Expected<X86Kernel> loaded = second.getX86(source);
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_TRUE(loaded->loadedFromDisk());
+  runAt(*loaded, 1, 1000);
+  EXPECT_EQ(second.stats().compiles, 0);
+  setenv("PEJIT_DISABLE_CACHE", "1", 1);
+  fs::remove_all(dir);
+}
+
+} // namespace
