@@ -97,11 +97,11 @@ LogicalResult AttentionOp::verify() {
       return failure();
     // `?` lengths (a shape class) need `?` here: a bias of one length would
     // be read past its end at a longer call.
-    for (auto [index, length, name] : {std::tuple<unsigned, int64_t, StringRef>{2, sq, "sq"},
-                                       {3, skv, "skv"}})
+    for (auto [index, length, name] :
+         {std::tuple<unsigned, int64_t, StringRef>{2, sq, "sq"}, {3, skv, "skv"}})
       if (ShapedType::isDynamic(length) && !ShapedType::isDynamic(dim(bias, index)))
-        return emitOpError() << "bias " << name << " (dim " << index << ") is "
-                             << dim(bias, index) << " but the attention's " << name
+        return emitOpError() << "bias " << name << " (dim " << index << ") is " << dim(bias, index)
+                             << " but the attention's " << name
                              << " is ? (each call's): write ? there too";
   }
   if (Value term = getKeyTerm()) {
