@@ -134,6 +134,8 @@ int runAttentionBench(int argc, char **argv) {
       only = arg.substr(8);
     else if (arg == "--encodings")
       return runEncodingBench(argc, argv);
+    else if (arg == "--shape-classes")
+      return runShapeClassBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

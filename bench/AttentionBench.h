@@ -13,6 +13,11 @@ int runAttentionBench(int argc, char **argv);
 /// (EncodingBench.cpp). argv: [--repeats=N]
 int runEncodingBench(int argc, char **argv);
 
+/// `pejit bench --shape-classes`: static against `?` lengths, and the
+/// decode loop through one kernel (ShapeClassBench.cpp). argv:
+/// [--repeats=N] [--rounds=R]
+int runShapeClassBench(int argc, char **argv);
+
 } // namespace pejit::bench
 
 #endif // PEJIT_BENCH_ATTENTIONBENCH_H

@@ -93,8 +93,9 @@ private:
 
 class X86KernelImpl;
 
-/// A kernel JIT-compiled for this host's x86 CPU, for one (spec, shape,
-/// tile config). Cheap to copy; copies share the compiled code.
+/// A kernel JIT-compiled for this host's x86 CPU, for one (spec, shape
+/// class, tile config): a source with `?` lengths gives one kernel for every
+/// length. Cheap to copy; copies share the compiled code.
 class X86Kernel {
 public:
   /// Inputs bound in the order of the source function's arguments (query,
@@ -116,7 +117,13 @@ public:
   std::vector<std::string> arguments() const;
   /// Each argument's role, name, shape and dtype.
   const KernelSignature &signature() const;
+  /// The kernel's shape: its shape class, with kDynamicDim for the `?`
+  /// lengths each call gives (docs/shape-classes.md).
   const Shape &shape() const;
+  /// The shape of a call with these inputs: shape() with its `?` lengths
+  /// taken from the query and the key (what `out` must then be). An error
+  /// names a missing input or a length outside [1, 2^31 - 1].
+  Expected<Shape> callShape(const std::vector<TensorView> &inputs) const;
   /// Milliseconds spent compiling, or loading it from the disk cache.
   double compileMilliseconds() const;
   /// True when the code came from the disk cache (nothing was compiled).

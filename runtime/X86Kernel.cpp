@@ -225,6 +225,12 @@ const std::vector<std::string> &X86Kernel::stageNames() {
 std::vector<std::string> X86Kernel::arguments() const { return impl_->signature.labels(); }
 const KernelSignature &X86Kernel::signature() const { return impl_->signature; }
 const Shape &X86Kernel::shape() const { return impl_->shape; }
+Expected<Shape> X86Kernel::callShape(const std::vector<TensorView> &inputs) const {
+  BoundInputs bound;
+  if (Status st = bindInputs(impl_->signature, inputs, bound); !st)
+    return st;
+  return pejit::callShape(impl_->shape, *bound.query, *bound.key);
+}
 double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }
 
 bool X86Kernel::loadedFromDisk() const { return impl_->fromDisk; }

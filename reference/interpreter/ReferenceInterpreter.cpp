@@ -140,18 +140,26 @@ std::string argumentRole(mlir::BlockArgument arg) {
   return joined;
 }
 
+/// A type's dims, -1 for `?` (a length each call gives).
+std::vector<int64_t> signatureDims(mlir::RankedTensorType type) {
+  std::vector<int64_t> dims;
+  for (int64_t dim : type.getShape())
+    dims.push_back(mlir::ShapedType::isDynamic(dim) ? -1 : dim);
+  return dims;
+}
+
 Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
   FunctionSignature sig;
   sig.name = func.getSymName().str();
   for (mlir::BlockArgument arg : func.getArguments()) {
     auto type = mlir::dyn_cast<mlir::RankedTensorType>(arg.getType());
-    if (!type || !type.hasStaticShape())
+    if (!type)
       return Expected<FunctionSignature>::error(
           "argument " + std::to_string(arg.getArgNumber()) + " of @" + sig.name + " has type " +
-          str(arg.getType()) + ": only statically shaped tensors are supported");
+          str(arg.getType()) + ": only ranked tensors are supported");
     ArgumentInfo info;
     info.role = argumentRole(arg);
-    info.shape.assign(type.getShape().begin(), type.getShape().end());
+    info.shape = signatureDims(type);
     info.isInteger = type.getElementType().isInteger();
     info.elementType = str(type.getElementType());
     info.type = str(type);
@@ -160,10 +168,10 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     sig.arguments.push_back(std::move(info));
   }
   auto result = mlir::dyn_cast<mlir::RankedTensorType>(func.getResultTypes()[0]);
-  if (!result || !result.hasStaticShape())
+  if (!result)
     return Expected<FunctionSignature>::error("the result of @" + sig.name +
-                                              " must be a statically shaped tensor");
-  sig.resultShape.assign(result.getShape().begin(), result.getShape().end());
+                                              " must be a ranked tensor");
+  sig.resultShape = signatureDims(result);
   sig.resultType = str(result);
   func.walk([&](attn::AttentionOp op) { sig.causal |= op.getCausal(); });
   return sig;
@@ -189,11 +197,6 @@ ref::Tensor addBias(const ref::Tensor &a, const ref::Tensor &b) {
   return sum;
 }
 
-std::vector<int64_t> dimsOf(mlir::Value value) {
-  auto shape = mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
-  return {shape.begin(), shape.end()};
-}
-
 class Interpreter {
 public:
   llvm::DenseMap<mlir::Value, Val> values;
@@ -203,6 +206,23 @@ public:
   bool fail(mlir::Operation *op, const std::string &message) {
     error = "'" + op->getName().getStringRef().str() + "' at " + str(op->getLoc()) + ": " + message;
     return false;
+  }
+
+  /// A value's dims: its evaluated tensor's (or ids'), the transformed
+  /// input's for a pe op not evaluated yet, else its type's (`?` dims are
+  /// only known once the arguments bind them).
+  std::vector<int64_t> dimsOf(mlir::Value value) {
+    if (auto it = values.find(value); it != values.end()) {
+      if (it->second.kind == Val::Float && !it->second.tensor.shape.empty())
+        return it->second.tensor.shape;
+      if (it->second.kind == Val::Ids)
+        return it->second.ids.shape;
+    }
+    if (auto op = value.getDefiningOp<pe::PositionalEncodingOpInterface>())
+      if (mlir::Value input = op.getTransformedInput())
+        return dimsOf(input);
+    auto shape = mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
+    return {shape.begin(), shape.end()};
   }
 
   const ref::Tensor &tensor(mlir::Value value) {
@@ -371,6 +391,14 @@ public:
       }
       args.ids.push_back(resolved[n] ? &*resolved[n] : nullptr);
     }
+    // A materialized term (a bias, ...) is sized by its result type; with
+    // `?` lengths that type does not say its size.
+    if (!op.getTransformedInput() && op->getNumResults() == 1)
+      if (auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+          type && !type.hasStaticShape())
+        return fail(op, "its result " + str(type) +
+                            " has `?` dims, which the reference interpreter cannot size; "
+                            "check it with static lengths (docs/shape-classes.md)");
     std::string problem;
     if (!op.evaluateReference(args, result, problem))
       return fail(op, problem);
@@ -433,13 +461,23 @@ Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
       val.kind = Val::Default;
       continue;
     }
+    // -1 (`?`) matches any size; the kernel checks that the `?` lengths
+    // agree, and the attention's reference uses the tensors' own.
+    auto matches = [&](const std::vector<int64_t> &given) {
+      if (given.size() != info.shape.size())
+        return false;
+      for (size_t d = 0; d < given.size(); ++d)
+        if (info.shape[d] != -1 && info.shape[d] != given[d])
+          return false;
+      return true;
+    };
     if (const auto *t = std::get_if<ref::Tensor>(&arguments[i])) {
-      if (info.isInteger || t->shape != info.shape)
+      if (info.isInteger || !matches(t->shape))
         return Result::error(what + " was given a float tensor " + ref::shapeToString(t->shape));
       val.tensor = *t;
     } else {
       const auto &ids = std::get<ref::PositionIds>(arguments[i]);
-      if (!info.isInteger || ids.shape != info.shape)
+      if (!info.isInteger || !matches(ids.shape))
         return Result::error(what + " was given position ids " + ref::shapeToString(ids.shape));
       val.kind = Val::Ids;
       val.ids = ids;

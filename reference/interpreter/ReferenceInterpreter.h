@@ -42,10 +42,10 @@ struct ArgumentInfo {
   /// "query_positions", "key_positions", "positions" (both), "bias",
   /// "key_term", "value_term", or "<op> <operand>" (e.g. "pe.t5_bias table").
   std::string role;
-  std::vector<int64_t> shape;
-  bool isInteger = false;  ///< position ids (i32/i64); else a float tensor
-  std::string elementType; ///< "f32", "f16", "i64", ...
-  std::string type;        ///< "tensor<1x4x64x64xf32>"
+  std::vector<int64_t> shape; ///< -1 for a `?` dim (a length each call gives)
+  bool isInteger = false;     ///< position ids (i32/i64); else a float tensor
+  std::string elementType;    ///< "f32", "f16", "i64", ...
+  std::string type;           ///< "tensor<1x4x64x64xf32>"
 };
 
 /// The signature of the module's one function.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <tuple>
 
 using namespace pejit;
 using namespace pejit::clitest;
@@ -92,6 +93,52 @@ TEST(PejitCache, FourProcessesOnOneKeyCompileOnceAndAgree) {
   Result verify = runWithCache(in.dir, {"cache", "verify"});
   EXPECT_EQ(verify.exitCode, 0) << verify.out << verify.err;
   EXPECT_TRUE(contains(verify.out, "[ok]")) << verify.out;
+}
+
+// A source with `?` lengths (a shape class, docs/shape-classes.md): `pejit
+// run` at two lengths, each checked against the float64 interpreter
+// (--check, fresh random inputs, the default position ids), compiles once; the cache holds one
+// entry, listed with its `?` lengths, and the second run loads it.
+constexpr const char *kShapeClassSource = R"mlir(
+func.func @attn(%q: tensor<1x4x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>,
+                %qpos: tensor<?xi64>, %kpos: tensor<?xi64>) -> tensor<1x4x?x64xf32> {
+  %qr = pe.rope %q, %qpos <layout = half, theta = 10000.0> : tensor<1x4x?x64xf32>, tensor<?xi64>
+  %kr = pe.rope %k, %kpos <layout = half, theta = 10000.0> : tensor<1x2x?x64xf32>, tensor<?xi64>
+  %o = attn.attention %qr, %kr, %v causal
+      : tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x4x?x64xf32>
+  return %o : tensor<1x4x?x64xf32>
+}
+)mlir";
+
+TEST(PejitCache, OneShapeClassEntryServesTwoLengths) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  writeText(dir.file("attn.mlir"), kShapeClassSource);
+  for (auto [sq, skv, tag] :
+       {std::tuple<int64_t, int64_t, const char *>{48, 64, "a"}, {1, 333, "b"}}) {
+    std::string t = tag;
+    writeTensor(dir.file("q" + t + ".npy"), randomTensor({1, 4, sq, 64}));
+    writeTensor(dir.file("k" + t + ".npy"), randomTensor({1, 2, skv, 64}));
+    writeTensor(dir.file("v" + t + ".npy"), randomTensor({1, 2, skv, 64}));
+    Result run = runWithCache(
+        dir, {"run", dir.file("attn.mlir"), "--input=@" + dir.file("q" + t + ".npy"),
+              "--input=@" + dir.file("k" + t + ".npy"), "--input=@" + dir.file("v" + t + ".npy"),
+              "--check", "--output=@" + dir.file("o" + t + ".npy")});
+    ASSERT_EQ(run.exitCode, 0) << run.err << run.out;
+    EXPECT_TRUE(contains(run.out, "max relative error")) << run.out;
+    npy::Expected<npy::Array> out = npy::readNpy(dir.file("o" + t + ".npy"));
+    ASSERT_TRUE(out) << out.error;
+    EXPECT_EQ(out->shape, (std::vector<int64_t>{1, 4, sq, 64}));
+    if (t == "b")
+      EXPECT_TRUE(contains(run.err, "loaded from the disk cache")) << run.err;
+  }
+  Result ls = runWithCache(dir, {"cache", "ls"});
+  ASSERT_EQ(ls.exitCode, 0) << ls.err;
+  EXPECT_TRUE(contains(ls.out, ": 1 entries")) << ls.out;
+  EXPECT_TRUE(contains(ls.out, "hq=4 hkv=2 sq=? skv=? d=64")) << ls.out;
+  Result verify = runWithCache(dir, {"cache", "verify"});
+  EXPECT_EQ(verify.exitCode, 0) << verify.out << verify.err;
 }
 
 TEST(PejitCache, VerifyFindsADamagedEntryAndClearEmptiesTheCache) {

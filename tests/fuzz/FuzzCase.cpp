@@ -161,6 +161,7 @@ struct Inputs {
   std::vector<npy::Array> narrow; // 16-bit copies the kernel reads
   std::vector<TensorView> views;
   std::vector<ReferenceArgument> reference;
+  std::vector<std::vector<int64_t>> shapes; // as drawn: `?` dims bound
 };
 
 int64_t elements(const std::vector<int64_t> &shape) {
@@ -172,9 +173,13 @@ int64_t elements(const std::vector<int64_t> &shape) {
 
 /// Random inputs for the signature's arguments (trailing position ids
 /// omitted now and then): floats in [-1, 1], rounded to the kernel's dtype;
-/// position ids in a random range, rarely beyond 2^31.
+/// position ids in a random range, rarely beyond 2^31. Every `?` dim (-1,
+/// a length of a shape class) is bound to one drawn length, so the `?`
+/// lengths of Q, K, V and the ids agree.
 Inputs drawInputs(const FunctionSignature &sig, DType dtype, std::mt19937_64 &rng) {
   Inputs in;
+  const int64_t lengths[] = {1, 7, 65, 200};
+  int64_t length = lengths[rng() % 4];
   size_t count = sig.arguments.size();
   if (count > sig.requiredArguments && rng() % 3 == 0)
     count = sig.requiredArguments;
@@ -184,7 +189,10 @@ Inputs drawInputs(const FunctionSignature &sig, DType dtype, std::mt19937_64 &rn
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   const int64_t ranges[] = {16, 4096, int64_t(1) << 20, (int64_t(1) << 31) - 1, int64_t(1) << 32};
   for (size_t i = 0; i < count; ++i) {
-    const ArgumentInfo &arg = sig.arguments[i];
+    ArgumentInfo arg = sig.arguments[i];
+    for (int64_t &dim : arg.shape)
+      dim = dim == -1 ? length : dim;
+    in.shapes.push_back(arg.shape);
     int64_t n = elements(arg.shape);
     if (arg.isInteger) {
       int64_t range = ranges[rng() % (rng() % 50 == 0 ? 5 : 4)];
@@ -281,14 +289,17 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
   if (!signature)
     return {Verdict::WrongResult,
             "compiled, but the reference cannot read it: " + firstLine(signature.error())};
-  const Shape &s = kernel->shape();
+  std::mt19937_64 rng(inputSeed);
+  Inputs inputs = drawInputs(*signature, kernel->dtype(), rng);
+  // The call's shape: the kernel's, `?` lengths as drawn.
+  Expected<Shape> call = kernel->callShape(inputs.views);
+  if (!call)
+    return {Verdict::RejectedRun, firstLine(call.error())};
+  const Shape &s = *call;
   double referenceWork = static_cast<double>(s.batch) * s.queryHeads * s.querySeq * s.keySeq *
                          (s.headDim + s.valueDim);
   if (referenceWork > 2e8)
     return {Verdict::Compiled, s.str()};
-
-  std::mt19937_64 rng(inputSeed);
-  Inputs inputs = drawInputs(*signature, kernel->dtype(), rng);
   std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
   std::vector<float> out(static_cast<size_t>(elements(outShape)),
                          std::numeric_limits<float>::quiet_NaN());
@@ -315,7 +326,7 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
       if (signature->arguments[i].role == "value")
         valueIndex = i;
     std::string problem = boundsProblem(out, *expected, inputs.floats[valueIndex],
-                                        signature->arguments[valueIndex].shape, s.queryHeads);
+                                        inputs.shapes[valueIndex], s.queryHeads);
     if (!problem.empty())
       return {Verdict::WrongResult, "scores up to " + std::to_string(magnitude) + ": " + problem};
     return {Verdict::Bounded, "scores up to " + std::to_string(magnitude)};

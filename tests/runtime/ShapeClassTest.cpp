@@ -140,6 +140,66 @@ TEST(ShapeClass, BadLengthsAndStaticDimsAreErrorsNamingTheTensor) {
   EXPECT_NE(out.message().find("output: shape [1, 2, 9, 64]"), std::string::npos) << out.message();
 }
 
+// A decode loop as a generator runs it: steps t = 1 .. 300 through one
+// kernel of the class, each with the step's query row (sq = 1) and the
+// first t rows of K and V as strided views of the whole cache, its output
+// row written in place into a [b, hq, 300, d] buffer. Every row must match
+// the float64 reference of causal prefill over the same 300 tokens (RoPE
+// on Q and K at the default positions: query t - 1 sits at t - 1), and so
+// must the same kernel's prefill. One compile for all 301 runs.
+TEST(ShapeClass, DecodeStepsMatchPrefillThroughOneKernel) {
+  const int64_t hq = 4, hkv = 2, d = 64, steps = 300;
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = true;
+  int64_t compilesBefore = suiteRuntime().stats().compiles;
+  Expected<X86Kernel> kernel =
+      suiteRuntime().getX86(Spec::fromBuilder(spec, shapeClass(hq, hkv, d)));
+  ASSERT_TRUE(kernel) << kernel.error();
+  std::mt19937 &engine = rng(nullptr);
+  ref::Tensor q = randomTensor({1, hq, steps, d}, engine),
+              k = randomTensor({1, hkv, steps, d}, engine),
+              v = randomTensor({1, hkv, steps, d}, engine);
+  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> decoded(hq * steps * d, nan), prefilled(hq * steps * d, nan);
+  std::vector<int64_t> qStrides{hq * steps * d, steps * d, d, 1};
+  std::vector<int64_t> kvStrides{hkv * steps * d, steps * d, d, 1};
+  for (int64_t t = 1; t <= steps; ++t) {
+    Status status =
+        kernel->run({{qf.data() + (t - 1) * d, DType::F32, {1, hq, 1, d}, qStrides},
+                     {kf.data(), DType::F32, {1, hkv, t, d}, kvStrides},
+                     {vf.data(), DType::F32, {1, hkv, t, d}, kvStrides}},
+                    {decoded.data() + (t - 1) * d, DType::F32, {1, hq, 1, d}, qStrides});
+    ASSERT_TRUE(status) << "step " << t << ": " << status.message();
+  }
+  Status status = kernel->run({{qf.data(), DType::F32, {1, hq, steps, d}, {}},
+                               {kf.data(), DType::F32, {1, hkv, steps, d}, {}},
+                               {vf.data(), DType::F32, {1, hkv, steps, d}, {}}},
+                              {prefilled.data(), DType::F32, {1, hq, steps, d}, {}});
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1);
+
+  ref::RopeConfig rope;
+  ref::Tensor qr = ref::applyRope(rope, q, ref::defaultQueryPositions(steps, steps), steps);
+  ref::Tensor kr = ref::applyRope(rope, k, ref::defaultKeyPositions(steps), steps);
+  ref::AttentionOptions options;
+  options.causal = true;
+  ref::Tensor expected = ref::attention(qr, kr, v, options);
+  auto relativeError = [&](const std::vector<float> &out) {
+    double maxRef = 0, maxErr = 0;
+    for (size_t i = 0; i < expected.data.size(); ++i) {
+      maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+      double err = std::isnan(out[i]) ? std::numeric_limits<double>::infinity()
+                                      : std::fabs(out[i] - expected.data[i]);
+      maxErr = std::max(maxErr, err);
+    }
+    return maxErr / maxRef;
+  };
+  EXPECT_LE(relativeError(decoded), 1e-4);
+  EXPECT_LE(relativeError(prefilled), 1e-4);
+}
+
 // Runs at two lengths in a fresh runtime with a disk cache: one compile,
 // one entry; a second runtime loads that entry and runs a third length.
 TEST(ShapeClass, OneDiskCacheEntryServesEveryLength) {

@@ -150,7 +150,11 @@ int runCommand(int argc, char **argv) {
     input.floats = npy::toFloat32(narrowInputs[i]);
     views.push_back({narrowInputs[i].bytes.data(), kernel->dtype(), input.shape, {}});
   }
-  const Shape &shape = kernel->shape();
+  // The call's shape: a `?` length is the one the inputs give.
+  Expected<Shape> callShape = kernel->callShape(views);
+  if (!callShape)
+    return fail(options.file + ": " + callShape.error());
+  const Shape &shape = *callShape;
   std::vector<int64_t> outShape = {shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim};
   std::vector<float> out(shape.batch * shape.queryHeads * shape.querySeq * shape.valueDim,
                          std::numeric_limits<float>::quiet_NaN());

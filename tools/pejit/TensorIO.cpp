@@ -52,9 +52,17 @@ std::string loadArgument(const std::string &path, const FunctionSignature &signa
   if (!arg.isInteger && !isFloat)
     return path + ": dtype " + dtype + " does not match " + argumentName(signature, index) +
            ": expected float32 (" + arg.type + ")";
-  if (array->shape != arg.shape)
+  // -1 (`?` in the source): any size; the kernel checks the `?` lengths.
+  bool fits = array->shape.size() == arg.shape.size();
+  for (size_t d = 0; fits && d < arg.shape.size(); ++d)
+    fits = arg.shape[d] == -1 || arg.shape[d] == array->shape[d];
+  if (!fits) {
+    std::string expected = npy::shapeToString(arg.shape);
+    for (size_t at; (at = expected.find("-1")) != std::string::npos;)
+      expected.replace(at, 2, "?");
     return path + ": shape " + npy::shapeToString(array->shape) + " does not match " +
-           argumentName(signature, index) + ": expected " + npy::shapeToString(arg.shape);
+           argumentName(signature, index) + ": expected " + expected;
+  }
   out.isInteger = arg.isInteger;
   out.shape = array->shape;
   if (arg.isInteger) {

@@ -77,6 +77,13 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       Fused T5, ALiBi and Shaw (a^K + a^V, clip 16) against plain attention
       and a materialized bias tensor at the same shape (s=2048, 16 heads,
       d=64 and 128, causal and not): ms, GFLOP/s, % of peak.
+  bench --shape-classes [--repeats=N] [--rounds=R]
+      One kernel per shape class: the kernel for `?` lengths against the one
+      for the exact lengths (LLaMA 32/8 heads, d=128, RoPE, causal prefill
+      s=2048 and 512, decode over 4096 keys), alternating rounds; and a
+      256-step decode loop (2048 -> 2304 keys) through one kernel: compiles,
+      compile ms, median step, and the step against reading K and V once at
+      the measured read bandwidth.
 )";
 
 const char *kTuneUsage = R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
