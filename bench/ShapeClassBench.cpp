@@ -118,8 +118,8 @@ int decodeLoop(int threads, int repeats) {
   double bandwidth = measureReadBandwidthGBs(threads);
   std::printf("### Decode loop: %lld steps, keys %lld -> %lld, b=1 hq=32 hkv=8 d=128 f32\n\n"
               "Read bandwidth at start: %.1f GB/s (%d threads).\n\n"
-              "| K cache | compiles | compile ms | median step ms | K+V read once at "
-              "median skv, ms | step / read |\n"
+              "| K cache | kernels compiled (loaded) | compile (load) ms | median step ms | "
+              "K+V read once at median skv, ms | step / read |\n"
               "| --- | ---: | ---: | ---: | ---: | ---: |\n",
               (long long)steps, (long long)first, (long long)capacity, bandwidth, threads);
   for (bool rotateKeys : {false, true}) {
@@ -148,10 +148,12 @@ int decodeLoop(int threads, int repeats) {
     double readBytes = 2.0 * kKvHeads * (first + steps / 2) * kDim * 4;
     double readMs = readBytes / (bandwidth * 1e9) * 1e3;
     double step = median(stepMs);
-    std::printf("| %s | %lld | %.0f | %.3f | %.3f | %.2f |\n",
+    RuntimeStats stats = runtime.stats();
+    std::printf("| %s | %lld (%lld) | %.0f | %.3f | %.3f | %.2f |\n",
                 rotateKeys ? "rotated every step (RoPE on Q and K)"
                            : "pre-rotated (RoPE on Q only)",
-                (long long)runtime.stats().compiles, compileMs, step, readMs, step / readMs);
+                (long long)stats.compiles, (long long)stats.diskHits, compileMs, step, readMs,
+                step / readMs);
   }
   std::printf("\n");
   return 0;

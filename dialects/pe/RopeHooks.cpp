@@ -13,7 +13,8 @@
 // reduction, so positions >= 1e6 stay accurate), stored f32.
 // Layout in scratch, W = rd/2 (half) or rd (interleaved, entries duplicated
 // per channel with sin signed -/+ so that out = x cos + swap_pairs(x) sin):
-//   [Q cos | Q sin | K cos | K sin], each [rows, s, W].
+//   [Q cos | Q sin | K cos | K sin], each [rows, s, W]; a side it does not
+//   rotate (one-sided RoPE, a pre-rotated K cache) has empty tables.
 // Tile transform: per row, vectors of W channels, 2 loads of tables + 2 FMA;
 // from a source (the Q/K operand), rows are read there and written rotated to
 // the tile in the same pass, the channels past the rotary dims copied.
@@ -274,9 +275,11 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
 
 } // namespace
 
-int64_t RopeAttr::getScratchFloatsPerPosition(const AttentionShape &shape, bool) const {
-  // A cos and a sin entry per table column, for Q's positions and for K's.
-  return 2 * TableLayout(*this, shape).width;
+int64_t RopeAttr::getScratchFloatsPerPosition(const AttentionShape &shape, bool isKey) const {
+  // A cos and a sin entry per table column, for the positions of each side
+  // it rotates: none for a side left alone (K of a pre-rotated cache).
+  bool rotates = isKey ? transformsKey() : transformsQuery();
+  return rotates ? 2 * TableLayout(*this, shape).width : 0;
 }
 
 void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -290,14 +293,23 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
           .attentionFactor;
   std::vector<int64_t> axisOfFrequency =
       pejit::ref::ropeAxisOfFrequency(toReferenceConfig(*this), layout.half);
-  TableBases bases(b, loc, layout, positionPairs(b, loc, args.queryPositions, getPositionAxes()),
-                   positionPairs(b, loc, args.keyPositions, getPositionAxes()));
-  emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, bases.cos(false),
-             bases.sin(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
-             axisOfFrequency);
-  emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, bases.cos(true),
-             bases.sin(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
-             axisOfFrequency);
+  // A side RoPE leaves alone has no table (0 pairs in the layout): a
+  // decode step over a pre-rotated K cache computes Q's one row of cos/sin,
+  // not a row per cached key.
+  Value none = indexConst(b, loc, 0);
+  Value queryPairs =
+      transformsQuery() ? positionPairs(b, loc, args.queryPositions, getPositionAxes()) : none;
+  Value keyPairs =
+      transformsKey() ? positionPairs(b, loc, args.keyPositions, getPositionAxes()) : none;
+  TableBases bases(b, loc, layout, queryPairs, keyPairs);
+  if (transformsQuery())
+    emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, bases.cos(false),
+               bases.sin(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
+               axisOfFrequency);
+  if (transformsKey())
+    emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, bases.cos(true),
+               bases.sin(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
+               axisOfFrequency);
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -319,8 +331,10 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   auto pairs = [&](int64_t rows, Value length) -> Value {
     return arith::MulIOp::create(b, loc, indexConst(b, loc, rows), length);
   };
-  TableBases bases(b, loc, layout, pairs(shape.queryPositionRows, args.querySeq),
-                   pairs(shape.keyPositionRows, args.keySeq));
+  Value none = indexConst(b, loc, 0);
+  TableBases bases(b, loc, layout,
+                   transformsQuery() ? pairs(shape.queryPositionRows, args.querySeq) : none,
+                   transformsKey() ? pairs(shape.keyPositionRows, args.keySeq) : none);
   auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());

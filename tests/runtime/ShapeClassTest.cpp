@@ -68,6 +68,9 @@ TEST(ShapeClass, RopeGqaAtEveryLength) {
   spec.rope = rope;
   spec.causal = true;
   expectOneKernelAtEveryLength(spec, shapeClass(4, 2, 128));
+  // Over a pre-rotated K cache: RoPE on Q only, no K tables at all.
+  spec.ropeOnKey = false;
+  expectOneKernelAtEveryLength(spec, shapeClass(4, 2, 128));
 }
 
 // Dynamic NTK picks its frequencies from the call's max(position) + 1:
