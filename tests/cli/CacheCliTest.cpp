@@ -141,6 +141,21 @@ TEST(PejitCache, OneShapeClassEntryServesTwoLengths) {
   EXPECT_EQ(verify.exitCode, 0) << verify.out << verify.err;
 }
 
+// examples/generate_loop.cpp as a user runs it: 256 tokens through a
+// 2-layer decoder, every attention call one pejit kernel of one shape
+// class. It exits 0 only if exactly one kernel was compiled or loaded.
+TEST(Examples, GenerateLoopCompilesOneKernelForEveryToken) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  std::string command = "PEJIT_CACHE_DIR=" + quote(dir.file("cache")) + " " +
+                        quote(GENERATE_LOOP_BINARY) + " >" + quote(dir.file("out")) + " 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << readText(dir.file("out"));
+  std::string out = readText(dir.file("out"));
+  EXPECT_TRUE(contains(out, "generated 256 tokens")) << out;
+  EXPECT_TRUE(contains(out, "attention kernels compiled: 1 (loaded from disk: 0)")) << out;
+  EXPECT_TRUE(contains(out, "median decode step")) << out;
+}
+
 TEST(PejitCache, VerifyFindsADamagedEntryAndClearEmptiesTheCache) {
   Inputs in;
   ASSERT_EQ(std::system(("unset PEJIT_DISABLE_CACHE; " + in.runCommand(in.dir.file("o.npy")) +
