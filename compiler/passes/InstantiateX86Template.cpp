@@ -26,6 +26,7 @@
 
 #include "templates/X86Avx2Attention.inc"
 #include "templates/X86Avx2Blocks.inc"
+#include "templates/X86Avx2Rows.inc"
 #include "templates/X86Avx2Tiles.inc"
 
 namespace pejit {
@@ -44,8 +45,8 @@ enum class ValueRows { View, Copy, ViewForFullTiles };
 /// The body of @kv_value_rows: rows [j0, j0 + nk) of V[b, hk] as f32 rows.
 /// View (f32 V, full Q tiles): a view of V itself, no copy; Copy: the rows
 /// are copied (f16/bf16: widened) into the Vs tile, which is then viewed the
-/// same way; ViewForFullTiles (f32 V, the query length the call's): a view
-/// when the item's Q tile is full (%full_q), else the copy. P . V reads V in
+/// same way; ViewForFullTiles (f32 V, tiles not all full): a view when the
+/// item's Q tile is full or one row (%view_v), else the copy. P . V reads V in
 /// 16-column slices down the rows: with a full Q tile the FMAs hide that, in
 /// decode (one query row per item, bound by reading K and V) the row-by-row
 /// copy was ~17% faster.
@@ -78,10 +79,29 @@ std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTil
                      tile + " to !VROWS\n";
   if (mode == ValueRows::Copy)
     return copy + "  return %rows : !VROWS";
-  return "%picked = scf.if %full_q -> !VROWS {\n  " + view +
+  return "%picked = scf.if %view_v -> !VROWS {\n  " + view +
          "  scf.yield %rows : !VROWS\n} else {\n  " + copy +
          "  scf.yield %rows : !VROWS\n}\n  return %picked : !VROWS";
 }
+/// The body of @key_rows_in_place for f32 K: the tile at K's element
+/// offset + b s0 + hk s1 + j0 s2, `keyTile` rows `headDim` apart.
+std::string keyRowsInPlaceBody(int64_t keyTile, int64_t headDim) {
+  std::string bn = std::to_string(keyTile), d = std::to_string(headDim);
+  return "%base, %offset, %sizes:4, %strides:4 = memref.extract_strided_metadata %k\n"
+         "      : !K -> memref<f32>, index, index, index, index, index, index, index, index, "
+         "index\n"
+         "  %at_b = arith.muli %b, %strides#0 : index\n"
+         "  %at_h = arith.muli %hk, %strides#1 : index\n"
+         "  %at_j = arith.muli %j0, %strides#2 : index\n"
+         "  %at0 = arith.addi %offset, %at_b : index\n"
+         "  %at1 = arith.addi %at0, %at_h : index\n"
+         "  %at = arith.addi %at1, %at_j : index\n"
+         "  %tile = memref.reinterpret_cast %base to offset: [%at], sizes: [" +
+         bn + ", " + d + "], strides: [" + d +
+         ", 1] : memref<f32> to !KTILE\n"
+         "  return %tile : !KTILE";
+}
+
 /// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
 std::string narrowBody(const std::string &t) {
   if (t == "f32")
@@ -204,10 +224,13 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   auto lengthText = [](int64_t length) {
     return ShapedType::isDynamic(length) ? std::string("?") : std::to_string(length);
   };
-  ValueRows valueRows = !inType.isF32()                     ? ValueRows::Copy
-                        : lengthsAreCalls                   ? ValueRows::ViewForFullTiles
-                        : shape.querySeq >= tiles.queryTile ? ValueRows::View
-                                                            : ValueRows::Copy;
+  // f32 V is viewed in place when the lengths fill a Q tile (a static
+  // shape), else per item: for full tiles and single rows (decode).
+  bool fillsTiles = !lengthsAreCalls && shape.querySeq >= tiles.queryTile;
+  ValueRows valueRows = !inType.isF32() ? ValueRows::Copy
+                        : fillsTiles    ? ValueRows::View
+                                        : ValueRows::ViewForFullTiles;
+  bool keyInPlace = inType.isF32() && !transformsKey;
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
@@ -249,11 +272,16 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
       {"VALUE_ROWS",
        valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile, valueRows)},
-      {"NARROW8", narrowBody(kernelElementTypeName(outType))}};
+      {"NARROW8", narrowBody(kernelElementTypeName(outType))},
+      // K read in place by one-row items: f32 K that no QK transform changes.
+      {"K_IN_PLACE", keyInPlace ? "true" : "false"},
+      {"KEY_ROWS_IN_PLACE", keyInPlace ? keyRowsInPlaceBody(tiles.keyTile, shape.headDim)
+                                       : std::string("return %fallback : !KTILE")}};
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate},
                                         {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
-                                         {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate}}),
+                                         {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate},
+                                         {"x86/avx2_rows.mlir", kX86Avx2RowsTemplate}}),
                  params, op);
   if (failed(text))
     return failure();

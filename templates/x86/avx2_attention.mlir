@@ -23,8 +23,10 @@
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops, which the backend lowers well.
 // @pejit_prepare, @exp2_v8, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
-// @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir,
-// put in place of the `// @pejit-blocks` line at the end before substitution.
+// @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir, the
+// tile functions in avx2_tiles.mlir and the one-row ones (decode) in
+// avx2_rows.mlir, all put in place of the `// @pejit-blocks` line at the end
+// before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-x86-template):
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${D} ${DV}
@@ -164,6 +166,20 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
   %nq5 = arith.addi %nq, %c5 : index
   %nq_b6 = arith.divui %nq5, %c6 : index
   %nq6 = arith.muli %nq_b6, %c6 : index
+  // One query row (a decode step): the row functions of avx2_rows.mlir, not
+  // the 6 x 16 blocks. Up to 6 rows, the score passes (score_mod, mask,
+  // softmax) cover 8 lanes, not 16; P . V's 6-row blocks read no more.
+  %one_row = arith.cmpi eq, %nq, %c1 : index
+  %few_rows = arith.cmpi ule, %nq, %c6 : index
+  %nqv = arith.select %few_rows, %c8, %nq16 : index
+  // V is read where it is for full tiles and single rows (f32).
+  %view_v = arith.ori %full_q, %one_row : i1
+  // K may be read in place: ${K_IN_PLACE} (f32, not transformed) and rows
+  // D floats apart (a contiguous head, or a cache's rows).
+  %k_in_place_allowed = arith.constant ${K_IN_PLACE}
+  %k_row_stride = func.call @key_row_stride(%k) : (!K) -> index
+  %k_rows_dense = arith.cmpi eq, %k_row_stride, %D : index
+  %k_in_place_ok = arith.andi %k_in_place_allowed, %k_rows_dense : i1
 
   %Qs = memref.alloca() {alignment = 64 : i64} : memref<${BM}x${D}xf32>
   %Qt = memref.alloca() {alignment = 64 : i64} : memref<${D}x${BM}xf32>
@@ -239,11 +255,23 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
       scf.yield %cached : !KTILE
     } else {
       %tile = memref.cast %Ks : memref<${BN}x${D}xf32> to !KTILE
-      func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt, %SQ)
-          : (!K, !KTILE, !SCRATCH, index, index, index, index) -> ()
-      scf.yield %tile : !KTILE
+      // One row, f32 K left as it is, a whole tile of rows D apart: read K
+      // where it is (@key_rows_in_place) instead of copying it into Ks.
+      %full_k = arith.cmpi eq, %nk, %BN : index
+      %in_place0 = arith.andi %k_in_place_ok, %full_k : i1
+      %in_place = arith.andi %in_place0, %one_row : i1
+      %rows = scf.if %in_place -> !KTILE {
+        %view = func.call @key_rows_in_place(%k, %tile, %b, %hk, %j0)
+            : (!K, !KTILE, index, index, index) -> !KTILE
+        scf.yield %view : !KTILE
+      } else {
+        func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt, %SQ)
+            : (!K, !KTILE, !SCRATCH, index, index, index, index) -> ()
+        scf.yield %tile : !KTILE
+      }
+      scf.yield %rows : !KTILE
     }
-    %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk, %full_q)
+    %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk, %view_v)
         : (!V, memref<${BN}x${DV}xf32>, index, index, index, index, i1) -> !VROWS
     %jn = arith.addi %j0, %BN : index
 
@@ -251,8 +279,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
     // sees key row jr of the tile iff jr <= r + diag_row.
     %diag_rel = arith.subi %OFF, %j0 : index
     %diag_row = arith.addi %i0, %diag_rel : index
-    func.call @pejit_s_tile(%St, %Qt, %Kt, %nq16, %diag_row)
-        : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !KTILE, index, index) -> ()
+    scf.if %one_row {
+      func.call @pejit_s_row(%St, %Qs, %Kt)
+          : (memref<${BN}x${BM}xf32>, memref<${BM}x${D}xf32>, !KTILE) -> ()
+    } else {
+      func.call @pejit_s_tile(%St, %Qt, %Kt, %nq16, %diag_row)
+          : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !KTILE, index, index) -> ()
+    }
 
     // score_mod, pointwise on 8 query rows per vector: softcap and the
     // fused score biases (hooks). Skipped when there is neither.
@@ -264,7 +297,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
         %j = arith.addi %j0, %jr : index
         %j_i = arith.index_cast %j : index to i32
         %k_idx = vector.broadcast %j_i : i32 to vector<8xi32>
-        scf.for %iv = %c0 to %nq16 step %c8 {
+        scf.for %iv = %c0 to %nqv step %c8 {
           %iv_i = arith.index_cast %iv : index to i32
           %iv_v = vector.broadcast %iv_i : i32 to vector<8xi32>
           %q_idx = arith.addi %q_base, %iv_v : vector<8xi32>
@@ -332,7 +365,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
         // Per 8 rows: all see key j -> untouched; none does -> a plain store
         // of -inf; only a vector across a bound is blended (LLVM turns that
         // load-select-store into vmaskmovps, slow on AMD: keep it rare).
-        scf.for %iv = %c0 to %nq16 step %c8 {
+        scf.for %iv = %c0 to %nqv step %c8 {
           %ib = arith.addi %i0, %iv : index
           %ib_last = arith.addi %ib, %c7 : index
           %all_after = arith.cmpi sge, %ib, %lo3 : index
@@ -367,7 +400,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
     // exponent is exactly 0 at any magnitude: fma(s, log2e, -m' log2e) lost
     // m' log2e's low bits once |m'| was large (1e9 and up: whole rows of P
     // underflowed to 0, and the output with them).
-    scf.for %iv = %c0 to %nq16 step %c8 {
+    scf.for %iv = %c0 to %nqv step %c8 {
       %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !V8
       %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
         %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
@@ -403,17 +436,23 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
 
     // The value term's per-bucket sums, rescaled as Os is.
     scf.if %value_term {
-      func.call @pejit_value_term_tile(%VT, %St, %A, %b, %h, %i0, %j0, %nq16, %e0, %e1, %e2, %e3,
+      func.call @pejit_value_term_tile(%VT, %St, %A, %b, %h, %i0, %j0, %nqv, %e0, %e1, %e2, %e3,
                                        %qpos, %kpos, %SQ, %SKV)
           : (memref<${VT_FLOATS}xf32>, memref<${BN}x${BM}xf32>, memref<${BM}xf32>, index, index,
              index, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS, index, index) -> ()
     }
 
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
-    func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %kcache, %nq6, %nk, %diag_row, %jn,
-                             %b, %hk)
-        : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
-           !V, !KCACHE, index, index, index, index, index, index) -> ()
+    scf.if %one_row {
+      func.call @pejit_pv_row(%Os, %St, %v_rows, %A, %nk)
+          : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
+             index) -> ()
+    } else {
+      func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %kcache, %nq6, %nk, %diag_row,
+                               %jn, %b, %hk)
+          : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
+             !V, !KCACHE, index, index, index, index, index, index) -> ()
+    }
   }
 
   scf.if %value_term {

@@ -52,9 +52,10 @@ func.func private @key_tiles(%k: !K) -> index {
 }
 
 // Rows [j0, j0 + nk) of V[b, hk] as f32 rows: a view of V itself (f32, full
-// Q tiles) or those rows copied (widened) into Vs (InstantiateX86Template.cpp).
+// Q tiles or one row: %view_v) or those rows copied (widened) into Vs
+// (InstantiateX86Template.cpp).
 func.func private @kv_value_rows(%v: !V, %Vs: memref<${BN}x${DV}xf32>, %b: index, %hk: index,
-                                 %j0: index, %nk: index, %full_q: i1) -> !VROWS {
+                                 %j0: index, %nk: index, %view_v: i1) -> !VROWS {
   ${VALUE_ROWS}
 }
 

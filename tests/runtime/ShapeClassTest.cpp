@@ -203,6 +203,52 @@ TEST(ShapeClass, DecodeStepsMatchPrefillThroughOneKernel) {
   EXPECT_LE(relativeError(prefilled), 1e-4);
 }
 
+// A decode step reads f32 K rows in place when they lie D floats apart
+// (a contiguous head, a cache's rows), else through the copy into a tile.
+// A [b, s, hkv, d] cache (rows hkv * d apart) goes the copy's way: both
+// layouts of the same values give the same output, equal to float64.
+TEST(ShapeClass, DecodeOverABshdCacheMatchesTheContiguousOne) {
+  const int64_t hq = 4, hkv = 2, d = 64, keys = 500;
+  AttentionSpec spec;
+  Expected<X86Kernel> kernel =
+      suiteRuntime().getX86(Spec::fromBuilder(spec, shapeClass(hq, hkv, d)));
+  ASSERT_TRUE(kernel) << kernel.error();
+  std::mt19937 &engine = rng(nullptr);
+  ref::Tensor q = randomTensor({1, hq, 1, d}, engine), k = randomTensor({1, hkv, keys, d}, engine),
+              v = randomTensor({1, hkv, keys, d}, engine);
+  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v);
+  // The same values as [1, keys, hkv, d] buffers.
+  std::vector<float> kb(kf.size()), vb(vf.size());
+  for (int64_t h = 0; h < hkv; ++h)
+    for (int64_t j = 0; j < keys; ++j)
+      for (int64_t c = 0; c < d; ++c) {
+        kb[(j * hkv + h) * d + c] = kf[(h * keys + j) * d + c];
+        vb[(j * hkv + h) * d + c] = vf[(h * keys + j) * d + c];
+      }
+  std::vector<int64_t> bshd{keys * hkv * d, d, hkv * d, 1};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> dense(hq * d, nan), strided(hq * d, nan);
+  ASSERT_TRUE(kernel->run({{qf.data(), DType::F32, {1, hq, 1, d}, {}},
+                           {kf.data(), DType::F32, {1, hkv, keys, d}, {}},
+                           {vf.data(), DType::F32, {1, hkv, keys, d}, {}}},
+                          {dense.data(), DType::F32, {1, hq, 1, d}, {}}));
+  ASSERT_TRUE(kernel->run({{qf.data(), DType::F32, {1, hq, 1, d}, {}},
+                           {kb.data(), DType::F32, {1, hkv, keys, d}, bshd},
+                           {vb.data(), DType::F32, {1, hkv, keys, d}, bshd}},
+                          {strided.data(), DType::F32, {1, hq, 1, d}, {}}));
+  ref::Tensor expected = ref::attention(q, k, v, ref::AttentionOptions{});
+  double maxRef = 0, denseErr = 0, stridedErr = 0;
+  for (size_t i = 0; i < expected.data.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+    denseErr = std::max(denseErr,
+                        std::isnan(dense[i]) ? INFINITY : std::fabs(dense[i] - expected.data[i]));
+    stridedErr = std::max(
+        stridedErr, std::isnan(strided[i]) ? INFINITY : std::fabs(strided[i] - expected.data[i]));
+  }
+  EXPECT_LE(denseErr / maxRef, 1e-4);
+  EXPECT_LE(stridedErr / maxRef, 1e-4);
+}
+
 // Runs at two lengths in a fresh runtime with a disk cache: one compile,
 // one entry; a second runtime loads that entry and runs a third length.
 TEST(ShapeClass, OneDiskCacheEntryServesEveryLength) {

@@ -35,7 +35,7 @@
 // CHECK: call @pejit_query_tile(%arg0,
 // K tile: the same from K[b, h / GROUP] (@load_key_tile, below), into Ks.
 // CHECK: %[[KS:.*]] = memref.cast %{{.*}} : memref<96x64xf32> to memref<96x64xf32, strided<[64, 1], offset: ?>>
-// CHECK-NEXT: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
+// CHECK: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
 // CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
 // S = Ks . Qt in a function of its own (below).
 // CHECK: func.call @pejit_s_tile(
@@ -339,7 +339,15 @@ func.func @alibi_by_position(%q: tensor<1x4x64x64xf32>, %k: tensor<1x4x64x64xf32
 // CHECK: %[[UP1:.*]] = arith.subi %[[UP]], %c1
 // CHECK: arith.divui %[[UP1]], %c144
 // CHECK: arith.subi %[[SKV]], %[[SQ]]
+// One query row (a decode step) takes the row functions: S by dot
+// products, P . V one row (templates/x86/avx2_rows.mlir).
+// CHECK: func.call @pejit_s_row(
+// CHECK-NEXT: } else {
+// CHECK-NEXT: func.call @pejit_s_tile(
 // CHECK-NOT: attn.score_mod
+// CHECK: func.call @pejit_pv_row(
+// CHECK-NEXT: } else {
+// CHECK-NEXT: func.call @pejit_pv_tile(
 // CHECK-LABEL: func.func private @key_cache_used
 // CHECK: %[[FLOATS:.*]] = memref.dim %arg0, %c0 : memref<?xf32>
 // CHECK: arith.cmpi ugt, %[[FLOATS]], %c0
