@@ -201,6 +201,7 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.prepareJobs = kernelInfoInt(info, "prepare_jobs");
   description.queryTile = kernelInfoInt(info, "tile_m");
   description.keyCacheTile = kernelInfoInt(info, "key_cache_tile");
+  description.decodeGroup = kernelInfoInt(info, "decode_group");
   description.tableFloatsPerQueryPosition = kernelInfoInt(info, "table_floats_per_query_position");
   description.tableFloatsPerKeyPosition = kernelInfoInt(info, "table_floats_per_key_position");
   description.queryPositionRows = kernelInfoInt(info, "query_position_rows");

@@ -50,7 +50,15 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
       return Result::error(found.error());
     prepare = *found;
   }
+  void *decodeItem = nullptr;
+  if (artifact.decodeGroup > 0) {
+    Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_decode_item");
+    if (!found)
+      return Result::error(found.error());
+    decodeItem = *found;
+  }
   std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
+  kernel->decodeItem_ = reinterpret_cast<ItemFn>(decodeItem);
   kernel->prepare_ = reinterpret_cast<PrepareFn>(prepare);
   kernel->pool_ = std::move(pool);
   kernel->object_ = std::move(*object);
@@ -172,7 +180,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     words.insert(words.end(), sizes.begin(), sizes.end());
     words.insert(words.end(), strides.begin(), strides.end());
   }
-  ItemFn item = item_;
+  ItemFn item = plan.groupedDecode ? decodeItem_ : item_;
   pool_->parallelFor(plan.items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write
     // them, but nothing is shared between threads but the buffers.

@@ -73,6 +73,7 @@ private:
   PrologueFn prologue_ = nullptr;
   PrepareFn prepare_ = nullptr;
   ItemFn item_ = nullptr;
+  ItemFn decodeItem_ = nullptr; ///< pejit_decode_item, when decodeGroup > 0
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call

@@ -26,6 +26,7 @@
 
 #include "templates/X86Avx2Attention.inc"
 #include "templates/X86Avx2Blocks.inc"
+#include "templates/X86Avx2Decode.inc"
 #include "templates/X86Avx2Rows.inc"
 #include "templates/X86Avx2Tiles.inc"
 
@@ -216,6 +217,14 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     rule.tableFloatsPerKeyPosition = qkTransform.getScratchFloatsPerPosition(shape, true);
   }
   rule.queryPositionRows = shape.queryPositionRows;
+  // Grouped decode (avx2_decode.mlir): the GROUP heads of a KV head are the
+  // lanes of one score vector, so up to 8, and nothing may read per-head
+  // state the item keeps for one head (a value term, query-tile tables).
+  int64_t group = shape.queryHeads / shape.kvHeads;
+  bool perHeadState = valueTermBuckets > 0 || queryTileScratchFloats(encodings, shape) > 0;
+  for (pe::PositionalEncodingAttrInterface encoding : encodings)
+    perHeadState = perHeadState || encoding.isKeyTerm();
+  rule.decodeGroup = group > 1 && group <= 8 && !perHeadState ? group : 0;
   rule.keyPositionRows = shape.keyPositionRows;
   CallPlan plan;
   if (!lengthsAreCalls)
@@ -281,7 +290,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       substitute(loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate},
                                         {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
                                          {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate},
-                                         {"x86/avx2_rows.mlir", kX86Avx2RowsTemplate}}),
+                                         {"x86/avx2_rows.mlir", kX86Avx2RowsTemplate},
+                                         {"x86/avx2_decode.mlir", kX86Avx2DecodeTemplate}}),
                  params, op);
   if (failed(text))
     return failure();
@@ -303,6 +313,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   info.append("scratch_floats", attrs.getI64IntegerAttr(plan.tableFloats));
   info.append("prepare_jobs", attrs.getI64IntegerAttr(plan.prepareJobs));
   info.append("key_cache_tile", attrs.getI64IntegerAttr(rule.keyCacheTile));
+  info.append("decode_group", attrs.getI64IntegerAttr(rule.decodeGroup));
   info.append("table_floats_per_query_position",
               attrs.getI64IntegerAttr(rule.tableFloatsPerQueryPosition));
   info.append("table_floats_per_key_position",

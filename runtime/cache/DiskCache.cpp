@@ -284,7 +284,7 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   // How a call is planned (runtime/core/CallPlan.h).
   std::istringstream planRule(meta->fields["call-plan"]);
   planRule >> artifact.queryTile >> artifact.keyCacheTile >> artifact.tableFloatsPerQueryPosition >>
-      artifact.tableFloatsPerKeyPosition;
+      artifact.tableFloatsPerKeyPosition >> artifact.decodeGroup;
   std::istringstream rows(meta->fields["position-rows"]);
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
   if (!(rows >> artifact.positionAxes)) // entries before M-RoPE: one axis
@@ -347,7 +347,8 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "call-plan " + std::to_string(artifact.queryTile) + " " +
           std::to_string(artifact.keyCacheTile) + " " +
           std::to_string(artifact.tableFloatsPerQueryPosition) + " " +
-          std::to_string(artifact.tableFloatsPerKeyPosition) + "\n";
+          std::to_string(artifact.tableFloatsPerKeyPosition) + " " +
+          std::to_string(artifact.decodeGroup) + "\n";
   meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +

@@ -16,7 +16,10 @@ namespace pejit {
 inline constexpr int64_t kMaxKeyCacheBytes = int64_t(256) << 20;
 
 struct CallPlan {
-  int64_t items = 0;          ///< b hq ceil(sq / BM)
+  int64_t items = 0; ///< b hq ceil(sq / BM), or b hkv grouped
+  /// sq = 1 and the kernel groups decode: pejit_decode_item, one item per
+  /// (b, hk) for its GROUP query heads, K and V read once per KV head.
+  bool groupedDecode = false;
   int64_t tableFloats = 0;    ///< the prologue's tables
   int64_t keyCacheFloats = 0; ///< [b, hkv, ceil(skv / BN), BN, d]; 0: no key cache
   int64_t prepareJobs = 0;    ///< b hkv ceil(skv / BN) with a key cache, else 0
@@ -30,6 +33,10 @@ inline CallPlan planCall(const KernelDescription &rule, const Shape &shape) {
   CallPlan plan;
   int64_t queryTiles = (shape.querySeq + rule.queryTile - 1) / rule.queryTile;
   plan.items = shape.batch * shape.queryHeads * queryTiles;
+  if (rule.decodeGroup > 1 && shape.querySeq == 1) {
+    plan.groupedDecode = true;
+    plan.items = shape.batch * shape.kvHeads;
+  }
   auto rows = [&](int64_t positionRows) { return positionRows == 1 ? 1 : shape.batch; };
   plan.tableFloats =
       rule.tableFloatsPerQueryPosition * rows(rule.queryPositionRows) * shape.querySeq +

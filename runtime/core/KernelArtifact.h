@@ -33,6 +33,9 @@ struct KernelDescription {
   /// shape (0 for a shape class).
   int64_t queryTile = 0, keyCacheTile = 0;
   int64_t tableFloatsPerQueryPosition = 0, tableFloatsPerKeyPosition = 0;
+  /// GROUP when one-row calls (sq = 1) may take the grouped decode item
+  /// (pejit_decode_item: one item per KV head), else 0.
+  int64_t decodeGroup = 0;
   DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
 };
 

@@ -85,15 +85,18 @@ TEST(ShapeClass, DynamicNtkFollowsTheCallsLength) {
   expectOneKernelAtEveryLength(spec, shapeClass(2, 2, 64));
 }
 
-// ALiBi's distance j - (i + skv - sq) takes the call's offset.
+// ALiBi's distance j - (i + skv - sq) takes the call's offset. GQA 4/2:
+// decode steps (sq = 1) take the grouped decode item, whose score_mod runs
+// per (key, head) with each head's slope.
 TEST(ShapeClass, AlibiAtEveryLength) {
   AttentionSpec spec;
-  spec.encodings.push_back(encodings::alibi(2, 0, /*symmetric=*/false));
+  spec.encodings.push_back(encodings::alibi(4, 0, /*symmetric=*/false));
   spec.causal = true;
-  expectOneKernelAtEveryLength(spec, shapeClass(2, 2, 64));
+  expectOneKernelAtEveryLength(spec, shapeClass(4, 2, 64));
   AttentionSpec symmetric;
-  symmetric.encodings.push_back(encodings::alibi(2, 0, /*symmetric=*/true));
-  expectOneKernelAtEveryLength(symmetric, shapeClass(2, 2, 64));
+  symmetric.encodings.push_back(encodings::alibi(4, 0, /*symmetric=*/true));
+  symmetric.softcap = 30.0;
+  expectOneKernelAtEveryLength(symmetric, shapeClass(4, 2, 64));
 }
 
 // T5 falls back to its per-score bucket (its per-tile table is sized by
@@ -106,7 +109,7 @@ TEST(ShapeClass, T5AndWindowAtEveryLength) {
   AttentionSpec window;
   window.window = 50;
   window.causal = true;
-  expectOneKernelAtEveryLength(window, shapeClass(2, 2, 64));
+  expectOneKernelAtEveryLength(window, shapeClass(8, 1, 64)); // grouped decode: 8 heads a lane each
 }
 
 float *data(std::vector<float> &v) { return v.data(); }

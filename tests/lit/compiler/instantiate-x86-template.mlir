@@ -16,7 +16,7 @@
 // The call plan's rule (runtime/core/CallPlan.h): 64 table floats (a cos
 // and a sin per frequency) per position of Q and of K; K tiles of 96 rows
 // may be cached.
-// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", dtype = "f32", function = "rope_alibi", items = 4 : i64, key_cache_tile = 96 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", decode_group = 0 : i64, dtype = "f32", function = "rope_alibi", items = 4 : i64, key_cache_tile = 96 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
 // The prologue runs once per call (pejit.cold: compiled without loop
 // strength reduction); the items run per (b, h, Q tile).
 // CHECK-LABEL: func.func @pejit_prologue
@@ -125,7 +125,7 @@ func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v:
 
 // No encodings: the hooks expand to nothing; softcap becomes tanh on the
 // score tile. Interleaved RoPE would swap pairs; here there is none.
-// CHECK: pejit.kernel = {arguments = "query:f32:1x2x10x64 key:f32:1x1x20x64 value:f32:1x1x20x64", dtype = "f32", function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
+// CHECK: pejit.kernel = {arguments = "query:f32:1x2x10x64 key:f32:1x1x20x64 value:f32:1x1x20x64", decode_group = 2 : i64, dtype = "f32", function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @pejit_item
@@ -156,7 +156,7 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // are only copied, widened (extf); @kv_value_rows widens V into its tile;
 // @narrow8 rounds to nearest even by hand,
 // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16, with NaN kept quiet (0x7fc00000).
-// CHECK: pejit.kernel = {arguments = "query:bf16:1x2x40x64 key:bf16:1x2x40x64 value:bf16:1x2x40x64", dtype = "bf16", {{.*}}out_dtype = "bf16"
+// CHECK: pejit.kernel = {arguments = "query:bf16:1x2x40x64 key:bf16:1x2x40x64 value:bf16:1x2x40x64", decode_group = 0 : i64, dtype = "bf16", {{.*}}out_dtype = "bf16"
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: call @pejit_query_tile(%arg0,
 // CHECK: func.call @load_key_tile(%arg1,
