@@ -200,6 +200,7 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.scratchFloats = kernelInfoInt(info, "scratch_floats");
   description.prepareJobs = kernelInfoInt(info, "prepare_jobs");
   description.queryTile = kernelInfoInt(info, "tile_m");
+  description.keyTile = kernelInfoInt(info, "tile_n");
   description.keyCacheTile = kernelInfoInt(info, "key_cache_tile");
   description.decodeGroup = kernelInfoInt(info, "decode_group");
   description.tableFloatsPerQueryPosition = kernelInfoInt(info, "table_floats_per_query_position");

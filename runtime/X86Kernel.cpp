@@ -50,15 +50,20 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
       return Result::error(found.error());
     prepare = *found;
   }
-  void *decodeItem = nullptr;
+  void *decodeItem = nullptr, *decodeCombine = nullptr;
   if (artifact.decodeGroup > 0) {
     Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_decode_item");
     if (!found)
       return Result::error(found.error());
     decodeItem = *found;
+    Expected<void *> combine = (*object)->lookup("_mlir_ciface_pejit_decode_combine");
+    if (!combine)
+      return Result::error(combine.error());
+    decodeCombine = *combine;
   }
   std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
-  kernel->decodeItem_ = reinterpret_cast<ItemFn>(decodeItem);
+  kernel->decodeItem_ = reinterpret_cast<DecodeItemFn>(decodeItem);
+  kernel->decodeCombine_ = reinterpret_cast<CombineFn>(decodeCombine);
   kernel->prepare_ = reinterpret_cast<PrepareFn>(prepare);
   kernel->pool_ = std::move(pool);
   kernel->object_ = std::move(*object);
@@ -127,10 +132,11 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
                                   {s.keySeq, 1}};
   // Items, tables and the key cache of this call (the compile-time plan at
   // a static shape: the same rule).
-  CallPlan plan = planCall(*this, s);
-  // One buffer: the tables, then (64-byte aligned) the key cache.
+  CallPlan plan = planCall(*this, s, pool_->threads());
+  // One buffer: the tables, then (64-byte aligned) the key cache or a split
+  // decode's partial rows.
   int64_t cacheOffset = (plan.tableFloats + 15) / 16 * 16;
-  int64_t floats = cacheOffset + plan.keyCacheFloats;
+  int64_t floats = cacheOffset + std::max(plan.keyCacheFloats, plan.partialFloats);
   ScratchBuffer scratch = takeScratch(floats);
   if (!scratch.data)
     return Status::error("out of memory: the kernel's scratch of " + std::to_string(floats) +
@@ -142,6 +148,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   // their offset from the aligned pointer, not from this one's offset.
   float *cache = base + cacheOffset;
   MemRefDescriptor<float, 1> kcd{cache, cache, 0, {plan.keyCacheFloats}, {1}};
+  MemRefDescriptor<float, 1> partials{
+      cache, cache, 0, {std::max<int64_t>(plan.partialFloats, 1)}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   // The tables (RoPE's cos/sin per position) on all cores: call i fills
@@ -180,17 +188,31 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     words.insert(words.end(), sizes.begin(), sizes.end());
     words.insert(words.end(), strides.begin(), strides.end());
   }
-  ItemFn item = plan.groupedDecode ? decodeItem_ : item_;
+  ItemFn item = item_;
+  DecodeItemFn decodeItem = decodeItem_;
   pool_->parallelFor(plan.items, [&](int64_t index) {
     // Each call gets its own descriptor copies: the kernel may not write
     // them, but nothing is shared between threads but the buffers.
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o;
-    MemRefDescriptor<float, 1> scc = sd, kcc = kcd;
+    MemRefDescriptor<float, 1> scc = sd, kcc = kcd, pc = partials;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
     MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
-    item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
-         &qpc, &kpc, index);
+    if (plan.groupedDecode)
+      decodeItem(&qc, &kc, &vc, &oc, &scc, &pc, ec[0].data(), ec[1].data(), ec[2].data(),
+                 ec[3].data(), &qpc, &kpc, index, plan.parts);
+    else
+      item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
+           &qpc, &kpc, index);
   });
+  // A split decode's parts merged, one item per (b, hk).
+  if (plan.combineItems > 0) {
+    CombineFn combine = decodeCombine_;
+    pool_->parallelFor(plan.combineItems, [&](int64_t index) {
+      MemRefDescriptor<float, 4> oc = o;
+      MemRefDescriptor<float, 1> pc = partials;
+      combine(&oc, &pc, index, plan.parts);
+    });
+  }
   returnScratch(std::move(scratch));
   return Status();
 }

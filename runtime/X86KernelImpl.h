@@ -43,6 +43,18 @@ using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4>
                         void *, void *, MemRefDescriptor<int64_t, 2> *,
                         MemRefDescriptor<int64_t, 2> *, int64_t);
 
+/// (q, k, v, o, scratch, partials, encoding operand slots 0..3, query and
+/// key positions, item, parts): pejit_decode_item, one item per (b, hk,
+/// part) of a one-row call under GQA.
+using DecodeItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *,
+                              void *, void *, void *, MemRefDescriptor<int64_t, 2> *,
+                              MemRefDescriptor<int64_t, 2> *, int64_t, int64_t);
+/// (o, partials, item, parts): pejit_decode_combine, the split parts merged.
+using CombineFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
+                           int64_t);
+
 class LoadedObject;
 
 /// What an X86Kernel holds: the artifact's description and kept stages,
@@ -73,7 +85,8 @@ private:
   PrologueFn prologue_ = nullptr;
   PrepareFn prepare_ = nullptr;
   ItemFn item_ = nullptr;
-  ItemFn decodeItem_ = nullptr; ///< pejit_decode_item, when decodeGroup > 0
+  DecodeItemFn decodeItem_ = nullptr; ///< pejit_decode_item, when decodeGroup > 0
+  CombineFn decodeCombine_ = nullptr; ///< pejit_decode_combine, likewise
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call

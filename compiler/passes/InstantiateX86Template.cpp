@@ -211,6 +211,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   bool transformsKey = qkTransform && qkTransform.transformsKey();
   KernelDescription rule;
   rule.queryTile = tiles.queryTile;
+  rule.keyTile = tiles.keyTile;
   rule.keyCacheTile = transformsKey ? tiles.keyTile : 0;
   if (qkTransform) {
     rule.tableFloatsPerQueryPosition = qkTransform.getScratchFloatsPerPosition(shape, false);

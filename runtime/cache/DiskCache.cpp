@@ -283,8 +283,9 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   artifact.prepareJobs = std::atoll(meta->fields["prepare-jobs"].c_str());
   // How a call is planned (runtime/core/CallPlan.h).
   std::istringstream planRule(meta->fields["call-plan"]);
-  planRule >> artifact.queryTile >> artifact.keyCacheTile >> artifact.tableFloatsPerQueryPosition >>
-      artifact.tableFloatsPerKeyPosition >> artifact.decodeGroup;
+  planRule >> artifact.queryTile >> artifact.keyTile >> artifact.keyCacheTile >>
+      artifact.tableFloatsPerQueryPosition >> artifact.tableFloatsPerKeyPosition >>
+      artifact.decodeGroup;
   std::istringstream rows(meta->fields["position-rows"]);
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
   if (!(rows >> artifact.positionAxes)) // entries before M-RoPE: one axis
@@ -345,7 +346,7 @@ void DiskCache::store(const std::string &key, const std::string &summary,
   meta += "scratch " + std::to_string(artifact.scratchFloats) + "\n";
   meta += "prepare-jobs " + std::to_string(artifact.prepareJobs) + "\n";
   meta += "call-plan " + std::to_string(artifact.queryTile) + " " +
-          std::to_string(artifact.keyCacheTile) + " " +
+          std::to_string(artifact.keyTile) + " " + std::to_string(artifact.keyCacheTile) + " " +
           std::to_string(artifact.tableFloatsPerQueryPosition) + " " +
           std::to_string(artifact.tableFloatsPerKeyPosition) + " " +
           std::to_string(artifact.decodeGroup) + "\n";

@@ -27,11 +27,10 @@ struct KernelDescription {
   /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
   int64_t prepareJobs = 0;
   /// How an x86 call is planned from its lengths (CallPlan.h): query rows
-  /// per item (BM); BN when K is transformed (a key cache may pay), else 0;
-  /// the QK transform's table floats per (batch row, position) of Q and K.
-  /// items, scratchFloats and prepareJobs above are that plan at a static
-  /// shape (0 for a shape class).
-  int64_t queryTile = 0, keyCacheTile = 0;
+  /// per item (BM) and key rows per tile (BN); BN when K is transformed (a key cache may pay), else
+  /// 0; the QK transform's table floats per (batch row, position) of Q and K. items, scratchFloats
+  /// and prepareJobs above are that plan at a static shape (0 for a shape class).
+  int64_t queryTile = 0, keyTile = 0, keyCacheTile = 0;
   int64_t tableFloatsPerQueryPosition = 0, tableFloatsPerKeyPosition = 0;
   /// GROUP when one-row calls (sq = 1) may take the grouped decode item
   /// (pejit_decode_item: one item per KV head), else 0.

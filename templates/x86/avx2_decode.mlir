@@ -17,10 +17,15 @@
 //     (causal and a right window hide none of them)
 //     the online softmax, lanes = heads; Os[g] = Os[g] alpha + P[:, g]^T V
 //   O[b, hk GROUP + g, 0] = Os[g] / l
+// Split-KV (%parts > 1, when b hkv items would leave cores idle): item
+// (b, hk, part) takes the part-th of the key tiles and leaves Os[g], m and l
+// in %partials ([b hkv, parts, GROUP, DV + 2]); @pejit_decode_combine then
+// merges the parts: O = sum_p 2^(m_p - M) Os_p / sum_p 2^(m_p - M) l_p (the
+// maxima in score units, as the softmax keeps them: 2^((m_p - M) log2 e)).
 
 func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
-                             %kcache: !KCACHE, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3,
-                             %qpos: !QPOS, %kpos: !KPOS, %item: index)
+                             %partials: !SCRATCH, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3,
+                             %qpos: !QPOS, %kpos: !KPOS, %item: index, %parts: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -43,8 +48,10 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %SQ = memref.dim %q, %c2 : !Q
   %SKV = memref.dim %k, %c2 : !K
   %OFF = arith.subi %SKV, %SQ : index
-  %hk = arith.remui %item, %HKV : index
-  %b = arith.divui %item, %HKV : index
+  %part = arith.remui %item, %parts : index
+  %bhk = arith.divui %item, %parts : index
+  %hk = arith.remui %bhk, %HKV : index
+  %b = arith.divui %bhk, %HKV : index
   %h0 = arith.muli %hk, %GROUP : index
 
   %Qs = memref.alloca() {alignment = 64 : i64} : memref<${BM}x${D}xf32>
@@ -73,8 +80,18 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %win_begin0 = arith.subi %OFF, %WINDOW : index
   %win_begin = arith.maxsi %win_begin0, %c0 : index
   %kv_begin = arith.select %has_window, %win_begin, %c0 : index
-  %jt_begin = arith.divui %kv_begin, %BN : index
-  %jt_end = func.call @key_tiles(%k) : (!K) -> index
+  %jt_first = arith.divui %kv_begin, %BN : index
+  %jt_all = func.call @key_tiles(%k) : (!K) -> index
+  // This part's key tiles: the part-th of ceil(tiles / parts) (maybe none).
+  %tiles = arith.subi %jt_all, %jt_first : index
+  %tiles_up0 = arith.addi %tiles, %parts : index
+  %tiles_up = arith.subi %tiles_up0, %c1 : index
+  %chunk = arith.divui %tiles_up, %parts : index
+  %skip = arith.muli %part, %chunk : index
+  %jt_begin0 = arith.addi %jt_first, %skip : index
+  %jt_begin = arith.minui %jt_begin0, %jt_all : index
+  %jt_end0 = arith.addi %jt_begin, %chunk : index
+  %jt_end = arith.minui %jt_end0, %jt_all : index
   %k_in_place_allowed = arith.constant ${K_IN_PLACE}
   %k_row_stride = func.call @key_row_stride(%k) : (!K) -> index
   %k_rows_dense = arith.cmpi eq, %k_row_stride, %D : index
@@ -160,9 +177,34 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     scf.yield %m_new, %l_new : !V8, !V8
   }
 
-  // O = Os / l per head; a head that saw no key (l = 0) is 0.
   %L = memref.alloca() {alignment = 64 : i64} : memref<8xf32>
   vector.store %stats#1, %L[%c0] : memref<8xf32>, !V8
+  %split = arith.cmpi ugt, %parts, %c1 : index
+  scf.if %split {
+    // Os[g], m and l of this part, for @pejit_decode_combine.
+    %M = memref.alloca() {alignment = 64 : i64} : memref<8xf32>
+    vector.store %stats#0, %M[%c0] : memref<8xf32>, !V8
+    %row_floats = arith.addi %DV, %c2 : index
+    %bp0 = arith.muli %bhk, %parts : index
+    %bp = arith.addi %bp0, %part : index
+    %first_row = arith.muli %bp, %GROUP : index
+    scf.for %g = %c0 to %GROUP step %c1 {
+      %r = arith.addi %first_row, %g : index
+      %at = arith.muli %r, %row_floats : index
+      scf.for %d = %c0 to %DV step %c8 {
+        %x = vector.load %Os[%g, %d] : memref<${BM}x${DV}xf32>, !V8
+        %at_d = arith.addi %at, %d : index
+        vector.store %x, %partials[%at_d] : !SCRATCH, !V8
+      }
+      %mg = memref.load %M[%g] : memref<8xf32>
+      %lg = memref.load %L[%g] : memref<8xf32>
+      %at_m = arith.addi %at, %DV : index
+      %at_l = arith.addi %at_m, %c1 : index
+      memref.store %mg, %partials[%at_m] : !SCRATCH
+      memref.store %lg, %partials[%at_l] : !SCRATCH
+    }
+  } else {
+  // O = Os / l per head; a head that saw no key (l = 0) is 0.
   scf.for %g = %c0 to %GROUP step %c1 {
     %h = arith.addi %h0, %g : index
     %lg = memref.load %L[%g] : memref<8xf32>
@@ -173,6 +215,87 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     scf.for %d = %c0 to %DV step %c8 {
       %x = vector.load %Os[%g, %d] : memref<${BM}x${DV}xf32>, !V8
       %y = arith.mulf %x, %invv : !V8
+      %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
+      vector.store %yt, %o[%b, %h, %c0, %d] : !O, !OUT8
+    }
+  }
+  }
+  return
+}
+
+// The parts of a split decode step, merged: item (b, hk) writes its GROUP
+// heads' rows O[b, hk GROUP + g, 0] from %partials (@pejit_decode_item).
+// A part that saw no key has m = -inf and l = 0: weight 0; a head no part
+// saw is 0.
+func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %parts: index)
+    attributes {llvm.emit_c_interface, pejit.cold} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %DV = arith.constant ${DV} : index
+  %HKV = arith.constant ${HKV} : index
+  %GROUP = arith.constant ${GROUP} : index
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %log2e = arith.constant 1.44269504088896 : f32
+  %zv = arith.constant dense<0.0> : !V8
+  %hk = arith.remui %item, %HKV : index
+  %b = arith.divui %item, %HKV : index
+  %row_floats = arith.addi %DV, %c2 : index
+  %first_part = arith.muli %item, %parts : index
+  %acc = memref.alloca() {alignment = 64 : i64} : memref<${DV}xf32>
+  scf.for %g = %c0 to %GROUP step %c1 {
+    // The largest m over the parts.
+    %mmax = scf.for %p = %c0 to %parts step %c1 iter_args(%mx = %ninf) -> (f32) {
+      %bp = arith.addi %first_part, %p : index
+      %r0 = arith.muli %bp, %GROUP : index
+      %r = arith.addi %r0, %g : index
+      %at = arith.muli %r, %row_floats : index
+      %at_m = arith.addi %at, %DV : index
+      %m = memref.load %partials[%at_m] : !SCRATCH
+      %mx1 = arith.maximumf %mx, %m : f32
+      scf.yield %mx1 : f32
+    }
+    scf.for %d = %c0 to %DV step %c8 {
+      vector.store %zv, %acc[%d] : memref<${DV}xf32>, !V8
+    }
+    %lsum = scf.for %p = %c0 to %parts step %c1 iter_args(%ls = %zero) -> (f32) {
+      %bp = arith.addi %first_part, %p : index
+      %r0 = arith.muli %bp, %GROUP : index
+      %r = arith.addi %r0, %g : index
+      %at = arith.muli %r, %row_floats : index
+      %at_m = arith.addi %at, %DV : index
+      %at_l = arith.addi %at_m, %c1 : index
+      %m = memref.load %partials[%at_m] : !SCRATCH
+      %l = memref.load %partials[%at_l] : !SCRATCH
+      %empty = arith.cmpf oeq, %m, %ninf : f32
+      %diff = arith.subf %m, %mmax : f32
+      %arg = arith.mulf %diff, %log2e : f32
+      %w0 = math.exp2 %arg : f32
+      %w = arith.select %empty, %zero, %w0 : f32
+      %wv = vector.broadcast %w : f32 to !V8
+      scf.for %d = %c0 to %DV step %c8 {
+        %at_d = arith.addi %at, %d : index
+        %x = vector.load %partials[%at_d] : !SCRATCH, !V8
+        %a = vector.load %acc[%d] : memref<${DV}xf32>, !V8
+        %a1 = vector.fma %wv, %x, %a : !V8
+        vector.store %a1, %acc[%d] : memref<${DV}xf32>, !V8
+      }
+      %lw = arith.mulf %l, %w : f32
+      %ls1 = arith.addf %ls, %lw : f32
+      scf.yield %ls1 : f32
+    }
+    %none = arith.cmpf oeq, %lsum, %zero : f32
+    %inv0 = arith.divf %one, %lsum : f32
+    %inv = arith.select %none, %zero, %inv0 : f32
+    %invv = vector.broadcast %inv : f32 to !V8
+    %h0 = arith.muli %hk, %GROUP : index
+    %h = arith.addi %h0, %g : index
+    scf.for %d = %c0 to %DV step %c8 {
+      %a = vector.load %acc[%d] : memref<${DV}xf32>, !V8
+      %y = arith.mulf %a, %invv : !V8
       %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
       vector.store %yt, %o[%b, %h, %c0, %d] : !O, !OUT8
     }
@@ -252,7 +375,7 @@ func.func private @pejit_store_head_score(%St: memref<${BN}x${BM}xf32>, %jr: ind
 }
 
 // Os[g] = Os[g] A[g] + sum over the tile's nk keys of P[j, g] V[j], g <
-// GROUP: each V row is loaded once, in 8-channel pieces, for all the heads.
+// GROUP: each V row is read from memory once, for all the heads.
 func.func @pejit_pv_heads(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
                           %Vr: !VROWS, %A: memref<${BM}xf32>, %nk: index)
     attributes {passthrough = ["noinline"]} {
@@ -270,12 +393,14 @@ func.func @pejit_pv_heads(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}x
       vector.store %o_scaled, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
     }
   }
+  // Per key and head: P broadcast once, then its row of V (L1 after the
+  // first head) into the head's output row.
   scf.for %j = %c0 to %nk step %c1 {
-    scf.for %dc = %c0 to %DV step %c8 {
-      %v = vector.load %Vr[%j, %dc] : !VROWS, !V8
-      scf.for %g = %c0 to %GROUP step %c1 {
-        %ps = memref.load %St[%j, %g] : memref<${BN}x${BM}xf32>
-        %p = vector.broadcast %ps : f32 to !V8
+    scf.for %g = %c0 to %GROUP step %c1 {
+      %ps = memref.load %St[%j, %g] : memref<${BN}x${BM}xf32>
+      %p = vector.broadcast %ps : f32 to !V8
+      scf.for %dc = %c0 to %DV step %c8 {
+        %v = vector.load %Vr[%j, %dc] : !VROWS, !V8
         %o = vector.load %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
         %o_new = vector.fma %p, %v, %o : !V8
         vector.store %o_new, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8

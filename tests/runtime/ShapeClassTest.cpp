@@ -252,6 +252,39 @@ TEST(ShapeClass, DecodeOverABshdCacheMatchesTheContiguousOne) {
   EXPECT_LE(stridedErr / maxRef, 1e-4);
 }
 
+// Split-KV decode: under MQA (one KV head) a decode step has one (b, hk)
+// item, so the call plan splits the keys into parts (on 4 threads: up to
+// 8, each at least 4 key tiles), and pejit_decode_combine merges them.
+// Long caches, a window that leaves the first parts empty, ALiBi and a
+// softcap, each against float64.
+TEST(ShapeClass, SplitDecodeUnderMqaMatchesReference) {
+  Runtime runtime(RuntimeOptions{4});
+  for (bool alibi : {false, true})
+    for (std::optional<int64_t> window : {std::optional<int64_t>{}, std::optional<int64_t>{700}}) {
+      AttentionSpec spec;
+      spec.causal = true;
+      spec.window = window;
+      if (alibi) {
+        spec.encodings.push_back(encodings::alibi(4, 0, /*symmetric=*/false));
+        spec.softcap = 20.0;
+      }
+      for (int64_t skv : {1, 385, 2000, 4321}) {
+        SCOPED_TRACE("skv " + std::to_string(skv) + (alibi ? " alibi" : "") +
+                     (window ? " window" : ""));
+        Case c;
+        c.spec = spec;
+        c.shapeClass = shapeClass(4, 1, 64);
+        c.shape = *c.shapeClass;
+        c.shape.querySeq = 1;
+        c.shape.keySeq = skv;
+        Outcome outcome = runCase(runtime, c);
+        ASSERT_EQ(outcome.error, "");
+        EXPECT_LE(outcome.relativeError, 1e-4) << "seed " << outcome.seed;
+      }
+    }
+  EXPECT_EQ(runtime.stats().compiles + runtime.stats().diskHits, 4);
+}
+
 // Runs at two lengths in a fresh runtime with a disk cache: one compile,
 // one entry; a second runtime loads that entry and runs a third length.
 TEST(ShapeClass, OneDiskCacheEntryServesEveryLength) {
