@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates bench/.venv with torch 2.x + numpy for bench/compare_torch.py.
+# Creates bench/.venv with torch 2.x + numpy (bench/compare_torch*.py) and
+# onnxruntime + onnx (bench/compare_decode.py).
 # Benchmark-only: the build and the tests never need it. Idempotent: a venv
 # whose torch already imports and runs SDPA is left as it is.
 #
@@ -18,10 +19,11 @@ torch_spec='torch>=2,<3'
 
 smoke_test() {
   "$venv/bin/python" - <<'EOF'
-import torch, numpy
+import torch, numpy, onnx, onnxruntime
 q = torch.randn(1, 2, 8, 16)
 torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
-print(f"torch {torch.__version__} (cuda build: {torch.version.cuda}), numpy {numpy.__version__}: ok")
+print(f"torch {torch.__version__} (cuda build: {torch.version.cuda}), numpy {numpy.__version__}, "
+      f"onnxruntime {onnxruntime.__version__}, onnx {onnx.__version__}: ok")
 EOF
 }
 
@@ -34,6 +36,7 @@ if smoke_test 2>/dev/null; then
   exit 0
 fi
 
-"$venv/bin/python" -m pip install --disable-pip-version-check "$torch_spec" numpy
+# onnxruntime + onnx: the ONNX Runtime peer of bench/compare_decode.py.
+"$venv/bin/python" -m pip install --disable-pip-version-check "$torch_spec" numpy onnxruntime onnx
 smoke_test
 echo "$venv is ready"

@@ -34,6 +34,11 @@ X86KernelImpl::~X86KernelImpl() = default;
 Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact artifact,
                                                              std::shared_ptr<ThreadPool> pool) {
   using Result = Expected<std::shared_ptr<X86KernelImpl>>;
+  // Each call is planned from the tiles (runtime/core/CallPlan.h).
+  if (artifact.queryTile <= 0 || artifact.keyTile <= 0)
+    return Result::error("the kernel's description has no tile sizes (tile_m " +
+                         std::to_string(artifact.queryTile) + ", tile_n " +
+                         std::to_string(artifact.keyTile) + "): its calls cannot be planned");
   Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
   if (!object)
     return Result::error(object.error());

@@ -306,6 +306,14 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
     discard(key, "meta lacks the kernel's shape, items or arguments");
     return std::nullopt;
   }
+  // Each x86 call is planned by this rule (CallPlan.h; the x86 load
+  // refuses tiles of 0 rows).
+  if (!planRule || artifact.queryTile < 0 || artifact.keyTile < 0 || artifact.keyCacheTile < 0 ||
+      artifact.tableFloatsPerQueryPosition < 0 || artifact.tableFloatsPerKeyPosition < 0 ||
+      artifact.decodeGroup < 0 || artifact.decodeGroup > 8) {
+    discard(key, "meta's call-plan '" + meta->fields["call-plan"] + "' is malformed");
+    return std::nullopt;
+  }
   stages.erase("key");
   artifact.stages = std::move(stages);
   artifact.objects = std::move(objects);
