@@ -24,9 +24,10 @@
 // elementwise vector ops, which the backend lowers well.
 // @pejit_prepare, @exp2_v8, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
 // @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir, the
-// tile functions in avx2_tiles.mlir and the one-row ones (decode) in
-// avx2_rows.mlir, all put in place of the `// @pejit-blocks` line at the end
-// before substitution.
+// tile functions in avx2_tiles.mlir, the one-row ones in avx2_rows.mlir and
+// the grouped decode item (@pejit_decode_item, which the runtime calls for
+// sq = 1 under GQA instead of this one) in avx2_decode.mlir, all put in
+// place of the `// @pejit-blocks` line at the end before substitution.
 //
 // Parameters, substituted as text before parsing (attn-instantiate-x86-template):
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${D} ${DV}
