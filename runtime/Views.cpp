@@ -60,8 +60,8 @@ Status checkView(const TensorView &view, const std::string &what,
 
 Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const TensorView &key) {
   Shape call = kernel;
-  // A `?` length is the call's: Q's dim 2 for sq, K's for skv. A view of
-  // another rank keeps `?`, and the shape check then names it.
+  // A `?` dim is the call's: Q's dims 0 and 2 for b and sq, K's dim 2 for
+  // skv. A view of another rank keeps `?`, and the shape check names it.
   auto take = [](int64_t &dim, const TensorView &view, int axis, const std::string &what,
                  const char *name) -> Status {
     if (dim != kDynamicDim || view.shape.size() != 4)
@@ -74,6 +74,8 @@ Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const Te
     dim = length;
     return Status();
   };
+  if (Status st = take(call.batch, query, 0, "input 0 (query)", "b"); !st)
+    return st;
   if (Status st = take(call.querySeq, query, 2, "input 0 (query)", "sq"); !st)
     return st;
   if (Status st = take(call.keySeq, key, 2, "input 1 (key)", "skv"); !st)

@@ -17,9 +17,10 @@ std::string dimsText(const std::vector<int64_t> &shape);
 /// The view's strides, or the row-major strides of its shape.
 std::vector<int64_t> stridesOf(const TensorView &view);
 
-/// The shape of a call of a kernel of shape `kernel`: each `?` length
-/// (kDynamicDim) taken from the query's or key's dim 2, which must lie in
-/// [1, 2^31 - 1]; an error names the tensor, the length and its value.
+/// The shape of a call of a kernel of shape `kernel`: each `?` dim
+/// (kDynamicDim) taken from the query (b: dim 0, sq: dim 2) or the key
+/// (skv: dim 2), which must lie in [1, 2^31 - 1]; an error names the
+/// tensor, the dim and its value.
 Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const TensorView &key);
 
 /// Checks a view's pointer, dtype (one of `dtypes`), shape and strides

@@ -143,12 +143,13 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   auto oType = cast<RankedTensorType>(op.getResult().getType());
   for (auto [type, name] :
        {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
-    // A shape class leaves the lengths (dim 2) to the call
-    // (docs/shape-classes.md); a dynamic batch is not built yet.
-    for (int64_t dim : {0, 1, 3})
+    // A shape class leaves the batch (dim 0) and the lengths (dim 2) to
+    // the call (docs/shape-classes.md); heads and head dims are the class's.
+    for (int64_t dim : {1, 3})
       if (type.isDynamicDim(dim))
         return op.emitError() << name << " " << type << " has a dynamic dim " << dim
-                              << ": the x86 kernel takes `?` only for the lengths (dim 2)";
+                              << ": the x86 kernel takes `?` only for the batch (dim 0) and the "
+                                 "lengths (dim 2)";
     if (!kernelElementTypeName(type.getElementType()))
       return op.emitError() << name << " element type " << type.getElementType()
                             << " is not supported by the x86 kernel (f32, f16 or bf16)";
@@ -206,8 +207,14 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   // How a call is planned (runtime/core/CallPlan.h): here for a static
   // shape, by the runtime per call for a shape class. The key cache holds K
   // transformed: only worth it when K is.
-  bool lengthsAreCalls =
-      ShapedType::isDynamic(shape.querySeq) || ShapedType::isDynamic(shape.keySeq);
+  bool lengthsAreCalls = ShapedType::isDynamic(shape.querySeq) ||
+                         ShapedType::isDynamic(shape.keySeq) || ShapedType::isDynamic(shape.batch);
+  // Ids per batch row take their row count from the batch, which the hooks
+  // get as a constant: with a `?` batch they must be shared ([s]).
+  if (ShapedType::isDynamic(shape.queryPositionRows) ||
+      ShapedType::isDynamic(shape.keyPositionRows))
+    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
+                             "built yet: pass ids shared by the batch ([s]) or a static batch";
   bool transformsKey = qkTransform && qkTransform.transformsKey();
   KernelDescription rule;
   rule.queryTile = tiles.queryTile;
@@ -244,7 +251,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
-      {"B", std::to_string(shape.batch)},
+      {"B", lengthText(shape.batch)},
       {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},
       {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},

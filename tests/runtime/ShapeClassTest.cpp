@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 #include <filesystem>
+#include <tuple>
 #include <unistd.h>
 
 using namespace pejit;
@@ -110,6 +111,33 @@ TEST(ShapeClass, T5AndWindowAtEveryLength) {
   window.window = 50;
   window.causal = true;
   expectOneKernelAtEveryLength(window, shapeClass(8, 1, 64)); // grouped decode: 8 heads a lane each
+}
+
+// A `?` batch too: one kernel at b in {1, 2, 3} with the lengths; RoPE on
+// ids shared by the batch, GQA 4/2 (decode steps grouped per (b, hk)).
+TEST(ShapeClass, DynamicBatchAtEveryLength) {
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = true;
+  Shape cls{kDynamicDim, 4, 2, kDynamicDim, kDynamicDim, 64, 64};
+  int64_t compilesBefore = suiteRuntime().stats().compiles;
+  for (auto [b, sq, skv] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 300},
+                            {3, 65, 65},
+                            {2, 1, 1000},
+                            {2, 300, 300},
+                            {3, 7, 64}}) {
+    SCOPED_TRACE("b " + std::to_string(b) + " sq " + std::to_string(sq) + " skv " +
+                 std::to_string(skv));
+    Case c;
+    c.spec = spec;
+    c.shapeClass = cls;
+    c.shape = cls;
+    c.shape.batch = b;
+    c.shape.querySeq = sq;
+    c.shape.keySeq = skv;
+    expectMatches(c);
+  }
+  EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1);
 }
 
 float *data(std::vector<float> &v) { return v.data(); }

@@ -18,10 +18,19 @@ func.func @bias_tensor(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: t
 
 // -----
 
-// A shape class takes `?` lengths (dim 2); a `?` batch is not built yet.
-func.func @dynamic_batch(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32> {
-  // expected-error @+1 {{query 'tensor<?x2x?x64xf32>' has a dynamic dim 0: the x86 kernel takes `?` only for the lengths (dim 2)}}
-  %o = attn.attention %q, %k, %v : tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x2x?x64xf32>
+// A shape class takes `?` for the batch and the lengths, not for heads.
+func.func @dynamic_heads(%q: tensor<1x?x8x64xf32>, %k: tensor<1x?x8x64xf32>, %v: tensor<1x?x8x64xf32>) -> tensor<1x?x8x64xf32> {
+  // expected-error @+1 {{query 'tensor<1x?x8x64xf32>' has a dynamic dim 1: the x86 kernel takes `?` only for the batch (dim 0) and the lengths (dim 2)}}
+  %o = attn.attention %q, %k, %v : tensor<1x?x8x64xf32>, tensor<1x?x8x64xf32>, tensor<1x?x8x64xf32> -> tensor<1x?x8x64xf32>
+  return %o : tensor<1x?x8x64xf32>
+}
+
+// -----
+
+// Ids per batch row with a `?` batch: not built yet.
+func.func @per_batch_ids_dynamic_batch(%q: tensor<?x2x?x64xf32>, %k: tensor<?x2x?x64xf32>, %v: tensor<?x2x?x64xf32>, %p: tensor<?x?xi64>) -> tensor<?x2x?x64xf32> {
+  // expected-error @+1 {{position ids per batch row ([b, s]) with a `?` batch are not built yet: pass ids shared by the batch ([s]) or a static batch}}
+  %o = attn.attention %q, %k, %v query_positions(%p : tensor<?x?xi64>) key_positions(%p : tensor<?x?xi64>) encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x2x?x64xf32>
   return %o : tensor<?x2x?x64xf32>
 }
 
