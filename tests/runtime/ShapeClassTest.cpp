@@ -32,21 +32,33 @@ Shape shapeClass(int64_t hq, int64_t hkv, int64_t d) {
   return {1, hq, hkv, kDynamicDim, kDynamicDim, d, d};
 }
 
-/// Runs `spec` through one kernel of `cls` at every kLengths pair and
-/// checks each run; the runtime compiles the class once.
-void expectOneKernelAtEveryLength(const AttentionSpec &spec, const Shape &cls) {
+/// Runs `spec` through one kernel of `cls` at each call's shape (`cls`
+/// with its `?` dims set) and checks each run; the runtime compiles the
+/// class once.
+void expectOneKernelForCalls(const AttentionSpec &spec, const Shape &cls,
+                             const std::vector<Shape> &calls) {
   int64_t compilesBefore = suiteRuntime().stats().compiles;
-  for (auto [sq, skv] : kLengths) {
-    SCOPED_TRACE("sq " + std::to_string(sq) + " skv " + std::to_string(skv));
+  for (const Shape &call : calls) {
+    SCOPED_TRACE(call.str());
     Case c;
     c.spec = spec;
     c.shapeClass = cls;
-    c.shape = cls;
-    c.shape.querySeq = sq;
-    c.shape.keySeq = skv;
+    c.shape = call;
     expectMatches(c);
   }
   EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1) << "one shape class, one compile";
+}
+
+/// expectOneKernelForCalls at every kLengths pair (the class's batch).
+void expectOneKernelAtEveryLength(const AttentionSpec &spec, const Shape &cls) {
+  std::vector<Shape> calls;
+  for (auto [sq, skv] : kLengths) {
+    Shape call = cls;
+    call.querySeq = sq;
+    call.keySeq = skv;
+    calls.push_back(call);
+  }
+  expectOneKernelForCalls(spec, cls, calls);
 }
 
 TEST(ShapeClass, PlainAndCausalAtEveryLength) {
@@ -120,24 +132,14 @@ TEST(ShapeClass, DynamicBatchAtEveryLength) {
   spec.rope = ref::RopeConfig{};
   spec.causal = true;
   Shape cls{kDynamicDim, 4, 2, kDynamicDim, kDynamicDim, 64, 64};
-  int64_t compilesBefore = suiteRuntime().stats().compiles;
+  std::vector<Shape> calls;
   for (auto [b, sq, skv] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 300},
                             {3, 65, 65},
                             {2, 1, 1000},
                             {2, 300, 300},
-                            {3, 7, 64}}) {
-    SCOPED_TRACE("b " + std::to_string(b) + " sq " + std::to_string(sq) + " skv " +
-                 std::to_string(skv));
-    Case c;
-    c.spec = spec;
-    c.shapeClass = cls;
-    c.shape = cls;
-    c.shape.batch = b;
-    c.shape.querySeq = sq;
-    c.shape.keySeq = skv;
-    expectMatches(c);
-  }
-  EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1);
+                            {3, 7, 64}})
+    calls.push_back({b, 4, 2, sq, skv, 64, 64});
+  expectOneKernelForCalls(spec, cls, calls);
 }
 
 float *data(std::vector<float> &v) { return v.data(); }
