@@ -85,9 +85,6 @@ std::string ropeText(const ref::RopeConfig &rope) {
   return text + ">";
 }
 
-/// A dim as the source writes it: `?` for a length the call gives.
-std::string dimText(int64_t d) { return d == kDynamicDim ? "?" : std::to_string(d); }
-
 std::string tensor(std::initializer_list<int64_t> dims, const char *element) {
   std::string text = "tensor<";
   for (int64_t d : dims)

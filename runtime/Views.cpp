@@ -12,10 +12,7 @@ std::string dimsText(const std::vector<int64_t> &shape) {
   std::ostringstream out;
   out << "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] == kDynamicDim)
-      out << (i ? ", " : "") << "?";
-    else
-      out << (i ? ", " : "") << shape[i];
+    out << (i ? ", " : "") << dimText(shape[i]);
   out << "]";
   return out.str();
 }

@@ -9,6 +9,7 @@
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/TemplateSupport.h"
 #include "dialects/Limits.h"
+#include "dialects/ShapeChecks.h"
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEAttrs.h"
 #include "runtime/core/CallPlan.h"
@@ -238,9 +239,6 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   if (!lengthsAreCalls)
     plan = planCall(rule, Shape{shape.batch, shape.queryHeads, shape.kvHeads, shape.querySeq,
                                 shape.keySeq, shape.headDim, shape.valueDim});
-  auto lengthText = [](int64_t length) {
-    return ShapedType::isDynamic(length) ? std::string("?") : std::to_string(length);
-  };
   // f32 V is viewed in place when the lengths fill a Q tile (a static
   // shape), else per item: for full tiles and single rows (decode).
   bool fillsTiles = !lengthsAreCalls && shape.querySeq >= tiles.queryTile;
@@ -251,12 +249,12 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
-      {"B", lengthText(shape.batch)},
+      {"B", dimToString(shape.batch)},
       {"HQ", std::to_string(shape.queryHeads)},
       {"HKV", std::to_string(shape.kvHeads)},
       {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", lengthText(shape.querySeq)},
-      {"SKV", lengthText(shape.keySeq)},
+      {"SQ", dimToString(shape.querySeq)},
+      {"SKV", dimToString(shape.keySeq)},
       {"D", std::to_string(shape.headDim)},
       {"DV", std::to_string(shape.valueDim)},
       {"BM", std::to_string(tiles.queryTile)},

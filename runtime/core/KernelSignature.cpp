@@ -97,9 +97,7 @@ std::string KernelSignature::str() const {
       text += "=" + argument.name;
     text += std::string(":") + shortDtype(argument.dtype) + ":";
     for (size_t d = 0; d < argument.shape.size(); ++d)
-      text +=
-          (d ? "x" : "") +
-          (argument.shape[d] == kDynamicDim ? std::string("?") : std::to_string(argument.shape[d]));
+      text += (d ? "x" : "") + dimText(argument.shape[d]);
   }
   return text;
 }

@@ -54,11 +54,14 @@ bool Shape::hasDynamicDims() const {
   return false;
 }
 
+std::string dimText(int64_t dim) {
+  return dim == kDynamicDim ? std::string("?") : std::to_string(dim);
+}
+
 std::string Shape::str() const {
-  auto dim = [](int64_t d) { return d == kDynamicDim ? std::string("?") : std::to_string(d); };
-  return "b=" + dim(batch) + " hq=" + dim(queryHeads) + " hkv=" + dim(kvHeads) +
-         " sq=" + dim(querySeq) + " skv=" + dim(keySeq) + " d=" + dim(headDim) +
-         " dv=" + dim(valueDim);
+  return "b=" + dimText(batch) + " hq=" + dimText(queryHeads) + " hkv=" + dimText(kvHeads) +
+         " sq=" + dimText(querySeq) + " skv=" + dimText(keySeq) + " d=" + dimText(headDim) +
+         " dv=" + dimText(valueDim);
 }
 
 } // namespace pejit

@@ -69,6 +69,9 @@ struct TensorView {
 /// text): batch, querySeq and keySeq of a shape class.
 inline constexpr int64_t kDynamicDim = -1;
 
+/// A dim as text: "?" for kDynamicDim (as the source writes it).
+std::string dimText(int64_t dim);
+
 /// The shape of one attention call, or of a kernel's shape class (a dim may
 /// be kDynamicDim there).
 struct Shape {

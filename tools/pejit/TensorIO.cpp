@@ -57,9 +57,10 @@ std::string loadArgument(const std::string &path, const FunctionSignature &signa
   for (size_t d = 0; fits && d < arg.shape.size(); ++d)
     fits = arg.shape[d] == -1 || arg.shape[d] == array->shape[d];
   if (!fits) {
-    std::string expected = npy::shapeToString(arg.shape);
-    for (size_t at; (at = expected.find("-1")) != std::string::npos;)
-      expected.replace(at, 2, "?");
+    std::string expected = "(";
+    for (size_t d = 0; d < arg.shape.size(); ++d)
+      expected += (d ? ", " : "") + dimText(arg.shape[d]);
+    expected += arg.shape.size() == 1 ? ",)" : ")";
     return path + ": shape " + npy::shapeToString(array->shape) + " does not match " +
            argumentName(signature, index) + ": expected " + expected;
   }
