@@ -74,6 +74,11 @@ struct AttentionSpec {
   /// Whether run() takes query/key position ids ([s] shared, or [b, s] when
   /// positionsPerBatch); otherwise the docs/semantics.md defaults are used.
   bool queryPositions = false, keyPositions = false, positionsPerBatch = false;
+  /// A packed batch of variable-length sequences (docs/shape-classes.md):
+  /// run() takes cu_seqlens_q and cu_seqlens_k (i32 [n + 1]) after the
+  /// encodings' operands and before the position ids, which are then
+  /// packed too ([total]). The shape's b must be 1 and its lengths `?`.
+  bool packed = false;
 };
 
 /// A compilable description: MLIR source text (pe + attn dialects) with

@@ -135,6 +135,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   bool byPosition = false;
   for (const EncodingSpec &encoding : spec.encodings)
     byPosition = byPosition || encoding.readsPositions;
+  if (spec.packed)
+    out << ", %cu_q: tensor<?xi32>, %cu_k: tensor<?xi32>";
   if (ropeQ || byPosition)
     out << ", %q_pos: " << qp;
   if (ropeK || byPosition)
@@ -164,6 +166,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   if (byPosition)
     out << " query_positions(%q_pos : " << qp << ") key_positions(%k_pos : " << kp << ")";
   out << bias;
+  if (spec.packed)
+    out << " segments(%cu_q, %cu_k : tensor<?xi32>, tensor<?xi32>)";
   if (spec.causal)
     out << " causal";
   if (spec.window)

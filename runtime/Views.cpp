@@ -162,6 +162,12 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
       bound.encodingOperands.push_back(&inputs[i]);
       break;
     }
+    case ArgumentRole::QuerySegments:
+      bound.querySegments = &inputs[i];
+      break;
+    case ArgumentRole::KeySegments:
+      bound.keySegments = &inputs[i];
+      break;
     default:
       break;
     }
@@ -175,6 +181,58 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     }
   }
   return Status();
+}
+
+} // namespace pejit
+
+namespace pejit {
+
+Expected<Segments> readSegments(const BoundInputs &bound, int64_t totalQuery, int64_t totalKey) {
+  Segments segments;
+  // query_segments and key_segments are the 4th and 5th inputs or later:
+  // messages name them by role, as the signature does.
+  auto read = [](const TensorView *view, const std::string &what, int64_t total, const char *length,
+                 std::vector<int64_t> &offsets) -> Status {
+    if (!view)
+      return Status::error(what + " is missing: the kernel takes a packed batch");
+    if (view->shape.size() != 1 || view->shape[0] < 2)
+      return Status::error(what + ": shape " + dimsText(view->shape) +
+                           " is not [n + 1] with n >= 1 sequences");
+    if (Status st = checkView(*view, what, view->shape, {DType::I32}); !st)
+      return st;
+    int64_t stride = stridesOf(*view)[0];
+    const auto *data = static_cast<const int32_t *>(view->data);
+    for (int64_t i = 0; i < view->shape[0]; ++i) {
+      int64_t value = data[i * stride];
+      if (i == 0 && value != 0)
+        return Status::error(what + ": entry 0 is " + std::to_string(value) +
+                             "; the offsets start at 0");
+      if (i > 0 && value < offsets.back())
+        return Status::error(what + ": entry " + std::to_string(i) + " (" + std::to_string(value) +
+                             ") is less than entry " + std::to_string(i - 1) + " (" +
+                             std::to_string(offsets.back()) +
+                             "): the offsets must be non-decreasing");
+      offsets.push_back(value);
+    }
+    if (offsets.back() != total)
+      return Status::error(what + ": the last entry (" + std::to_string(offsets.back()) +
+                           ", index " + std::to_string(offsets.size() - 1) +
+                           ") must equal the packed " + length + " = " + std::to_string(total));
+    return Status();
+  };
+  if (Status st = read(bound.querySegments, "query_segments (cu_seqlens_q)", totalQuery,
+                       "query length sq", segments.query);
+      !st)
+    return st;
+  if (Status st = read(bound.keySegments, "key_segments (cu_seqlens_k)", totalKey, "key length skv",
+                       segments.key);
+      !st)
+    return st;
+  if (segments.query.size() != segments.key.size())
+    return Status::error("query_segments has " + std::to_string(segments.query.size()) +
+                         " entries but key_segments " + std::to_string(segments.key.size()) +
+                         ": both are n + 1 for n sequences");
+  return segments;
 }
 
 } // namespace pejit

@@ -47,7 +47,22 @@ struct BoundInputs {
   /// The encoding operands, in order; each checked against its shape and
   /// dtype and contiguous (the kernels read them as dense tables).
   std::vector<const TensorView *> encodingOperands;
+  /// A packed batch's cu_seqlens_q and cu_seqlens_k (checked by
+  /// readSegments); null for a kernel without segments.
+  const TensorView *querySegments = nullptr, *keySegments = nullptr;
 };
+
+/// A packed batch's sequences: query rows [query[i], query[i + 1]) against
+/// key rows [key[i], key[i + 1]).
+struct Segments {
+  std::vector<int64_t> query, key;
+  size_t count() const { return query.size() - 1; }
+};
+
+/// Reads and checks cu_seqlens_q / cu_seqlens_k against the packed lengths
+/// (i32 [n + 1], the same n, 0 first, non-decreasing, the last equal to
+/// the query's sq or the key's skv); an error names the input and index.
+Expected<Segments> readSegments(const BoundInputs &bound, int64_t totalQuery, int64_t totalKey);
 
 /// Binds `inputs` to the signature's arguments: checks their number, and
 /// each encoding operand's view. An error names the input and its role.

@@ -88,7 +88,9 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
       {op.getKey(), ArgumentRole::Key},
       {op.getValue(), ArgumentRole::Value},
       {op.getQueryPositions(), ArgumentRole::QueryPositions},
-      {op.getKeyPositions(), ArgumentRole::KeyPositions}};
+      {op.getKeyPositions(), ArgumentRole::KeyPositions},
+      {op.getQuerySegments(), ArgumentRole::QuerySegments},
+      {op.getKeySegments(), ArgumentRole::KeySegments}};
   // Encoding operand n: its name from the encoding that reads it.
   SmallVector<std::string> operandNames;
   if (ArrayAttr encodings = op.getEncodingsAttr())
@@ -133,6 +135,14 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
       return op.emitError() << "encoding operand #" << n << " (" << operandNames[n]
                             << ") is computed by '" << operand.getDefiningOp()->getName()
                             << "': the kernel reads it from an argument of the function";
+  // A packed batch runs each sequence as a call of its own lengths: an
+  // operand sized by the packed lengths (a bias tensor) has no such slice.
+  if (op.getQuerySegments())
+    for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
+      if (!cast<RankedTensorType>(operand.getType()).hasStaticShape())
+        return op.emitError() << "encoding operand #" << n << " (" << operandNames[n]
+                              << ") has `?` lengths, which segments cannot slice per sequence: "
+                                 "fuse the encoding that computes it instead";
   for (auto [value, role] : operandRoles)
     if (value && !isa<BlockArgument>(value))
       return op.emitError() << "operand '" << argumentRoleName(role) << "' is computed by '"

@@ -152,7 +152,39 @@ LogicalResult AttentionOp::verify() {
   if (FloatAttr softcapAttr = getSoftcapAttr())
     if (failed(requirePositiveF32("softcap", softcapAttr.getValueAsDouble())))
       return failure();
+  if (failed(verifySegments()))
+    return failure();
   return verifyEncodings();
+}
+
+// Packed sequences: one batch row holds them all, and each sequence's
+// lengths are its own, so the kernel's must be `?`.
+LogicalResult AttentionOp::verifySegments() {
+  Value cuQ = getQuerySegments(), cuK = getKeySegments();
+  if (!cuQ)
+    return success();
+  int64_t nq = dim(cuQ, 0), nk = dim(cuK, 0);
+  for (auto [name, n] : {std::pair<StringRef, int64_t>{"query", nq}, {"key", nk}})
+    if (!ShapedType::isDynamic(n) && n < 2)
+      return emitOpError() << "segments: the " << name
+                           << " offsets must have n + 1 >= 2 entries (one sequence at least), got "
+                           << n;
+  if (!ShapedType::isDynamic(nq) && !ShapedType::isDynamic(nk) && nq != nk)
+    return emitOpError() << "segments: " << nq << " query offsets but " << nk
+                         << " key offsets (both are n + 1 for n sequences)";
+  Value q = getQuery(), k = getKey();
+  if (dim(q, 0) != 1)
+    return emitOpError() << "segments pack the sequences into one batch row: the query's b "
+                            "(dim 0) must be 1, got "
+                         << (ShapedType::isDynamic(dim(q, 0)) ? std::string("?")
+                                                              : std::to_string(dim(q, 0)));
+  for (auto [name, value, length] :
+       {std::tuple<StringRef, Value, StringRef>{"query", q, "sq"}, {"key", k, "skv"}})
+    if (!ShapedType::isDynamic(dim(value, 2)))
+      return emitOpError() << "segments: the " << name << "'s " << length
+                           << " (dim 2) must be ? (each sequence's length is its own), got "
+                           << dim(value, 2);
+  return success();
 }
 
 pe::PositionalEncodingAttrInterface AttentionOp::getFusedQKTransform() {

@@ -36,6 +36,16 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     table [num_buckets, hq], Shaw tables [2k+1, d]): each encoding takes
     getNumEncodingOperands() of them, in the order of `encodings`.
 
+    Packed variable-length batches: `segments(%cu_q, %cu_k)` are
+    FlashAttention's cu_seqlens_q and cu_seqlens_k (i32 [n + 1], 0 first,
+    non-decreasing, the last the packed length). Q is [1, hq, total_q, d]
+    and K, V [1, hkv, total_k, d], with `?` for both lengths. Sequence i is
+    query rows [cu_q[i], cu_q[i+1]) against key rows [cu_k[i], cu_k[i+1]):
+    the op means the same attention run on each sequence alone (its own
+    causal offset len_k(i) - len_q(i), its own default positions), the
+    outputs packed in the query's order. Explicit position ids are packed
+    the same way ([total]).
+
     ```mlir
     %o = attn.attention %q, %k, %v bias(%alibi : tensor<1x12x64x64xf32>)
         causal scale(0.125)
@@ -50,6 +60,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     Optional<Attn_FloatTensor>:$bias,
     Optional<Attn_FloatTensor>:$key_term,
     Optional<Attn_FloatTensor>:$value_term,
+    Optional<TensorRankOf<[I32], [1]>>:$query_segments,
+    Optional<TensorRankOf<[I32], [1]>>:$key_segments,
     OptionalAttr<F64Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
@@ -65,6 +77,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`key_term` `(` $key_term^ `:` type($key_term) `)`)?
     (`value_term` `(` $value_term^ `:` type($value_term) `)`)?
+    (`segments` `(` $query_segments^ `,` $key_segments `:` type($query_segments) `,`
+       type($key_segments) `)`)?
     (`causal` $causal^)?
     (`window` `(` $window^ `)`)?
     (`window_right` `(` $window_right^ `)`)?
@@ -83,6 +97,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     ::llvm::LogicalResult verifyEncodings();
     /// The fused QK transform among `encodings` (at most one), or null.
     ::pejit::pe::PositionalEncodingAttrInterface getFusedQKTransform();
+    /// Checks `segments(...)` (part of the verifier).
+    ::llvm::LogicalResult verifySegments();
   }];
 }
 

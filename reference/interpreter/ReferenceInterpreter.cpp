@@ -2,6 +2,7 @@
 // the pejit dialects, bind the arguments, then evaluate op by op with the
 // reference/ functions.
 #include "reference/interpreter/ReferenceInterpreter.h"
+#include "reference/interpreter/PackedBatch.h"
 
 #include "compiler/Registration.h"
 #include "dialects/attn/AttnOps.h"
@@ -20,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace pejit {
 
@@ -91,19 +93,65 @@ std::string encodingOperandName(attn::AttentionOp op, unsigned index) {
   return "encoding operand #" + std::to_string(index);
 }
 
+/// attn.attention's ODS operand groups, in AttnOps.td's order; the
+/// encoding_operands group comes after them.
+const char *const kOperandGroupNames[] = {
+    "query", "key",      "value",      "query_positions", "key_positions",
+    "bias",  "key_term", "value_term", "query_segments",  "key_segments"};
+constexpr unsigned kEncodingOperandsGroup = std::size(kOperandGroupNames);
+
+/// The fused encoding that reads encoding operand `index`, or null.
+pe::PositionalEncodingAttrInterface encodingReading(attn::AttentionOp op, unsigned index) {
+  unsigned first = 0;
+  for (mlir::Attribute attr : op.getEncodingsAttr()) {
+    auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(attr);
+    if (index < first + encoding.getNumEncodingOperands())
+      return encoding;
+    first += encoding.getNumEncodingOperands();
+  }
+  return {};
+}
+
+/// Whether `arg` adds to the output through the probabilities: a fused
+/// value term's table, the attention's value_term, or an operand of the op
+/// that computes it.
+bool isValueTermArgument(mlir::BlockArgument arg) {
+  auto feedsValueTerm = [](mlir::Value value) {
+    for (mlir::OpOperand &use : value.getUses())
+      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(use.getOwner()))
+        if (attention.getValueTerm() == value)
+          return true;
+    return false;
+  };
+  if (feedsValueTerm(arg))
+    return true;
+  for (mlir::OpOperand &use : arg.getUses()) {
+    mlir::Operation *user = use.getOwner();
+    if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
+      auto [first, count] = attention.getODSOperandIndexAndLength(kEncodingOperandsGroup);
+      unsigned n = use.getOperandNumber();
+      if (n >= first && n < first + count)
+        if (pe::PositionalEncodingAttrInterface encoding = encodingReading(attention, n - first))
+          if (encoding.getEncodingKind() == pe::EncodingKind::ValueTerm)
+            return true;
+    } else if (user->getNumResults() == 1 && feedsValueTerm(user->getResult(0))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string useRole(mlir::OpOperand &use) {
   mlir::Operation *user = use.getOwner();
   unsigned n = use.getOperandNumber();
   if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
-    static const char *names[] = {"query",         "key",  "value",    "query_positions",
-                                  "key_positions", "bias", "key_term", "value_term"};
-    auto [first, count] = attention.getODSOperandIndexAndLength(8);
+    auto [first, count] = attention.getODSOperandIndexAndLength(kEncodingOperandsGroup);
     if (n >= first && n < first + count)
       return encodingOperandName(attention, n - first);
-    for (unsigned i = 0; i < 8; ++i) {
+    for (unsigned i = 0; i < kEncodingOperandsGroup; ++i) {
       auto [start, length] = attention.getODSOperandIndexAndLength(i);
       if (n >= start && n < start + length)
-        return names[i];
+        return kOperandGroupNames[i];
     }
   }
   std::string name = user->getName().getStringRef().str();
@@ -163,7 +211,10 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     info.isInteger = type.getElementType().isInteger();
     info.elementType = str(type.getElementType());
     info.type = str(type);
-    if (!info.isInteger)
+    info.valueTerm = !info.isInteger && isValueTermArgument(arg);
+    // Position ids may be omitted (they have defaults); a packed batch's
+    // offsets may not.
+    if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments")
       sig.requiredArguments = sig.arguments.size() + 1;
     sig.arguments.push_back(std::move(info));
   }
@@ -428,34 +479,14 @@ public:
   }
 };
 
-} // namespace
-
-Expected<FunctionSignature> describeFunction(const std::string &mlirSource,
-                                             const std::string &name) {
-  Expected<Parsed> parsed = parse(mlirSource, name);
-  if (!parsed)
-    return Expected<FunctionSignature>::error(parsed.error());
-  return signatureOf(parsed->func);
-}
-
-Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
-                                         const std::vector<ReferenceArgument> &arguments,
-                                         const std::string &name) {
+/// Binds `arguments` to the function's and evaluates it once.
+Expected<ref::Tensor> evaluateFunction(Parsed &parsed, const FunctionSignature &sig,
+                                       const std::vector<ReferenceArgument> &arguments) {
   using Result = Expected<ref::Tensor>;
-  Expected<Parsed> parsed = parse(mlirSource, name);
-  if (!parsed)
-    return Result::error(parsed.error());
-  Expected<FunctionSignature> sig = signatureOf(parsed->func);
-  if (!sig)
-    return Result::error(sig.error());
-  if (arguments.size() < sig->requiredArguments || arguments.size() > sig->arguments.size())
-    return Result::error("@" + sig->name + " takes " + std::to_string(sig->requiredArguments) +
-                         " to " + std::to_string(sig->arguments.size()) + " arguments, got " +
-                         std::to_string(arguments.size()));
   Interpreter interpreter;
-  for (size_t i = 0; i < sig->arguments.size(); ++i) {
-    const ArgumentInfo &info = sig->arguments[i];
-    Val &val = interpreter.values[parsed->func.getArgument(i)];
+  for (size_t i = 0; i < sig.arguments.size(); ++i) {
+    const ArgumentInfo &info = sig.arguments[i];
+    Val &val = interpreter.values[parsed.func.getArgument(i)];
     std::string what = "argument " + std::to_string(i) + " (" + info.role + ", " + info.type + ")";
     if (i >= arguments.size()) {
       val.kind = Val::Default;
@@ -483,13 +514,44 @@ Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
       val.ids = ids;
     }
   }
-  std::optional<int64_t> seqLen = interpreter.ropeSeqLen(parsed->func);
+  std::optional<int64_t> seqLen = interpreter.ropeSeqLen(parsed.func);
   if (!seqLen)
     return Result::error(interpreter.error);
-  for (mlir::Operation &op : parsed->func.getBody().getOps())
+  for (mlir::Operation &op : parsed.func.getBody().getOps())
     if (!interpreter.evaluate(op, *seqLen))
       return Result::error(interpreter.error);
   return std::move(interpreter.returned);
+}
+
+} // namespace
+
+Expected<FunctionSignature> describeFunction(const std::string &mlirSource,
+                                             const std::string &name) {
+  Expected<Parsed> parsed = parse(mlirSource, name);
+  if (!parsed)
+    return Expected<FunctionSignature>::error(parsed.error());
+  return signatureOf(parsed->func);
+}
+
+Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
+                                         const std::vector<ReferenceArgument> &arguments,
+                                         const std::string &name) {
+  using Result = Expected<ref::Tensor>;
+  Expected<Parsed> parsed = parse(mlirSource, name);
+  if (!parsed)
+    return Result::error(parsed.error());
+  Expected<FunctionSignature> sig = signatureOf(parsed->func);
+  if (!sig)
+    return Result::error(sig.error());
+  if (arguments.size() < sig->requiredArguments || arguments.size() > sig->arguments.size())
+    return Result::error("@" + sig->name + " takes " + std::to_string(sig->requiredArguments) +
+                         " to " + std::to_string(sig->arguments.size()) + " arguments, got " +
+                         std::to_string(arguments.size()));
+  if (isPackedBatch(*sig))
+    return interpretPackedBatch(*sig, arguments, [&](const std::vector<ReferenceArgument> &part) {
+      return evaluateFunction(*parsed, *sig, part);
+    });
+  return evaluateFunction(*parsed, *sig, arguments);
 }
 
 } // namespace pejit

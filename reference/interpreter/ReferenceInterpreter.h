@@ -9,7 +9,8 @@
 // PositionalEncodingOpInterface::evaluateReference, which each encoding
 // implements in its own files) and attn.attention (with bias / key_term /
 // value_term / scale / causal / window / softcap, and fused `encodings`,
-// each through PositionalEncodingAttrInterface's reference methods), all
+// each through PositionalEncodingAttrInterface's reference methods, and
+// `segments`: a packed batch runs once per sequence, PackedBatch.h), all
 // with the float64 reference in reference/. It names no encoding. Any
 // other op is an error that names it. Element types are ignored:
 // everything is computed in float64.
@@ -46,6 +47,9 @@ struct ArgumentInfo {
   bool isInteger = false;     ///< position ids (i32/i64); else a float tensor
   std::string elementType;    ///< "f32", "f16", "i64", ...
   std::string type;           ///< "tensor<1x4x64x64xf32>"
+  /// Its rows add to the output through the probabilities (a value term's
+  /// table [m, dv]): the output's range widens by its values'.
+  bool valueTerm = false;
 };
 
 /// The signature of the module's one function.

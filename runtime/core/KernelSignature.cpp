@@ -7,10 +7,10 @@ namespace pejit {
 
 namespace {
 
-constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,          ArgumentRole::Key,
-                                   ArgumentRole::Value,          ArgumentRole::QueryPositions,
-                                   ArgumentRole::KeyPositions,   ArgumentRole::Positions,
-                                   ArgumentRole::EncodingOperand};
+constexpr ArgumentRole kRoles[] = {
+    ArgumentRole::Query,           ArgumentRole::Key,           ArgumentRole::Value,
+    ArgumentRole::QueryPositions,  ArgumentRole::KeyPositions,  ArgumentRole::Positions,
+    ArgumentRole::EncodingOperand, ArgumentRole::QuerySegments, ArgumentRole::KeySegments};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -46,6 +46,10 @@ const char *argumentRoleName(ArgumentRole role) {
     return "positions";
   case ArgumentRole::EncodingOperand:
     return "encoding_operand";
+  case ArgumentRole::QuerySegments:
+    return "query_segments";
+  case ArgumentRole::KeySegments:
+    return "key_segments";
   }
   return "?";
 }
@@ -78,6 +82,13 @@ std::vector<size_t> KernelSignature::encodingOperandArguments() const {
     if (arguments[i].role == ArgumentRole::EncodingOperand)
       indices.push_back(i);
   return indices;
+}
+
+bool KernelSignature::segmented() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::QuerySegments)
+      return true;
+  return false;
 }
 
 std::vector<std::string> KernelSignature::labels() const {

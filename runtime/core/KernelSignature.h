@@ -8,7 +8,8 @@
 //   ROLE[=NAME]:DTYPE:SHAPE      e.g. "query:f32:1x16x2048x128"
 //                                     "encoding_operand=t5_table:f32:32x16"
 // ROLE is query, key, value, query_positions, key_positions, positions (one
-// tensor of ids for both) or encoding_operand; DTYPE f32, f16, bf16, i32 or
+// tensor of ids for both), encoding_operand, query_segments or key_segments
+// (a packed batch's cu_seqlens); DTYPE f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
 // ("query:f32:1x32x?x128", docs/shape-classes.md).
 #ifndef PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
@@ -30,6 +31,8 @@ enum class ArgumentRole {
   KeyPositions,
   Positions, ///< one tensor of ids for both queries and keys
   EncodingOperand,
+  QuerySegments, ///< cu_seqlens_q of a packed batch (i32 [n + 1])
+  KeySegments,   ///< cu_seqlens_k
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -60,6 +63,10 @@ struct KernelSignature {
   std::vector<size_t> encodingOperandArguments() const;
   /// Labels, in order.
   std::vector<std::string> labels() const;
+
+  /// Whether the kernel takes a packed batch (query_segments and
+  /// key_segments, docs/shape-classes.md).
+  bool segmented() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

@@ -220,11 +220,12 @@ Inputs drawInputs(const FunctionSignature &sig, DType dtype, std::mt19937_64 &rn
 }
 
 /// Ill-conditioned attention: every output finite and within the range of
-/// its KV head's values; rows without a visible key (reference 0) zero, and
-/// no other row all zero.
+/// its KV head's values, widened per channel by each value-term table's
+/// (`valueTerms`, [m, dv] each: their rows add through the probabilities);
+/// rows without a visible key (reference 0) zero, and no other row all zero.
 std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expected,
                           const std::vector<float> &value, const std::vector<int64_t> &vShape,
-                          int64_t queryHeads) {
+                          int64_t queryHeads, const std::vector<const ref::Tensor *> &valueTerms) {
   int64_t b = vShape[0], hkv = vShape[1], skv = vShape[2], dv = vShape[3];
   int64_t sq = expected.shape[2], group = queryHeads / hkv;
   for (int64_t bi = 0; bi < b; ++bi)
@@ -248,6 +249,15 @@ std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expe
             double x = value[((bi * hkv + h / group) * skv + j) * dv + c];
             lo = std::min(lo, x);
             hi = std::max(hi, x);
+          }
+          for (const ref::Tensor *table : valueTerms) {
+            double tableLo = INFINITY, tableHi = -INFINITY;
+            for (int64_t m = 0; m < table->dim(0); ++m) {
+              tableLo = std::min(tableLo, table->at(m, c));
+              tableHi = std::max(tableHi, table->at(m, c));
+            }
+            lo += tableLo;
+            hi += tableHi;
           }
           size_t at = static_cast<size_t>(((bi * queryHeads + h) * sq + i) * dv + c);
           double x = out[at], slack = 1e-2;
@@ -322,11 +332,17 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
 
   if (magnitude > 200) {
     size_t valueIndex = 0;
-    for (size_t i = 0; i < signature->arguments.size(); ++i)
+    std::vector<const ref::Tensor *> valueTerms;
+    for (size_t i = 0; i < signature->arguments.size(); ++i) {
       if (signature->arguments[i].role == "value")
         valueIndex = i;
+      if (signature->arguments[i].valueTerm && i < inputs.reference.size())
+        if (const auto *table = std::get_if<ref::Tensor>(&inputs.reference[i]);
+            table && table->rank() == 2)
+          valueTerms.push_back(table);
+    }
     std::string problem = boundsProblem(out, *expected, inputs.floats[valueIndex],
-                                        inputs.shapes[valueIndex], s.queryHeads);
+                                        inputs.shapes[valueIndex], s.queryHeads, valueTerms);
     if (!problem.empty())
       return {Verdict::WrongResult, "scores up to " + std::to_string(magnitude) + ": " + problem};
     return {Verdict::Bounded, "scores up to " + std::to_string(magnitude)};

@@ -64,62 +64,39 @@ inline std::vector<float> toFloat(const ref::Tensor &t) {
   return std::vector<float>(t.data.begin(), t.data.end());
 }
 
-inline Outcome runCase(Runtime &runtime, const Case &c) {
-  Outcome outcome;
-  std::mt19937 &engine = rng(&outcome.seed);
+/// The shape of explicit position ids of `seq` entries: [s] or [b, s],
+/// M-RoPE's and axial RoPE's with a leading axis per section.
+inline std::vector<int64_t> positionShapeOf(const AttentionSpec &spec, const Shape &s,
+                                            int64_t seq) {
+  std::vector<int64_t> dims =
+      spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq} : std::vector<int64_t>{seq};
+  if (spec.rope && ref::ropePositionAxes(*spec.rope) > 0)
+    dims.insert(dims.begin(), ref::ropePositionAxes(*spec.rope));
+  return dims;
+}
+
+/// Whether an encoding measures distance by position: the kernel then
+/// takes both position ids.
+inline bool readsPositions(const AttentionSpec &spec) {
+  for (const EncodingSpec &encoding : spec.encodings)
+    if (encoding.readsPositions)
+      return true;
+  return false;
+}
+
+/// The float64 reference of case `c` (its spec at the static shape
+/// c.shape) on the given inputs: rotate, bias, attend. Encodings with
+/// operands go through the reference interpreter on the builder's source.
+/// An error (from the interpreter) comes back in `error`.
+inline ref::Tensor referenceOutput(const Case &c, const ref::Tensor &q, const ref::Tensor &k,
+                                   const ref::Tensor &v, const std::vector<ref::Tensor> &operands,
+                                   const std::vector<int64_t> &qp, const std::vector<int64_t> &kp,
+                                   std::string &error) {
   const Shape &s = c.shape;
-  ref::Tensor q =
-      randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine, c.inputScale);
-  ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine, c.inputScale);
-  ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
-  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v);
-  std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
-                         std::numeric_limits<float>::quiet_NaN());
-
-  Expected<X86Kernel> kernel =
-      runtime.getX86(Spec::fromBuilder(c.spec, c.shapeClass.value_or(s)), c.tiles);
-  if (!kernel) {
-    outcome.error = kernel.error();
-    return outcome;
-  }
-  std::vector<TensorView> inputs = {{qf.data(), DType::F32, q.shape, {}},
-                                    {kf.data(), DType::F32, k.shape, {}},
-                                    {vf.data(), DType::F32, v.shape, {}}};
-  // The encodings' own tensors (a T5 table, ...): fresh random values too.
-  std::vector<ref::Tensor> operands;
-  for (const EncodingSpec &encoding : c.spec.encodings)
-    for (const std::vector<int64_t> &dims : encoding.operandShapes)
-      operands.push_back(randomTensor(dims, engine, c.operandScale));
-  std::vector<std::vector<float>> operandFloats;
-  for (const ref::Tensor &operand : operands)
-    operandFloats.push_back(toFloat(operand));
-  for (size_t n = 0; n < operands.size(); ++n)
-    inputs.push_back({operandFloats[n].data(), DType::F32, operands[n].shape, {}});
-  std::vector<int64_t> qp = c.queryPositions, kp = c.keyPositions;
-  auto positionShape = [&](int64_t seq) {
-    std::vector<int64_t> dims =
-        c.spec.positionsPerBatch ? std::vector<int64_t>{s.batch, seq} : std::vector<int64_t>{seq};
-    if (c.spec.rope && ref::ropePositionAxes(*c.spec.rope) > 0) // M-RoPE, axial: axes first
-      dims.insert(dims.begin(), ref::ropePositionAxes(*c.spec.rope));
-    return dims;
-  };
+  auto positionShape = [&](int64_t seq) { return positionShapeOf(c.spec, s, seq); };
   bool ropeQ = c.spec.rope && c.spec.ropeOnQuery, ropeK = c.spec.rope && c.spec.ropeOnKey;
-  // An encoding by position reads both ids (the kernel takes both).
-  bool byPosition = false;
-  for (const EncodingSpec &encoding : c.spec.encodings)
-    byPosition = byPosition || encoding.readsPositions;
+  bool byPosition = readsPositions(c.spec);
   bool passQ = (ropeQ || byPosition) && !qp.empty(), passK = (ropeK || byPosition) && !kp.empty();
-  if (passQ)
-    inputs.push_back({qp.data(), DType::I64, positionShape(s.querySeq), {}});
-  if (passK)
-    inputs.push_back({kp.data(), DType::I64, positionShape(s.keySeq), {}});
-  TensorView outView{out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}};
-  if (Status status = kernel->run(inputs, outView); !status) {
-    outcome.error = status.message();
-    return outcome;
-  }
-
-  // Reference: rotate, bias, attend, all in float64.
   ref::Tensor qr = q, kr = k;
   if (c.spec.rope) {
     auto ids = [&](const std::vector<int64_t> &given, ref::PositionIds fallback, int64_t seq) {
@@ -171,10 +148,65 @@ inline Outcome runCase(Runtime &runtime, const Case &c) {
     Expected<ref::Tensor> interpreted =
         interpretReference(Spec::fromBuilder(c.spec, s).source(), arguments);
     if (!interpreted) {
-      outcome.error = "reference: " + interpreted.error();
-      return outcome;
+      error = "reference: " + interpreted.error();
+      return {};
     }
     expected = *interpreted;
+  }
+  return expected;
+}
+
+inline Outcome runCase(Runtime &runtime, const Case &c) {
+  Outcome outcome;
+  std::mt19937 &engine = rng(&outcome.seed);
+  const Shape &s = c.shape;
+  ref::Tensor q =
+      randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine, c.inputScale);
+  ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine, c.inputScale);
+  ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
+  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v);
+  std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
+                         std::numeric_limits<float>::quiet_NaN());
+
+  Expected<X86Kernel> kernel =
+      runtime.getX86(Spec::fromBuilder(c.spec, c.shapeClass.value_or(s)), c.tiles);
+  if (!kernel) {
+    outcome.error = kernel.error();
+    return outcome;
+  }
+  std::vector<TensorView> inputs = {{qf.data(), DType::F32, q.shape, {}},
+                                    {kf.data(), DType::F32, k.shape, {}},
+                                    {vf.data(), DType::F32, v.shape, {}}};
+  // The encodings' own tensors (a T5 table, ...): fresh random values too.
+  std::vector<ref::Tensor> operands;
+  for (const EncodingSpec &encoding : c.spec.encodings)
+    for (const std::vector<int64_t> &dims : encoding.operandShapes)
+      operands.push_back(randomTensor(dims, engine, c.operandScale));
+  std::vector<std::vector<float>> operandFloats;
+  for (const ref::Tensor &operand : operands)
+    operandFloats.push_back(toFloat(operand));
+  for (size_t n = 0; n < operands.size(); ++n)
+    inputs.push_back({operandFloats[n].data(), DType::F32, operands[n].shape, {}});
+  std::vector<int64_t> qp = c.queryPositions, kp = c.keyPositions;
+  auto positionShape = [&](int64_t seq) { return positionShapeOf(c.spec, s, seq); };
+  bool ropeQ = c.spec.rope && c.spec.ropeOnQuery, ropeK = c.spec.rope && c.spec.ropeOnKey;
+  bool byPosition = readsPositions(c.spec);
+  bool passQ = (ropeQ || byPosition) && !qp.empty(), passK = (ropeK || byPosition) && !kp.empty();
+  if (passQ)
+    inputs.push_back({qp.data(), DType::I64, positionShape(s.querySeq), {}});
+  if (passK)
+    inputs.push_back({kp.data(), DType::I64, positionShape(s.keySeq), {}});
+  TensorView outView{out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}};
+  if (Status status = kernel->run(inputs, outView); !status) {
+    outcome.error = status.message();
+    return outcome;
+  }
+
+  std::string referenceError;
+  ref::Tensor expected = referenceOutput(c, q, k, v, operands, qp, kp, referenceError);
+  if (!referenceError.empty()) {
+    outcome.error = referenceError;
+    return outcome;
   }
   double maxRef = 0, maxErr = 0;
   for (size_t i = 0; i < expected.data.size(); ++i) {

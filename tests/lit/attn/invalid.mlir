@@ -399,3 +399,43 @@ func.func @score_mod_one_length(%s: f32, %n: index, %i: i32) -> f32 {
   %r = "attn.score_mod"(%s, %n, %n, %i, %i, %n) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0>}> : (f32, index, index, i32, i32, index) -> f32
   return %r : f32
 }
+
+// -----
+
+func.func @segments_batch(%q: tensor<2x4x?x64xf32>, %cu: tensor<?xi32>) {
+  // expected-error @+1 {{'attn.attention' op segments pack the sequences into one batch row: the query's b (dim 0) must be 1, got 2}}
+  %o = attn.attention %q, %q, %q segments(%cu, %cu : tensor<?xi32>, tensor<?xi32>) : tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @segments_static_length(%q: tensor<1x4x64x64xf32>, %k: tensor<1x4x?x64xf32>, %cu: tensor<?xi32>) {
+  // expected-error @+1 {{'attn.attention' op segments: the query's sq (dim 2) must be ? (each sequence's length is its own), got 64}}
+  %o = attn.attention %q, %k, %k segments(%cu, %cu : tensor<?xi32>, tensor<?xi32>) : tensor<1x4x64x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x64x64xf32>
+  return
+}
+
+// -----
+
+func.func @segments_count(%q: tensor<1x4x?x64xf32>, %cu_q: tensor<3xi32>, %cu_k: tensor<4xi32>) {
+  // expected-error @+1 {{'attn.attention' op segments: 3 query offsets but 4 key offsets (both are n + 1 for n sequences)}}
+  %o = attn.attention %q, %q, %q segments(%cu_q, %cu_k : tensor<3xi32>, tensor<4xi32>) : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @segments_one_entry(%q: tensor<1x4x?x64xf32>, %cu: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.attention' op segments: the query offsets must have n + 1 >= 2 entries (one sequence at least), got 1}}
+  %o = attn.attention %q, %q, %q segments(%cu, %cu : tensor<1xi32>, tensor<1xi32>) : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @segments_dtype(%q: tensor<1x4x?x64xf32>, %cu: tensor<?xi64>) {
+  // expected-error @+1 {{operand #3 must be 1D tensor of 32-bit signless integer values}}
+  %o = attn.attention %q, %q, %q segments(%cu, %cu : tensor<?xi64>, tensor<?xi64>) : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return
+}

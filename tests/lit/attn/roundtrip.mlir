@@ -118,3 +118,11 @@ func.func @two_sided_window(%q: tensor<1x4x16x64xf32>) -> tensor<1x4x16x64xf32> 
   %o = attn.attention %q, %q, %q window(16) window_right(8) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
 }
+
+// A packed batch: FlashAttention's cu_seqlens as segments, lengths `?`.
+// CHECK-LABEL: func.func @packed_segments
+// CHECK: attn.attention {{.*}} segments(%{{.*}}, %{{.*}} : tensor<?xi32>, tensor<?xi32>) causal
+func.func @packed_segments(%q: tensor<1x8x?x64xf32>, %k: tensor<1x2x?x64xf32>, %cu_q: tensor<?xi32>, %cu_k: tensor<?xi32>) -> tensor<1x8x?x64xf32> {
+  %o = attn.attention %q, %k, %k segments(%cu_q, %cu_k : tensor<?xi32>, tensor<?xi32>) causal : tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x8x?x64xf32>
+  return %o : tensor<1x8x?x64xf32>
+}

@@ -1,0 +1,179 @@
+// The float64 interpreter over a packed batch: one evaluation per sequence
+// (PackedBatch.h).
+#include "reference/interpreter/PackedBatch.h"
+
+#include <algorithm>
+
+namespace pejit {
+
+namespace {
+
+/// Which offsets slice an argument.
+enum class Side { None, Query, Key, Both };
+
+/// The side of one role of ArgumentInfo::role ("query", "key and value").
+Side sideOf(const std::string &roles) {
+  Side side = Side::None;
+  auto add = [&](Side s) { side = side == Side::None || side == s ? s : Side::Both; };
+  // Roles are joined by " and ".
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t at = roles.find(" and ", start);
+    parts.push_back(roles.substr(start, at == std::string::npos ? std::string::npos : at - start));
+    if (at == std::string::npos)
+      break;
+    start = at + 5;
+  }
+  for (const std::string &part : parts) {
+    if (part == "query" || part == "query_positions")
+      add(Side::Query);
+    else if (part == "key" || part == "value" || part == "key_positions")
+      add(Side::Key);
+    else if (part == "positions")
+      add(Side::Both);
+  }
+  return side;
+}
+
+/// Reads and checks one offsets argument against the packed length.
+Expected<std::vector<int64_t>> readOffsets(const ArgumentInfo &info, size_t index,
+                                           const ReferenceArgument &argument, int64_t total) {
+  using Result = Expected<std::vector<int64_t>>;
+  std::string what = "argument " + std::to_string(index) + " (" + info.role + ")";
+  const auto *ids = std::get_if<ref::PositionIds>(&argument);
+  if (!ids || ids->shape.size() != 1 || ids->shape[0] < 2)
+    return Result::error(what + " must be i32 [n + 1] offsets with n >= 1 sequences");
+  const std::vector<int64_t> &offsets = ids->data;
+  if (offsets[0] != 0)
+    return Result::error(what + ": entry 0 is " + std::to_string(offsets[0]) +
+                         "; the offsets start at 0");
+  for (size_t i = 1; i < offsets.size(); ++i)
+    if (offsets[i] < offsets[i - 1])
+      return Result::error(what + ": entry " + std::to_string(i) + " (" +
+                           std::to_string(offsets[i]) + ") is less than entry " +
+                           std::to_string(i - 1) + " (" + std::to_string(offsets[i - 1]) +
+                           "): the offsets must be non-decreasing");
+  if (offsets.back() != total)
+    return Result::error(what + ": the last entry (" + std::to_string(offsets.back()) + ", index " +
+                         std::to_string(offsets.size() - 1) + ") must equal the packed length " +
+                         std::to_string(total));
+  return offsets;
+}
+
+/// Rows [first, first + count) of dim 2 of a rank-4 tensor.
+ref::Tensor rows(const ref::Tensor &t, int64_t first, int64_t count) {
+  ref::Tensor part({t.dim(0), t.dim(1), count, t.dim(3)});
+  for (int64_t n = 0; n < t.dim(0); ++n)
+    for (int64_t h = 0; h < t.dim(1); ++h)
+      for (int64_t i = 0; i < count; ++i)
+        for (int64_t c = 0; c < t.dim(3); ++c)
+          part.at(n, h, i, c) = t.at(n, h, first + i, c);
+  return part;
+}
+
+/// Entries [first, first + count) of the last dim of position ids.
+ref::PositionIds entries(const ref::PositionIds &ids, int64_t first, int64_t count) {
+  int64_t s = ids.shape.back(), lead = ids.data.size() / std::max<int64_t>(s, 1);
+  std::vector<int64_t> shape = ids.shape, data;
+  shape.back() = count;
+  for (int64_t r = 0; r < lead; ++r)
+    data.insert(data.end(), ids.data.begin() + r * s + first,
+                ids.data.begin() + r * s + first + count);
+  return ref::PositionIds(shape, data);
+}
+
+} // namespace
+
+bool isPackedBatch(const FunctionSignature &sig) {
+  return std::any_of(sig.arguments.begin(), sig.arguments.end(),
+                     [](const ArgumentInfo &info) { return info.role == "query_segments"; });
+}
+
+Expected<ref::Tensor> interpretPackedBatch(
+    const FunctionSignature &sig, const std::vector<ReferenceArgument> &arguments,
+    const std::function<Expected<ref::Tensor>(const std::vector<ReferenceArgument> &)> &evaluate) {
+  using Result = Expected<ref::Tensor>;
+  // The packed lengths, from the query and key arguments.
+  int64_t totalQuery = -1, totalKey = -1;
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (const auto *t = std::get_if<ref::Tensor>(&arguments[i]); t && t->rank() == 4) {
+      Side side = sideOf(sig.arguments[i].role);
+      if (side == Side::Query)
+        totalQuery = t->dim(2);
+      if (side == Side::Key)
+        totalKey = t->dim(2);
+    }
+  if (totalQuery < 0 || totalKey < 0)
+    return Result::error("a packed batch needs its query and key as arguments of @" + sig.name);
+  std::vector<int64_t> query, key;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const ArgumentInfo &info = sig.arguments[i];
+    if (info.role != "query_segments" && info.role != "key_segments")
+      continue;
+    bool isQuery = info.role == "query_segments";
+    Expected<std::vector<int64_t>> offsets =
+        readOffsets(info, i, arguments[i], isQuery ? totalQuery : totalKey);
+    if (!offsets)
+      return Result::error(offsets.error());
+    (isQuery ? query : key) = *offsets;
+  }
+  if (query.empty() || key.empty())
+    return Result::error("@" + sig.name +
+                         " takes a packed batch: give query_segments and "
+                         "key_segments");
+  if (query.size() != key.size())
+    return Result::error("query_segments has " + std::to_string(query.size()) +
+                         " entries but key_segments " + std::to_string(key.size()) +
+                         ": both are n + 1 for n sequences");
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const ArgumentInfo &info = sig.arguments[i];
+    Side side = sideOf(info.role);
+    bool dynamic = std::count(info.shape.begin(), info.shape.end(), -1) > 0;
+    if (side == Side::Both && query != key)
+      return Result::error("argument " + std::to_string(i) + " (" + info.role +
+                           ") serves queries and keys, so query_segments and key_segments "
+                           "must be equal");
+    if (side == Side::None && dynamic && info.role != "query_segments" &&
+        info.role != "key_segments")
+      return Result::error("argument " + std::to_string(i) + " (" + info.role + ", " + info.type +
+                           ") has `?` dims, which segments cannot slice per sequence");
+  }
+  ref::Tensor packed;
+  for (size_t n = 0; n + 1 < query.size(); ++n) {
+    int64_t q0 = query[n], nq = query[n + 1] - q0, k0 = key[n], nk = key[n + 1] - k0;
+    std::vector<ReferenceArgument> part;
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      Side side = sideOf(sig.arguments[i].role);
+      int64_t first = side == Side::Key ? k0 : q0, count = side == Side::Key ? nk : nq;
+      if (side == Side::None)
+        part.push_back(arguments[i]);
+      else if (const auto *t = std::get_if<ref::Tensor>(&arguments[i]))
+        part.push_back(rows(*t, first, count));
+      else
+        part.push_back(entries(std::get<ref::PositionIds>(arguments[i]), first, count));
+    }
+    ref::Tensor out;
+    if (nq > 0 && nk > 0) {
+      Result result = evaluate(part);
+      if (!result)
+        return Result::error("sequence " + std::to_string(n) + ": " + result.error());
+      out = std::move(*result);
+    }
+    if (packed.shape.empty() && !out.shape.empty())
+      packed = ref::Tensor({out.dim(0), out.dim(1), totalQuery, out.dim(3)});
+    if (!out.shape.empty())
+      for (int64_t h = 0; h < out.dim(1); ++h)
+        for (int64_t i = 0; i < nq; ++i)
+          for (int64_t c = 0; c < out.dim(3); ++c)
+            packed.at(0, h, q0 + i, c) = out.at(0, h, i, c);
+  }
+  if (packed.shape.empty()) { // no sequence had both queries and keys
+    std::vector<int64_t> shape = sig.resultShape;
+    shape[2] = totalQuery;
+    packed = ref::Tensor(shape);
+  }
+  return packed;
+}
+
+} // namespace pejit

@@ -1,0 +1,264 @@
+// X86KernelImpl::run: checks the user's views against the kernel's shape
+// class, plans the call (runtime/core/CallPlan.h) and runs its phases on
+// the thread pool: the tables (prologue), the key cache (prepare), the work
+// items and a split decode's combine. A packed batch (segments) is one
+// sub-call per sequence, each planned from its own lengths; the phases of
+// all of them run as one pool round trip each, so short sequences share
+// the cores instead of waiting for each other.
+#include "runtime/Views.h"
+#include "runtime/X86KernelImpl.h"
+#include "runtime/core/CallPlan.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace pejit {
+
+namespace {
+
+MemRefDescriptor<float, 4> describe4(const TensorView &view) {
+  MemRefDescriptor<float, 4> desc{};
+  desc.allocated = desc.aligned = static_cast<float *>(view.data);
+  std::vector<int64_t> strides = stridesOf(view);
+  for (int i = 0; i < 4; ++i) {
+    desc.sizes[i] = view.shape[i];
+    desc.strides[i] = strides[i];
+  }
+  return desc;
+}
+
+/// Rows [first, first + count) of dim 2 of a [b, h, s, d] descriptor.
+MemRefDescriptor<float, 4> rowsOf(MemRefDescriptor<float, 4> desc, DType dtype, int64_t first,
+                                  int64_t count) {
+  char *base = reinterpret_cast<char *>(desc.aligned) + first * desc.strides[2] * dtypeBytes(dtype);
+  desc.allocated = desc.aligned = reinterpret_cast<float *>(base);
+  desc.sizes[2] = count;
+  return desc;
+}
+
+/// Entries [first, first + count) of a position-id view's last dim.
+TensorView positionsOf(const TensorView &view, int64_t first, int64_t count) {
+  TensorView part = view;
+  part.strides = stridesOf(view);
+  part.data = static_cast<char *>(view.data) + first * part.strides.back() * dtypeBytes(view.dtype);
+  part.shape.back() = count;
+  return part;
+}
+
+/// Zeros rows [first, first + count) of every head of a [1, h, s, dv]
+/// output: a sequence with no keys sees none (docs/semantics.md).
+void zeroRows(const TensorView &out, int64_t first, int64_t count) {
+  std::vector<int64_t> strides = stridesOf(out);
+  size_t bytes = dtypeBytes(out.dtype);
+  for (int64_t h = 0; h < out.shape[1]; ++h)
+    for (int64_t r = first; r < first + count; ++r)
+      std::memset(static_cast<char *>(out.data) + (h * strides[1] + r * strides[2]) * bytes, 0,
+                  out.shape[3] * bytes);
+}
+
+/// One call of the kernel at one set of lengths: the whole call, or one
+/// sequence of a packed batch.
+struct SubCall {
+  Shape shape;
+  CallPlan plan;
+  MemRefDescriptor<float, 4> q{}, k{}, v{}, o{};
+  std::vector<int64_t> queryPositions, keyPositions;
+  MemRefDescriptor<int64_t, 2> qp{}, kp{};
+  int64_t scratchOffset = 0, cacheOffset = 0; ///< floats into the call's scratch
+  MemRefDescriptor<float, 1> sd{}, kcd{}, partials{};
+};
+
+/// Index of the sub-call whose range [first[i], first[i + 1]) holds `index`.
+size_t subCallOf(const std::vector<int64_t> &first, int64_t index) {
+  return std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1;
+}
+
+} // namespace
+
+Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+  BoundInputs bound;
+  if (Status st = bindInputs(signature, inputs, bound); !st)
+    return st;
+  const TensorView *views[3] = {bound.query, bound.key, bound.value};
+  // The call's shape: the kernel's, its `?` lengths taken from Q and K (a
+  // packed batch's total lengths).
+  Expected<Shape> resolved = callShape(shape, *views[0], *views[1]);
+  if (!resolved)
+    return Status::error(resolved.error());
+  const Shape &s = *resolved;
+  std::vector<int64_t> qShape{s.batch, s.queryHeads, s.querySeq, s.headDim};
+  std::vector<int64_t> kShape{s.batch, s.kvHeads, s.keySeq, s.headDim};
+  std::vector<int64_t> vShape{s.batch, s.kvHeads, s.keySeq, s.valueDim};
+  std::vector<int64_t> oShape{s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  if (Status st = checkView(*views[0], "input 0 (query)", qShape, {inputDtype}); !st)
+    return st;
+  if (Status st = checkView(*views[1], "input 1 (key)", kShape, {inputDtype}); !st)
+    return st;
+  if (Status st = checkView(*views[2], "input 2 (value)", vShape, {inputDtype}); !st)
+    return st;
+  if (Status st = checkView(out, "output", oShape, {outputDtype}); !st)
+    return st;
+
+  // The sub-calls: the call itself, or one per sequence with keys.
+  Segments segments{{0, s.querySeq}, {0, s.keySeq}};
+  if (signature.segmented()) {
+    Expected<Segments> read = readSegments(bound, s.querySeq, s.keySeq);
+    if (!read)
+      return Status::error(read.error());
+    segments = std::move(*read);
+  }
+  MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
+                             v = describe4(*views[2]), o = describe4(out);
+  std::vector<SubCall> calls;
+  int64_t threads = pool_->threads();
+  int64_t floats = 0;
+  for (size_t i = 0; i < segments.count(); ++i) {
+    int64_t q0 = segments.query[i], nq = segments.query[i + 1] - q0;
+    int64_t k0 = segments.key[i], nk = segments.key[i + 1] - k0;
+    if (nq == 0)
+      continue;
+    if (nk == 0) { // its rows see no key
+      zeroRows(out, q0, nq);
+      continue;
+    }
+    SubCall call;
+    call.shape = s;
+    call.shape.querySeq = nq;
+    call.shape.keySeq = nk;
+    call.q = rowsOf(q, inputDtype, q0, nq);
+    call.k = rowsOf(k, inputDtype, k0, nk);
+    call.v = rowsOf(v, inputDtype, k0, nk);
+    call.o = rowsOf(o, outputDtype, q0, nq);
+    // Position ids: the sequence's slice of the packed ids, or the
+    // defaults from its own lengths (keys from 0, queries from nk - nq).
+    auto slice = [&](const TensorView *ids, int64_t first, int64_t count,
+                     std::optional<TensorView> &part) -> const TensorView * {
+      if (!ids || !signature.segmented())
+        return ids;
+      part = positionsOf(*ids, first, count);
+      return &*part;
+    };
+    std::optional<TensorView> qIds, kIds;
+    if (Status st = buildPositionTable(slice(bound.queryPositions, q0, nq, qIds),
+                                       bound.queryPositionsName, queryPositionRows, nq, s.batch,
+                                       nk - nq, call.queryPositions, positionAxes);
+        !st)
+      return st;
+    if (Status st =
+            buildPositionTable(slice(bound.keyPositions, k0, nk, kIds), bound.keyPositionsName,
+                               keyPositionRows, nk, s.batch, 0, call.keyPositions, positionAxes);
+        !st)
+      return st;
+    call.qp = {call.queryPositions.data(),
+               call.queryPositions.data(),
+               0,
+               {positionAxes * queryPositionRows, nq},
+               {nq, 1}};
+    call.kp = {call.keyPositions.data(),
+               call.keyPositions.data(),
+               0,
+               {positionAxes * keyPositionRows, nk},
+               {nk, 1}};
+    // Items, tables and the key cache of this sub-call (the compile-time
+    // plan at a static shape: the same rule). Its scratch: the tables,
+    // then (64-byte aligned) the key cache or a split decode's partials.
+    call.plan = planCall(*this, call.shape, threads);
+    call.scratchOffset = floats;
+    call.cacheOffset = floats + (call.plan.tableFloats + 15) / 16 * 16;
+    floats = call.cacheOffset +
+             (std::max(call.plan.keyCacheFloats, call.plan.partialFloats) + 15) / 16 * 16;
+    calls.push_back(std::move(call));
+  }
+  if (calls.empty())
+    return Status();
+  ScratchBuffer scratch = takeScratch(floats);
+  if (!scratch.data)
+    return Status::error("out of memory: the kernel's scratch of " + std::to_string(floats) +
+                         " floats could not be allocated");
+  // Each sub-call's views of scratch have their own base pointers: the
+  // kernel's views of them (reinterpret_cast) set their offset from the
+  // aligned pointer. A key cache of 0 floats tells the kernel to rotate K
+  // per tile.
+  bool anyTables = false;
+  std::vector<int64_t> firstPrepare{0}, firstItem{0}, firstCombine{0};
+  for (SubCall &call : calls) {
+    float *tables = scratch.data.get() + call.scratchOffset;
+    float *cache = scratch.data.get() + call.cacheOffset;
+    call.sd = {tables, tables, 0, {std::max<int64_t>(call.plan.tableFloats, 1)}, {1}};
+    call.kcd = {cache, cache, 0, {call.plan.keyCacheFloats}, {1}};
+    call.partials = {cache, cache, 0, {std::max<int64_t>(call.plan.partialFloats, 1)}, {1}};
+    anyTables |= call.plan.tableFloats > 0;
+    firstPrepare.push_back(firstPrepare.back() + std::min(threads, call.plan.prepareJobs));
+    firstItem.push_back(firstItem.back() + call.plan.items);
+    firstCombine.push_back(firstCombine.back() + call.plan.combineItems);
+  }
+  // The tables (RoPE's cos/sin per position) on all cores: part p of a
+  // sub-call fills its position rows p, p + threads, ... Without tables
+  // (no QK transform) the prologue is empty: no round trip through the pool.
+  if (anyTables)
+    pool_->parallelFor(static_cast<int64_t>(calls.size()) * threads, [&](int64_t index) {
+      SubCall &call = calls[index / threads];
+      MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
+      MemRefDescriptor<float, 1> sdc = call.sd;
+      prologue_(&qpc, &kpc, &sdc, index % threads, threads);
+    });
+  // K rotated once into the key cache (after all tables exist).
+  if (firstPrepare.back() > 0)
+    pool_->parallelFor(firstPrepare.back(), [&](int64_t index) {
+      size_t c = subCallOf(firstPrepare, index);
+      SubCall &call = calls[c];
+      MemRefDescriptor<float, 4> kc = call.k;
+      MemRefDescriptor<float, 1> kcc = call.kcd, sdc = call.sd;
+      int64_t parts = firstPrepare[c + 1] - firstPrepare[c];
+      prepare_(&kc, &kcc, &sdc, call.shape.querySeq, index - firstPrepare[c], parts);
+    });
+  // The encoding operand slots: each a memref descriptor of its own rank,
+  // as words (two pointers, the offset, sizes, strides); unused slots get a
+  // one-float dummy the kernel never reads.
+  std::array<std::vector<int64_t>, kEncodingOperandSlots> operandWords;
+  static float unusedSlot = 0.0f;
+  for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot) {
+    const TensorView *view =
+        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr;
+    std::vector<int64_t> sizes = view ? view->shape : std::vector<int64_t>{1};
+    std::vector<int64_t> strides = view ? stridesOf(*view) : std::vector<int64_t>{1};
+    auto pointer = reinterpret_cast<int64_t>(view ? view->data : &unusedSlot);
+    std::vector<int64_t> &words = operandWords[slot];
+    words = {pointer, pointer, 0};
+    words.insert(words.end(), sizes.begin(), sizes.end());
+    words.insert(words.end(), strides.begin(), strides.end());
+  }
+  ItemFn item = item_;
+  DecodeItemFn decodeItem = decodeItem_;
+  pool_->parallelFor(firstItem.back(), [&](int64_t index) {
+    size_t c = calls.size() == 1 ? 0 : subCallOf(firstItem, index);
+    const SubCall &call = calls[c];
+    // Each call gets its own descriptor copies: the kernel may not write
+    // them, but nothing is shared between threads but the buffers.
+    MemRefDescriptor<float, 4> qc = call.q, kc = call.k, vc = call.v, oc = call.o;
+    MemRefDescriptor<float, 1> scc = call.sd, kcc = call.kcd, pc = call.partials;
+    std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
+    MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
+    int64_t local = index - firstItem[c];
+    if (call.plan.groupedDecode)
+      decodeItem(&qc, &kc, &vc, &oc, &scc, &pc, ec[0].data(), ec[1].data(), ec[2].data(),
+                 ec[3].data(), &qpc, &kpc, local, call.plan.parts);
+    else
+      item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
+           &qpc, &kpc, local);
+  });
+  // A split decode's parts merged, one item per (b, hk).
+  if (firstCombine.back() > 0)
+    pool_->parallelFor(firstCombine.back(), [&](int64_t index) {
+      size_t c = subCallOf(firstCombine, index);
+      const SubCall &call = calls[c];
+      MemRefDescriptor<float, 4> oc = call.o;
+      MemRefDescriptor<float, 1> pc = call.partials;
+      decodeCombine_(&oc, &pc, index - firstCombine[c], call.plan.parts);
+    });
+  returnScratch(std::move(scratch));
+  return Status();
+}
+
+} // namespace pejit
