@@ -198,12 +198,15 @@ Expected<Segments> readSegments(const BoundInputs &bound, int64_t totalQuery, in
     if (view->shape.size() != 1 || view->shape[0] < 2)
       return Status::error(what + ": shape " + dimsText(view->shape) +
                            " is not [n + 1] with n >= 1 sequences");
-    if (Status st = checkView(*view, what, view->shape, {DType::I32}); !st)
+    // i32 as the IR types them (FlashAttention's cu_seqlens), or i64 as
+    // position ids may be.
+    if (Status st = checkView(*view, what, view->shape, {DType::I32, DType::I64}); !st)
       return st;
     int64_t stride = stridesOf(*view)[0];
-    const auto *data = static_cast<const int32_t *>(view->data);
     for (int64_t i = 0; i < view->shape[0]; ++i) {
-      int64_t value = data[i * stride];
+      int64_t value = view->dtype == DType::I64
+                          ? static_cast<const int64_t *>(view->data)[i * stride]
+                          : static_cast<const int32_t *>(view->data)[i * stride];
       if (i == 0 && value != 0)
         return Status::error(what + ": entry 0 is " + std::to_string(value) +
                              "; the offsets start at 0");

@@ -60,7 +60,7 @@ struct Segments {
 };
 
 /// Reads and checks cu_seqlens_q / cu_seqlens_k against the packed lengths
-/// (i32 [n + 1], the same n, 0 first, non-decreasing, the last equal to
+/// (i32 or i64 [n + 1], the same n, 0 first, non-decreasing, the last equal to
 /// the query's sq or the key's skv); an error names the input and index.
 Expected<Segments> readSegments(const BoundInputs &bound, int64_t totalQuery, int64_t totalKey);
 

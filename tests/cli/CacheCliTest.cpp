@@ -141,6 +141,56 @@ TEST(PejitCache, OneShapeClassEntryServesTwoLengths) {
   EXPECT_EQ(verify.exitCode, 0) << verify.out << verify.err;
 }
 
+// A packed batch (segments, docs/shape-classes.md) through `pejit run`:
+// three sequences of lengths (5, 5), (1, 40) and (64, 64) packed into one
+// row, the offsets as i32 .npy files; --check runs the float64 interpreter
+// per sequence. A second batch of other lengths reuses the one entry.
+constexpr const char *kPackedSource = R"mlir(
+func.func @attn(%q: tensor<1x4x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>,
+                %cu_q: tensor<?xi32>, %cu_k: tensor<?xi32>) -> tensor<1x4x?x64xf32> {
+  %o = attn.attention %q, %k, %v segments(%cu_q, %cu_k : tensor<?xi32>, tensor<?xi32>) causal
+      : tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x4x?x64xf32>
+  return %o : tensor<1x4x?x64xf32>
+}
+)mlir";
+
+TEST(PejitCache, PackedBatchRunsAndChecksPerSequence) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  writeText(dir.file("packed.mlir"), kPackedSource);
+  using Offsets = std::vector<int64_t>;
+  for (auto [cuQ, cuK, tag] :
+       {std::tuple<Offsets, Offsets, const char *>{{0, 5, 6, 70}, {0, 5, 45, 109}, "a"},
+        {{0, 300, 301}, {0, 300, 1301}, "b"}}) {
+    std::string t = tag;
+    writeTensor(dir.file("q" + t + ".npy"), randomTensor({1, 4, cuQ.back(), 64}));
+    writeTensor(dir.file("k" + t + ".npy"), randomTensor({1, 2, cuK.back(), 64}));
+    writeTensor(dir.file("v" + t + ".npy"), randomTensor({1, 2, cuK.back(), 64}));
+    writeIds(dir.file("cuq" + t + ".npy"), ref::PositionIds::shared(cuQ), npy::DType::I32);
+    writeIds(dir.file("cuk" + t + ".npy"), ref::PositionIds::shared(cuK), npy::DType::I32);
+    Result run = runWithCache(
+        dir,
+        {"run", dir.file("packed.mlir"), "--input=@" + dir.file("q" + t + ".npy"),
+         "--input=@" + dir.file("k" + t + ".npy"), "--input=@" + dir.file("v" + t + ".npy"),
+         "--input=@" + dir.file("cuq" + t + ".npy"), "--input=@" + dir.file("cuk" + t + ".npy"),
+         "--check", "--output=@" + dir.file("o" + t + ".npy")});
+    ASSERT_EQ(run.exitCode, 0) << run.err << run.out;
+    EXPECT_TRUE(contains(run.out, "max relative error")) << run.out;
+  }
+  Result ls = runWithCache(dir, {"cache", "ls"});
+  EXPECT_TRUE(contains(ls.out, ": 1 entries")) << ls.out;
+  // A decreasing offset is an error naming the input and the index.
+  writeIds(dir.file("bad.npy"), ref::PositionIds::shared({0, 50, 40, 109}), npy::DType::I32);
+  Result bad =
+      runWithCache(dir, {"run", dir.file("packed.mlir"), "--input=@" + dir.file("qa.npy"),
+                         "--input=@" + dir.file("ka.npy"), "--input=@" + dir.file("va.npy"),
+                         "--input=@" + dir.file("cuqa.npy"), "--input=@" + dir.file("bad.npy")});
+  EXPECT_NE(bad.exitCode, 0);
+  EXPECT_TRUE(contains(bad.err, "key_segments (cu_seqlens_k): entry 2 (40) is less than entry 1"))
+      << bad.err;
+}
+
 // examples/generate_loop.cpp as a user runs it: 256 tokens through a
 // 2-layer decoder, every attention call one pejit kernel of one shape
 // class. It exits 0 only if exactly one kernel was compiled or loaded.
