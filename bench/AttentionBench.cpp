@@ -136,6 +136,8 @@ int runAttentionBench(int argc, char **argv) {
       return runEncodingBench(argc, argv);
     else if (arg == "--shape-classes")
       return runShapeClassBench(argc, argv);
+    else if (arg == "--varlen")
+      return runVarlenBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

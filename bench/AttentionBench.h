@@ -18,6 +18,10 @@ int runEncodingBench(int argc, char **argv);
 /// [--repeats=N] [--rounds=R]
 int runShapeClassBench(int argc, char **argv);
 
+/// `pejit bench --varlen`: a packed batch of 8 mixed lengths against a
+/// loop of calls and a padded batch (VarlenBench.cpp). argv: [--repeats=N]
+int runVarlenBench(int argc, char **argv);
+
 } // namespace pejit::bench
 
 #endif // PEJIT_BENCH_ATTENTIONBENCH_H

@@ -84,6 +84,11 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       256-step decode loop (2048 -> 2304 keys) through one kernel: compiles,
       compile ms, median step, and the step against reading K and V once at
       the measured read bandwidth.
+  bench --varlen [--repeats=N]
+      A packed batch (segments) of 8 sequences of mixed lengths summing to
+      4096 (LLaMA 32/8 heads, d=128, RoPE, causal) in one call, against 8
+      calls and a batch padded to the longest: compiles, ms, GFLOP/s of the
+      useful work, % of peak.
 )";
 
 const char *kTuneUsage = R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
