@@ -57,10 +57,10 @@ pejit::ref::Tensor AlibiAttr::referenceScoreBias(const ReferenceAttention &atten
 }
 
 // pe.alibi: the materialized [1|b, h, sq, skv] bias (index distances).
-bool AlibiOp::evaluateReference(const ReferenceOpArgs &, pejit::ref::Tensor &result,
+bool AlibiOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
                                 std::string &) {
   AlibiAttr a = getEncoding();
-  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  const std::vector<int64_t> &shape = args.resultShape;
   std::vector<double> slopes(a.getSlopes().begin(), a.getSlopes().end());
   result = pejit::ref::repeatBatchRows(
       pejit::ref::alibiBias(a.getNumHeads(), a.getHeadOffset(), shape[1],

@@ -176,12 +176,16 @@ struct ReferenceAttention {
 /// What an unfused pe op's float64 reference sees (evaluateReference): per
 /// operand, in order, its tensor (float operands) or its position ids
 /// (integer operands, with the defaults filled in; idsOmitted says the
-/// caller gave none), and RoPE's seqLen (max(position) + 1 over the call).
+/// caller gave none), RoPE's seqLen (max(position) + 1 over the call), and
+/// the result's dims: its type's, with `?` lengths filled in by the caller
+/// from the attention the result feeds (a materialized term sizes itself by
+/// them, not by its type).
 struct ReferenceOpArgs {
   std::vector<const ref::Tensor *> tensors;
   std::vector<const ref::PositionIds *> ids;
   bool idsOmitted = false;
   int64_t seqLen = 0;
+  std::vector<int64_t> resultShape;
 };
 
 } // namespace pejit::pe

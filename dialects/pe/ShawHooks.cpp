@@ -254,7 +254,7 @@ std::string RelativeKeyOp::getOperandRoleName(unsigned index) {
 
 bool RelativeKeyOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
                                       std::string &) {
-  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  const std::vector<int64_t> &shape = args.resultShape;
   result = pejit::ref::relativeKeyTerm(*args.tensors[0], *args.tensors[1], getEncoding().getClip(),
                                        shape[3]);
   return true;
@@ -264,7 +264,7 @@ std::string RelativeValueOp::getOperandRoleName(unsigned) { return "table"; }
 
 bool RelativeValueOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
                                         std::string &) {
-  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  const std::vector<int64_t> &shape = args.resultShape;
   size_t sqDim = shape.size() - 3;
   result = pejit::ref::relativeValueTerm(*args.tensors[0], getEncoding().getClip(), shape[sqDim],
                                          shape[sqDim + 1]);

@@ -218,7 +218,7 @@ std::string T5BiasOp::getOperandRoleName(unsigned) { return "table"; }
 bool T5BiasOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Tensor &result,
                                  std::string &) {
   T5BiasAttr a = getEncoding();
-  auto shape = cast<RankedTensorType>(getResult().getType()).getShape();
+  const std::vector<int64_t> &shape = args.resultShape;
   result = pejit::ref::repeatBatchRows(pejit::ref::t5Bias(*args.tensors[0], a.getBidirectional(),
                                                           a.getNumBuckets(), a.getMaxDistance(),
                                                           shape[2], shape[3]),

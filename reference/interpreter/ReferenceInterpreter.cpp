@@ -424,6 +424,34 @@ public:
     return true;
   }
 
+  /// The dims of a materialized term: its type's, `?` lengths taken from an
+  /// attention that reads it (bias and key_term are [1|b, h, sq, skv];
+  /// value_term [(h,) sq, skv, dv]). Unknown dims stay kDynamic.
+  std::vector<int64_t> resultDims(mlir::Value result) {
+    auto type = mlir::cast<mlir::RankedTensorType>(result.getType());
+    std::vector<int64_t> dims(type.getShape().begin(), type.getShape().end());
+    for (mlir::OpOperand &use : result.getUses()) {
+      auto attention = mlir::dyn_cast<attn::AttentionOp>(use.getOwner());
+      if (!attention)
+        continue;
+      std::vector<int64_t> q = dimsOf(attention.getQuery()), k = dimsOf(attention.getKey());
+      size_t r = dims.size();
+      auto fill = [&](size_t at, int64_t size) {
+        if (at < r && mlir::ShapedType::isDynamic(dims[at]))
+          dims[at] = size;
+      };
+      if ((result == attention.getBias() || result == attention.getKeyTerm()) && r == 4) {
+        fill(0, q[0]);
+        fill(2, q[2]);
+        fill(3, k[2]);
+      } else if (result == attention.getValueTerm() && r >= 3) {
+        fill(r - 3, q[2]);
+        fill(r - 2, k[2]);
+      }
+    }
+    return dims;
+  }
+
   /// A pe op through its interface: operands as tensors or as ids (the
   /// defaults filled in), the semantics its own files define.
   bool evaluateEncoding(pe::PositionalEncodingOpInterface op, int64_t seqLen, ref::Tensor &result) {
@@ -442,14 +470,16 @@ public:
       }
       args.ids.push_back(resolved[n] ? &*resolved[n] : nullptr);
     }
-    // A materialized term (a bias, ...) is sized by its result type; with
-    // `?` lengths that type does not say its size.
-    if (!op.getTransformedInput() && op->getNumResults() == 1)
-      if (auto type = mlir::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
-          type && !type.hasStaticShape())
+    // A materialized term (a bias, ...) is sized by its result's dims: the
+    // type's, with `?` lengths from the attention it feeds.
+    if (!op.getTransformedInput() && op->getNumResults() == 1) {
+      auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+      args.resultShape = resultDims(op->getResult(0));
+      if (llvm::is_contained(args.resultShape, mlir::ShapedType::kDynamic))
         return fail(op, "its result " + str(type) +
-                            " has `?` dims, which the reference interpreter cannot size; "
-                            "check it with static lengths (docs/shape-classes.md)");
+                            " has `?` dims that no attention it feeds sizes; give it static "
+                            "lengths (docs/shape-classes.md)");
+    }
     std::string problem;
     if (!op.evaluateReference(args, result, problem))
       return fail(op, problem);

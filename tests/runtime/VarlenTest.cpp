@@ -229,11 +229,10 @@ TEST(Varlen, EmptySequences) {
 }
 
 // The interpreter (pejit run --check's oracle) runs the packed source per
-// sequence too: it agrees with each sequence's own reference.
-TEST(Varlen, InterpreterAgreesWithPerSequenceReference) {
-  AttentionSpec spec;
-  spec.rope = ref::RopeConfig{};
-  spec.causal = true;
+// sequence too: it agrees with each sequence's own reference. RoPE, and
+// ALiBi through a materialized pe.alibi bias of `?` lengths (sized by the
+// attention it feeds, per sequence).
+void expectInterpreterAgrees(AttentionSpec spec) {
   spec.packed = true;
   std::mt19937 &engine = rng(nullptr);
   std::vector<Sequence> sequences = {{5, 5}, {1, 9}, {64, 65}};
@@ -274,6 +273,17 @@ TEST(Varlen, InterpreterAgreesWithPerSequenceReference) {
   EXPECT_NE(refused.error().find("entry 2 (" + std::to_string(bad[2]) + ") is less than entry 1"),
             std::string::npos)
       << refused.error();
+}
+
+TEST(Varlen, InterpreterAgreesWithPerSequenceReference) {
+  AttentionSpec rope;
+  rope.rope = ref::RopeConfig{};
+  rope.causal = true;
+  expectInterpreterAgrees(rope);
+  AttentionSpec alibi;
+  alibi.alibi = AlibiSpec{4, 0, false};
+  alibi.causal = true;
+  expectInterpreterAgrees(alibi);
 }
 
 // Bad offsets are errors that name the input and the index, never a read
