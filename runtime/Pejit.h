@@ -79,6 +79,11 @@ struct AttentionSpec {
   /// encodings' operands and before the position ids, which are then
   /// packed too ([total]). The shape's b must be 1 and its lengths `?`.
   bool packed = false;
+  /// Per-row key lengths (docs/shape-classes.md): run() takes key_lengths
+  /// (i32 [b]) after the encodings' operands and before the position ids;
+  /// batch row n attends to its first key_lengths[n] keys of K and V (a KV
+  /// cache with room to grow). Position ids are then [s], shared.
+  bool keyLengths = false;
 };
 
 /// A compilable description: MLIR source text (pe + attn dialects) with

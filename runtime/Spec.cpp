@@ -137,6 +137,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     byPosition = byPosition || encoding.readsPositions;
   if (spec.packed)
     out << ", %cu_q: tensor<?xi32>, %cu_k: tensor<?xi32>";
+  if (spec.keyLengths)
+    out << ", %key_lengths: tensor<" << dimText(s.batch) << "xi32>";
   if (ropeQ || byPosition)
     out << ", %q_pos: " << qp;
   if (ropeK || byPosition)
@@ -168,6 +170,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   out << bias;
   if (spec.packed)
     out << " segments(%cu_q, %cu_k : tensor<?xi32>, tensor<?xi32>)";
+  if (spec.keyLengths)
+    out << " key_lengths(%key_lengths : tensor<" << dimText(s.batch) << "xi32>)";
   if (spec.causal)
     out << " causal";
   if (spec.window)

@@ -168,6 +168,9 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::KeySegments:
       bound.keySegments = &inputs[i];
       break;
+    case ArgumentRole::KeyLengths:
+      bound.keyLengths = &inputs[i];
+      break;
     default:
       break;
     }
@@ -186,6 +189,29 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
 } // namespace pejit
 
 namespace pejit {
+
+Expected<std::vector<int64_t>> readKeyLengths(const BoundInputs &bound, int64_t batch,
+                                              int64_t keySeq) {
+  const std::string what = "key_lengths";
+  const TensorView *view = bound.keyLengths;
+  if (!view)
+    return Status::error(what + " is missing: the kernel takes each batch row's key count");
+  if (Status st = checkView(*view, what, {batch}, {DType::I32, DType::I64}); !st)
+    return st;
+  int64_t stride = stridesOf(*view)[0];
+  std::vector<int64_t> lengths;
+  for (int64_t n = 0; n < batch; ++n) {
+    int64_t value = view->dtype == DType::I64
+                        ? static_cast<const int64_t *>(view->data)[n * stride]
+                        : static_cast<const int32_t *>(view->data)[n * stride];
+    if (value < 0 || value > keySeq)
+      return Status::error(what + ": entry " + std::to_string(n) + " is " + std::to_string(value) +
+                           ", outside [0, skv = " + std::to_string(keySeq) +
+                           "] (the keys K and V hold)");
+    lengths.push_back(value);
+  }
+  return lengths;
+}
 
 Expected<Segments> readSegments(const BoundInputs &bound, int64_t totalQuery, int64_t totalKey) {
   Segments segments;

@@ -50,6 +50,8 @@ struct BoundInputs {
   /// A packed batch's cu_seqlens_q and cu_seqlens_k (checked by
   /// readSegments); null for a kernel without segments.
   const TensorView *querySegments = nullptr, *keySegments = nullptr;
+  /// Each batch row's key count (checked by readKeyLengths); null without.
+  const TensorView *keyLengths = nullptr;
 };
 
 /// A packed batch's sequences: query rows [query[i], query[i + 1]) against
@@ -63,6 +65,11 @@ struct Segments {
 /// (i32 or i64 [n + 1], the same n, 0 first, non-decreasing, the last equal to
 /// the query's sq or the key's skv); an error names the input and index.
 Expected<Segments> readSegments(const BoundInputs &bound, int64_t totalQuery, int64_t totalKey);
+
+/// Reads and checks key_lengths: [b] i32 or i64, each in [0, skv] (an
+/// error names the index and the rule).
+Expected<std::vector<int64_t>> readKeyLengths(const BoundInputs &bound, int64_t batch,
+                                              int64_t keySeq);
 
 /// Binds `inputs` to the signature's arguments: checks their number, and
 /// each encoding operand's view. An error names the input and its role.

@@ -2,9 +2,10 @@
 // class, plans the call (runtime/core/CallPlan.h) and runs its phases on
 // the thread pool: the tables (prologue), the key cache (prepare), the work
 // items and a split decode's combine. A packed batch (segments) is one
-// sub-call per sequence, each planned from its own lengths; the phases of
-// all of them run as one pool round trip each, so short sequences share
-// the cores instead of waiting for each other.
+// sub-call per sequence, and per-row key lengths (key_lengths) one per
+// batch row, each planned from its own lengths; the phases of all of them
+// run as one pool round trip each, so short sequences share the cores
+// instead of waiting for each other.
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
 #include "runtime/core/CallPlan.h"
@@ -37,6 +38,14 @@ MemRefDescriptor<float, 4> rowsOf(MemRefDescriptor<float, 4> desc, DType dtype, 
   return desc;
 }
 
+/// Batch row n of a [b, h, s, d] descriptor.
+MemRefDescriptor<float, 4> batchRowOf(MemRefDescriptor<float, 4> desc, DType dtype, int64_t n) {
+  char *base = reinterpret_cast<char *>(desc.aligned) + n * desc.strides[0] * dtypeBytes(dtype);
+  desc.allocated = desc.aligned = reinterpret_cast<float *>(base);
+  desc.sizes[0] = 1;
+  return desc;
+}
+
 /// Entries [first, first + count) of a position-id view's last dim.
 TensorView positionsOf(const TensorView &view, int64_t first, int64_t count) {
   TensorView part = view;
@@ -46,16 +55,24 @@ TensorView positionsOf(const TensorView &view, int64_t first, int64_t count) {
   return part;
 }
 
-/// Zeros rows [first, first + count) of every head of a [1, h, s, dv]
-/// output: a sequence with no keys sees none (docs/semantics.md).
-void zeroRows(const TensorView &out, int64_t first, int64_t count) {
+/// Zeros rows [first, first + count) of every head of batch row n of a
+/// [b, h, s, dv] output: a sequence with no keys sees none
+/// (docs/semantics.md).
+void zeroRows(const TensorView &out, int64_t n, int64_t first, int64_t count) {
   std::vector<int64_t> strides = stridesOf(out);
   size_t bytes = dtypeBytes(out.dtype);
   for (int64_t h = 0; h < out.shape[1]; ++h)
     for (int64_t r = first; r < first + count; ++r)
-      std::memset(static_cast<char *>(out.data) + (h * strides[1] + r * strides[2]) * bytes, 0,
-                  out.shape[3] * bytes);
+      std::memset(static_cast<char *>(out.data) +
+                      (n * strides[0] + h * strides[1] + r * strides[2]) * bytes,
+                  0, out.shape[3] * bytes);
 }
+
+/// One sub-call's rows: batch row `row` (-1: the whole batch), query rows
+/// [q0, q0 + nq) and key rows [k0, k0 + nk).
+struct Rows {
+  int64_t row, q0, nq, k0, nk;
+};
 
 /// One call of the kernel at one set of lengths: the whole call, or one
 /// sequence of a packed batch.
@@ -100,26 +117,47 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   if (Status st = checkView(out, "output", oShape, {outputDtype}); !st)
     return st;
 
-  // The sub-calls: the call itself, or one per sequence with keys.
-  Segments segments{{0, s.querySeq}, {0, s.keySeq}};
+  // The sub-calls: the call itself, one per sequence of a packed batch, or
+  // one per batch row with its key length.
+  std::vector<Rows> parts;
   if (signature.segmented()) {
     Expected<Segments> read = readSegments(bound, s.querySeq, s.keySeq);
     if (!read)
       return Status::error(read.error());
-    segments = std::move(*read);
+    for (size_t i = 0; i < read->count(); ++i)
+      parts.push_back({-1, read->query[i], read->query[i + 1] - read->query[i], read->key[i],
+                       read->key[i + 1] - read->key[i]});
+  } else if (signature.keyLengths()) {
+    Expected<std::vector<int64_t>> lengths = readKeyLengths(bound, s.batch, s.keySeq);
+    if (!lengths)
+      return Status::error(lengths.error());
+    for (int64_t n = 0; n < s.batch; ++n)
+      parts.push_back({n, 0, s.querySeq, 0, (*lengths)[n]});
+  } else {
+    parts.push_back({-1, 0, s.querySeq, 0, s.keySeq});
   }
+  bool sliced = signature.segmented() || signature.keyLengths();
+  // Sliced ids must first hold the whole call's: [total] (or [A, total]).
+  if (sliced)
+    for (auto [ids, name, total] : {std::tuple<const TensorView *, std::string, int64_t>{
+                                        bound.queryPositions, bound.queryPositionsName, s.querySeq},
+                                    {bound.keyPositions, bound.keyPositionsName, s.keySeq}})
+      if (ids && (ids->shape.empty() || ids->shape.back() != total))
+        return Status::error(name + ": shape " + dimsText(ids->shape) + " must end in " +
+                             std::to_string(total) + " (the call's packed length)");
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   std::vector<SubCall> calls;
   int64_t threads = pool_->threads();
   int64_t floats = 0;
-  for (size_t i = 0; i < segments.count(); ++i) {
-    int64_t q0 = segments.query[i], nq = segments.query[i + 1] - q0;
-    int64_t k0 = segments.key[i], nk = segments.key[i + 1] - k0;
+  for (const Rows &part : parts) {
+    int64_t q0 = part.q0, nq = part.nq, k0 = part.k0, nk = part.nk;
     if (nq == 0)
       continue;
     if (nk == 0) { // its rows see no key
-      zeroRows(out, q0, nq);
+      for (int64_t n = part.row < 0 ? 0 : part.row; n < (part.row < 0 ? s.batch : part.row + 1);
+           ++n)
+        zeroRows(out, n, q0, nq);
       continue;
     }
     SubCall call;
@@ -130,11 +168,18 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     call.k = rowsOf(k, inputDtype, k0, nk);
     call.v = rowsOf(v, inputDtype, k0, nk);
     call.o = rowsOf(o, outputDtype, q0, nq);
+    if (part.row >= 0) {
+      call.shape.batch = 1;
+      call.q = batchRowOf(call.q, inputDtype, part.row);
+      call.k = batchRowOf(call.k, inputDtype, part.row);
+      call.v = batchRowOf(call.v, inputDtype, part.row);
+      call.o = batchRowOf(call.o, outputDtype, part.row);
+    }
     // Position ids: the sequence's slice of the packed ids, or the
     // defaults from its own lengths (keys from 0, queries from nk - nq).
     auto slice = [&](const TensorView *ids, int64_t first, int64_t count,
                      std::optional<TensorView> &part) -> const TensorView * {
-      if (!ids || !signature.segmented())
+      if (!ids || !sliced)
         return ids;
       part = positionsOf(*ids, first, count);
       return &*part;

@@ -90,7 +90,8 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
       {op.getQueryPositions(), ArgumentRole::QueryPositions},
       {op.getKeyPositions(), ArgumentRole::KeyPositions},
       {op.getQuerySegments(), ArgumentRole::QuerySegments},
-      {op.getKeySegments(), ArgumentRole::KeySegments}};
+      {op.getKeySegments(), ArgumentRole::KeySegments},
+      {op.getKeyLengths(), ArgumentRole::KeyLengths}};
   // Encoding operand n: its name from the encoding that reads it.
   SmallVector<std::string> operandNames;
   if (ArrayAttr encodings = op.getEncodingsAttr())
@@ -137,11 +138,12 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
                             << "': the kernel reads it from an argument of the function";
   // A packed batch runs each sequence as a call of its own lengths: an
   // operand sized by the packed lengths (a bias tensor) has no such slice.
-  if (op.getQuerySegments())
+  if (op.getQuerySegments() || op.getKeyLengths())
     for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
       if (!cast<RankedTensorType>(operand.getType()).hasStaticShape())
         return op.emitError() << "encoding operand #" << n << " (" << operandNames[n]
-                              << ") has `?` lengths, which segments cannot slice per sequence: "
+                              << ") has `?` lengths, which segments and key_lengths cannot "
+                                 "slice per sequence: "
                                  "fuse the encoding that computes it instead";
   for (auto [value, role] : operandRoles)
     if (value && !isa<BlockArgument>(value))

@@ -161,6 +161,27 @@ LogicalResult AttentionOp::verify() {
 // lengths are its own, so the kernel's must be `?`.
 LogicalResult AttentionOp::verifySegments() {
   Value cuQ = getQuerySegments(), cuK = getKeySegments();
+  if (Value lengths = getKeyLengths()) {
+    if (cuQ)
+      return emitOpError() << "takes segments or key_lengths, not both: a packed sequence's "
+                              "key length is already its segment's";
+    int64_t b = dim(getQuery(), 0), n = dim(lengths, 0);
+    if (!ShapedType::isDynamic(b) && !ShapedType::isDynamic(n) && b != n)
+      return emitOpError() << "key_lengths has " << n << " entries but the batch b is " << b
+                           << ": one per batch row";
+    for (auto [name, positions] :
+         {std::pair<StringRef, Value>{"query_positions", getQueryPositions()},
+          {"key_positions", getKeyPositions()}}) {
+      // [s] ids, or [A, s] with a leading axis per section.
+      pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
+      int64_t sharedRank = transform && transform.getPositionAxes() > 0 ? 2 : 1;
+      if (positions && cast<RankedTensorType>(positions.getType()).getRank() != sharedRank)
+        return emitOpError() << "with key_lengths, " << name
+                             << " must be shared by the batch (per-row ids are not supported "
+                                "yet), got "
+                             << positions.getType();
+    }
+  }
   if (!cuQ)
     return success();
   int64_t nq = dim(cuQ, 0), nk = dim(cuK, 0);

@@ -46,6 +46,14 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     outputs packed in the query's order. Explicit position ids are packed
     the same way ([total]).
 
+    Per-row key lengths: `key_lengths(%lens)` (i32 [b], FlashAttention's
+    cache_seqlens) gives batch row n only the keys j < lens[n] of a K and V
+    of capacity skv (a KV cache with room to grow): the op means the
+    attention run on row n alone with K and V truncated to lens[n] keys
+    (its causal offset lens[n] - sq, its default positions). Position ids,
+    if given, are shared by the batch ([s]); row n reads the first lens[n]
+    key ids.
+
     ```mlir
     %o = attn.attention %q, %k, %v bias(%alibi : tensor<1x12x64x64xf32>)
         causal scale(0.125)
@@ -62,6 +70,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     Optional<Attn_FloatTensor>:$value_term,
     Optional<TensorRankOf<[I32], [1]>>:$query_segments,
     Optional<TensorRankOf<[I32], [1]>>:$key_segments,
+    Optional<TensorRankOf<[I32], [1]>>:$key_lengths,
     OptionalAttr<F64Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
@@ -79,6 +88,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`value_term` `(` $value_term^ `:` type($value_term) `)`)?
     (`segments` `(` $query_segments^ `,` $key_segments `:` type($query_segments) `,`
        type($key_segments) `)`)?
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
     (`causal` $causal^)?
     (`window` `(` $window^ `)`)?
     (`window_right` `(` $window_right^ `)`)?
@@ -97,7 +107,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     ::llvm::LogicalResult verifyEncodings();
     /// The fused QK transform among `encodings` (at most one), or null.
     ::pejit::pe::PositionalEncodingAttrInterface getFusedQKTransform();
-    /// Checks `segments(...)` (part of the verifier).
+    /// Checks `segments(...)` and `key_lengths(...)` (part of the verifier).
     ::llvm::LogicalResult verifySegments();
   }];
 }

@@ -61,16 +61,24 @@ Expected<std::vector<int64_t>> readOffsets(const ArgumentInfo &info, size_t inde
   return offsets;
 }
 
-/// Rows [first, first + count) of dim 2 of a rank-4 tensor.
-ref::Tensor rows(const ref::Tensor &t, int64_t first, int64_t count) {
-  ref::Tensor part({t.dim(0), t.dim(1), count, t.dim(3)});
-  for (int64_t n = 0; n < t.dim(0); ++n)
+/// Rows [first, first + count) of dim 2 of a rank-4 tensor, of batch row
+/// `row` (-1: every row).
+ref::Tensor rows(const ref::Tensor &t, int64_t row, int64_t first, int64_t count) {
+  int64_t n0 = row < 0 ? 0 : row, nb = row < 0 ? t.dim(0) : 1;
+  ref::Tensor part({nb, t.dim(1), count, t.dim(3)});
+  for (int64_t n = 0; n < nb; ++n)
     for (int64_t h = 0; h < t.dim(1); ++h)
       for (int64_t i = 0; i < count; ++i)
         for (int64_t c = 0; c < t.dim(3); ++c)
-          part.at(n, h, i, c) = t.at(n, h, first + i, c);
+          part.at(n, h, i, c) = t.at(n0 + n, h, first + i, c);
   return part;
 }
+
+/// One evaluation: batch row `row` (-1: all), query rows [q0, q0 + nq),
+/// key rows [k0, k0 + nk).
+struct SubCall {
+  int64_t row, q0, nq, k0, nk;
+};
 
 /// Entries [first, first + count) of the last dim of position ids.
 ref::PositionIds entries(const ref::PositionIds &ids, int64_t first, int64_t count) {
@@ -86,8 +94,9 @@ ref::PositionIds entries(const ref::PositionIds &ids, int64_t first, int64_t cou
 } // namespace
 
 bool isPackedBatch(const FunctionSignature &sig) {
-  return std::any_of(sig.arguments.begin(), sig.arguments.end(),
-                     [](const ArgumentInfo &info) { return info.role == "query_segments"; });
+  return std::any_of(sig.arguments.begin(), sig.arguments.end(), [](const ArgumentInfo &info) {
+    return info.role == "query_segments" || info.role == "key_lengths";
+  });
 }
 
 Expected<ref::Tensor> interpretPackedBatch(
@@ -106,9 +115,26 @@ Expected<ref::Tensor> interpretPackedBatch(
     }
   if (totalQuery < 0 || totalKey < 0)
     return Result::error("a packed batch needs its query and key as arguments of @" + sig.name);
-  std::vector<int64_t> query, key;
+  int64_t batch = 1;
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (const auto *t = std::get_if<ref::Tensor>(&arguments[i]);
+        t && t->rank() == 4 && sideOf(sig.arguments[i].role) == Side::Query)
+      batch = t->dim(0);
+  std::vector<int64_t> query, key, lengths;
   for (size_t i = 0; i < arguments.size(); ++i) {
     const ArgumentInfo &info = sig.arguments[i];
+    if (info.role == "key_lengths") {
+      const auto *ids = std::get_if<ref::PositionIds>(&arguments[i]);
+      std::string what = "argument " + std::to_string(i) + " (key_lengths)";
+      if (!ids || ids->shape != std::vector<int64_t>{batch})
+        return Result::error(what + " must be [b] = [" + std::to_string(batch) + "]");
+      for (size_t n = 0; n < ids->data.size(); ++n)
+        if (ids->data[n] < 0 || ids->data[n] > totalKey)
+          return Result::error(what + ": entry " + std::to_string(n) + " is " +
+                               std::to_string(ids->data[n]) +
+                               ", outside [0, skv = " + std::to_string(totalKey) + "]");
+      lengths = ids->data;
+    }
     if (info.role != "query_segments" && info.role != "key_segments")
       continue;
     bool isQuery = info.role == "query_segments";
@@ -118,61 +144,82 @@ Expected<ref::Tensor> interpretPackedBatch(
       return Result::error(offsets.error());
     (isQuery ? query : key) = *offsets;
   }
-  if (query.empty() || key.empty())
-    return Result::error("@" + sig.name +
-                         " takes a packed batch: give query_segments and "
-                         "key_segments");
-  if (query.size() != key.size())
-    return Result::error("query_segments has " + std::to_string(query.size()) +
-                         " entries but key_segments " + std::to_string(key.size()) +
-                         ": both are n + 1 for n sequences");
+  std::vector<SubCall> calls;
+  if (!lengths.empty()) {
+    for (int64_t n = 0; n < batch; ++n)
+      calls.push_back({n, 0, totalQuery, 0, lengths[n]});
+  } else {
+    if (query.empty() || key.empty())
+      return Result::error("@" + sig.name +
+                           " takes a packed batch: give query_segments and "
+                           "key_segments");
+    if (query.size() != key.size())
+      return Result::error("query_segments has " + std::to_string(query.size()) +
+                           " entries but key_segments " + std::to_string(key.size()) +
+                           ": both are n + 1 for n sequences");
+    for (size_t n = 0; n + 1 < query.size(); ++n)
+      calls.push_back({-1, query[n], query[n + 1] - query[n], key[n], key[n + 1] - key[n]});
+  }
+  bool sameRanges = std::all_of(calls.begin(), calls.end(),
+                                [](const SubCall &c) { return c.q0 == c.k0 && c.nq == c.nk; });
   for (size_t i = 0; i < arguments.size(); ++i) {
     const ArgumentInfo &info = sig.arguments[i];
     Side side = sideOf(info.role);
     bool dynamic = std::count(info.shape.begin(), info.shape.end(), -1) > 0;
-    if (side == Side::Both && query != key)
-      return Result::error("argument " + std::to_string(i) + " (" + info.role +
-                           ") serves queries and keys, so query_segments and key_segments "
-                           "must be equal");
-    if (side == Side::None && dynamic && info.role != "query_segments" &&
-        info.role != "key_segments")
-      return Result::error("argument " + std::to_string(i) + " (" + info.role + ", " + info.type +
-                           ") has `?` dims, which segments cannot slice per sequence");
+    std::string what = "argument " + std::to_string(i) + " (" + info.role + ")";
+    if (side == Side::Both && !sameRanges)
+      return Result::error(what + " serves queries and keys, so each sequence's query and key "
+                                  "rows must be the same");
+    bool offsets =
+        info.role == "query_segments" || info.role == "key_segments" || info.role == "key_lengths";
+    if (side == Side::None && !offsets && (dynamic || (!lengths.empty() && info.shape.size() == 4)))
+      return Result::error(what + ", " + info.type +
+                           ", has `?` dims or a batch row, which segments and key_lengths "
+                           "cannot slice per sequence");
+    if (!lengths.empty() && side != Side::None && info.isInteger && info.shape.size() != 1)
+      return Result::error(what + ": with key_lengths, position ids are [s], shared by the batch");
   }
   ref::Tensor packed;
-  for (size_t n = 0; n + 1 < query.size(); ++n) {
-    int64_t q0 = query[n], nq = query[n + 1] - q0, k0 = key[n], nk = key[n + 1] - k0;
+  std::vector<int64_t> resultShape = sig.resultShape;
+  resultShape[0] = batch;
+  resultShape[2] = totalQuery;
+  for (size_t n = 0; n < calls.size(); ++n) {
+    const SubCall &call = calls[n];
     std::vector<ReferenceArgument> part;
     for (size_t i = 0; i < arguments.size(); ++i) {
       Side side = sideOf(sig.arguments[i].role);
-      int64_t first = side == Side::Key ? k0 : q0, count = side == Side::Key ? nk : nq;
+      int64_t first = side == Side::Key ? call.k0 : call.q0,
+              count = side == Side::Key ? call.nk : call.nq;
       if (side == Side::None)
         part.push_back(arguments[i]);
       else if (const auto *t = std::get_if<ref::Tensor>(&arguments[i]))
-        part.push_back(rows(*t, first, count));
+        part.push_back(rows(*t, call.row, first, count));
       else
         part.push_back(entries(std::get<ref::PositionIds>(arguments[i]), first, count));
     }
     ref::Tensor out;
-    if (nq > 0 && nk > 0) {
+    if (call.nq > 0 && call.nk > 0) {
       Result result = evaluate(part);
       if (!result)
-        return Result::error("sequence " + std::to_string(n) + ": " + result.error());
+        return Result::error((call.row < 0 ? "sequence " : "batch row ") +
+                             std::to_string(call.row < 0 ? static_cast<int64_t>(n) : call.row) +
+                             ": " + result.error());
       out = std::move(*result);
     }
-    if (packed.shape.empty() && !out.shape.empty())
-      packed = ref::Tensor({out.dim(0), out.dim(1), totalQuery, out.dim(3)});
+    if (packed.shape.empty() && !out.shape.empty()) {
+      resultShape[1] = out.dim(1);
+      resultShape[3] = out.dim(3);
+      packed = ref::Tensor(resultShape);
+    }
     if (!out.shape.empty())
-      for (int64_t h = 0; h < out.dim(1); ++h)
-        for (int64_t i = 0; i < nq; ++i)
-          for (int64_t c = 0; c < out.dim(3); ++c)
-            packed.at(0, h, q0 + i, c) = out.at(0, h, i, c);
+      for (int64_t b = 0; b < out.dim(0); ++b)
+        for (int64_t h = 0; h < out.dim(1); ++h)
+          for (int64_t i = 0; i < call.nq; ++i)
+            for (int64_t c = 0; c < out.dim(3); ++c)
+              packed.at({call.row < 0 ? b : call.row, h, call.q0 + i, c}) = out.at(b, h, i, c);
   }
-  if (packed.shape.empty()) { // no sequence had both queries and keys
-    std::vector<int64_t> shape = sig.resultShape;
-    shape[2] = totalQuery;
-    packed = ref::Tensor(shape);
-  }
+  if (packed.shape.empty()) // no sequence had both queries and keys
+    packed = ref::Tensor(resultShape);
   return packed;
 }
 

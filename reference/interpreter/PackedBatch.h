@@ -1,12 +1,15 @@
-// A packed batch (attn.attention segments(cu_q, cu_k)) in the float64
-// interpreter: the op means the attention run on each sequence alone, so
-// the interpreter runs the whole function once per sequence on its slice of
-// the arguments and packs the results in the query's order.
+// A packed batch (attn.attention segments(cu_q, cu_k)) and per-row key
+// lengths (key_lengths(lens)) in the float64 interpreter: the op means the
+// attention run on each sequence (or batch row, over its first lens[n]
+// keys) alone, so the interpreter runs the whole function once per
+// sequence on its slice of the arguments and packs the results.
 //
 // Which argument is sliced by which offsets follows its role: the query
 // and query ids by cu_q (dim 2 of a tensor, the last dim of ids), the key,
-// value and key ids by cu_k; one ids tensor for both needs cu_q == cu_k.
-// Any other argument with a `?` dim has no per-sequence slice: an error.
+// value and key ids by cu_k (or to the row's length); with key_lengths the
+// tensors take their batch row too. One ids tensor for both needs the same
+// query and key rows. Any other argument with a `?` dim (or, with
+// key_lengths, a rank-4 one) has no per-sequence slice: an error.
 #ifndef PEJIT_REFERENCE_INTERPRETER_PACKEDBATCH_H
 #define PEJIT_REFERENCE_INTERPRETER_PACKEDBATCH_H
 
@@ -16,13 +19,14 @@
 
 namespace pejit {
 
-/// Whether the function takes query_segments / key_segments.
+/// Whether the function takes query_segments / key_segments or key_lengths.
 bool isPackedBatch(const FunctionSignature &sig);
 
 /// Runs `evaluate` once per sequence of the packed batch `arguments`
 /// describe (the offsets checked: i32 [n + 1], 0 first, non-decreasing, the
-/// last the packed length; an error names the argument and index) and
-/// packs the results along dim 2. A sequence with queries but no keys
+/// last the packed length; key lengths in [0, skv]; an error names the
+/// argument and index) and packs the results along dim 2 (key_lengths:
+/// dim 0). A sequence with queries but no keys
 /// gives zero rows, as every fully-masked row does.
 Expected<ref::Tensor> interpretPackedBatch(
     const FunctionSignature &sig, const std::vector<ReferenceArgument> &arguments,

@@ -96,8 +96,8 @@ std::string encodingOperandName(attn::AttentionOp op, unsigned index) {
 /// attn.attention's ODS operand groups, in AttnOps.td's order; the
 /// encoding_operands group comes after them.
 const char *const kOperandGroupNames[] = {
-    "query", "key",      "value",      "query_positions", "key_positions",
-    "bias",  "key_term", "value_term", "query_segments",  "key_segments"};
+    "query",    "key",        "value",          "query_positions", "key_positions", "bias",
+    "key_term", "value_term", "query_segments", "key_segments",    "key_lengths"};
 constexpr unsigned kEncodingOperandsGroup = std::size(kOperandGroupNames);
 
 /// The fused encoding that reads encoding operand `index`, or null.
@@ -214,7 +214,8 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     info.valueTerm = !info.isInteger && isValueTermArgument(arg);
     // Position ids may be omitted (they have defaults); a packed batch's
     // offsets may not.
-    if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments")
+    if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments" ||
+        info.role == "key_lengths")
       sig.requiredArguments = sig.arguments.size() + 1;
     sig.arguments.push_back(std::move(info));
   }

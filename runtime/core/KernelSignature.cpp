@@ -7,10 +7,11 @@ namespace pejit {
 
 namespace {
 
-constexpr ArgumentRole kRoles[] = {
-    ArgumentRole::Query,           ArgumentRole::Key,           ArgumentRole::Value,
-    ArgumentRole::QueryPositions,  ArgumentRole::KeyPositions,  ArgumentRole::Positions,
-    ArgumentRole::EncodingOperand, ArgumentRole::QuerySegments, ArgumentRole::KeySegments};
+constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,           ArgumentRole::Key,
+                                   ArgumentRole::Value,           ArgumentRole::QueryPositions,
+                                   ArgumentRole::KeyPositions,    ArgumentRole::Positions,
+                                   ArgumentRole::EncodingOperand, ArgumentRole::QuerySegments,
+                                   ArgumentRole::KeySegments,     ArgumentRole::KeyLengths};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -50,6 +51,8 @@ const char *argumentRoleName(ArgumentRole role) {
     return "query_segments";
   case ArgumentRole::KeySegments:
     return "key_segments";
+  case ArgumentRole::KeyLengths:
+    return "key_lengths";
   }
   return "?";
 }
@@ -87,6 +90,13 @@ std::vector<size_t> KernelSignature::encodingOperandArguments() const {
 bool KernelSignature::segmented() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::QuerySegments)
+      return true;
+  return false;
+}
+
+bool KernelSignature::keyLengths() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::KeyLengths)
       return true;
   return false;
 }

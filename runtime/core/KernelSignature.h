@@ -9,7 +9,8 @@
 //                                     "encoding_operand=t5_table:f32:32x16"
 // ROLE is query, key, value, query_positions, key_positions, positions (one
 // tensor of ids for both), encoding_operand, query_segments or key_segments
-// (a packed batch's cu_seqlens); DTYPE f32, f16, bf16, i32 or
+// (a packed batch's cu_seqlens), key_lengths (per-row key counts); DTYPE
+// f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
 // ("query:f32:1x32x?x128", docs/shape-classes.md).
 #ifndef PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
@@ -33,6 +34,7 @@ enum class ArgumentRole {
   EncodingOperand,
   QuerySegments, ///< cu_seqlens_q of a packed batch (i32 [n + 1])
   KeySegments,   ///< cu_seqlens_k
+  KeyLengths,    ///< each batch row's key count (i32 [b], cache_seqlens)
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -67,6 +69,8 @@ struct KernelSignature {
   /// Whether the kernel takes a packed batch (query_segments and
   /// key_segments, docs/shape-classes.md).
   bool segmented() const;
+  /// Whether it takes key_lengths (each batch row's keys, a prefix of K).
+  bool keyLengths() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

@@ -439,3 +439,27 @@ func.func @segments_dtype(%q: tensor<1x4x?x64xf32>, %cu: tensor<?xi64>) {
   %o = attn.attention %q, %q, %q segments(%cu, %cu : tensor<?xi64>, tensor<?xi64>) : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
   return
 }
+
+// -----
+
+func.func @key_lengths_count(%q: tensor<3x4x1x64xf32>, %k: tensor<3x4x?x64xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{'attn.attention' op key_lengths has 2 entries but the batch b is 3: one per batch row}}
+  %o = attn.attention %q, %k, %k key_lengths(%lens : tensor<2xi32>) : tensor<3x4x1x64xf32>, tensor<3x4x?x64xf32>, tensor<3x4x?x64xf32> -> tensor<3x4x1x64xf32>
+  return
+}
+
+// -----
+
+func.func @key_lengths_and_segments(%q: tensor<1x4x?x64xf32>, %cu: tensor<?xi32>, %lens: tensor<1xi32>) {
+  // expected-error @+1 {{'attn.attention' op takes segments or key_lengths, not both: a packed sequence's key length is already its segment's}}
+  %o = attn.attention %q, %q, %q segments(%cu, %cu : tensor<?xi32>, tensor<?xi32>) key_lengths(%lens : tensor<1xi32>) : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @key_lengths_per_row_ids(%q: tensor<2x4x1x64xf32>, %k: tensor<2x4x?x64xf32>, %lens: tensor<2xi32>, %qp: tensor<2x1xi64>, %kp: tensor<2x?xi64>) {
+  // expected-error @+1 {{'attn.attention' op with key_lengths, query_positions must be shared by the batch (per-row ids are not supported yet), got 'tensor<2x1xi64>'}}
+  %o = attn.attention %q, %k, %k query_positions(%qp : tensor<2x1xi64>) key_positions(%kp : tensor<2x?xi64>) key_lengths(%lens : tensor<2xi32>) encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<2x4x1x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x1x64xf32>
+  return
+}

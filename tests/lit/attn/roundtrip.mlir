@@ -126,3 +126,11 @@ func.func @packed_segments(%q: tensor<1x8x?x64xf32>, %k: tensor<1x2x?x64xf32>, %
   %o = attn.attention %q, %k, %k segments(%cu_q, %cu_k : tensor<?xi32>, tensor<?xi32>) causal : tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x8x?x64xf32>
   return %o : tensor<1x8x?x64xf32>
 }
+
+// Per-row key lengths over a KV cache with room to grow.
+// CHECK-LABEL: func.func @key_lengths
+// CHECK: attn.attention {{.*}} key_lengths(%{{.*}} : tensor<?xi32>) causal
+func.func @key_lengths(%q: tensor<?x8x1x64xf32>, %k: tensor<?x2x?x64xf32>, %lens: tensor<?xi32>) -> tensor<?x8x1x64xf32> {
+  %o = attn.attention %q, %k, %k key_lengths(%lens : tensor<?xi32>) causal : tensor<?x8x1x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x8x1x64xf32>
+  return %o : tensor<?x8x1x64xf32>
+}
