@@ -84,6 +84,11 @@ struct AttentionSpec {
   /// batch row n attends to its first key_lengths[n] keys of K and V (a KV
   /// cache with room to grow). Position ids are then [s], shared.
   bool keyLengths = false;
+  /// A paged KV cache of this page size (docs/shape-classes.md): run()
+  /// takes key_pages [num_pages, page_size, hkv, d], value_pages and
+  /// block_table (i32 [b, max_pages]) in place of K and V; the shape's skv
+  /// must be `?` (max_pages * page_size). Usually with keyLengths.
+  std::optional<int64_t> pageSize;
 };
 
 /// A compilable description: MLIR source text (pe + attn dialects) with

@@ -111,7 +111,19 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   };
   std::string qp = positionType(s.querySeq), kp = positionType(s.keySeq);
   std::ostringstream out;
-  out << "func.func @attention(%q: " << q << ", %k: " << k << ", %v: " << v;
+  // A paged cache: the function takes the page pools and the block table,
+  // and attn.paged_kv makes the logical K and V of them.
+  std::string kPages, vPages, table = "tensor<" + dimText(s.batch) + "x?xi32>";
+  if (spec.pageSize) {
+    kPages = "tensor<?x" + std::to_string(*spec.pageSize) + "x" + std::to_string(s.kvHeads) + "x" +
+             std::to_string(s.headDim) + "xf32>";
+    vPages = "tensor<?x" + std::to_string(*spec.pageSize) + "x" + std::to_string(s.kvHeads) + "x" +
+             std::to_string(s.valueDim) + "xf32>";
+    out << "func.func @attention(%q: " << q << ", %k_pages: " << kPages << ", %v_pages: " << vPages
+        << ", %block_table: " << table;
+  } else {
+    out << "func.func @attention(%q: " << q << ", %k: " << k << ", %v: " << v;
+  }
   // The encodings' operands: %e0, %e1, ... in order, then the positions.
   std::string encodingAttrs, operandNames, operandTypes;
   int operandCount = 0;
@@ -144,6 +156,10 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   if (ropeK || byPosition)
     out << ", %k_pos: " << kp;
   out << ") -> " << o << " {\n";
+  if (spec.pageSize)
+    out << "  %k = attn.paged_kv %k_pages, %block_table : " << kPages << ", " << table << " -> "
+        << k << "\n  %v = attn.paged_kv %v_pages, %block_table : " << vPages << ", " << table
+        << " -> " << v << "\n";
   std::string qIn = "%q", kIn = "%k";
   if (ropeQ) {
     out << "  %q_rot = pe.rope %q, %q_pos " << ropeText(*spec.rope) << " : " << q << ", " << qp

@@ -171,6 +171,15 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::KeyLengths:
       bound.keyLengths = &inputs[i];
       break;
+    case ArgumentRole::KeyPages:
+      bound.keyPages = &inputs[i];
+      break;
+    case ArgumentRole::ValuePages:
+      bound.valuePages = &inputs[i];
+      break;
+    case ArgumentRole::BlockTable:
+      bound.blockTable = &inputs[i];
+      break;
     default:
       break;
     }

@@ -52,6 +52,9 @@ struct BoundInputs {
   const TensorView *querySegments = nullptr, *keySegments = nullptr;
   /// Each batch row's key count (checked by readKeyLengths); null without.
   const TensorView *keyLengths = nullptr;
+  /// A paged cache's pools and block table (runtime/PagedKv.h); null
+  /// without.
+  const TensorView *keyPages = nullptr, *valuePages = nullptr, *blockTable = nullptr;
 };
 
 /// A packed batch's sequences: query rows [query[i], query[i + 1]) against

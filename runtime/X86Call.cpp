@@ -6,13 +6,17 @@
 // batch row, each planned from its own lengths; the phases of all of them
 // run as one pool round trip each, so short sequences share the cores
 // instead of waiting for each other.
+#include "runtime/PagedKv.h"
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
 #include "runtime/core/CallPlan.h"
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 
 namespace pejit {
 
@@ -98,6 +102,16 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;
   const TensorView *views[3] = {bound.query, bound.key, bound.value};
+  // A paged cache: K and V are the pools' logical views, gathered below.
+  std::optional<PagedKv> paged;
+  if (signature.paged()) {
+    Expected<PagedKv> read = readPagedKv(bound, shape, inputDtype);
+    if (!read)
+      return Status::error(read.error());
+    paged = std::move(*read);
+    views[1] = &paged->logicalKey;
+    views[2] = &paged->logicalValue;
+  }
   // The call's shape: the kernel's, its `?` lengths taken from Q and K (a
   // packed batch's total lengths).
   Expected<Shape> resolved = callShape(shape, *views[0], *views[1]);
@@ -110,10 +124,18 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   std::vector<int64_t> oShape{s.batch, s.queryHeads, s.querySeq, s.valueDim};
   if (Status st = checkView(*views[0], "input 0 (query)", qShape, {inputDtype}); !st)
     return st;
-  if (Status st = checkView(*views[1], "input 1 (key)", kShape, {inputDtype}); !st)
-    return st;
-  if (Status st = checkView(*views[2], "input 2 (value)", vShape, {inputDtype}); !st)
-    return st;
+  if (paged && paged->logicalKey.shape != kShape)
+    return Status::error("block_table: " + std::to_string(paged->logicalKey.shape[0]) +
+                         " rows of " + std::to_string(paged->maxPages) + " pages of " +
+                         std::to_string(paged->pageSize) + " keys make K " +
+                         dimsText(paged->logicalKey.shape) + ", but the kernel's is " +
+                         dimsText(kShape));
+  if (!paged)
+    if (Status st = checkView(*views[1], "input 1 (key)", kShape, {inputDtype}); !st)
+      return st;
+  if (!paged)
+    if (Status st = checkView(*views[2], "input 2 (value)", vShape, {inputDtype}); !st)
+      return st;
   if (Status st = checkView(out, "output", oShape, {outputDtype}); !st)
     return st;
 
@@ -133,8 +155,51 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       return Status::error(lengths.error());
     for (int64_t n = 0; n < s.batch; ++n)
       parts.push_back({n, 0, s.querySeq, 0, (*lengths)[n]});
+  } else if (paged) { // each row its own gather
+    for (int64_t n = 0; n < s.batch; ++n)
+      parts.push_back({n, 0, s.querySeq, 0, s.keySeq});
   } else {
     parts.push_back({-1, 0, s.querySeq, 0, s.keySeq});
+  }
+  // A paged row's gathered K and V: [hkv, nk, d] then [hkv, nk, dv], at
+  // gatherOffset[i] bytes of one buffer, filled in one pool round trip
+  // (one job per part and run of pages).
+  std::vector<size_t> gatherOffset(parts.size(), 0);
+  std::unique_ptr<char, void (*)(void *)> gathered(nullptr, std::free);
+  if (paged) {
+    size_t bytes = 0, unit = dtypeBytes(inputDtype);
+    struct Job {
+      size_t part;
+      int64_t firstPage, endPage;
+      bool value;
+    };
+    std::vector<Job> jobs;
+    const int64_t pagesPerJob = std::max<int64_t>(1, 4096 / paged->pageSize);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Rows &part = parts[i];
+      if (part.nq == 0 || part.nk == 0)
+        continue;
+      if (Status st = checkBlockTable(*paged, part.row, part.nk); !st)
+        return st;
+      gatherOffset[i] = bytes;
+      bytes += (s.kvHeads * part.nk * (s.headDim + s.valueDim) * unit + 63) / 64 * 64;
+      int64_t pages = (part.nk + paged->pageSize - 1) / paged->pageSize;
+      for (int64_t p = 0; p < pages; p += pagesPerJob)
+        for (bool value : {false, true})
+          jobs.push_back({i, p, std::min(pages, p + pagesPerJob), value});
+    }
+    gathered.reset(static_cast<char *>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
+    if (!gathered)
+      return Status::error("out of memory: the paged cache's gather of " + std::to_string(bytes) +
+                           " bytes could not be allocated");
+    pool_->parallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t index) {
+      const Job &job = jobs[index];
+      const Rows &part = parts[job.part];
+      char *keys = gathered.get() + gatherOffset[job.part];
+      char *out = job.value ? keys + s.kvHeads * part.nk * s.headDim * unit : keys;
+      gatherPages(*paged, job.value ? *paged->valuePages : *paged->keyPages, part.row, part.nk,
+                  job.firstPage, job.endPage, out);
+    });
   }
   bool sliced = signature.segmented() || signature.keyLengths();
   // Sliced ids must first hold the whole call's: [total] (or [A, total]).
@@ -150,7 +215,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   std::vector<SubCall> calls;
   int64_t threads = pool_->threads();
   int64_t floats = 0;
-  for (const Rows &part : parts) {
+  for (size_t partIndex = 0; partIndex < parts.size(); ++partIndex) {
+    const Rows &part = parts[partIndex];
     int64_t q0 = part.q0, nq = part.nq, k0 = part.k0, nk = part.nk;
     if (nq == 0)
       continue;
@@ -174,6 +240,20 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       call.k = batchRowOf(call.k, inputDtype, part.row);
       call.v = batchRowOf(call.v, inputDtype, part.row);
       call.o = batchRowOf(call.o, outputDtype, part.row);
+    }
+    if (paged) { // the row's gathered K and V, dense [1, hkv, nk, d]
+      char *keys = gathered.get() + gatherOffset[partIndex];
+      char *values = keys + s.kvHeads * nk * s.headDim * dtypeBytes(inputDtype);
+      for (auto [desc, base, dim] :
+           {std::tuple<MemRefDescriptor<float, 4> *, char *, int64_t>{&call.k, keys, s.headDim},
+            {&call.v, values, s.valueDim}}) {
+        desc->allocated = desc->aligned = reinterpret_cast<float *>(base);
+        desc->offset = 0;
+        int64_t sizes[4] = {1, s.kvHeads, nk, dim},
+                strides[4] = {s.kvHeads * nk * dim, nk * dim, dim, 1};
+        std::copy(sizes, sizes + 4, desc->sizes);
+        std::copy(strides, strides + 4, desc->strides);
+      }
     }
     // Position ids: the sequence's slice of the packed ids, or the
     // defaults from its own lengths (keys from 0, queries from nk - nq).

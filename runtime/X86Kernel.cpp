@@ -1,5 +1,6 @@
 // X86Kernel: an artifact's objects linked into the process (load), its
 // stages' text (stage) and its scratch buffers; its run is X86Call.cpp.
+#include "runtime/PagedKv.h"
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
 #include "runtime/core/CallPlan.h"
@@ -111,6 +112,12 @@ Expected<Shape> X86Kernel::callShape(const std::vector<TensorView> &inputs) cons
   BoundInputs bound;
   if (Status st = bindInputs(impl_->signature, inputs, bound); !st)
     return st;
+  if (impl_->signature.paged()) { // K's length: the block table's pages
+    Expected<PagedKv> paged = readPagedKv(bound, impl_->shape, impl_->inputDtype);
+    if (!paged)
+      return Status::error(paged.error());
+    return pejit::callShape(impl_->shape, *bound.query, paged->logicalKey);
+  }
   return pejit::callShape(impl_->shape, *bound.query, *bound.key);
 }
 double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }

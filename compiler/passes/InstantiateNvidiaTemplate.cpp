@@ -35,6 +35,12 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (failed(found))
     return failure();
   attn::AttentionOp op = found->op;
+  // Per-sequence lengths are x86's for now (docs/shape-classes.md): a
+  // kernel that ignored them would attend to keys a row does not have.
+  if (op.getQuerySegments() || op.getKeyLengths() || found->signature.paged())
+    return op.emitError() << "the nvidia kernel does not take segments, key_lengths or a paged "
+                             "KV cache yet (x86 does): one kernel per shape, every row all of "
+                             "its keys";
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());

@@ -42,7 +42,8 @@ FailureOr<std::string> substitute(const std::string &text,
   return out + text.substr(pos);
 }
 
-/// The one function, whose body is one attn.attention on its arguments.
+/// The one function, whose body is one attn.attention on its arguments (K
+/// and V maybe paged: attn.paged_kv, which the runtime gathers).
 FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
   auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
@@ -53,7 +54,7 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
       if (fused.op)
         return op.emitError() << "expected one attn.attention per kernel, found another";
       fused.op = attention;
-    } else if (!isa<func::ReturnOp>(op)) {
+    } else if (!isa<func::ReturnOp, attn::PagedKvOp>(op)) {
       return op.emitError() << "'" << op.getName()
                             << "' cannot be compiled into the kernel: only a fused "
                                "attn.attention can (no fused kernel hook for it yet)";
@@ -83,10 +84,26 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     return op.emitError() << "the kernel takes query, key and value as three arguments, but this "
                              "attention reads one tensor as more than one of them: pass it as "
                              "separate arguments (the same buffer may be given for each)";
+  // A paged K and V (attn.paged_kv): the kernel takes their page pools and
+  // one block table, and gathers the rows each call reads.
+  auto keyPages = op.getKey().getDefiningOp<attn::PagedKvOp>();
+  auto valuePages = op.getValue().getDefiningOp<attn::PagedKvOp>();
+  if (bool(keyPages) != bool(valuePages))
+    return op.emitError() << "the " << (keyPages ? "key" : "value")
+                          << " is paged (attn.paged_kv) but the " << (keyPages ? "value" : "key")
+                          << " is not: the kernel reads both "
+                          << "from pages or neither";
+  if (keyPages && keyPages.getBlockTable() != valuePages.getBlockTable())
+    return op.emitError() << "the paged key and value read different block tables: the kernel "
+                             "takes one";
+  Value key = keyPages ? keyPages.getPages() : op.getKey();
+  Value value = valuePages ? valuePages.getPages() : op.getValue();
+  Value blockTable = keyPages ? keyPages.getBlockTable() : Value();
   std::pair<Value, ArgumentRole> operandRoles[] = {
       {op.getQuery(), ArgumentRole::Query},
-      {op.getKey(), ArgumentRole::Key},
-      {op.getValue(), ArgumentRole::Value},
+      {key, keyPages ? ArgumentRole::KeyPages : ArgumentRole::Key},
+      {value, valuePages ? ArgumentRole::ValuePages : ArgumentRole::Value},
+      {blockTable, ArgumentRole::BlockTable},
       {op.getQueryPositions(), ArgumentRole::QueryPositions},
       {op.getKeyPositions(), ArgumentRole::KeyPositions},
       {op.getQuerySegments(), ArgumentRole::QuerySegments},

@@ -112,6 +112,38 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
+def Attn_PagedKvOp : Attn_Op<"paged_kv", [Pure]> {
+  let summary = "a logical K or V [b, h, max_pages * page_size, d] read from a paged cache";
+  let description = [{
+    A paged KV cache as vLLM and FlashInfer store it: `pages` is
+    [num_pages, page_size, h, d] and `block_table` (i32 [b, max_pages])
+    lists each batch row's pages in order. The result is the row's keys (or
+    values) in pejit's layout, [b, h, max_pages * page_size, d]:
+
+    ```
+    result[n, h, j, :] = pages[block_table[n, j / page_size], j % page_size, h, :]
+    ```
+
+    Every table entry a row reads must be in [0, num_pages): with an
+    attention's `key_lengths(lens)`, row n reads entries
+    [0, ceil(lens[n] / page_size)); without, all of them. The kernel
+    checks them at run (the error names the row and the index); the x86
+    kernel gathers the rows it reads, the op itself is never materialized
+    in full. It feeds attn.attention's key or value directly.
+
+    ```mlir
+    %k = attn.paged_kv %k_pages, %table : tensor<?x16x8x128xf32>, tensor<?x?xi32>
+        -> tensor<?x8x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_FloatTensor:$pages, TensorRankOf<[I32], [2]>:$block_table);
+  let results = (outs Attn_FloatTensor:$result);
+  let assemblyFormat = [{
+    $pages `,` $block_table attr-dict `:` type($pages) `,` type($block_table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Template hook ops: where a kernel template lets the fused encodings in.
 // attn-instantiate-x86-template (and -nvidia-) replace each with the code that the encodings'

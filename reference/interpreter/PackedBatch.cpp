@@ -9,7 +9,7 @@ namespace pejit {
 namespace {
 
 /// Which offsets slice an argument.
-enum class Side { None, Query, Key, Both };
+enum class Side { None, Query, Key, Both, Row };
 
 /// The side of one role of ArgumentInfo::role ("query", "key and value").
 Side sideOf(const std::string &roles) {
@@ -32,6 +32,8 @@ Side sideOf(const std::string &roles) {
       add(Side::Key);
     else if (part == "positions")
       add(Side::Both);
+    else if (part == "block_table")
+      add(Side::Row);
   }
   return side;
 }
@@ -91,7 +93,45 @@ ref::PositionIds entries(const ref::PositionIds &ids, int64_t first, int64_t cou
   return ref::PositionIds(shape, data);
 }
 
+/// Row `row` of a [b, m] table (-1: all of it).
+ref::PositionIds tableRow(const ref::PositionIds &table, int64_t row) {
+  if (row < 0 || table.shape.size() != 2)
+    return table;
+  int64_t m = table.shape[1];
+  return ref::PositionIds({1, m}, std::vector<int64_t>(table.data.begin() + row * m,
+                                                       table.data.begin() + (row + 1) * m));
+}
+
 } // namespace
+
+bool gatherPagedKv(const ref::Tensor &pages, const ref::PositionIds &table, int64_t keys,
+                   int64_t rowBase, ref::Tensor &out, std::string &problem) {
+  int64_t numPages = pages.dim(0), pageSize = pages.dim(1), heads = pages.dim(2),
+          dim = pages.dim(3);
+  int64_t batch = table.shape[0], maxPages = table.shape[1];
+  int64_t rows = keys >= 0 ? keys : maxPages * pageSize;
+  if (rows > maxPages * pageSize) {
+    problem = "row " + std::to_string(rowBase) + " reads " + std::to_string(rows) +
+              " keys but its block table holds " + std::to_string(maxPages) + " pages of " +
+              std::to_string(pageSize);
+    return false;
+  }
+  out = ref::Tensor({batch, heads, rows, dim});
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t j = 0; j < rows; ++j) {
+      int64_t page = table.data[n * maxPages + j / pageSize];
+      if (page < 0 || page >= numPages) {
+        problem = "block_table entry [" + std::to_string(rowBase + n) + ", " +
+                  std::to_string(j / pageSize) + "] is " + std::to_string(page) +
+                  ", outside [0, num_pages = " + std::to_string(numPages) + ")";
+        return false;
+      }
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < dim; ++c)
+          out.at(n, h, j, c) = pages.at(page, j % pageSize, h, c);
+    }
+  return true;
+}
 
 bool isPackedBatch(const FunctionSignature &sig) {
   return std::any_of(sig.arguments.begin(), sig.arguments.end(), [](const ArgumentInfo &info) {
@@ -101,7 +141,8 @@ bool isPackedBatch(const FunctionSignature &sig) {
 
 Expected<ref::Tensor> interpretPackedBatch(
     const FunctionSignature &sig, const std::vector<ReferenceArgument> &arguments,
-    const std::function<Expected<ref::Tensor>(const std::vector<ReferenceArgument> &)> &evaluate) {
+    const std::function<Expected<ref::Tensor>(const std::vector<ReferenceArgument> &,
+                                              const PackedCall &)> &evaluate) {
   using Result = Expected<ref::Tensor>;
   // The packed lengths, from the query and key arguments.
   int64_t totalQuery = -1, totalKey = -1;
@@ -113,6 +154,18 @@ Expected<ref::Tensor> interpretPackedBatch(
       if (side == Side::Key)
         totalKey = t->dim(2);
     }
+  // A paged K: its length is the block table's pages.
+  int64_t pageSize = -1, maxPages = -1;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    if (const auto *t = std::get_if<ref::Tensor>(&arguments[i]);
+        t && t->rank() == 4 && sig.arguments[i].role == "key_pages")
+      pageSize = t->dim(1);
+    if (const auto *ids = std::get_if<ref::PositionIds>(&arguments[i]);
+        ids && ids->rank() == 2 && sig.arguments[i].role == "block_table")
+      maxPages = ids->shape[1];
+  }
+  if (totalKey < 0 && pageSize > 0 && maxPages >= 0)
+    totalKey = pageSize * maxPages;
   if (totalQuery < 0 || totalKey < 0)
     return Result::error("a packed batch needs its query and key as arguments of @" + sig.name);
   int64_t batch = 1;
@@ -170,13 +223,15 @@ Expected<ref::Tensor> interpretPackedBatch(
     if (side == Side::Both && !sameRanges)
       return Result::error(what + " serves queries and keys, so each sequence's query and key "
                                   "rows must be the same");
-    bool offsets =
-        info.role == "query_segments" || info.role == "key_segments" || info.role == "key_lengths";
+    bool offsets = info.role == "query_segments" || info.role == "key_segments" ||
+                   info.role == "key_lengths" || info.role == "key_pages" ||
+                   info.role == "value_pages";
     if (side == Side::None && !offsets && (dynamic || (!lengths.empty() && info.shape.size() == 4)))
       return Result::error(what + ", " + info.type +
                            ", has `?` dims or a batch row, which segments and key_lengths "
                            "cannot slice per sequence");
-    if (!lengths.empty() && side != Side::None && info.isInteger && info.shape.size() != 1)
+    if (!lengths.empty() && side != Side::None && side != Side::Row && info.isInteger &&
+        info.shape.size() != 1)
       return Result::error(what + ": with key_lengths, position ids are [s], shared by the batch");
   }
   ref::Tensor packed;
@@ -192,6 +247,8 @@ Expected<ref::Tensor> interpretPackedBatch(
               count = side == Side::Key ? call.nk : call.nq;
       if (side == Side::None)
         part.push_back(arguments[i]);
+      else if (side == Side::Row) // a block table: the row's pages
+        part.push_back(tableRow(std::get<ref::PositionIds>(arguments[i]), call.row));
       else if (const auto *t = std::get_if<ref::Tensor>(&arguments[i]))
         part.push_back(rows(*t, call.row, first, count));
       else
@@ -199,7 +256,7 @@ Expected<ref::Tensor> interpretPackedBatch(
     }
     ref::Tensor out;
     if (call.nq > 0 && call.nk > 0) {
-      Result result = evaluate(part);
+      Result result = evaluate(part, PackedCall{call.row, call.nk});
       if (!result)
         return Result::error((call.row < 0 ? "sequence " : "batch row ") +
                              std::to_string(call.row < 0 ? static_cast<int64_t>(n) : call.row) +

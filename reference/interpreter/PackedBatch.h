@@ -19,6 +19,12 @@
 
 namespace pejit {
 
+/// One evaluation of a split call: its batch row (-1: all) and its key
+/// count (what attn.paged_kv gathers).
+struct PackedCall {
+  int64_t row = -1, keyCount = -1;
+};
+
 /// Whether the function takes query_segments / key_segments or key_lengths.
 bool isPackedBatch(const FunctionSignature &sig);
 
@@ -30,7 +36,15 @@ bool isPackedBatch(const FunctionSignature &sig);
 /// gives zero rows, as every fully-masked row does.
 Expected<ref::Tensor> interpretPackedBatch(
     const FunctionSignature &sig, const std::vector<ReferenceArgument> &arguments,
-    const std::function<Expected<ref::Tensor>(const std::vector<ReferenceArgument> &)> &evaluate);
+    const std::function<Expected<ref::Tensor>(const std::vector<ReferenceArgument> &,
+                                              const PackedCall &)> &evaluate);
+
+/// attn.paged_kv in float64: [b, h, keys, d] from `pages` [num_pages,
+/// page_size, h, d] and `table` [b, max_pages] (keys < 0: max_pages *
+/// page_size). False with `problem` naming the entry ([rowBase + n, i]) if
+/// one read is outside [0, num_pages).
+bool gatherPagedKv(const ref::Tensor &pages, const ref::PositionIds &table, int64_t keys,
+                   int64_t rowBase, ref::Tensor &out, std::string &problem);
 
 } // namespace pejit
 

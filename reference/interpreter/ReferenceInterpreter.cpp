@@ -144,6 +144,21 @@ bool isValueTermArgument(mlir::BlockArgument arg) {
 std::string useRole(mlir::OpOperand &use) {
   mlir::Operation *user = use.getOwner();
   unsigned n = use.getOperandNumber();
+  if (auto paged = mlir::dyn_cast<attn::PagedKvOp>(user)) {
+    if (n == 1)
+      return "block_table";
+    // Key or value pages: where the logical tensor goes (maybe rotated).
+    for (mlir::Operation *reader : paged->getUsers()) {
+      mlir::Value read = paged.getResult();
+      if (mlir::isa<pe::PositionalEncodingOpInterface>(reader) && reader->hasOneUse()) {
+        read = reader->getResult(0);
+        reader = *reader->getUsers().begin();
+      }
+      if (auto attention = mlir::dyn_cast<attn::AttentionOp>(reader))
+        return attention.getValue() == read ? "value_pages" : "key_pages";
+    }
+    return "attn.paged_kv pages";
+  }
   if (auto attention = mlir::dyn_cast<attn::AttentionOp>(user)) {
     auto [first, count] = attention.getODSOperandIndexAndLength(kEncodingOperandsGroup);
     if (n >= first && n < first + count)
@@ -254,6 +269,9 @@ public:
   llvm::DenseMap<mlir::Value, Val> values;
   ref::Tensor returned; ///< the function's result
   std::string error;
+  /// A per-row evaluation (key_lengths): the row's key count and index,
+  /// which attn.paged_kv gathers (-1: all of the block table's keys).
+  int64_t pagedKeys = -1, pagedRow = 0;
 
   bool fail(mlir::Operation *op, const std::string &message) {
     error = "'" + op->getName().getStringRef().str() + "' at " + str(op->getLoc()) + ": " + message;
@@ -273,6 +291,13 @@ public:
     if (auto op = value.getDefiningOp<pe::PositionalEncodingOpInterface>())
       if (mlir::Value input = op.getTransformedInput())
         return dimsOf(input);
+    // A paged K or V not gathered yet: [b, h, keys, d] from its pages and
+    // block table (keys: the row's count, or all the table's).
+    if (auto paged = value.getDefiningOp<attn::PagedKvOp>()) {
+      std::vector<int64_t> pages = dimsOf(paged.getPages()), table = dimsOf(paged.getBlockTable());
+      if (pages.size() == 4 && table.size() == 2 && pages[1] >= 0 && table[1] >= 0)
+        return {table[0], pages[2], pagedKeys >= 0 ? pagedKeys : table[1] * pages[1], pages[3]};
+    }
     auto shape = mlir::cast<mlir::RankedTensorType>(value.getType()).getShape();
     return {shape.begin(), shape.end()};
   }
@@ -293,6 +318,11 @@ public:
     }
     if (value && values[value].kind == Val::Ids)
       return values[value].ids;
+    if (sq < 0 || skv < 0) {
+      fail(op, "its lengths are not known from the arguments, so its default position ids "
+               "cannot be made");
+      return std::nullopt;
+    }
     return isKey ? ref::defaultKeyPositions(skv) : ref::defaultQueryPositions(sq, skv);
   }
 
@@ -495,6 +525,16 @@ public:
                     return evaluateEncoding(encodingOp, seqLen, result);
                   })
                   .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
+                  .Case([&](attn::PagedKvOp p) {
+                    auto table = values.find(p.getBlockTable());
+                    std::string problem;
+                    if (table == values.end() || table->second.kind != Val::Ids)
+                      return fail(p, "its block table must be an argument of the function");
+                    if (!gatherPagedKv(tensor(p.getPages()), table->second.ids, pagedKeys, pagedRow,
+                                       result, problem))
+                      return fail(p, problem);
+                    return true;
+                  })
                   .Case([&](mlir::func::ReturnOp ret) {
                     result = tensor(ret.getOperand(0));
                     return true;
@@ -512,9 +552,14 @@ public:
 
 /// Binds `arguments` to the function's and evaluates it once.
 Expected<ref::Tensor> evaluateFunction(Parsed &parsed, const FunctionSignature &sig,
-                                       const std::vector<ReferenceArgument> &arguments) {
+                                       const std::vector<ReferenceArgument> &arguments,
+                                       const PackedCall *call = nullptr) {
   using Result = Expected<ref::Tensor>;
   Interpreter interpreter;
+  if (call) {
+    interpreter.pagedKeys = call->keyCount;
+    interpreter.pagedRow = std::max<int64_t>(call->row, 0);
+  }
   for (size_t i = 0; i < sig.arguments.size(); ++i) {
     const ArgumentInfo &info = sig.arguments[i];
     Val &val = interpreter.values[parsed.func.getArgument(i)];
@@ -579,9 +624,10 @@ Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
                          " to " + std::to_string(sig->arguments.size()) + " arguments, got " +
                          std::to_string(arguments.size()));
   if (isPackedBatch(*sig))
-    return interpretPackedBatch(*sig, arguments, [&](const std::vector<ReferenceArgument> &part) {
-      return evaluateFunction(*parsed, *sig, part);
-    });
+    return interpretPackedBatch(
+        *sig, arguments, [&](const std::vector<ReferenceArgument> &part, const PackedCall &call) {
+          return evaluateFunction(*parsed, *sig, part, &call);
+        });
   return evaluateFunction(*parsed, *sig, arguments);
 }
 

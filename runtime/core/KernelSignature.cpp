@@ -7,11 +7,12 @@ namespace pejit {
 
 namespace {
 
-constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,           ArgumentRole::Key,
-                                   ArgumentRole::Value,           ArgumentRole::QueryPositions,
-                                   ArgumentRole::KeyPositions,    ArgumentRole::Positions,
-                                   ArgumentRole::EncodingOperand, ArgumentRole::QuerySegments,
-                                   ArgumentRole::KeySegments,     ArgumentRole::KeyLengths};
+constexpr ArgumentRole kRoles[] = {
+    ArgumentRole::Query,           ArgumentRole::Key,           ArgumentRole::Value,
+    ArgumentRole::QueryPositions,  ArgumentRole::KeyPositions,  ArgumentRole::Positions,
+    ArgumentRole::EncodingOperand, ArgumentRole::QuerySegments, ArgumentRole::KeySegments,
+    ArgumentRole::KeyLengths,      ArgumentRole::KeyPages,      ArgumentRole::ValuePages,
+    ArgumentRole::BlockTable};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -53,6 +54,12 @@ const char *argumentRoleName(ArgumentRole role) {
     return "key_segments";
   case ArgumentRole::KeyLengths:
     return "key_lengths";
+  case ArgumentRole::KeyPages:
+    return "key_pages";
+  case ArgumentRole::ValuePages:
+    return "value_pages";
+  case ArgumentRole::BlockTable:
+    return "block_table";
   }
   return "?";
 }
@@ -97,6 +104,13 @@ bool KernelSignature::segmented() const {
 bool KernelSignature::keyLengths() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::KeyLengths)
+      return true;
+  return false;
+}
+
+bool KernelSignature::paged() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::BlockTable)
       return true;
   return false;
 }

@@ -9,7 +9,8 @@
 //                                     "encoding_operand=t5_table:f32:32x16"
 // ROLE is query, key, value, query_positions, key_positions, positions (one
 // tensor of ids for both), encoding_operand, query_segments or key_segments
-// (a packed batch's cu_seqlens), key_lengths (per-row key counts); DTYPE
+// (a packed batch's cu_seqlens), key_lengths (per-row key counts),
+// key_pages, value_pages or block_table (a paged KV cache); DTYPE
 // f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
 // ("query:f32:1x32x?x128", docs/shape-classes.md).
@@ -35,6 +36,9 @@ enum class ArgumentRole {
   QuerySegments, ///< cu_seqlens_q of a packed batch (i32 [n + 1])
   KeySegments,   ///< cu_seqlens_k
   KeyLengths,    ///< each batch row's key count (i32 [b], cache_seqlens)
+  KeyPages,      ///< a paged K cache [num_pages, page_size, hkv, d]
+  ValuePages,    ///< a paged V cache [num_pages, page_size, hkv, dv]
+  BlockTable,    ///< each batch row's pages (i32 [b, max_pages])
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -71,6 +75,9 @@ struct KernelSignature {
   bool segmented() const;
   /// Whether it takes key_lengths (each batch row's keys, a prefix of K).
   bool keyLengths() const;
+  /// Whether K and V come from a paged cache (key_pages, value_pages,
+  /// block_table).
+  bool paged() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

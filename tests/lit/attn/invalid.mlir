@@ -463,3 +463,35 @@ func.func @key_lengths_per_row_ids(%q: tensor<2x4x1x64xf32>, %k: tensor<2x4x?x64
   %o = attn.attention %q, %k, %k query_positions(%qp : tensor<2x1xi64>) key_positions(%kp : tensor<2x?xi64>) key_lengths(%lens : tensor<2xi32>) encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<2x4x1x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x1x64xf32>
   return
 }
+
+// -----
+
+func.func @paged_heads(%kp: tensor<?x16x2x64xf32>, %t: tensor<?x?xi32>) {
+  // expected-error @+1 {{'attn.paged_kv' op result h (dim 1) is 4 but the pages' heads (dim 2) is 2}}
+  %k = attn.paged_kv %kp, %t : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x4x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_rows(%kp: tensor<?x16x2x64xf32>, %t: tensor<3x4xi32>) {
+  // expected-error @+1 {{'attn.paged_kv' op result dim 2 must be max_pages * page_size (64), got 'tensor<3x2x32x64xf32>'}}
+  %k = attn.paged_kv %kp, %t : tensor<?x16x2x64xf32>, tensor<3x4xi32> -> tensor<3x2x32x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_rank(%kp: tensor<16x2x64xf32>, %t: tensor<?x?xi32>) {
+  // expected-error @+1 {{'attn.paged_kv' op pages must be [num_pages, page_size, h, d] (rank 4), got 'tensor<16x2x64xf32>'}}
+  %k = attn.paged_kv %kp, %t : tensor<16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @paged_other_user(%kp: tensor<?x16x2x64xf32>, %t: tensor<?x?xi32>) -> tensor<?x2x?x64xf32> {
+  // expected-error @+1 {{'attn.paged_kv' op feeds 'func.return': a paged K or V is read only as attn.attention's key or value (or rotated on the way, by a QK transform that fuses)}}
+  %k = attn.paged_kv %kp, %t : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
+  return %k : tensor<?x2x?x64xf32>
+}

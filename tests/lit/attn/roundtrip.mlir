@@ -134,3 +134,14 @@ func.func @key_lengths(%q: tensor<?x8x1x64xf32>, %k: tensor<?x2x?x64xf32>, %lens
   %o = attn.attention %q, %k, %k key_lengths(%lens : tensor<?xi32>) causal : tensor<?x8x1x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x8x1x64xf32>
   return %o : tensor<?x8x1x64xf32>
 }
+
+// A paged KV cache: the logical K and V gathered from pages by a block table.
+// CHECK-LABEL: func.func @paged_kv
+// CHECK: attn.paged_kv %{{.*}}, %{{.*}} : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
+// CHECK: attn.attention {{.*}} key_lengths
+func.func @paged_kv(%q: tensor<?x8x1x64xf32>, %kp: tensor<?x16x2x64xf32>, %vp: tensor<?x16x2x64xf32>, %t: tensor<?x?xi32>, %lens: tensor<?xi32>) -> tensor<?x8x1x64xf32> {
+  %k = attn.paged_kv %kp, %t : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
+  %v = attn.paged_kv %vp, %t : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
+  %o = attn.attention %q, %k, %v key_lengths(%lens : tensor<?xi32>) : tensor<?x8x1x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x8x1x64xf32>
+  return %o : tensor<?x8x1x64xf32>
+}

@@ -85,3 +85,12 @@ func.func @bias_for_dynamic_lengths(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x6
   %o = attn.attention %q, %k, %v encodings([#pe.bias_tensor]) encoding_operands(%b : tensor<1x2x8x8xf32>) : tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x2x?x64xf32>
   return %o : tensor<1x2x?x64xf32>
 }
+
+// -----
+
+func.func @paged_key_only(%q: tensor<?x2x1x64xf32>, %kp: tensor<?x16x2x64xf32>, %t: tensor<?x?xi32>, %v: tensor<?x2x?x64xf32>) -> tensor<?x2x1x64xf32> {
+  %k = attn.paged_kv %kp, %t : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
+  // expected-error @+1 {{the key is paged (attn.paged_kv) but the value is not: the kernel reads both from pages or neither}}
+  %o = attn.attention %q, %k, %v : tensor<?x2x1x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x2x1x64xf32>
+  return %o : tensor<?x2x1x64xf32>
+}
