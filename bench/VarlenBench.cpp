@@ -25,9 +25,11 @@
 #include "bench/Timing.h"
 #include "runtime/Pejit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -59,13 +61,15 @@ std::vector<float> randomRows(int64_t heads, int64_t total, std::mt19937 &engine
   return rows;
 }
 
-/// The decode step of 16 users at their own cache lengths: packed against
-/// one call per user.
+/// The decode step of 16 users at their own cache lengths, four ways: packed
+/// (segments), a cache padded to 4096 with key_lengths, a paged cache
+/// (pages of 16, shuffled, key_lengths), and one call per user.
 int batchedDecode(int threads, int repeats) {
   const std::vector<int64_t> keys = {3000, 150,  1200, 40,   2200, 700, 90,   4096,
                                      512,  1800, 260,  3500, 60,   950, 2600, 1};
-  const int64_t users = static_cast<int64_t>(keys.size());
-  std::vector<int32_t> cuQ{0}, cuK{0};
+  const int64_t users = static_cast<int64_t>(keys.size()), capacity = 4096, pageSize = 16,
+                maxPages = capacity / pageSize;
+  std::vector<int32_t> cuQ{0}, cuK{0}, lengths(keys.begin(), keys.end());
   for (int64_t n : keys) {
     cuQ.push_back(cuQ.back() + 1);
     cuK.push_back(cuK.back() + static_cast<int32_t>(n));
@@ -77,63 +81,125 @@ int batchedDecode(int threads, int repeats) {
   std::vector<float> q = randomRows(kHeads, users, engine),
                      k = randomRows(kKvHeads, totalK, engine),
                      v = randomRows(kKvHeads, totalK, engine);
-  std::vector<float> packedOut(q.size()), loopOut(q.size());
+  // The same keys in a padded cache [users, hkv, 4096, d] and in shuffled
+  // pages [num_pages, 16, hkv, d] with a block table [users, 256].
+  std::vector<float> padK(users * kKvHeads * capacity * kDim), padV(padK.size());
+  int64_t numPages = 0;
+  for (int64_t n : keys)
+    numPages += (n + pageSize - 1) / pageSize;
+  std::vector<int32_t> order(numPages), table(users * maxPages, 0);
+  for (int64_t i = 0; i < numPages; ++i)
+    order[i] = static_cast<int32_t>(i);
+  std::shuffle(order.begin(), order.end(), engine);
+  std::vector<float> pageK(numPages * pageSize * kKvHeads * kDim), pageV(pageK.size());
+  for (int64_t n = 0, next = 0; n < users; ++n)
+    for (int64_t j = 0; j < keys[n]; ++j) {
+      if (j % pageSize == 0)
+        table[n * maxPages + j / pageSize] = order[next++];
+      int64_t page = table[n * maxPages + j / pageSize];
+      for (int64_t h = 0; h < kKvHeads; ++h)
+        for (int64_t c = 0; c < kDim; ++c) {
+          int64_t from = (h * totalK + cuK[n] + j) * kDim + c;
+          int64_t padded = ((n * kKvHeads + h) * capacity + j) * kDim + c;
+          int64_t paged = ((page * pageSize + j % pageSize) * kKvHeads + h) * kDim + c;
+          padK[padded] = pageK[paged] = k[from];
+          padV[padded] = pageV[paged] = v[from];
+        }
+    }
+
   Runtime runtime({threads});
-  Shape cls{1, kHeads, kKvHeads, kDynamicDim, kDynamicDim, kDim, kDim};
+  Shape packedClass{1, kHeads, kKvHeads, kDynamicDim, kDynamicDim, kDim, kDim};
+  Shape rowsClass{kDynamicDim, kHeads, kKvHeads, kDynamicDim, kDynamicDim, kDim, kDim};
   AttentionSpec packedSpec = llamaSpec(true), plainSpec = llamaSpec(false);
   packedSpec.ropeOnKey = plainSpec.ropeOnKey = false; // a pre-rotated cache
-  Expected<X86Kernel> packed = runtime.getX86(Spec::fromBuilder(packedSpec, cls));
-  Expected<X86Kernel> plain = runtime.getX86(Spec::fromBuilder(plainSpec, cls));
-  if (!packed || !plain) {
-    std::fprintf(stderr, "batched decode: %s\n", (!packed ? packed : plain).error().c_str());
-    return 1;
-  }
+  AttentionSpec lengthsSpec = plainSpec, pagedSpec = plainSpec;
+  lengthsSpec.keyLengths = pagedSpec.keyLengths = true;
+  pagedSpec.pageSize = pageSize;
+  Expected<X86Kernel> packed = runtime.getX86(Spec::fromBuilder(packedSpec, packedClass));
+  Expected<X86Kernel> plain = runtime.getX86(Spec::fromBuilder(plainSpec, packedClass));
+  Expected<X86Kernel> withLengths = runtime.getX86(Spec::fromBuilder(lengthsSpec, rowsClass));
+  Expected<X86Kernel> paged = runtime.getX86(Spec::fromBuilder(pagedSpec, rowsClass));
+  for (const Expected<X86Kernel> *kernel : {&packed, &plain, &withLengths, &paged})
+    if (!*kernel) {
+      std::fprintf(stderr, "batched decode: %s\n", kernel->error().c_str());
+      return 1;
+    }
   auto view = [](float *data, int64_t heads, int64_t total, int64_t first, int64_t len) {
     return TensorView{data + first * kDim,
                       DType::F32,
                       {1, heads, len, kDim},
                       {heads * total * kDim, total * kDim, kDim, 1}};
   };
-  auto runPacked = [&] {
-    Status st = packed->run({view(q.data(), kHeads, users, 0, users),
-                             view(k.data(), kKvHeads, totalK, 0, totalK),
-                             view(v.data(), kKvHeads, totalK, 0, totalK),
-                             {cuQ.data(), DType::I32, {users + 1}, {}},
-                             {cuK.data(), DType::I32, {users + 1}, {}}},
-                            view(packedOut.data(), kHeads, users, 0, users));
+  // Outputs [1, hq, users, d] (packed, loop) and [users, hq, 1, d] (rows).
+  std::vector<std::vector<float>> outs(4, std::vector<float>(q.size()));
+  TensorView rowsQ{q.data(), DType::F32, {users, kHeads, 1, kDim}, {kDim, users * kDim, kDim, 1}};
+  auto rowsOut = [&](int i) {
+    return TensorView{
+        outs[i].data(), DType::F32, {users, kHeads, 1, kDim}, {kDim, users * kDim, kDim, 1}};
+  };
+  auto check = [](const Status &st, const char *what) {
     if (!st)
-      std::fprintf(stderr, "batched decode packed: %s\n", st.message().c_str());
+      std::fprintf(stderr, "batched decode %s: %s\n", what, st.message().c_str());
   };
-  auto runLoop = [&] {
-    for (int64_t n = 0; n < users; ++n) {
-      Status st = plain->run({view(q.data(), kHeads, users, n, 1),
-                              view(k.data(), kKvHeads, totalK, cuK[n], keys[n]),
-                              view(v.data(), kKvHeads, totalK, cuK[n], keys[n])},
-                             view(loopOut.data(), kHeads, users, n, 1));
-      if (!st)
-        std::fprintf(stderr, "batched decode loop: %s\n", st.message().c_str());
-    }
-  };
-  std::vector<double> packedMs, loopMs;
-  for (int round = 0; round < 3; ++round) {
-    packedMs.push_back(medianMs(repeats * 4, runPacked));
-    loopMs.push_back(medianMs(repeats * 4, runLoop));
-  }
+  std::vector<std::pair<const char *, std::function<void()>>> ways = {
+      {"packed (segments), one call",
+       [&] {
+         check(packed->run({view(q.data(), kHeads, users, 0, users),
+                            view(k.data(), kKvHeads, totalK, 0, totalK),
+                            view(v.data(), kKvHeads, totalK, 0, totalK),
+                            {cuQ.data(), DType::I32, {users + 1}, {}},
+                            {cuK.data(), DType::I32, {users + 1}, {}}},
+                           view(outs[0].data(), kHeads, users, 0, users)),
+               "packed");
+       }},
+      {"padded cache [16, 8, 4096, 128] + key_lengths, one call",
+       [&] {
+         check(withLengths->run({rowsQ,
+                                 {padK.data(), DType::F32, {users, kKvHeads, capacity, kDim}, {}},
+                                 {padV.data(), DType::F32, {users, kKvHeads, capacity, kDim}, {}},
+                                 {lengths.data(), DType::I32, {users}, {}}},
+                                rowsOut(1)),
+               "key_lengths");
+       }},
+      {"paged (pages of 16, shuffled) + key_lengths, one call",
+       [&] {
+         check(paged->run({rowsQ,
+                           {pageK.data(), DType::F32, {numPages, pageSize, kKvHeads, kDim}, {}},
+                           {pageV.data(), DType::F32, {numPages, pageSize, kKvHeads, kDim}, {}},
+                           {table.data(), DType::I32, {users, maxPages}, {}},
+                           {lengths.data(), DType::I32, {users}, {}}},
+                          rowsOut(2)),
+               "paged");
+       }},
+      {"16 calls, one per user", [&] {
+         for (int64_t n = 0; n < users; ++n)
+           check(plain->run({view(q.data(), kHeads, users, n, 1),
+                             view(k.data(), kKvHeads, totalK, cuK[n], keys[n]),
+                             view(v.data(), kKvHeads, totalK, cuK[n], keys[n])},
+                            view(outs[3].data(), kHeads, users, n, 1)),
+                 "loop");
+       }}};
+  std::vector<std::vector<double>> times(ways.size());
+  for (int round = 0; round < 3; ++round)
+    for (size_t w = 0; w < ways.size(); ++w)
+      times[w].push_back(medianMs(repeats * 4, ways[w].second));
   double diff = 0;
-  for (size_t i = 0; i < packedOut.size(); ++i)
-    diff = std::max(diff, static_cast<double>(std::fabs(packedOut[i] - loopOut[i])));
-  std::sort(packedMs.begin(), packedMs.end());
-  std::sort(loopMs.begin(), loopMs.end());
+  for (size_t w = 1; w < ways.size(); ++w)
+    for (size_t i = 0; i < q.size(); ++i)
+      diff = std::max(diff, static_cast<double>(std::fabs(outs[w][i] - outs[0][i])));
   std::printf("### Batched decode: 16 users, one query row each, %lld keys in all (1 .. 4096 "
               "each), pre-rotated K (RoPE on Q only), hq=32 hkv=8 d=128 f32\n\n"
-              "Read bandwidth %.1f GB/s: K and V read once, %.3f ms. Packed against the loop: "
-              "max |diff| %.2g.\n\n"
+              "Read bandwidth %.1f GB/s: K and V read once, %.3f ms. Every way against the "
+              "packed one: max |diff| %.2g.\n\n"
               "| pejit way | median ms (rounds' min .. max) | step / read |\n"
-              "| --- | --- | ---: |\n"
-              "| packed (segments), one call | %.3f (%.3f .. %.3f) | %.2f |\n"
-              "| 16 calls, one per user | %.3f (%.3f .. %.3f) | %.2f |\n\n",
-              (long long)totalK, bandwidth, readMs, diff, packedMs[1], packedMs[0], packedMs[2],
-              packedMs[1] / readMs, loopMs[1], loopMs[0], loopMs[2], loopMs[1] / readMs);
+              "| --- | --- | ---: |\n",
+              (long long)totalK, bandwidth, readMs, diff);
+  for (size_t w = 0; w < ways.size(); ++w) {
+    std::sort(times[w].begin(), times[w].end());
+    std::printf("| %s | %.3f (%.3f .. %.3f) | %.2f |\n", ways[w].first, times[w][1], times[w][0],
+                times[w][2], times[w][1] / readMs);
+  }
+  std::printf("\n");
   return 0;
 }
 

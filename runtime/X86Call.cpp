@@ -87,6 +87,8 @@ struct SubCall {
   std::vector<int64_t> queryPositions, keyPositions;
   MemRefDescriptor<int64_t, 2> qp{}, kp{};
   int64_t scratchOffset = 0, cacheOffset = 0; ///< floats into the call's scratch
+  /// A paged row's gathered K (then V): bytes into the gather region.
+  int64_t gatherAt = -1;
   MemRefDescriptor<float, 1> sd{}, kcd{}, partials{};
 };
 
@@ -162,18 +164,19 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     parts.push_back({-1, 0, s.querySeq, 0, s.keySeq});
   }
   // A paged row's gathered K and V: [hkv, nk, d] then [hkv, nk, dv], at
-  // gatherOffset[i] bytes of one buffer, filled in one pool round trip
-  // (one job per part and run of pages).
-  std::vector<size_t> gatherOffset(parts.size(), 0);
-  std::unique_ptr<char, void (*)(void *)> gathered(nullptr, std::free);
+  // gatherOffset[i] bytes of the gather region (after the sub-calls' own
+  // scratch, so the buffer is the kernel's reused one), filled in one pool
+  // round trip (one job per part and run of pages).
+  std::vector<int64_t> gatherOffset(parts.size(), 0);
+  int64_t gatherBytes = 0;
+  const int64_t unit = dtypeBytes(inputDtype);
+  struct GatherJob {
+    size_t part;
+    int64_t firstPage, endPage;
+    bool value;
+  };
+  std::vector<GatherJob> jobs;
   if (paged) {
-    size_t bytes = 0, unit = dtypeBytes(inputDtype);
-    struct Job {
-      size_t part;
-      int64_t firstPage, endPage;
-      bool value;
-    };
-    std::vector<Job> jobs;
     const int64_t pagesPerJob = std::max<int64_t>(1, 4096 / paged->pageSize);
     for (size_t i = 0; i < parts.size(); ++i) {
       const Rows &part = parts[i];
@@ -181,25 +184,13 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
         continue;
       if (Status st = checkBlockTable(*paged, part.row, part.nk); !st)
         return st;
-      gatherOffset[i] = bytes;
-      bytes += (s.kvHeads * part.nk * (s.headDim + s.valueDim) * unit + 63) / 64 * 64;
+      gatherOffset[i] = gatherBytes;
+      gatherBytes += (s.kvHeads * part.nk * (s.headDim + s.valueDim) * unit + 63) / 64 * 64;
       int64_t pages = (part.nk + paged->pageSize - 1) / paged->pageSize;
       for (int64_t p = 0; p < pages; p += pagesPerJob)
         for (bool value : {false, true})
           jobs.push_back({i, p, std::min(pages, p + pagesPerJob), value});
     }
-    gathered.reset(static_cast<char *>(std::aligned_alloc(64, std::max<size_t>(bytes, 64))));
-    if (!gathered)
-      return Status::error("out of memory: the paged cache's gather of " + std::to_string(bytes) +
-                           " bytes could not be allocated");
-    pool_->parallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t index) {
-      const Job &job = jobs[index];
-      const Rows &part = parts[job.part];
-      char *keys = gathered.get() + gatherOffset[job.part];
-      char *out = job.value ? keys + s.kvHeads * part.nk * s.headDim * unit : keys;
-      gatherPages(*paged, job.value ? *paged->valuePages : *paged->keyPages, part.row, part.nk,
-                  job.firstPage, job.endPage, out);
-    });
   }
   bool sliced = signature.segmented() || signature.keyLengths();
   // Sliced ids must first hold the whole call's: [total] (or [A, total]).
@@ -241,13 +232,11 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       call.v = batchRowOf(call.v, inputDtype, part.row);
       call.o = batchRowOf(call.o, outputDtype, part.row);
     }
-    if (paged) { // the row's gathered K and V, dense [1, hkv, nk, d]
-      char *keys = gathered.get() + gatherOffset[partIndex];
-      char *values = keys + s.kvHeads * nk * s.headDim * dtypeBytes(inputDtype);
-      for (auto [desc, base, dim] :
-           {std::tuple<MemRefDescriptor<float, 4> *, char *, int64_t>{&call.k, keys, s.headDim},
-            {&call.v, values, s.valueDim}}) {
-        desc->allocated = desc->aligned = reinterpret_cast<float *>(base);
+    if (paged) { // the row's gathered K and V, dense [1, hkv, nk, d]; the
+                 // pointers once the scratch exists
+      call.gatherAt = gatherOffset[partIndex];
+      for (auto [desc, dim] : {std::pair<MemRefDescriptor<float, 4> *, int64_t>{&call.k, s.headDim},
+                               {&call.v, s.valueDim}}) {
         desc->offset = 0;
         int64_t sizes[4] = {1, s.kvHeads, nk, dim},
                 strides[4] = {s.kvHeads * nk * dim, nk * dim, dim, 1};
@@ -297,10 +286,29 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   }
   if (calls.empty())
     return Status();
+  const int64_t gatherBase = floats;
+  floats += (gatherBytes / 4 + 15) / 16 * 16;
   ScratchBuffer scratch = takeScratch(floats);
   if (!scratch.data)
     return Status::error("out of memory: the kernel's scratch of " + std::to_string(floats) +
                          " floats could not be allocated");
+  if (paged) {
+    char *region = reinterpret_cast<char *>(scratch.data.get() + gatherBase);
+    for (SubCall &call : calls) {
+      char *keys = region + call.gatherAt;
+      call.k.allocated = call.k.aligned = reinterpret_cast<float *>(keys);
+      call.v.allocated = call.v.aligned =
+          reinterpret_cast<float *>(keys + s.kvHeads * call.shape.keySeq * s.headDim * unit);
+    }
+    pool_->parallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t index) {
+      const GatherJob &job = jobs[index];
+      const Rows &part = parts[job.part];
+      char *keys = region + gatherOffset[job.part];
+      char *out = job.value ? keys + s.kvHeads * part.nk * s.headDim * unit : keys;
+      gatherPages(*paged, job.value ? *paged->valuePages : *paged->keyPages, part.row, part.nk,
+                  job.firstPage, job.endPage, out);
+    });
+  }
   // Each sub-call's views of scratch have their own base pointers: the
   // kernel's views of them (reinterpret_cast) set their offset from the
   // aligned pointer. A key cache of 0 floats tells the kernel to rotate K
