@@ -169,6 +169,11 @@ LogicalResult AttentionOp::verifySegments() {
     if (!ShapedType::isDynamic(b) && !ShapedType::isDynamic(n) && b != n)
       return emitOpError() << "key_lengths has " << n << " entries but the batch b is " << b
                            << ": one per batch row";
+    // Each row runs at its own length: a kernel of one skv would not.
+    if (!ShapedType::isDynamic(dim(getKey(), 2)))
+      return emitOpError() << "key_lengths: the key's skv (dim 2) must be ? (each row's length is "
+                              "its own, at most the capacity the call's K has), got "
+                           << dim(getKey(), 2);
     for (auto [name, positions] :
          {std::pair<StringRef, Value>{"query_positions", getQueryPositions()},
           {"key_positions", getKeyPositions()}}) {

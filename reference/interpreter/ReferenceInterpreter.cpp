@@ -337,6 +337,31 @@ public:
   }
 };
 
+/// Why `argument` cannot be argument i (empty: it can): a float tensor for
+/// a float argument, ids for an integer one, of its rank and (checkDims)
+/// of its static dims; -1 (`?`) matches any size.
+std::string argumentProblem(const ArgumentInfo &info, size_t i, const ReferenceArgument &argument,
+                            bool checkDims) {
+  std::string what = "argument " + std::to_string(i) + " (" + info.role + ", " + info.type + ")";
+  auto matches = [&](const std::vector<int64_t> &given) {
+    if (given.size() != info.shape.size())
+      return false;
+    for (size_t d = 0; d < given.size() && checkDims; ++d)
+      if (info.shape[d] != -1 && info.shape[d] != given[d])
+        return false;
+    return true;
+  };
+  if (const auto *t = std::get_if<ref::Tensor>(&argument)) {
+    if (info.isInteger || !matches(t->shape))
+      return what + " was given a float tensor " + ref::shapeToString(t->shape);
+    return "";
+  }
+  const auto &ids = std::get<ref::PositionIds>(argument);
+  if (!info.isInteger || !matches(ids.shape))
+    return what + " was given position ids " + ref::shapeToString(ids.shape);
+  return "";
+}
+
 /// Binds `arguments` to the function's and evaluates it once.
 Expected<ref::Tensor> evaluateFunction(Parsed &parsed, const FunctionSignature &sig,
                                        const std::vector<ReferenceArgument> &arguments,
@@ -355,26 +380,16 @@ Expected<ref::Tensor> evaluateFunction(Parsed &parsed, const FunctionSignature &
       val.kind = Val::Default;
       continue;
     }
-    // -1 (`?`) matches any size; the kernel checks that the `?` lengths
-    // agree, and the attention's reference uses the tensors' own.
-    auto matches = [&](const std::vector<int64_t> &given) {
-      if (given.size() != info.shape.size())
-        return false;
-      for (size_t d = 0; d < given.size(); ++d)
-        if (info.shape[d] != -1 && info.shape[d] != given[d])
-          return false;
-      return true;
-    };
+    // A split call's parts are slices of checked arguments: their batch and
+    // lengths are the slice's.
+    if (std::string problem = argumentProblem(info, i, arguments[i], /*checkDims=*/!call);
+        !problem.empty())
+      return Result::error(problem);
     if (const auto *t = std::get_if<ref::Tensor>(&arguments[i])) {
-      if (info.isInteger || !matches(t->shape))
-        return Result::error(what + " was given a float tensor " + ref::shapeToString(t->shape));
       val.tensor = *t;
     } else {
-      const auto &ids = std::get<ref::PositionIds>(arguments[i]);
-      if (!info.isInteger || !matches(ids.shape))
-        return Result::error(what + " was given position ids " + ref::shapeToString(ids.shape));
       val.kind = Val::Ids;
-      val.ids = ids;
+      val.ids = std::get<ref::PositionIds>(arguments[i]);
     }
   }
   std::optional<int64_t> seqLen = interpreter.ropeSeqLen(parsed.func);
@@ -410,11 +425,16 @@ Expected<ref::Tensor> interpretReference(const std::string &mlirSource,
     return Result::error("@" + sig->name + " takes " + std::to_string(sig->requiredArguments) +
                          " to " + std::to_string(sig->arguments.size()) + " arguments, got " +
                          std::to_string(arguments.size()));
-  if (isPackedBatch(*sig))
+  if (isPackedBatch(*sig)) {
+    for (size_t i = 0; i < arguments.size(); ++i)
+      if (std::string problem = argumentProblem(sig->arguments[i], i, arguments[i], true);
+          !problem.empty())
+        return Result::error(problem);
     return interpretPackedBatch(
         *sig, arguments, [&](const std::vector<ReferenceArgument> &part, const PackedCall &call) {
           return evaluateFunction(*parsed, *sig, part, &call);
         });
+  }
   return evaluateFunction(*parsed, *sig, arguments);
 }
 

@@ -495,3 +495,11 @@ func.func @paged_other_user(%kp: tensor<?x16x2x64xf32>, %t: tensor<?x?xi32>) -> 
   %k = attn.paged_kv %kp, %t : tensor<?x16x2x64xf32>, tensor<?x?xi32> -> tensor<?x2x?x64xf32>
   return %k : tensor<?x2x?x64xf32>
 }
+
+// -----
+
+func.func @key_lengths_static_capacity(%q: tensor<2x4x1x64xf32>, %k: tensor<2x4x64x64xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{'attn.attention' op key_lengths: the key's skv (dim 2) must be ? (each row's length is its own, at most the capacity the call's K has), got 64}}
+  %o = attn.attention %q, %k, %k key_lengths(%lens : tensor<2xi32>) : tensor<2x4x1x64xf32>, tensor<2x4x64x64xf32>, tensor<2x4x64x64xf32> -> tensor<2x4x1x64xf32>
+  return
+}

@@ -29,8 +29,8 @@ func.func @shaw_value_too_big(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>
 
 // Per-row key lengths are x86's for now: a kernel that ignored them would
 // attend to keys a row does not have.
-func.func @key_lengths(%q: tensor<2x2x1x64xf16>, %k: tensor<2x2x64x64xf16>, %v: tensor<2x2x64x64xf16>, %lens: tensor<2xi32>) -> tensor<2x2x1x64xf32> {
+func.func @key_lengths(%q: tensor<2x2x1x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x2x?x64xf16>, %lens: tensor<2xi32>) -> tensor<2x2x1x64xf32> {
   // expected-error @+1 {{the nvidia kernel does not take segments, key_lengths or a paged KV cache yet (x86 does): one kernel per shape, every row all of its keys}}
-  %o = attn.attention %q, %k, %v key_lengths(%lens : tensor<2xi32>) : tensor<2x2x1x64xf16>, tensor<2x2x64x64xf16>, tensor<2x2x64x64xf16> -> tensor<2x2x1x64xf32>
+  %o = attn.attention %q, %k, %v key_lengths(%lens : tensor<2xi32>) : tensor<2x2x1x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x64xf16> -> tensor<2x2x1x64xf32>
   return %o : tensor<2x2x1x64xf32>
 }
