@@ -191,6 +191,40 @@ TEST(PejitCache, PackedBatchRunsAndChecksPerSequence) {
       << bad.err;
 }
 
+// The shipped paged-decode and varlen-prefill examples as a user runs
+// them: `pejit run --check` on .npy inputs (a shuffled block table whose
+// unread entries point past the pool; packed offsets), each checked
+// against the float64 interpreter.
+TEST(Examples, PagedDecodeAndVarlenPrefillRunAndCheck) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  std::string examples = EXAMPLES_DIR;
+  writeTensor(dir.file("q.npy"), randomTensor({3, 32, 1, 128}));
+  writeTensor(dir.file("kp.npy"), randomTensor({7, 16, 8, 128}));
+  writeTensor(dir.file("vp.npy"), randomTensor({7, 16, 8, 128}));
+  writeIds(dir.file("table.npy"), ref::PositionIds({3, 3}, {6, 2, 99, 0, 99, 99, 5, 1, 3}),
+           npy::DType::I32);
+  writeIds(dir.file("lens.npy"), ref::PositionIds::shared({20, 9, 48}), npy::DType::I32);
+  Result paged = runWithCache(
+      dir, {"run", examples + "/paged_decode.mlir", "--input=@" + dir.file("q.npy"),
+            "--input=@" + dir.file("kp.npy"), "--input=@" + dir.file("vp.npy"),
+            "--input=@" + dir.file("table.npy"), "--input=@" + dir.file("lens.npy"), "--check"});
+  ASSERT_EQ(paged.exitCode, 0) << paged.err << paged.out;
+  EXPECT_TRUE(contains(paged.out, "max relative error")) << paged.out;
+
+  writeTensor(dir.file("pq.npy"), randomTensor({1, 32, 70, 128}));
+  writeTensor(dir.file("pk.npy"), randomTensor({1, 8, 70, 128}));
+  writeTensor(dir.file("pv.npy"), randomTensor({1, 8, 70, 128}));
+  writeIds(dir.file("cu.npy"), ref::PositionIds::shared({0, 5, 6, 70}), npy::DType::I32);
+  Result varlen = runWithCache(
+      dir, {"run", examples + "/varlen_prefill.mlir", "--input=@" + dir.file("pq.npy"),
+            "--input=@" + dir.file("pk.npy"), "--input=@" + dir.file("pv.npy"),
+            "--input=@" + dir.file("cu.npy"), "--input=@" + dir.file("cu.npy"), "--check"});
+  ASSERT_EQ(varlen.exitCode, 0) << varlen.err << varlen.out;
+  EXPECT_TRUE(contains(varlen.out, "max relative error")) << varlen.out;
+}
+
 // examples/generate_loop.cpp as a user runs it: 256 tokens through a
 // 2-layer decoder, every attention call one pejit kernel of one shape
 // class. It exits 0 only if exactly one kernel was compiled or loaded.

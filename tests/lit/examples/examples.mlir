@@ -9,3 +9,12 @@
 // ALIBI-LABEL: func.func @alibi_attention
 // ALIBI: pe.alibi <num_heads = 12, form = causal>
 // ALIBI: attn.attention {{.*}} bias(
+// RUN: pejit-opt %S/../../../examples/paged_decode.mlir | FileCheck %s --check-prefix=PAGED
+// RUN: pejit-opt %S/../../../examples/varlen_prefill.mlir | FileCheck %s --check-prefix=VARLEN
+
+// PAGED-LABEL: func.func @paged_decode
+// PAGED-COUNT-2: attn.paged_kv
+// PAGED: attn.attention {{.*}} key_lengths
+
+// VARLEN-LABEL: func.func @varlen_prefill
+// VARLEN: attn.attention {{.*}} segments(
