@@ -9,7 +9,8 @@
 // 2. The decode loop: 256 steps growing from 2048 to 2304 keys through one
 //    kernel, its inputs views into a preallocated cache (as a generator
 //    keeps it). Over a pre-rotated K cache (RoPE on Q only) and, for
-//    comparison, re-rotating all of K every step. Compile count, compile
+//    comparison, re-rotating all of K every step; in f32 and in bf16 (every
+//    tensor). Compile count, compile
 //    ms, the median step, and the step against the time to read K and V
 //    once at this machine's measured read bandwidth.
 #include "bench/AttentionBench.h"
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -45,11 +47,15 @@ AttentionSpec llamaSpec(bool rotateKeys) {
 Shape shapeOf(int64_t sq, int64_t skv) { return {1, kHeads, kKvHeads, sq, skv, kDim, kDim}; }
 
 /// Q, K, V and the output of one call, views into buffers sized for
-/// `capacity` keys: K and V rows [0, skv) of a [1, hkv, capacity, d] cache.
+/// `capacity` keys: K and V rows [0, skv) of a [1, hkv, capacity, d] cache;
+/// f32, or bf16 (every tensor, the output too).
 struct Buffers {
   int64_t querySeq, capacity;
+  DType dtype;
   std::vector<float> q, k, v, o;
-  Buffers(int64_t sq, int64_t cap) : querySeq(sq), capacity(cap) {
+  std::vector<uint16_t> q16, k16, v16, o16;
+  Buffers(int64_t sq, int64_t cap, DType type = DType::F32)
+      : querySeq(sq), capacity(cap), dtype(type) {
     std::mt19937 engine(11);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     q.resize(kHeads * sq * kDim);
@@ -59,15 +65,44 @@ struct Buffers {
     for (std::vector<float> *t : {&q, &k, &v})
       for (float &x : *t)
         x = dist(engine);
+    // bf16: the top half of each f32 (truncated, as the values need not be
+    // exact here).
+    auto narrow = [](const std::vector<float> &from, std::vector<uint16_t> &to) {
+      to.resize(from.size());
+      for (size_t i = 0; i < from.size(); ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &from[i], 4);
+        to[i] = static_cast<uint16_t>(bits >> 16);
+      }
+    };
+    if (dtype == DType::BF16) {
+      narrow(q, q16);
+      narrow(k, k16);
+      narrow(v, v16);
+      o16.resize(o.size());
+    }
   }
   Status run(const X86Kernel &kernel, int64_t skv) {
     std::vector<int64_t> kvStrides{kKvHeads * capacity * kDim, capacity * kDim, kDim, 1};
-    return kernel.run({{q.data(), DType::F32, {1, kHeads, querySeq, kDim}, {}},
-                       {k.data(), DType::F32, {1, kKvHeads, skv, kDim}, kvStrides},
-                       {v.data(), DType::F32, {1, kKvHeads, skv, kDim}, kvStrides}},
-                      {o.data(), DType::F32, {1, kHeads, querySeq, kDim}, {}});
+    bool half = dtype == DType::BF16;
+    auto data = [&](std::vector<float> &f, std::vector<uint16_t> &h) -> void * {
+      return half ? static_cast<void *>(h.data()) : f.data();
+    };
+    return kernel.run({{data(q, q16), dtype, {1, kHeads, querySeq, kDim}, {}},
+                       {data(k, k16), dtype, {1, kKvHeads, skv, kDim}, kvStrides},
+                       {data(v, v16), dtype, {1, kKvHeads, skv, kDim}, kvStrides}},
+                      {data(o, o16), dtype, {1, kHeads, querySeq, kDim}, {}});
   }
 };
+
+/// The builder's f32 source with every float tensor in bf16.
+Spec bf16Spec(const Spec &f32) {
+  std::string text = f32.source();
+  for (size_t at = text.find("xf32>"); at != std::string::npos; at = text.find("xf32>", at))
+    text.replace(at, 5, "xbf16>");
+  Expected<Spec> spec = Spec::fromText(text, "<bf16 builder>");
+  return spec ? *spec : f32;
+}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -118,14 +153,19 @@ int decodeLoop(int threads, int repeats) {
   double bandwidth = measureReadBandwidthGBs(threads);
   std::printf("### Decode loop: %lld steps, keys %lld -> %lld, b=1 hq=32 hkv=8 d=128 f32\n\n"
               "Read bandwidth at start: %.1f GB/s (%d threads).\n\n"
-              "| K cache | kernels compiled (loaded) | compile (load) ms | median step ms | "
-              "K+V read once at median skv, ms | step / read |\n"
-              "| --- | ---: | ---: | ---: | ---: | ---: |\n",
+              "| dtype | K cache | kernels compiled (loaded) | compile (load) ms | median step ms "
+              "| K+V read once at median skv, ms | step / read |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
               (long long)steps, (long long)first, (long long)capacity, bandwidth, threads);
-  for (bool rotateKeys : {false, true}) {
+  for (auto [dtype, rotateKeys] : {std::pair<DType, bool>{DType::F32, false},
+                                   {DType::F32, true},
+                                   {DType::BF16, false},
+                                   {DType::BF16, true}}) {
     Runtime runtime({threads});
-    Buffers buffers(1, capacity);
+    Buffers buffers(1, capacity, dtype);
     Spec spec = Spec::fromBuilder(llamaSpec(rotateKeys), shapeOf(kDynamicDim, kDynamicDim));
+    if (dtype == DType::BF16)
+      spec = bf16Spec(spec);
     double compileMs = 0;
     std::vector<double> stepMs;
     for (int pass = 0; pass < std::max(1, repeats / 2); ++pass)
@@ -145,11 +185,12 @@ int decodeLoop(int threads, int repeats) {
         if (step > 0 || pass > 0) // the first step pays the compile
           stepMs.push_back(ms(start, Clock::now()));
       }
-    double readBytes = 2.0 * kKvHeads * (first + steps / 2) * kDim * 4;
+    double readBytes = 2.0 * kKvHeads * (first + steps / 2) * kDim * dtypeBytes(dtype);
     double readMs = readBytes / (bandwidth * 1e9) * 1e3;
     double step = median(stepMs);
     RuntimeStats stats = runtime.stats();
-    std::printf("| %s | %lld (%lld) | %.0f | %.3f | %.3f | %.2f |\n",
+    std::printf("| %s | %s | %lld (%lld) | %.0f | %.3f | %.3f | %.2f |\n",
+                dtype == DType::BF16 ? "bf16" : "f32",
                 rotateKeys ? "rotated every step (RoPE on Q and K)"
                            : "pre-rotated (RoPE on Q only)",
                 (long long)stats.compiles, (long long)stats.diskHits, compileMs, step, readMs,
