@@ -55,6 +55,11 @@ struct Runtime::Impl {
   std::map<std::string, std::shared_future<Compiled>> cache;
   std::atomic<int64_t> compiles{0}, diskHits{0}, memoryHits{0};
   std::unique_ptr<DiskCache> disk;
+  /// Each spec's tuned config as this Runtime first read it from disk (or
+  /// stored or discarded it): a decode loop's getX86 per step then reads no
+  /// file.
+  std::mutex tunedMutex;
+  std::map<std::string, std::optional<X86TileConfig>> tunedSeen;
   std::mutex nvidiaMutex;
   std::map<std::string, std::shared_future<Expected<std::shared_ptr<const NvidiaKernelImpl>>>>
       nvidia;
@@ -183,7 +188,21 @@ Expected<X86Kernel> Runtime::getX86(const Spec &spec, std::optional<X86TileConfi
   };
   if (requested)
     return kernelOf(impl_->get(spec, *requested));
-  std::optional<X86TileConfig> tuned = impl_->disk->loadTuned(tuneKey(spec));
+  const std::string key = tuneKey(spec);
+  std::optional<X86TileConfig> tuned;
+  bool seen = false;
+  {
+    std::lock_guard<std::mutex> lock(impl_->tunedMutex);
+    if (auto it = impl_->tunedSeen.find(key); it != impl_->tunedSeen.end()) {
+      tuned = it->second;
+      seen = true;
+    }
+  }
+  if (!seen) {
+    tuned = impl_->disk->loadTuned(key);
+    std::lock_guard<std::mutex> lock(impl_->tunedMutex);
+    impl_->tunedSeen[key] = tuned;
+  }
   if (!tuned)
     return kernelOf(impl_->get(spec, X86TileConfig{}));
   Compiled kernel = impl_->get(spec, *tuned);
@@ -193,8 +212,11 @@ Expected<X86Kernel> Runtime::getX86(const Spec &spec, std::optional<X86TileConfi
   // shape (a file edited by hand, a rule that changed): when the default
   // tiles compile, the tuned config is at fault. Say so, remove it, go on.
   Compiled fallback = impl_->get(spec, X86TileConfig{});
-  if (fallback)
-    impl_->disk->discardTuned(tuneKey(spec), kernel.error());
+  if (fallback) {
+    impl_->disk->discardTuned(key, kernel.error());
+    std::lock_guard<std::mutex> lock(impl_->tunedMutex);
+    impl_->tunedSeen[key] = std::nullopt;
+  }
   return kernelOf(fallback);
 }
 
@@ -217,8 +239,11 @@ int64_t Runtime::compileCount() const { return impl_->compiles.load(); }
 
 Expected<TuneReport> Runtime::tune(const Spec &spec, TuneOptions options) {
   Expected<TuneReport> report = tuneCandidates(*this, spec, options);
-  if (report)
+  if (report) {
     impl_->disk->storeTuned(tuneKey(spec), report->best, spec.name(), report->table());
+    std::lock_guard<std::mutex> lock(impl_->tunedMutex);
+    impl_->tunedSeen[tuneKey(spec)] = report->best;
+  }
   return report;
 }
 
