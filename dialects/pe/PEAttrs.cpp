@@ -286,8 +286,26 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 the
     return emitError() << "rope axial needs rotary_dim % 4 == 0 (rotary_dim/4 frequencies per "
                           "axis), got "
                        << *rotaryDim;
+  if (failed(verifyOneSidedScaling(applyTo, scaling, emitError)))
+    return failure();
   return success();
 }
+
+// A pre-rotated side was rotated at its call's length (vLLM#5093: the
+// static "dynamic" NTK cache).
+LogicalResult pejit::pe::verifyOneSidedScaling(RopeSides applyTo, RopeScalingAttrInterface scaling,
+                                               EmitErrorFn emitError) {
+  if (applyTo == RopeSides::Both || !scaling || !scaling.followsCallLength())
+    return success();
+  return emitError() << "rope apply_to = " << stringifyRopeSides(applyTo) << " with " << scaling
+                     << ": its frequencies follow each call's length (max(position) + 1), so a "
+                        "side rotated in an earlier call (a pre-rotated K cache) was rotated "
+                        "with other frequencies once the length passes original_max_position; "
+                        "keep that side unrotated and rotate both at read time (apply_to = both)";
+}
+
+bool DynamicNtkScalingAttr::followsCallLength() const { return true; }
+bool LongRopeScalingAttr::followsCallLength() const { return true; }
 
 LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads, int64_t headOffset,
                                 AlibiForm form, llvm::ArrayRef<F64> slopes, RelativeTo) {
@@ -357,6 +375,9 @@ LogicalResult LearnedAttr::verify(EmitErrorFn emitError, int64_t maxPositions) {
 
 LogicalResult RopeAttr::verifyForAttention(int64_t queryHeads, int64_t headDim,
                                            EmitErrorFn emitError) const {
+  // Fusion builds one-sided RoPEs with get(), which does not verify.
+  if (failed(verifyOneSidedScaling(getApplyTo(), getScaling(), emitError)))
+    return failure();
   if (ShapedType::isDynamic(headDim))
     return success();
   std::optional<int64_t> explicitRotaryDim = getRotaryDim();

@@ -63,7 +63,7 @@ def PE_NtkScalingAttr : PE_ScalingAttr<"NtkScaling", "ntk", ["verifyRotaryDim"]>
 }
 
 def PE_DynamicNtkScalingAttr : PE_ScalingAttr<"DynamicNtkScaling", "dynamic_ntk",
-                                                 ["verifyRotaryDim"]> {
+                                                 ["verifyRotaryDim", "followsCallLength"]> {
   let summary = "dynamic NTK (HF _compute_dynamic_ntk_parameters)";
   let description = [{
     Stateless: seq_len = max(position) + 1 over the call. When seq_len >
@@ -111,7 +111,7 @@ def PE_Llama3ScalingAttr : PE_ScalingAttr<"Llama3Scaling", "llama3"> {
 }
 
 def PE_LongRopeScalingAttr : PE_ScalingAttr<"LongRopeScaling", "longrope",
-                                             ["verifyRotaryDim"]> {
+                                             ["verifyRotaryDim", "followsCallLength"]> {
   let summary = "LongRoPE / Phi-3 (HF _compute_longrope_parameters)";
   let description = [{
     inv_freq[c] = 1 / (ext[c] * theta^(2c/rd)) with ext = long_factor when
@@ -162,7 +162,9 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     `apply_to` (fused form only): `both` (the default) rotates Q and K;
     `query` or `key` rotates one side, the other being already rotated
     (e.g. a KV cache written with RoPE applied). Fusion sets it when only
-    one of Q and K comes from a pe.rope.
+    one of Q and K comes from a pe.rope. A scaling whose frequencies follow
+    the call's length (dynamic_ntk, longrope) takes only `both`: a side
+    rotated in an earlier, shorter call used other frequencies.
   }];
   let parameters = (ins
     EnumParameter<PE_RopeLayout>:$layout,

@@ -202,6 +202,14 @@ def PE_RopeScalingAttrInterface : AttrInterface<"RopeScalingAttrInterface"> {
       (ins "int64_t":$rotaryDim,
            "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError),
       /*methodBody=*/"", /*defaultImplementation=*/"return ::mlir::success();">,
+    InterfaceMethod<[{
+        Whether the frequencies follow the call's length (max(position) + 1):
+        then a side rotated in an earlier call (a pre-rotated K cache) was
+        rotated with other frequencies, and RoPE must rotate both sides at
+        read time.
+      }],
+      "bool", "followsCallLength", (ins),
+      /*methodBody=*/"", /*defaultImplementation=*/"return false;">,
   ];
 }
 

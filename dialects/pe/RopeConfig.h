@@ -18,6 +18,12 @@ ref::RopeConfig toReferenceConfig(RopeAttr rope);
 mlir::LogicalResult verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
                                           llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 
+/// A RoPE on one side (apply_to query or key) with a scaling whose
+/// frequencies follow the call's length is refused: the other side was
+/// rotated in another call, at other frequencies (the message says so).
+mlir::LogicalResult verifyOneSidedScaling(RopeSides applyTo, RopeScalingAttrInterface scaling,
+                                          llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
+
 } // namespace pejit::pe
 
 #endif // PEJIT_DIALECTS_PE_ROPECONFIG_H

@@ -96,6 +96,14 @@ TEST(ShapeClass, DynamicNtkFollowsTheCallsLength) {
   rope.scaling.originalMaxPosition = 100;
   spec.rope = rope;
   expectOneKernelAtEveryLength(spec, shapeClass(2, 2, 64));
+  // Over a pre-rotated K cache the keys were rotated at other lengths: the
+  // compile refuses it and says why (vLLM#5093's static "dynamic" NTK).
+  spec.ropeOnKey = false;
+  Expected<X86Kernel> preRotated =
+      suiteRuntime().getX86(Spec::fromBuilder(spec, shapeClass(2, 2, 64)));
+  ASSERT_FALSE(preRotated);
+  EXPECT_NE(preRotated.error().find("its frequencies follow each call's length"), std::string::npos)
+      << preRotated.error();
 }
 
 // ALiBi's distance j - (i + skv - sq) takes the call's offset. GQA 4/2:

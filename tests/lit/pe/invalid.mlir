@@ -524,3 +524,12 @@ func.func @relative_to_bad_value() {
   %0 = pe.alibi <num_heads = 4, form = causal, relative_to = token> : tensor<1x4x8x8xf32>
   return
 }
+
+// -----
+
+// A pre-rotated K cache with dynamic NTK: rotated at an earlier length.
+func.func @pre_rotated_dynamic_ntk(%q: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{rope apply_to = query with #pe.dynamic_ntk<factor = 2.0, original_max_position = 4096>: its frequencies follow each call's length (max(position) + 1), so a side rotated in an earlier call (a pre-rotated K cache) was rotated with other frequencies once the length passes original_max_position; keep that side unrotated and rotate both at read time (apply_to = both)}}
+  %o = attn.attention %q, %q, %q encodings([#pe.rope<layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 4096>, apply_to = query>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
