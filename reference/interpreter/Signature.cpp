@@ -200,9 +200,9 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     info.type = str(type);
     info.valueTerm = !info.isInteger && isValueTermArgument(arg);
     // Position ids may be omitted (they have defaults); a packed batch's
-    // offsets may not.
+    // offsets, key lengths and block tables may not.
     if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments" ||
-        info.role == "key_lengths")
+        info.role == "key_lengths" || info.role == "block_table")
       sig.requiredArguments = sig.arguments.size() + 1;
     sig.arguments.push_back(std::move(info));
   }
