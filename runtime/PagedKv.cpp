@@ -75,6 +75,31 @@ Status checkBlockTable(const PagedKv &paged, int64_t row, int64_t keys) {
   return Status();
 }
 
+std::optional<int64_t> consecutiveFirstPage(const PagedKv &paged, int64_t row, int64_t keys) {
+  for (const TensorView *pool : {paged.keyPages, paged.valuePages}) {
+    std::vector<int64_t> strides = stridesOf(*pool);
+    if (strides[0] != paged.pageSize * strides[1])
+      return std::nullopt;
+  }
+  int64_t pages = (keys + paged.pageSize - 1) / paged.pageSize;
+  int64_t first = tableEntry(paged, row, 0);
+  for (int64_t i = 1; i < pages; ++i)
+    if (tableEntry(paged, row, i) != first + i)
+      return std::nullopt;
+  return first;
+}
+
+TensorView pagesView(const PagedKv &paged, const TensorView &pages, int64_t firstPage,
+                     int64_t keys) {
+  std::vector<int64_t> strides = stridesOf(pages);
+  TensorView view;
+  view.data = static_cast<char *>(pages.data) + firstPage * strides[0] * dtypeBytes(pages.dtype);
+  view.dtype = pages.dtype;
+  view.shape = {1, pages.shape[2], keys, pages.shape[3]};
+  view.strides = {paged.pageSize * strides[0], strides[2], strides[1], strides[3]};
+  return view;
+}
+
 void gatherPages(const PagedKv &paged, const TensorView &pages, int64_t row, int64_t keys,
                  int64_t firstPage, int64_t endPage, char *out) {
   std::vector<int64_t> strides = stridesOf(pages);

@@ -6,6 +6,8 @@
 
 #include "runtime/Views.h"
 
+#include <optional>
+
 namespace pejit {
 
 struct PagedKv {
@@ -25,6 +27,17 @@ Expected<PagedKv> readPagedKv(const BoundInputs &bound, const Shape &kernel, DTy
 /// Entries [0, ceil(keys / page_size)) of block table row `row` are in
 /// [0, num_pages); an error names the row, the index and the value.
 Status checkBlockTable(const PagedKv &paged, int64_t row, int64_t keys);
+
+/// The first page of row `row`'s keys [0, keys) when its pages are
+/// consecutive in pools that are dense across pages (page p + 1's first
+/// row follows page p's last): then the row is a strided view of the pools
+/// and needs no gather. Null otherwise (checkBlockTable first).
+std::optional<int64_t> consecutiveFirstPage(const PagedKv &paged, int64_t row, int64_t keys);
+
+/// A [1, hkv, keys, dim] view of `pages` from page `firstPage` on (its rows
+/// consecutive: consecutiveFirstPage).
+TensorView pagesView(const PagedKv &paged, const TensorView &pages, int64_t firstPage,
+                     int64_t keys);
 
 /// Keys [0, keys) of batch row `row`, pages [firstPage, endPage) of them:
 /// copied from `pages` into `out`, a dense [hkv, keys, dim] buffer of the

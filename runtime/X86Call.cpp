@@ -184,6 +184,11 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
         continue;
       if (Status st = checkBlockTable(*paged, part.row, part.nk); !st)
         return st;
+      // Consecutive pages: a strided view of the pools, no gather.
+      if (consecutiveFirstPage(*paged, part.row, part.nk)) {
+        gatherOffset[i] = -1;
+        continue;
+      }
       gatherOffset[i] = gatherBytes;
       gatherBytes += (s.kvHeads * part.nk * (s.headDim + s.valueDim) * unit + 63) / 64 * 64;
       int64_t pages = (part.nk + paged->pageSize - 1) / paged->pageSize;
@@ -232,8 +237,12 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       call.v = batchRowOf(call.v, inputDtype, part.row);
       call.o = batchRowOf(call.o, outputDtype, part.row);
     }
-    if (paged) { // the row's gathered K and V, dense [1, hkv, nk, d]; the
-                 // pointers once the scratch exists
+    if (paged && gatherOffset[partIndex] < 0) { // consecutive pages: views
+      int64_t firstPage = *consecutiveFirstPage(*paged, part.row, nk);
+      call.k = describe4(pagesView(*paged, *paged->keyPages, firstPage, nk));
+      call.v = describe4(pagesView(*paged, *paged->valuePages, firstPage, nk));
+    } else if (paged) { // the row's gathered K and V, dense [1, hkv, nk, d];
+                        // the pointers once the scratch exists
       call.gatherAt = gatherOffset[partIndex];
       for (auto [desc, dim] : {std::pair<MemRefDescriptor<float, 4> *, int64_t>{&call.k, s.headDim},
                                {&call.v, s.valueDim}}) {
@@ -295,6 +304,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   if (paged) {
     char *region = reinterpret_cast<char *>(scratch.data.get() + gatherBase);
     for (SubCall &call : calls) {
+      if (call.gatherAt < 0)
+        continue;
       char *keys = region + call.gatherAt;
       call.k.allocated = call.k.aligned = reinterpret_cast<float *>(keys);
       call.v.allocated = call.v.aligned =

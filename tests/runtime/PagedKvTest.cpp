@@ -60,7 +60,7 @@ Pool scatter(const ref::Tensor &logical, const std::vector<int32_t> &table, int6
 /// Runs rows of `lengths` over a paged cache of `pageSize` and returns
 /// max |out - ref| / max |ref|.
 double runPaged(const AttentionSpec &spec, int64_t pageSize, const std::vector<int64_t> &lengths,
-                int64_t sq, std::string &error) {
+                int64_t sq, std::string &error, bool consecutiveEvenRows = false) {
   std::mt19937 &engine = rng(nullptr);
   int64_t b = static_cast<int64_t>(lengths.size()), capacity = kMaxPages * pageSize;
   ref::Tensor q = randomTensor({b, kHeads, sq, kDim}, engine);
@@ -72,6 +72,13 @@ double runPaged(const AttentionSpec &spec, int64_t pageSize, const std::vector<i
   std::vector<int32_t> order(numPages);
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), engine);
+  // Even rows' pages consecutive (read in place, no gather), odd rows'
+  // shuffled: the pages n * max_pages .. are the even row's own.
+  if (consecutiveEvenRows) {
+    std::iota(order.begin(), order.end(), 0);
+    for (int64_t n = 1; n < b; n += 2)
+      std::shuffle(order.begin() + n * kMaxPages, order.begin() + (n + 1) * kMaxPages, engine);
+  }
   std::vector<int32_t> table(b * kMaxPages);
   for (int64_t n = 0; n < b; ++n)
     for (int64_t i = 0; i < kMaxPages; ++i)
@@ -161,6 +168,20 @@ TEST(PagedKv, AlibiRows) {
   spec.encodings.push_back(encodings::alibi(kHeads, 0, /*symmetric=*/false));
   spec.causal = true;
   expectPagedMatch(spec);
+}
+
+// Rows whose pages are consecutive are read in place (a strided view of
+// the pools), the others gathered: the same results either way.
+TEST(PagedKv, ConsecutivePagesMatchToo) {
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = true;
+  for (int64_t sq : {1, 5}) {
+    std::string error;
+    double relative = runPaged(spec, 16, {300, 37, 1, 250}, sq, error, /*consecutive=*/true);
+    ASSERT_EQ(error, "");
+    EXPECT_LE(relative, 1e-4);
+  }
 }
 
 // A table entry a row reads must name a page of the pool: the error names
