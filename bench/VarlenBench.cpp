@@ -16,9 +16,10 @@
 // and the packed output against the loop's (max |diff|).
 //
 // Then a chat server's decode step: 16 users, one query row each over a
-// pre-rotated cache of its own length (RoPE on Q only), packed in one call
-// against 16 calls, and against reading K and V once at this machine's
-// measured read bandwidth.
+// pre-rotated cache of its own length (RoPE on Q only), packed in one call,
+// over a padded cache with key_lengths, over a paged cache (shuffled pages,
+// gathered; pages in order, read in place), and as 16 calls; each against
+// reading K and V once at this machine's measured read bandwidth.
 #include "bench/AttentionBench.h"
 #include "bench/Bandwidth.h"
 #include "bench/PeakFma.h"
@@ -61,9 +62,9 @@ std::vector<float> randomRows(int64_t heads, int64_t total, std::mt19937 &engine
   return rows;
 }
 
-/// The decode step of 16 users at their own cache lengths, four ways: packed
+/// The decode step of 16 users at their own cache lengths, five ways: packed
 /// (segments), a cache padded to 4096 with key_lengths, a paged cache
-/// (pages of 16, shuffled, key_lengths), and one call per user.
+/// (pages of 16, key_lengths) shuffled and in order, and one call per user.
 int batchedDecode(int threads, int repeats) {
   const std::vector<int64_t> keys = {3000, 150,  1200, 40,   2200, 700, 90,   4096,
                                      512,  1800, 260,  3500, 60,   950, 2600, 1};
@@ -87,23 +88,30 @@ int batchedDecode(int threads, int repeats) {
   int64_t numPages = 0;
   for (int64_t n : keys)
     numPages += (n + pageSize - 1) / pageSize;
-  std::vector<int32_t> order(numPages), table(users * maxPages, 0);
+  // Two page orders: shuffled (gathered), and each user's pages in a row
+  // (read in place).
+  std::vector<int32_t> order(numPages), table(users * maxPages, 0), inOrder(table);
   for (int64_t i = 0; i < numPages; ++i)
     order[i] = static_cast<int32_t>(i);
   std::shuffle(order.begin(), order.end(), engine);
-  std::vector<float> pageK(numPages * pageSize * kKvHeads * kDim), pageV(pageK.size());
+  std::vector<float> pageK(numPages * pageSize * kKvHeads * kDim), pageV(pageK.size()),
+      seqK(pageK.size()), seqV(pageK.size());
   for (int64_t n = 0, next = 0; n < users; ++n)
     for (int64_t j = 0; j < keys[n]; ++j) {
-      if (j % pageSize == 0)
+      if (j % pageSize == 0) {
+        inOrder[n * maxPages + j / pageSize] = static_cast<int32_t>(next);
         table[n * maxPages + j / pageSize] = order[next++];
+      }
       int64_t page = table[n * maxPages + j / pageSize];
+      int64_t seqPage = inOrder[n * maxPages + j / pageSize];
       for (int64_t h = 0; h < kKvHeads; ++h)
         for (int64_t c = 0; c < kDim; ++c) {
           int64_t from = (h * totalK + cuK[n] + j) * kDim + c;
           int64_t padded = ((n * kKvHeads + h) * capacity + j) * kDim + c;
           int64_t paged = ((page * pageSize + j % pageSize) * kKvHeads + h) * kDim + c;
-          padK[padded] = pageK[paged] = k[from];
-          padV[padded] = pageV[paged] = v[from];
+          int64_t sequential = ((seqPage * pageSize + j % pageSize) * kKvHeads + h) * kDim + c;
+          padK[padded] = pageK[paged] = seqK[sequential] = k[from];
+          padV[padded] = pageV[paged] = seqV[sequential] = v[from];
         }
     }
 
@@ -131,7 +139,7 @@ int batchedDecode(int threads, int repeats) {
                       {heads * total * kDim, total * kDim, kDim, 1}};
   };
   // Outputs [1, hq, users, d] (packed, loop) and [users, hq, 1, d] (rows).
-  std::vector<std::vector<float>> outs(4, std::vector<float>(q.size()));
+  std::vector<std::vector<float>> outs(5, std::vector<float>(q.size()));
   TensorView rowsQ{q.data(), DType::F32, {users, kHeads, 1, kDim}, {kDim, users * kDim, kDim, 1}};
   auto rowsOut = [&](int i) {
     return TensorView{
@@ -171,12 +179,22 @@ int batchedDecode(int threads, int repeats) {
                           rowsOut(2)),
                "paged");
        }},
+      {"paged, each user's pages in order (read in place) + key_lengths, one call",
+       [&] {
+         check(paged->run({rowsQ,
+                           {seqK.data(), DType::F32, {numPages, pageSize, kKvHeads, kDim}, {}},
+                           {seqV.data(), DType::F32, {numPages, pageSize, kKvHeads, kDim}, {}},
+                           {inOrder.data(), DType::I32, {users, maxPages}, {}},
+                           {lengths.data(), DType::I32, {users}, {}}},
+                          rowsOut(3)),
+               "paged in order");
+       }},
       {"16 calls, one per user", [&] {
          for (int64_t n = 0; n < users; ++n)
            check(plain->run({view(q.data(), kHeads, users, n, 1),
                              view(k.data(), kKvHeads, totalK, cuK[n], keys[n]),
                              view(v.data(), kKvHeads, totalK, cuK[n], keys[n])},
-                            view(outs[3].data(), kHeads, users, n, 1)),
+                            view(outs[4].data(), kHeads, users, n, 1)),
                  "loop");
        }}};
   std::vector<std::vector<double>> times(ways.size());
