@@ -43,6 +43,8 @@ import time
 
 import numpy as np
 
+from compare_decode import attention_f64  # one new token: q [HQ, D], k/v [HKV, t, D], float64
+
 HQ, HKV, D, THETA = 32, 8, 128, 500000.0
 LENGTHS = [640, 128, 1024, 320, 768, 256, 512, 448]
 
@@ -191,17 +193,6 @@ def ort_varlen(batch, rounds, threads):
 DECODE_KEYS = [3000, 150, 1200, 40, 2200, 700, 90, 4096, 512, 1800, 260, 3500, 60, 950, 2600, 1]
 
 
-def decode_f64(q, k, v):
-    """q [HQ, D] (rotated), k/v [HKV, t, D] -> [HQ, D], no mask."""
-    group = HQ // HKV
-    out = np.empty((HQ, D))
-    for h in range(HQ):
-        s = k[h // group] @ q[h] / np.sqrt(D)
-        p = np.exp(s - s.max())
-        out[h] = (p / p.sum()) @ v[h // group]
-    return out
-
-
 def decode_users(rng):
     """Per user: its cache before the step (t - 1 rotated keys, values) and
     the new token's q, k, v."""
@@ -217,7 +208,7 @@ def decode_reference(user, t):
     pos = np.array([t - 1], dtype=np.float64)
     keys = np.concatenate((k_cache, rope_f64(k[:, None].astype(np.float64), pos)), axis=1)
     values = np.concatenate((v_cache, v[:, None]), axis=1)
-    return decode_f64(rope_f64(q[:, None].astype(np.float64), pos)[:, 0], keys, values)
+    return attention_f64(rope_f64(q[:, None].astype(np.float64), pos)[:, 0], keys, values)
 
 
 def torch_decode(users, rounds):

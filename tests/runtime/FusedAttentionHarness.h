@@ -60,6 +60,17 @@ inline ref::Tensor randomTensor(std::vector<int64_t> shape, std::mt19937 &engine
   return t;
 }
 
+/// Batch row n of a [b, h, s, d] tensor, its first `count` rows of dim 2:
+/// [1, h, count, d].
+inline ref::Tensor rowPrefix(const ref::Tensor &t, int64_t n, int64_t count) {
+  ref::Tensor part({1, t.dim(1), count, t.dim(3)});
+  for (int64_t h = 0; h < t.dim(1); ++h)
+    for (int64_t i = 0; i < count; ++i)
+      for (int64_t c = 0; c < t.dim(3); ++c)
+        part.at(0, h, i, c) = t.at(n, h, i, c);
+  return part;
+}
+
 inline std::vector<float> toFloat(const ref::Tensor &t) {
   return std::vector<float>(t.data.begin(), t.data.end());
 }

@@ -20,16 +20,6 @@ namespace {
 
 constexpr int64_t kCapacity = 300, kHeads = 8, kKvHeads = 2, kDim = 64;
 
-/// Row n of a [b, h, s, d] tensor, its first `count` rows of dim 2.
-ref::Tensor rowPrefix(const ref::Tensor &t, int64_t n, int64_t count) {
-  ref::Tensor part({1, t.dim(1), count, t.dim(3)});
-  for (int64_t h = 0; h < t.dim(1); ++h)
-    for (int64_t i = 0; i < count; ++i)
-      for (int64_t c = 0; c < t.dim(3); ++c)
-        part.at(0, h, i, c) = t.at(n, h, i, c);
-  return part;
-}
-
 /// Runs a batch of rows with `lengths` through the class's kernel (batch
 /// `?` or static) and returns max |out - ref| / max |ref|.
 double runRows(const AttentionSpec &spec, const std::vector<int64_t> &lengths, int64_t sq,

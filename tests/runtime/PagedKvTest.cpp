@@ -24,15 +24,6 @@ namespace {
 
 constexpr int64_t kHeads = 8, kKvHeads = 2, kDim = 64, kMaxPages = 20;
 
-ref::Tensor rowPrefix(const ref::Tensor &t, int64_t n, int64_t count) {
-  ref::Tensor part({1, t.dim(1), count, t.dim(3)});
-  for (int64_t h = 0; h < t.dim(1); ++h)
-    for (int64_t i = 0; i < count; ++i)
-      for (int64_t c = 0; c < t.dim(3); ++c)
-        part.at(0, h, i, c) = t.at(n, h, i, c);
-  return part;
-}
-
 /// A logical K or V [b, hkv, max_pages * page_size, d] scattered into
 /// shuffled pages; the rest of the pool NaN.
 struct Pool {
