@@ -121,7 +121,9 @@ def torch_decode(rng, repeats, dtype_name="float32"):
         return median_step(step, repeats), err
 
 
-def gqa_model(onnx, helper):
+def gqa_model(onnx, helper, batch=1, capacity=CAPACITY):
+    """GroupQueryAttention decode (one new token per batch row) with rotary,
+    past and present caches of `capacity` keys, as a serialized model."""
     T = onnx.TensorProto
     node = helper.make_node(
         "GroupQueryAttention",
@@ -131,20 +133,20 @@ def gqa_model(onnx, helper):
         domain="com.microsoft", num_heads=HQ, kv_num_heads=HKV, do_rotary=1,
         rotary_interleaved=0, scale=1.0 / np.sqrt(D))
     inputs = [
-        helper.make_tensor_value_info("query", T.FLOAT, [1, 1, HQ * D]),
-        helper.make_tensor_value_info("key", T.FLOAT, [1, 1, HKV * D]),
-        helper.make_tensor_value_info("value", T.FLOAT, [1, 1, HKV * D]),
-        helper.make_tensor_value_info("past_key", T.FLOAT, [1, HKV, CAPACITY, D]),
-        helper.make_tensor_value_info("past_value", T.FLOAT, [1, HKV, CAPACITY, D]),
-        helper.make_tensor_value_info("seqlens_k", T.INT32, [1]),
+        helper.make_tensor_value_info("query", T.FLOAT, [batch, 1, HQ * D]),
+        helper.make_tensor_value_info("key", T.FLOAT, [batch, 1, HKV * D]),
+        helper.make_tensor_value_info("value", T.FLOAT, [batch, 1, HKV * D]),
+        helper.make_tensor_value_info("past_key", T.FLOAT, [batch, HKV, capacity, D]),
+        helper.make_tensor_value_info("past_value", T.FLOAT, [batch, HKV, capacity, D]),
+        helper.make_tensor_value_info("seqlens_k", T.INT32, [batch]),
         helper.make_tensor_value_info("total_sequence_length", T.INT32, []),
-        helper.make_tensor_value_info("cos_cache", T.FLOAT, [CAPACITY, D // 2]),
-        helper.make_tensor_value_info("sin_cache", T.FLOAT, [CAPACITY, D // 2]),
+        helper.make_tensor_value_info("cos_cache", T.FLOAT, [capacity, D // 2]),
+        helper.make_tensor_value_info("sin_cache", T.FLOAT, [capacity, D // 2]),
     ]
     outputs = [
-        helper.make_tensor_value_info("output", T.FLOAT, [1, 1, HQ * D]),
-        helper.make_tensor_value_info("present_key", T.FLOAT, [1, HKV, CAPACITY, D]),
-        helper.make_tensor_value_info("present_value", T.FLOAT, [1, HKV, CAPACITY, D]),
+        helper.make_tensor_value_info("output", T.FLOAT, [batch, 1, HQ * D]),
+        helper.make_tensor_value_info("present_key", T.FLOAT, [batch, HKV, capacity, D]),
+        helper.make_tensor_value_info("present_value", T.FLOAT, [batch, HKV, capacity, D]),
     ]
     graph = helper.make_graph([node], "gqa_decode", inputs, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),

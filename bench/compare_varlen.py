@@ -43,7 +43,8 @@ import time
 
 import numpy as np
 
-from compare_decode import attention_f64  # one new token: q [HQ, D], k/v [HKV, t, D], float64
+# One new token, float64 (q [HQ, D], k/v [HKV, t, D]); the GQA decode model.
+from compare_decode import attention_f64, gqa_model
 
 HQ, HKV, D, THETA = 32, 8, 128, 500000.0
 LENGTHS = [640, 128, 1024, 320, 768, 256, 512, 448]
@@ -244,37 +245,6 @@ def torch_decode(users, rounds):
         return median_batch(lambda: [one(*s) for s in state], rounds * 4), err
 
 
-def gqa_decode_model(onnx, helper, batch, capacity):
-    T = onnx.TensorProto
-    node = helper.make_node(
-        "GroupQueryAttention",
-        ["query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
-         "cos_cache", "sin_cache"],
-        ["output", "present_key", "present_value"],
-        domain="com.microsoft", num_heads=HQ, kv_num_heads=HKV, do_rotary=1,
-        rotary_interleaved=0, scale=1.0 / np.sqrt(D))
-    inputs = [
-        helper.make_tensor_value_info("query", T.FLOAT, [batch, 1, HQ * D]),
-        helper.make_tensor_value_info("key", T.FLOAT, [batch, 1, HKV * D]),
-        helper.make_tensor_value_info("value", T.FLOAT, [batch, 1, HKV * D]),
-        helper.make_tensor_value_info("past_key", T.FLOAT, [batch, HKV, capacity, D]),
-        helper.make_tensor_value_info("past_value", T.FLOAT, [batch, HKV, capacity, D]),
-        helper.make_tensor_value_info("seqlens_k", T.INT32, [batch]),
-        helper.make_tensor_value_info("total_sequence_length", T.INT32, []),
-        helper.make_tensor_value_info("cos_cache", T.FLOAT, [capacity, D // 2]),
-        helper.make_tensor_value_info("sin_cache", T.FLOAT, [capacity, D // 2]),
-    ]
-    outputs = [
-        helper.make_tensor_value_info("output", T.FLOAT, [batch, 1, HQ * D]),
-        helper.make_tensor_value_info("present_key", T.FLOAT, [batch, HKV, capacity, D]),
-        helper.make_tensor_value_info("present_value", T.FLOAT, [batch, HKV, capacity, D]),
-    ]
-    graph = helper.make_graph([node], "gqa_batched_decode", inputs, outputs)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    return model.SerializeToString()
-
-
 def ort_decode(users, rounds, threads):
     import onnx
     import onnxruntime as ort
@@ -283,7 +253,7 @@ def ort_decode(users, rounds, threads):
     batch, capacity = len(users), max(DECODE_KEYS)
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    session = ort.InferenceSession(gqa_decode_model(onnx, helper, batch, capacity), options,
+    session = ort.InferenceSession(gqa_model(onnx, helper, batch, capacity), options,
                                    providers=["CPUExecutionProvider"])
     cache_k = np.zeros((batch, HKV, capacity, D), dtype=np.float32)
     cache_v = np.zeros_like(cache_k)
