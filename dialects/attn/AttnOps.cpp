@@ -174,6 +174,11 @@ LogicalResult AttentionOp::verifySegments() {
       return emitOpError() << "key_lengths: the key's skv (dim 2) must be ? (each row's length is "
                               "its own, at most the capacity the call's K has), got "
                            << dim(getKey(), 2);
+  }
+  // Each row runs alone (key_lengths, or a paged K that the runtime reads
+  // row by row): the position ids are the batch's, one set for every row.
+  bool paged = getKey().getDefiningOp<PagedKvOp>() || getValue().getDefiningOp<PagedKvOp>();
+  if (getKeyLengths() || paged)
     for (auto [name, positions] :
          {std::pair<StringRef, Value>{"query_positions", getQueryPositions()},
           {"key_positions", getKeyPositions()}}) {
@@ -181,12 +186,12 @@ LogicalResult AttentionOp::verifySegments() {
       pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
       int64_t sharedRank = transform && transform.getPositionAxes() > 0 ? 2 : 1;
       if (positions && cast<RankedTensorType>(positions.getType()).getRank() != sharedRank)
-        return emitOpError() << "with key_lengths, " << name
+        return emitOpError() << "with " << (getKeyLengths() ? "key_lengths" : "a paged K or V")
+                             << ", " << name
                              << " must be shared by the batch (per-row ids are not supported "
                                 "yet), got "
                              << positions.getType();
     }
-  }
   if (!cuQ)
     return success();
   int64_t nq = dim(cuQ, 0), nk = dim(cuK, 0);

@@ -503,3 +503,12 @@ func.func @key_lengths_static_capacity(%q: tensor<2x4x1x64xf32>, %k: tensor<2x4x
   %o = attn.attention %q, %k, %k key_lengths(%lens : tensor<2xi32>) : tensor<2x4x1x64xf32>, tensor<2x4x64x64xf32>, tensor<2x4x64x64xf32> -> tensor<2x4x1x64xf32>
   return
 }
+
+// -----
+
+func.func @paged_per_row_ids(%q: tensor<2x4x1x64xf32>, %kp: tensor<?x16x4x64xf32>, %t: tensor<2x?xi32>, %qp: tensor<2x1xi64>, %kpos: tensor<2x?xi64>) {
+  %k = attn.paged_kv %kp, %t : tensor<?x16x4x64xf32>, tensor<2x?xi32> -> tensor<2x4x?x64xf32>
+  // expected-error @+1 {{'attn.attention' op with a paged K or V, query_positions must be shared by the batch (per-row ids are not supported yet), got 'tensor<2x1xi64>'}}
+  %o = attn.attention %q, %k, %k query_positions(%qp : tensor<2x1xi64>) key_positions(%kpos : tensor<2x?xi64>) encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<2x4x1x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x1x64xf32>
+  return
+}
