@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -33,19 +34,26 @@ MemRefDescriptor<float, 4> describe4(const TensorView &view) {
   return desc;
 }
 
+/// `base` moved by `bytes`. A paged cache's logical K/V have no data until
+/// gathered (a null base), so this is integer arithmetic: pointer
+/// arithmetic on null is undefined behaviour.
+float *offsetBytes(float *base, int64_t bytes) {
+  return reinterpret_cast<float *>(reinterpret_cast<uintptr_t>(base) + bytes);
+}
+
 /// Rows [first, first + count) of dim 2 of a [b, h, s, d] descriptor.
 MemRefDescriptor<float, 4> rowsOf(MemRefDescriptor<float, 4> desc, DType dtype, int64_t first,
                                   int64_t count) {
-  char *base = reinterpret_cast<char *>(desc.aligned) + first * desc.strides[2] * dtypeBytes(dtype);
-  desc.allocated = desc.aligned = reinterpret_cast<float *>(base);
+  desc.allocated = desc.aligned =
+      offsetBytes(desc.aligned, first * desc.strides[2] * dtypeBytes(dtype));
   desc.sizes[2] = count;
   return desc;
 }
 
 /// Batch row n of a [b, h, s, d] descriptor.
 MemRefDescriptor<float, 4> batchRowOf(MemRefDescriptor<float, 4> desc, DType dtype, int64_t n) {
-  char *base = reinterpret_cast<char *>(desc.aligned) + n * desc.strides[0] * dtypeBytes(dtype);
-  desc.allocated = desc.aligned = reinterpret_cast<float *>(base);
+  desc.allocated = desc.aligned =
+      offsetBytes(desc.aligned, n * desc.strides[0] * dtypeBytes(dtype));
   desc.sizes[0] = 1;
   return desc;
 }
