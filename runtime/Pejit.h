@@ -96,6 +96,12 @@ struct AttentionSpec {
 class Spec {
 public:
   static Spec fromBuilder(const AttentionSpec &spec, const Shape &shape);
+  /// A standalone pe.rope kernel (docs/standalone-kernels.md): x [b, h, s,
+  /// d] of `dtype` rotated at ids ([s] i64, or [A, s] with position axes),
+  /// out = rotated x. b and s may be kDynamicDim. Its output may be a
+  /// strided view: rows [t, t + s) of a K cache (KV-append).
+  static Spec standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
+                             int64_t headDim, DType dtype = DType::F32);
   static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
   static Expected<Spec> fromFile(const std::string &path);
   const std::string &source() const { return source_; }

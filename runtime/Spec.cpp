@@ -207,11 +207,27 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   return Spec(out.str(), "<builder>");
 }
 
+Spec Spec::standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
+                          int64_t headDim, DType dtype) {
+  const char *element = dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
+  std::string x = tensor({batch, heads, seq, headDim}, element);
+  int64_t axes = ref::ropePositionAxes(rope);
+  std::string ids = axes > 0 ? tensor({axes, seq}, "i64") : tensor({seq}, "i64");
+  std::ostringstream out;
+  out << "func.func @rope(%x: " << x << ", %positions: " << ids << ") -> " << x << " {\n"
+      << "  %r = pe.rope %x, %positions " << ropeText(rope) << " : " << x << ", " << ids << "\n"
+      << "  return %r : " << x << "\n}\n";
+  return Spec(out.str(), "<builder>");
+}
+
 Expected<Spec> Spec::fromText(std::string mlirText, std::string name) {
   if (std::optional<std::string> problem = sourceNestingProblem(mlirText, name))
     return Expected<Spec>::error(*problem);
-  if (mlirText.find("attn.attention") == std::string::npos)
-    return Expected<Spec>::error(name + ": no attn.attention in the source");
+  // An attention, or pe ops on their own (a standalone pe.rope,
+  // docs/standalone-kernels.md); the compiler names what it cannot compile.
+  if (mlirText.find("attn.attention") == std::string::npos &&
+      mlirText.find("pe.") == std::string::npos)
+    return Expected<Spec>::error(name + ": no attn.attention and no pe op in the source");
   return Spec(std::move(mlirText), std::move(name));
 }
 

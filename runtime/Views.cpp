@@ -180,6 +180,13 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::BlockTable:
       bound.blockTable = &inputs[i];
       break;
+    case ArgumentRole::TransformInput: // a standalone transform's tensor
+      bound.query = &inputs[i];
+      break;
+    case ArgumentRole::TransformPositions:
+      bound.queryPositions = &inputs[i];
+      bound.queryPositionsName = name;
+      break;
     default:
       break;
     }

@@ -108,6 +108,8 @@ size_t subCallOf(const std::vector<int64_t> &first, int64_t index) {
 } // namespace
 
 Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+  if (transformItem_)
+    return runTransform(inputs, out);
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;

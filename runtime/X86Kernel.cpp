@@ -29,6 +29,20 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
   Expected<void *> prologue = (*object)->lookup("_mlir_ciface_pejit_prologue");
   if (!prologue)
     return Result::error(prologue.error());
+  // A standalone transform (pe.rope on its own) has one item function.
+  if (artifact.signature.standaloneTransform()) {
+    Expected<void *> transform = (*object)->lookup("_mlir_ciface_pejit_transform_item");
+    if (!transform)
+      return Result::error(transform.error());
+    std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
+    kernel->pool_ = std::move(pool);
+    kernel->object_ = std::move(*object);
+    kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
+    kernel->transformItem_ = reinterpret_cast<TransformItemFn>(*transform);
+    static_cast<KernelDescription &>(*kernel) = artifact;
+    kernel->stages_ = std::move(artifact.stages);
+    return Result(std::move(kernel));
+  }
   Expected<void *> item = (*object)->lookup("_mlir_ciface_pejit_item");
   if (!item)
     return Result::error(item.error());
@@ -112,6 +126,8 @@ Expected<Shape> X86Kernel::callShape(const std::vector<TensorView> &inputs) cons
   BoundInputs bound;
   if (Status st = bindInputs(impl_->signature, inputs, bound); !st)
     return st;
+  if (impl_->signature.standaloneTransform()) // x [b, h, s, d] is Q and K
+    return pejit::callShape(impl_->shape, *bound.query, *bound.query);
   if (impl_->signature.paged()) { // K's length: the block table's pages
     Expected<PagedKv> paged = readPagedKv(bound, impl_->shape, impl_->inputDtype);
     if (!paged)

@@ -55,6 +55,11 @@ using DecodeItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<flo
 using CombineFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
                            int64_t);
 
+/// (x, o, scratch, item): pejit_transform_item of a standalone transform
+/// (templates/x86/qk_transform.mlir).
+using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                 MemRefDescriptor<float, 1> *, int64_t);
+
 class LoadedObject;
 
 /// What an X86Kernel holds: the artifact's description and kept stages,
@@ -87,6 +92,9 @@ private:
   ItemFn item_ = nullptr;
   DecodeItemFn decodeItem_ = nullptr; ///< pejit_decode_item, when decodeGroup > 0
   CombineFn decodeCombine_ = nullptr; ///< pejit_decode_combine, likewise
+  /// A standalone transform's item, and its run (runtime/X86Transform.cpp).
+  TransformItemFn transformItem_ = nullptr;
+  Status runTransform(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call

@@ -26,6 +26,17 @@ inline constexpr const char *kKernelInfoAttr = "pejit.kernel";
 /// cannot compile.
 mlir::LogicalResult instantiateX86Template(mlir::ModuleOp module, const X86TileConfig &tiles);
 
+/// Whether the module's one function computes no attention but a QK
+/// transform (pe.rope) alone: the standalone kernels of
+/// docs/standalone-kernels.md.
+bool isStandaloneTransform(mlir::ModuleOp module);
+
+/// The standalone form of instantiateX86Template, which calls it for such a
+/// module: a function whose body is one pe.rope on its arguments, returned,
+/// becomes @pejit_prologue and @pejit_transform_item of
+/// templates/x86/qk_transform.mlir. Anything else is an error naming it.
+mlir::LogicalResult instantiateX86Transform(mlir::ModuleOp module);
+
 /// The nvidia (tensor-core, f16/bf16) template: a gpu.module with
 /// pejit_prologue, pejit_attention and (split-KV) pejit_combine.
 mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module,

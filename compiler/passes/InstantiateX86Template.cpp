@@ -104,8 +104,10 @@ std::string keyRowsInPlaceBody(int64_t keyTile, int64_t headDim) {
          "  return %tile : !KTILE";
 }
 
+} // namespace
+
 /// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
-std::string narrowBody(const std::string &t) {
+std::string pejit::x86NarrowBody(const std::string &t) {
   if (t == "f32")
     return "return %x : vector<8xf32>";
   if (t == "f16") // vcvtps2ph (F16C)
@@ -131,9 +133,10 @@ std::string narrowBody(const std::string &t) {
          "  return %n : vector<8xbf16>";
 }
 
-} // namespace
-
 LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig &tiles) {
+  // A pe.rope on its own: the standalone transform kernel.
+  if (isStandaloneTransform(module))
+    return instantiateX86Transform(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();
@@ -287,7 +290,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
       {"VALUE_ROWS",
        valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile, valueRows)},
-      {"NARROW8", narrowBody(kernelElementTypeName(outType))},
+      {"NARROW8", x86NarrowBody(kernelElementTypeName(outType))},
       // K read in place by one-row items: f32 K that no QK transform changes.
       {"K_IN_PLACE", keyInPlace ? "true" : "false"},
       {"KEY_ROWS_IN_PLACE", keyInPlace ? keyRowsInPlaceBody(tiles.keyTile, shape.headDim)

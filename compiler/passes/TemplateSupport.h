@@ -45,6 +45,10 @@ mlir::FailureOr<std::string> substitute(const std::string &text,
                                         const std::map<std::string, std::string> &params,
                                         mlir::Operation *op);
 
+/// The body of the x86 templates' @narrow8 (8 x f32 -> 8 x `t`, t = f32,
+/// f16 or bf16): a plain return for f32.
+std::string x86NarrowBody(const std::string &t);
+
 struct FusedAttention {
   mlir::func::FuncOp func;
   attn::AttentionOp op;

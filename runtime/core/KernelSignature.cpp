@@ -7,12 +7,21 @@ namespace pejit {
 
 namespace {
 
-constexpr ArgumentRole kRoles[] = {
-    ArgumentRole::Query,           ArgumentRole::Key,           ArgumentRole::Value,
-    ArgumentRole::QueryPositions,  ArgumentRole::KeyPositions,  ArgumentRole::Positions,
-    ArgumentRole::EncodingOperand, ArgumentRole::QuerySegments, ArgumentRole::KeySegments,
-    ArgumentRole::KeyLengths,      ArgumentRole::KeyPages,      ArgumentRole::ValuePages,
-    ArgumentRole::BlockTable};
+constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,
+                                   ArgumentRole::Key,
+                                   ArgumentRole::Value,
+                                   ArgumentRole::QueryPositions,
+                                   ArgumentRole::KeyPositions,
+                                   ArgumentRole::Positions,
+                                   ArgumentRole::EncodingOperand,
+                                   ArgumentRole::QuerySegments,
+                                   ArgumentRole::KeySegments,
+                                   ArgumentRole::KeyLengths,
+                                   ArgumentRole::KeyPages,
+                                   ArgumentRole::ValuePages,
+                                   ArgumentRole::BlockTable,
+                                   ArgumentRole::TransformInput,
+                                   ArgumentRole::TransformPositions};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -60,6 +69,10 @@ const char *argumentRoleName(ArgumentRole role) {
     return "value_pages";
   case ArgumentRole::BlockTable:
     return "block_table";
+  case ArgumentRole::TransformInput:
+    return "transform_input";
+  case ArgumentRole::TransformPositions:
+    return "transform_positions";
   }
   return "?";
 }
@@ -111,6 +124,13 @@ bool KernelSignature::keyLengths() const {
 bool KernelSignature::paged() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::BlockTable)
+      return true;
+  return false;
+}
+
+bool KernelSignature::standaloneTransform() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::TransformInput)
       return true;
   return false;
 }

@@ -10,7 +10,8 @@
 // ROLE is query, key, value, query_positions, key_positions, positions (one
 // tensor of ids for both), encoding_operand, query_segments or key_segments
 // (a packed batch's cu_seqlens), key_lengths (per-row key counts),
-// key_pages, value_pages or block_table (a paged KV cache); DTYPE
+// key_pages, value_pages or block_table (a paged KV cache),
+// transform_input or transform_positions (a standalone pe.rope); DTYPE
 // f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
 // ("query:f32:1x32x?x128", docs/shape-classes.md).
@@ -39,6 +40,10 @@ enum class ArgumentRole {
   KeyPages,      ///< a paged K cache [num_pages, page_size, hkv, d]
   ValuePages,    ///< a paged V cache [num_pages, page_size, hkv, dv]
   BlockTable,    ///< each batch row's pages (i32 [b, max_pages])
+  /// A standalone QK transform's tensor [b, h, s, d] and its position ids
+  /// (required: a tensor on its own has no default positions).
+  TransformInput,
+  TransformPositions,
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -78,6 +83,9 @@ struct KernelSignature {
   /// Whether K and V come from a paged cache (key_pages, value_pages,
   /// block_table).
   bool paged() const;
+  /// Whether the kernel is a standalone QK transform (pe.rope on its own,
+  /// docs/standalone-kernels.md): it takes transform_input.
+  bool standaloneTransform() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

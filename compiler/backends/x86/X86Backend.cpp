@@ -28,9 +28,15 @@ Stage tiledStage(X86TileConfig tiles) {
     if (mlir::failed(instantiateX86Template(*state.module, tiles)))
       return mlir::failure();
     readKernelInfo(*state.module, state.artifact);
-    // The kernel's memref types carry the static shape.
-    auto item = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_item");
-    state.artifact.shape = kernelShape(item.getArgumentTypes());
+    // The kernel's memref types carry the static shape. A standalone
+    // transform's x [b, h, s, d] is Q's and K's: Shape{b, h, h, s, s, d, d}.
+    if (auto item = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_item")) {
+      state.artifact.shape = kernelShape(item.getArgumentTypes());
+    } else {
+      auto transform = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_transform_item");
+      mlir::Type x = transform.getArgumentTypes()[0];
+      state.artifact.shape = kernelShape({x, x, x});
+    }
     return mlir::success();
   };
   return stage;

@@ -1,0 +1,94 @@
+// X86KernelImpl::runTransform: a standalone QK transform's call
+// (docs/standalone-kernels.md). It checks the views, builds the i64 id
+// table, runs the prologue (the cos/sin tables) and the items
+// (b h ceil(s / R) of them, R = the kernel's tile_m rows each). A small
+// call (a decode step's KV-append: one row per head) runs on the calling
+// thread: two pool round trips would cost more than its work.
+#include "runtime/Views.h"
+#include "runtime/X86KernelImpl.h"
+
+#include <algorithm>
+
+namespace pejit {
+
+namespace {
+
+/// Elements below which a call runs on the calling thread.
+constexpr int64_t kInlineElements = 1 << 16;
+
+MemRefDescriptor<float, 4> describe(const TensorView &view) {
+  MemRefDescriptor<float, 4> desc{};
+  desc.allocated = desc.aligned = static_cast<float *>(view.data);
+  std::vector<int64_t> strides = stridesOf(view);
+  for (int i = 0; i < 4; ++i) {
+    desc.sizes[i] = view.shape[i];
+    desc.strides[i] = strides[i];
+  }
+  return desc;
+}
+
+} // namespace
+
+Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
+                                   const TensorView &out) const {
+  BoundInputs bound;
+  if (Status st = bindInputs(signature, inputs, bound); !st)
+    return st;
+  if (!bound.query || !bound.queryPositions)
+    return Status::error("a standalone transform takes its input and its position ids");
+  Expected<Shape> resolved = callShape(shape, *bound.query, *bound.query);
+  if (!resolved)
+    return Status::error(resolved.error());
+  const Shape &s = *resolved;
+  std::vector<int64_t> dims{s.batch, s.queryHeads, s.querySeq, s.headDim};
+  if (Status st = checkView(*bound.query, "input 0 (transform_input)", dims, {inputDtype}); !st)
+    return st;
+  if (Status st = checkView(out, "output", dims, {outputDtype}); !st)
+    return st;
+  // i64 ids [axes * rows, s], checked (an error names the index).
+  int64_t rows = queryPositionRows, axes = positionAxes;
+  std::vector<int64_t> ids;
+  if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName, rows,
+                                     s.querySeq, s.batch, 0, ids, axes);
+      !st)
+    return st;
+  MemRefDescriptor<int64_t, 2> positions = {
+      ids.data(), ids.data(), 0, {axes * rows, s.querySeq}, {s.querySeq, 1}};
+  // The key side has no ids: its tables are empty.
+  MemRefDescriptor<int64_t, 2> none = {ids.data(), ids.data(), 0, {axes * rows, 0}, {0, 1}};
+  int64_t tableFloats = tableFloatsPerQueryPosition * rows * s.querySeq;
+  ScratchBuffer scratch = takeScratch(tableFloats);
+  if (!scratch.data)
+    return Status::error("out of memory: the kernel's scratch of " + std::to_string(tableFloats) +
+                         " floats could not be allocated");
+  MemRefDescriptor<float, 1> tables = {
+      scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(tableFloats, 1)}, {1}};
+  MemRefDescriptor<float, 4> x = describe(*bound.query), o = describe(out);
+  int64_t items = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
+  bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
+  int64_t threads = onCaller ? 1 : pool_->threads();
+  auto prologue = [&](int64_t part) {
+    MemRefDescriptor<int64_t, 2> qp = positions, kp = none;
+    MemRefDescriptor<float, 1> sd = tables;
+    prologue_(&qp, &kp, &sd, part, threads);
+  };
+  auto item = [&](int64_t index) {
+    MemRefDescriptor<float, 4> xc = x, oc = o;
+    MemRefDescriptor<float, 1> sd = tables;
+    transformItem_(&xc, &oc, &sd, index);
+  };
+  if (onCaller) {
+    if (tableFloats > 0)
+      prologue(0);
+    for (int64_t index = 0; index < items; ++index)
+      item(index);
+  } else {
+    if (tableFloats > 0)
+      pool_->parallelFor(threads, prologue);
+    pool_->parallelFor(items, item);
+  }
+  returnScratch(std::move(scratch));
+  return Status();
+}
+
+} // namespace pejit

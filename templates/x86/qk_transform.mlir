@@ -1,0 +1,80 @@
+// x86 standalone QK transform template: pe.rope on its own
+// (docs/standalone-kernels.md), e.g. the KV-append kernel that rotates
+// new K rows as it writes them into a cache.
+//
+// One work item = (batch b, head h, row tile t) of X [B, H, S, D]:
+//   tile = qk_transform(X[b, h, i0 : i0 + nr])   read and rotated in one pass
+//   O[b, h, i0 : i0 + nr] = tile                 narrowed to O's type
+// The item reads its rows into the tile before it writes any of O, and
+// items own disjoint rows, so O may be X itself (in place) or any strided
+// view of X's shape: rows [t, t + s) of a [b, h, capacity, d] cache, or
+// one page row of a paged cache.
+// The tables (RoPE's cos/sin per position) are the attention's: the
+// prologue fills them for the ids as Q's, the key side empty (0 ids).
+//
+// Parameters, substituted as text before parsing
+// (attn-instantiate-x86-template, compiler/passes/InstantiateX86Transform.cpp):
+//   ${B} ${S}: the batch and length, or `?` where the call gives them
+//   ${H} ${D} (D % 8 == 0) ${R} rows per item
+//   ${T} ${OT} element types of X and O (f32, f16, bf16); the tile is f32
+//   ${PB} rows of the position ids: axes x (1 or B)
+//   NARROW8: the body of @narrow8 (a plain return for f32)
+
+!X = memref<${B}x${H}x${S}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
+!O = memref<${B}x${H}x${S}x${D}x${OT}, strided<[?, ?, ?, 1], offset: ?>>
+!POS = memref<${PB}x${S}xi64>
+!NOPOS = memref<${PB}x0xi64>
+!SCRATCH = memref<?xf32>
+!ROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
+!TILE = memref<${R}x${D}xf32>
+!V8 = vector<8xf32>
+!OUT8 = vector<8x${OT}>
+
+// Once per call, before any item, as `step` calls on all cores: call
+// `first` fills the position rows first, first + step, ...
+func.func @pejit_prologue(%pos: !POS, %none: !NOPOS, %scratch: !SCRATCH, %first: index,
+                          %step: index) attributes {llvm.emit_c_interface, pejit.cold} {
+  attn.qk_prologue %pos, %none, %scratch rows(%first, %step) : !POS, !NOPOS, !SCRATCH
+  return
+}
+
+// Item = (b H + h) NT + t, NT = ceil(S / R).
+func.func @pejit_transform_item(%x: !X, %o: !O, %scratch: !SCRATCH, %item: index)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %R = arith.constant ${R} : index
+  %H = arith.constant ${H} : index
+  %D = arith.constant ${D} : index
+  %S = memref.dim %x, %c2 : !X
+  %s_up0 = arith.addi %S, %R : index
+  %s_up = arith.subi %s_up0, %c1 : index
+  %NT = arith.divui %s_up, %R : index
+  %t = arith.remui %item, %NT : index
+  %bh = arith.divui %item, %NT : index
+  %h = arith.remui %bh, %H : index
+  %b = arith.divui %bh, %H : index
+  %i0 = arith.muli %t, %R : index
+  %left = arith.subi %S, %i0 : index
+  %nr = arith.minui %left, %R : index
+  %tile = memref.alloca() {alignment = 64 : i64} : !TILE
+  %rows = memref.subview %x[%b, %h, %i0, 0] [1, 1, %nr, ${D}] [1, 1, 1, 1] : !X to !ROWS
+  attn.qk_transform %tile from %rows, %nr, %i0, %b, %scratch lengths(%S, %c0)
+      : !TILE from !ROWS, !SCRATCH
+  scf.for %r = %c0 to %nr step %c1 {
+    %i = arith.addi %i0, %r : index
+    scf.for %d = %c0 to %D step %c8 {
+      %v = vector.load %tile[%r, %d] : !TILE, !V8
+      %n = func.call @narrow8(%v) : (!V8) -> !OUT8
+      vector.store %n, %o[%b, %h, %i, %d] : !O, !OUT8
+    }
+  }
+  return
+}
+
+// 8 f32 lanes as the output type.
+func.func private @narrow8(%x: !V8) -> !OUT8 {
+  ${NARROW8}
+}

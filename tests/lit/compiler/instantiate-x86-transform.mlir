@@ -1,0 +1,47 @@
+// attn-instantiate-x86-template, standalone form: a function whose body is
+// one pe.rope becomes templates/x86/qk_transform.mlir's kernel
+// (docs/standalone-kernels.md):
+//   out[b, h, i, :] = qk_transform(x[b, h, i, :], ids[., i])
+//   pair (a, b): out_a = x_a cos - x_b sin, out_b = x_b cos + x_a sin,
+//   the cos/sin tables filled by the prologue for the ids as Q's (the key
+//   side's ids are empty), the rows read from x into an f32 tile, rotated
+//   on the way, then narrowed into out.
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template | FileCheck %s
+
+// A shape class: items = b h ceil(s / 16), planned per call (0 here); a
+// cos and a sin per frequency (2 x 32) per position.
+// CHECK: module attributes {pejit.kernel = {arguments = "transform_input:f32:?x8x?x64 transform_positions:i64:?", dtype = "f32", function = "rotate", items = 0 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, query_position_rows = 1 : i64, scratch_floats = 0 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 16 : i64, tile_n = 16 : i64}}
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: (%{{.*}}: memref<1x?xi64>, %{{.*}}: memref<1x0xi64>, %{{.*}}: memref<?xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-NOT: attn.qk_prologue
+// CHECK: math.roundeven {{.*}} : vector<4xf64>
+// CHECK-LABEL: func.func @pejit_transform_item
+// CHECK-SAME: (%[[X:.*]]: memref<?x8x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[O:.*]]: memref<?x8x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>, %{{.*}}: memref<?xf32>, %{{.*}}: index)
+// CHECK-NOT: attn.qk_transform
+// CHECK: %[[TILE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
+// CHECK: memref.subview %[[X]]
+// The rotation: two FMAs per 8 lanes of a pair of half-rows.
+// CHECK: vector.fma
+// CHECK: vector.fma
+// CHECK: vector.load %[[TILE]]
+// CHECK: vector.store %{{.*}}, %[[O]]
+func.func @rotate(%x: tensor<?x8x?x64xf32>, %pos: tensor<?xi64>) -> tensor<?x8x?x64xf32> {
+  %r = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xf32>, tensor<?xi64>
+  return %r : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// bf16 in and out: rows widened as they are read, the tile narrowed
+// (round to nearest even) as it is stored; a static shape plans its items
+// (1 x 2 x ceil(20 / 16) = 4) and tables (2 x 32 x 20 floats).
+// CHECK: items = 4 : i64
+// CHECK-SAME: scratch_floats = 1280 : i64
+// CHECK-LABEL: func.func @pejit_transform_item
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: call @narrow8
+// CHECK: vector.store {{.*}} : memref<1x2x20x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+func.func @rotate_bf16(%x: tensor<1x2x20x64xbf16>, %pos: tensor<20xi32>) -> tensor<1x2x20x64xbf16> {
+  %r = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x2x20x64xbf16>, tensor<20xi32>
+  return %r : tensor<1x2x20x64xbf16>
+}

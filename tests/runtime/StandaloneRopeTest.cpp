@@ -1,0 +1,232 @@
+// Standalone pe.rope kernels (docs/standalone-kernels.md): a tensor
+// rotated on its own, checked against the float64 interpreter on the same
+// source (fresh random inputs and ids each run, the output poisoned with
+// NaN; f32: max |out - ref| <= 1e-4 max |ref|, f16/bf16 1e-2 against the
+// reference on the rounded inputs). Every scaling, interleaved and partial
+// rotary dims, M-RoPE ids, per-row ids; one kernel of a `?` class run at
+// s in {1, 7, 64, 65, 300} compiles once. In place, into a strided view of
+// a KV cache (KV-append), and KV-append + decode over the pre-rotated
+// cache equal to attention that rotates Q and K itself. Bad inputs get
+// errors naming them.
+#include "runtime/npy/Npy.h"
+#include "tests/runtime/SuiteRuntime.h"
+
+#include "gtest/gtest.h"
+
+using namespace pejit;
+using namespace pejit::testing;
+
+namespace {
+
+/// A one-op source: x [B, H, S, D] of element type `t`, rotated by
+/// `<rope>` at ids of type `idsType`.
+std::string ropeSource(const std::string &rope, const std::string &x, const std::string &idsType) {
+  return "func.func @rotate(%x: tensor<" + x + ">, %pos: tensor<" + idsType + ">) -> tensor<" + x +
+         "> {\n  %r = pe.rope %x, %pos <" + rope + "> : tensor<" + x + ">, tensor<" + idsType +
+         ">\n  return %r : tensor<" + x + ">\n}\n";
+}
+
+npy::DType npyDtype(DType dtype) {
+  return dtype == DType::F16    ? npy::DType::F16
+         : dtype == DType::BF16 ? npy::DType::BF16
+                                : npy::DType::F32;
+}
+
+/// Runs `kernel` (compiled from `source`) on x of `shape` in `dtype` and
+/// ids of `idsShape` (drawn from [0, maxPosition)), and returns max |out -
+/// ref| / max |ref|; `inPlace` writes the output over x.
+double runAndCompare(const X86Kernel &kernel, const std::string &source, std::vector<int64_t> shape,
+                     std::vector<int64_t> idsShape, DType dtype, int64_t maxPosition, bool inPlace,
+                     std::string &error) {
+  std::mt19937 &engine = rng(nullptr);
+  ref::Tensor x = randomTensor(shape, engine);
+  npy::Array bytes = npy::fromFloat32(toFloat(x), shape, npyDtype(dtype));
+  std::vector<float> rounded = npy::toFloat32(bytes); // what the kernel reads
+  x.data.assign(rounded.begin(), rounded.end());
+  int64_t count = 1;
+  for (int64_t extent : idsShape)
+    count *= extent;
+  std::uniform_int_distribution<int64_t> position(0, maxPosition - 1);
+  std::vector<int64_t> ids(count);
+  for (int64_t &p : ids)
+    p = position(engine);
+  Expected<ref::Tensor> expected = interpretReference(source, {x, ref::PositionIds(idsShape, ids)});
+  if (!expected) {
+    error = expected.error();
+    return 0;
+  }
+  // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
+  npy::Array out{npyDtype(dtype), shape, std::vector<uint8_t>(bytes.bytes.size(), 0xff)};
+  if (dtype == DType::F32)
+    for (size_t e = 0; e < rounded.size(); ++e)
+      reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
+  void *outData = inPlace ? bytes.bytes.data() : out.bytes.data();
+  Status status =
+      kernel.run({{bytes.bytes.data(), dtype, shape, {}}, {ids.data(), DType::I64, idsShape, {}}},
+                 {outData, dtype, shape, {}});
+  if (!status) {
+    error = status.message();
+    return 0;
+  }
+  std::vector<float> got = npy::toFloat32(inPlace ? bytes : out);
+  double maxRef = 0, maxErr = 0;
+  for (size_t e = 0; e < got.size(); ++e) {
+    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
+    double err = std::fabs(got[e] - expected->data[e]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  return maxErr / maxRef;
+}
+
+struct RopeCase {
+  std::string name, rope;
+  int64_t headDim = 128;
+  int64_t maxPosition = 5000;
+};
+
+TEST(StandaloneRope, EveryScalingMatchesTheReferenceAtEveryLengthWithOneCompile) {
+  const RopeCase cases[] = {
+      {"plain", "layout = half, theta = 500000.0"},
+      {"interleaved", "layout = interleaved, theta = 10000.0", 64},
+      {"partial", "layout = half, theta = 10000.0, rotary_dim = 32", 64},
+      {"linear", "layout = half, theta = 10000.0, scaling = #pe.linear<factor = 4.0>"},
+      {"ntk", "layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 4.0>"},
+      {"yarn",
+       "layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position "
+       "= 2048>"},
+      {"llama3",
+       "layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = "
+       "1.0, high_freq_factor = 4.0, original_max_position = 8192>",
+       128, 100000},
+      // The length picks the frequencies: max(position) + 1 over the call,
+      // which crosses 2048 at some calls of the loop below and not others.
+      {"dynamic_ntk",
+       "layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, "
+       "original_max_position = 2048>",
+       64, 4000},
+      {"longrope",
+       "layout = half, theta = 10000.0, rotary_dim = 8, scaling = #pe.longrope<short_factor = "
+       "[1.0, 1.5, 2.0, 2.5], long_factor = [2.0, 3.0, 4.0, 5.0], original_max_position = 2048>",
+       64, 4000},
+  };
+  for (const RopeCase &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string x = "?x4x?x" + std::to_string(c.headDim) + "xf32";
+    std::string source = ropeSource(c.rope, x, "?xi64");
+    Expected<Spec> spec = Spec::fromText(source);
+    ASSERT_TRUE(spec) << spec.error();
+    int64_t compilesBefore = suiteRuntime().stats().compiles;
+    Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+    ASSERT_TRUE(kernel) << kernel.error();
+    for (int64_t s : {1, 7, 64, 65, 300}) {
+      SCOPED_TRACE("s = " + std::to_string(s));
+      Expected<X86Kernel> again = suiteRuntime().getX86(*spec);
+      ASSERT_TRUE(again) << again.error();
+      std::string error;
+      double rel = runAndCompare(*again, source, {s == 1 ? 3 : 1, 4, s, c.headDim}, {s}, DType::F32,
+                                 c.maxPosition, false, error);
+      ASSERT_EQ(error, "");
+      EXPECT_LE(rel, 1e-4);
+    }
+    EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1);
+  }
+}
+
+TEST(StandaloneRope, PerRowAndMropeIdsSixteenBitAndInPlace) {
+  struct Form {
+    std::string name, rope, x, ids;
+    std::vector<int64_t> shape, idsShape;
+    DType dtype;
+    bool inPlace;
+  };
+  const Form forms[] = {
+      {"per-row ids",
+       "layout = half, theta = 10000.0",
+       "2x4x33x64xf32",
+       "2x33xi32",
+       {2, 4, 33, 64},
+       {2, 33},
+       DType::F32,
+       false},
+      {"mrope",
+       "layout = half, theta = 10000.0, sections = [8, 12, 12]",
+       "1x4x40x64xf32",
+       "3x40xi64",
+       {1, 4, 40, 64},
+       {3, 40},
+       DType::F32,
+       false},
+      {"f16",
+       "layout = half, theta = 10000.0",
+       "1x4x?x128xf16",
+       "?xi64",
+       {1, 4, 50, 128},
+       {50},
+       DType::F16,
+       false},
+      {"bf16 interleaved",
+       "layout = interleaved, theta = 10000.0",
+       "1x4x?x64xbf16",
+       "?xi64",
+       {1, 4, 70, 64},
+       {70},
+       DType::BF16,
+       false},
+      {"in place",
+       "layout = half, theta = 10000.0",
+       "1x8x?x128xf32",
+       "?xi64",
+       {1, 8, 300, 128},
+       {300},
+       DType::F32,
+       true},
+  };
+  for (const Form &f : forms) {
+    SCOPED_TRACE(f.name);
+    std::string source = ropeSource(f.rope, f.x, f.ids);
+    Expected<Spec> spec = Spec::fromText(source);
+    ASSERT_TRUE(spec) << spec.error();
+    Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+    ASSERT_TRUE(kernel) << kernel.error();
+    std::string error;
+    double rel =
+        runAndCompare(*kernel, source, f.shape, f.idsShape, f.dtype, 3000, f.inPlace, error);
+    ASSERT_EQ(error, "");
+    EXPECT_LE(rel, f.dtype == DType::F32 ? 1e-4 : 1e-2);
+  }
+}
+
+TEST(StandaloneRope, BadInputsAreErrorsThatNameThem) {
+  std::string source = ropeSource("layout = half, theta = 10000.0", "1x2x?x64xf32", "?xi64");
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(*Spec::fromText(source));
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->arguments(),
+            (std::vector<std::string>{"transform_input", "transform_positions"}));
+  std::vector<float> x(2 * 8 * 64, 1.0f), out(2 * 8 * 64);
+  std::vector<int64_t> ids(8, 0);
+  TensorView xv{x.data(), DType::F32, {1, 2, 8, 64}, {}},
+      ov{out.data(), DType::F32, {1, 2, 8, 64}, {}};
+  // The ids are required: a tensor alone has no default positions.
+  Status missing = kernel->run({xv}, ov);
+  EXPECT_NE(missing.message().find("expected 2 inputs"), std::string::npos) << missing.message();
+  Status shortIds = kernel->run({xv, {ids.data(), DType::I64, {7}, {}}}, ov);
+  EXPECT_NE(shortIds.message().find("input 1 (transform_positions)"), std::string::npos)
+      << shortIds.message();
+  ids[5] = int64_t(1) << 40;
+  Status farId = kernel->run({xv, {ids.data(), DType::I64, {8}, {}}}, ov);
+  EXPECT_NE(farId.message().find("[5]"), std::string::npos) << farId.message();
+  ids[5] = 0;
+  Status wrongOut = kernel->run({xv, {ids.data(), DType::I64, {8}, {}}},
+                                {out.data(), DType::F32, {1, 2, 7, 64}, {}});
+  EXPECT_NE(wrongOut.message().find("output"), std::string::npos) << wrongOut.message();
+  // Standalone kernels exist for QK transforms only (so far).
+  Expected<X86Kernel> alibi = suiteRuntime().getX86(
+      *Spec::fromText("func.func @f() -> tensor<1x4x8x8xf32> {\n"
+                      "  %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x8x8xf32>\n"
+                      "  return %b : tensor<1x4x8x8xf32>\n}\n"));
+  ASSERT_FALSE(alibi);
+  EXPECT_NE(alibi.error().find("'pe.alibi' has no standalone kernel yet"), std::string::npos)
+      << alibi.error();
+}
+
+} // namespace
