@@ -195,7 +195,7 @@ TEST(PejitCache, PackedBatchRunsAndChecksPerSequence) {
 // them: `pejit run --check` on .npy inputs (a shuffled block table whose
 // unread entries point past the pool; packed offsets), each checked
 // against the float64 interpreter.
-TEST(Examples, PagedDecodeAndVarlenPrefillRunAndCheck) {
+TEST(Examples, PagedDecodeVarlenPrefillAndKvAppendRunAndCheck) {
   SCOPED_TRACE(seedTrace());
   TempDir dir;
   ASSERT_TRUE(dir.ok());
@@ -223,12 +223,33 @@ TEST(Examples, PagedDecodeAndVarlenPrefillRunAndCheck) {
             "--input=@" + dir.file("cu.npy"), "--input=@" + dir.file("cu.npy"), "--check"});
   ASSERT_EQ(varlen.exitCode, 0) << varlen.err << varlen.out;
   EXPECT_TRUE(contains(varlen.out, "max relative error")) << varlen.out;
+
+  // The KV-append kernel on its own, at two lengths: one disk entry.
+  for (int64_t rows : {1, 37}) {
+    writeTensor(dir.file("newk.npy"), randomTensor({2, 8, rows, 128}));
+    std::vector<int64_t> at;
+    for (int64_t r = 0; r < rows; ++r)
+      at.push_back(4000 + 3 * r);
+    writeIds(dir.file("at.npy"), ref::PositionIds::shared(at), npy::DType::I64);
+    Result append =
+        runWithCache(dir, {"run", examples + "/kv_append.mlir", "--input=@" + dir.file("newk.npy"),
+                           "--input=@" + dir.file("at.npy"), "--check"});
+    ASSERT_EQ(append.exitCode, 0) << append.err << append.out;
+    EXPECT_TRUE(contains(append.out, "max relative error")) << append.out;
+  }
+  Result ls = runWithCache(dir, {"cache", "ls"});
+  EXPECT_TRUE(contains(ls.out, "kv_append.mlir")) << ls.out;
+  size_t entries = 0;
+  for (size_t at = 0; (at = ls.out.find("kv_append.mlir", at)) != std::string::npos; ++at)
+    ++entries;
+  EXPECT_EQ(entries, 1u) << ls.out;
 }
 
 // examples/generate_loop.cpp as a user runs it: 256 tokens through a
 // 2-layer decoder, every attention call one pejit kernel of one shape
-// class. It exits 0 only if exactly one kernel was compiled or loaded.
-TEST(Examples, GenerateLoopCompilesOneKernelForEveryToken) {
+// class, every new K row rotated by one KV-append kernel. It exits 0 only
+// if exactly those two kernels were compiled or loaded.
+TEST(Examples, GenerateLoopCompilesOneKernelPerShapeClassForEveryToken) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
   std::string command = "PEJIT_CACHE_DIR=" + quote(dir.file("cache")) + " " +
@@ -236,7 +257,8 @@ TEST(Examples, GenerateLoopCompilesOneKernelForEveryToken) {
   EXPECT_EQ(std::system(command.c_str()), 0) << readText(dir.file("out"));
   std::string out = readText(dir.file("out"));
   EXPECT_TRUE(contains(out, "generated 256 tokens")) << out;
-  EXPECT_TRUE(contains(out, "attention kernels compiled: 1 (loaded from disk: 0)")) << out;
+  EXPECT_TRUE(contains(out, "kernels compiled (attention + KV-append): 2 (loaded from disk: 0)"))
+      << out;
   EXPECT_TRUE(contains(out, "median decode step")) << out;
 }
 

@@ -18,3 +18,7 @@
 
 // VARLEN-LABEL: func.func @varlen_prefill
 // VARLEN: attn.attention {{.*}} segments(
+// RUN: pejit-opt %S/../../../examples/kv_append.mlir | FileCheck %s --check-prefix=APPEND
+
+// APPEND-LABEL: func.func @kv_append
+// APPEND: pe.rope {{.*}}scaling = #pe.llama3
