@@ -138,6 +138,8 @@ int runAttentionBench(int argc, char **argv) {
       return runShapeClassBench(argc, argv);
     else if (arg == "--varlen")
       return runVarlenBench(argc, argv);
+    else if (arg == "--rope")
+      return runRopeBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

@@ -21,6 +21,9 @@ int runShapeClassBench(int argc, char **argv);
 /// `pejit bench --varlen`: a packed batch of 8 mixed lengths against a
 /// loop of calls and a padded batch (VarlenBench.cpp). argv: [--repeats=N]
 int runVarlenBench(int argc, char **argv);
+/// `pejit bench --rope`: the standalone pe.rope kernel (prefill Q, in
+/// place, a decode step's KV-append) against the measured read bandwidth.
+int runRopeBench(int argc, char **argv);
 
 } // namespace pejit::bench
 

@@ -8,9 +8,11 @@
 //    ratio dynamic / static of each round's medians, and their median.
 // 2. The decode loop: 256 steps growing from 2048 to 2304 keys through one
 //    kernel, its inputs views into a preallocated cache (as a generator
-//    keeps it). Over a pre-rotated K cache (RoPE on Q only) and, for
-//    comparison, re-rotating all of K every step; in f32 and in bf16 (every
-//    tensor). Compile count, compile
+//    keeps it). Over a pre-rotated K cache (RoPE on Q only), alone and
+//    with what a generator runs each step before it: the KV-append kernel
+//    (docs/standalone-kernels.md) rotating the new K row into the cache,
+//    and the new V row copied; and, for comparison, re-rotating all of K
+//    every step. In f32 and in bf16 (every tensor). Compile count, compile
 //    ms, the median step, and the step against the time to read K and V
 //    once at this machine's measured read bandwidth.
 #include "bench/AttentionBench.h"
@@ -34,11 +36,15 @@ namespace {
 
 constexpr int64_t kHeads = 32, kKvHeads = 8, kDim = 128;
 
-AttentionSpec llamaSpec(bool rotateKeys) {
-  AttentionSpec spec;
+ref::RopeConfig llamaRope() {
   ref::RopeConfig rope;
   rope.theta = 500000.0;
-  spec.rope = rope;
+  return rope;
+}
+
+AttentionSpec llamaSpec(bool rotateKeys) {
+  AttentionSpec spec;
+  spec.rope = llamaRope();
   spec.ropeOnKey = rotateKeys;
   spec.causal = true;
   return spec;
@@ -92,6 +98,24 @@ struct Buffers {
                        {data(k, k16), dtype, {1, kKvHeads, skv, kDim}, kvStrides},
                        {data(v, v16), dtype, {1, kKvHeads, skv, kDim}, kvStrides}},
                       {data(o, o16), dtype, {1, kHeads, querySeq, kDim}, {}});
+  }
+  /// A decode step's new K row (fresh[0..hkv d)) rotated by `append` into
+  /// cache row `row`, and its V row copied there.
+  Status append(const X86Kernel &append, int64_t row) {
+    bool half = dtype == DType::BF16;
+    int64_t unit = half ? 2 : 4;
+    std::vector<int64_t> kvStrides{kKvHeads * capacity * kDim, capacity * kDim, kDim, 1};
+    char *keys = half ? reinterpret_cast<char *>(k16.data()) : reinterpret_cast<char *>(k.data());
+    char *values = half ? reinterpret_cast<char *>(v16.data()) : reinterpret_cast<char *>(v.data());
+    const char *fresh = half ? reinterpret_cast<const char *>(q16.data())
+                             : reinterpret_cast<const char *>(q.data());
+    for (int64_t h = 0; h < kKvHeads; ++h)
+      std::memcpy(values + (h * capacity + row) * kDim * unit, fresh + h * kDim * unit,
+                  kDim * unit);
+    int64_t position = row;
+    return append.run({{const_cast<char *>(fresh), dtype, {1, kKvHeads, 1, kDim}, {}},
+                       {&position, DType::I64, {1}, {}}},
+                      {keys + row * kDim * unit, dtype, {1, kKvHeads, 1, kDim}, kvStrides});
   }
 };
 
@@ -157,10 +181,15 @@ int decodeLoop(int threads, int repeats) {
               "| K+V read once at median skv, ms | step / read |\n"
               "| --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
               (long long)steps, (long long)first, (long long)capacity, bandwidth, threads);
-  for (auto [dtype, rotateKeys] : {std::pair<DType, bool>{DType::F32, false},
-                                   {DType::F32, true},
-                                   {DType::BF16, false},
-                                   {DType::BF16, true}}) {
+  enum class Cache { PreRotated, Appended, RotatedEveryStep };
+  for (auto [dtype, cache] : {std::pair<DType, Cache>{DType::F32, Cache::PreRotated},
+                              {DType::F32, Cache::Appended},
+                              {DType::F32, Cache::RotatedEveryStep},
+                              {DType::BF16, Cache::PreRotated},
+                              {DType::BF16, Cache::Appended},
+                              {DType::BF16, Cache::RotatedEveryStep}}) {
+    bool rotateKeys = cache == Cache::RotatedEveryStep;
+    Spec appendSpec = Spec::standaloneRope(llamaRope(), 1, kKvHeads, kDynamicDim, kDim, dtype);
     Runtime runtime({threads});
     Buffers buffers(1, capacity, dtype);
     Spec spec = Spec::fromBuilder(llamaSpec(rotateKeys), shapeOf(kDynamicDim, kDynamicDim));
@@ -178,6 +207,17 @@ int decodeLoop(int threads, int repeats) {
         }
         if (pass == 0 && step == 0)
           compileMs = kernel->compileMilliseconds();
+        if (cache == Cache::Appended) {
+          Expected<X86Kernel> append = runtime.getX86(appendSpec);
+          Status st =
+              append ? buffers.append(*append, first + step) : Status::error(append.error());
+          if (!st) {
+            std::fprintf(stderr, "decode: %s\n", st.message().c_str());
+            return 1;
+          }
+          if (pass == 0 && step == 0)
+            compileMs += append->compileMilliseconds();
+        }
         if (Status st = buffers.run(*kernel, first + step + 1); !st) {
           std::fprintf(stderr, "decode: %s\n", st.message().c_str());
           return 1;
@@ -191,8 +231,9 @@ int decodeLoop(int threads, int repeats) {
     RuntimeStats stats = runtime.stats();
     std::printf("| %s | %s | %lld (%lld) | %.0f | %.3f | %.3f | %.2f |\n",
                 dtype == DType::BF16 ? "bf16" : "f32",
-                rotateKeys ? "rotated every step (RoPE on Q and K)"
-                           : "pre-rotated (RoPE on Q only)",
+                cache == Cache::RotatedEveryStep ? "rotated every step (RoPE on Q and K)"
+                : cache == Cache::Appended       ? "KV-append of the new row + pre-rotated"
+                                                 : "pre-rotated (RoPE on Q only)",
                 (long long)stats.compiles, (long long)stats.diskHits, compileMs, step, readMs,
                 step / readMs);
   }

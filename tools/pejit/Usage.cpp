@@ -89,6 +89,11 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       4096 (LLaMA 32/8 heads, d=128, RoPE, causal) in one call, against 8
       calls and a batch padded to the longest: compiles, ms, GFLOP/s of the
       useful work, % of peak.
+  bench --rope [--repeats=N]
+      The standalone pe.rope kernel (LLaMA-3 RoPE, d=128): Q [1, 32, 4096]
+      in f32 and bf16, in place, and a decode step's KV-append of one K row
+      into a cache: ms, GB/s moved (read + written), % of the measured read
+      bandwidth.
 )";
 
 const char *kTuneUsage = R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
