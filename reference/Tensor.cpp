@@ -51,20 +51,18 @@ int64_t Tensor::dim(int64_t axis) const {
   return shape[axis];
 }
 
-int64_t Tensor::offset(std::initializer_list<int64_t> index) const {
+void Tensor::failOffset(std::initializer_list<int64_t> index) const {
   PEJIT_REF_CHECK(static_cast<int64_t>(index.size()) == rank(),
                   "index of rank " + std::to_string(index.size()) + " into tensor of shape " +
                       shapeToString(shape));
-  int64_t flat = 0;
   int64_t axis = 0;
   for (int64_t i : index) {
     PEJIT_REF_CHECK(i >= 0 && i < shape[axis], "index " + std::to_string(i) +
                                                    " out of range on axis " + std::to_string(axis) +
                                                    " of shape " + shapeToString(shape));
-    flat = flat * shape[axis] + i;
     ++axis;
   }
-  return flat;
+  ::pejit::ref::fail(__func__, "index out of range");
 }
 
 PositionIds::PositionIds(std::vector<int64_t> shapeIn, std::vector<int64_t> dataIn)
