@@ -34,4 +34,8 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allow_user_poisoning=0:detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp}
+# Instrumented code runs the suite's float64 references several times
+# slower: two shards of each binary at once, and a longer bound per shard.
+export PEJIT_TEST_SHARDS=${PEJIT_TEST_SHARDS:-2}
+export PEJIT_TEST_TIMEOUT=${PEJIT_TEST_TIMEOUT:-2700}
 PEJIT_BUILD_DIR="$BUILD_DIR" exec bash scripts/test.sh

@@ -28,18 +28,35 @@ rm -f "$lit_log"
 if bash scripts/format.sh --check; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # GoogleTest binaries: every executable named *-tests under the build dir.
+# PEJIT_TEST_SHARDS=N (the sanitizer lane) runs each binary as N GoogleTest
+# shards at once: its float64 references are single-threaded, so the
+# shards share the cores. PEJIT_TEST_TIMEOUT bounds each shard (seconds).
+shards=${PEJIT_TEST_SHARDS:-1}
+limit=${PEJIT_TEST_TIMEOUT:-1200}
+sum() { awk '{s += $1} END {print s + 0}'; }
 while IFS= read -r binary; do
-  log=$(mktemp)
-  # A hung binary fails the run instead of blocking it.
-  timeout 1200 "$binary" --gtest_brief=1 >"$log" 2>&1; rc=$?
-  grep -E "^\[  (FAILED|SKIPPED) |Failure|error|^fuzz: " "$log" | head -40
-  p=$(grep -E "^\[  PASSED  \] [0-9]+ test" "$log" | awk '{print $4}')
-  f=$(grep -E "^\[  FAILED  \] [0-9]+ test" "$log" | awk '{print $4}')
-  s=$(grep -E "^\[  SKIPPED \] [0-9]+ test" "$log" | awk '{print $4}')
-  echo "$(basename "$binary"): ${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
-  passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0})); skipped=$((skipped + ${s:-0}))
-  if [ $rc -ne 0 ] && [ -z "$f" ]; then echo "$(basename "$binary") exited $rc"; tail -5 "$log"; failed=$((failed + 1)); fi
-  rm -f "$log"
+  logs=(); pids=()
+  for ((i = 0; i < shards; i++)); do
+    logs+=("$(mktemp)")
+    # Each shard its own disk cache: tests count their compiles.
+    mkdir -p "$PEJIT_CACHE_DIR/shard$i"
+    # A hung binary fails the run instead of blocking it.
+    PEJIT_CACHE_DIR="$PEJIT_CACHE_DIR/shard$i" GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
+      timeout "$limit" "$binary" --gtest_brief=1 >"${logs[$i]}" 2>&1 &
+    pids+=($!)
+  done
+  rc=0
+  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  cat "${logs[@]}" | grep -E "^\[  (FAILED|SKIPPED) |Failure|error|^fuzz: " | head -40
+  p=$(cat "${logs[@]}" | grep -E "^\[  PASSED  \] [0-9]+ test" | awk '{print $4}' | sum)
+  f=$(cat "${logs[@]}" | grep -E "^\[  FAILED  \] [0-9]+ test" | awk '{print $4}' | sum)
+  s=$(cat "${logs[@]}" | grep -E "^\[  SKIPPED \] [0-9]+ test" | awk '{print $4}' | sum)
+  echo "$(basename "$binary"): $p passed, $f failed, $s skipped"
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+  if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
+    echo "$(basename "$binary") exited $rc"; tail -5 "${logs[@]}"; failed=$((failed + 1))
+  fi
+  rm -f "${logs[@]}"
 done < <(find "$BUILD_DIR" -type f -name '*-tests' -perm -u+x | sort)
 
 echo "tests: $passed passed, $failed failed, $skipped skipped"
