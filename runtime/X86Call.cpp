@@ -100,6 +100,10 @@ struct SubCall {
   MemRefDescriptor<float, 1> sd{}, kcd{}, partials{};
 };
 
+/// Table floats up to which the prologue runs on the calling thread: 64
+/// positions of a d = 128 RoPE (a cos and a sin per frequency).
+constexpr int64_t kInlineTableFloats = 64 * 128;
+
 /// Index of the sub-call whose range [first[i], first[i + 1]) holds `index`.
 size_t subCallOf(const std::vector<int64_t> &first, int64_t index) {
   return std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1;
@@ -350,7 +354,18 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   // The tables (RoPE's cos/sin per position) on all cores: part p of a
   // sub-call fills its position rows p, p + threads, ... Without tables
   // (no QK transform) the prologue is empty: no round trip through the pool.
-  if (anyTables)
+  // Small tables (a decode step's one query row over a pre-rotated cache)
+  // are filled on the calling thread: a pool round trip costs more.
+  int64_t allTableFloats = 0;
+  for (const SubCall &call : calls)
+    allTableFloats += call.plan.tableFloats;
+  if (anyTables && allTableFloats <= kInlineTableFloats)
+    for (SubCall &call : calls) {
+      MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
+      MemRefDescriptor<float, 1> sdc = call.sd;
+      prologue_(&qpc, &kpc, &sdc, 0, 1);
+    }
+  else if (anyTables)
     pool_->parallelFor(static_cast<int64_t>(calls.size()) * threads, [&](int64_t index) {
       SubCall &call = calls[index / threads];
       MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
