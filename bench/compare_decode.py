@@ -10,7 +10,10 @@ it:
 
 - pejit: `pejit bench --shape-classes` (run first, as a subprocess; its
   decode table is printed as it is). Attention over a pre-rotated K cache,
-  RoPE on Q only, through one kernel of the `?`-length shape class.
+  RoPE on Q only, through one kernel of the `?`-length shape class; its
+  "KV-append" rows add what the peers do each step: the new K row rotated
+  into the cache by the KV-append kernel (docs/standalone-kernels.md) and
+  the new V row copied.
 - torch: HF-style RoPE of the new token's q and k (LlamaRotaryEmbedding +
   apply_rotary_pos_emb), the rotated k and v written into a preallocated
   cache, then scaled_dot_product_attention over the cache's first t rows

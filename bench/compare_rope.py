@@ -100,7 +100,9 @@ def torch_cases(rounds):
         expected = reference(x.float().numpy(), positions.numpy())
         got = hf().float().numpy()
         err = np.abs(got - expected).max() / np.abs(expected).max()
-        if err > (1e-5 if dtype == torch.float32 else 2e-2):
+        # f32 angles: position x inv_freq rounded in f32 (about 2e-4 at
+        # position 4095), the error pejit's float64 angles avoid.
+        if err > (1e-3 if dtype == torch.float32 else 2e-2):
             raise SystemExit(f"torch {name} differs from float64: {err:.3g}")
         unit = 4 if dtype == torch.float32 else 2
         moved = 2.0 * heads * seq * D * unit
