@@ -21,8 +21,6 @@
 
 namespace pejit {
 
-namespace {
-
 MemRefDescriptor<float, 4> describe4(const TensorView &view) {
   MemRefDescriptor<float, 4> desc{};
   desc.allocated = desc.aligned = static_cast<float *>(view.data);
@@ -33,6 +31,8 @@ MemRefDescriptor<float, 4> describe4(const TensorView &view) {
   }
   return desc;
 }
+
+namespace {
 
 /// `base` moved by `bytes`. A paged cache's logical K/V have no data until
 /// gathered (a null base), so this is integer arithmetic: pointer

@@ -26,52 +26,35 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
   Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
   if (!object)
     return Result::error(object.error());
-  Expected<void *> prologue = (*object)->lookup("_mlir_ciface_pejit_prologue");
-  if (!prologue)
-    return Result::error(prologue.error());
-  // A standalone transform (pe.rope on its own) has one item function.
-  if (artifact.signature.standaloneTransform()) {
-    Expected<void *> transform = (*object)->lookup("_mlir_ciface_pejit_transform_item");
-    if (!transform)
-      return Result::error(transform.error());
-    std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
-    kernel->pool_ = std::move(pool);
-    kernel->object_ = std::move(*object);
-    kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
-    kernel->transformItem_ = reinterpret_cast<TransformItemFn>(*transform);
-    static_cast<KernelDescription &>(*kernel) = artifact;
-    kernel->stages_ = std::move(artifact.stages);
-    return Result(std::move(kernel));
-  }
-  Expected<void *> item = (*object)->lookup("_mlir_ciface_pejit_item");
-  if (!item)
-    return Result::error(item.error());
-  void *prepare = nullptr;
-  if (artifact.keyCacheTile > 0) { // a key cache may pay: the plan decides per call
-    Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_prepare");
-    if (!found)
-      return Result::error(found.error());
-    prepare = *found;
-  }
-  void *decodeItem = nullptr, *decodeCombine = nullptr;
-  if (artifact.decodeGroup > 0) {
-    Expected<void *> found = (*object)->lookup("_mlir_ciface_pejit_decode_item");
-    if (!found)
-      return Result::error(found.error());
-    decodeItem = *found;
-    Expected<void *> combine = (*object)->lookup("_mlir_ciface_pejit_decode_combine");
-    if (!combine)
-      return Result::error(combine.error());
-    decodeCombine = *combine;
-  }
+  // Each entry point the description says the kernel has; a missing one
+  // is an error naming it.
   std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
-  kernel->decodeItem_ = reinterpret_cast<DecodeItemFn>(decodeItem);
-  kernel->decodeCombine_ = reinterpret_cast<CombineFn>(decodeCombine);
-  kernel->prepare_ = reinterpret_cast<PrepareFn>(prepare);
+  std::string missing;
+  auto lookup = [&](const char *name) -> void * {
+    Expected<void *> found = (*object)->lookup(name);
+    if (!found && missing.empty())
+      missing = found.error();
+    return found ? *found : nullptr;
+  };
+  kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
+  if (artifact.signature.standaloneTransform()) { // pe.rope on its own: one item function
+    kernel->transformItem_ =
+        reinterpret_cast<TransformItemFn>(lookup("_mlir_ciface_pejit_transform_item"));
+  } else {
+    kernel->item_ = reinterpret_cast<ItemFn>(lookup("_mlir_ciface_pejit_item"));
+    if (artifact.keyCacheTile > 0) // a key cache may pay: the plan decides per call
+      kernel->prepare_ = reinterpret_cast<PrepareFn>(lookup("_mlir_ciface_pejit_prepare"));
+    if (artifact.decodeGroup > 0) {
+      kernel->decodeItem_ =
+          reinterpret_cast<DecodeItemFn>(lookup("_mlir_ciface_pejit_decode_item"));
+      kernel->decodeCombine_ =
+          reinterpret_cast<CombineFn>(lookup("_mlir_ciface_pejit_decode_combine"));
+    }
+  }
+  if (!missing.empty())
+    return Result::error(missing);
   kernel->pool_ = std::move(pool);
   kernel->object_ = std::move(*object);
-  kernel->prologue_ = reinterpret_cast<PrologueFn>(*prologue);
-  kernel->item_ = reinterpret_cast<ItemFn>(*item);
   static_cast<KernelDescription &>(*kernel) = artifact;
   kernel->stages_ = std::move(artifact.stages);
   return Result(std::move(kernel));

@@ -26,6 +26,9 @@ template <typename T, int Rank> struct MemRefDescriptor {
   int64_t strides[Rank];
 };
 
+/// A [b, h, s, d] view as the kernels' memref descriptor (X86Call.cpp).
+MemRefDescriptor<float, 4> describe4(const TensorView &view);
+
 /// (query positions, key positions, scratch, first row, row step).
 using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
                             MemRefDescriptor<float, 1> *, int64_t, int64_t);

@@ -16,17 +16,6 @@ namespace {
 /// Elements below which a call runs on the calling thread.
 constexpr int64_t kInlineElements = 1 << 16;
 
-MemRefDescriptor<float, 4> describe(const TensorView &view) {
-  MemRefDescriptor<float, 4> desc{};
-  desc.allocated = desc.aligned = static_cast<float *>(view.data);
-  std::vector<int64_t> strides = stridesOf(view);
-  for (int i = 0; i < 4; ++i) {
-    desc.sizes[i] = view.shape[i];
-    desc.strides[i] = strides[i];
-  }
-  return desc;
-}
-
 } // namespace
 
 Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
@@ -63,7 +52,7 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
                          " floats could not be allocated");
   MemRefDescriptor<float, 1> tables = {
       scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(tableFloats, 1)}, {1}};
-  MemRefDescriptor<float, 4> x = describe(*bound.query), o = describe(out);
+  MemRefDescriptor<float, 4> x = describe4(*bound.query), o = describe4(out);
   int64_t items = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
   bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
   int64_t threads = onCaller ? 1 : pool_->threads();
