@@ -172,10 +172,14 @@ int runCommand(int argc, char **argv) {
   double runMs = millisecondsSince(start);
   if (narrowOut)
     out = npy::toFloat32(npy::Array{npyDtype(kernel->outputDtype()), outShape, out16});
-  std::fprintf(stderr, "pejit: %s %.1f ms (tiles %lldx%lld), run %.3f ms\n",
+  // Tiles are an attention kernel's; a standalone transform has none.
+  std::string tiles = kernel->signature().standaloneTransform()
+                          ? std::string("standalone pe.rope")
+                          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
+                                std::to_string(kernel->tiles().keyTile);
+  std::fprintf(stderr, "pejit: %s %.1f ms (%s), run %.3f ms\n",
                kernel->loadedFromDisk() ? "loaded from the disk cache in" : "compile",
-               kernel->compileMilliseconds(), (long long)kernel->tiles().queryTile,
-               (long long)kernel->tiles().keyTile, runMs);
+               kernel->compileMilliseconds(), tiles.c_str(), runMs);
 
   if (options.output) {
     if (std::string error = writeFloat32(*options.output, out, outShape); !error.empty())
