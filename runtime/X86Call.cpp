@@ -338,7 +338,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   // kernel's views of them (reinterpret_cast) set their offset from the
   // aligned pointer. A key cache of 0 floats tells the kernel to rotate K
   // per tile.
-  bool anyTables = false;
+  int64_t allTableFloats = 0; // of every sub-call
   std::vector<int64_t> firstPrepare{0}, firstItem{0}, firstCombine{0};
   for (SubCall &call : calls) {
     float *tables = scratch.data.get() + call.scratchOffset;
@@ -346,7 +346,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     call.sd = {tables, tables, 0, {std::max<int64_t>(call.plan.tableFloats, 1)}, {1}};
     call.kcd = {cache, cache, 0, {call.plan.keyCacheFloats}, {1}};
     call.partials = {cache, cache, 0, {std::max<int64_t>(call.plan.partialFloats, 1)}, {1}};
-    anyTables |= call.plan.tableFloats > 0;
+    allTableFloats += call.plan.tableFloats;
     firstPrepare.push_back(firstPrepare.back() + std::min(threads, call.plan.prepareJobs));
     firstItem.push_back(firstItem.back() + call.plan.items);
     firstCombine.push_back(firstCombine.back() + call.plan.combineItems);
@@ -356,16 +356,13 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   // (no QK transform) the prologue is empty: no round trip through the pool.
   // Small tables (a decode step's one query row over a pre-rotated cache)
   // are filled on the calling thread: a pool round trip costs more.
-  int64_t allTableFloats = 0;
-  for (const SubCall &call : calls)
-    allTableFloats += call.plan.tableFloats;
-  if (anyTables && allTableFloats <= kInlineTableFloats)
+  if (allTableFloats > 0 && allTableFloats <= kInlineTableFloats)
     for (SubCall &call : calls) {
       MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
       MemRefDescriptor<float, 1> sdc = call.sd;
       prologue_(&qpc, &kpc, &sdc, 0, 1);
     }
-  else if (anyTables)
+  else if (allTableFloats > 0)
     pool_->parallelFor(static_cast<int64_t>(calls.size()) * threads, [&](int64_t index) {
       SubCall &call = calls[index / threads];
       MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
