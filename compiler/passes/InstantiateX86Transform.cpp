@@ -42,14 +42,6 @@ func::FuncOp standaloneFunction(ModuleOp module) {
   return anyPe ? funcs[0] : nullptr;
 }
 
-DType dtypeOf(Type element) {
-  return element.isF16()         ? DType::F16
-         : element.isBF16()      ? DType::BF16
-         : element.isInteger(32) ? DType::I32
-         : element.isInteger(64) ? DType::I64
-                                 : DType::F32;
-}
-
 } // namespace
 
 bool pejit::isStandaloneTransform(ModuleOp module) {
@@ -131,10 +123,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
     else
       return func.emitError() << "argument #" << arg.getArgNumber() << " is not an operand of "
                               << op->getName();
-    auto type = cast<RankedTensorType>(arg.getType());
-    for (int64_t dim : type.getShape())
-      argument.shape.push_back(ShapedType::isDynamic(dim) ? kDynamicDim : dim);
-    argument.dtype = dtypeOf(type.getElementType());
+    describeArgumentType(arg.getType(), argument);
     signature.arguments.push_back(std::move(argument));
   }
 
@@ -166,7 +155,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   int64_t items = staticShape ? shape.batch * shape.queryHeads *
                                     ((shape.querySeq + kRowsPerItem - 1) / kRowsPerItem)
                               : 0;
-  int64_t tableFloats = staticShape ? perPosition * shape.queryPositionRows * shape.querySeq : 0;
+  int64_t tableFloats = staticShape ? tableScratchFloats(encoding, shape) : 0; // K side: 0 ids
   Builder attrs(module.getContext());
   NamedAttrList info;
   info.append("items", attrs.getI64IntegerAttr(items));

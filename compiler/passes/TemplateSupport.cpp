@@ -137,15 +137,7 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     if (!found)
       return fused.func.emitError()
              << "argument #" << arg.getArgNumber() << " is not an operand of attn.attention";
-    auto type = cast<RankedTensorType>(arg.getType());
-    for (int64_t dim : type.getShape())
-      argument.shape.push_back(ShapedType::isDynamic(dim) ? kDynamicDim : dim);
-    Type element = type.getElementType();
-    argument.dtype = element.isF16()         ? DType::F16
-                     : element.isBF16()      ? DType::BF16
-                     : element.isInteger(32) ? DType::I32
-                     : element.isInteger(64) ? DType::I64
-                                             : DType::F32;
+    describeArgumentType(arg.getType(), argument);
     fused.signature.arguments.push_back(std::move(argument));
   }
   for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
@@ -168,6 +160,18 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
                             << value.getDefiningOp()->getName()
                             << "', which could not be fused into the attention";
   return fused;
+}
+
+void describeArgumentType(Type type, KernelArgument &argument) {
+  auto tensor = cast<RankedTensorType>(type);
+  for (int64_t dim : tensor.getShape())
+    argument.shape.push_back(ShapedType::isDynamic(dim) ? kDynamicDim : dim);
+  Type element = tensor.getElementType();
+  argument.dtype = element.isF16()         ? DType::F16
+                   : element.isBF16()      ? DType::BF16
+                   : element.isInteger(32) ? DType::I32
+                   : element.isInteger(64) ? DType::I64
+                                           : DType::F32;
 }
 
 /// softcap * tanh(s / softcap), pointwise.

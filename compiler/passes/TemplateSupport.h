@@ -56,6 +56,10 @@ struct FusedAttention {
   KernelSignature signature;
 };
 
+/// A function argument's shape (`?` as kDynamicDim) and dtype, as the
+/// kernel signature records them; `type` is a ranked tensor type.
+void describeArgumentType(mlir::Type type, KernelArgument &argument);
+
 /// The one function, whose body is one attn.attention on its arguments.
 mlir::FailureOr<FusedAttention> findFusedAttention(mlir::ModuleOp module);
 
