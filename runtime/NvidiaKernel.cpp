@@ -1,12 +1,11 @@
 // NvidiaKernel: a kernel the nvidia stage table compiled (compiler/backends/
-// nvidia), kept as its artifact, and run through the CUDA driver
-// (runtime/cuda, loaded with dlopen).
+// nvidia), kept as its artifact; NvidiaCall.cpp runs it through the CUDA
+// driver (runtime/cuda, loaded with dlopen).
+#include "runtime/CallParts.h"
 #include "runtime/NvidiaKernelImpl.h"
 
 #include "compiler/backends/nvidia/NvidiaBackend.h"
-#include "runtime/Views.h"
 #include "runtime/core/KernelMeta.h"
-#include "runtime/cuda/AttentionLaunch.h"
 
 namespace pejit {
 
@@ -40,71 +39,6 @@ NvidiaKernelImpl::fromArtifact(KernelArtifact artifact) {
   return std::shared_ptr<const NvidiaKernelImpl>(kernel);
 }
 
-Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
-  auto fail = [](const std::string &what) { return Status::error("nvidia run: " + what); };
-  BoundInputs bound;
-  if (Status st = bindInputs(signature, inputs, bound); !st)
-    return fail(st.message());
-  const TensorView *views[3] = {bound.query, bound.key, bound.value};
-  const char *roles[3] = {"query", "key", "value"};
-  const Shape &s = shape;
-  std::vector<std::vector<int64_t>> dims = {{s.batch, s.queryHeads, s.querySeq, s.headDim},
-                                            {s.batch, s.kvHeads, s.keySeq, s.headDim},
-                                            {s.batch, s.kvHeads, s.keySeq, s.valueDim}};
-  for (int i = 0; i < 3; ++i) {
-    if (!views[i] || !views[i]->data)
-      return fail(std::string(roles[i]) + " is missing or a null buffer");
-    if (views[i]->dtype != inputDtype)
-      return fail(std::string(roles[i]) + " is " + dtypeName(views[i]->dtype) +
-                  ", the kernel takes " + dtypeName(inputDtype));
-    if (views[i]->shape != dims[i] || !views[i]->strides.empty())
-      return fail(std::string(roles[i]) + " must be a contiguous tensor of the kernel's shape (" +
-                  s.str() + ")");
-  }
-  std::vector<int64_t> outDims = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
-  if (!out.data || out.dtype != outputDtype || out.shape != outDims || !out.strides.empty())
-    return fail(std::string("the output must be a contiguous ") + dtypeName(outputDtype) +
-                " tensor of shape [" + std::to_string(s.batch) + ", " +
-                std::to_string(s.queryHeads) + ", " + std::to_string(s.querySeq) + ", " +
-                std::to_string(s.valueDim) + "]");
-  std::vector<int64_t> queryPositions, keyPositions;
-  if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName,
-                                     queryPositionRows, s.querySeq, s.batch, s.keySeq - s.querySeq,
-                                     queryPositions, positionAxes);
-      !st)
-    return st;
-  if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
-                                     s.keySeq, s.batch, 0, keyPositions, positionAxes);
-      !st)
-    return st;
-
-  auto driver = cuda::currentDriver();
-  if (!driver)
-    return fail(driver.error());
-  const std::string &arch = launch.arch;
-  std::string deviceArch = (*driver)->device().arch();
-  if (deviceArch.size() == arch.size() && deviceArch < arch)
-    return fail("the kernel is for " + arch + ", the device is " + deviceArch);
-  cuda::AttentionKernelImage image =
-      cuda::kernelImage(launch, scratchFloats, cubin().empty() ? ptx() : cubin());
-  cuda::AttentionBuffers buffers;
-  buffers.query = views[0]->data;
-  buffers.key = views[1]->data;
-  buffers.value = views[2]->data;
-  buffers.queryBytes = denseBytes(dims[0], inputDtype);
-  buffers.keyBytes = denseBytes(dims[1], inputDtype);
-  buffers.valueBytes = denseBytes(dims[2], inputDtype);
-  buffers.queryPositions = &queryPositions;
-  buffers.keyPositions = &keyPositions;
-  buffers.output = out.data;
-  buffers.outputBytes = denseBytes(outDims, outputDtype);
-  for (const TensorView *operand : bound.encodingOperands)
-    buffers.encodingOperands.push_back({operand->data, denseBytes(operand->shape, operand->dtype)});
-  if (cuda::Status st = cuda::runAttention(image, buffers); !st)
-    return fail(st.error());
-  return Status();
-}
-
 const std::vector<std::string> &NvidiaKernel::stageNames() {
   static const std::vector<std::string> names = textStageNames(nvidiaStages());
   return names;
@@ -129,6 +63,9 @@ const std::vector<int64_t> &NvidiaKernel::block() const { return impl_->launch.b
 std::vector<std::string> NvidiaKernel::arguments() const { return impl_->signature.labels(); }
 const KernelSignature &NvidiaKernel::signature() const { return impl_->signature; }
 const Shape &NvidiaKernel::shape() const { return impl_->shape; }
+Expected<Shape> NvidiaKernel::callShape(const std::vector<TensorView> &inputs) const {
+  return callShapeOf(*impl_, inputs);
+}
 DType NvidiaKernel::dtype() const { return impl_->inputDtype; }
 DType NvidiaKernel::outputDtype() const { return impl_->outputDtype; }
 int64_t NvidiaKernel::scratchFloats() const { return impl_->scratchFloats; }

@@ -6,7 +6,9 @@
 
 #include "runtime/Pejit.h"
 #include "runtime/core/KernelArtifact.h"
+#include "runtime/cuda/AttentionLaunch.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +33,16 @@ public:
   const std::string &cubin() const { return artifact.objects.at(0); }
   const std::string &ptxasLog() const { return artifact.stages.at("ptxas-log"); }
 };
+
+/// Launches one part of a call (NvidiaCall.cpp): cuda::runAttention.
+using NvidiaPartLauncher =
+    std::function<cuda::Status(const cuda::AttentionKernelImage &, const cuda::AttentionBuffers &)>;
+
+/// Replaces every part's launch, and the driver check before them, until
+/// reset with null: lets a machine without a GPU check what each part is
+/// given (its dense buffers, lengths and launch plan). Tests only; not
+/// thread-safe against concurrent runs.
+void setNvidiaPartLauncherForTesting(NvidiaPartLauncher launcher);
 
 } // namespace pejit
 

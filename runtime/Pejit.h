@@ -180,18 +180,25 @@ public:
   const std::string &cubin() const;
   /// ptxas -v output (registers, stack frame, spills); empty without ptxas.
   const std::string &ptxasLog() const;
+  /// pejit_attention's grid; empty for a shape class (planned per call:
+  /// runtime/core/NvidiaPlan.h).
   const std::vector<int64_t> &grid() const;
   const std::vector<int64_t> &block() const;
   std::vector<std::string> arguments() const;
   /// Each argument's role, name, shape and dtype.
   const KernelSignature &signature() const;
+  /// The kernel's shape class (kDynamicDim for `?` dims).
   const Shape &shape() const;
+  /// The shape of a call with these inputs, as X86Kernel::callShape.
+  Expected<Shape> callShape(const std::vector<TensorView> &inputs) const;
   DType dtype() const;       ///< of the inputs (f16 or bf16)
   DType outputDtype() const; ///< f32, f16 or bf16, as the IR's result says
-  /// Floats of the QK transform's tables (pejit_prologue fills them); 0: none.
+  /// Floats of the QK transform's tables (pejit_prologue fills them); 0: none
+  /// (and 0 for a shape class, whose tables follow each call's lengths).
   int64_t scratchFloats() const;
-  /// Split-KV: blocks sharing a query tile's keys (1: none), the sizes of
-  /// their partial outputs and row statistics, and pejit_combine's grid.
+  /// Split-KV: blocks sharing a query tile's keys (1: none; 0: a shape
+  /// class, planned per call), the sizes of their partial outputs and row
+  /// statistics, and pejit_combine's grid (empty for a shape class).
   int64_t splits() const;
   int64_t partialOutputFloats() const;
   int64_t partialRowFloats() const;
@@ -199,9 +206,12 @@ public:
   /// The launch description as text (runtime/core/KernelMeta.h): what the
   /// disk cache keeps and the GPU check runner reads.
   const std::string &launchMeta() const;
-  /// Copies the inputs (host, contiguous, the kernel's dtype) to the GPU,
-  /// launches, and copies the output back. Needs a CUDA driver and a
-  /// device of this architecture or newer; without them, an error saying so.
+  /// Copies the inputs (host views of the kernel's dtype, strided or not)
+  /// to the GPU, launches, and copies the output back; a packed batch,
+  /// per-row key lengths or a paged cache is one launch per sequence or
+  /// row (docs/shape-classes.md). Every input is checked first; then it
+  /// needs a CUDA driver and a device of this architecture or newer, and
+  /// without them it is an error saying so.
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
 
 private:

@@ -6,6 +6,7 @@
 // batch row, each planned from its own lengths; the phases of all of them
 // run as one pool round trip each, so short sequences share the cores
 // instead of waiting for each other.
+#include "runtime/CallParts.h"
 #include "runtime/PagedKv.h"
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
@@ -57,34 +58,6 @@ MemRefDescriptor<float, 4> batchRowOf(MemRefDescriptor<float, 4> desc, DType dty
   desc.sizes[0] = 1;
   return desc;
 }
-
-/// Entries [first, first + count) of a position-id view's last dim.
-TensorView positionsOf(const TensorView &view, int64_t first, int64_t count) {
-  TensorView part = view;
-  part.strides = stridesOf(view);
-  part.data = static_cast<char *>(view.data) + first * part.strides.back() * dtypeBytes(view.dtype);
-  part.shape.back() = count;
-  return part;
-}
-
-/// Zeros rows [first, first + count) of every head of batch row n of a
-/// [b, h, s, dv] output: a sequence with no keys sees none
-/// (docs/semantics.md).
-void zeroRows(const TensorView &out, int64_t n, int64_t first, int64_t count) {
-  std::vector<int64_t> strides = stridesOf(out);
-  size_t bytes = dtypeBytes(out.dtype);
-  for (int64_t h = 0; h < out.shape[1]; ++h)
-    for (int64_t r = first; r < first + count; ++r)
-      std::memset(static_cast<char *>(out.data) +
-                      (n * strides[0] + h * strides[1] + r * strides[2]) * bytes,
-                  0, out.shape[3] * bytes);
-}
-
-/// One sub-call's rows: batch row `row` (-1: the whole batch), query rows
-/// [q0, q0 + nq) and key rows [k0, k0 + nk).
-struct Rows {
-  int64_t row, q0, nq, k0, nk;
-};
 
 /// One call of the kernel at one set of lengths: the whole call, or one
 /// sequence of a packed batch.
@@ -156,27 +129,11 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return st;
 
   // The sub-calls: the call itself, one per sequence of a packed batch, or
-  // one per batch row with its key length.
-  std::vector<Rows> parts;
-  if (signature.segmented()) {
-    Expected<Segments> read = readSegments(bound, s.querySeq, s.keySeq);
-    if (!read)
-      return Status::error(read.error());
-    for (size_t i = 0; i < read->count(); ++i)
-      parts.push_back({-1, read->query[i], read->query[i + 1] - read->query[i], read->key[i],
-                       read->key[i + 1] - read->key[i]});
-  } else if (signature.keyLengths()) {
-    Expected<std::vector<int64_t>> lengths = readKeyLengths(bound, s.batch, s.keySeq);
-    if (!lengths)
-      return Status::error(lengths.error());
-    for (int64_t n = 0; n < s.batch; ++n)
-      parts.push_back({n, 0, s.querySeq, 0, (*lengths)[n]});
-  } else if (paged) { // each row its own gather
-    for (int64_t n = 0; n < s.batch; ++n)
-      parts.push_back({n, 0, s.querySeq, 0, s.keySeq});
-  } else {
-    parts.push_back({-1, 0, s.querySeq, 0, s.keySeq});
-  }
+  // one per batch row with its key length or its pages.
+  Expected<std::vector<CallPart>> partsRead = callParts(signature, bound, s);
+  if (!partsRead)
+    return Status::error(partsRead.error());
+  const std::vector<CallPart> &parts = *partsRead;
   // A paged row's gathered K and V: [hkv, nk, d] then [hkv, nk, dv], at
   // gatherOffset[i] bytes of the gather region (after the sub-calls' own
   // scratch, so the buffer is the kernel's reused one), filled in one pool
@@ -193,7 +150,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   if (paged) {
     const int64_t pagesPerJob = std::max<int64_t>(1, 4096 / paged->pageSize);
     for (size_t i = 0; i < parts.size(); ++i) {
-      const Rows &part = parts[i];
+      const CallPart &part = parts[i];
       if (part.nq == 0 || part.nk == 0)
         continue;
       if (Status st = checkBlockTable(*paged, part.row, part.nk); !st)
@@ -211,22 +168,14 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
           jobs.push_back({i, p, std::min(pages, p + pagesPerJob), value});
     }
   }
-  bool sliced = signature.segmented() || signature.keyLengths();
-  // Sliced ids must first hold the whole call's: [total] (or [A, total]).
-  if (sliced)
-    for (auto [ids, name, total] : {std::tuple<const TensorView *, std::string, int64_t>{
-                                        bound.queryPositions, bound.queryPositionsName, s.querySeq},
-                                    {bound.keyPositions, bound.keyPositionsName, s.keySeq}})
-      if (ids && (ids->shape.empty() || ids->shape.back() != total))
-        return Status::error(name + ": shape " + dimsText(ids->shape) + " must end in " +
-                             std::to_string(total) + " (the call's packed length)");
+  bool sliced = partsSliceIds(signature);
   MemRefDescriptor<float, 4> q = describe4(*views[0]), k = describe4(*views[1]),
                              v = describe4(*views[2]), o = describe4(out);
   std::vector<SubCall> calls;
   int64_t threads = pool_->threads();
   int64_t floats = 0;
   for (size_t partIndex = 0; partIndex < parts.size(); ++partIndex) {
-    const Rows &part = parts[partIndex];
+    const CallPart &part = parts[partIndex];
     int64_t q0 = part.q0, nq = part.nq, k0 = part.k0, nk = part.nk;
     if (nq == 0)
       continue;
@@ -327,7 +276,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     }
     pool_->parallelFor(static_cast<int64_t>(jobs.size()), [&](int64_t index) {
       const GatherJob &job = jobs[index];
-      const Rows &part = parts[job.part];
+      const CallPart &part = parts[job.part];
       char *keys = region + gatherOffset[job.part];
       char *out = job.value ? keys + s.kvHeads * part.nk * s.headDim * unit : keys;
       gatherPages(*paged, job.value ? *paged->valuePages : *paged->keyPages, part.row, part.nk,

@@ -1,5 +1,6 @@
 // X86Kernel: an artifact's objects linked into the process (load), its
 // stages' text (stage) and its scratch buffers; its run is X86Call.cpp.
+#include "runtime/CallParts.h"
 #include "runtime/PagedKv.h"
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
@@ -106,18 +107,7 @@ std::vector<std::string> X86Kernel::arguments() const { return impl_->signature.
 const KernelSignature &X86Kernel::signature() const { return impl_->signature; }
 const Shape &X86Kernel::shape() const { return impl_->shape; }
 Expected<Shape> X86Kernel::callShape(const std::vector<TensorView> &inputs) const {
-  BoundInputs bound;
-  if (Status st = bindInputs(impl_->signature, inputs, bound); !st)
-    return st;
-  if (impl_->signature.standaloneTransform()) // x [b, h, s, d] is Q and K
-    return pejit::callShape(impl_->shape, *bound.query, *bound.query);
-  if (impl_->signature.paged()) { // K's length: the block table's pages
-    Expected<PagedKv> paged = readPagedKv(bound, impl_->shape, impl_->inputDtype);
-    if (!paged)
-      return Status::error(paged.error());
-    return pejit::callShape(impl_->shape, *bound.query, paged->logicalKey);
-  }
-  return pejit::callShape(impl_->shape, *bound.query, *bound.key);
+  return callShapeOf(*impl_, inputs);
 }
 double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }
 

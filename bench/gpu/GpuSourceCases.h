@@ -7,7 +7,9 @@
 //   NAME.query_positions, NAME.key_positions  the kernel's i64 position tables
 //   NAME.operand0, NAME.operand1, ...         the encoding operands
 //   NAME.expected                             the float64 reference, as f32
-// all raw little-endian, shapes and dtypes from NAME.meta's signature. The
+//   NAME.call                                 a shape class's b sq skv (text)
+// all raw little-endian, shapes and dtypes from NAME.meta's signature (its
+// `?` dims, for a shape class's kernel, at the lengths of NAME.call). The
 // inputs are fresh random values each time the bundle is prepared (rounded
 // to their 16-bit dtype first, so the reference sees what the GPU sees).
 // Header-only, no LLVM.
@@ -24,7 +26,35 @@ namespace pejit::gpucheck {
 struct GpuSourceCase {
   std::string name;
   std::string source; ///< one func.func with f16/bf16 Q, K, V
+  /// A source with `?` lengths (docs/shape-classes.md): the call's b, sq
+  /// and skv, at which the bundle's inputs are drawn. Empty: static.
+  std::vector<int64_t> call = {};
 };
+
+/// A kernel's shape class with its `?` dims set from a call's {b, sq, skv}.
+inline Shape shapeAtCall(Shape shape, const std::vector<int64_t> &call) {
+  if (call.size() == 3) {
+    for (auto [dim, value] :
+         {std::pair{&shape.batch, call[0]}, {&shape.querySeq, call[1]}, {&shape.keySeq, call[2]}})
+      if (*dim == kDynamicDim)
+        *dim = value;
+  }
+  return shape;
+}
+
+/// An argument's dims at a call of shape `call`: a `?` is the batch in dim 0
+/// of Q, K, V and of ids per batch row, else the length it indexes (sq for
+/// Q and query ids, skv for K, V and key ids).
+inline std::vector<int64_t> argumentDimsAt(const KernelArgument &arg, const Shape &call) {
+  std::vector<int64_t> dims = arg.shape;
+  bool query = arg.role == ArgumentRole::Query || arg.readsQueryPositions();
+  int64_t length = query ? call.querySeq : call.keySeq;
+  bool ids = arg.dtype == DType::I32 || arg.dtype == DType::I64;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] == kDynamicDim)
+      dims[d] = (ids ? d + 1 == dims.size() : d == 2) ? length : call.batch;
+  return dims;
+}
 
 inline std::string sourceCaseFile(const std::string &dir, const std::string &name,
                                   const std::string &part) {
@@ -134,6 +164,35 @@ inline std::vector<GpuSourceCase> gpuSourceCases() {
        "num_heads = 4, form = causal, relative_to = position>]) : tensor<2x4x64x64xf16>, "
        "tensor<2x4x64x64xf16>, tensor<2x4x64x64xf16> -> tensor<2x4x64x64xf32>\n"
        "  return %o : tensor<2x4x64x64xf32>\n}\n"},
+      // Shape classes: one `?` kernel, inputs drawn at one call's lengths.
+      // A chunk of 77 queries over 300 keys, batch 2 (RoPE, GQA 4/2).
+      {"rope_class_chunk_bf16",
+       "func.func @rope_class_chunk_bf16(%q: tensor<?x4x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, "
+       "%v: tensor<?x2x?x64xbf16>) -> tensor<?x4x?x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, "
+       "theta = 500000.0>]) : tensor<?x4x?x64xbf16>, tensor<?x2x?x64xbf16>, "
+       "tensor<?x2x?x64xbf16> -> tensor<?x4x?x64xf32>\n"
+       "  return %o : tensor<?x4x?x64xf32>\n}\n",
+       {2, 77, 300}},
+      // A decode step over 500 keys, 32/8 heads, d = 128: split-KV chosen
+      // per call, RoPE on Q only (a pre-rotated cache).
+      {"rope_class_decode_bf16",
+       "func.func @rope_class_decode_bf16(%q: tensor<1x32x?x128xbf16>, "
+       "%k: tensor<1x8x?x128xbf16>, %v: tensor<1x8x?x128xbf16>) -> tensor<1x32x?x128xbf16> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, "
+       "theta = 500000.0, apply_to = query>]) : tensor<1x32x?x128xbf16>, "
+       "tensor<1x8x?x128xbf16>, tensor<1x8x?x128xbf16> -> tensor<1x32x?x128xbf16>\n"
+       "  return %o : tensor<1x32x?x128xbf16>\n}\n",
+       {1, 1, 500}},
+      // ALiBi + softcap with `?` batch and lengths (f16), a 130-row prefill.
+      {"alibi_softcap_class_f16",
+       "func.func @alibi_softcap_class_f16(%q: tensor<?x12x?x64xf16>, "
+       "%k: tensor<?x12x?x64xf16>, %v: tensor<?x12x?x64xf16>) -> tensor<?x12x?x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal softcap(30.0) encodings([#pe.alibi<"
+       "num_heads = 12, form = causal>]) : tensor<?x12x?x64xf16>, tensor<?x12x?x64xf16>, "
+       "tensor<?x12x?x64xf16> -> tensor<?x12x?x64xf32>\n"
+       "  return %o : tensor<?x12x?x64xf32>\n}\n",
+       {3, 130, 130}},
   };
 }
 

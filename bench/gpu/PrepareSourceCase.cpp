@@ -62,7 +62,13 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
   std::mt19937 engine(
       static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  const Shape &shape = description.shape;
+  // A shape class's inputs at the case's call (NAME.call says which).
+  const Shape shape = shapeAtCall(description.shape, c.call);
+  if (shape.hasDynamicDims())
+    return "the kernel has `?` lengths: give the case its call's b, sq and skv";
+  if (!c.call.empty())
+    std::ofstream(sourceCaseFile(dir, c.name, "call"))
+        << shape.batch << " " << shape.querySeq << " " << shape.keySeq << "\n";
   std::vector<ReferenceArgument> reference;
   // Position ids: restarting every 50 (packed sequences) and differing per
   // batch row and axis, so relative_to = position and M-RoPE read real ids.
@@ -71,7 +77,8 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
   std::vector<TensorView> idViews(ids.size());
   int operand = 0;
   for (size_t a = 0; a < description.signature.arguments.size(); ++a) {
-    const KernelArgument &arg = description.signature.arguments[a];
+    KernelArgument arg = description.signature.arguments[a];
+    arg.shape = argumentDimsAt(arg, shape);
     int64_t n = count(arg.shape);
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
       int64_t seq = arg.shape.back();

@@ -96,7 +96,7 @@ Loaded loadCase(const std::string &dir, const GpuCase &c) {
     image = readFile(dir + "/" + c.name + ".ptx");
   if (image.empty())
     loaded.error = "no cubin or PTX for " + c.name;
-  loaded.image = cuda::kernelImage(launch, description.scratchFloats, std::move(image));
+  loaded.image = cuda::kernelImage(launch, description, description.shape, std::move(image));
   return loaded;
 }
 
@@ -190,13 +190,26 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   std::string image = readFile(file("cubin"));
   if (image.empty())
     image = readFile(file("ptx"));
+  // A shape class's case: its inputs are at the lengths of NAME.call.
+  std::vector<int64_t> call;
+  {
+    std::istringstream lengths(readFile(file("call")));
+    for (int64_t value; lengths >> value;)
+      call.push_back(value);
+  }
+  const Shape s = gpucheck::shapeAtCall(description.shape, call);
+  if (s.hasDynamicDims()) {
+    outcome.error = c.name + ": a kernel with `?` lengths and no " + c.name + ".call";
+    return outcome;
+  }
   // Each input file must hold exactly its argument's bytes.
   std::vector<std::vector<uint8_t>> operands;
   std::vector<uint8_t> query, key, value;
   int operand = 0;
-  for (const KernelArgument &arg : description.signature.arguments) {
+  for (KernelArgument arg : description.signature.arguments) {
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
       continue; // positions come as the kernel's tables below
+    arg.shape = gpucheck::argumentDimsAt(arg, s);
     std::string part = gpucheck::sourceCasePart(arg.role, operand);
     std::vector<uint8_t> bytes = readBytes(file(part));
     if (bytes.size() != denseBytes(arg.shape, arg.dtype)) {
@@ -222,7 +235,6 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   };
   std::vector<int64_t> qPos = table("query_positions"), kPos = table("key_positions");
   std::vector<uint8_t> expectedBytes = readBytes(file("expected"));
-  const Shape &s = description.shape;
   size_t n = static_cast<size_t>(s.batch * s.queryHeads * s.querySeq * s.valueDim);
   if (expectedBytes.size() != n * 4) {
     outcome.error = c.name + ".expected holds " + std::to_string(expectedBytes.size()) +
@@ -256,8 +268,7 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   buffers.outputBytes = out.size();
   for (const std::vector<uint8_t> &bytes : operands)
     buffers.encodingOperands.push_back({bytes.data(), bytes.size()});
-  cuda::AttentionKernelImage kernel =
-      cuda::kernelImage(launch, description.scratchFloats, std::move(image));
+  cuda::AttentionKernelImage kernel = cuda::kernelImage(launch, description, s, std::move(image));
   if (cuda::Status st = cuda::runAttention(kernel, buffers); !st) {
     outcome.error = st.error();
     return outcome;

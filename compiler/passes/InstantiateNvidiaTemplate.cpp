@@ -5,8 +5,11 @@
 // interface, here per score element (vector width 1); this file never names
 // a concrete encoding.
 #include "compiler/passes/Instantiate.h"
+#include "compiler/passes/KernelViews.h"
 #include "compiler/passes/Passes.h"
 #include "compiler/passes/TemplateSupport.h"
+#include "dialects/ShapeChecks.h"
+#include "runtime/core/NvidiaPlan.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Parser/Parser.h"
@@ -38,20 +41,15 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (failed(found))
     return failure();
   attn::AttentionOp op = found->op;
-  // Per-sequence lengths are x86's for now (docs/shape-classes.md): a
-  // kernel that ignored them would attend to keys a row does not have.
-  if (op.getQuerySegments() || op.getKeyLengths() || found->signature.paged())
-    return op.emitError() << "the nvidia kernel does not take segments, key_lengths or a paged "
-                             "KV cache yet (x86 does): one kernel per shape, every row all of "
-                             "its keys";
+  // segments, key_lengths and a paged cache need nothing of the kernel: the
+  // runtime runs the `?` kernel once per sequence or row (runtime/
+  // CallParts.h), as on x86.
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto kType = cast<RankedTensorType>(op.getKey().getType());
   auto vType = cast<RankedTensorType>(op.getValue().getType());
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
   Type element = qType.getElementType();
   for (auto [type, name] : {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}}) {
-    if (!type.hasStaticShape())
-      return op.emitError() << name << " has a dynamic shape " << type
-                            << ": pejit compiles one kernel per shape";
     if (!type.getElementType().isF16() && !type.getElementType().isBF16())
       return op.emitError() << name << " element type " << type.getElementType()
                             << " is not supported by the nvidia kernel (f16 or bf16 inputs, "
@@ -60,12 +58,22 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       return op.emitError() << name << " element type " << type.getElementType()
                             << " differs from the query's " << element;
   }
-  // Decode-sized queries get a one-warp block instead of padding 64 rows.
+  // A shape class leaves the batch (dim 0) and the lengths (dim 2) to the
+  // call (docs/shape-classes.md); heads and head dims are the class's.
+  for (auto [type, name] :
+       {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}})
+    for (int64_t dim : {1, 3})
+      if (type.isDynamicDim(dim))
+        return op.emitError() << name << " " << type << " has a dynamic dim " << dim
+                              << ": the nvidia kernel takes `?` only for the batch (dim 0) and "
+                                 "the lengths (dim 2)";
+  // Decode-sized queries get a one-warp block instead of padding 64 rows;
+  // a `?` query length may be anything, so it gets the prefill tile.
   int64_t querySeq = qType.getDimSize(2);
-  int64_t bm = tiles.queryTile > 0 ? tiles.queryTile
-               : querySeq <= 16    ? 16
-               : querySeq <= 32    ? 32
-                                   : 64;
+  int64_t bm = tiles.queryTile > 0                                ? tiles.queryTile
+               : ShapedType::isDynamic(querySeq) || querySeq > 32 ? 64
+               : querySeq <= 16                                   ? 16
+                                                                  : 32;
   // Hooks run per score element (one mma fragment entry): vector width 1.
   // The query tile's scratch lives in shared memory.
   pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/1);
@@ -117,7 +125,12 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   }
   std::string encodingOperands =
       slots->empty() ? "" : " operands(" + encodingNames + " : " + encodingTypes + ")";
-  int64_t scratchFloats = tableScratchFloats(qkTransform, shape);
+  // Ids per batch row take their row count from the batch, which the hooks
+  // get as a constant: with a `?` batch they must be shared ([s]).
+  if (ShapedType::isDynamic(shape.queryPositionRows) ||
+      ShapedType::isDynamic(shape.keyPositionRows))
+    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
+                             "built yet: pass ids shared by the batch ([s]) or a static batch";
 
   // Q staging and the K, V tiles (f16/bf16, rows padded by 8), plus the
   // f32 tables. The default key tile is 64, halved while that does not fit.
@@ -149,59 +162,107 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
     return op.emitError() << "result element type " << outElement
                           << " is not supported by the nvidia kernel (f32, f16 or bf16)";
   std::string outName = kernelElementTypeName(outElement);
-  int64_t numQueryTiles = (shape.querySeq + bm - 1) / bm;
-  // Split-KV when there are too few blocks to fill a GPU (decode): aim for
-  // ~2 blocks per SM of a 132-SM part, at least 2 KV tiles per split.
-  int64_t kvTiles = (shape.keySeq + bn - 1) / bn;
-  int64_t blocks = numQueryTiles * shape.queryHeads * shape.batch;
-  int64_t splits = tiles.splits;
-  if (splits <= 0) {
-    splits = 1;
-    if (blocks < 264 && kvTiles >= 4)
-      splits =
-          std::max<int64_t>(1, std::min<int64_t>({(264 + blocks - 1) / blocks, kvTiles / 2, 32}));
+  // How a call is launched (runtime/core/NvidiaPlan.h): planned here for a
+  // static shape, by the runtime per call for a shape class.
+  bool lengthsAreCalls = ShapedType::isDynamic(shape.batch) ||
+                         ShapedType::isDynamic(shape.querySeq) ||
+                         ShapedType::isDynamic(shape.keySeq);
+  KernelDescription rule;
+  rule.queryTile = bm;
+  rule.keyTile = bn;
+  if (qkTransform) {
+    rule.tableFloatsPerQueryPosition = qkTransform.getScratchFloatsPerPosition(shape, false);
+    rule.tableFloatsPerKeyPosition = qkTransform.getScratchFloatsPerPosition(shape, true);
   }
-  if (splits > kvTiles)
-    splits = std::max<int64_t>(kvTiles, 1);
-  auto dims = [](std::initializer_list<int64_t> values) {
+  rule.queryPositionRows = shape.queryPositionRows;
+  rule.keyPositionRows = shape.keyPositionRows;
+  Shape staticShape{shape.batch,  shape.queryHeads, shape.kvHeads, shape.querySeq,
+                    shape.keySeq, shape.headDim,    shape.valueDim};
+  NvidiaCallPlan plan;
+  if (!lengthsAreCalls)
+    plan = planNvidiaCall(rule, tiles.splits, staticShape);
+  // A shape class's kernel always takes the split-KV partials (the call
+  // decides their count); a static one only when it splits.
+  bool split = lengthsAreCalls || plan.splits > 1;
+  auto dim = [](int64_t value, const char *name) {
+    return ShapedType::isDynamic(value) ? std::string(name) : std::to_string(value);
+  };
+  std::string b = dim(shape.batch, "%B"), sq = dim(shape.querySeq, "%SQ"),
+              skv = dim(shape.keySeq, "%SKV");
+  std::string splitsText = lengthsAreCalls ? "%SPLITS" : std::to_string(plan.splits);
+  std::string hq = std::to_string(shape.queryHeads), hkv = std::to_string(shape.kvHeads);
+  std::string d = std::to_string(shape.headDim), dv = std::to_string(shape.valueDim);
+  std::string inName = element.isBF16() ? "bf16" : "f16";
+  KernelView wo{"wo", "f32", {"1", "1", "1", "1", "1"}}, wm{"wm", "f32", {"1", "1", "1", "1"}},
+      wl = wm;
+  wl.name = "wl";
+  if (split) {
+    wo.sizes = {b, hq, splitsText, sq, dv};
+    wm.sizes = wl.sizes = {b, hq, splitsText, sq};
+  }
+  KernelView out{"o", outName, {b, hq, sq, dv}};
+  KernelView qpos{
+      "qpos", "i64", {std::to_string(shape.positionAxes * shape.queryPositionRows), sq}};
+  KernelView kpos{"kpos", "i64", {std::to_string(shape.positionAxes * shape.keyPositionRows), skv}};
+  KernelView scratch{
+      "scratch",
+      "f32",
+      {lengthsAreCalls ? "%NSCRATCH" : std::to_string(std::max<int64_t>(plan.tableFloats, 1))}};
+  // %B, %SQ, %SKV, %SPLITS and %NSCRATCH: the class's numbers, or the
+  // call's (the i64 length arguments).
+  auto lengths = [&] {
     std::string text;
-    for (int64_t v : values)
-      text += (text.empty() ? "" : "x") + std::to_string(v);
+    for (auto [name, value, arg] :
+         {std::tuple{"B", shape.batch, "nb"},
+          {"SQ", shape.querySeq, "nsq"},
+          {"SKV", shape.keySeq, "nskv"},
+          {"SPLITS", lengthsAreCalls ? ShapedType::kDynamic : plan.splits, "nsplits"},
+          {"NSCRATCH", lengthsAreCalls ? ShapedType::kDynamic : plan.tableFloats, "nscratch"}})
+      text += ShapedType::isDynamic(value)
+                  ? "  %" + std::string(name) + " = arith.index_cast %" + arg + " : i64 to index\n"
+                  : "  %" + std::string(name) + " = arith.constant " + std::to_string(value) +
+                        " : index\n";
     return text;
   };
-  bool split = splits > 1;
-  std::string woShape =
-      split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq, shape.valueDim})
-            : "1x1x1x1x1";
-  std::string wmlShape =
-      split ? dims({shape.batch, shape.queryHeads, splits, shape.querySeq}) : "1x1x1x1";
+  std::string attentionViews = lengths() + viewsText({{"q", inName, {b, hq, sq, d}},
+                                                      {"k", inName, {b, hkv, skv, d}},
+                                                      {"v", inName, {b, hkv, skv, dv}},
+                                                      out,
+                                                      scratch,
+                                                      wo,
+                                                      wm,
+                                                      wl,
+                                                      qpos,
+                                                      kpos});
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
-      {"B", std::to_string(shape.batch)},
-      {"HQ", std::to_string(shape.queryHeads)},
-      {"HKV", std::to_string(shape.kvHeads)},
+      {"BD", dimToString(shape.batch)},
+      {"HQ", hq},
+      {"HKV", hkv},
       {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", std::to_string(shape.querySeq)},
-      {"SKV", std::to_string(shape.keySeq)},
+      {"SQD", dimToString(shape.querySeq)},
+      {"SKVD", dimToString(shape.keySeq)},
+      {"SCRATCHD", viewDimsText(scratch)},
       {"D", std::to_string(shape.headDim)},
       {"DV", std::to_string(shape.valueDim)},
       {"DP", std::to_string(shape.headDim + 8)},
       {"DVP", std::to_string(shape.valueDim + 8)},
       {"D16", std::to_string(shape.headDim / 16)},
       {"DV8", std::to_string(shape.valueDim / 8)},
-      {"NQT", std::to_string(numQueryTiles)},
       {"BM", std::to_string(bm)},
       {"BN", std::to_string(bn)},
       {"BN8", std::to_string(bn / 8)},
       {"BN16", std::to_string(bn / 16)},
       {"THREADS", std::to_string(32 * warps)},
       {"KROWS", std::to_string(kRows)},
-      {"SPLITS", std::to_string(splits)},
-      {"SPLIT_KV", split ? "true" : "false"},
-      {"WO_SHAPE", woShape},
-      {"WML_SHAPE", wmlShape},
-      {"OFF", std::to_string(shape.keySeq - shape.querySeq)},
+      {"WO_SHAPE", viewDimsText(wo)},
+      {"WML_SHAPE", viewDimsText(wm)},
+      {"LENGTH_ARGS", "%nb: i64, %nsq: i64, %nskv: i64, %nsplits: i64, %nscratch: i64"},
+      {"PROLOGUE_VIEWS", lengths() + viewsText({scratch, qpos, kpos})},
+      {"ATTENTION_VIEWS", attentionViews},
+      {"COMBINE_VIEWS", lengths() + viewsText({out, wo, wm, wl})},
+      {"POSITION_VIEWS", viewsText({qpos, kpos})},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
       {"WINDOW", std::to_string(window.value_or(0))},
@@ -214,7 +275,6 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"CVT", "out_" + outName},
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
-      {"SCRATCH", std::to_string(std::max<int64_t>(scratchFloats, 1))},
       {"TILE_SCRATCH", std::to_string(std::max<int64_t>(tileScratchFloats, 1))},
       {"VALUE_TERM", valueTermBuckets > 0 ? "true" : "false"},
       {"VT_BUCKETS", std::to_string(std::max<int64_t>(valueTermBuckets, 1))},
@@ -245,16 +305,29 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   info.append("dtype", attrs.getStringAttr(bf16 ? "bf16" : "f16"));
   info.append("out_dtype", attrs.getStringAttr(outName));
   info.append("kernel", attrs.getStringAttr("pejit_attention"));
-  info.append("grid",
-              attrs.getI64ArrayAttr({numQueryTiles * splits, shape.queryHeads, shape.batch}));
-  info.append("splits", attrs.getI64IntegerAttr(splits));
-  info.append("combine_grid",
-              attrs.getI64ArrayAttr({numQueryTiles, shape.queryHeads, shape.batch}));
-  int64_t partialRows = split ? shape.batch * shape.queryHeads * splits * shape.querySeq : 0;
-  info.append("partial_row_floats", attrs.getI64IntegerAttr(partialRows));
-  info.append("partial_output_floats", attrs.getI64IntegerAttr(partialRows * shape.valueDim));
+  // A shape class's launch is planned per call: splits is then the tile
+  // config's fixed count, or 0 for the rule's.
+  info.append("splits", attrs.getI64IntegerAttr(lengthsAreCalls ? std::max<int64_t>(tiles.splits, 0)
+                                                                : plan.splits));
+  if (!lengthsAreCalls) {
+    info.append("grid", attrs.getI64ArrayAttr(plan.grid));
+    info.append("combine_grid", attrs.getI64ArrayAttr(plan.combineGrid));
+    info.append("partial_row_floats", attrs.getI64IntegerAttr(plan.partialRowFloats));
+    info.append("partial_output_floats", attrs.getI64IntegerAttr(plan.partialOutputFloats));
+  }
+  // The class: b, hq, hkv, sq, skv, d, dv; -1 (kDynamicDim) for `?`.
+  SmallVector<int64_t> classDims;
+  for (int64_t value :
+       {staticShape.batch, staticShape.queryHeads, staticShape.kvHeads, staticShape.querySeq,
+        staticShape.keySeq, staticShape.headDim, staticShape.valueDim})
+    classDims.push_back(ShapedType::isDynamic(value) ? kDynamicDim : value);
+  info.append("shape", attrs.getI64ArrayAttr(classDims));
   info.append("block", attrs.getI64ArrayAttr({32 * warps, 1, 1}));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(scratchFloats));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(plan.tableFloats));
+  info.append("table_floats_per_query_position",
+              attrs.getI64IntegerAttr(rule.tableFloatsPerQueryPosition));
+  info.append("table_floats_per_key_position",
+              attrs.getI64IntegerAttr(rule.tableFloatsPerKeyPosition));
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
@@ -263,7 +336,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   info.append("function", attrs.getStringAttr(found->func.getSymName()));
   info.append("arguments", attrs.getStringAttr(found->signature.str()));
 
-  if (!split) // nothing to combine
+  if (!split) // a static kernel that does not split: nothing to combine
     kernel->walk([](gpu::GPUFuncOp func) {
       if (func.getName() == "pejit_combine")
         func.erase();

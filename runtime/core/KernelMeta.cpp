@@ -22,22 +22,48 @@ bool readInts(std::istringstream &line, int64_t *values, int count) {
   return true;
 }
 
+/// Reads `count` dims, each a positive integer or `?` (kDynamicDim).
+bool readDims(std::istringstream &line, int64_t *values, int count) {
+  for (int i = 0; i < count; ++i) {
+    std::string word;
+    if (!(line >> word))
+      return false;
+    if (word == "?") {
+      values[i] = kDynamicDim;
+      continue;
+    }
+    std::istringstream number(word);
+    if (!(number >> values[i]) || !number.eof() || values[i] <= 0)
+      return false;
+  }
+  return true;
+}
+
 } // namespace
 
 std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription &description) {
   std::ostringstream out;
   out << "arch " << launch.arch << "\n";
-  writeDims(out, "grid", launch.grid);
+  // A shape class's grid and split-KV buffers follow each call's lengths
+  // (NvidiaPlan.h): only a static kernel has them here.
+  if (!launch.grid.empty())
+    writeDims(out, "grid", launch.grid);
   writeDims(out, "block", launch.block);
   out << "dtype " << dtypeName(description.inputDtype) << "\n";
   out << "out " << dtypeName(description.outputDtype) << "\n";
   out << "scratch " << description.scratchFloats << "\n";
   out << "splits " << launch.splits << " " << launch.partialOutputFloats << " "
       << launch.partialRowFloats << "\n";
-  writeDims(out, "combine", launch.combineGrid);
+  if (!launch.combineGrid.empty())
+    writeDims(out, "combine", launch.combineGrid);
+  writeDims(out, "tiles", {description.queryTile, description.keyTile});
+  writeDims(out, "tables",
+            {description.tableFloatsPerQueryPosition, description.tableFloatsPerKeyPosition});
   const Shape &s = description.shape;
-  writeDims(out, "shape",
-            {s.batch, s.queryHeads, s.kvHeads, s.querySeq, s.keySeq, s.headDim, s.valueDim});
+  out << "shape";
+  for (int64_t d : {s.batch, s.queryHeads, s.kvHeads, s.querySeq, s.keySeq, s.headDim, s.valueDim})
+    out << " " << dimText(d);
+  out << "\n";
   writeDims(out, "positions",
             {description.queryPositionRows, description.keyPositionRows, description.positionAxes});
   out << "arguments " << description.signature.str() << "\n";
@@ -72,17 +98,29 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
       ok = readInts(line, &description.scratchFloats, 1) && description.scratchFloats >= 0;
     } else if (key == "splits") {
       int64_t values[3];
-      ok = readInts(line, values, 3) && values[0] >= 1 && values[1] >= 0 && values[2] >= 0;
+      ok = readInts(line, values, 3) && values[0] >= 0 && values[1] >= 0 && values[2] >= 0;
       if (ok) {
         launch.splits = values[0];
         launch.partialOutputFloats = values[1];
         launch.partialRowFloats = values[2];
       }
+    } else if (key == "tiles") {
+      int64_t v[2];
+      ok = readInts(line, v, 2) && v[0] >= 0 && v[1] >= 0;
+      if (ok) {
+        description.queryTile = v[0];
+        description.keyTile = v[1];
+      }
+    } else if (key == "tables") {
+      int64_t v[2];
+      ok = readInts(line, v, 2) && v[0] >= 0 && v[1] >= 0;
+      if (ok) {
+        description.tableFloatsPerQueryPosition = v[0];
+        description.tableFloatsPerKeyPosition = v[1];
+      }
     } else if (key == "shape") {
       int64_t v[7];
-      ok = readInts(line, v, 7);
-      for (int64_t d : v)
-        ok = ok && d > 0;
+      ok = readDims(line, v, 7) && v[1] > 0 && v[2] > 0 && v[5] > 0 && v[6] > 0;
       if (ok)
         description.shape = Shape{v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
     } else if (key == "positions") {
@@ -109,10 +147,22 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
       return Status::error("kernel meta: malformed '" + key + "' line: '" + lineText + "'");
     seen.insert(key);
   }
-  for (const char *required :
-       {"arch", "grid", "block", "dtype", "out", "scratch", "splits", "combine"})
+  for (const char *required : {"arch", "block", "dtype", "out", "scratch", "splits"})
     if (!seen.count(required))
       return Status::error(std::string("kernel meta: no '") + required + "' line");
+  // A static kernel is launched as the meta says; a shape class's launch
+  // is planned per call from its tiles and tables.
+  if (description.shape.hasDynamicDims()) {
+    if (!seen.count("tables") || description.queryTile <= 0 || description.keyTile <= 0)
+      return Status::error("kernel meta: a shape class (`?` in 'shape') needs its 'tiles' (both "
+                           "positive) and 'tables' lines");
+  } else {
+    for (const char *required : {"grid", "combine"})
+      if (!seen.count(required))
+        return Status::error(std::string("kernel meta: no '") + required + "' line");
+    if (launch.splits < 1)
+      return Status::error("kernel meta: a static kernel's 'splits' must be at least 1");
+  }
   return Status();
 }
 

@@ -37,7 +37,7 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
   if (!attention)
     return Error{attention.error()};
   // Fixed slots: q, k, v, o, scratch, partial O, partial m, partial l,
-  // then query positions, key positions.
+  // then query positions, key positions; the lengths; the encoding operands.
   std::vector<DeviceBuffer> buffers;
   buffers.reserve(10);
   for (auto [data, bytes] :
@@ -65,12 +65,20 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
   for (auto [data, bytes] : host.encodingOperands)
     if (Status st = upload(data, bytes, operandBuffers); !st)
       return st;
+  // Every kernel takes the call's lengths after its pointers (b, sq, skv,
+  // splits, table floats: templates/nvidia/mma_attention.mlir).
+  auto lengths = [&](KernelArgs &to) {
+    to.int64(kernel.batch).int64(kernel.querySeq).int64(kernel.keySeq).int64(kernel.splits);
+    to.int64(kernel.scratchFloats);
+  };
   KernelArgs args, combineArgs;
   for (int i = 0; i < 10; ++i)
     args.pointer(buffers[i]);
+  lengths(args);
   for (DeviceBuffer &operand : operandBuffers)
     args.pointer(operand);
   combineArgs.pointer(buffers[3]).pointer(buffers[5]).pointer(buffers[6]).pointer(buffers[7]);
+  lengths(combineArgs);
   Result<Function> combine = Error{"no combine kernel"};
   if (kernel.splits > 1) {
     combine = module->function("pejit_combine");
@@ -85,6 +93,7 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
         return Error{prologue.error()};
       KernelArgs prologueArgs;
       prologueArgs.pointer(buffers[8]).pointer(buffers[9]).pointer(buffers[4]);
+      lengths(prologueArgs);
       size_t positions = std::max(host.queryPositions->size(), host.keyPositions->size());
       unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
       if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)

@@ -6,6 +6,7 @@
 #define PEJIT_RUNTIME_CUDA_ATTENTIONLAUNCH_H
 
 #include "runtime/core/KernelArtifact.h"
+#include "runtime/core/NvidiaPlan.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <cstdint>
@@ -15,7 +16,7 @@
 
 namespace pejit::cuda {
 
-/// What the launch needs to know of a compiled kernel.
+/// What the launch needs to know of a compiled kernel, for one call.
 struct AttentionKernelImage {
   std::string image;                ///< cubin bytes, or PTX text
   std::vector<int64_t> grid, block; ///< of pejit_attention
@@ -24,14 +25,39 @@ struct AttentionKernelImage {
   /// row max / row sum per split; pejit_combine (combineGrid) merges them.
   int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
   std::vector<int64_t> combineGrid;
+  /// The call's b, sq and skv: every kernel's length arguments (a static
+  /// kernel ignores them; a shape class's reads them).
+  int64_t batch = 1, querySeq = 1, keySeq = 1;
 };
 
-/// The image of a kernel with launch description `launch` (KernelMeta.h).
-inline AttentionKernelImage kernelImage(const NvidiaLaunch &launch, int64_t scratchFloats,
-                                        std::string image) {
-  return {std::move(image),        launch.grid,       launch.block,
-          scratchFloats,           launch.splits,     launch.partialOutputFloats,
-          launch.partialRowFloats, launch.combineGrid};
+/// The image of a call of shape `call` (every dim known) to a kernel with
+/// launch description `launch`: a static kernel's launch as compiled, a
+/// shape class's planned from the call's lengths (NvidiaPlan.h).
+inline AttentionKernelImage kernelImage(const NvidiaLaunch &launch, const KernelDescription &kernel,
+                                        const Shape &call, std::string image) {
+  AttentionKernelImage out;
+  out.image = std::move(image);
+  out.block = launch.block;
+  out.batch = call.batch;
+  out.querySeq = call.querySeq;
+  out.keySeq = call.keySeq;
+  if (!kernel.shape.hasDynamicDims()) {
+    out.grid = launch.grid;
+    out.scratchFloats = kernel.scratchFloats;
+    out.splits = launch.splits;
+    out.partialOutputFloats = launch.partialOutputFloats;
+    out.partialRowFloats = launch.partialRowFloats;
+    out.combineGrid = launch.combineGrid;
+    return out;
+  }
+  NvidiaCallPlan plan = planNvidiaCall(kernel, launch.splits, call);
+  out.grid = plan.grid;
+  out.scratchFloats = plan.tableFloats;
+  out.splits = plan.splits;
+  out.partialOutputFloats = plan.partialOutputFloats;
+  out.partialRowFloats = plan.partialRowFloats;
+  out.combineGrid = plan.combineGrid;
+  return out;
 }
 
 /// Host buffers of one call; positions are i64 [rows, seq] (already

@@ -24,25 +24,33 @@
 // indexed by loop counters with constant bounds; LLVM unrolls the loops and
 // promotes the arrays to registers (ptxas -v: 0 bytes stack frame).
 //
-// Parameters (text, attn-instantiate-nvidia-template): ${B} ${HQ} ${HKV} ${GROUP}
-// ${SQ} ${SKV} ${D} ${DV} (multiples of 16) ${DP}=D+8 ${DVP}=DV+8 (padded
-// shared rows: no bank conflicts on fragment loads) ${NQT}=ceil(SQ/64)
-// ${OFF}=SKV-SQ ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${HAS_RIGHT} ${RIGHT} (right
-// window: keys j <= i + OFF + RIGHT) ${SCALE} ${T} (f16|bf16)
-// ${BM}=16 WARPS ${BN} (multiple of 16) ${BN8} ${BN16} ${THREADS}=32 WARPS
-// ${KROWS}=max(BM, BN) (the K buffer stages Q first)
-// ${SPLITS} ${SPLIT_KV} (SPLITS > 1) ${WO_SHAPE} ${WML_SHAPE}: split-KV
-// partials, [B, HQ, SPLITS, SQ, DV] and [B, HQ, SPLITS, SQ] (1x1x1x1[x1]
-// when unused); @pejit_combine (mma_blocks.mlir) merges them.
+// Parameters (text, attn-instantiate-nvidia-template): ${HQ} ${HKV} ${GROUP}
+// ${D} ${DV} (multiples of 16) ${DP}=D+8 ${DVP}=DV+8 (padded shared rows: no
+// bank conflicts on fragment loads) ${CAUSAL} ${HAS_WINDOW} ${WINDOW}
+// ${HAS_RIGHT} ${RIGHT} (right window: keys j <= i + OFF + RIGHT) ${SCALE}
+// ${T} (f16|bf16) ${BM}=16 WARPS ${BN} (multiple of 16) ${BN8} ${BN16}
+// ${THREADS}=32 WARPS ${KROWS}=max(BM, BN) (the K buffer stages Q first).
+//
+// Lengths (docs/shape-classes.md): ${BD}, ${SQD}, ${SKVD} and ${SCRATCHD}
+// are the batch, sq, skv and the tables' floats as the memref types write
+// them: a number, or `?` for a shape class's kernel. Every kernel takes
+// bare pointers and the LENGTH_ARGS (%nb, %nsq, %nskv, %nsplits, %nscratch:
+// i64, the call's values); the PROLOGUE_VIEWS, ATTENTION_VIEWS and
+// COMBINE_VIEWS blocks (generated) define %B, %SQ, %SKV, %SPLITS, %NSCRATCH as
+// constants where the class fixes them, else from those arguments, and
+// view each pointer as its memref (memref.reinterpret_cast, row major).
+// OFF = SKV - SQ (bottom-right causal) and the KV tile range follow.
+// ${WO_SHAPE} ${WML_SHAPE}: split-KV partials, [B, HQ, SPLITS, SQ, DV] and
+// [B, HQ, SPLITS, SQ] (1x1x1x1[x1] when a static kernel has no split);
+// @pejit_combine (mma_blocks.mlir) merges them when SPLITS > 1.
 // ${MMA} (mma_f16|mma_bf16) ${DV8}=DV/8 ${D16}=D/16 ${QPB} ${KPB} (axes x batch rows
-// of the position ids: 1 or B) ${SCRATCH} (floats of the QK transform's
-// tables, at least 1) ${OT} (output element type: f32, f16 or bf16) ${CVT}
+// of the position ids: 1 or B) ${OT} (output element type: f32, f16 or bf16) ${CVT}
 // (out_f32|out_f16|out_bf16). ${ENCODING_ARGS}: the encoding operands
 // (", %e0: memref<...>", ...: contiguous, after the fixed arguments and the
 // position ids), ${ENCODING_OPERANDS} the score_mod's operands(...) list
 // of them, ${ENCODING_CALL_ARGS} and ${ENCODING_CALL_TYPES} the same for a
-// func.call (", %e0", ", memref<...>"). The position ids go to the prologue and to score_mod (read only
-// by encodings with relative_to = position).
+// func.call (", %e0", ", memref<...>"). The position ids go to the prologue
+// and to score_mod (read only by encodings with relative_to = position).
 //
 // ${TILE_SCRATCH} (at least 1): floats of the encodings' query-tile tables
 // (Shaw's Q_tile . a^K^T), filled by attn.query_tile_prologue in shared
@@ -57,20 +65,26 @@
 // first, over all positions) fills its tables; the Q tile and each K tile
 // are transformed in shared memory right after staging, one row per thread.
 
-!Q = memref<${B}x${HQ}x${SQ}x${D}x${T}>
-!K = memref<${B}x${HKV}x${SKV}x${D}x${T}>
-!V = memref<${B}x${HKV}x${SKV}x${DV}x${T}>
-!O = memref<${B}x${HQ}x${SQ}x${DV}x${OT}>
+!Q = memref<${BD}x${HQ}x${SQD}x${D}x${T}>
+!K = memref<${BD}x${HKV}x${SKVD}x${D}x${T}>
+!V = memref<${BD}x${HKV}x${SKVD}x${DV}x${T}>
+!O = memref<${BD}x${HQ}x${SQD}x${DV}x${OT}>
 !QS = memref<${KROWS}x${DP}x${T}, #gpu.address_space<workgroup>>
 !VS = memref<${BN}x${DVP}x${T}, #gpu.address_space<workgroup>>
 !A = vector<4x2x${T}>
 !BF = vector<2x2x${T}>
 !C = vector<2x2xf32>
-!QPOS = memref<${QPB}x${SQ}xi64>
-!KPOS = memref<${KPB}x${SKV}xi64>
-!SCRATCH = memref<${SCRATCH}xf32>
+!QPOS = memref<${QPB}x${SQD}xi64>
+!KPOS = memref<${KPB}x${SKVD}xi64>
+!SCRATCH = memref<${SCRATCHD}xf32>
 !WO = memref<${WO_SHAPE}xf32>
 !WML = memref<${WML_SHAPE}xf32>
+// Kernel arguments are bare pointers (one per tensor, whatever its shape):
+// each kernel views them with the call's lengths (the *_VIEWS blocks).
+!PT = memref<1x${T}>
+!POT = memref<1x${OT}>
+!PF = memref<1xf32>
+!PI = memref<1xi64>
 !TS = memref<${TILE_SCRATCH}xf32, #gpu.address_space<workgroup>>
 !VT = memref<${VT_FLOATS}xf32, #gpu.address_space<workgroup>>
 !ROW = memref<1x${D}x${T}, strided<[${DP}, 1], offset: ?>, #gpu.address_space<workgroup>>
@@ -82,7 +96,9 @@ gpu.module @pejit_nvidia {
 // @pejit-blocks
 
 // The QK transform's tables, spread over all threads of the grid.
-gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel {
+gpu.func @pejit_prologue(%qpos_arg: !PI, %kpos_arg: !PI, %scratch_arg: !PF, ${LENGTH_ARGS})
+    kernel {
+${PROLOGUE_VIEWS}
   %tid = gpu.thread_id x
   %bid = gpu.block_id x
   %bdim = gpu.block_dim x
@@ -94,9 +110,9 @@ gpu.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH) kernel 
   gpu.return
 }
 
-gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
-                          %wo: !WO, %wm: !WML, %wl: !WML, %qpos: !QPOS,
-                          %kpos: !KPOS${ENCODING_ARGS})
+gpu.func @pejit_attention(%q_arg: !PT, %k_arg: !PT, %v_arg: !PT, %o_arg: !POT,
+                          %scratch_arg: !PF, %wo_arg: !PF, %wm_arg: !PF, %wl_arg: !PF,
+                          %qpos_arg: !PI, %kpos_arg: !PI, ${LENGTH_ARGS}${ENCODING_ARGS})
     workgroup(%Ks: !QS {llvm.align = 16 : i64}, %Vs: !VS {llvm.align = 16 : i64},
               %TSs: !TS {llvm.align = 16 : i64}, %VTs: !VT {llvm.align = 16 : i64}) kernel {
   %c0 = arith.constant 0 : index
@@ -123,11 +139,10 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %zc = arith.constant dense<0.0> : !C
   %za = arith.constant dense<0.0> : !A
   %zb = arith.constant dense<0.0> : !BF
-  %SQ = arith.constant ${SQ} : index
-  %SKV = arith.constant ${SKV} : index
+${ATTENTION_VIEWS}
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
-  %OFF = arith.constant ${OFF} : index
+  %OFF = arith.subi %SKV, %SQ : index
   %GROUP = arith.constant ${GROUP} : index
   %WINDOW = arith.constant ${WINDOW} : index
   %causal = arith.constant ${CAUSAL}
@@ -145,9 +160,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %Sacc = memref.alloca() : memref<${BN8}x4xf32>
 
   %tid = gpu.thread_id x
-  // Split-KV (${SPLITS} > 1, decode): block x = query tile * SPLITS + split;
+  // Split-KV (SPLITS > 1, decode): block x = query tile * SPLITS + split;
   // each split takes a share of the KV tiles and leaves a partial result.
-  %SPLITS = arith.constant ${SPLITS} : index
   %bx = gpu.block_id x
   %qt = arith.divui %bx, %SPLITS : index
   %split = arith.remui %bx, %SPLITS : index
@@ -193,7 +207,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     %q_in = arith.cmpi ult, %qi, %SQ : index
     %q_rows = arith.select %q_in, %c1, %c0 : index
     %q_row = memref.subview %Ks[%row, 0] [1, ${D}] [1, 1] : !QS to !ROW
-    attn.qk_transform %q_row, %q_rows, %qi, %b, %scratch : !ROW, !SCRATCH
+    attn.qk_transform %q_row, %q_rows, %qi, %b, %scratch lengths(%SQ, %SKV) : !ROW, !SCRATCH
   }
   gpu.barrier
   // The encodings' per-tile tables from the transformed Q rows (threads
@@ -308,7 +322,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
       %k_in = arith.cmpi ult, %kj, %SKV : index
       %k_rows = arith.select %k_in, %c1, %c0 : index
       %k_row = memref.subview %Ks[%row, 0] [1, ${D}] [1, 1] : !QS to !ROW
-      attn.qk_transform %k_row, %k_rows, %kj, %b, %scratch key : !ROW, !SCRATCH
+      attn.qk_transform %k_row, %k_rows, %kj, %b, %scratch key lengths(%SQ, %SKV)
+          : !ROW, !SCRATCH
     }
     gpu.barrier
 
@@ -373,7 +388,8 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         %i_i = arith.index_cast %i : index to i32
         %j_i = arith.index_cast %j : index to i32
         %s = attn.score_mod %s_scaled, batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
-            tile(%TSs : !TS, %i0) positions(%qpos, %kpos : !QPOS, !KPOS) : f32, i32
+            tile(%TSs : !TS, %i0) positions(%qpos, %kpos : !QPOS, !KPOS) lengths(%SQ, %SKV)
+            : f32, i32
         // key j is visible to row i iff j < SKV, (causal) j <= i + OFF,
         // (window) j >= i + OFF - WINDOW and (right) j <= i + OFF + RIGHT.
         %diag = arith.addi %i, %OFF : index
@@ -453,10 +469,10 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     // Value term: rescale VT by alpha, add this tile's P by bucket.
     scf.if %value_term {
       func.call @pejit_value_term_tile(%VTs, %Sacc, %alpha_lo, %alpha_hi, %b, %h, %j0, %i_lo,
-                                       %i_hi, %r_lo, %r_hi, %lane4, %quad_col, %qpos,
-                                       %kpos${ENCODING_CALL_ARGS})
+                                       %i_hi, %r_lo, %r_hi, %lane4, %quad_col, %qpos_arg,
+                                       %kpos_arg, %SQ, %SKV${ENCODING_CALL_ARGS})
           : (!VT, memref<${BN8}x4xf32>, f32, f32, index, index, index, index, index, index,
-             index, index, index, !QPOS, !KPOS${ENCODING_CALL_TYPES}) -> ()
+             index, index, index, !PI, !PI, index, index${ENCODING_CALL_TYPES}) -> ()
     }
 
     // O = O alpha + P . Vs: the A fragment of keys [16kk, 16kk + 16) is
@@ -542,7 +558,7 @@ gpu.func @pejit_attention(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %inv_hi = arith.select %empty_hi, %zero, %inv_hi0 : f32
   %row_in_lo = arith.cmpi ult, %i_lo, %SQ : index
   %row_in_hi = arith.cmpi ult, %i_hi, %SQ : index
-  %split_kv = arith.constant ${SPLIT_KV}
+  %split_kv = arith.cmpi ugt, %SPLITS, %c1 : index
   scf.if %split_kv {
     // Partial result of this split: unnormalized O, row max m, row sum l.
     scf.for %n = %c0 to %nO step %c1 {

@@ -80,8 +80,12 @@ func.func private @exp2(%x: f32) -> f32 {
 func.func private @pejit_value_term_tile(%VTs: !VT, %Sacc: memref<${BN8}x4xf32>, %alpha_lo: f32,
                                          %alpha_hi: f32, %b: index, %h: index, %j0: index,
                                          %i_lo: index, %i_hi: index, %r_lo: index, %r_hi: index,
-                                         %lane4: index, %quad_col: index, %qpos: !QPOS,
-                                         %kpos: !KPOS${ENCODING_ARGS}) {
+                                         %lane4: index, %quad_col: index, %qpos_arg: !PI,
+                                         %kpos_arg: !PI, %SQ: index,
+                                         %SKV: index${ENCODING_ARGS}) {
+  // The position ids as the kernel views them: a private function takes
+  // no memref of `?` dims (bare-pointer calling convention).
+${POSITION_VIEWS}
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -115,7 +119,7 @@ func.func private @pejit_value_term_tile(%VTs: !VT, %Sacc: memref<${BN8}x4xf32>,
       %i_i = arith.index_cast %i : index to i32
       %j_i = arith.index_cast %j : index to i32
       %bucket = attn.value_term_bucket batch %b, head %h, query %i_i, key %j_i${ENCODING_OPERANDS}
-          positions(%qpos, %kpos : !QPOS, !KPOS) : i32
+          positions(%qpos, %kpos : !QPOS, !KPOS) lengths(%SQ, %SKV) : i32
       %m = arith.index_cast %bucket : i32 to index
       %m_row = arith.muli %m, %BM : index
       %at = arith.addi %m_row, %r : index
@@ -173,15 +177,15 @@ func.func private @pejit_value_term_finish(%VTs: !VT, %Oacc: memref<${DV8}x4xf32
 
 // Split-KV: O[b, h, i] = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s with
 // M = max_s m_s (log2 e folded in); no visible key at all -> 0.
-gpu.func @pejit_combine(%o: !O, %wo: !WO, %wm: !WML, %wl: !WML) kernel {
+gpu.func @pejit_combine(%o_arg: !POT, %wo_arg: !PF, %wm_arg: !PF, %wl_arg: !PF,
+                        ${LENGTH_ARGS}) kernel {
+${COMBINE_VIEWS}
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
   %log2e = arith.constant 1.44269504088896 : f32
-  %SPLITS = arith.constant ${SPLITS} : index
-  %SQ = arith.constant ${SQ} : index
   %DV = arith.constant ${DV} : index
   %BM = arith.constant ${BM} : index
   %THREADS = arith.constant ${THREADS} : index

@@ -9,6 +9,7 @@
 #include "compiler/backends/nvidia/NvidiaLowering.h"
 #include "reference/interpreter/ReferenceInterpreter.h"
 #include "runtime/core/KernelMeta.h"
+#include "runtime/core/NvidiaPlan.h"
 #include "tests/cli/CliTestSupport.h"
 
 #include "gtest/gtest.h"
@@ -83,11 +84,16 @@ TEST(GpuCheckCases, EverySourceCaseCompilesAndBundlesItsInputsAndReference) {
     KernelDescription description;
     ASSERT_TRUE(readNvidiaMeta(meta, launch, description));
     EXPECT_GT(size(c.name, "ptx"), 0);
-    const Shape &s = description.shape;
+    // A shape class's case is drawn at its call's lengths.
+    const Shape s = shapeAtCall(description.shape, c.call);
+    ASSERT_FALSE(s.hasDynamicDims());
+    EXPECT_EQ(description.shape.hasDynamicDims(), !c.call.empty());
+    EXPECT_EQ(size(c.name, "call") > 0, !c.call.empty());
     int operand = 0;
-    for (const KernelArgument &arg : description.signature.arguments) {
+    for (KernelArgument arg : description.signature.arguments) {
       if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
         continue;
+      arg.shape = argumentDimsAt(arg, s);
       int64_t bytes = static_cast<int64_t>(denseBytes(arg.shape, arg.dtype));
       std::string part = sourceCasePart(arg.role, operand);
       EXPECT_EQ(size(c.name, part), bytes) << part;
@@ -141,6 +147,42 @@ TEST(GpuCheckCases, TheKernelMetaCarriesShapePositionsAndSignature) {
   Status bad = readNvidiaMeta(old + "shape 2 4 0 70 130 128 128\n", readLaunch, read);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.message().find("malformed 'shape' line"), std::string::npos) << bad.message();
+}
+
+// A shape class's meta (`?` lengths) has no grid: its launch is planned
+// per call from the tiles and tables (NvidiaPlan.h).
+TEST(GpuCheckCases, AShapeClassMetaCarriesItsTilesAndTablesInsteadOfAGrid) {
+  NvidiaLaunch launch{"sm_90", {}, {128, 1, 1}, 0, 0, 0, {}};
+  KernelDescription description;
+  description.shape = Shape{kDynamicDim, 32, 8, kDynamicDim, kDynamicDim, 128, 128};
+  description.queryTile = 64;
+  description.keyTile = 64;
+  description.tableFloatsPerQueryPosition = 128;
+  description.tableFloatsPerKeyPosition = 128;
+  std::string meta = writeNvidiaMeta(launch, description);
+  EXPECT_NE(meta.find("shape ? 32 8 ? ? 128 128\n"), std::string::npos) << meta;
+  EXPECT_EQ(meta.find("grid"), std::string::npos) << meta;
+  NvidiaLaunch readLaunch;
+  KernelDescription read;
+  ASSERT_TRUE(readNvidiaMeta(meta, readLaunch, read)) << meta;
+  EXPECT_EQ(read.shape, description.shape);
+  EXPECT_EQ(read.queryTile, 64);
+  EXPECT_EQ(read.tableFloatsPerKeyPosition, 128);
+  EXPECT_EQ(readLaunch.splits, 0);
+  // The plan of a decode call: 1 query tile x 32 heads = 32 blocks over
+  // 64 KV tiles: split 9 ways; the tables for 1 + 4096 positions.
+  NvidiaCallPlan plan = planNvidiaCall(read, readLaunch.splits, Shape{1, 32, 8, 1, 4096, 128, 128});
+  EXPECT_EQ(plan.splits, 9);
+  EXPECT_EQ(plan.grid, (std::vector<int64_t>{9, 32, 1}));
+  EXPECT_EQ(plan.combineGrid, (std::vector<int64_t>{1, 32, 1}));
+  EXPECT_EQ(plan.partialRowFloats, 32 * 9);
+  EXPECT_EQ(plan.tableFloats, 128 * 4097);
+  // Without its tiles the class cannot be planned: an error, not a launch.
+  std::string noTiles = meta;
+  noTiles.replace(noTiles.find("tiles 64 64"), 11, "tiles 0 0");
+  Status bad = readNvidiaMeta(noTiles, readLaunch, read);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.message().find("'tiles'"), std::string::npos) << bad.message();
 }
 
 } // namespace

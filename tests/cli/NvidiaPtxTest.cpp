@@ -422,7 +422,9 @@ TEST(PejitNvidia, RunWithoutADriverSaysSoAndWritesNothing) {
                               {k.data(), DType::F16, {1, 2, 100, 64}, {}},
                               {v.data(), DType::F16, {1, 2, 100, 64}, {}}},
                              {out.data(), DType::F32, {1, 4, 100, 64}, {}});
-  EXPECT_NE(wrong.message().find("query is float32, the kernel takes float16"), std::string::npos)
+  EXPECT_NE(wrong.message().find("input 0 (query): dtype float32 is not supported here (expected "
+                                 "float16)"),
+            std::string::npos)
       << wrong.message();
 }
 
@@ -510,7 +512,10 @@ NumericsOutcome checkVariantNumerics(const Variant &variant, const std::string &
       writeIds(path, ids, arg.elementType == "i32" ? npy::DType::I32 : npy::DType::I64);
       referenceInputs.push_back(ids);
     } else {
-      npy::DType dtype = type == "bf16" ? npy::DType::BF16 : npy::DType::F16;
+      // Each in the dtype the IR gives it (Q, K, V 16-bit; a table maybe f32).
+      npy::DType dtype = arg.elementType == "bf16"  ? npy::DType::BF16
+                         : arg.elementType == "f16" ? npy::DType::F16
+                                                    : npy::DType::F32;
       writeTensor(path, randomTensor(arg.shape), dtype);
       // The reference sees the values the GPU sees: rounded to 16 bits.
       npy::Expected<npy::Array> stored = npy::readNpy(path);

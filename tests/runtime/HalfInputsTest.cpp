@@ -109,7 +109,7 @@ struct Input {
 /// and axis: packed sequences), the output poisoned first, and compares
 /// with the float64 reference interpreted on the same rounded values.
 void expectMatchesReference(Runtime &runtime, const std::string &text, std::mt19937 &engine,
-                            DType in, DType out) {
+                            DType in, DType out, const std::vector<int64_t> &call = {}) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   Expected<FunctionSignature> sig = describeFunction(text);
   ASSERT_TRUE(sig) << sig.error();
@@ -120,15 +120,19 @@ void expectMatchesReference(Runtime &runtime, const std::string &text, std::mt19
   EXPECT_EQ(kernel->dtype(), in);
   EXPECT_EQ(kernel->outputDtype(), out);
 
-  int64_t sq = sig->resultShape[2], skv = 0;
-  for (const ArgumentInfo &arg : sig->arguments)
-    if (arg.role == "key")
-      skv = arg.shape[2];
+  // A `?`-length source runs at the call's {b, sq, skv}.
+  Shape shape = gpucheck::shapeAtCall(kernel->shape(), call);
+  int64_t sq = shape.querySeq, skv = shape.keySeq;
   std::vector<Input> inputs(sig->arguments.size());
   std::vector<TensorView> views;
   std::vector<ReferenceArgument> reference;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const ArgumentInfo &arg = sig->arguments[i];
+    ArgumentInfo arg = sig->arguments[i];
+    bool querySide = arg.role == "query" || arg.role == "query_positions";
+    for (size_t d = 0; d < arg.shape.size(); ++d)
+      if (arg.shape[d] == kDynamicDim)
+        arg.shape[d] = (arg.isInteger ? d + 1 == arg.shape.size() : d == 2) ? (querySide ? sq : skv)
+                                                                            : shape.batch;
     int64_t count = 1;
     for (int64_t extent : arg.shape)
       count *= extent;
@@ -149,7 +153,7 @@ void expectMatchesReference(Runtime &runtime, const std::string &text, std::mt19
     reference.push_back(
         ref::Tensor(arg.shape, std::vector<double>(rounded.begin(), rounded.end())));
   }
-  const Shape &s = kernel->shape();
+  const Shape &s = shape;
   std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
   size_t outCount = s.batch * s.queryHeads * s.querySeq * s.valueDim;
   // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
@@ -201,7 +205,7 @@ TEST(HalfInputs, TheGpuCheckSourceCasesMatchOnX86) {
     const std::string &result = sig->resultType;
     size_t last = result.rfind('x');
     DType out = dtypeOf(result.substr(last + 1, result.size() - last - 2));
-    expectMatchesReference(runtime, c.source, engine, in, out);
+    expectMatchesReference(runtime, c.source, engine, in, out, c.call);
   }
 }
 

@@ -35,7 +35,6 @@ int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
   Expected<NvidiaKernel> kernel = runtime.getNvidia(request.spec, request.arch);
   if (!kernel)
     return fail(kernel.error());
-  bool bf16 = kernel->dtype() == DType::BF16;
   std::vector<DeviceInput> inputs(request.inputs.size());
   std::vector<TensorView> views;
   std::vector<ReferenceArgument> reference;
@@ -45,9 +44,9 @@ int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
     if (!array)
       return fail(array.error);
     const ArgumentInfo &arg = sig.arguments[i];
-    if (array->shape != arg.shape)
-      return fail(path + ": shape " + npy::shapeToString(array->shape) + " does not match " +
-                  arg.role + ": expected " + npy::shapeToString(arg.shape));
+    // A `?` dim (a length the call gives) takes any extent.
+    if (std::string error = checkArgumentShape(path, array->shape, sig, i); !error.empty())
+      return fail(error);
     DeviceInput &input = inputs[i];
     input.isInteger = arg.isInteger;
     if (arg.isInteger) {
@@ -56,18 +55,27 @@ int runNvidia(const NvidiaRunRequest &request, const NvidiaLauncher &launch) {
       reference.push_back(ref::PositionIds(array->shape, input.ids));
       continue;
     }
-    npy::DType wanted = npyDtype(kernel->dtype());
+    // Q, K and V in the kernel's dtype; an encoding operand (a T5 or Shaw
+    // table) in its own, as the IR types it.
+    DType type = arg.elementType == "f16"    ? DType::F16
+                 : arg.elementType == "bf16" ? DType::BF16
+                                             : DType::F32;
+    npy::DType wanted = npyDtype(type);
     if (array->dtype != wanted)
       return fail(path + ": dtype " + npy::dtypeName(array->dtype) + " does not match " + arg.role +
                   ": the nvidia kernel takes " + npy::dtypeName(wanted) +
-                  (bf16 ? " (bf16 stored as uint16)" : ""));
+                  (type == DType::BF16 ? " (bf16 stored as uint16)" : ""));
     input.array = std::move(*array);
-    views.push_back({input.array.bytes.data(), kernel->dtype(), input.array.shape, {}});
+    views.push_back({input.array.bytes.data(), type, input.array.shape, {}});
     std::vector<float> values = npy::toFloat32(input.array);
     reference.push_back(
         ref::Tensor(input.array.shape, std::vector<double>(values.begin(), values.end())));
   }
-  const Shape &s = kernel->shape();
+  // The call's shape: a `?` length is the one the inputs give.
+  Expected<Shape> callShape = kernel->callShape(views);
+  if (!callShape)
+    return fail(request.file + ": " + callShape.error());
+  const Shape &s = *callShape;
   std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
   // The GPU writes the output dtype the IR declares; --output is float32.
   std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,

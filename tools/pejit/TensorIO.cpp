@@ -37,6 +37,22 @@ std::string listArguments(const FunctionSignature &signature) {
   return text;
 }
 
+std::string checkArgumentShape(const std::string &path, const std::vector<int64_t> &shape,
+                               const FunctionSignature &signature, size_t index) {
+  const ArgumentInfo &arg = signature.arguments[index];
+  bool fits = shape.size() == arg.shape.size();
+  for (size_t d = 0; fits && d < arg.shape.size(); ++d)
+    fits = arg.shape[d] == -1 || arg.shape[d] == shape[d];
+  if (fits)
+    return "";
+  std::string expected = "(";
+  for (size_t d = 0; d < arg.shape.size(); ++d)
+    expected += (d ? ", " : "") + dimText(arg.shape[d]);
+  expected += arg.shape.size() == 1 ? ",)" : ")";
+  return path + ": shape " + npy::shapeToString(shape) + " does not match " +
+         argumentName(signature, index) + ": expected " + expected;
+}
+
 std::string loadArgument(const std::string &path, const FunctionSignature &signature, size_t index,
                          HostTensor &out, std::string &note) {
   npy::Expected<npy::Array> array = npy::readNpy(path);
@@ -53,17 +69,8 @@ std::string loadArgument(const std::string &path, const FunctionSignature &signa
     return path + ": dtype " + dtype + " does not match " + argumentName(signature, index) +
            ": expected float32 (" + arg.type + ")";
   // -1 (`?` in the source): any size; the kernel checks the `?` lengths.
-  bool fits = array->shape.size() == arg.shape.size();
-  for (size_t d = 0; fits && d < arg.shape.size(); ++d)
-    fits = arg.shape[d] == -1 || arg.shape[d] == array->shape[d];
-  if (!fits) {
-    std::string expected = "(";
-    for (size_t d = 0; d < arg.shape.size(); ++d)
-      expected += (d ? ", " : "") + dimText(arg.shape[d]);
-    expected += arg.shape.size() == 1 ? ",)" : ")";
-    return path + ": shape " + npy::shapeToString(array->shape) + " does not match " +
-           argumentName(signature, index) + ": expected " + expected;
-  }
+  if (std::string error = checkArgumentShape(path, array->shape, signature, index); !error.empty())
+    return error;
   out.isInteger = arg.isInteger;
   out.shape = array->shape;
   if (arg.isInteger) {

@@ -32,6 +32,12 @@ std::string argumentName(const FunctionSignature &signature, size_t index);
 /// note on which may be omitted.
 std::string listArguments(const FunctionSignature &signature);
 
+/// "" when `shape` fits argument `index` of the signature (a `?` dim takes
+/// any extent), else an error naming the file, the argument and the shape
+/// it needs.
+std::string checkArgumentShape(const std::string &path, const std::vector<int64_t> &shape,
+                               const FunctionSignature &signature, size_t index);
+
 /// Reads `path` for argument `index`. Returns "" or a message naming the file
 /// and the problem; `note` is set when the data was converted (f16/bf16).
 std::string loadArgument(const std::string &path, const FunctionSignature &signature, size_t index,

@@ -7,7 +7,6 @@
 #include "runtime/core/KernelMeta.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/IR/BuiltinTypes.h"
 
 namespace pejit {
 
@@ -25,18 +24,19 @@ Stage tiledStage(std::string arch, NvidiaTileConfig tiles) {
     auto info = (*state.module)->getAttrOfType<mlir::DictionaryAttr>(kKernelInfoAttr);
     NvidiaLaunch launch;
     launch.arch = arch;
-    launch.grid = kernelInfoInts(info, "grid");
     launch.block = kernelInfoInts(info, "block");
     launch.splits = kernelInfoInt(info, "splits");
-    launch.partialOutputFloats = kernelInfoInt(info, "partial_output_floats");
-    launch.partialRowFloats = kernelInfoInt(info, "partial_row_floats");
-    launch.combineGrid = kernelInfoInts(info, "combine_grid");
-    artifact.items = launch.grid[0] * launch.grid[1] * launch.grid[2];
-    // The kernel's memref types carry the static shape (q, k, v, o).
-    state.module->walk([&](mlir::gpu::GPUFuncOp func) {
-      if (func.getName() == "pejit_attention")
-        artifact.shape = kernelShape(func.getArgumentTypes());
-    });
+    std::vector<int64_t> dims = kernelInfoInts(info, "shape");
+    artifact.shape = Shape{dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6]};
+    // A static kernel's launch is fixed; a shape class's is planned per
+    // call (runtime/core/NvidiaPlan.h).
+    if (!artifact.shape.hasDynamicDims()) {
+      launch.grid = kernelInfoInts(info, "grid");
+      launch.partialOutputFloats = kernelInfoInt(info, "partial_output_floats");
+      launch.partialRowFloats = kernelInfoInt(info, "partial_row_floats");
+      launch.combineGrid = kernelInfoInts(info, "combine_grid");
+      artifact.items = launch.grid[0] * launch.grid[1] * launch.grid[2];
+    }
     artifact.stages["nvidia.meta"] = writeNvidiaMeta(launch, artifact);
     return mlir::success();
   };

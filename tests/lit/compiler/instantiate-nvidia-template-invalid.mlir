@@ -27,10 +27,10 @@ func.func @shaw_value_too_big(%q: tensor<1x2x8x64xf16>, %k: tensor<1x2x8x64xf16>
 
 // -----
 
-// Per-row key lengths are x86's for now: a kernel that ignored them would
-// attend to keys a row does not have.
-func.func @key_lengths(%q: tensor<2x2x1x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x2x?x64xf16>, %lens: tensor<2xi32>) -> tensor<2x2x1x64xf32> {
-  // expected-error @+1 {{the nvidia kernel does not take segments, key_lengths or a paged KV cache yet (x86 does): one kernel per shape, every row all of its keys}}
-  %o = attn.attention %q, %k, %v key_lengths(%lens : tensor<2xi32>) : tensor<2x2x1x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x64xf16> -> tensor<2x2x1x64xf32>
-  return %o : tensor<2x2x1x64xf32>
+// A shape class leaves the batch to the call, and ids per batch row
+// ([b, s]) take their row count from it, which the hooks need fixed.
+func.func @ids_per_row_dynamic_batch(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x64xf16>, %v: tensor<?x2x?x64xf16>, %pos: tensor<?x?xi32>) -> tensor<?x2x?x64xf32> {
+  // expected-error @+1 {{position ids per batch row ([b, s]) with a `?` batch are not built yet: pass ids shared by the batch ([s]) or a static batch}}
+  %o = attn.attention %q, %k, %v query_positions(%pos : tensor<?x?xi32>) key_positions(%pos : tensor<?x?xi32>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16> -> tensor<?x2x?x64xf32>
+  return %o : tensor<?x2x?x64xf32>
 }

@@ -39,7 +39,7 @@ func.func @rope(%q: tensor<1x4x100x64xf16>, %k: tensor<1x2x100x64xf16>, %v: tens
 // CHECK: nvvm.mma.sync
 // CHECK-SAME: multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK-LABEL: gpu.func @pejit_attention
-// CHECK-SAME: memref<1x4x70x128xbf16>
+// CHECK: memref.reinterpret_cast {{.*}} : memref<1xbf16> to memref<1x4x70x128xbf16>
 // CHECK: arith.select {{.*}} : f32
 // CHECK: %[[D:.*]] = arith.subi {{.*}} : i32
 // CHECK: %[[DF:.*]] = arith.sitofp %[[D]] : i32 to f32
@@ -123,4 +123,40 @@ func.func @softcap_alibi(%q: tensor<1x4x40x64xf16>, %k: tensor<1x4x40x64xf16>, %
 func.func @shaw(%q: tensor<1x2x40x64xf16>, %k: tensor<1x2x40x64xf16>, %v: tensor<1x2x40x64xf16>, %aK: tensor<5x64xf16>, %aV: tensor<5x64xf32>) -> tensor<1x2x40x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.relative_key<clip = 2>, #pe.relative_value<clip = 2>]) encoding_operands(%aK, %aV : tensor<5x64xf16>, tensor<5x64xf32>) : tensor<1x2x40x64xf16>, tensor<1x2x40x64xf16>, tensor<1x2x40x64xf16> -> tensor<1x2x40x64xf32>
   return %o : tensor<1x2x40x64xf32>
+}
+
+// -----
+
+// A shape class (docs/shape-classes.md): `?` batch and lengths. The kernels
+// take bare pointers and the call's lengths (i64: b, sq, skv, splits, table
+// floats) and view each pointer with them:
+//   Q = reinterpret_cast(q) : [b, hq, sq, d], strides [hq sq d, sq d, d, 1]
+// The launch (grid, splits) is the runtime's, per call: no grid in the
+// meta, splits = 0 (the rule's), and the combine kernel is always there.
+// RoPE's tables are laid out by the call's lengths (lengths(%sq, %skv)).
+// CHECK: module attributes {gpu.container_module, pejit.kernel = {
+// CHECK-NOT: grid =
+// CHECK-SAME: shape = [-1, 4, 2, -1, -1, 64, 64]
+// CHECK-SAME: splits = 0
+// CHECK-SAME: table_floats_per_key_position = 64
+// CHECK-LABEL: gpu.func @pejit_combine
+// CHECK: memref.reinterpret_cast {{.*}} : memref<1xf32> to memref<?x4x?x?x64xf32>
+// CHECK-LABEL: gpu.func @pejit_prologue
+// CHECK-SAME: %{{.*}}: memref<1xi64>, %{{.*}}: memref<1xi64>, %{{.*}}: memref<1xf32>, %{{.*}}: i64, %[[NSQ:.*]]: i64, %[[NSKV:.*]]: i64, %{{.*}}: i64, %[[NS:.*]]: i64)
+// CHECK-DAG: arith.index_cast %[[NS]] : i64 to index
+// CHECK-DAG: arith.index_cast %[[NSQ]] : i64 to index
+// CHECK: memref.reinterpret_cast {{.*}} : memref<1xf32> to memref<?xf32>
+// CHECK-LABEL: gpu.func @pejit_attention
+// CHECK-SAME: %[[NB:[^:]*]]: i64, %[[NSQ:[^:]*]]: i64, %[[NSKV:[^:]*]]: i64, %[[NSPLIT:[^:]*]]: i64, %{{[^:]*}}: i64) workgroup
+// CHECK-DAG: %[[B:.*]] = arith.index_cast %[[NB]] : i64 to index
+// CHECK-DAG: %[[SQ:.*]] = arith.index_cast %[[NSQ]] : i64 to index
+// CHECK-DAG: %[[SKV:.*]] = arith.index_cast %[[NSKV]] : i64 to index
+// CHECK: %[[Q:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [%[[B]], 4, %[[SQ]], 64], strides: [%{{.*}}, %{{.*}}, 64, 1] : memref<1xf16> to memref<?x4x?x64xf16>
+// CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [%[[B]], 2, %[[SKV]], 64], strides: [%{{.*}}, %{{.*}}, 64, 1] : memref<1xf16> to memref<?x2x?x64xf16>
+// CHECK: arith.subi %[[SKV]], %[[SQ]] : index
+// CHECK-NOT: attn.qk_transform
+// CHECK-NOT: attn.score_mod
+func.func @shape_class(%q: tensor<?x4x?x64xf16>, %k: tensor<?x2x?x64xf16>, %v: tensor<?x2x?x64xf16>) -> tensor<?x4x?x64xf32> {
+  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 500000.0>]) : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16> -> tensor<?x4x?x64xf32>
+  return %o : tensor<?x4x?x64xf32>
 }
