@@ -13,8 +13,10 @@ Expected<Shape> callShapeOf(const KernelDescription &kernel,
   BoundInputs bound;
   if (Status st = bindInputs(kernel.signature, inputs, bound); !st)
     return st;
-  if (kernel.signature.standaloneTransform()) // x [b, h, s, d] is Q and K
-    return callShape(kernel.shape, *bound.query, *bound.query);
+  if (kernel.signature.standaloneTransform()) { // x [b, h, s, d] is Q and K
+    TensorView x = kernel.signature.embeddingTransform() ? withOneHead(*bound.query) : *bound.query;
+    return callShape(kernel.shape, x, x);
+  }
   if (kernel.signature.paged()) { // K's length: the block table's pages
     Expected<PagedKv> paged = readPagedKv(bound, kernel.shape, kernel.inputDtype);
     if (!paged)

@@ -55,6 +55,18 @@ Status checkView(const TensorView &view, const std::string &what,
   return Status();
 }
 
+TensorView withOneHead(const TensorView &view) {
+  if (view.shape.size() != 3)
+    return view;
+  std::vector<int64_t> strides = stridesOf(view);
+  if (strides.size() != 3)
+    return view;
+  return {view.data,
+          view.dtype,
+          {view.shape[0], 1, view.shape[1], view.shape[2]},
+          {strides[0], strides[0], strides[1], strides[2]}};
+}
+
 Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const TensorView &key) {
   Shape call = kernel;
   // A `?` dim is the call's: Q's dims 0 and 2 for b and sq, K's dim 2 for

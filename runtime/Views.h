@@ -17,6 +17,11 @@ std::string dimsText(const std::vector<int64_t> &shape);
 /// The view's strides, or the row-major strides of its shape.
 std::vector<int64_t> stridesOf(const TensorView &view);
 
+/// An embedding's [b, s, d] view as a standalone kernel's [b, 1, s, d] (the
+/// head stride is never stepped). A view of another rank, or with strides
+/// of another rank, stays as it is, for checkView to name.
+TensorView withOneHead(const TensorView &view);
+
 /// The shape of a call of a kernel of shape `kernel`: each `?` dim
 /// (kDynamicDim) taken from the query (b: dim 0, sq: dim 2) or the key
 /// (skv: dim 2), which must lie in [1, 2^31 - 1]; an error names the

@@ -25,12 +25,21 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
     return st;
   if (!bound.query || !bound.queryPositions)
     return Status::error("a standalone transform takes its input and its position ids");
-  Expected<Shape> resolved = callShape(shape, *bound.query, *bound.query);
+  // An embedding kernel (its input [b, s, d]) runs as one head.
+  bool embedding = signature.embeddingTransform();
+  const TensorView *userInput = bound.query;
+  TensorView input = embedding ? withOneHead(*userInput) : *userInput;
+  TensorView output = embedding ? withOneHead(out) : out;
+  bound.query = &input;
+  Expected<Shape> resolved = callShape(shape, input, input);
   if (!resolved)
     return Status::error(resolved.error());
   const Shape &s = *resolved;
+  // Checked as the user's views: [b, s, d] for an embedding.
   std::vector<int64_t> dims{s.batch, s.queryHeads, s.querySeq, s.headDim};
-  if (Status st = checkView(*bound.query, "input 0 (transform_input)", dims, {inputDtype}); !st)
+  if (embedding)
+    dims = {s.batch, s.querySeq, s.headDim};
+  if (Status st = checkView(*userInput, "input 0 (transform_input)", dims, {inputDtype}); !st)
     return st;
   if (Status st = checkView(out, "output", dims, {outputDtype}); !st)
     return st;
@@ -52,7 +61,7 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
                          " floats could not be allocated");
   MemRefDescriptor<float, 1> tables = {
       scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(tableFloats, 1)}, {1}};
-  MemRefDescriptor<float, 4> x = describe4(*bound.query), o = describe4(out);
+  MemRefDescriptor<float, 4> x = describe4(*bound.query), o = describe4(output);
   int64_t items = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
   bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
   int64_t threads = onCaller ? 1 : pool_->threads();

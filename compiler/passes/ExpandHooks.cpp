@@ -131,7 +131,10 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   int64_t tileOffset = 0;
   for (pe::PositionalEncodingAttrInterface encoding : encodings) {
     int64_t tileFloats = encoding.getQueryTileScratchFloats(shape);
-    if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+    // An additive embedding is never fused into attention; in a standalone
+    // kernel it takes the QK transform hooks (x + PE for its rows).
+    if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform ||
+        encoding.getEncodingKind() == pe::EncodingKind::Additive)
       qkTransform = encoding;
     else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
       scoreBiases.push_back({encoding, firstOperand, tileOffset, tileFloats});

@@ -1,12 +1,13 @@
 // attn-instantiate-x86-template, standalone form: a function whose body is
-// one QK transform (pe.rope) on its arguments becomes the kernel of
-// templates/x86/qk_transform.mlir (docs/standalone-kernels.md). The
-// transform's hooks are the ones the attention templates expand (the
+// one pe op with a standalone kernel (pe.rope, pe.sinusoidal) on its
+// arguments becomes the kernel of templates/x86/qk_transform.mlir
+// (docs/standalone-kernels.md). The op's hooks are the ones the attention templates expand (the
 // prologue's tables for the ids as Q's, the tile transform reading the
 // rows), through PositionalEncodingAttrInterface; this file names no
 // concrete encoding.
 //
 //   out[b, h, i, :] = qk_transform(x[b, h, i, :], ids[., i])
+// An embedding's [b, s, d] input is read as [b, 1, s, d].
 #include "compiler/passes/Instantiate.h"
 #include "compiler/passes/TemplateSupport.h"
 #include "dialects/ShapeChecks.h"
@@ -14,6 +15,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
+
+#include <algorithm>
 
 #include "templates/X86QkTransform.inc"
 
@@ -23,8 +26,9 @@ using namespace pejit;
 namespace {
 
 /// Rows per work item: 16 rows of d <= 256 f32 are a tile of <= 16 KB on
-/// the item's stack, and a long call still has thousands of items.
-constexpr int64_t kRowsPerItem = 16;
+/// the item's stack, and a long call still has thousands of items. A wider
+/// row (an embedding's model dim) takes fewer rows: the tile stays <= 64 KB.
+int64_t rowsPerItem(int64_t dim) { return std::clamp<int64_t>(16384 / dim, 1, 16); }
 
 /// The module's one function, when it holds no attention and only pe ops.
 func::FuncOp standaloneFunction(ModuleOp module) {
@@ -57,19 +61,19 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
     auto encodingOp = dyn_cast<pe::PositionalEncodingOpInterface>(inner);
     if (!encodingOp)
       continue;
-    if (encodingOp.getEncodingKind() != pe::EncodingKind::QKTransform ||
-        !encodingOp.getTransformedInput())
+    if (!encodingOp.getPositionalEncoding().hasStandaloneKernel())
       return inner.emitError() << "'" << inner.getName()
-                               << "' has no standalone kernel yet: only a QK transform "
-                                  "(pe.rope) compiles on its own (docs/standalone-kernels.md)";
+                               << "' has no standalone kernel yet: pe.rope and pe.sinusoidal "
+                                  "compile on their own (docs/standalone-kernels.md)";
     if (op)
-      return inner.emitError() << "expected one pe.rope per standalone kernel, found another";
+      return inner.emitError() << "expected one pe op per standalone kernel, found another";
     op = encodingOp;
   }
   pe::PositionalEncodingAttrInterface encoding = op.getPositionalEncoding();
-  if (!encoding.isFusable() || !encoding.transformsQuery())
-    return op->emitError() << "encoding " << encoding << " has no kernel hooks for its tensor";
+  // An additive embedding's operand 0 is the [b, s, d] input it adds to.
   Value input = op.getTransformedInput(), ids = op.getPositionIds();
+  if (!input && op.getEncodingKind() == pe::EncodingKind::Additive)
+    input = op->getOperand(0);
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op->getResult(0))
     return func.emitError() << "the function must return the " << op->getName()
@@ -82,24 +86,30 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   auto inType = cast<RankedTensorType>(input.getType());
   auto outType = cast<RankedTensorType>(op->getResult(0).getType());
   auto idsType = cast<RankedTensorType>(ids.getType());
-  if (inType.getRank() != 4)
+  // [b, s, d] (an embedding) is [b, 1, s, d]: dims maps the kernel's
+  // b, h, s, d to the input's.
+  bool embedding = inType.getRank() == 3;
+  if (inType.getRank() != 4 && !embedding)
     return op->emitError() << "the standalone kernel takes a [b, h, s, d] input, got " << inType;
-  for (int64_t dim : {1, 3})
+  int64_t seqDim = embedding ? 1 : 2, lastDim = embedding ? 2 : 3;
+  for (int64_t dim : {embedding ? lastDim : 1, lastDim})
     if (inType.isDynamicDim(dim))
       return op->emitError() << "input " << inType << " has a dynamic dim " << dim
                              << ": the kernel takes `?` only for the batch (dim 0) and the "
-                                "length (dim 2)";
+                                "length (dim "
+                             << seqDim << ")";
   if (!kernelElementTypeName(inType.getElementType()) ||
       !kernelElementTypeName(outType.getElementType()))
     return op->emitError() << "element type " << inType.getElementType()
                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
   pe::AttentionShape shape;
   shape.batch = inType.getDimSize(0);
-  shape.queryHeads = shape.kvHeads = inType.getDimSize(1);
-  shape.querySeq = inType.getDimSize(2);
+  shape.queryHeads = shape.kvHeads = embedding ? 1 : inType.getDimSize(1);
+  shape.querySeq = inType.getDimSize(seqDim);
   shape.keySeq = 0; // no keys: the key side's tables are empty
-  shape.headDim = shape.valueDim = inType.getDimSize(3);
+  shape.headDim = shape.valueDim = inType.getDimSize(lastDim);
   shape.vectorWidth = 8;
+  const int64_t kRowsPerItem = rowsPerItem(shape.headDim);
   shape.queryTileRows = kRowsPerItem;
   if (shape.headDim % 8 != 0)
     return op->emitError() << "the AVX2 kernel needs d % 8 == 0, got d = " << shape.headDim;

@@ -9,6 +9,8 @@
 using namespace mlir;
 using namespace pejit::pe;
 
+Value SinusoidalOp::getPositionIds() { return getPositions(); }
+
 std::string SinusoidalOp::getOperandRoleName(unsigned index) {
   return index == 0 ? "input" : "positions";
 }

@@ -142,7 +142,7 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloatsPerPosition", "emitQKPrologue", "emitQKTileTransform",
     "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide",
-    "getPositionAxes"]> {
+    "getPositionAxes", "hasStandaloneKernel"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
@@ -278,7 +278,8 @@ def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value", ["
   let parameters = (ins "int64_t":$clip, PE_RelativeToParameter:$relative_to);
 }
 
-def PE_SinusoidalAttr : PE_EncodingAttr<"Sinusoidal", "sinusoidal"> {
+def PE_SinusoidalAttr : PE_EncodingAttr<"Sinusoidal", "sinusoidal", ["hasStandaloneKernel",
+    "getScratchFloatsPerPosition", "transformsKey", "emitQKPrologue", "emitQKTileTransform"]> {
   let summary = "absolute sinusoidal embedding (Vaswani et al. 2017)";
   let parameters = (ins PE_DefaultF64Parameter<"frequency base", "10000.0">:$base);
 }

@@ -94,6 +94,14 @@ def PE_PositionalEncodingAttrInterface
         if the encoding has no one-sided form.
       }],
       "::mlir::Attribute", "onOneSide", (ins "bool":$query), "", "return {};">,
+    InterfaceMethod<[{
+        Whether a standalone kernel (a function of pe ops and no attention,
+        docs/standalone-kernels.md) can apply this encoding to its input
+        tensor through the QK transform hooks: the prologue's per-position
+        tables for the ids as Q's, then the tile transform from the input's
+        rows (RoPE's rotation; an absolute embedding's x + PE(position)).
+      }],
+      "bool", "hasStandaloneKernel", (ins), "", "return false;">,
     InterfaceMethod<"Emits the once-per-call prologue (attn.qk_prologue).",
       "void", "emitQKPrologue",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,

@@ -107,7 +107,7 @@ def PE_RelativeValueOp : PE_EncodingOp<"relative_value", [],
 }
 
 def PE_SinusoidalOp : PE_EncodingOp<"sinusoidal", [AllTypesMatch<["input", "result"]>],
-                                    ["getOperandRoleName"]> {
+                                    ["getPositionIds", "getOperandRoleName"]> {
   let summary = "add the sinusoidal embedding to [b, s, d] embeddings";
   let description = [{
     PE(p, 2i) = sin(p / base^(2i/d)), PE(p, 2i+1) = cos(p / base^(2i/d)).

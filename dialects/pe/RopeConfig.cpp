@@ -137,3 +137,6 @@ bool RopeOp::evaluateReference(const ReferenceOpArgs &args, ref::Tensor &result,
 }
 
 } // namespace pejit::pe
+
+// The standalone kernel rotates its input as Q (the prologue's Q tables).
+bool RopeAttr::hasStandaloneKernel() const { return transformsQuery(); }

@@ -289,8 +289,10 @@ public:
       args.ids.push_back(resolved[n] ? &*resolved[n] : nullptr);
     }
     // A materialized term (a bias, ...) is sized by its result's dims: the
-    // type's, with `?` lengths from the attention it feeds.
-    if (!op.getTransformedInput() && op->getNumResults() == 1) {
+    // type's, with `?` lengths from the attention it feeds. An additive
+    // embedding's result is its input's shape.
+    if (!op.getTransformedInput() && op.getEncodingKind() != pe::EncodingKind::Additive &&
+        op->getNumResults() == 1) {
       auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
       args.resultShape = resultDims(op->getResult(0));
       if (llvm::is_contained(args.resultShape, mlir::ShapedType::kDynamic))

@@ -135,6 +135,13 @@ bool KernelSignature::standaloneTransform() const {
   return false;
 }
 
+bool KernelSignature::embeddingTransform() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::TransformInput)
+      return argument.shape.size() == 3;
+  return false;
+}
+
 std::vector<std::string> KernelSignature::labels() const {
   std::vector<std::string> labels;
   for (const KernelArgument &argument : arguments)

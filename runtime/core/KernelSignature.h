@@ -86,6 +86,9 @@ struct KernelSignature {
   /// Whether the kernel is a standalone QK transform (pe.rope on its own,
   /// docs/standalone-kernels.md): it takes transform_input.
   bool standaloneTransform() const;
+  /// A standalone kernel of an embedding: its input is [b, s, d] (run as
+  /// [b, 1, s, d], one head).
+  bool embeddingTransform() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

@@ -236,7 +236,7 @@ TEST(Examples, PagedDecodeVarlenPrefillAndKvAppendRunAndCheck) {
                            "--input=@" + dir.file("at.npy"), "--check"});
     ASSERT_EQ(append.exitCode, 0) << append.err << append.out;
     EXPECT_TRUE(contains(append.out, "max relative error")) << append.out;
-    EXPECT_TRUE(contains(append.err, "(standalone pe.rope)")) << append.err;
+    EXPECT_TRUE(contains(append.err, "(standalone kernel)")) << append.err;
   }
   Result ls = runWithCache(dir, {"cache", "ls"});
   EXPECT_TRUE(contains(ls.out, "kv_append.mlir")) << ls.out;

@@ -8,7 +8,7 @@
 // a KV cache (KV-append), and KV-append + decode over the pre-rotated
 // cache equal to attention that rotates Q and K itself. Bad inputs get
 // errors naming them.
-#include "runtime/npy/Npy.h"
+#include "tests/runtime/StandaloneHarness.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -24,58 +24,6 @@ std::string ropeSource(const std::string &rope, const std::string &x, const std:
   return "func.func @rotate(%x: tensor<" + x + ">, %pos: tensor<" + idsType + ">) -> tensor<" + x +
          "> {\n  %r = pe.rope %x, %pos <" + rope + "> : tensor<" + x + ">, tensor<" + idsType +
          ">\n  return %r : tensor<" + x + ">\n}\n";
-}
-
-npy::DType npyDtype(DType dtype) {
-  return dtype == DType::F16    ? npy::DType::F16
-         : dtype == DType::BF16 ? npy::DType::BF16
-                                : npy::DType::F32;
-}
-
-/// Runs `kernel` (compiled from `source`) on x of `shape` in `dtype` and
-/// ids of `idsShape` (drawn from [0, maxPosition)), and returns max |out -
-/// ref| / max |ref|; `inPlace` writes the output over x.
-double runAndCompare(const X86Kernel &kernel, const std::string &source, std::vector<int64_t> shape,
-                     std::vector<int64_t> idsShape, DType dtype, int64_t maxPosition, bool inPlace,
-                     std::string &error) {
-  std::mt19937 &engine = rng(nullptr);
-  ref::Tensor x = randomTensor(shape, engine);
-  npy::Array bytes = npy::fromFloat32(toFloat(x), shape, npyDtype(dtype));
-  std::vector<float> rounded = npy::toFloat32(bytes); // what the kernel reads
-  x.data.assign(rounded.begin(), rounded.end());
-  int64_t count = 1;
-  for (int64_t extent : idsShape)
-    count *= extent;
-  std::uniform_int_distribution<int64_t> position(0, maxPosition - 1);
-  std::vector<int64_t> ids(count);
-  for (int64_t &p : ids)
-    p = position(engine);
-  Expected<ref::Tensor> expected = interpretReference(source, {x, ref::PositionIds(idsShape, ids)});
-  if (!expected) {
-    error = expected.error();
-    return 0;
-  }
-  // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
-  npy::Array out{npyDtype(dtype), shape, std::vector<uint8_t>(bytes.bytes.size(), 0xff)};
-  if (dtype == DType::F32)
-    for (size_t e = 0; e < rounded.size(); ++e)
-      reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
-  void *outData = inPlace ? bytes.bytes.data() : out.bytes.data();
-  Status status =
-      kernel.run({{bytes.bytes.data(), dtype, shape, {}}, {ids.data(), DType::I64, idsShape, {}}},
-                 {outData, dtype, shape, {}});
-  if (!status) {
-    error = status.message();
-    return 0;
-  }
-  std::vector<float> got = npy::toFloat32(inPlace ? bytes : out);
-  double maxRef = 0, maxErr = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-    double err = std::fabs(got[e] - expected->data[e]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  return maxErr / maxRef;
 }
 
 struct RopeCase {

@@ -156,6 +156,8 @@ int runCommand(int argc, char **argv) {
     return fail(options.file + ": " + callShape.error());
   const Shape &shape = *callShape;
   std::vector<int64_t> outShape = {shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim};
+  if (kernel->signature().embeddingTransform()) // [b, s, d]: one head
+    outShape = {shape.batch, shape.querySeq, shape.valueDim};
   std::vector<float> out(shape.batch * shape.queryHeads * shape.querySeq * shape.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
   // A 16-bit output is poisoned with 0xffff (NaN), then widened for --output.
@@ -174,7 +176,7 @@ int runCommand(int argc, char **argv) {
     out = npy::toFloat32(npy::Array{npyDtype(kernel->outputDtype()), outShape, out16});
   // Tiles are an attention kernel's; a standalone transform has none.
   std::string tiles = kernel->signature().standaloneTransform()
-                          ? std::string("standalone pe.rope")
+                          ? std::string("standalone kernel")
                           : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
                                 std::to_string(kernel->tiles().keyTile);
   std::fprintf(stderr, "pejit: %s %.1f ms (%s), run %.3f ms\n",

@@ -97,10 +97,10 @@ func.func @paged_key_only(%q: tensor<?x2x1x64xf32>, %kp: tensor<?x16x2x64xf32>, 
 
 // -----
 
-// Standalone kernels: a QK transform (pe.rope) compiles on its own, other
-// pe ops not yet.
+// Standalone kernels: pe.rope and pe.sinusoidal compile on their own,
+// other pe ops not yet.
 func.func @standalone_alibi() -> tensor<1x4x8x8xf32> {
-  // expected-error @+1 {{'pe.alibi' has no standalone kernel yet: only a QK transform (pe.rope) compiles on its own (docs/standalone-kernels.md)}}
+  // expected-error @+1 {{'pe.alibi' has no standalone kernel yet: pe.rope and pe.sinusoidal compile on their own (docs/standalone-kernels.md)}}
   %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x8x8xf32>
   return %b : tensor<1x4x8x8xf32>
 }
@@ -109,7 +109,7 @@ func.func @standalone_alibi() -> tensor<1x4x8x8xf32> {
 
 func.func @standalone_two_ropes(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) -> tensor<1x4x8x64xf32> {
   %a = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
-  // expected-error @+1 {{expected one pe.rope per standalone kernel, found another}}
+  // expected-error @+1 {{expected one pe op per standalone kernel, found another}}
   %b = pe.rope %a, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return %b : tensor<1x4x8x64xf32>
 }
@@ -120,4 +120,13 @@ func.func @standalone_dynamic_heads(%x: tensor<1x?x8x64xf32>, %pos: tensor<8xi32
   // expected-error @+1 {{input 'tensor<1x?x8x64xf32>' has a dynamic dim 1: the kernel takes `?` only for the batch (dim 0) and the length (dim 2)}}
   %r = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x?x8x64xf32>, tensor<8xi32>
   return %r : tensor<1x?x8x64xf32>
+}
+
+// -----
+
+// An embedding's model dim is static: the kernel's row width.
+func.func @standalone_sinusoidal_dynamic_width(%x: tensor<1x8x?xf32>, %pos: tensor<8xi32>) -> tensor<1x8x?xf32> {
+  // expected-error @+1 {{input 'tensor<1x8x?xf32>' has a dynamic dim 2: the kernel takes `?` only for the batch (dim 0) and the length (dim 1)}}
+  %e = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<1x8x?xf32>, tensor<8xi32>
+  return %e : tensor<1x8x?xf32>
 }

@@ -45,3 +45,26 @@ func.func @rotate_bf16(%x: tensor<1x2x20x64xbf16>, %pos: tensor<20xi32>) -> tens
   %r = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x2x20x64xbf16>, tensor<20xi32>
   return %r : tensor<1x2x20x64xbf16>
 }
+
+// -----
+
+// pe.sinusoidal on its own: x [b, s, d] read as [b, 1, s, d];
+//   out[b, t, 2i] = x + sin(p / base^(2i/d)), out[b, t, 2i+1] = x + cos(...)
+// The prologue fills d floats per position ([sin, cos] per pair, float64
+// angles), the tile transform adds a table row to each row of x.
+// CHECK: arguments = "transform_input:f32:?x?x64 transform_positions:i64:?"
+// CHECK-SAME: table_floats_per_query_position = 64 : i64
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK: arith.mulf {{.*}} : vector<4xf64>
+// CHECK: math.roundeven {{.*}} : vector<4xf64>
+// CHECK: vector.shuffle {{.*}} [0, 4, 1, 5, 2, 6, 3, 7] : vector<4xf32>, vector<4xf32>
+// CHECK-LABEL: func.func @pejit_transform_item
+// CHECK-SAME: (%[[X:.*]]: memref<?x1x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[O:.*]]: memref<?x1x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: %[[TILE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+// CHECK: vector.store %{{.*}}, %[[TILE]]
+// CHECK: vector.store %{{.*}}, %[[O]]
+func.func @embed(%x: tensor<?x?x64xf32>, %pos: tensor<?xi64>) -> tensor<?x?x64xf32> {
+  %e = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>
+  return %e : tensor<?x?x64xf32>
+}

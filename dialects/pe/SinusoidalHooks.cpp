@@ -1,0 +1,142 @@
+// pe.sinusoidal's kernel hooks (PositionalEncodingAttrInterface on
+// #pe.sinusoidal), for the standalone kernel (docs/standalone-kernels.md):
+// the QK transform hooks applied to an embedding's rows, read as Q.
+//
+// Math (docs/semantics.md "Absolute embeddings"):
+//   out[b, t, 2i]     = x[b, t, 2i]     + sin(p / base^(2i/d))
+//   out[b, t, 2i + 1] = x[b, t, 2i + 1] + cos(p / base^(2i/d)),  p = position
+// Prologue (once per call): a row of d f32 entries per (batch row, index)
+// of the ids, [sin, cos] per channel pair, from float64 angles
+// (VectorSinCos's exact range reduction: accurate at positions >= 1e6).
+// Tile transform: per row, x + its table row, widened to f32.
+#include "dialects/pe/PEAttrs.h"
+#include "dialects/pe/VectorSinCos.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace pejit::pe;
+
+namespace {
+
+Value indexConst(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+} // namespace
+
+bool SinusoidalAttr::hasStandaloneKernel() const { return true; }
+
+bool SinusoidalAttr::transformsKey() const { return false; }
+
+int64_t SinusoidalAttr::getScratchFloatsPerPosition(const AttentionShape &shape, bool isKey) const {
+  return isKey ? 0 : shape.headDim;
+}
+
+void SinusoidalAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                    const QKPrologueArgs &args) const {
+  int64_t dim = shape.headDim, pairs = dim / 2;
+  // Four channel pairs at a time: frequencies 1 / base^(2i/d) as float64
+  // constants, angles p * freq in float64.
+  constexpr int64_t kLanes = 4;
+  Value positions = args.queryPositions;
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value rows = memref::DimOp::create(b, loc, positions, 0);
+  Value seq = memref::DimOp::create(b, loc, positions, 1);
+  // The d/2 frequencies (padded to a multiple of four with zeros), stored
+  // once per call from one constant: the loop below loads four at a time.
+  int64_t groups = (pairs + kLanes - 1) / kLanes;
+  SmallVector<double> freqs(groups * kLanes, 0.0);
+  for (int64_t i = 0; i < pairs; ++i)
+    freqs[i] = 1.0 / std::pow(static_cast<double>(getBase()), static_cast<double>(2 * i) / dim);
+  auto allType = VectorType::get({groups * kLanes}, b.getF64Type());
+  Value invFreq =
+      memref::AllocaOp::create(b, loc, MemRefType::get({groups * kLanes}, b.getF64Type()));
+  vector::StoreOp::create(
+      b, loc,
+      arith::ConstantOp::create(b, loc, allType, DenseElementsAttr::get(allType, ArrayRef(freqs))),
+      invFreq, ValueRange{zero});
+  auto rowLoop = scf::ForOp::create(b, loc, args.rowBegin ? args.rowBegin : zero,
+                                    arith::MulIOp::create(b, loc, rows, seq),
+                                    args.rowStep ? args.rowStep : one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value flat = rowLoop.getInductionVar();
+  Value row = arith::DivUIOp::create(b, loc, flat, seq);
+  Value col = arith::RemUIOp::create(b, loc, flat, seq);
+  Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{row, col});
+  Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
+  Value rowBase = arith::MulIOp::create(b, loc, flat, indexConst(b, loc, dim));
+  auto f64Type = VectorType::get({kLanes}, b.getF64Type());
+  auto f32Type = VectorType::get({kLanes}, b.getF32Type());
+  Value posV = vector::BroadcastOp::create(b, loc, f64Type, posF);
+  // Whole groups of four pairs (eight entries) in a loop; a last partial
+  // group (d % 8 != 0) entry by entry.
+  int64_t whole = pairs / kLanes;
+  auto tableGroup = [&](Value first) {
+    Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{first});
+    Value angle = arith::MulFOp::create(b, loc, posV, freq);
+    auto [sinV, cosV] = emitSinCos(b, loc, angle);
+    Value sin32 = arith::TruncFOp::create(b, loc, f32Type, sinV);
+    Value cos32 = arith::TruncFOp::create(b, loc, f32Type, cosV);
+    // Entries 2i, 2i + 1: sin then cos.
+    Value interleaved =
+        vector::ShuffleOp::create(b, loc, sin32, cos32, ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
+    Value at = arith::AddIOp::create(b, loc, rowBase,
+                                     arith::MulIOp::create(b, loc, first, indexConst(b, loc, 2)));
+    return std::pair{interleaved, at};
+  };
+  if (whole > 0) {
+    auto groupLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, whole * kLanes),
+                                        indexConst(b, loc, kLanes));
+    OpBuilder::InsertionGuard loopGuard(b);
+    b.setInsertionPointToStart(groupLoop.getBody());
+    auto [interleaved, at] = tableGroup(groupLoop.getInductionVar());
+    vector::StoreOp::create(b, loc, interleaved, args.scratch, ValueRange{at});
+  }
+  if (whole < groups) {
+    auto [interleaved, at] = tableGroup(indexConst(b, loc, whole * kLanes));
+    for (int64_t e = 0; e < 2 * (pairs - whole * kLanes); ++e)
+      memref::StoreOp::create(
+          b, loc, vector::ExtractOp::create(b, loc, interleaved, ArrayRef<int64_t>{e}),
+          args.scratch, ValueRange{arith::AddIOp::create(b, loc, at, indexConst(b, loc, e))});
+  }
+}
+
+void SinusoidalAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                         const QKTileArgs &args) const {
+  int64_t lanes = shape.vectorWidth, dim = shape.headDim;
+  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
+  Value batchRow = shape.queryPositionRows == 1 ? zero : args.batch;
+  Value firstRow = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, batchRow, args.querySeq), args.seqStart);
+  Value input = args.source ? args.source : args.tile;
+  Type inputElement = cast<MemRefType>(input.getType()).getElementType();
+  Type tileElement = cast<MemRefType>(args.tile.getType()).getElementType();
+  auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rowLoop.getBody());
+  Value r = rowLoop.getInductionVar();
+  Value tableRow = arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, firstRow, r),
+                                         indexConst(b, loc, dim));
+  auto chanLoop =
+      scf::ForOp::create(b, loc, zero, indexConst(b, loc, dim), indexConst(b, loc, lanes));
+  b.setInsertionPointToStart(chanLoop.getBody());
+  Value c = chanLoop.getInductionVar();
+  auto f32Type = VectorType::get({lanes}, b.getF32Type());
+  Value x = vector::LoadOp::create(b, loc, VectorType::get({lanes}, inputElement), input,
+                                   ValueRange{r, c});
+  if (!inputElement.isF32())
+    x = arith::ExtFOp::create(b, loc, f32Type, x);
+  Value pe = vector::LoadOp::create(b, loc, f32Type, args.scratch,
+                                    ValueRange{arith::AddIOp::create(b, loc, tableRow, c)});
+  Value sum = arith::AddFOp::create(b, loc, x, pe);
+  if (!tileElement.isF32())
+    sum = arith::TruncFOp::create(b, loc, VectorType::get({lanes}, tileElement), sum);
+  vector::StoreOp::create(b, loc, sum, args.tile, ValueRange{r, c});
+}
