@@ -208,6 +208,7 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.queryPositionRows = kernelInfoInt(info, "query_position_rows");
   description.keyPositionRows = kernelInfoInt(info, "key_position_rows");
   description.positionAxes = std::max<int64_t>(kernelInfoInt(info, "position_axes"), 1);
+  description.positionLimit = kernelInfoInt(info, "position_limit");
   description.inputDtype = dtypeField(info, "dtype");
   description.outputDtype = dtypeField(info, "out_dtype");
   // Written by the instantiation from the function it compiled: parses.

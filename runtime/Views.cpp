@@ -92,14 +92,29 @@ Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const Te
   return call;
 }
 
+std::vector<int64_t> operandSlotWords(const TensorView *view) {
+  static float unusedSlot = 0.0f;
+  std::vector<int64_t> sizes = view ? view->shape : std::vector<int64_t>{1};
+  std::vector<int64_t> strides = view ? stridesOf(*view) : std::vector<int64_t>{1};
+  auto pointer = reinterpret_cast<int64_t>(view ? view->data : &unusedSlot);
+  std::vector<int64_t> words = {pointer, pointer, 0};
+  words.insert(words.end(), sizes.begin(), sizes.end());
+  words.insert(words.end(), strides.begin(), strides.end());
+  return words;
+}
+
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
-                          int64_t axes) {
+                          int64_t axes, int64_t limit) {
   table.assign(axes * rows * seq, 0);
   if (!view) {
     if (axes > 1)
       return Status::error(what + " must be given: M-RoPE reads " + std::to_string(axes) +
                            " axes of position ids, and the defaults have one");
+    if (limit > 0 && seq > 0 && (first < 0 || first + seq > limit))
+      return Status::error(what + " were not given, and the default positions [" +
+                           std::to_string(first) + ", " + std::to_string(first + seq) +
+                           ") pass the table's " + std::to_string(limit) + " rows");
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t s = 0; s < seq; ++s)
         table[r * seq + s] = first + s;
@@ -131,6 +146,12 @@ Status buildPositionTable(const TensorView *view, const std::string &what, int64
                                (lead ? std::to_string(a) + ", " : "") +
                                (hasRows ? std::to_string(r) + ", " : "") + std::to_string(s) +
                                "] is outside [-2^31, 2^31)");
+        if (limit > 0 && (position < 0 || position >= limit))
+          return Status::error(what + ": position " + std::to_string(position) + " at [" +
+                               (lead ? std::to_string(a) + ", " : "") +
+                               (hasRows ? std::to_string(r) + ", " : "") + std::to_string(s) +
+                               "] is outside the table's " + std::to_string(limit) + " rows [0, " +
+                               std::to_string(limit) + ")");
         table[(a * rows + r) * seq + s] = position;
       }
   return Status();

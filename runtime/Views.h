@@ -17,6 +17,11 @@ std::string dimsText(const std::vector<int64_t> &shape);
 /// The view's strides, or the row-major strides of its shape.
 std::vector<int64_t> stridesOf(const TensorView &view);
 
+/// An encoding operand slot as a kernel takes it: a memref descriptor of
+/// the view's rank, as words (two pointers, the offset, sizes, strides). A
+/// null view is an unused slot: a one-float dummy the kernel never reads.
+std::vector<int64_t> operandSlotWords(const TensorView *view);
+
 /// An embedding's [b, s, d] view as a standalone kernel's [b, 1, s, d] (the
 /// head stride is never stepped). A view of another rank, or with strides
 /// of another rank, stays as it is, for checkView to name.
@@ -39,9 +44,11 @@ Status checkView(const TensorView &view, const std::string &what,
 /// error naming the index (docs/limits.md).
 /// With axes > 1 (M-RoPE) the ids are [axes, seq] or [axes, batch, seq]
 /// and required; the table is [axes * rows, seq], one block per axis.
+/// With limit > 0 (a learned table's rows), ids outside [0, limit) are an
+/// error naming the id, its index and the limit.
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
-                          int64_t axes = 1);
+                          int64_t axes = 1, int64_t limit = 0);
 
 /// A run's inputs by role (KernelSignature): null for omitted position ids.
 struct BoundInputs {

@@ -332,18 +332,9 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   // as words (two pointers, the offset, sizes, strides); unused slots get a
   // one-float dummy the kernel never reads.
   std::array<std::vector<int64_t>, kEncodingOperandSlots> operandWords;
-  static float unusedSlot = 0.0f;
-  for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot) {
-    const TensorView *view =
-        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr;
-    std::vector<int64_t> sizes = view ? view->shape : std::vector<int64_t>{1};
-    std::vector<int64_t> strides = view ? stridesOf(*view) : std::vector<int64_t>{1};
-    auto pointer = reinterpret_cast<int64_t>(view ? view->data : &unusedSlot);
-    std::vector<int64_t> &words = operandWords[slot];
-    words = {pointer, pointer, 0};
-    words.insert(words.end(), sizes.begin(), sizes.end());
-    words.insert(words.end(), strides.begin(), strides.end());
-  }
+  for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot)
+    operandWords[slot] = operandSlotWords(
+        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr);
   ItemFn item = item_;
   DecodeItemFn decodeItem = decodeItem_;
   pool_->parallelFor(firstItem.back(), [&](int64_t index) {

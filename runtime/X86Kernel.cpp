@@ -37,11 +37,13 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
       missing = found.error();
     return found ? *found : nullptr;
   };
-  kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
-  if (artifact.signature.standaloneTransform()) { // pe.rope on its own: one item function
+  if (artifact.signature.standaloneTransform()) { // a pe op on its own: one item function
+    kernel->transformPrologue_ =
+        reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->transformItem_ =
         reinterpret_cast<TransformItemFn>(lookup("_mlir_ciface_pejit_transform_item"));
   } else {
+    kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->item_ = reinterpret_cast<ItemFn>(lookup("_mlir_ciface_pejit_item"));
     if (artifact.keyCacheTile > 0) // a key cache may pay: the plan decides per call
       kernel->prepare_ = reinterpret_cast<PrepareFn>(lookup("_mlir_ciface_pejit_prepare"));

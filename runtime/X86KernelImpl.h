@@ -58,6 +58,10 @@ using DecodeItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<flo
 using CombineFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
                            int64_t);
 
+/// (positions, no positions, scratch, first row, row step, encoding operand
+/// slot 0): pejit_prologue of a standalone transform.
+using TransformPrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
+                                     MemRefDescriptor<float, 1> *, int64_t, int64_t, void *);
 /// (x, o, scratch, item): pejit_transform_item of a standalone transform
 /// (templates/x86/qk_transform.mlir).
 using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
@@ -96,6 +100,7 @@ private:
   DecodeItemFn decodeItem_ = nullptr; ///< pejit_decode_item, when decodeGroup > 0
   CombineFn decodeCombine_ = nullptr; ///< pejit_decode_combine, likewise
   /// A standalone transform's item, and its run (runtime/X86Transform.cpp).
+  TransformPrologueFn transformPrologue_ = nullptr;
   TransformItemFn transformItem_ = nullptr;
   Status runTransform(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;

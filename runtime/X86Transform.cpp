@@ -47,7 +47,7 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
   int64_t rows = queryPositionRows, axes = positionAxes;
   std::vector<int64_t> ids;
   if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName, rows,
-                                     s.querySeq, s.batch, 0, ids, axes);
+                                     s.querySeq, s.batch, 0, ids, axes, positionLimit);
       !st)
     return st;
   MemRefDescriptor<int64_t, 2> positions = {
@@ -65,10 +65,14 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
   int64_t items = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
   bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
   int64_t threads = onCaller ? 1 : pool_->threads();
+  // The encoding's own table (a learned embedding's), or an unused slot.
+  const std::vector<int64_t> table =
+      operandSlotWords(bound.encodingOperands.empty() ? nullptr : bound.encodingOperands[0]);
   auto prologue = [&](int64_t part) {
     MemRefDescriptor<int64_t, 2> qp = positions, kp = none;
     MemRefDescriptor<float, 1> sd = tables;
-    prologue_(&qp, &kp, &sd, part, threads);
+    std::vector<int64_t> e0 = table;
+    transformPrologue_(&qp, &kp, &sd, part, threads, e0.data());
   };
   auto item = [&](int64_t index) {
     MemRefDescriptor<float, 4> xc = x, oc = o;

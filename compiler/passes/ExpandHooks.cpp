@@ -170,7 +170,8 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         qkTransform.emitQKPrologue(b, loc, shape,
                                    {prologue.getQueryPositions(), prologue.getKeyPositions(),
                                     prologue.getScratch(), prologue.getRowBegin(),
-                                    prologue.getRowStep()});
+                                    prologue.getRowStep(),
+                                    llvm::to_vector(prologue.getEncodingOperands())});
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
       bool applies = qkTransform && (transform.getIsKey() ? qkTransform.transformsKey()
                                                           : qkTransform.transformsQuery());

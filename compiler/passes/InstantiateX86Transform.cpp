@@ -63,8 +63,8 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
       continue;
     if (!encodingOp.getPositionalEncoding().hasStandaloneKernel())
       return inner.emitError() << "'" << inner.getName()
-                               << "' has no standalone kernel yet: pe.rope and pe.sinusoidal "
-                                  "compile on their own (docs/standalone-kernels.md)";
+                               << "' has no standalone kernel yet: pe.rope, pe.sinusoidal and "
+                                  "pe.learned compile on their own (docs/standalone-kernels.md)";
     if (op)
       return inner.emitError() << "expected one pe op per standalone kernel, found another";
     op = encodingOp;
@@ -81,6 +81,12 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   for (auto [value, what] : {std::pair{input, "input"}, {ids, "positions"}})
     if (!value || !isa<BlockArgument>(value))
       return op->emitError() << "the kernel reads the " << what
+                             << " from an argument of the function";
+  SmallVector<Value> tables = op.getEncodingOperands();
+  for (OpOperand &use : op->getOpOperands())
+    if (llvm::is_contained(tables, use.get()) && !isa<BlockArgument>(use.get()))
+      return op->emitError() << "the kernel reads the "
+                             << op.getOperandRoleName(use.getOperandNumber())
                              << " from an argument of the function";
 
   auto inType = cast<RankedTensorType>(input.getType());
@@ -123,14 +129,23 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
     return op->emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
                               "built yet: pass ids shared by the batch ([s]) or a static batch";
 
+  // The encoding's own tensors (a learned table): one slot in the template.
+  SmallVector<Value> operands = op.getEncodingOperands();
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, operands, 1);
+  if (failed(slots))
+    return failure();
   KernelSignature signature;
   for (BlockArgument arg : func.getArguments()) {
     KernelArgument argument;
+    auto operand = llvm::find(operands, arg);
     if (arg == input)
       argument.role = ArgumentRole::TransformInput;
     else if (arg == ids)
       argument.role = ArgumentRole::TransformPositions;
-    else
+    else if (operand != operands.end()) {
+      argument.role = ArgumentRole::EncodingOperand;
+      argument.name = encoding.getEncodingOperandName(operand - operands.begin());
+    } else
       return func.emitError() << "argument #" << arg.getArgNumber() << " is not an operand of "
                               << op->getName();
     describeArgumentType(arg.getType(), argument);
@@ -146,6 +161,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
       {"T", kernelElementTypeName(inType.getElementType())},
       {"OT", kernelElementTypeName(outType.getElementType())},
       {"PB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"E0", (*slots)[0]},
       {"NARROW8", x86NarrowBody(kernelElementTypeName(outType.getElementType()))}};
   FailureOr<std::string> text =
       substitute(loadTemplate("x86/qk_transform.mlir", kX86QkTransformTemplate), params, op);
@@ -174,6 +190,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
+  info.append("position_limit", attrs.getI64IntegerAttr(encoding.getPositionLimit()));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("target", attrs.getStringAttr("x86-avx2"));

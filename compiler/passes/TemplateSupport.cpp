@@ -273,15 +273,20 @@ std::optional<int64_t> effectiveWindow(attn::AttentionOp op, int64_t keySeq) {
 namespace pejit {
 
 FailureOr<SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op, unsigned slots) {
-  if (op.getEncodingOperands().size() > slots)
-    return op.emitError() << "the kernel takes at most " << slots << " encoding operands, got "
-                          << op.getEncodingOperands().size();
+  return encodingOperandSlots(op, op.getEncodingOperands(), slots);
+}
+
+FailureOr<SmallVector<std::string>> encodingOperandSlots(Operation *op, ValueRange operands,
+                                                         unsigned slots) {
+  if (operands.size() > slots)
+    return op->emitError() << "the kernel takes at most " << slots << " encoding operands, got "
+                           << operands.size();
   SmallVector<std::string> types;
-  for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands())) {
+  for (auto [n, operand] : llvm::enumerate(operands)) {
     auto type = cast<RankedTensorType>(operand.getType());
     if (!type.hasStaticShape() || !kernelElementTypeName(type.getElementType()))
-      return op.emitError() << "encoding operand #" << n << " has type " << type
-                            << ": the kernel takes static shapes of f32, f16 or bf16";
+      return op->emitError() << "encoding operand #" << n << " has type " << type
+                             << ": the kernel takes static shapes of f32, f16 or bf16";
     std::string text = "memref<";
     for (int64_t dim : type.getShape())
       text += std::to_string(dim) + "x";

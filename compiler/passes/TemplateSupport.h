@@ -118,6 +118,9 @@ inline constexpr unsigned kMaxEncodingOperands = 4;
 /// (naming the operand) beyond kMaxEncodingOperands or on a dynamic shape.
 mlir::FailureOr<llvm::SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op,
                                                                      unsigned slots);
+/// The same for the operands of any op (a standalone kernel's pe op).
+mlir::FailureOr<llvm::SmallVector<std::string>>
+encodingOperandSlots(mlir::Operation *op, mlir::ValueRange operands, unsigned slots);
 
 } // namespace pejit
 

@@ -161,13 +161,18 @@ def Attn_QKPrologueOp : Attn_Op<"qk_prologue", [AttrSizedOperandSegments]> {
     With `rows(%begin, %step)`, this instance fills only the flattened
     position rows begin, begin + step, ...: GPU templates spread the tables
     over their threads this way.
+
+    `operands(...)` are the encoding's own tensors (a learned table), for a
+    prologue that builds its tables from them: a standalone kernel passes
+    them (docs/standalone-kernels.md); attention templates pass none.
   }];
   let arguments = (ins AnyMemRef:$query_positions, AnyMemRef:$key_positions,
                        AnyMemRef:$scratch, Optional<Index>:$row_begin,
-                       Optional<Index>:$row_step);
+                       Optional<Index>:$row_step, Variadic<AnyMemRef>:$encoding_operands);
   let assemblyFormat = [{
     $query_positions `,` $key_positions `,` $scratch
-    (`rows` `(` $row_begin^ `,` $row_step `)`)? attr-dict `:`
+    (`rows` `(` $row_begin^ `,` $row_step `)`)?
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)? attr-dict `:`
     type($query_positions) `,` type($key_positions) `,` type($scratch)
   }];
   let hasVerifier = 1;

@@ -21,6 +21,10 @@ bool SinusoidalOp::evaluateReference(const ReferenceOpArgs &args, pejit::ref::Te
   return true;
 }
 
+Value LearnedOp::getPositionIds() { return getPositions(); }
+
+SmallVector<Value> LearnedOp::getEncodingOperands() { return {getTable()}; }
+
 std::string LearnedOp::getOperandRoleName(unsigned index) {
   return index == 0 ? "input" : index == 1 ? "positions" : "table";
 }

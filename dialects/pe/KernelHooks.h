@@ -48,6 +48,9 @@ struct QKPrologueArgs {
   /// Null: all position rows. Else only flattened rows rowBegin + k rowStep
   /// (a GPU thread's share, or an x86 worker's part of the prologue).
   mlir::Value rowBegin = {}, rowStep = {};
+  /// The encoding's own tensors as memrefs (a learned table), where the
+  /// template passes them (attn.qk_prologue operands(...)).
+  llvm::SmallVector<mlir::Value> operands = {};
 };
 
 /// attn.qk_transform: rows [0, rows) of tile (memref<R x d x T>, T = f32,

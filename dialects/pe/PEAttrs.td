@@ -284,7 +284,9 @@ def PE_SinusoidalAttr : PE_EncodingAttr<"Sinusoidal", "sinusoidal", ["hasStandal
   let parameters = (ins PE_DefaultF64Parameter<"frequency base", "10000.0">:$base);
 }
 
-def PE_LearnedAttr : PE_EncodingAttr<"Learned", "learned"> {
+def PE_LearnedAttr : PE_EncodingAttr<"Learned", "learned", ["hasStandaloneKernel",
+    "getScratchFloatsPerPosition", "transformsKey", "emitQKPrologue", "emitQKTileTransform",
+    "getNumEncodingOperands", "getEncodingOperandName", "getPositionLimit"]> {
   let summary = "learned absolute position embedding table";
   let parameters = (ins "int64_t":$max_positions);
 }

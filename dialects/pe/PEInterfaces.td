@@ -102,6 +102,12 @@ def PE_PositionalEncodingAttrInterface
         rows (RoPE's rotation; an absolute embedding's x + PE(position)).
       }],
       "bool", "hasStandaloneKernel", (ins), "", "return false;">,
+    InterfaceMethod<[{
+        Positions the encoding can take: an id outside [0, n) is the
+        caller's error, reported by `run` with the id and n before the
+        kernel reads anything (a learned table's rows). 0: any id.
+      }],
+      "int64_t", "getPositionLimit", (ins), "", "return 0;">,
     InterfaceMethod<"Emits the once-per-call prologue (attn.qk_prologue).",
       "void", "emitQKPrologue",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,

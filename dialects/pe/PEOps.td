@@ -125,7 +125,8 @@ def PE_SinusoidalOp : PE_EncodingOp<"sinusoidal", [AllTypesMatch<["input", "resu
 }
 
 def PE_LearnedOp : PE_EncodingOp<"learned", [AllTypesMatch<["input", "result"]>],
-                                 ["getOperandRoleName"]> {
+                                 ["getPositionIds", "getEncodingOperands",
+                                  "getOperandRoleName"]> {
   let summary = "add rows of a learned [max_positions, d] table to [b, s, d]";
   let description = [{
     ```mlir

@@ -9,6 +9,7 @@
 // of the ids, [sin, cos] per channel pair, from float64 angles
 // (VectorSinCos's exact range reduction: accurate at positions >= 1e6).
 // Tile transform: per row, x + its table row, widened to f32.
+#include "dialects/pe/EmbeddingRows.h"
 #include "dialects/pe/PEAttrs.h"
 #include "dialects/pe/VectorSinCos.h"
 
@@ -110,33 +111,5 @@ void SinusoidalAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionS
 
 void SinusoidalAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
                                          const QKTileArgs &args) const {
-  int64_t lanes = shape.vectorWidth, dim = shape.headDim;
-  Value zero = indexConst(b, loc, 0), one = indexConst(b, loc, 1);
-  Value batchRow = shape.queryPositionRows == 1 ? zero : args.batch;
-  Value firstRow = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, batchRow, args.querySeq), args.seqStart);
-  Value input = args.source ? args.source : args.tile;
-  Type inputElement = cast<MemRefType>(input.getType()).getElementType();
-  Type tileElement = cast<MemRefType>(args.tile.getType()).getElementType();
-  auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(rowLoop.getBody());
-  Value r = rowLoop.getInductionVar();
-  Value tableRow = arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, firstRow, r),
-                                         indexConst(b, loc, dim));
-  auto chanLoop =
-      scf::ForOp::create(b, loc, zero, indexConst(b, loc, dim), indexConst(b, loc, lanes));
-  b.setInsertionPointToStart(chanLoop.getBody());
-  Value c = chanLoop.getInductionVar();
-  auto f32Type = VectorType::get({lanes}, b.getF32Type());
-  Value x = vector::LoadOp::create(b, loc, VectorType::get({lanes}, inputElement), input,
-                                   ValueRange{r, c});
-  if (!inputElement.isF32())
-    x = arith::ExtFOp::create(b, loc, f32Type, x);
-  Value pe = vector::LoadOp::create(b, loc, f32Type, args.scratch,
-                                    ValueRange{arith::AddIOp::create(b, loc, tableRow, c)});
-  Value sum = arith::AddFOp::create(b, loc, x, pe);
-  if (!tileElement.isF32())
-    sum = arith::TruncFOp::create(b, loc, VectorType::get({lanes}, tileElement), sum);
-  vector::StoreOp::create(b, loc, sum, args.tile, ValueRange{r, c});
+  emitAddPositionRows(b, loc, shape, args);
 }

@@ -290,6 +290,8 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   rows >> artifact.queryPositionRows >> artifact.keyPositionRows;
   if (!(rows >> artifact.positionAxes)) // entries before M-RoPE: one axis
     artifact.positionAxes = 1;
+  if (!(rows >> artifact.positionLimit) || artifact.positionLimit < 0) // none: any id
+    artifact.positionLimit = 0;
   std::istringstream dtypes(meta->fields["dtypes"]);
   std::string inName = "float32", outName = "float32";
   dtypes >> inName >> outName;
@@ -362,7 +364,7 @@ void DiskCache::store(const std::string &key, const std::string &summary,
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +
           std::to_string(artifact.keyPositionRows) + " " + std::to_string(artifact.positionAxes) +
-          "\n";
+          " " + std::to_string(artifact.positionLimit) + "\n";
   for (size_t i = 0; i < artifact.objects.size(); ++i)
     meta += "file " + objectFileName(i) + " " + std::to_string(artifact.objects[i].size()) + " " +
             fnv1aHex(artifact.objects[i]) + "\n";

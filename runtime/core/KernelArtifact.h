@@ -24,6 +24,9 @@ struct KernelDescription {
   /// Axes of the position ids (M-RoPE sections; 1 without): the kernel
   /// takes [axes * rows, s] tables.
   int64_t positionAxes = 1;
+  /// Ids the kernel can take are in [0, positionLimit) (a learned table's
+  /// rows): run refuses others, naming the id. 0: any id.
+  int64_t positionLimit = 0;
   /// Jobs of pejit_prepare (K rotated once per call into scratch); 0: none.
   int64_t prepareJobs = 0;
   /// How an x86 call is planned from its lengths (CallPlan.h): query rows

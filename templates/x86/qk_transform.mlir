@@ -18,6 +18,7 @@
 //   ${H} ${D} (D % 8 == 0) ${R} rows per item
 //   ${T} ${OT} element types of X and O (f32, f16, bf16); the tile is f32
 //   ${PB} rows of the position ids: axes x (1 or B)
+//   ${E0} the encoding's own tensor (a learned table), memref<1xf32> if none
 //   NARROW8: the body of @narrow8 (a plain return for f32)
 
 !X = memref<${B}x${H}x${S}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -25,16 +26,19 @@
 !POS = memref<${PB}x${S}xi64>
 !NOPOS = memref<${PB}x0xi64>
 !SCRATCH = memref<?xf32>
+!E0 = ${E0}
 !ROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
 !TILE = memref<${R}x${D}xf32>
 !V8 = vector<8xf32>
 !OUT8 = vector<8x${OT}>
 
 // Once per call, before any item, as `step` calls on all cores: call
-// `first` fills the position rows first, first + step, ...
+// `first` fills the position rows first, first + step, ... (from %e0 for
+// an encoding with a table of its own).
 func.func @pejit_prologue(%pos: !POS, %none: !NOPOS, %scratch: !SCRATCH, %first: index,
-                          %step: index) attributes {llvm.emit_c_interface, pejit.cold} {
-  attn.qk_prologue %pos, %none, %scratch rows(%first, %step) : !POS, !NOPOS, !SCRATCH
+                          %step: index, %e0: !E0) attributes {llvm.emit_c_interface, pejit.cold} {
+  attn.qk_prologue %pos, %none, %scratch rows(%first, %step) operands(%e0 : !E0)
+      : !POS, !NOPOS, !SCRATCH
   return
 }
 

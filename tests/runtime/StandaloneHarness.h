@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,17 +22,28 @@ inline npy::DType npyDtype(DType dtype) {
                                 : npy::DType::F32;
 }
 
-/// Runs `kernel` (compiled from `source`) on x of `shape` in `dtype` and
-/// ids of `idsShape` (drawn from [0, maxPosition)), and returns max |out -
-/// ref| / max |ref|; `inPlace` writes the output over x.
-inline double runAndCompare(const X86Kernel &kernel, const std::string &source,
-                            std::vector<int64_t> shape, std::vector<int64_t> idsShape, DType dtype,
-                            int64_t maxPosition, bool inPlace, std::string &error) {
-  std::mt19937 &engine = rng(nullptr);
-  ref::Tensor x = randomTensor(shape, engine);
+/// A fresh random tensor in `dtype`, and the same values (rounded to dtype)
+/// as float64 for the reference.
+inline std::pair<npy::Array, ref::Tensor> randomInput(const std::vector<int64_t> &shape,
+                                                      DType dtype) {
+  ref::Tensor x = randomTensor(shape, rng(nullptr));
   npy::Array bytes = npy::fromFloat32(toFloat(x), shape, npyDtype(dtype));
   std::vector<float> rounded = npy::toFloat32(bytes); // what the kernel reads
   x.data.assign(rounded.begin(), rounded.end());
+  return {std::move(bytes), std::move(x)};
+}
+
+/// Runs `kernel` (compiled from `source`) on x of `shape` in `dtype` and
+/// ids of `idsShape` (drawn from [0, maxPosition)), and returns max |out -
+/// ref| / max |ref|; `inPlace` writes the output over x. With a
+/// `tableShape`, a random table of it (in dtype) is the third input.
+inline double runAndCompare(const X86Kernel &kernel, const std::string &source,
+                            std::vector<int64_t> shape, std::vector<int64_t> idsShape, DType dtype,
+                            int64_t maxPosition, bool inPlace, std::string &error,
+                            const std::vector<int64_t> &tableShape = {}) {
+  std::mt19937 &engine = rng(nullptr);
+  auto [bytes, x] = randomInput(shape, dtype);
+  std::vector<float> rounded = npy::toFloat32(bytes);
   int64_t count = 1;
   for (int64_t extent : idsShape)
     count *= extent;
@@ -39,7 +51,16 @@ inline double runAndCompare(const X86Kernel &kernel, const std::string &source,
   std::vector<int64_t> ids(count);
   for (int64_t &p : ids)
     p = position(engine);
-  Expected<ref::Tensor> expected = interpretReference(source, {x, ref::PositionIds(idsShape, ids)});
+  std::vector<ReferenceArgument> referenceInputs = {x, ref::PositionIds(idsShape, ids)};
+  std::vector<TensorView> inputs = {{bytes.bytes.data(), dtype, shape, {}},
+                                    {ids.data(), DType::I64, idsShape, {}}};
+  std::optional<std::pair<npy::Array, ref::Tensor>> table;
+  if (!tableShape.empty()) {
+    table = randomInput(tableShape, dtype);
+    referenceInputs.push_back(table->second);
+    inputs.push_back({table->first.bytes.data(), dtype, tableShape, {}});
+  }
+  Expected<ref::Tensor> expected = interpretReference(source, referenceInputs);
   if (!expected) {
     error = expected.error();
     return 0;
@@ -50,9 +71,7 @@ inline double runAndCompare(const X86Kernel &kernel, const std::string &source,
     for (size_t e = 0; e < rounded.size(); ++e)
       reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
   void *outData = inPlace ? bytes.bytes.data() : out.bytes.data();
-  Status status =
-      kernel.run({{bytes.bytes.data(), dtype, shape, {}}, {ids.data(), DType::I64, idsShape, {}}},
-                 {outData, dtype, shape, {}});
+  Status status = kernel.run(inputs, {outData, dtype, shape, {}});
   if (!status) {
     error = status.message();
     return 0;

@@ -251,7 +251,7 @@ func.func @qk_transform_source_ints(%tile: memref<16x64xf32>, %rows: memref<?x64
 
 func.func @qk_prologue_half_rows(%pos: memref<1x16xi64>, %scratch: memref<?xf32>, %first: index) {
   // expected-error @+1 {{'attn.qk_prologue' op rows(begin, step) needs both operands}}
-  "attn.qk_prologue"(%pos, %pos, %scratch, %first) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>, index) -> ()
+  "attn.qk_prologue"(%pos, %pos, %scratch, %first) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>, index) -> ()
   return
 }
 

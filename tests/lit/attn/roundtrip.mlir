@@ -72,6 +72,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   attn.qk_prologue %qpos, %kpos, %scratch : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
+  // A prologue that reads the encoding's own tensor (a standalone kernel's learned table).
+  // CHECK: attn.qk_prologue %{{.*}}, %{{.*}}, %{{.*}} rows(%{{.*}}, %{{.*}}) operands(%{{.*}} : memref<32x8xf32>) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) operands(%table : memref<32x8xf32>) : memref<1x16xi64>, memref<1x16xi64>, memref<?xf32>
   // CHECK: attn.qk_transform %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<16x64xf32>, memref<?xf32>
   attn.qk_transform %tile, %n, %first, %first, %scratch : memref<16x64xf32>, memref<?xf32>
   // CHECK: attn.qk_transform %{{.*}} from %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>

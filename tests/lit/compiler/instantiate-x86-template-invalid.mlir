@@ -97,10 +97,10 @@ func.func @paged_key_only(%q: tensor<?x2x1x64xf32>, %kp: tensor<?x16x2x64xf32>, 
 
 // -----
 
-// Standalone kernels: pe.rope and pe.sinusoidal compile on their own,
-// other pe ops not yet.
+// Standalone kernels: pe.rope, pe.sinusoidal and pe.learned compile on
+// their own, other pe ops not yet.
 func.func @standalone_alibi() -> tensor<1x4x8x8xf32> {
-  // expected-error @+1 {{'pe.alibi' has no standalone kernel yet: pe.rope and pe.sinusoidal compile on their own (docs/standalone-kernels.md)}}
+  // expected-error @+1 {{'pe.alibi' has no standalone kernel yet: pe.rope, pe.sinusoidal and pe.learned compile on their own (docs/standalone-kernels.md)}}
   %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x8x8xf32>
   return %b : tensor<1x4x8x8xf32>
 }

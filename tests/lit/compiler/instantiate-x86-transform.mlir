@@ -1,5 +1,5 @@
 // attn-instantiate-x86-template, standalone form: a function whose body is
-// one pe.rope becomes templates/x86/qk_transform.mlir's kernel
+// one pe op with a standalone kernel (pe.rope, pe.sinusoidal, pe.learned) becomes templates/x86/qk_transform.mlir's kernel
 // (docs/standalone-kernels.md):
 //   out[b, h, i, :] = qk_transform(x[b, h, i, :], ids[., i])
 //   pair (a, b): out_a = x_a cos - x_b sin, out_b = x_b cos + x_a sin,
@@ -10,9 +10,9 @@
 
 // A shape class: items = b h ceil(s / 16), planned per call (0 here); a
 // cos and a sin per frequency (2 x 32) per position.
-// CHECK: module attributes {pejit.kernel = {arguments = "transform_input:f32:?x8x?x64 transform_positions:i64:?", dtype = "f32", function = "rotate", items = 0 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, query_position_rows = 1 : i64, scratch_floats = 0 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 16 : i64, tile_n = 16 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = "transform_input:f32:?x8x?x64 transform_positions:i64:?", dtype = "f32", function = "rotate", items = 0 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, position_limit = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 0 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 16 : i64, tile_n = 16 : i64}}
 // CHECK-LABEL: func.func @pejit_prologue
-// CHECK-SAME: (%{{.*}}: memref<1x?xi64>, %{{.*}}: memref<1x0xi64>, %{{.*}}: memref<?xf32>, %{{.*}}: index, %{{.*}}: index)
+// CHECK-SAME: (%{{.*}}: memref<1x?xi64>, %{{.*}}: memref<1x0xi64>, %{{.*}}: memref<?xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<1xf32>)
 // CHECK-NOT: attn.qk_prologue
 // CHECK: math.roundeven {{.*}} : vector<4xf64>
 // CHECK-LABEL: func.func @pejit_transform_item
@@ -67,4 +67,29 @@ func.func @rotate_bf16(%x: tensor<1x2x20x64xbf16>, %pos: tensor<20xi32>) -> tens
 func.func @embed(%x: tensor<?x?x64xf32>, %pos: tensor<?xi64>) -> tensor<?x?x64xf32> {
   %e = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>
   return %e : tensor<?x?x64xf32>
+}
+
+// -----
+
+// pe.learned on its own (BERT's position embeddings): x [b, s, d] read as
+// [b, 1, s, d];
+//   out[b, t, :] = x[b, t, :] + table[p, :]
+// The table is the kernel's encoding operand; the prologue copies row
+// clamp(p, 0, max_positions - 1) of it per position (run refuses ids
+// outside [0, max_positions): position_limit), widened to f32; the tile
+// transform adds it to each row of x.
+// CHECK: arguments = "transform_input:bf16:2x?x64 transform_positions:i64:? encoding_operand=learned_table:bf16:512x64"
+// CHECK-SAME: position_limit = 512 : i64
+// CHECK-SAME: table_floats_per_query_position = 64 : i64
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: %[[TABLE:[^:]*]]: memref<512x64xbf16>)
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: vector.load %[[TABLE]]{{.*}} : memref<512x64xbf16>, vector<8xbf16>
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-LABEL: func.func @pejit_transform_item
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+func.func @bert_positions(%x: tensor<2x?x64xbf16>, %pos: tensor<?xi64>, %table: tensor<512x64xbf16>) -> tensor<2x?x64xbf16> {
+  %e = pe.learned %x, %pos, %table <max_positions = 512> : tensor<2x?x64xbf16>, tensor<?xi64>, tensor<512x64xbf16>
+  return %e : tensor<2x?x64xbf16>
 }
