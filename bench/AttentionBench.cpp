@@ -140,6 +140,8 @@ int runAttentionBench(int argc, char **argv) {
       return runVarlenBench(argc, argv);
     else if (arg == "--rope")
       return runRopeBench(argc, argv);
+    else if (arg == "--linear")
+      return runLinearBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

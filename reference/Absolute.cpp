@@ -60,4 +60,22 @@ Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions, const Ten
   return out;
 }
 
+Tensor tokenEmbedding(const PositionIds &tokens, const Tensor &table, double scale) {
+  PEJIT_REF_CHECK(tokens.rank() == 2, "tokens must be [b, s], got " + shapeToString(tokens.shape));
+  PEJIT_REF_CHECK(table.rank() == 2, "table must be [vocab, d], got " + shapeToString(table.shape));
+  const int64_t batch = tokens.shape[0], length = tokens.shape[1];
+  const int64_t vocab = table.shape[0], dim = table.shape[1];
+  Tensor out({batch, length, dim});
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < length; ++t) {
+      int64_t token = tokens.data[b * length + t];
+      PEJIT_REF_CHECK(token >= 0 && token < vocab, "token " + std::to_string(token) +
+                                                       " outside the table's " +
+                                                       std::to_string(vocab) + " rows");
+      for (int64_t c = 0; c < dim; ++c)
+        out.at(b, t, c) = table.at(token, c) * scale;
+    }
+  return out;
+}
+
 } // namespace pejit::ref

@@ -19,6 +19,10 @@ Tensor sinusoidalEmbedding(const Tensor &x, const PositionIds &positions, double
 /// [maxPositions, d]. Returns x + table[p].
 Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions, const Tensor &table);
 
+/// tokens [b, s] in [0, vocab); table [vocab, d]. Returns [b, s, d] with
+/// row (b, t) = table[tokens[b, t]] * scale.
+Tensor tokenEmbedding(const PositionIds &tokens, const Tensor &table, double scale);
+
 } // namespace pejit::ref
 
 #endif // PEJIT_RUNTIME_REFERENCE_ABSOLUTE_H

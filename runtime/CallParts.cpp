@@ -13,6 +13,16 @@ Expected<Shape> callShapeOf(const KernelDescription &kernel,
   BoundInputs bound;
   if (Status st = bindInputs(kernel.signature, inputs, bound); !st)
     return st;
+  if (kernel.signature.tokenEmbedding()) { // tokens [b, s]: rows [b, 1, s, d]
+    const TensorView &tokens = *bound.embedTokens;
+    if (tokens.shape.size() != 2)
+      return Status::error("tokens: expected [b, s] token ids, got rank " +
+                           std::to_string(tokens.shape.size()));
+    Shape s = kernel.shape;
+    s.batch = tokens.shape[0];
+    s.querySeq = s.keySeq = tokens.shape[1];
+    return s;
+  }
   if (kernel.signature.standaloneTransform()) { // x [b, h, s, d] is Q and K
     TensorView x = kernel.signature.embeddingTransform() ? withOneHead(*bound.query) : *bound.query;
     return callShape(kernel.shape, x, x);

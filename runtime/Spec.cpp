@@ -226,8 +226,10 @@ Expected<Spec> Spec::fromText(std::string mlirText, std::string name) {
   // An attention, or pe ops on their own (a standalone pe.rope,
   // docs/standalone-kernels.md); the compiler names what it cannot compile.
   if (mlirText.find("attn.attention") == std::string::npos &&
+      mlirText.find("attn.linear_attention") == std::string::npos &&
       mlirText.find("pe.") == std::string::npos)
-    return Expected<Spec>::error(name + ": no attn.attention and no pe op in the source");
+    return Expected<Spec>::error(
+        name + ": no attn.attention, no attn.linear_attention and no pe op in the source");
   return Spec(std::move(mlirText), std::move(name));
 }
 

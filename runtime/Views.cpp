@@ -105,7 +105,7 @@ std::vector<int64_t> operandSlotWords(const TensorView *view) {
 
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
-                          int64_t axes, int64_t limit) {
+                          int64_t axes, int64_t limit, const std::string &noun) {
   table.assign(axes * rows * seq, 0);
   if (!view) {
     if (axes > 1)
@@ -147,7 +147,7 @@ Status buildPositionTable(const TensorView *view, const std::string &what, int64
                                (hasRows ? std::to_string(r) + ", " : "") + std::to_string(s) +
                                "] is outside [-2^31, 2^31)");
         if (limit > 0 && (position < 0 || position >= limit))
-          return Status::error(what + ": position " + std::to_string(position) + " at [" +
+          return Status::error(what + ": " + noun + " " + std::to_string(position) + " at [" +
                                (lead ? std::to_string(a) + ", " : "") +
                                (hasRows ? std::to_string(r) + ", " : "") + std::to_string(s) +
                                "] is outside the table's " + std::to_string(limit) + " rows [0, " +
@@ -219,6 +219,18 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::TransformPositions:
       bound.queryPositions = &inputs[i];
       bound.queryPositionsName = name;
+      break;
+    case ArgumentRole::EmbedTokens:
+      bound.embedTokens = &inputs[i];
+      bound.embedTokensName = name;
+      break;
+    case ArgumentRole::EmbedTable:
+      if (Status st = checkView(inputs[i], name, argument.shape, {argument.dtype}); !st)
+        return st;
+      if (stridesOf(inputs[i]) != stridesOf(TensorView{nullptr, argument.dtype, argument.shape}))
+        return Status::error(name + " must be contiguous (row-major): the kernel reads it as a "
+                                    "dense table");
+      bound.embedTable = &inputs[i];
       break;
     default:
       break;

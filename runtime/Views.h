@@ -45,10 +45,12 @@ Status checkView(const TensorView &view, const std::string &what,
 /// With axes > 1 (M-RoPE) the ids are [axes, seq] or [axes, batch, seq]
 /// and required; the table is [axes * rows, seq], one block per axis.
 /// With limit > 0 (a learned table's rows), ids outside [0, limit) are an
-/// error naming the id, its index and the limit.
+/// error naming the id (as `noun`: "position", "token"), its index and the
+/// limit.
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
-                          int64_t axes = 1, int64_t limit = 0);
+                          int64_t axes = 1, int64_t limit = 0,
+                          const std::string &noun = "position");
 
 /// A run's inputs by role (KernelSignature): null for omitted position ids.
 struct BoundInputs {
@@ -67,6 +69,10 @@ struct BoundInputs {
   /// A paged cache's pools and block table (runtime/PagedKv.h); null
   /// without.
   const TensorView *keyPages = nullptr, *valuePages = nullptr, *blockTable = nullptr;
+  /// pe.embed's tokens (checked by the run) and table (checked here:
+  /// shape, dtype, contiguous); null without.
+  const TensorView *embedTokens = nullptr, *embedTable = nullptr;
+  std::string embedTokensName = "tokens";
 };
 
 /// A packed batch's sequences: query rows [query[i], query[i + 1]) against

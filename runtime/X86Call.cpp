@@ -87,6 +87,8 @@ size_t subCallOf(const std::vector<int64_t> &first, int64_t index) {
 Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   if (transformItem_)
     return runTransform(inputs, out);
+  if (embedItem_)
+    return runEmbedding(inputs, out);
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;

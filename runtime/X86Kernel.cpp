@@ -40,8 +40,11 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
   if (artifact.signature.standaloneTransform()) { // a pe op on its own: one item function
     kernel->transformPrologue_ =
         reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
-    kernel->transformItem_ =
-        reinterpret_cast<TransformItemFn>(lookup("_mlir_ciface_pejit_transform_item"));
+    if (artifact.signature.tokenEmbedding())
+      kernel->embedItem_ = reinterpret_cast<EmbedItemFn>(lookup("_mlir_ciface_pejit_embed_item"));
+    else
+      kernel->transformItem_ =
+          reinterpret_cast<TransformItemFn>(lookup("_mlir_ciface_pejit_transform_item"));
   } else {
     kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->item_ = reinterpret_cast<ItemFn>(lookup("_mlir_ciface_pejit_item"));

@@ -67,7 +67,14 @@ using TransformPrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescr
 using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                                  MemRefDescriptor<float, 1> *, int64_t);
 
+/// (tokens, token table, o, scratch, item): pejit_embed_item of a token
+/// embedding (templates/x86/embed.mlir); the table is a memref descriptor
+/// of rank 2 as words (operandSlotWords).
+using EmbedItemFn = void (*)(MemRefDescriptor<int64_t, 2> *, void *, MemRefDescriptor<float, 4> *,
+                             MemRefDescriptor<float, 1> *, int64_t);
+
 class LoadedObject;
+struct BoundInputs;
 
 /// What an X86Kernel holds: the artifact's description and kept stages,
 /// its objects linked into the process, and the entry points.
@@ -103,6 +110,9 @@ private:
   TransformPrologueFn transformPrologue_ = nullptr;
   TransformItemFn transformItem_ = nullptr;
   Status runTransform(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A token embedding's item, and its run (runtime/X86Embed.cpp).
+  EmbedItemFn embedItem_ = nullptr;
+  Status runEmbedding(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call
@@ -117,6 +127,12 @@ private:
   };
   ScratchBuffer takeScratch(int64_t floats) const;
   void returnScratch(ScratchBuffer buffer) const;
+  /// A standalone call's per-position tables: checks and builds its ids
+  /// (bound.queryPositions, [rows, seq] of `batch`), takes scratch and runs
+  /// the prologue on it (on the calling thread when onCaller). `tables`
+  /// describes the filled scratch (one float when there is none).
+  Status fillStandaloneTables(const BoundInputs &bound, int64_t batch, int64_t seq, bool onCaller,
+                              ScratchBuffer &scratch, MemRefDescriptor<float, 1> &tables) const;
   mutable std::mutex scratchMutex_;
   mutable ScratchBuffer spareScratch_; // data null: none kept
 };

@@ -43,53 +43,65 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
     return st;
   if (Status st = checkView(out, "output", dims, {outputDtype}); !st)
     return st;
-  // i64 ids [axes * rows, s], checked (an error names the index).
+  bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
+  ScratchBuffer scratch;
+  MemRefDescriptor<float, 1> tables;
+  if (Status st = fillStandaloneTables(bound, s.batch, s.querySeq, onCaller, scratch, tables); !st)
+    return st;
+  MemRefDescriptor<float, 4> x = describe4(*bound.query), o = describe4(output);
+  int64_t items = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
+  auto item = [&](int64_t index) {
+    MemRefDescriptor<float, 4> xc = x, oc = o;
+    MemRefDescriptor<float, 1> sd = tables;
+    transformItem_(&xc, &oc, &sd, index);
+  };
+  if (onCaller)
+    for (int64_t index = 0; index < items; ++index)
+      item(index);
+  else
+    pool_->parallelFor(items, item);
+  returnScratch(std::move(scratch));
+  return Status();
+}
+
+Status X86KernelImpl::fillStandaloneTables(const BoundInputs &bound, int64_t batch, int64_t seq,
+                                           bool onCaller, ScratchBuffer &scratch,
+                                           MemRefDescriptor<float, 1> &tables) const {
+  // i64 ids [axes * rows, s], checked (an error names the index, and an id
+  // outside a learned table's rows).
   int64_t rows = queryPositionRows, axes = positionAxes;
   std::vector<int64_t> ids;
-  if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName, rows,
-                                     s.querySeq, s.batch, 0, ids, axes, positionLimit);
-      !st)
-    return st;
-  MemRefDescriptor<int64_t, 2> positions = {
-      ids.data(), ids.data(), 0, {axes * rows, s.querySeq}, {s.querySeq, 1}};
-  // The key side has no ids: its tables are empty.
-  MemRefDescriptor<int64_t, 2> none = {ids.data(), ids.data(), 0, {axes * rows, 0}, {0, 1}};
-  int64_t tableFloats = tableFloatsPerQueryPosition * rows * s.querySeq;
-  ScratchBuffer scratch = takeScratch(tableFloats);
+  if (tableFloatsPerQueryPosition > 0)
+    if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName, rows, seq,
+                                       batch, 0, ids, axes, positionLimit);
+        !st)
+      return st;
+  int64_t tableFloats = tableFloatsPerQueryPosition * rows * seq;
+  scratch = takeScratch(tableFloats);
   if (!scratch.data)
     return Status::error("out of memory: the kernel's scratch of " + std::to_string(tableFloats) +
                          " floats could not be allocated");
-  MemRefDescriptor<float, 1> tables = {
-      scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(tableFloats, 1)}, {1}};
-  MemRefDescriptor<float, 4> x = describe4(*bound.query), o = describe4(output);
-  int64_t items = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
-  bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
-  int64_t threads = onCaller ? 1 : pool_->threads();
-  // The encoding's own table (a learned embedding's), or an unused slot.
+  tables = {scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(tableFloats, 1)}, {1}};
+  if (tableFloats == 0)
+    return Status();
+  MemRefDescriptor<int64_t, 2> positions = {
+      ids.data(), ids.data(), 0, {axes * rows, seq}, {seq, 1}};
+  // The key side has no ids: its tables are empty.
+  MemRefDescriptor<int64_t, 2> none = {ids.data(), ids.data(), 0, {axes * rows, 0}, {0, 1}};
+  // The pe ops' own table (a learned embedding's), or an unused slot.
   const std::vector<int64_t> table =
       operandSlotWords(bound.encodingOperands.empty() ? nullptr : bound.encodingOperands[0]);
+  int64_t threads = onCaller ? 1 : pool_->threads();
   auto prologue = [&](int64_t part) {
     MemRefDescriptor<int64_t, 2> qp = positions, kp = none;
     MemRefDescriptor<float, 1> sd = tables;
     std::vector<int64_t> e0 = table;
     transformPrologue_(&qp, &kp, &sd, part, threads, e0.data());
   };
-  auto item = [&](int64_t index) {
-    MemRefDescriptor<float, 4> xc = x, oc = o;
-    MemRefDescriptor<float, 1> sd = tables;
-    transformItem_(&xc, &oc, &sd, index);
-  };
-  if (onCaller) {
-    if (tableFloats > 0)
-      prologue(0);
-    for (int64_t index = 0; index < items; ++index)
-      item(index);
-  } else {
-    if (tableFloats > 0)
-      pool_->parallelFor(threads, prologue);
-    pool_->parallelFor(items, item);
-  }
-  returnScratch(std::move(scratch));
+  if (onCaller)
+    prologue(0);
+  else
+    pool_->parallelFor(threads, prologue);
   return Status();
 }
 

@@ -162,25 +162,40 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
             attn::ValueTermBucketOp, attn::ValueTermRowOp>(hook))
       hooks.push_back(hook);
   });
+  // A prologue or transform hook that names its encoding ({encoding = k}:
+  // a standalone kernel's chain) expands that one; else the QK transform.
+  auto transformOf = [&](Operation *hook) -> FailureOr<pe::PositionalEncodingAttrInterface> {
+    auto index = hook->getAttrOfType<IntegerAttr>("encoding");
+    if (!index)
+      return qkTransform;
+    if (index.getInt() < 0 || index.getInt() >= static_cast<int64_t>(encodings.size()))
+      return hook->emitError() << "names encoding " << index.getInt() << " of " << encodings.size();
+    return encodings[index.getInt()];
+  };
   for (Operation *hook : hooks) {
     b.setInsertionPoint(hook);
     Location loc = hook->getLoc();
+    FailureOr<pe::PositionalEncodingAttrInterface> hookTransform = transformOf(hook);
+    if (failed(hookTransform))
+      return failure();
     if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
-      if (qkTransform)
-        qkTransform.emitQKPrologue(b, loc, shape,
+      pe::PositionalEncodingAttrInterface transformer = *hookTransform;
+      if (transformer)
+        transformer.emitQKPrologue(b, loc, shape,
                                    {prologue.getQueryPositions(), prologue.getKeyPositions(),
                                     prologue.getScratch(), prologue.getRowBegin(),
                                     prologue.getRowStep(),
                                     llvm::to_vector(prologue.getEncodingOperands())});
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
-      bool applies = qkTransform && (transform.getIsKey() ? qkTransform.transformsKey()
-                                                          : qkTransform.transformsQuery());
+      pe::PositionalEncodingAttrInterface transformer = *hookTransform;
+      bool applies = transformer && (transform.getIsKey() ? transformer.transformsKey()
+                                                          : transformer.transformsQuery());
       FailureOr<std::pair<Value, Value>> lengths =
           lengthsAt(b, hook, shape, transform.getQueryLength(), transform.getKeyLength());
       if (failed(lengths))
         return failure();
       if (applies)
-        qkTransform.emitQKTileTransform(b, loc, shape,
+        transformer.emitQKTileTransform(b, loc, shape,
                                         {transform.getTile(), transform.getRows(),
                                          transform.getSeqStart(), transform.getBatch(),
                                          transform.getScratch(), transform.getIsKey(),

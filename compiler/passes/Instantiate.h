@@ -37,6 +37,16 @@ bool isStandaloneTransform(mlir::ModuleOp module);
 /// templates/x86/qk_transform.mlir. Anything else is an error naming it.
 mlir::LogicalResult instantiateX86Transform(mlir::ModuleOp module);
 
+/// Whether the module computes attn.linear_attention.
+bool isLinearAttention(mlir::ModuleOp module);
+
+/// The linear attention form of instantiateX86Template, which calls it for
+/// such a module: one attn.linear_attention (a RoPE fused) on the
+/// function's arguments becomes @pejit_prologue and @pejit_item of
+/// templates/x86/linear_attention.mlir, with the attention kernel's
+/// calling convention (docs/linear-attention.md).
+mlir::LogicalResult instantiateX86LinearAttention(mlir::ModuleOp module);
+
 /// The nvidia (tensor-core, f16/bf16) template: a gpu.module with
 /// pejit_prologue, pejit_attention and (split-KV) pejit_combine.
 mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module,

@@ -137,6 +137,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   // A pe.rope on its own: the standalone transform kernel.
   if (isStandaloneTransform(module))
     return instantiateX86Transform(module);
+  if (isLinearAttention(module))
+    return instantiateX86LinearAttention(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();

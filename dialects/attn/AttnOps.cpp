@@ -18,13 +18,12 @@ double AttentionOp::getEffectiveScale() {
   return 1.0 / std::sqrt(static_cast<double>(dim(getQuery(), 3)));
 }
 
-LogicalResult AttentionOp::verify() {
-  Operation *op = getOperation();
-  Value q = getQuery(), k = getKey(), v = getValue();
+LogicalResult pejit::attn::verifyQueryKeyValue(Operation *op, Value q, Value k, Value v,
+                                               Value result) {
   if (failed(requireRank(op, "query", q.getType(), 4, "[b, hq, sq, d]")) ||
       failed(requireRank(op, "key", k.getType(), 4, "[b, hkv, skv, d]")) ||
       failed(requireRank(op, "value", v.getType(), 4, "[b, hkv, skv, dv]")) ||
-      failed(requireRank(op, "result", getResult().getType(), 4, "[b, hq, sq, dv]")))
+      failed(requireRank(op, "result", result.getType(), 4, "[b, hq, sq, dv]")))
     return failure();
 
   using limits::kMaxHeadDim, limits::kMaxHeads, limits::kMaxLength;
@@ -39,15 +38,15 @@ LogicalResult AttentionOp::verify() {
   if (failed(requireSizesWithinLimits(op, "query", q.getType(), queryLimits)) ||
       failed(requireSizesWithinLimits(op, "key", k.getType(), keyLimits)) ||
       failed(requireSizesWithinLimits(op, "value", v.getType(), valueLimits)) ||
-      failed(requireSizesWithinLimits(op, "result", getResult().getType(), resultLimits)))
+      failed(requireSizesWithinLimits(op, "result", result.getType(), resultLimits)))
     return failure();
 
   Type elementType = cast<RankedTensorType>(q.getType()).getElementType();
   for (auto [name, value] : {std::pair<StringRef, Value>{"key", k}, {"value", v}})
     if (cast<RankedTensorType>(value.getType()).getElementType() != elementType)
-      return emitOpError() << name << " element type "
-                           << cast<RankedTensorType>(value.getType()).getElementType()
-                           << " does not match query element type " << elementType;
+      return op->emitOpError() << name << " element type "
+                               << cast<RankedTensorType>(value.getType()).getElementType()
+                               << " does not match query element type " << elementType;
 
   int64_t b = dim(q, 0), hq = dim(q, 1), sq = dim(q, 2), d = dim(q, 3);
   int64_t hkv = dim(k, 1), skv = dim(k, 2), dv = dim(v, 3);
@@ -58,13 +57,24 @@ LogicalResult AttentionOp::verify() {
       failed(requireDim(op, "value", v.getType(), 2, "skv", skv, "the key's skv")))
     return failure();
   if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) && (hkv == 0 || hq % hkv != 0))
-    return emitOpError() << "hq (" << hq << ") is not a multiple of hkv (" << hkv << ")";
-  Type resultType = getResult().getType();
+    return op->emitOpError() << "hq (" << hq << ") is not a multiple of hkv (" << hkv << ")";
+  Type resultType = result.getType();
   if (failed(requireDim(op, "result", resultType, 0, "b", b, "the query's b")) ||
       failed(requireDim(op, "result", resultType, 1, "hq", hq, "the query's hq")) ||
       failed(requireDim(op, "result", resultType, 2, "sq", sq, "the query's sq")) ||
       failed(requireDim(op, "result", resultType, 3, "dv", dv, "the value's dv")))
     return failure();
+
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  Value q = getQuery(), k = getKey();
+  if (failed(verifyQueryKeyValue(op, q, k, getValue(), getResult())))
+    return failure();
+  int64_t b = dim(q, 0), hq = dim(q, 1), sq = dim(q, 2), skv = dim(k, 2);
+  int64_t d = dim(q, 3), dv = dim(getValue(), 3);
 
   // M-RoPE's ids have a leading axis per section (its QK transform says).
   pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
@@ -304,6 +314,8 @@ LogicalResult AttentionOp::verifyEncodings() {
                            << "): relative_to = position needs [s] or [b, s] ids";
   return success();
 }
+
+#include "dialects/attn/AttnEnums.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dialects/attn/AttnOps.cpp.inc"

@@ -9,7 +9,19 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "dialects/attn/AttnEnums.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/attn/AttnOps.h.inc"
+
+namespace pejit::attn {
+
+/// The shape rules attn.attention and attn.linear_attention share: Q [b,
+/// hq, sq, d], K [b, hkv, skv, d], V [b, hkv, skv, dv], the result [b, hq,
+/// sq, dv], one element type, hq a multiple of hkv, sizes within limits.
+::llvm::LogicalResult verifyQueryKeyValue(::mlir::Operation *op, ::mlir::Value q, ::mlir::Value k,
+                                          ::mlir::Value v, ::mlir::Value result);
+
+} // namespace pejit::attn
 
 #endif // PEJIT_DIALECTS_ATTN_ATTNOPS_H

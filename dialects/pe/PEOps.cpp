@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include <cmath>
 
 using namespace mlir;
 using namespace pejit;
@@ -34,11 +35,11 @@ LogicalResult verifyBiasResult(Operation *op, Value result) {
 }
 
 /// Embedding inputs are [b, s, d].
-LogicalResult verifyEmbeddingInput(Operation *op, Value input) {
+LogicalResult verifyEmbeddingInput(Operation *op, Value input, StringRef name = "input") {
   const DimLimit inputLimits[] = {{"b", kMaxLength}, {"s", kMaxLength}, {"d", kMaxTableRows}};
-  if (failed(requireRank(op, "input", input.getType(), 3, "[b, s, d]")))
+  if (failed(requireRank(op, name, input.getType(), 3, "[b, s, d]")))
     return failure();
-  return requireSizesWithinLimits(op, "input", input.getType(), inputLimits);
+  return requireSizesWithinLimits(op, name, input.getType(), inputLimits);
 }
 
 /// Tables of an encoding ([rows, d] or [rows, h]).
@@ -206,6 +207,30 @@ LogicalResult LearnedOp::verify() {
     return failure();
   return verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
                            dim(getInput(), 1));
+}
+
+LogicalResult EmbedOp::verify() {
+  Operation *op = getOperation();
+  Type tokensType = getTokens().getType(), tableType = getTable().getType();
+  auto tokenElement = dyn_cast<IntegerType>(cast<RankedTensorType>(tokensType).getElementType());
+  if (!tokenElement || (tokenElement.getWidth() != 32 && tokenElement.getWidth() != 64))
+    return emitOpError() << "tokens must be i32 or i64, got " << tokensType;
+  if (failed(requireRank(op, "tokens", tokensType, 2, "[b, s]")) ||
+      failed(requireRank(op, "table", tableType, 2, "[vocab, d]")) ||
+      failed(verifyTableSizes(op, getTable())) ||
+      failed(verifyEmbeddingInput(op, getResult(), "result")) ||
+      failed(requireSameElementType(op, "result", getResult(), "table", getTable())))
+    return failure();
+  if (!std::isfinite(getScale().convertToDouble()))
+    return emitOpError() << "scale must be finite, got " << getScale().convertToDouble();
+  if (failed(requireDim(op, "result", getResult().getType(), 0, "b", dim(getTokens(), 0),
+                        "the tokens' b")) ||
+      failed(requireDim(op, "result", getResult().getType(), 1, "s", dim(getTokens(), 1),
+                        "the tokens' s")) ||
+      failed(requireDim(op, "result", getResult().getType(), 2, "d", dim(getTable(), 1),
+                        "the table's d")))
+    return failure();
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -143,4 +143,29 @@ def PE_LearnedOp : PE_EncodingOp<"learned", [AllTypesMatch<["input", "result"]>]
   }];
 }
 
+def PE_EmbedOp : PE_Op<"embed", [Pure]> {
+  let summary = "token embeddings: rows of a [vocab, d] table at token ids, scaled";
+  let description = [{
+    `out[b, t, :] = table[tokens[b, t], :] * scale`: the gather that starts
+    every Transformer. Absolute position embeddings are the pe ops on its
+    result (`pe.sinusoidal`, `pe.learned`, or both): a function of pe.embed
+    and those ops compiles to one standalone kernel that gathers, scales
+    and adds in one pass (docs/standalone-kernels.md). `scale` is 1 by
+    default; sqrt(d) in the original Transformer and Gemma. tokens are i32
+    or i64 [b, s]; a token outside [0, vocab) is an error at run.
+
+    ```mlir
+    %t = pe.embed %tokens, %table {scale = 27.7128} : tensor<?x?xi64>, tensor<32000x768xf32>
+        -> tensor<?x?x768xf32>
+    ```
+  }];
+  let arguments = (ins PE_PositionTensor:$tokens, PE_FloatTensor:$table,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs PE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $tokens `,` $table attr-dict `:` type($tokens) `,` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // PEJIT_PE_OPS_TD

@@ -7,7 +7,9 @@
 
 #include "dialects/attn/AttnOps.h"
 #include "dialects/pe/PEOps.h"
+#include "reference/Absolute.h"
 #include "reference/Attention.h"
+#include "reference/LinearAttention.h"
 #include "reference/Rope.h"
 #include "reference/ScoreBias.h"
 
@@ -146,6 +148,12 @@ public:
       if (auto encodingOp = mlir::dyn_cast<pe::PositionalEncodingOpInterface>(op))
         if (encodingOp.getTransformedInput() && encodingOp.getPositionIds())
           all.push_back(opIds(encodingOp, encodingOp.getPositionIds()));
+      if (auto linear = mlir::dyn_cast<attn::LinearAttentionOp>(op))
+        if (linear.getFusedQKTransform()) {
+          int64_t sq = dimsOf(linear.getQuery())[2], skv = dimsOf(linear.getKey())[2];
+          all.push_back(ids(&op, linear.getQueryPositions(), false, sq, skv));
+          all.push_back(ids(&op, linear.getKeyPositions(), true, sq, skv));
+        }
       if (auto attention = mlir::dyn_cast<attn::AttentionOp>(op)) {
         // The ids of the sides a fused QK transform rotates.
         pe::PositionalEncodingAttrInterface transform = attention.getFusedQKTransform();
@@ -242,6 +250,35 @@ public:
     return true;
   }
 
+  /// attn.linear_attention: its fused RoPE (if any) rotates at the ids
+  /// (defaults filled in) where its placement says.
+  bool linearAttention(attn::LinearAttentionOp op, int64_t seqLen, ref::Tensor &out) {
+    const ref::Tensor &q = tensor(op.getQuery()), &k = tensor(op.getKey());
+    int64_t sq = q.dim(2), skv = k.dim(2);
+    std::optional<ref::PositionIds> qIds = ids(op, op.getQueryPositions(), false, sq, skv);
+    std::optional<ref::PositionIds> kIds = ids(op, op.getKeyPositions(), true, sq, skv);
+    if (!qIds || !kIds)
+      return false;
+    ref::LinearAttentionOptions options;
+    options.map = static_cast<ref::FeatureMap>(op.getFeatureMap());
+    options.causal = op.getCausal();
+    options.ropeOnNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
+    pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
+    std::string problem;
+    std::function<void(ref::Tensor &, bool)> rotate;
+    if (rope)
+      rotate = [&](ref::Tensor &x, bool isKey) {
+        mlir::Value positions = isKey ? op.getKeyPositions() : op.getQueryPositions();
+        if (problem.empty())
+          rope.applyReferenceQKTransform(x, isKey ? *kIds : *qIds, omitted(positions), seqLen,
+                                         problem);
+      };
+    out = ref::linearAttention(q, k, tensor(op.getValue()), options, rotate);
+    if (!problem.empty())
+      return fail(op, problem);
+    return true;
+  }
+
   /// The dims of a materialized term: its type's, `?` lengths taken from an
   /// attention that reads it (bias and key_term are [1|b, h, sq, skv];
   /// value_term [(h,) sq, skv, dv]). Unknown dims stay kDynamic.
@@ -306,31 +343,51 @@ public:
     return true;
   }
 
+  /// pe.embed: rows of the table at the tokens, scaled; a token outside
+  /// the table is the caller's error.
+  bool embed(pe::EmbedOp op, ref::Tensor &result) {
+    auto tokens = values.find(op.getTokens());
+    if (tokens == values.end() || tokens->second.kind != Val::Ids)
+      return fail(op, "its tokens must be an argument of the function");
+    const ref::Tensor &table = tensor(op.getTable());
+    for (size_t i = 0; i < tokens->second.ids.data.size(); ++i) {
+      int64_t token = tokens->second.ids.data[i];
+      if (token < 0 || token >= table.dim(0))
+        return fail(op, "token " + std::to_string(token) + " at flat index " + std::to_string(i) +
+                            " is outside the table's " + std::to_string(table.dim(0)) + " rows");
+    }
+    result = ref::tokenEmbedding(tokens->second.ids, table, op.getScale().convertToDouble());
+    return true;
+  }
+
   /// Evaluates one op into `values`; false (with `error`) if it cannot.
   bool evaluate(mlir::Operation &op, int64_t seqLen) {
     ref::Tensor result;
-    bool ok = llvm::TypeSwitch<mlir::Operation *, bool>(&op)
-                  .Case([&](pe::PositionalEncodingOpInterface encodingOp) {
-                    return evaluateEncoding(encodingOp, seqLen, result);
-                  })
-                  .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
-                  .Case([&](attn::PagedKvOp p) {
-                    auto table = values.find(p.getBlockTable());
-                    std::string problem;
-                    if (table == values.end() || table->second.kind != Val::Ids)
-                      return fail(p, "its block table must be an argument of the function");
-                    if (!gatherPagedKv(tensor(p.getPages()), table->second.ids, pagedKeys, pagedRow,
-                                       result, problem))
-                      return fail(p, problem);
-                    return true;
-                  })
-                  .Case([&](mlir::func::ReturnOp ret) {
-                    result = tensor(ret.getOperand(0));
-                    return true;
-                  })
-                  .Default([&](mlir::Operation *other) {
-                    return fail(other, "this op is not supported by the reference interpreter");
-                  });
+    bool ok =
+        llvm::TypeSwitch<mlir::Operation *, bool>(&op)
+            .Case([&](pe::PositionalEncodingOpInterface encodingOp) {
+              return evaluateEncoding(encodingOp, seqLen, result);
+            })
+            .Case([&](attn::AttentionOp a) { return attention(a, seqLen, result); })
+            .Case([&](pe::EmbedOp e) { return embed(e, result); })
+            .Case([&](attn::LinearAttentionOp a) { return linearAttention(a, seqLen, result); })
+            .Case([&](attn::PagedKvOp p) {
+              auto table = values.find(p.getBlockTable());
+              std::string problem;
+              if (table == values.end() || table->second.kind != Val::Ids)
+                return fail(p, "its block table must be an argument of the function");
+              if (!gatherPagedKv(tensor(p.getPages()), table->second.ids, pagedKeys, pagedRow,
+                                 result, problem))
+                return fail(p, problem);
+              return true;
+            })
+            .Case([&](mlir::func::ReturnOp ret) {
+              result = tensor(ret.getOperand(0));
+              return true;
+            })
+            .Default([&](mlir::Operation *other) {
+              return fail(other, "this op is not supported by the reference interpreter");
+            });
     if (ok && op.getNumResults() == 1)
       values[op.getResult(0)].tensor = std::move(result);
     else if (ok && mlir::isa<mlir::func::ReturnOp>(op))

@@ -139,6 +139,8 @@ std::string useRole(mlir::OpOperand &use) {
         return kOperandGroupNames[i];
     }
   }
+  if (mlir::isa<pe::EmbedOp>(user))
+    return n == 0 ? "tokens" : "token_table";
   std::string name = user->getName().getStringRef().str();
   auto encodingOp = mlir::dyn_cast<pe::PositionalEncodingOpInterface>(user);
   if (!encodingOp)
@@ -202,7 +204,7 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     // Position ids may be omitted (they have defaults); a packed batch's
     // offsets, key lengths and block tables may not.
     if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments" ||
-        info.role == "key_lengths" || info.role == "block_table")
+        info.role == "key_lengths" || info.role == "block_table" || info.role == "tokens")
       sig.requiredArguments = sig.arguments.size() + 1;
     sig.arguments.push_back(std::move(info));
   }

@@ -21,7 +21,9 @@ constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,
                                    ArgumentRole::ValuePages,
                                    ArgumentRole::BlockTable,
                                    ArgumentRole::TransformInput,
-                                   ArgumentRole::TransformPositions};
+                                   ArgumentRole::TransformPositions,
+                                   ArgumentRole::EmbedTokens,
+                                   ArgumentRole::EmbedTable};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -73,6 +75,10 @@ const char *argumentRoleName(ArgumentRole role) {
     return "transform_input";
   case ArgumentRole::TransformPositions:
     return "transform_positions";
+  case ArgumentRole::EmbedTokens:
+    return "tokens";
+  case ArgumentRole::EmbedTable:
+    return "token_table";
   }
   return "?";
 }
@@ -130,15 +136,25 @@ bool KernelSignature::paged() const {
 
 bool KernelSignature::standaloneTransform() const {
   for (const KernelArgument &argument : arguments)
-    if (argument.role == ArgumentRole::TransformInput)
+    if (argument.role == ArgumentRole::TransformInput || argument.role == ArgumentRole::EmbedTokens)
       return true;
   return false;
 }
 
 bool KernelSignature::embeddingTransform() const {
-  for (const KernelArgument &argument : arguments)
+  for (const KernelArgument &argument : arguments) {
     if (argument.role == ArgumentRole::TransformInput)
       return argument.shape.size() == 3;
+    if (argument.role == ArgumentRole::EmbedTokens)
+      return true;
+  }
+  return false;
+}
+
+bool KernelSignature::tokenEmbedding() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::EmbedTokens)
+      return true;
   return false;
 }
 

@@ -44,6 +44,10 @@ enum class ArgumentRole {
   /// (required: a tensor on its own has no default positions).
   TransformInput,
   TransformPositions,
+  /// pe.embed's token ids (i32/i64 [b, s]) and its table [vocab, d]: a
+  /// standalone kernel that gathers its rows.
+  EmbedTokens,
+  EmbedTable,
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -87,8 +91,10 @@ struct KernelSignature {
   /// docs/standalone-kernels.md): it takes transform_input.
   bool standaloneTransform() const;
   /// A standalone kernel of an embedding: its input is [b, s, d] (run as
-  /// [b, 1, s, d], one head).
+  /// [b, 1, s, d], one head), or it gathers one (tokenEmbedding).
   bool embeddingTransform() const;
+  /// A standalone kernel that starts with pe.embed: it takes tokens.
+  bool tokenEmbedding() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

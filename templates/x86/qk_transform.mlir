@@ -1,6 +1,7 @@
 // x86 standalone QK transform template: pe.rope on its own
 // (docs/standalone-kernels.md), e.g. the KV-append kernel that rotates
-// new K rows as it writes them into a cache.
+// new K rows as it writes them into a cache; an embedding plus its
+// absolute position embeddings (several pe ops, one pass).
 //
 // One work item = (batch b, head h, row tile t) of X [B, H, S, D]:
 //   tile = qk_transform(X[b, h, i0 : i0 + nr])   read and rotated in one pass
@@ -19,6 +20,9 @@
 //   ${T} ${OT} element types of X and O (f32, f16, bf16); the tile is f32
 //   ${PB} rows of the position ids: axes x (1 or B)
 //   ${E0} the encoding's own tensor (a learned table), memref<1xf32> if none
+//   PARTS, PROLOGUES, TRANSFORMS: the hook ops of the chain of pe ops, op 0
+//     reading the rows of X, the others in place, each with its part of
+//     the scratch (compiler/passes/StandaloneChain.cpp)
 //   NARROW8: the body of @narrow8 (a plain return for f32)
 
 !X = memref<${B}x${H}x${S}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -26,6 +30,7 @@
 !POS = memref<${PB}x${S}xi64>
 !NOPOS = memref<${PB}x0xi64>
 !SCRATCH = memref<?xf32>
+!PART = memref<?xf32, strided<[1], offset: ?>>
 !E0 = ${E0}
 !ROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
 !TILE = memref<${R}x${D}xf32>
@@ -37,8 +42,10 @@
 // an encoding with a table of its own).
 func.func @pejit_prologue(%pos: !POS, %none: !NOPOS, %scratch: !SCRATCH, %first: index,
                           %step: index, %e0: !E0) attributes {llvm.emit_c_interface, pejit.cold} {
-  attn.qk_prologue %pos, %none, %scratch rows(%first, %step) operands(%e0 : !E0)
-      : !POS, !NOPOS, !SCRATCH
+  %c1 = arith.constant 1 : index
+  %S = memref.dim %pos, %c1 : !POS
+${PARTS}
+${PROLOGUES}
   return
 }
 
@@ -65,9 +72,8 @@ func.func @pejit_transform_item(%x: !X, %o: !O, %scratch: !SCRATCH, %item: index
   %nr = arith.minui %left, %R : index
   %tile = memref.alloca() {alignment = 64 : i64} : !TILE
   %rows = memref.subview %x[%b, %h, %i0, 0] [1, 1, %nr, ${D}] [1, 1, 1, 1] : !X to !ROWS
-  attn.qk_transform %tile from %rows, %nr, %i0, %b, %scratch lengths(%S, %c0)
-      : !TILE from !ROWS, !SCRATCH
-  scf.for %r = %c0 to %nr step %c1 {
+${PARTS}
+${TRANSFORMS}  scf.for %r = %c0 to %nr step %c1 {
     %i = arith.addi %i0, %r : index
     scf.for %d = %c0 to %D step %c8 {
       %v = vector.load %tile[%r, %d] : !TILE, !V8

@@ -32,6 +32,9 @@ Stage tiledStage(X86TileConfig tiles) {
     // transform's x [b, h, s, d] is Q's and K's: Shape{b, h, h, s, s, d, d}.
     if (auto item = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_item")) {
       state.artifact.shape = kernelShape(item.getArgumentTypes());
+    } else if (auto embed = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_embed_item")) {
+      mlir::Type o = embed.getArgumentTypes()[2]; // [b, 1, s, d], the gathered rows' shape
+      state.artifact.shape = kernelShape({o, o, o});
     } else {
       auto transform = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_transform_item");
       mlir::Type x = transform.getArgumentTypes()[0];

@@ -512,3 +512,51 @@ func.func @paged_per_row_ids(%q: tensor<2x4x1x64xf32>, %kp: tensor<?x16x4x64xf32
   %o = attn.attention %q, %k, %k query_positions(%qp : tensor<2x1xi64>) key_positions(%kpos : tensor<2x?xi64>) encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<2x4x1x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x1x64xf32>
   return
 }
+
+// -----
+
+func.func @linear_softmax_keys_on_numerator(%q: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op softmax_keys has no denominator, so rope_on_numerator does not apply: use rope_before_feature_map}}
+  %o = attn.linear_attention %q, %q, %q feature_map(softmax_keys) encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_rope_without_placement(%q: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op a fused RoPE needs rope_placement(rope_before_feature_map) or rope_placement(rope_on_numerator): where it rotates changes the result, so it is never implied}}
+  %o = attn.linear_attention %q, %q, %q feature_map(elu_plus_one) encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_placement_without_rope(%q: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op rope_placement without a RoPE in encodings(...)}}
+  %o = attn.linear_attention %q, %q, %q feature_map(relu) rope_placement(rope_on_numerator) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_alibi(%q: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op encodings: #pe.alibi<num_heads = 2, form = causal> cannot fuse into linear attention: it has no scores, so only a QK transform (#pe.rope) can}}
+  %o = attn.linear_attention %q, %q, %q feature_map(relu) encodings([#pe.alibi<num_heads = 2, form = causal>]) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_gqa(%q: tensor<1x3x8x16xf32>, %k: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op hq (3) is not a multiple of hkv (2)}}
+  %o = attn.linear_attention %q, %k, %k feature_map(relu) : tensor<1x3x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x3x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_unknown_map(%q: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{expected}}
+  %o = attn.linear_attention %q, %q, %q feature_map(cosformer) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return
+}

@@ -148,3 +148,18 @@ func.func @paged_kv(%q: tensor<?x8x1x64xf32>, %kp: tensor<?x16x2x64xf32>, %vp: t
   %o = attn.attention %q, %k, %v key_lengths(%lens : tensor<?xi32>) : tensor<?x8x1x64xf32>, tensor<?x2x?x64xf32>, tensor<?x2x?x64xf32> -> tensor<?x8x1x64xf32>
   return %o : tensor<?x8x1x64xf32>
 }
+
+// attn.linear_attention: every feature map; causal; a fused RoPE with its
+// placement; GQA (4 query heads on 2 KV heads).
+// CHECK-LABEL: func.func @linear_attention
+func.func @linear_attention(%q: tensor<1x4x9x16xf32>, %k: tensor<1x2x9x16xf32>, %v: tensor<1x2x9x8xf32>, %p: tensor<9xi64>) {
+  // CHECK: attn.linear_attention %{{.*}}, %{{.*}}, %{{.*}} feature_map(elu_plus_one) : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  %0 = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  // CHECK: attn.linear_attention %{{.*}}, %{{.*}}, %{{.*}} feature_map(relu) causal : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  %1 = attn.linear_attention %q, %k, %v feature_map(relu) causal : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  // CHECK: attn.linear_attention %{{.*}}, %{{.*}}, %{{.*}} feature_map(identity) query_positions(%{{.*}} : tensor<9xi64>) key_positions(%{{.*}} : tensor<9xi64>) encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator)
+  %2 = attn.linear_attention %q, %k, %v feature_map(identity) query_positions(%p : tensor<9xi64>) key_positions(%p : tensor<9xi64>) encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  // CHECK: attn.linear_attention %{{.*}}, %{{.*}}, %{{.*}} feature_map(softmax_keys) causal encodings([#pe.rope<layout = interleaved, theta = 500.0>]) rope_placement(rope_before_feature_map)
+  %3 = attn.linear_attention %q, %k, %v feature_map(softmax_keys) causal encodings([#pe.rope<layout = interleaved, theta = 500.0>]) rope_placement(rope_before_feature_map) : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  return
+}

@@ -107,11 +107,40 @@ func.func @standalone_alibi() -> tensor<1x4x8x8xf32> {
 
 // -----
 
-func.func @standalone_two_ropes(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) -> tensor<1x4x8x64xf32> {
-  %a = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
-  // expected-error @+1 {{expected one pe op per standalone kernel, found another}}
-  %b = pe.rope %a, %pos <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xi32>
-  return %b : tensor<1x4x8x64xf32>
+// Several pe ops compile to one pass when each reads the one before it,
+// all at the same ids.
+func.func @standalone_chain_branches(%x: tensor<1x8x64xf32>, %pos: tensor<8xi32>) -> tensor<1x8x64xf32> {
+  %a = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<1x8x64xf32>, tensor<8xi32>
+  // expected-error @+1 {{each pe op of a standalone kernel must read the result of the one before it: they run in one pass over the rows}}
+  %b = pe.sinusoidal %x, %pos <base = 500.0> : tensor<1x8x64xf32>, tensor<8xi32>
+  return %b : tensor<1x8x64xf32>
+}
+
+// -----
+
+func.func @standalone_chain_two_ids(%x: tensor<1x8x64xf32>, %pos: tensor<8xi32>, %other: tensor<8xi32>) -> tensor<1x8x64xf32> {
+  %a = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<1x8x64xf32>, tensor<8xi32>
+  // expected-error @+1 {{the pe ops of one standalone kernel must read the same position ids (one argument)}}
+  %b = pe.sinusoidal %a, %other <base = 500.0> : tensor<1x8x64xf32>, tensor<8xi32>
+  return %b : tensor<1x8x64xf32>
+}
+
+// -----
+
+func.func @standalone_embed_second(%x: tensor<1x8x64xf32>, %pos: tensor<8xi32>, %tok: tensor<1x8xi32>, %words: tensor<50x64xf32>) -> tensor<1x8x64xf32> {
+  %a = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<1x8x64xf32>, tensor<8xi32>
+  // expected-error @+1 {{a standalone kernel has one pe.embed, first: the pe ops add to its result}}
+  %t = pe.embed %tok, %words : tensor<1x8xi32>, tensor<50x64xf32> -> tensor<1x8x64xf32>
+  return %t : tensor<1x8x64xf32>
+}
+
+// -----
+
+func.func @standalone_chain_two_tables(%x: tensor<1x8x64xf32>, %pos: tensor<8xi32>, %t1: tensor<16x64xf32>, %t2: tensor<16x64xf32>) -> tensor<1x8x64xf32> {
+  %a = pe.learned %x, %pos, %t1 <max_positions = 16> : tensor<1x8x64xf32>, tensor<8xi32>, tensor<16x64xf32>
+  // expected-error @+1 {{a standalone kernel reads at most one table of its pe ops, found 2}}
+  %b = pe.learned %a, %pos, %t2 <max_positions = 16> : tensor<1x8x64xf32>, tensor<8xi32>, tensor<16x64xf32>
+  return %b : tensor<1x8x64xf32>
 }
 
 // -----
@@ -129,4 +158,23 @@ func.func @standalone_sinusoidal_dynamic_width(%x: tensor<1x8x?xf32>, %pos: tens
   // expected-error @+1 {{input 'tensor<1x8x?xf32>' has a dynamic dim 2: the kernel takes `?` only for the batch (dim 0) and the length (dim 1)}}
   %e = pe.sinusoidal %x, %pos <base = 10000.0> : tensor<1x8x?xf32>, tensor<8xi32>
   return %e : tensor<1x8x?xf32>
+}
+
+// -----
+
+// Linear attention's x86 kernel keeps its d x dv state on the item's stack.
+func.func @linear_state_too_big(%q: tensor<1x1x8x512xf32>, %v: tensor<1x1x8x256xf32>) -> tensor<1x1x8x256xf32> {
+  // expected-error @+1 {{the state d x dv = 131072 floats exceeds the item's stack bound of 65536 (docs/limits.md)}}
+  %o = attn.linear_attention %q, %q, %v feature_map(relu) : tensor<1x1x8x512xf32>, tensor<1x1x8x512xf32>, tensor<1x1x8x256xf32> -> tensor<1x1x8x256xf32>
+  return %o : tensor<1x1x8x256xf32>
+}
+
+// -----
+
+// Only a fused RoPE: a pe.rope on Q before the op is not fused into it yet.
+func.func @linear_unfused_rope(%q: tensor<1x2x8x16xf32>, %p: tensor<8xi64>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{'pe.rope' cannot be compiled with attn.linear_attention: fuse a RoPE into it with encodings(...) and rope_placement(...)}}
+  %r = pe.rope %q, %p <layout = half, theta = 10000.0> : tensor<1x2x8x16xf32>, tensor<8xi64>
+  %o = attn.linear_attention %r, %q, %q feature_map(relu) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
 }

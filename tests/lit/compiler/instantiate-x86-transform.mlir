@@ -93,3 +93,33 @@ func.func @bert_positions(%x: tensor<2x?x64xbf16>, %pos: tensor<?xi64>, %table: 
   %e = pe.learned %x, %pos, %table <max_positions = 512> : tensor<2x?x64xbf16>, tensor<?xi64>, tensor<512x64xbf16>
   return %e : tensor<2x?x64xbf16>
 }
+
+// -----
+
+// pe.embed, then the absolute embeddings on its result, in one pass:
+//   out[b, t, :] = words[tokens[b, t]] * scale + PE_sin(p) + table[p]
+// The gather fills the f32 tile (the token clamped into the table; run
+// refuses others), then each pe op transforms it in place, each with its
+// own part of the scratch: sinusoidal's at the start, learned's after it
+// (64 floats per position each, 128 in all).
+// CHECK: arguments = "tokens:i64:?x? token_table:f32:100x64 transform_positions:i64:? encoding_operand=learned_table:f32:16x64"
+// CHECK-SAME: position_limit = 16 : i64
+// CHECK-SAME: table_floats_per_query_position = 128 : i64
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK: memref.subview %{{.*}}[%{{.*}}] [%{{.*}}] [1] : memref<?xf32> to memref<?xf32, strided<[1], offset: ?>>
+// CHECK: math.roundeven {{.*}} : vector<4xf64>
+// CHECK: arith.minsi
+// CHECK-LABEL: func.func @pejit_embed_item
+// CHECK-SAME: (%[[TOK:[^:]*]]: memref<?x?xi64>, %[[WORDS:[^:]*]]: memref<100x64xf32>
+// CHECK: memref.load %[[TOK]]
+// CHECK: arith.minsi
+// CHECK: vector.load %[[WORDS]]
+// CHECK: arith.mulf
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+func.func @bert_embeddings(%tok: tensor<?x?xi64>, %words: tensor<100x64xf32>, %pos: tensor<?xi64>, %table: tensor<16x64xf32>) -> tensor<?x?x64xf32> {
+  %t = pe.embed %tok, %words {scale = 8.0} : tensor<?x?xi64>, tensor<100x64xf32> -> tensor<?x?x64xf32>
+  %s = pe.sinusoidal %t, %pos <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>
+  %e = pe.learned %s, %pos, %table <max_positions = 16> : tensor<?x?x64xf32>, tensor<?xi64>, tensor<16x64xf32>
+  return %e : tensor<?x?x64xf32>
+}

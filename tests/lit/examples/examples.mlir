@@ -22,3 +22,15 @@
 
 // APPEND-LABEL: func.func @kv_append
 // APPEND: pe.rope {{.*}}scaling = #pe.llama3
+
+// The embedding examples parse, verify and compile to one standalone kernel each.
+// RUN: pejit-opt %S/../../../examples/bert_embeddings.mlir --attn-instantiate-x86-template | FileCheck %s --check-prefix=BERT
+// RUN: pejit-opt %S/../../../examples/transformer_embeddings.mlir --attn-instantiate-x86-template | FileCheck %s --check-prefix=VASWANI
+
+// BERT: arguments = "tokens:i64:?x? token_table:f32:30522x768 transform_positions:i64:? encoding_operand=learned_table:f32:512x768"
+// BERT-SAME: position_limit = 512
+// BERT: func.func @pejit_embed_item
+
+// VASWANI: arguments = "tokens:i64:?x? token_table:f32:37000x512 transform_positions:i64:?"
+// VASWANI: func.func @pejit_embed_item
+// VASWANI: arith.constant 22.6274166 : f32

@@ -533,3 +533,51 @@ func.func @pre_rotated_dynamic_ntk(%q: tensor<1x4x8x64xf32>) {
   %o = attn.attention %q, %q, %q encodings([#pe.rope<layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 4096>, apply_to = query>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
   return
 }
+
+// -----
+
+func.func @embed_float_tokens(%tok: tensor<2x16xf32>, %words: tensor<100x64xf32>) {
+  // expected-error @+1 {{'pe.embed' op tokens must be i32 or i64, got 'tensor<2x16xf32>'}}
+  %0 = pe.embed %tok, %words : tensor<2x16xf32>, tensor<100x64xf32> -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_tokens_rank(%tok: tensor<16xi64>, %words: tensor<100x64xf32>) {
+  // expected-error @+1 {{'pe.embed' op tokens must be [b, s] (rank 2), got 'tensor<16xi64>'}}
+  %0 = pe.embed %tok, %words : tensor<16xi64>, tensor<100x64xf32> -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_width(%tok: tensor<2x16xi64>, %words: tensor<100x64xf32>) {
+  // expected-error @+1 {{'pe.embed' op result d (dim 2) is 32 but the table's d is 64}}
+  %0 = pe.embed %tok, %words : tensor<2x16xi64>, tensor<100x64xf32> -> tensor<2x16x32xf32>
+  return
+}
+
+// -----
+
+func.func @embed_length(%tok: tensor<2x16xi64>, %words: tensor<100x64xf32>) {
+  // expected-error @+1 {{'pe.embed' op result s (dim 1) is 8 but the tokens' s is 16}}
+  %0 = pe.embed %tok, %words : tensor<2x16xi64>, tensor<100x64xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_element_type(%tok: tensor<2x16xi64>, %words: tensor<100x64xbf16>) {
+  // expected-error @+1 {{'pe.embed' op result element type 'f32' does not match table element type 'bf16'}}
+  %0 = pe.embed %tok, %words : tensor<2x16xi64>, tensor<100x64xbf16> -> tensor<2x16x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_scale(%tok: tensor<2x16xi64>, %words: tensor<100x64xf32>) {
+  // expected-error @+1 {{'pe.embed' op scale must be finite, got INF}}
+  %0 = pe.embed %tok, %words {scale = 0x7FF0000000000000 : f64} : tensor<2x16xi64>, tensor<100x64xf32> -> tensor<2x16x64xf32>
+  return
+}

@@ -120,6 +120,16 @@ func.func @absolute(%x: tensor<2x16x64xf32>, %pos: tensor<16xi64>, %table: tenso
   return
 }
 
+// pe.embed: out[b, t] = table[tokens[b, t]] * scale; scale 1 is not printed.
+// CHECK-LABEL: func.func @token_embedding
+func.func @token_embedding(%tok: tensor<?x?xi64>, %words: tensor<32000x64xbf16>, %tok32: tensor<2x16xi32>) {
+  // CHECK: pe.embed %{{.*}}, %{{.*}} {scale = 8.000000e+00 : f64} : tensor<?x?xi64>, tensor<32000x64xbf16> -> tensor<?x?x64xbf16>
+  %0 = pe.embed %tok, %words {scale = 8.0} : tensor<?x?xi64>, tensor<32000x64xbf16> -> tensor<?x?x64xbf16>
+  // CHECK: pe.embed %{{.*}}, %{{.*}} : tensor<2x16xi32>, tensor<32000x64xbf16> -> tensor<2x16x64xbf16>
+  %1 = pe.embed %tok32, %words : tensor<2x16xi32>, tensor<32000x64xbf16> -> tensor<2x16x64xbf16>
+  return
+}
+
 // Small decimals round-trip exactly.
 // CHECK-LABEL: func.func @float_printing
 func.func @float_printing(%x: tensor<1x1x4x4xf32>, %pos: tensor<4xi32>) {

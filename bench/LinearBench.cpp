@@ -1,0 +1,107 @@
+// `pejit bench --linear`: linear attention with fused RoPE
+// (docs/linear-attention.md) against pejit's softmax attention with fused
+// RoPE, both causal, at s = 2048, 8192 and 32768, d = dv = 64 and 128
+// (b = 1, hq = hkv = 4, f32, RoPE theta 10000; linear: elu_plus_one,
+// rope_on_numerator). FLOPs counted for each as its own work:
+//   softmax: 4 hq sq skv d / 2 (causal)
+//   linear:  2 hq (sq + skv) d dv (a state update per key, a read per query)
+// so GFLOP/s and % of the measured FMA peak say how well each uses the
+// machine, and the ms columns say which is faster. Softmax at 32768 runs
+// `repeats` / 2 + 1 times: one run is seconds.
+#include "bench/AttentionBench.h"
+#include "bench/PeakFma.h"
+#include "bench/Timing.h"
+#include "runtime/Pejit.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace pejit::bench {
+
+namespace {
+
+std::string linearSource(int64_t heads, int64_t d) {
+  std::string t = "tensor<1x" + std::to_string(heads) + "x?x" + std::to_string(d) + "xf32>";
+  return "func.func @linear(%q: " + t + ", %k: " + t + ", %v: " + t + ") -> " + t +
+         " {\n  %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) causal "
+         "encodings([#pe.rope<layout = half, theta = 10000.0>]) "
+         "rope_placement(rope_on_numerator) : " +
+         t + ", " + t + ", " + t + " -> " + t + "\n  return %o : " + t + "\n}\n";
+}
+
+std::string softmaxSource(int64_t heads, int64_t d) {
+  std::string t = "tensor<1x" + std::to_string(heads) + "x?x" + std::to_string(d) + "xf32>";
+  return "func.func @softmax(%q: " + t + ", %k: " + t + ", %v: " + t + ") -> " + t +
+         " {\n  %o = attn.attention %q, %k, %v causal "
+         "encodings([#pe.rope<layout = half, theta = 10000.0>]) : " +
+         t + ", " + t + ", " + t + " -> " + t + "\n  return %o : " + t + "\n}\n";
+}
+
+} // namespace
+
+int runLinearBench(int argc, char **argv) {
+  int repeats = 5;
+  for (int i = 0; i < argc; ++i)
+    if (std::string(argv[i]).rfind("--repeats=", 0) == 0)
+      repeats = std::max(1, std::atoi(argv[i] + 10));
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t heads = 4;
+  double peak = measurePeakFmaGflops(threads);
+  std::printf("pejit bench --linear: b=1 hq=hkv=4 f32 causal, RoPE fused, %d threads, peak %.1f "
+              "GFLOP/s at start\n\n",
+              threads, peak);
+  std::printf("| d | s | kernel | ms | GFLOP/s | %% of peak | softmax ms / linear ms |\n"
+              "| ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+  Runtime runtime({threads});
+  std::mt19937 engine(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t d : {64, 128}) {
+    Expected<Spec> linear = Spec::fromText(linearSource(heads, d));
+    Expected<Spec> softmax = Spec::fromText(softmaxSource(heads, d));
+    if (!linear || !softmax) {
+      std::fprintf(stderr, "linear bench: %s\n",
+                   (!linear ? linear.error() : softmax.error()).c_str());
+      return 1;
+    }
+    Expected<X86Kernel> linearKernel = runtime.getX86(*linear);
+    Expected<X86Kernel> softmaxKernel = runtime.getX86(*softmax);
+    if (!linearKernel || !softmaxKernel) {
+      std::fprintf(stderr, "linear bench: %s\n",
+                   (!linearKernel ? linearKernel.error() : softmaxKernel.error()).c_str());
+      return 1;
+    }
+    for (int64_t s : {2048, 8192, 32768}) {
+      std::vector<float> q(heads * s * d), k(q.size()), v(q.size()), o(q.size());
+      for (std::vector<float> *t : {&q, &k, &v})
+        for (float &x : *t)
+          x = dist(engine);
+      std::vector<int64_t> dims{1, heads, s, d};
+      std::vector<TensorView> inputs = {{q.data(), DType::F32, dims, {}},
+                                        {k.data(), DType::F32, dims, {}},
+                                        {v.data(), DType::F32, dims, {}}};
+      TensorView out{o.data(), DType::F32, dims, {}};
+      Interleaved lin =
+          medianWithPeak(repeats, threads, [&] { (void)linearKernel->run(inputs, out); });
+      Interleaved soft = medianWithPeak(s > 8192 ? repeats / 2 + 1 : repeats, threads,
+                                        [&] { (void)softmaxKernel->run(inputs, out); });
+      double linearGflop = 2.0 * heads * (2.0 * s) * d * d / 1e9;
+      double softmaxGflop = 4.0 * heads * double(s) * s * d * 0.5 / 1e9;
+      for (auto [name, runs, gflop] :
+           {std::tuple{"linear (elu+1, RoPE on numerator)", lin, linearGflop},
+            std::tuple{"softmax (flash, RoPE fused)", soft, softmaxGflop}})
+        std::printf("| %lld | %lld | %s | %.2f | %.1f | %.0f%% | %.2f |\n", (long long)d,
+                    (long long)s, name, runs.kernelMs, gflop / runs.kernelMs * 1e3,
+                    100.0 * gflop / runs.kernelMs * 1e3 / runs.peakGflops,
+                    soft.kernelMs / lin.kernelMs);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+} // namespace pejit::bench

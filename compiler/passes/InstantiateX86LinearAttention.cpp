@@ -1,0 +1,232 @@
+// attn-instantiate-x86-template, linear attention form: a function whose
+// body is one attn.linear_attention on its arguments becomes the kernel of
+// templates/x86/linear_attention.mlir (docs/linear-attention.md). The
+// fused RoPE's hooks are the attention templates' (the prologue's cos/sin
+// tables, the tile transform on Q and K rows); this file names no concrete
+// encoding. The kernel's entry points and calling convention are the
+// softmax attention kernel's, so the runtime runs it as one: one item per
+// (b, hq) covers every query row (tile_m is the largest length).
+#include "compiler/passes/Instantiate.h"
+#include "compiler/passes/TemplateSupport.h"
+#include "dialects/ShapeChecks.h"
+#include "dialects/attn/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "templates/X86LinearAttention.inc"
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// Query (and key) rows a tile reads at once into f32.
+constexpr int64_t kRowsPerTile = 16;
+
+/// The state S [d, dv] lives on the item's stack: at most 256 KB.
+constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
+
+/// The body of @phi8: the feature map on 8 lanes.
+std::string phiBody(attn::FeatureMap map) {
+  switch (map) {
+  case attn::FeatureMap::EluPlusOne:
+    return "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
+           "  %one = arith.constant dense<1.0> : vector<8xf32>\n"
+           "  %positive = arith.cmpf ogt, %x, %zero : vector<8xf32>\n"
+           "  %e = math.exp %x : vector<8xf32>\n"
+           "  %p = arith.addf %x, %one : vector<8xf32>\n"
+           "  %y = arith.select %positive, %p, %e : vector<8xi1>, vector<8xf32>\n"
+           "  return %y : vector<8xf32>";
+  case attn::FeatureMap::Relu:
+    return "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
+           "  %y = arith.maximumf %x, %zero : vector<8xf32>\n"
+           "  return %y : vector<8xf32>";
+  case attn::FeatureMap::Identity:
+  case attn::FeatureMap::SoftmaxKeys:
+    return "return %x : vector<8xf32>";
+  }
+  return "return %x : vector<8xf32>";
+}
+
+std::string widenBody(const std::string &t) {
+  if (t == "f32")
+    return "return %x : vector<8xf32>";
+  return "%w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n  return %w : vector<8xf32>";
+}
+
+} // namespace
+
+bool pejit::isLinearAttention(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::LinearAttentionOp) { found = true; });
+  return found;
+}
+
+LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError() << "expected one function to compile, found " << funcs.size();
+  func::FuncOp func = funcs[0];
+  attn::LinearAttentionOp op;
+  for (Operation &inner : func.getBody().getOps()) {
+    if (auto linear = dyn_cast<attn::LinearAttentionOp>(inner)) {
+      if (op)
+        return inner.emitError() << "expected one attn.linear_attention per kernel, found another";
+      op = linear;
+    } else if (!isa<func::ReturnOp>(inner)) {
+      return inner.emitError() << "'" << inner.getName()
+                               << "' cannot be compiled with attn.linear_attention: fuse a RoPE "
+                                  "into it with encodings(...) and rope_placement(...)";
+    }
+  }
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
+    return func.emitError() << "the function must return the attn.linear_attention's result "
+                               "(and nothing else): that is the kernel's output";
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
+  for (auto [type, name] :
+       {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
+    for (int64_t dim : {1, 3})
+      if (type.isDynamicDim(dim))
+        return op.emitError() << name << " " << type << " has a dynamic dim " << dim
+                              << ": the x86 kernel takes `?` only for the batch (dim 0) and the "
+                                 "lengths (dim 2)";
+    if (!kernelElementTypeName(type.getElementType()))
+      return op.emitError() << name << " element type " << type.getElementType()
+                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
+  }
+  pe::AttentionShape shape;
+  shape.batch = qType.getDimSize(0);
+  shape.queryHeads = qType.getDimSize(1);
+  shape.querySeq = qType.getDimSize(2);
+  shape.headDim = qType.getDimSize(3);
+  shape.kvHeads = kType.getDimSize(1);
+  shape.keySeq = kType.getDimSize(2);
+  shape.valueDim = vType.getDimSize(3);
+  shape.vectorWidth = 8;
+  shape.queryTileRows = kRowsPerTile;
+  if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
+    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
+                          << shape.headDim << ", dv = " << shape.valueDim;
+  if (shape.headDim * shape.valueDim > kMaxStateFloats)
+    return op.emitError() << "the state d x dv = " << shape.headDim * shape.valueDim
+                          << " floats exceeds the item's stack bound of " << kMaxStateFloats
+                          << " (docs/limits.md)";
+  pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
+  int64_t axes = rope ? rope.getPositionAxes() : 0;
+  shape.positionAxes = std::max<int64_t>(axes, 1);
+  auto positionRows = [&](Value positions) -> int64_t {
+    if (!positions)
+      return 1;
+    auto type = cast<RankedTensorType>(positions.getType());
+    return type.getRank() == (axes > 0 ? 3 : 2) ? type.getDimSize(axes > 0 ? 1 : 0) : 1;
+  };
+  shape.queryPositionRows = positionRows(op.getQueryPositions());
+  shape.keyPositionRows = positionRows(op.getKeyPositions());
+  if (ShapedType::isDynamic(shape.queryPositionRows) ||
+      ShapedType::isDynamic(shape.keyPositionRows))
+    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
+                             "built yet: pass ids shared by the batch ([s]) or a static batch";
+
+  KernelSignature signature;
+  std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
+                                            {op.getKey(), ArgumentRole::Key},
+                                            {op.getValue(), ArgumentRole::Value},
+                                            {op.getQueryPositions(), ArgumentRole::QueryPositions},
+                                            {op.getKeyPositions(), ArgumentRole::KeyPositions}};
+  for (auto [value, role] : roles)
+    if (value && !isa<BlockArgument>(value))
+      return op.emitError() << "operand '" << argumentRoleName(role) << "' is computed by '"
+                            << value.getDefiningOp()->getName()
+                            << "': the kernel reads it from an argument of the function";
+  for (BlockArgument arg : func.getArguments()) {
+    KernelArgument argument;
+    bool found = false;
+    for (auto [value, role] : roles)
+      if (value == arg && !found) {
+        argument.role = role;
+        found = true;
+      }
+    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
+      argument.role = ArgumentRole::Positions;
+    if (!found)
+      return func.emitError() << "argument #" << arg.getArgNumber()
+                              << " is not an operand of attn.linear_attention";
+    describeArgumentType(arg.getType(), argument);
+    signature.arguments.push_back(std::move(argument));
+  }
+
+  const char *inName = kernelElementTypeName(qType.getElementType());
+  const char *outName = kernelElementTypeName(oType.getElementType());
+  if (kType.getElementType() != qType.getElementType() ||
+      vType.getElementType() != qType.getElementType())
+    return op.emitError() << "the x86 kernel takes query, key and value of one element type";
+  bool onNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
+  attn::FeatureMap map = op.getFeatureMap();
+  std::map<std::string, std::string> params = {
+      {"B", dimToString(shape.batch)},
+      {"HQ", std::to_string(shape.queryHeads)},
+      {"HKV", std::to_string(shape.kvHeads)},
+      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
+      {"SQ", dimToString(shape.querySeq)},
+      {"SKV", dimToString(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"DV", std::to_string(shape.valueDim)},
+      {"R", std::to_string(kRowsPerTile)},
+      {"T", inName},
+      {"OT", outName},
+      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"ON_NUMERATOR", onNumerator ? "true" : "false"},
+      {"SOFTMAX_KEYS", map == attn::FeatureMap::SoftmaxKeys ? "true" : "false"},
+      {"NORMALIZE",
+       map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
+      {"PHI8", phiBody(map)},
+      {"WIDEN8", widenBody(inName)},
+      {"NARROW8", x86NarrowBody(outName)}};
+  FailureOr<std::string> text = substitute(
+      loadTemplate("x86/linear_attention.mlir", kX86LinearAttentionTemplate), params, op);
+  if (failed(text))
+    return failure();
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  if (!kernel)
+    return op.emitError() << "the kernel template did not parse after substitution";
+  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  if (rope)
+    encodings.push_back(rope);
+  if (failed(expandHooks(*kernel, shape, encodings, std::nullopt)))
+    return failure();
+
+  // One item per (b, hq): tile_m is the largest length, so the runtime's
+  // plan (b hq ceil(sq / tile_m)) gives that for every call. The tables
+  // are the RoPE's, per Q and K position.
+  bool staticShape = !ShapedType::isDynamic(shape.batch) &&
+                     !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
+  int64_t perQuery = rope ? rope.getScratchFloatsPerPosition(shape, false) : 0;
+  int64_t perKey = rope ? rope.getScratchFloatsPerPosition(shape, true) : 0;
+  int64_t tableFloats = staticShape ? tableScratchFloats(rope, shape) : 0;
+  Builder attrs(module.getContext());
+  NamedAttrList info;
+  info.append("items", attrs.getI64IntegerAttr(staticShape ? shape.batch * shape.queryHeads : 0));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(tableFloats));
+  info.append("table_floats_per_query_position", attrs.getI64IntegerAttr(perQuery));
+  info.append("table_floats_per_key_position", attrs.getI64IntegerAttr(perKey));
+  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
+  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
+  info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
+  info.append("tile_n", attrs.getI64IntegerAttr(kRowsPerTile));
+  info.append("target", attrs.getStringAttr("x86-avx2"));
+  info.append("dtype", attrs.getStringAttr(inName));
+  info.append("out_dtype", attrs.getStringAttr(outName));
+  info.append("function", attrs.getStringAttr(func.getSymName()));
+  info.append("arguments", attrs.getStringAttr(signature.str()));
+  FusedAttention found{func, nullptr, signature};
+  spliceKernel(module, found, *kernel, attrs.getDictionaryAttr(info));
+  return success();
+}

@@ -1,0 +1,55 @@
+// A standalone kernel's program (docs/standalone-kernels.md): the chain of
+// pe ops a function of no attention computes, read and checked once for
+// the templates that compile it (templates/x86/qk_transform.mlir and
+// embed.mlir).
+#ifndef PEJIT_COMPILER_PASSES_STANDALONECHAIN_H
+#define PEJIT_COMPILER_PASSES_STANDALONECHAIN_H
+
+#include "dialects/pe/KernelHooks.h"
+#include "dialects/pe/PEOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace pejit {
+
+/// out = op_n( ... op_1(op_0(source)) ... ): the source is an argument x
+/// (then op_0 reads it) or a pe.embed's gather. Every op is elementwise on
+/// rows (a QK transform or an additive embedding) with a standalone kernel,
+/// and all read the same position ids.
+struct StandaloneChain {
+  mlir::func::FuncOp func;
+  pe::EmbedOp embed;                                        ///< null: the source is `input`
+  mlir::Value input;                                        ///< x, an argument (no embed)
+  mlir::Value ids;                                          ///< the ops' ids (null: no op)
+  llvm::SmallVector<pe::PositionalEncodingOpInterface> ops; ///< in order
+  llvm::SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  llvm::SmallVector<mlir::Value> tables; ///< the ops' own tensors (encoding operands)
+
+  /// The op whose result the function returns.
+  mlir::Operation *last() const;
+};
+
+/// The module's one function, when it holds no attention: pe ops (and a
+/// pe.embed) only. Null otherwise.
+mlir::func::FuncOp standaloneFunction(mlir::ModuleOp module);
+
+/// The function's chain; an error on the op that breaks a rule.
+mlir::FailureOr<StandaloneChain> readStandaloneChain(mlir::func::FuncOp func);
+
+/// The template text of the chain's hooks, spliced where the template says
+/// ${PARTS}, ${PROLOGUES} and ${TRANSFORMS}: op k's part of the scratch
+/// (its per-position floats for `positionRows` rows of %S ids, after op
+/// k - 1's), its attn.qk_prologue, and its attn.qk_transform on %tile
+/// (`fromRows`: op 0 reads %rows, the others transform in place).
+struct ChainHookText {
+  std::string parts, prologues, transforms;
+};
+ChainHookText chainHookText(const StandaloneChain &chain, const pe::AttentionShape &shape,
+                            int64_t positionRows, bool fromRows);
+
+} // namespace pejit
+
+#endif // PEJIT_COMPILER_PASSES_STANDALONECHAIN_H

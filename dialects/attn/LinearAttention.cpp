@@ -1,0 +1,66 @@
+// Verifier of attn.linear_attention (AttnOps.td): attn.attention's shape
+// rules, a feature map, and an explicit RoPE placement when a RoPE is fused.
+#include "dialects/ShapeChecks.h"
+#include "dialects/attn/AttnOps.h"
+#include "dialects/pe/PEAttrs.h"
+
+using namespace mlir;
+using namespace pejit;
+using namespace pejit::attn;
+
+pe::PositionalEncodingAttrInterface LinearAttentionOp::getFusedQKTransform() {
+  if (ArrayAttr encodings = getEncodingsAttr())
+    for (Attribute attr : encodings)
+      if (auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr))
+        if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
+          return encoding;
+  return nullptr;
+}
+
+LogicalResult LinearAttentionOp::verify() {
+  Operation *op = getOperation();
+  Value q = getQuery(), k = getKey();
+  if (failed(verifyQueryKeyValue(op, q, k, getValue(), getResult())))
+    return failure();
+  int64_t b = dim(q, 0), hq = dim(q, 1), sq = dim(q, 2), d = dim(q, 3), skv = dim(k, 2);
+
+  // Only a RoPE fuses: linear attention has no score to bias.
+  pe::PositionalEncodingAttrInterface rope;
+  if (ArrayAttr encodings = getEncodingsAttr()) {
+    for (Attribute attr : encodings) {
+      auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
+      if (!encoding || encoding.getEncodingKind() != pe::EncodingKind::QKTransform ||
+          !encoding.isFusable())
+        return emitOpError() << "encodings: " << attr
+                             << " cannot fuse into linear attention: it has no scores, so only "
+                                "a QK transform (#pe.rope) can";
+      if (rope)
+        return emitOpError() << "encodings: at most one QK transform, got " << encodings;
+      if (!encoding.transformsQuery() || !encoding.transformsKey())
+        return emitOpError() << "encodings: " << attr
+                             << " rotates one side only; linear attention rotates Q and K "
+                                "(apply_to = both)";
+      if (failed(encoding.verifyForAttention(hq, d, [&] { return emitOpError(); })))
+        return failure();
+      rope = encoding;
+    }
+  }
+  std::optional<RopePlacement> placement = getRopePlacement();
+  if (rope && !placement)
+    return emitOpError() << "a fused RoPE needs rope_placement(rope_before_feature_map) or "
+                            "rope_placement(rope_on_numerator): where it rotates changes the "
+                            "result, so it is never implied";
+  if (!rope && placement)
+    return emitOpError() << "rope_placement without a RoPE in encodings(...)";
+  if (placement == RopePlacement::OnNumerator && getFeatureMap() == FeatureMap::SoftmaxKeys)
+    return emitOpError() << "softmax_keys has no denominator, so rope_on_numerator does not "
+                            "apply: use rope_before_feature_map";
+  int64_t axes = rope ? rope.getPositionAxes() : 0;
+  if (getQueryPositions() &&
+      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq, axes)))
+    return failure();
+  if (getKeyPositions() &&
+      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b, skv, axes)))
+    return failure();
+  return success();
+}
