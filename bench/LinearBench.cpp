@@ -1,6 +1,6 @@
 // `pejit bench --linear`: linear attention with fused RoPE
 // (docs/linear-attention.md) against pejit's softmax attention with fused
-// RoPE, both causal, at s = 2048, 8192 and 32768, d = dv = 64 and 128
+// RoPE, both causal, at s = 512 to 32768, d = dv = 64 and 128
 // (b = 1, hq = hkv = 4, f32, RoPE theta 10000; linear: elu_plus_one,
 // rope_on_numerator). FLOPs counted for each as its own work:
 //   softmax: 4 hq sq skv d / 2 (causal)
@@ -75,7 +75,7 @@ int runLinearBench(int argc, char **argv) {
                    (!linearKernel ? linearKernel.error() : softmaxKernel.error()).c_str());
       return 1;
     }
-    for (int64_t s : {2048, 8192, 32768}) {
+    for (int64_t s : {512, 1024, 2048, 8192, 32768}) {
       std::vector<float> q(heads * s * d), k(q.size()), v(q.size()), o(q.size());
       for (std::vector<float> *t : {&q, &k, &v})
         for (float &x : *t)

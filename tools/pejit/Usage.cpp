@@ -92,7 +92,7 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
   bench --linear [--repeats=N]
       Linear attention (elu+1, RoPE on the numerator, causal) against
       softmax attention with fused RoPE (b=1, 4 heads, d=64 and 128,
-      s=2048/8192/32768): ms, GFLOP/s of each one's own work, % of peak,
+      s=512 to 32768): ms, GFLOP/s of each one's own work, % of peak,
       and the speed ratio (where linear attention wins).
   bench --rope [--repeats=N]
       The standalone pe.rope kernel (LLaMA-3 RoPE, d=128): Q [1, 32, 4096]
