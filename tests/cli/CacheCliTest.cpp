@@ -224,6 +224,16 @@ TEST(Examples, PagedDecodeVarlenPrefillAndKvAppendRunAndCheck) {
   ASSERT_EQ(varlen.exitCode, 0) << varlen.err << varlen.out;
   EXPECT_TRUE(contains(varlen.out, "max relative error")) << varlen.out;
 
+  // Linear attention with RoPE on the numerator, at a length that is not a
+  // multiple of its 16-row tiles.
+  for (const char *name : {"lq.npy", "lk.npy", "lv.npy"})
+    writeTensor(dir.file(name), randomTensor({1, 8, 50, 64}));
+  Result linear = runWithCache(
+      dir, {"run", examples + "/linear_attention_rope.mlir", "--input=@" + dir.file("lq.npy"),
+            "--input=@" + dir.file("lk.npy"), "--input=@" + dir.file("lv.npy"), "--check"});
+  ASSERT_EQ(linear.exitCode, 0) << linear.err << linear.out;
+  EXPECT_TRUE(contains(linear.out, "max relative error")) << linear.out;
+
   // The KV-append kernel on its own, at two lengths: one disk entry.
   for (int64_t rows : {1, 37}) {
     writeTensor(dir.file("newk.npy"), randomTensor({2, 8, rows, 128}));
@@ -261,6 +271,24 @@ TEST(Examples, GenerateLoopCompilesOneKernelPerShapeClassForEveryToken) {
   EXPECT_TRUE(contains(out, "kernels compiled (attention + KV-append): 2 (loaded from disk: 0)"))
       << out;
   EXPECT_TRUE(contains(out, "median decode step")) << out;
+}
+
+// examples/hybrid_embedding.cpp: a learned table added to the embeddings
+// (kernel 1), then RoPE fused into attention over them (kernel 2); the
+// example checks itself against the float64 interpreter and prints both
+// kernels' IR.
+TEST(Examples, HybridEmbeddingMatchesTheReferenceAndShowsBothKernels) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  std::string command = "PEJIT_CACHE_DIR=" + quote(dir.file("cache")) + " " +
+                        quote(HYBRID_EMBEDDING_BINARY) + " --ir >" + quote(dir.file("out")) +
+                        " 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << readText(dir.file("out"));
+  std::string out = readText(dir.file("out"));
+  EXPECT_TRUE(contains(out, "2 kernels, max relative error")) << out;
+  EXPECT_TRUE(contains(out, "embedding kernel, stage fused")) << out;
+  EXPECT_TRUE(contains(out, "pe.learned")) << out;
+  EXPECT_TRUE(contains(out, "encodings([#pe.rope")) << out;
 }
 
 TEST(PejitCache, VerifyFindsADamagedEntryAndClearEmptiesTheCache) {

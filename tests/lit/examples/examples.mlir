@@ -34,3 +34,7 @@
 // VASWANI: arguments = "tokens:i64:?x? token_table:f32:37000x512 transform_positions:i64:?"
 // VASWANI: func.func @pejit_embed_item
 // VASWANI: arith.constant 22.6274166 : f32
+
+// RUN: pejit-opt %S/../../../examples/linear_attention_rope.mlir --attn-instantiate-x86-template | FileCheck %s --check-prefix=LINEAR
+// LINEAR: arguments = "query:f32:1x8x?x64 key:f32:1x8x?x64 value:f32:1x8x?x64"
+// LINEAR: func.func @pejit_item
