@@ -96,7 +96,15 @@ Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm 
           // docs/semantics.md, ALiBi: query − key, from the bottom-right
           // aligned query index (or from the positions).
           double d = -static_cast<double>(distance(b, i, j));
-          bias.at(b, h, i, j) = form == AlibiForm::Causal ? -slope * d : -slope * std::fabs(d);
+          if (form == AlibiForm::Bloom) {
+            // The key's own coordinate: its index, or its position id.
+            const PositionIds *keys = distance.keyPositions;
+            double key =
+                keys ? double(keys->get(keys->batchRows(false) == 1 ? 0 : b, j)) : double(j);
+            bias.at(b, h, i, j) = slope * key;
+          } else {
+            bias.at(b, h, i, j) = form == AlibiForm::Causal ? -slope * d : -slope * std::fabs(d);
+          }
         }
       }
     }

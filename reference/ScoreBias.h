@@ -39,6 +39,10 @@ std::vector<double> alibiSlopes(int64_t numHeads);
 enum class AlibiForm {
   Causal,    ///< −slope·((i + skv − sq) − j)
   Symmetric, ///< −slope·|i + skv − sq − j| (FlashAttention's alibi)
+  /// +slope·j, or +slope·key_pos[j] by positions (BLOOM's
+  /// build_alibi_tensor): the causal form plus slope·(i + skv − sq), a
+  /// constant per row, so softmax attention is the same under any mask.
+  Bloom,
 };
 
 /// [1, heads, sq, skv] for the shard heads [headOffset, headOffset + heads) of

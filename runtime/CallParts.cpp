@@ -13,6 +13,12 @@ Expected<Shape> callShapeOf(const KernelDescription &kernel,
   BoundInputs bound;
   if (Status st = bindInputs(kernel.signature, inputs, bound); !st)
     return st;
+  if (kernel.signature.materializedBias) { // no tensor says the lengths: the kernel's
+    if (kernel.shape.hasDynamicDims())
+      return Status::error("a materialized bias with `?` dims takes its lengths from the output "
+                           "view: call run with the output (its shape is [b, h, sq, skv])");
+    return kernel.shape;
+  }
   if (kernel.signature.tokenEmbedding()) { // tokens [b, s]: rows [b, 1, s, d]
     const TensorView &tokens = *bound.embedTokens;
     if (tokens.shape.size() != 2)

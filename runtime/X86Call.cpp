@@ -89,6 +89,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return runTransform(inputs, out);
   if (embedItem_)
     return runEmbedding(inputs, out);
+  if (biasItem_)
+    return runBias(inputs, out);
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;

@@ -37,7 +37,9 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
       missing = found.error();
     return found ? *found : nullptr;
   };
-  if (artifact.signature.standaloneTransform()) { // a pe op on its own: one item function
+  if (artifact.signature.materializedBias) { // a score bias written out: one item function
+    kernel->biasItem_ = reinterpret_cast<BiasItemFn>(lookup("_mlir_ciface_pejit_bias_item"));
+  } else if (artifact.signature.standaloneTransform()) { // a pe op on its own
     kernel->transformPrologue_ =
         reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     if (artifact.signature.tokenEmbedding())

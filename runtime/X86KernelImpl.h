@@ -73,6 +73,10 @@ using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<
 using EmbedItemFn = void (*)(MemRefDescriptor<int64_t, 2> *, void *, MemRefDescriptor<float, 4> *,
                              MemRefDescriptor<float, 1> *, int64_t);
 
+/// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
+/// score bias (templates/x86/score_bias.mlir).
+using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, void *, int64_t);
+
 class LoadedObject;
 struct BoundInputs;
 
@@ -113,6 +117,9 @@ private:
   /// A token embedding's item, and its run (runtime/X86Embed.cpp).
   EmbedItemFn embedItem_ = nullptr;
   Status runEmbedding(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A materialized score bias's item, and its run (runtime/X86Bias.cpp).
+  BiasItemFn biasItem_ = nullptr;
+  Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call

@@ -37,6 +37,15 @@ bool isStandaloneTransform(mlir::ModuleOp module);
 /// templates/x86/qk_transform.mlir. Anything else is an error naming it.
 mlir::LogicalResult instantiateX86Transform(mlir::ModuleOp module);
 
+/// Whether the module's one function is one score-bias pe op (pe.alibi,
+/// pe.t5_bias) returned: a materialized bias.
+bool isMaterializedBias(mlir::ModuleOp module);
+
+/// The materialized bias form of instantiateX86Template: @pejit_bias_item
+/// of templates/x86/score_bias.mlir writes the encoding's bias, one output
+/// row per item (docs/standalone-kernels.md).
+mlir::LogicalResult instantiateX86ScoreBias(mlir::ModuleOp module);
+
 /// Whether the module computes attn.linear_attention.
 bool isLinearAttention(mlir::ModuleOp module);
 

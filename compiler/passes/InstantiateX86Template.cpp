@@ -135,6 +135,8 @@ std::string pejit::x86NarrowBody(const std::string &t) {
 
 LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig &tiles) {
   // A pe.rope on its own: the standalone transform kernel.
+  if (isMaterializedBias(module))
+    return instantiateX86ScoreBias(module);
   if (isStandaloneTransform(module))
     return instantiateX86Transform(module);
   if (isLinearAttention(module))

@@ -36,7 +36,8 @@ def PE_RelativeToParameter
 
 def PE_AlibiForm : I32EnumAttr<"AlibiForm", "ALiBi distance form", [
     I32EnumAttrCase<"Causal", 0, "causal">,
-    I32EnumAttrCase<"Symmetric", 1, "symmetric">]> {
+    I32EnumAttrCase<"Symmetric", 1, "symmetric">,
+    I32EnumAttrCase<"Bloom", 2, "bloom">]> {
   let cppNamespace = "::pejit::pe";
   let genSpecializedAttr = 0;
 }
@@ -184,7 +185,9 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j
-    (causal) or |i + skv - sq - j| (symmetric). Slopes follow the paper's
+    (causal) or |i + skv - sq - j| (symmetric); `bloom` is BLOOM's
+    +slope * j (the causal form plus a constant per row, so attention is
+    the same; only the materialized bias differs). Slopes follow the paper's
     get_slopes(num_heads) over the full head count (non-powers of two
     included) unless `slopes` lists them.
     `relative_to = position` (fused form only) measures the distance by the

@@ -304,7 +304,8 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
   artifact.outputDtype = *out;
   // A shape class's items are the call's; a static kernel has its own.
   bool hasItems = artifact.items > 0 || (artifact.shape.hasDynamicDims() && artifact.queryTile > 0);
-  if (!shape || !hasItems || artifact.signature.arguments.empty()) {
+  if (!shape || !hasItems ||
+      (artifact.signature.arguments.empty() && !artifact.signature.materializedBias)) {
     discard(key, "meta lacks the kernel's shape, items or arguments");
     return std::nullopt;
   }

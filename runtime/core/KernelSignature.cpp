@@ -166,7 +166,7 @@ std::vector<std::string> KernelSignature::labels() const {
 }
 
 std::string KernelSignature::str() const {
-  std::string text;
+  std::string text = materializedBias ? "materialized_bias" : "";
   for (const KernelArgument &argument : arguments) {
     if (!text.empty())
       text += " ";
@@ -185,6 +185,10 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
   KernelSignature signature;
   std::istringstream tokens(text);
   for (std::string token; tokens >> token;) {
+    if (token == "materialized_bias") {
+      signature.materializedBias = true;
+      continue;
+    }
     auto bad = [&](const std::string &why) {
       return Result::error("kernel signature token '" + token + "': " + why);
     };
@@ -232,7 +236,7 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
       return bad("malformed shape");
     signature.arguments.push_back(std::move(argument));
   }
-  if (signature.arguments.empty())
+  if (signature.arguments.empty() && !signature.materializedBias)
     return Result::error("kernel signature is empty");
   return signature;
 }

@@ -167,14 +167,15 @@ TEST(StandaloneRope, BadInputsAreErrorsThatNameThem) {
   Status wrongOut = kernel->run({xv, {ids.data(), DType::I64, {8}, {}}},
                                 {out.data(), DType::F32, {1, 2, 7, 64}, {}});
   EXPECT_NE(wrongOut.message().find("output"), std::string::npos) << wrongOut.message();
-  // Standalone kernels exist for QK transforms only (so far).
-  Expected<X86Kernel> alibi = suiteRuntime().getX86(
-      *Spec::fromText("func.func @f() -> tensor<1x4x8x8xf32> {\n"
-                      "  %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x8x8xf32>\n"
-                      "  return %b : tensor<1x4x8x8xf32>\n}\n"));
-  ASSERT_FALSE(alibi);
-  EXPECT_NE(alibi.error().find("'pe.alibi' has no standalone kernel yet"), std::string::npos)
-      << alibi.error();
+  // Shaw's terms have no standalone kernel (yet): an error that names the op.
+  Expected<X86Kernel> shaw = suiteRuntime().getX86(
+      *Spec::fromText("func.func @f(%t: tensor<9x16xf32>) -> tensor<8x8x16xf32> {\n"
+                      "  %b = pe.relative_value %t <clip = 4> : tensor<9x16xf32> -> "
+                      "tensor<8x8x16xf32>\n  return %b : tensor<8x8x16xf32>\n}\n"));
+  ASSERT_FALSE(shaw);
+  EXPECT_NE(shaw.error().find("'pe.relative_value' has no standalone kernel yet"),
+            std::string::npos)
+      << shaw.error();
 }
 
 } // namespace

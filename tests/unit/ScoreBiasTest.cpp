@@ -103,6 +103,23 @@ TEST(Alibi, CausalAndSymmetricAgreeOnTheCausalPart) {
       }
 }
 
+// BLOOM's form is +slope·j: the causal form plus slope·(i + skv − sq), one
+// constant per query row (what makes softmax attention the same).
+TEST(Alibi, BloomIsTheCausalFormPlusAConstantPerRow) {
+  PEJIT_SEEDED_RNG(rng);
+  const int64_t heads = 5, sq = rng.integer(1, 8), skv = sq + rng.integer(0, 8);
+  Tensor causal = ref::alibiBias(heads, 0, heads, AlibiForm::Causal, sq, skv);
+  Tensor bloom = ref::alibiBias(heads, 0, heads, AlibiForm::Bloom, sq, skv);
+  std::vector<double> slopes = ref::alibiSlopes(heads);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < skv; ++j) {
+        EXPECT_DOUBLE_EQ(bloom.at(0, h, i, j), slopes[h] * double(j));
+        EXPECT_NEAR(bloom.at(0, h, i, j) - causal.at(0, h, i, j), slopes[h] * double(i + skv - sq),
+                    1e-12);
+      }
+}
+
 TEST(Alibi, ExplicitSlopesReplaceTheComputedOnes) {
   PEJIT_SEEDED_RNG(rng);
   std::vector<double> slopes = {rng.uniform(0, 1), rng.uniform(0, 1), rng.uniform(0, 1),

@@ -174,11 +174,12 @@ int runCommand(int argc, char **argv) {
   double runMs = millisecondsSince(start);
   if (narrowOut)
     out = npy::toFloat32(npy::Array{npyDtype(kernel->outputDtype()), outShape, out16});
-  // Tiles are an attention kernel's; a standalone transform has none.
-  std::string tiles = kernel->signature().standaloneTransform()
-                          ? std::string("standalone kernel")
-                          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
-                                std::to_string(kernel->tiles().keyTile);
+  // Tiles are an attention kernel's; a standalone kernel has none.
+  std::string tiles =
+      kernel->signature().standaloneTransform() || kernel->signature().materializedBias
+          ? std::string("standalone kernel")
+          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
+                std::to_string(kernel->tiles().keyTile);
   std::fprintf(stderr, "pejit: %s %.1f ms (%s), run %.3f ms\n",
                kernel->loadedFromDisk() ? "loaded from the disk cache in" : "compile",
                kernel->compileMilliseconds(), tiles.c_str(), runMs);

@@ -32,6 +32,14 @@ Stage tiledStage(X86TileConfig tiles) {
     // transform's x [b, h, s, d] is Q's and K's: Shape{b, h, h, s, s, d, d}.
     if (auto item = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_item")) {
       state.artifact.shape = kernelShape(item.getArgumentTypes());
+    } else if (auto bias = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_bias_item")) {
+      // O [b, h, sq, skv]: Shape{b, h, h, sq, skv, skv, skv}, so [b, hq, sq,
+      // dv] is the output's shape as for attention.
+      auto o = mlir::cast<mlir::MemRefType>(bias.getArgumentTypes()[0]);
+      auto dim = [&](unsigned d) {
+        return mlir::ShapedType::isDynamic(o.getDimSize(d)) ? kDynamicDim : o.getDimSize(d);
+      };
+      state.artifact.shape = Shape{dim(0), dim(1), dim(1), dim(2), dim(3), dim(3), dim(3)};
     } else if (auto embed = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_embed_item")) {
       mlir::Type o = embed.getArgumentTypes()[2]; // [b, 1, s, d], the gathered rows' shape
       state.artifact.shape = kernelShape({o, o, o});

@@ -97,12 +97,13 @@ func.func @paged_key_only(%q: tensor<?x2x1x64xf32>, %kp: tensor<?x16x2x64xf32>, 
 
 // -----
 
-// Standalone kernels: pe.rope, pe.sinusoidal and pe.learned compile on
-// their own, other pe ops not yet.
-func.func @standalone_alibi() -> tensor<1x4x8x8xf32> {
-  // expected-error @+1 {{'pe.alibi' has no standalone kernel yet: pe.rope, pe.sinusoidal and pe.learned compile on their own (docs/standalone-kernels.md)}}
-  %b = pe.alibi <num_heads = 4, form = causal> : tensor<1x4x8x8xf32>
-  return %b : tensor<1x4x8x8xf32>
+// Standalone kernels: pe.rope, pe.sinusoidal, pe.learned (and pe.embed),
+// and the score biases pe.alibi and pe.t5_bias compile on their own; Shaw's
+// terms not yet.
+func.func @standalone_relative_value(%t: tensor<9x16xf32>) -> tensor<8x8x16xf32> {
+  // expected-error @+1 {{'pe.relative_value' has no standalone kernel yet: pe.rope, pe.sinusoidal, pe.learned, pe.alibi and pe.t5_bias compile on their own (docs/standalone-kernels.md)}}
+  %b = pe.relative_value %t <clip = 4> : tensor<9x16xf32> -> tensor<8x8x16xf32>
+  return %b : tensor<8x8x16xf32>
 }
 
 // -----

@@ -137,3 +137,11 @@ func.func @float_printing(%x: tensor<1x1x4x4xf32>, %pos: tensor<4xi32>) {
   %0 = pe.rope %x, %pos <layout = half, theta = 0.1, scaling = #pe.yarn<factor = 2.0, original_max_position = 64, attention_factor = 0.000001>> : tensor<1x1x4x4xf32>, tensor<4xi32>
   return
 }
+
+// ALiBi's BLOOM form (+slope * j).
+// CHECK-LABEL: func.func @alibi_bloom
+func.func @alibi_bloom() {
+  // CHECK: pe.alibi <num_heads = 8, form = bloom> : tensor<1x8x16x16xf32>
+  %0 = pe.alibi <num_heads = 8, form = bloom> : tensor<1x8x16x16xf32>
+  return
+}
