@@ -49,12 +49,6 @@ std::string phiBody(attn::FeatureMap map) {
   return "return %x : vector<8xf32>";
 }
 
-std::string widenBody(const std::string &t) {
-  if (t == "f32")
-    return "return %x : vector<8xf32>";
-  return "%w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n  return %w : vector<8xf32>";
-}
-
 } // namespace
 
 bool pejit::isLinearAttention(ModuleOp module) {
@@ -187,7 +181,7 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
       {"NORMALIZE",
        map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
       {"PHI8", phiBody(map)},
-      {"WIDEN8", widenBody(inName)},
+      {"WIDEN8", x86WidenBody(inName)},
       {"NARROW8", x86NarrowBody(outName)}};
   FailureOr<std::string> text = substitute(
       loadTemplate("x86/linear_attention.mlir", kX86LinearAttentionTemplate), params, op);
@@ -221,12 +215,6 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
   info.append("tile_n", attrs.getI64IntegerAttr(kRowsPerTile));
-  info.append("target", attrs.getStringAttr("x86-avx2"));
-  info.append("dtype", attrs.getStringAttr(inName));
-  info.append("out_dtype", attrs.getStringAttr(outName));
-  info.append("function", attrs.getStringAttr(func.getSymName()));
-  info.append("arguments", attrs.getStringAttr(signature.str()));
-  FusedAttention found{func, nullptr, signature};
-  spliceKernel(module, found, *kernel, attrs.getDictionaryAttr(info));
+  spliceX86Kernel(module, func, signature, *kernel, info, inName, outName);
   return success();
 }

@@ -138,12 +138,6 @@ LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
   info.append("scratch_floats", attrs.getI64IntegerAttr(0));
   info.append("tile_m", attrs.getI64IntegerAttr(1));
   info.append("tile_n", attrs.getI64IntegerAttr(8));
-  info.append("target", attrs.getStringAttr("x86-avx2"));
-  info.append("dtype", attrs.getStringAttr(outName));
-  info.append("out_dtype", attrs.getStringAttr(outName));
-  info.append("function", attrs.getStringAttr(func.getSymName()));
-  info.append("arguments", attrs.getStringAttr(signature.str()));
-  FusedAttention found{func, nullptr, signature};
-  spliceKernel(module, found, *kernel, attrs.getDictionaryAttr(info));
+  spliceX86Kernel(module, func, signature, *kernel, info, outName, outName);
   return success();
 }

@@ -32,13 +32,6 @@ namespace {
 /// row (an embedding's model dim) takes fewer rows: the tile stays <= 64 KB.
 int64_t rowsPerItem(int64_t dim) { return std::clamp<int64_t>(16384 / dim, 1, 16); }
 
-/// The body of @widen8: 8 elements of `t` as f32.
-std::string widenBody(const std::string &t) {
-  if (t == "f32")
-    return "return %x : vector<8xf32>";
-  return "%w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n  return %w : vector<8xf32>";
-}
-
 /// A float64 as an MLIR f32 literal (rounded to f32 by the parser).
 std::string floatLiteral(double value) {
   char text[64];
@@ -168,7 +161,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
     params["LAST_ROW"] = std::to_string(tableType.getDimSize(0) - 1);
     params["TT"] = tableName;
     params["SCALE"] = floatLiteral(chain.embed.getScale().convertToDouble());
-    params["WIDEN8"] = widenBody(tableName);
+    params["WIDEN8"] = x86WidenBody(tableName);
     if (tableType.isDynamicDim(0))
       return chain.embed.emitError() << "the token table's rows must be static, got " << tableType;
   }
@@ -203,12 +196,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   info.append("position_limit", attrs.getI64IntegerAttr(positionLimit));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kRowsPerItem));
-  info.append("target", attrs.getStringAttr("x86-avx2"));
-  info.append("dtype", attrs.getStringAttr(kernelElementTypeName(rowsType.getElementType())));
-  info.append("out_dtype", attrs.getStringAttr(outName));
-  info.append("function", attrs.getStringAttr(func.getSymName()));
-  info.append("arguments", attrs.getStringAttr(signature.str()));
-  FusedAttention found{func, nullptr, signature};
-  spliceKernel(module, found, *kernel, attrs.getDictionaryAttr(info));
+  spliceX86Kernel(module, func, signature, *kernel, info,
+                  kernelElementTypeName(rowsType.getElementType()), outName);
   return success();
 }

@@ -190,6 +190,24 @@ void spliceKernel(ModuleOp module, FusedAttention &found, ModuleOp kernel, Dicti
   module->setAttr(kKernelInfoAttr, info);
 }
 
+void spliceX86Kernel(ModuleOp module, func::FuncOp func, const KernelSignature &signature,
+                     ModuleOp kernel, NamedAttrList info, StringRef dtype, StringRef outDtype) {
+  Builder attrs(module.getContext());
+  info.append("target", attrs.getStringAttr("x86-avx2"));
+  info.append("dtype", attrs.getStringAttr(dtype));
+  info.append("out_dtype", attrs.getStringAttr(outDtype));
+  info.append("function", attrs.getStringAttr(func.getSymName()));
+  info.append("arguments", attrs.getStringAttr(signature.str()));
+  FusedAttention found{func, nullptr, signature};
+  spliceKernel(module, found, kernel, attrs.getDictionaryAttr(info));
+}
+
+std::string x86WidenBody(const std::string &t) {
+  if (t == "f32")
+    return "return %x : vector<8xf32>";
+  return "%w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n  return %w : vector<8xf32>";
+}
+
 const char *kernelElementTypeName(Type type) {
   return type.isF32() ? "f32" : type.isF16() ? "f16" : type.isBF16() ? "bf16" : nullptr;
 }

@@ -49,6 +49,10 @@ mlir::FailureOr<std::string> substitute(const std::string &text,
 /// f16 or bf16): a plain return for f32.
 std::string x86NarrowBody(const std::string &t);
 
+/// The body of a template's @widen8 (8 x `t` -> 8 x f32): a plain return
+/// for f32, else extf.
+std::string x86WidenBody(const std::string &t);
+
 struct FusedAttention {
   mlir::func::FuncOp func;
   attn::AttentionOp op;
@@ -83,6 +87,13 @@ std::optional<int64_t> effectiveRightWindow(attn::AttentionOp op, int64_t queryS
 /// and describes the kernel to the runtime (module attribute pejit.kernel).
 void spliceKernel(mlir::ModuleOp module, FusedAttention &found, mlir::ModuleOp kernel,
                   mlir::DictionaryAttr info);
+
+/// spliceKernel for the kernels that are not one attn.attention (standalone
+/// pe ops, linear attention): `info` (the plan's entries) gains the x86
+/// target, the element types, the function's name and the signature.
+void spliceX86Kernel(mlir::ModuleOp module, mlir::func::FuncOp func,
+                     const KernelSignature &signature, mlir::ModuleOp kernel,
+                     mlir::NamedAttrList info, llvm::StringRef dtype, llvm::StringRef outDtype);
 
 /// softcap * tanh(s / softcap), pointwise (a scalar or a vector of scores).
 mlir::Value emitSoftcap(mlir::OpBuilder &b, mlir::Location loc, mlir::Value score, double softcap);

@@ -7,21 +7,6 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Attn_FloatTensor : RankedTensorOf<[AnyFloat]>;
 
-def Attn_FeatureMap : I32EnumAttr<"FeatureMap", "linear attention's feature map", [
-    I32EnumAttrCase<"EluPlusOne", 0, "elu_plus_one">,
-    I32EnumAttrCase<"Relu", 1, "relu">,
-    I32EnumAttrCase<"Identity", 2, "identity">,
-    I32EnumAttrCase<"SoftmaxKeys", 3, "softmax_keys">]> {
-  let cppNamespace = "::pejit::attn";
-}
-
-def Attn_RopePlacement : I32EnumAttr<"RopePlacement",
-    "where linear attention's fused RoPE rotates", [
-    I32EnumAttrCase<"BeforeFeatureMap", 0, "rope_before_feature_map">,
-    I32EnumAttrCase<"OnNumerator", 1, "rope_on_numerator">]> {
-  let cppNamespace = "::pejit::attn";
-}
-
 def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   let summary = "softmax(scale * Q K^T + terms, masked) V";
   let description = [{
@@ -128,73 +113,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
-def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperandSegments]> {
-  let summary = "phi(Q) (phi(K)^T V), normalised: attention in O(n) of the length";
-  let description = [{
-    Q is [b, hq, sq, d], K is [b, hkv, skv, d], V is [b, hkv, skv, dv], the
-    result [b, hq, sq, dv]; hq is a multiple of hkv (query head h reads KV
-    head h / (hq / hkv)). Key j is visible to query row i unless `causal`
-    and j > i + skv - sq (bottom-right aligned, as attn.attention). With
-    the feature map phi (`feature_map`):
-
-    ```
-    elu_plus_one: phi(x) = x + 1 if x > 0 else exp(x)   (Katharopoulos et al. 2020)
-    relu:         phi(x) = max(x, 0)
-    identity:     phi(x) = x
-    out_i = sum_j (phi(q_i) . phi(k_j)) v_j / sum_j phi(q_i) . phi(k_j)   over visible j
-    ```
-
-    `identity` has no denominator: out_i = sum_j (q_i . k_j) v_j. A zero
-    denominator gives a zero row (no epsilon), as does a row that sees no
-    key. `softmax_keys` (the seed's code) softmaxes K over the visible keys
-    per channel and uses Q as it is:
-    out_i = sum_c q_ic sum_j softmax_j(k_jc) v_j; it has no denominator.
-
-    A fused RoPE (`encodings([#pe.rope<...>])`, at `query_positions` and
-    `key_positions`, defaults as attn.attention's) says where it rotates
-    with `rope_placement`, required with it:
-    - `rope_before_feature_map`: phi(R q), phi(R k) in numerator and
-      denominator (the seed's code);
-    - `rope_on_numerator` (RoFormer sec. 3.3): the numerator
-      sum_j ((R_i phi(q_i)) . (R_j phi(k_j))) v_j, the denominator without
-      rotation, so it stays positive.
-    With `identity` the two are the same; `softmax_keys` has no
-    denominator, so it takes only `rope_before_feature_map`.
-
-    No scale: phi takes q and k as they are (fold one into Q or K).
-
-    ```mlir
-    %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) causal
-        encodings([#pe.rope<layout = half, theta = 10000.0>])
-        rope_placement(rope_on_numerator)
-        : tensor<1x8x1024x64xf32>, tensor<1x8x1024x64xf32>, tensor<1x8x1024x64xf32>
-        -> tensor<1x8x1024x64xf32>
-    ```
-  }];
-  let arguments = (ins
-    Attn_FloatTensor:$query, Attn_FloatTensor:$key, Attn_FloatTensor:$value,
-    Optional<AnyRankedTensor>:$query_positions,
-    Optional<AnyRankedTensor>:$key_positions,
-    Attn_FeatureMap:$feature_map,
-    UnitAttr:$causal,
-    OptionalAttr<ArrayAttr>:$encodings,
-    OptionalAttr<Attn_RopePlacement>:$rope_placement);
-  let results = (outs Attn_FloatTensor:$result);
-  let assemblyFormat = [{
-    $query `,` $key `,` $value `feature_map` `(` $feature_map `)`
-    (`query_positions` `(` $query_positions^ `:` type($query_positions) `)`)?
-    (`key_positions` `(` $key_positions^ `:` type($key_positions) `)`)?
-    (`causal` $causal^)?
-    (`encodings` `(` $encodings^ `)`)?
-    (`rope_placement` `(` $rope_placement^ `)`)?
-    attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
-  }];
-  let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// The fused RoPE (`encodings`, at most one QK transform), or null.
-    ::pejit::pe::PositionalEncodingAttrInterface getFusedQKTransform();
-  }];
-}
+include "dialects/attn/LinearAttention.td"
 
 def Attn_PagedKvOp : Attn_Op<"paged_kv", [Pure]> {
   let summary = "a logical K or V [b, h, max_pages * page_size, d] read from a paged cache";

@@ -4,6 +4,7 @@
 // without a causal mask, by index and by position ids. Its bias differs
 // from the causal form's by a constant per row, so the two attentions must
 // agree, through the kernels, under any mask.
+#include "tests/runtime/StandaloneHarness.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -27,9 +28,7 @@ std::string bloomSource(const std::string &form, const std::string &mask,
 /// Runs `source` on fresh q, k, v [1, 4, 70, 64] and ids 5 + 2 i (positions
 /// that are not the indices); returns max |out - ref| / max |ref|.
 double runAgainstReference(const std::string &source, std::string &error) {
-  Expected<Spec> spec = Spec::fromText(source);
-  Expected<X86Kernel> kernel =
-      spec ? suiteRuntime().getX86(*spec) : Expected<X86Kernel>::error(spec.error());
+  Expected<X86Kernel> kernel = suiteKernel(source);
   if (!kernel) {
     error = kernel.error();
     return 0;
@@ -56,13 +55,7 @@ double runAgainstReference(const std::string &source, std::string &error) {
     error = status.message();
     return 0;
   }
-  double maxErr = 0, maxRef = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[i]));
-    maxErr =
-        std::max(maxErr, std::isnan(out[i]) ? INFINITY : std::fabs(out[i] - expected->data[i]));
-  }
-  return maxErr / maxRef;
+  return maxRelativeError(out, *expected);
 }
 
 TEST(AlibiForms, BloomMatchesTheReferenceUnderEveryMask) {

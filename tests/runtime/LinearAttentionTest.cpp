@@ -64,11 +64,7 @@ double runLinearForm(const X86Kernel &kernel, const LinearForm &f, std::string &
     error = expected.error();
     return 0;
   }
-  npy::Array out{npyDtype(f.dtype), oShape,
-                 std::vector<uint8_t>(expected->data.size() * dtypeBytes(f.dtype), 0xff)};
-  if (f.dtype == DType::F32)
-    for (size_t e = 0; e < expected->data.size(); ++e)
-      reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
+  npy::Array out = poisonedOutput(oShape, f.dtype);
   Status status = kernel.run({{q.bytes.data(), f.dtype, qShape, {}},
                               {k.bytes.data(), f.dtype, kShape, {}},
                               {v.bytes.data(), f.dtype, vShape, {}}},
@@ -77,14 +73,7 @@ double runLinearForm(const X86Kernel &kernel, const LinearForm &f, std::string &
     error = status.message();
     return 0;
   }
-  std::vector<float> got = npy::toFloat32(out);
-  double maxRef = 0, maxErr = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-    double err = std::fabs(got[e] - expected->data[e]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  return maxRef > 0 ? maxErr / maxRef : maxErr;
+  return maxRelativeError(npy::toFloat32(out), *expected);
 }
 
 void expectFormMatches(const LinearForm &f, double tolerance) {

@@ -19,9 +19,7 @@ namespace {
 double runBias(const std::string &source, const std::string &staticSource,
                std::vector<int64_t> shape, DType dtype, const std::vector<int64_t> &tableShape,
                std::string &error) {
-  Expected<Spec> spec = Spec::fromText(source);
-  Expected<X86Kernel> kernel =
-      spec ? suiteRuntime().getX86(*spec) : Expected<X86Kernel>::error(spec.error());
+  Expected<X86Kernel> kernel = suiteKernel(source);
   if (!kernel) {
     error = kernel.error();
     return 0;
@@ -39,20 +37,12 @@ double runBias(const std::string &source, const std::string &staticSource,
     error = expected.error();
     return 0;
   }
-  npy::Array out{npyDtype(dtype), shape,
-                 std::vector<uint8_t>(expected->data.size() * dtypeBytes(dtype), 0xff)};
+  npy::Array out = poisonedOutput(shape, dtype);
   if (Status status = kernel->run(inputs, {out.bytes.data(), dtype, shape, {}}); !status) {
     error = status.message();
     return 0;
   }
-  std::vector<float> got = npy::toFloat32(out);
-  double maxRef = 0, maxErr = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-    double err = std::fabs(got[e] - expected->data[e]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  return maxErr / maxRef;
+  return maxRelativeError(npy::toFloat32(out), *expected);
 }
 
 std::string alibiSource(const std::string &attr, const std::string &type) {

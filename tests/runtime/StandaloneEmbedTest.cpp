@@ -94,23 +94,12 @@ double runEmbedForm(const X86Kernel &kernel, const EmbedForm &f, std::string &er
     return 0;
   }
   std::vector<int64_t> shape = {f.batch, f.seq, f.dim};
-  npy::Array out{npyDtype(f.dtype), shape,
-                 std::vector<uint8_t>(f.batch * f.seq * f.dim * dtypeBytes(f.dtype), 0xff)};
-  if (f.dtype == DType::F32)
-    for (int64_t e = 0; e < f.batch * f.seq * f.dim; ++e)
-      reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
+  npy::Array out = poisonedOutput(shape, f.dtype);
   if (Status status = kernel.run(inputs, {out.bytes.data(), f.dtype, shape, {}}); !status) {
     error = status.message();
     return 0;
   }
-  std::vector<float> got = npy::toFloat32(out);
-  double maxRef = 0, maxErr = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-    double err = std::fabs(got[e] - expected->data[e]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  return maxErr / maxRef;
+  return maxRelativeError(npy::toFloat32(out), *expected);
 }
 
 TEST(StandaloneEmbed, EveryFormMatchesTheReference) {

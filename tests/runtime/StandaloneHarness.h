@@ -33,6 +33,38 @@ inline std::pair<npy::Array, ref::Tensor> randomInput(const std::vector<int64_t>
   return {std::move(bytes), std::move(x)};
 }
 
+/// `source` compiled on the suite's runtime (an error says why not).
+inline Expected<X86Kernel> suiteKernel(const std::string &source) {
+  Expected<Spec> spec = Spec::fromText(source);
+  if (!spec)
+    return Expected<X86Kernel>::error(spec.error());
+  return suiteRuntime().getX86(*spec);
+}
+
+/// An output of `shape` in `dtype`, poisoned: NaN in f32, 0xffff (a NaN)
+/// in f16 and bf16.
+inline npy::Array poisonedOutput(const std::vector<int64_t> &shape, DType dtype) {
+  int64_t count = 1;
+  for (int64_t extent : shape)
+    count *= extent;
+  npy::Array out{npyDtype(dtype), shape, std::vector<uint8_t>(count * dtypeBytes(dtype), 0xff)};
+  if (dtype == DType::F32)
+    for (int64_t e = 0; e < count; ++e)
+      reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
+  return out;
+}
+
+/// max |got - expected| / max |expected| (a NaN counts as infinite error).
+inline double maxRelativeError(const std::vector<float> &got, const ref::Tensor &expected) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t e = 0; e < got.size(); ++e) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[e]));
+    double err = std::fabs(got[e] - expected.data[e]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  return maxRef > 0 ? maxErr / maxRef : maxErr;
+}
+
 /// Runs `kernel` (compiled from `source`) on x of `shape` in `dtype` and
 /// ids of `idsShape` (drawn from [0, maxPosition)), and returns max |out -
 /// ref| / max |ref|; `inPlace` writes the output over x. With a
@@ -65,25 +97,14 @@ inline double runAndCompare(const X86Kernel &kernel, const std::string &source,
     error = expected.error();
     return 0;
   }
-  // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
-  npy::Array out{npyDtype(dtype), shape, std::vector<uint8_t>(bytes.bytes.size(), 0xff)};
-  if (dtype == DType::F32)
-    for (size_t e = 0; e < rounded.size(); ++e)
-      reinterpret_cast<float *>(out.bytes.data())[e] = std::numeric_limits<float>::quiet_NaN();
+  npy::Array out = poisonedOutput(shape, dtype);
   void *outData = inPlace ? bytes.bytes.data() : out.bytes.data();
   Status status = kernel.run(inputs, {outData, dtype, shape, {}});
   if (!status) {
     error = status.message();
     return 0;
   }
-  std::vector<float> got = npy::toFloat32(inPlace ? bytes : out);
-  double maxRef = 0, maxErr = 0;
-  for (size_t e = 0; e < got.size(); ++e) {
-    maxRef = std::max(maxRef, std::fabs(expected->data[e]));
-    double err = std::fabs(got[e] - expected->data[e]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  return maxErr / maxRef;
+  return maxRelativeError(npy::toFloat32(inPlace ? bytes : out), *expected);
 }
 
 } // namespace pejit::testing
