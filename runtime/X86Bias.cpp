@@ -7,13 +7,6 @@
 
 namespace pejit {
 
-namespace {
-
-/// Elements below which a call runs on the calling thread.
-constexpr int64_t kInlineElements = 1 << 16;
-
-} // namespace
-
 Status X86KernelImpl::runBias(const std::vector<TensorView> &inputs, const TensorView &out) const {
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
@@ -39,7 +32,7 @@ Status X86KernelImpl::runBias(const std::vector<TensorView> &inputs, const Tenso
     std::vector<int64_t> e0 = table;
     biasItem_(&oc, e0.data(), index);
   };
-  if (items * dims[3] <= kInlineElements)
+  if (items * dims[3] <= kInlineStandaloneElements)
     for (int64_t index = 0; index < items; ++index)
       item(index);
   else

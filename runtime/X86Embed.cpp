@@ -8,13 +8,6 @@
 
 namespace pejit {
 
-namespace {
-
-/// Elements below which a call runs on the calling thread.
-constexpr int64_t kInlineElements = 1 << 16;
-
-} // namespace
-
 Status X86KernelImpl::runEmbedding(const std::vector<TensorView> &inputs,
                                    const TensorView &out) const {
   BoundInputs bound;
@@ -40,7 +33,7 @@ Status X86KernelImpl::runEmbedding(const std::vector<TensorView> &inputs,
                                      1, vocab, "token");
       !st)
     return st;
-  bool onCaller = batch * seq * shape.headDim <= kInlineElements;
+  bool onCaller = batch * seq * shape.headDim <= kInlineStandaloneElements;
   ScratchBuffer scratch;
   MemRefDescriptor<float, 1> tables;
   if (Status st = fillStandaloneTables(bound, batch, seq, onCaller, scratch, tables); !st)

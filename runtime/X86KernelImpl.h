@@ -62,6 +62,11 @@ using CombineFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float,
 /// slot 0): pejit_prologue of a standalone transform.
 using TransformPrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
                                      MemRefDescriptor<float, 1> *, int64_t, int64_t, void *);
+/// Elements of a standalone call (transform, embedding, bias) below which
+/// it runs on the calling thread: two pool round trips would cost more
+/// than its work (a decode step's KV-append).
+constexpr int64_t kInlineStandaloneElements = 1 << 16;
+
 /// (x, o, scratch, item): pejit_transform_item of a standalone transform
 /// (templates/x86/qk_transform.mlir).
 using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,

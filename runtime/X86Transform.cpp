@@ -11,13 +11,6 @@
 
 namespace pejit {
 
-namespace {
-
-/// Elements below which a call runs on the calling thread.
-constexpr int64_t kInlineElements = 1 << 16;
-
-} // namespace
-
 Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
                                    const TensorView &out) const {
   BoundInputs bound;
@@ -43,7 +36,7 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
     return st;
   if (Status st = checkView(out, "output", dims, {outputDtype}); !st)
     return st;
-  bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineElements;
+  bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineStandaloneElements;
   ScratchBuffer scratch;
   MemRefDescriptor<float, 1> tables;
   if (Status st = fillStandaloneTables(bound, s.batch, s.querySeq, onCaller, scratch, tables); !st)

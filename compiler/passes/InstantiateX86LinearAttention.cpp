@@ -78,30 +78,15 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
   if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
     return func.emitError() << "the function must return the attn.linear_attention's result "
                                "(and nothing else): that is the kernel's output";
+  if (failed(
+          requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(), op.getResult())))
+    return failure();
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  auto kType = cast<RankedTensorType>(op.getKey().getType());
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
   auto oType = cast<RankedTensorType>(op.getResult().getType());
-  for (auto [type, name] :
-       {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
-    for (int64_t dim : {1, 3})
-      if (type.isDynamicDim(dim))
-        return op.emitError() << name << " " << type << " has a dynamic dim " << dim
-                              << ": the x86 kernel takes `?` only for the batch (dim 0) and the "
-                                 "lengths (dim 2)";
-    if (!kernelElementTypeName(type.getElementType()))
-      return op.emitError() << name << " element type " << type.getElementType()
-                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
-  }
-  pe::AttentionShape shape;
-  shape.batch = qType.getDimSize(0);
-  shape.queryHeads = qType.getDimSize(1);
-  shape.querySeq = qType.getDimSize(2);
-  shape.headDim = qType.getDimSize(3);
-  shape.kvHeads = kType.getDimSize(1);
-  shape.keySeq = kType.getDimSize(2);
-  shape.valueDim = vType.getDimSize(3);
-  shape.vectorWidth = 8;
+  pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
+  pe::AttentionShape shape =
+      attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
+                     op.getKeyPositions(), rope, /*vectorWidth=*/8);
   shape.queryTileRows = kRowsPerTile;
   if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
@@ -110,17 +95,6 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
     return op.emitError() << "the state d x dv = " << shape.headDim * shape.valueDim
                           << " floats exceeds the item's stack bound of " << kMaxStateFloats
                           << " (docs/limits.md)";
-  pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
-  int64_t axes = rope ? rope.getPositionAxes() : 0;
-  shape.positionAxes = std::max<int64_t>(axes, 1);
-  auto positionRows = [&](Value positions) -> int64_t {
-    if (!positions)
-      return 1;
-    auto type = cast<RankedTensorType>(positions.getType());
-    return type.getRank() == (axes > 0 ? 3 : 2) ? type.getDimSize(axes > 0 ? 1 : 0) : 1;
-  };
-  shape.queryPositionRows = positionRows(op.getQueryPositions());
-  shape.keyPositionRows = positionRows(op.getKeyPositions());
   if (ShapedType::isDynamic(shape.queryPositionRows) ||
       ShapedType::isDynamic(shape.keyPositionRows))
     return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
@@ -156,9 +130,6 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
 
   const char *inName = kernelElementTypeName(qType.getElementType());
   const char *outName = kernelElementTypeName(oType.getElementType());
-  if (kType.getElementType() != qType.getElementType() ||
-      vType.getElementType() != qType.getElementType())
-    return op.emitError() << "the x86 kernel takes query, key and value of one element type";
   bool onNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
   attn::FeatureMap map = op.getFeatureMap();
   std::map<std::string, std::string> params = {

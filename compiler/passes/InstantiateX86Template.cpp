@@ -145,28 +145,11 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   if (failed(found))
     return failure();
   attn::AttentionOp op = found->op;
-  auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  auto kType = cast<RankedTensorType>(op.getKey().getType());
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
-  auto oType = cast<RankedTensorType>(op.getResult().getType());
-  for (auto [type, name] :
-       {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
-    // A shape class leaves the batch (dim 0) and the lengths (dim 2) to
-    // the call (docs/shape-classes.md); heads and head dims are the class's.
-    for (int64_t dim : {1, 3})
-      if (type.isDynamicDim(dim))
-        return op.emitError() << name << " " << type << " has a dynamic dim " << dim
-                              << ": the x86 kernel takes `?` only for the batch (dim 0) and the "
-                                 "lengths (dim 2)";
-    if (!kernelElementTypeName(type.getElementType()))
-      return op.emitError() << name << " element type " << type.getElementType()
-                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
-  }
-  Type inType = qType.getElementType(), outType = oType.getElementType();
-  if (kType.getElementType() != inType || vType.getElementType() != inType)
-    return op.emitError() << "the x86 kernel takes query, key and value of one element type, got "
-                          << inType << ", " << kType.getElementType() << ", "
-                          << vType.getElementType();
+  if (failed(
+          requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(), op.getResult())))
+    return failure();
+  Type inType = cast<RankedTensorType>(op.getQuery().getType()).getElementType();
+  Type outType = cast<RankedTensorType>(op.getResult().getType()).getElementType();
   pe::AttentionShape shape = attentionShape(op, /*vectorWidth=*/8);
   shape.queryTileRows = tiles.queryTile;
   shape.hasQueryTileScratch = true;

@@ -232,9 +232,19 @@ std::string loadTemplateWithBlocks(TemplateFile kernel, llvm::ArrayRef<TemplateF
 }
 
 pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
-  auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  auto kType = cast<RankedTensorType>(op.getKey().getType());
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  pe::AttentionShape shape =
+      attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
+                     op.getKeyPositions(), op.getFusedQKTransform(), vectorWidth);
+  shape.scale = op.getEffectiveScale();
+  return shape;
+}
+
+pe::AttentionShape attentionShape(Value q, Value k, Value v, Value queryPositions,
+                                  Value keyPositions, pe::PositionalEncodingAttrInterface transform,
+                                  int64_t vectorWidth) {
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto kType = cast<RankedTensorType>(k.getType());
+  auto vType = cast<RankedTensorType>(v.getType());
   pe::AttentionShape shape;
   shape.batch = qType.getDimSize(0);
   shape.queryHeads = qType.getDimSize(1);
@@ -244,10 +254,8 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
   shape.keySeq = kType.getDimSize(2);
   shape.valueDim = vType.getDimSize(3);
   shape.vectorWidth = vectorWidth;
-  shape.scale = op.getEffectiveScale();
   // [s] ids are shared by the batch; [b, s] ids have a row per batch entry;
   // M-RoPE's [A, s] and [A, b, s] add a leading axis.
-  pe::PositionalEncodingAttrInterface transform = op.getFusedQKTransform();
   int64_t axes = transform ? transform.getPositionAxes() : 0;
   shape.positionAxes = std::max<int64_t>(axes, 1);
   auto positionRows = [&](Value positions) -> int64_t {
@@ -256,9 +264,35 @@ pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth) {
     auto type = cast<RankedTensorType>(positions.getType());
     return type.getRank() == (axes > 0 ? 3 : 2) ? type.getDimSize(axes > 0 ? 1 : 0) : 1;
   };
-  shape.queryPositionRows = positionRows(op.getQueryPositions());
-  shape.keyPositionRows = positionRows(op.getKeyPositions());
+  shape.queryPositionRows = positionRows(queryPositions);
+  shape.keyPositionRows = positionRows(keyPositions);
   return shape;
+}
+
+LogicalResult requireX86QueryKeyValue(Operation *op, Value q, Value k, Value v, Value result) {
+  auto qType = cast<RankedTensorType>(q.getType());
+  auto kType = cast<RankedTensorType>(k.getType());
+  auto vType = cast<RankedTensorType>(v.getType());
+  auto oType = cast<RankedTensorType>(result.getType());
+  for (auto [type, name] :
+       {std::pair{qType, "query"}, {kType, "key"}, {vType, "value"}, {oType, "result"}}) {
+    // A shape class leaves the batch (dim 0) and the lengths (dim 2) to
+    // the call (docs/shape-classes.md); heads and head dims are the class's.
+    for (int64_t dim : {1, 3})
+      if (type.isDynamicDim(dim))
+        return op->emitError() << name << " " << type << " has a dynamic dim " << dim
+                               << ": the x86 kernel takes `?` only for the batch (dim 0) and the "
+                                  "lengths (dim 2)";
+    if (!kernelElementTypeName(type.getElementType()))
+      return op->emitError() << name << " element type " << type.getElementType()
+                             << " is not supported by the x86 kernel (f32, f16 or bf16)";
+  }
+  Type inType = qType.getElementType();
+  if (kType.getElementType() != inType || vType.getElementType() != inType)
+    return op->emitError() << "the x86 kernel takes query, key and value of one element type, got "
+                           << inType << ", " << kType.getElementType() << ", "
+                           << vType.getElementType();
+  return success();
 }
 
 namespace {

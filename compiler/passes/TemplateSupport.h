@@ -70,6 +70,18 @@ mlir::FailureOr<FusedAttention> findFusedAttention(mlir::ModuleOp module);
 /// The attention's static sizes and position-id rows, as the hooks see them;
 /// `vectorWidth` is the f32 lanes the target's hooks emit (8 AVX2, 1 GPU).
 pe::AttentionShape attentionShape(attn::AttentionOp op, int64_t vectorWidth);
+/// The same from the operands of any attention-shaped op (linear attention):
+/// its fused QK transform (null: none) decides the position ids' axes.
+pe::AttentionShape attentionShape(mlir::Value q, mlir::Value k, mlir::Value v,
+                                  mlir::Value queryPositions, mlir::Value keyPositions,
+                                  pe::PositionalEncodingAttrInterface transform,
+                                  int64_t vectorWidth);
+
+/// The x86 kernels' rules for Q, K, V and the result: static heads and head
+/// dims (`?` only for the batch and the lengths), f32/f16/bf16, Q, K and V
+/// of one element type. An error on `op` names the operand.
+mlir::LogicalResult requireX86QueryKeyValue(mlir::Operation *op, mlir::Value q, mlir::Value k,
+                                            mlir::Value v, mlir::Value result);
 
 /// The left window as the templates apply it: none when the op has none or
 /// when it is at least skv wide, since such a window hides no key (j >= i +

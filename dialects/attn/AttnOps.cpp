@@ -68,6 +68,18 @@ LogicalResult pejit::attn::verifyQueryKeyValue(Operation *op, Value q, Value k, 
   return success();
 }
 
+LogicalResult pejit::attn::verifyQueryKeyPositions(Operation *op, Value queryPositions,
+                                                   Value keyPositions, int64_t batch,
+                                                   int64_t querySeq, int64_t keySeq, int64_t axes) {
+  if (queryPositions && failed(verifyPositionIds(op, "query_positions", queryPositions.getType(),
+                                                 batch, querySeq, axes)))
+    return failure();
+  if (keyPositions &&
+      failed(verifyPositionIds(op, "key_positions", keyPositions.getType(), batch, keySeq, axes)))
+    return failure();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   Operation *op = getOperation();
   Value q = getQuery(), k = getKey();
@@ -79,11 +91,7 @@ LogicalResult AttentionOp::verify() {
   // M-RoPE's ids have a leading axis per section (its QK transform says).
   pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
   int64_t axes = transform ? transform.getPositionAxes() : 0;
-  if (getQueryPositions() &&
-      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq, axes)))
-    return failure();
-  if (getKeyPositions() &&
-      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b, skv, axes)))
+  if (failed(verifyQueryKeyPositions(op, getQueryPositions(), getKeyPositions(), b, sq, skv, axes)))
     return failure();
   // The optional tensors' dims equal the checked ones above (or are 1), but
   // a bias [b, hq, sq, skv] can still exceed the element limit.

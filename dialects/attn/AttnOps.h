@@ -22,6 +22,13 @@ namespace pejit::attn {
 ::llvm::LogicalResult verifyQueryKeyValue(::mlir::Operation *op, ::mlir::Value q, ::mlir::Value k,
                                           ::mlir::Value v, ::mlir::Value result);
 
+/// Position ids of an attention-shaped op, when given: [s] or [b, s] (with
+/// `axes` > 0, a leading axis per M-RoPE section) of i32 or i64, s = sq for
+/// the query's and skv for the key's.
+::llvm::LogicalResult verifyQueryKeyPositions(::mlir::Operation *op, ::mlir::Value queryPositions,
+                                              ::mlir::Value keyPositions, int64_t batch,
+                                              int64_t querySeq, int64_t keySeq, int64_t axes);
+
 } // namespace pejit::attn
 
 #endif // PEJIT_DIALECTS_ATTN_ATTNOPS_H

@@ -56,11 +56,5 @@ LogicalResult LinearAttentionOp::verify() {
     return emitOpError() << "softmax_keys has no denominator, so rope_on_numerator does not "
                             "apply: use rope_before_feature_map";
   int64_t axes = rope ? rope.getPositionAxes() : 0;
-  if (getQueryPositions() &&
-      failed(verifyPositionIds(op, "query_positions", getQueryPositions().getType(), b, sq, axes)))
-    return failure();
-  if (getKeyPositions() &&
-      failed(verifyPositionIds(op, "key_positions", getKeyPositions().getType(), b, skv, axes)))
-    return failure();
-  return success();
+  return verifyQueryKeyPositions(op, getQueryPositions(), getKeyPositions(), b, sq, skv, axes);
 }
