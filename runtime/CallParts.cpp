@@ -13,11 +13,18 @@ Expected<Shape> callShapeOf(const KernelDescription &kernel,
   BoundInputs bound;
   if (Status st = bindInputs(kernel.signature, inputs, bound); !st)
     return st;
-  if (kernel.signature.materializedBias) { // no tensor says the lengths: the kernel's
-    if (kernel.shape.hasDynamicDims())
+  if (kernel.signature.materializedBias) { // the kernel's lengths (a key term's query's b, sq)
+    Shape s = kernel.shape;
+    if (bound.query && bound.query->shape.size() == 4) {
+      if (s.batch == kDynamicDim)
+        s.batch = bound.query->shape[0];
+      if (s.querySeq == kDynamicDim)
+        s.querySeq = bound.query->shape[2];
+    }
+    if (s.hasDynamicDims())
       return Status::error("a materialized bias with `?` dims takes its lengths from the output "
                            "view: call run with the output (its shape is [b, h, sq, skv])");
-    return kernel.shape;
+    return s;
   }
   if (kernel.signature.tokenEmbedding()) { // tokens [b, s]: rows [b, 1, s, d]
     const TensorView &tokens = *bound.embedTokens;

@@ -1,7 +1,9 @@
-// X86KernelImpl::runBias: a materialized score bias's call (pe.alibi,
-// pe.t5_bias on their own; docs/standalone-kernels.md). The output view
-// gives the call's b, sq and skv where the kernel has `?`; its tables are
-// checked by bindInputs. Items: one output row each, b h sq of them.
+// X86KernelImpl::runBias: a materialized term's call (pe.alibi, pe.t5_bias,
+// pe.relative_key, pe.relative_value on their own;
+// docs/standalone-kernels.md). The output is [o0, o1, o2, o3]: [1|b, h, sq,
+// skv], or a value term's [(h,) sq, skv, dv] (a rank-3 view is [1, ...]).
+// Its `?` dims are the view's; its tables are checked by bindInputs, a key
+// term's query here. Items: one output row of o3 each, o0 o1 o2 of them.
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
 
@@ -11,26 +13,42 @@ Status X86KernelImpl::runBias(const std::vector<TensorView> &inputs, const Tenso
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;
-  if (out.shape.size() != 4)
-    return Status::error("output: expected [b, h, sq, skv], got rank " +
-                         std::to_string(out.shape.size()));
-  // shape is {b, h, h, sq, skv, skv, skv} (X86Backend): `?` dims are the view's.
+  TensorView o = out;
+  if (o.shape.size() == 3 && shape.batch == 1) { // [sq, skv, dv]: one shared table's
+    o.shape.insert(o.shape.begin(), 1);
+    if (!o.strides.empty())
+      o.strides.insert(o.strides.begin(), o.shape[1] * o.strides[0]);
+  }
+  if (o.shape.size() != 4)
+    return Status::error(
+        "output: expected rank 4 ([b, h, sq, skv] or [h, sq, skv, dv]), got rank " +
+        std::to_string(out.shape.size()));
+  // shape is {o0, o1, o1, o2, o3, d, o3} (X86Backend): `?` dims are the view's.
   auto pick = [&](int64_t kernelDim, int64_t viewDim) {
     return kernelDim == kDynamicDim ? viewDim : kernelDim;
   };
-  std::vector<int64_t> dims = {pick(shape.batch, out.shape[0]), shape.queryHeads,
-                               pick(shape.querySeq, out.shape[2]),
-                               pick(shape.keySeq, out.shape[3])};
-  if (Status st = checkView(out, "output", dims, {outputDtype}); !st)
+  std::vector<int64_t> dims = {pick(shape.batch, o.shape[0]), pick(shape.queryHeads, o.shape[1]),
+                               pick(shape.querySeq, o.shape[2]), pick(shape.keySeq, o.shape[3])};
+  if (Status st = checkView(o, "output", dims, {outputDtype}); !st)
     return st;
+  // A key term's query [b, h, sq, d]: the output's first three dims.
+  static float unread[8] = {};
+  MemRefDescriptor<float, 4> q = {unread, unread, 0, {1, 1, 1, 8}, {8, 8, 8, 1}};
+  if (bound.query) {
+    if (Status st = checkView(*bound.query, "query", {dims[0], dims[1], dims[2], shape.headDim},
+                              {inputDtype});
+        !st)
+      return st;
+    q = describe4(*bound.query);
+  }
   const std::vector<int64_t> table =
       operandSlotWords(bound.encodingOperands.empty() ? nullptr : bound.encodingOperands[0]);
-  MemRefDescriptor<float, 4> o = describe4(out);
+  MemRefDescriptor<float, 4> od = describe4(o);
   int64_t items = dims[0] * dims[1] * dims[2];
   auto item = [&](int64_t index) {
-    MemRefDescriptor<float, 4> oc = o;
+    MemRefDescriptor<float, 4> oc = od, qc = q;
     std::vector<int64_t> e0 = table;
-    biasItem_(&oc, e0.data(), index);
+    biasItem_(&oc, &qc, e0.data(), index);
   };
   if (items * dims[3] <= kInlineStandaloneElements)
     for (int64_t index = 0; index < items; ++index)

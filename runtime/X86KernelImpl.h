@@ -80,7 +80,8 @@ using EmbedItemFn = void (*)(MemRefDescriptor<int64_t, 2> *, void *, MemRefDescr
 
 /// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
 /// score bias (templates/x86/score_bias.mlir).
-using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, void *, int64_t);
+using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *, void *,
+                            int64_t);
 
 class LoadedObject;
 struct BoundInputs;

@@ -1,10 +1,13 @@
-// attn-instantiate-x86-template, materialized bias form: a function whose
-// body is one score-bias pe op (pe.alibi, pe.t5_bias) becomes the kernel of
-// templates/x86/score_bias.mlir (docs/standalone-kernels.md "Materialized
-// biases"): the encoding's score hook on zero scores, written out. This
-// file names no concrete encoding.
+// attn-instantiate-x86-template, materialized form: a function whose body
+// is one score-bias or value-term pe op (pe.alibi, pe.t5_bias,
+// pe.relative_key, pe.relative_value) becomes the kernel of
+// templates/x86/score_bias.mlir or value_term.mlir
+// (docs/standalone-kernels.md "Materialized biases"): the encoding's own
+// hooks, written out. This file names no concrete encoding.
 //
-//   out[b, h, i, j] = score_mod(0, b, h, i, j)
+//   score bias: out[b, h, i, j] = score_mod(0, b, h, i, j)
+//   key term:   the same at scale 1, its tile Q[b, h, i, :]  (q_i . a^K[rel + k])
+//   value term: out[a, i, j, :] = row(bucket(a, i, j))       (a^V[rel + k])
 #include "compiler/passes/Instantiate.h"
 #include "compiler/passes/TemplateSupport.h"
 #include "dialects/ShapeChecks.h"
@@ -14,14 +17,15 @@
 #include "mlir/Parser/Parser.h"
 
 #include "templates/X86ScoreBias.inc"
+#include "templates/X86ValueTerm.inc"
 
 using namespace mlir;
 using namespace pejit;
 
 namespace {
 
-/// The function's one pe op when it is a score bias with a score hook (a
-/// fusable one that is not a key term: pe.alibi, pe.t5_bias), else null.
+/// The function's one pe op when its encoding is a fusable score bias or
+/// value term (the kernels have its hooks), else null.
 pe::PositionalEncodingOpInterface materializedBias(ModuleOp module) {
   auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
@@ -34,8 +38,9 @@ pe::PositionalEncodingOpInterface materializedBias(ModuleOp module) {
     if (!encodingOp || found)
       return nullptr;
     pe::PositionalEncodingAttrInterface encoding = encodingOp.getPositionalEncoding();
-    if (encoding.getEncodingKind() != pe::EncodingKind::ScoreBias || !encoding.isFusable() ||
-        encoding.isKeyTerm())
+    pe::EncodingKind kind = encoding.getEncodingKind();
+    if ((kind != pe::EncodingKind::ScoreBias && kind != pe::EncodingKind::ValueTerm) ||
+        !encoding.isFusable())
       return nullptr;
     found = encodingOp;
   }
@@ -61,83 +66,156 @@ bool pejit::isMaterializedBias(ModuleOp module) {
 LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
   pe::PositionalEncodingOpInterface op = materializedBias(module);
   if (!op)
-    return module.emitError() << "expected one function of one score-bias pe op";
+    return module.emitError() << "expected one function of one score-bias or value-term pe op";
   func::FuncOp func = op->getParentOfType<func::FuncOp>();
   pe::PositionalEncodingAttrInterface encoding = op.getPositionalEncoding();
+  bool valueTerm = encoding.getEncodingKind() == pe::EncodingKind::ValueTerm;
+  bool keyTerm = encoding.isKeyTerm();
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op->getResult(0))
     return func.emitError() << "the function must return the " << op->getName()
                             << "'s result (and nothing else): that is the kernel's output";
   auto outType = cast<RankedTensorType>(op->getResult(0).getType());
-  if (outType.getRank() != 4 || outType.isDynamicDim(1))
-    return op->emitError() << "the bias kernel writes [1|b, h, sq, skv] with a static h, got "
-                           << outType;
   const char *outName = kernelElementTypeName(outType.getElementType());
   if (!outName)
     return op->emitError() << "element type " << outType.getElementType()
                            << " is not supported by the x86 kernel (f32, f16 or bf16)";
+  // The output as 4-D [o0, o1, o2, o3]: [1|b, h, sq, skv] for a score bias,
+  // [1|h, sq, skv, dv] for a value term (a shared table's [sq, skv, dv]
+  // with a leading 1).
+  SmallVector<int64_t> out(outType.getShape());
+  if (valueTerm && out.size() == 3)
+    out.insert(out.begin(), 1);
+  if (out.size() != 4 || ShapedType::isDynamic(out[valueTerm ? 0 : 1]) ||
+      (valueTerm && ShapedType::isDynamic(out[3])))
+    return op->emitError() << "the kernel writes "
+                           << (valueTerm ? "[(h,) sq, skv, dv] with static h and dv"
+                                         : "[1|b, h, sq, skv] with a static h")
+                           << ", got " << outType;
+
+  // The op's operands: its encoding operands (tables) and, for a key term,
+  // the query (its one other operand).
+  SmallVector<Value> operands = op.getEncodingOperands();
+  Value query;
+  for (Value operand : op->getOperands())
+    if (!llvm::is_contained(operands, operand))
+      query = operand;
+  if (keyTerm != static_cast<bool>(query))
+    return op->emitError() << "a materialized key term reads one query, other biases none";
   pe::AttentionShape shape;
-  shape.batch = outType.getDimSize(0);
-  shape.queryHeads = shape.kvHeads = outType.getDimSize(1);
-  shape.querySeq = outType.getDimSize(2);
-  shape.keySeq = outType.getDimSize(3);
-  shape.headDim = shape.valueDim = 8; // no Q, K or V: unused by score hooks
+  if (valueTerm) {
+    shape.batch = 1;
+    shape.queryHeads = shape.kvHeads = out[0];
+    shape.querySeq = out[1];
+    shape.keySeq = out[2];
+    shape.headDim = 8;
+    shape.valueDim = out[3];
+  } else {
+    shape.batch = out[0];
+    shape.queryHeads = shape.kvHeads = out[1];
+    shape.querySeq = out[2];
+    shape.keySeq = out[3];
+    shape.headDim = shape.valueDim = 8; // no Q, K or V: unused by score hooks
+  }
   shape.vectorWidth = 8;
+  std::string queryType = "memref<1x1x1x8xf32>";
+  const char *queryName = "f32";
+  if (keyTerm) {
+    auto type = cast<RankedTensorType>(query.getType());
+    queryName = kernelElementTypeName(type.getElementType());
+    if (!queryName)
+      return op->emitError() << "query element type " << type.getElementType()
+                             << " is not supported by the x86 kernel (f32, f16 or bf16)";
+    shape.headDim = type.getDimSize(3);
+    // One query row per tile: the key term's scratch is [2k + 1] and its
+    // score hook reads it at scale 1 (the term itself, unscaled).
+    shape.queryTileRows = 1;
+    shape.hasQueryTileScratch = true;
+    shape.scale = 1.0;
+    queryType = "memref<" + dimToString(shape.batch) + "x" + std::to_string(shape.queryHeads) +
+                "x" + dimToString(shape.querySeq) + "x" + std::to_string(shape.headDim) + "x" +
+                queryName + ", strided<[?, ?, ?, 1], offset: ?>>";
+  }
   if (failed(encoding.verifyForAttention(shape.queryHeads, shape.headDim,
                                          [&] { return op->emitOpError(); })))
     return failure();
-
-  SmallVector<Value> operands = op.getEncodingOperands();
   FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, operands, 1);
   if (failed(slots))
     return failure();
+
   KernelSignature signature;
   signature.materializedBias = true;
   for (BlockArgument arg : func.getArguments()) {
-    auto operand = llvm::find(operands, arg);
-    if (operand == operands.end())
+    KernelArgument argument;
+    if (arg == query) {
+      argument.role = ArgumentRole::Query;
+    } else if (auto operand = llvm::find(operands, arg); operand != operands.end()) {
+      argument.role = ArgumentRole::EncodingOperand;
+      argument.name = encoding.getEncodingOperandName(operand - operands.begin());
+    } else {
       return func.emitError() << "argument #" << arg.getArgNumber() << " is not an operand of "
                               << op->getName();
-    KernelArgument argument;
-    argument.role = ArgumentRole::EncodingOperand;
-    argument.name = encoding.getEncodingOperandName(operand - operands.begin());
+    }
     describeArgumentType(arg.getType(), argument);
     signature.arguments.push_back(std::move(argument));
   }
-  for (Value operand : operands)
+  for (Value operand : op->getOperands())
     if (!isa<BlockArgument>(operand))
-      return op->emitError() << "the kernel reads its table from an argument of the function";
+      return op->emitError() << "the kernel reads its tensors from arguments of the function";
 
-  std::map<std::string, std::string> params = {
-      {"B", dimToString(shape.batch)},
-      {"H", std::to_string(shape.queryHeads)},
-      {"SQ", dimToString(shape.querySeq)},
-      {"SKV", dimToString(shape.keySeq)},
-      {"OT", outName},
-      {"E0", (*slots)[0]},
-      {"OPERANDS", operands.empty() ? "" : "operands(%e0 : !E0)"},
-      {"NARROW8", x86NarrowBody(outName)},
-      {"NARROW1", narrowOneBody(outName)}};
-  FailureOr<std::string> text =
-      substitute(loadTemplate("x86/score_bias.mlir", kX86ScoreBiasTemplate), params, op);
-  if (failed(text))
+  std::map<std::string, std::string> params = {{"OT", outName},
+                                               {"E0", (*slots)[0]},
+                                               {"NARROW8", x86NarrowBody(outName)},
+                                               {"NARROW1", narrowOneBody(outName)}};
+  std::string text;
+  if (valueTerm) {
+    params.insert({{"A", std::to_string(out[0])},
+                   {"SQ", dimToString(out[1])},
+                   {"SKV", dimToString(out[2])},
+                   {"DV", std::to_string(out[3])},
+                   {"DV_WHOLE", std::to_string(out[3] / 8 * 8)}});
+    text = loadTemplate("x86/value_term.mlir", kX86ValueTermTemplate);
+  } else {
+    int64_t tileFloats = std::max<int64_t>(queryTileScratchFloats({encoding}, shape), 8);
+    std::string tileType = "memref<" + std::to_string(tileFloats) + "xf32>";
+    std::string rowType = std::string("memref<1x") + std::to_string(shape.headDim) + "x" +
+                          queryName + ", strided<[?, 1], offset: ?>>";
+    params.insert(
+        {{"B", dimToString(out[0])},
+         {"H", std::to_string(out[1])},
+         {"SQ", dimToString(out[2])},
+         {"SKV", dimToString(out[3])},
+         {"Q", queryType},
+         {"OPERANDS", operands.empty() ? "" : "operands(%e0 : !E0)"},
+         {"QUERY_TILE",
+          keyTerm ? "%qrow = memref.subview %q[%b, %h, %i, 0] [1, 1, 1, " +
+                        std::to_string(shape.headDim) + "] [1, 1, 1, 1] : !Q to " + rowType +
+                        "\n  %TS = memref.alloca() {alignment = 64 : i64} : " + tileType +
+                        "\n  attn.query_tile_prologue %TS, batch %b, head %h, start %i, rows %c1 "
+                        "operands(%e0 : !E0) query(%qrow : " +
+                        rowType + ") : " + tileType
+                  : ""},
+         {"TILE", keyTerm ? "tile(%TS : " + tileType + ", %i)" : ""}});
+    text = loadTemplate("x86/score_bias.mlir", kX86ScoreBiasTemplate);
+  }
+  FailureOr<std::string> substituted = substitute(text, params, op);
+  if (failed(substituted))
     return failure();
-  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*substituted, module.getContext());
   if (!kernel)
     return op->emitError() << "the kernel template did not parse after substitution";
   if (failed(expandHooks(*kernel, shape, {encoding}, std::nullopt)))
     return failure();
 
-  // Items = b h sq: one output row each (the runtime plans a `?` shape's
-  // calls by the same rule, runtime/X86Bias.cpp).
+  // Items: one per output row of o3 elements, o0 o1 o2 of them (the
+  // runtime plans a `?` shape's calls by the same rule, runtime/X86Bias.cpp).
   bool staticShape = outType.hasStaticShape();
   Builder attrs(module.getContext());
   NamedAttrList info;
-  info.append("items", attrs.getI64IntegerAttr(
-                           staticShape ? shape.batch * shape.queryHeads * shape.querySeq : 0));
+  info.append("items", attrs.getI64IntegerAttr(staticShape ? out[0] * out[1] * out[2] : 0));
   info.append("scratch_floats", attrs.getI64IntegerAttr(0));
   info.append("tile_m", attrs.getI64IntegerAttr(1));
   info.append("tile_n", attrs.getI64IntegerAttr(8));
-  spliceX86Kernel(module, func, signature, *kernel, info, outName, outName);
+  spliceX86Kernel(module, func, signature, *kernel, info, keyTerm ? queryName : outName, outName);
   return success();
 }

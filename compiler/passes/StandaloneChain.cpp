@@ -67,8 +67,9 @@ FailureOr<StandaloneChain> readStandaloneChain(func::FuncOp func) {
     pe::PositionalEncodingAttrInterface encoding = op.getPositionalEncoding();
     if (!encoding.hasStandaloneKernel())
       return inner.emitError() << "'" << inner.getName()
-                               << "' has no standalone kernel yet: pe.rope, pe.sinusoidal, "
-                                  "pe.learned, pe.alibi and pe.t5_bias compile on their own "
+                               << "' does not chain with other pe ops in one kernel: only "
+                                  "pe.rope, pe.sinusoidal and pe.learned do; a score bias or "
+                                  "Shaw term compiles as a function of its own "
                                   "(docs/standalone-kernels.md)";
     Value input = chainInput(op);
     if (!previous) {

@@ -71,8 +71,10 @@ def PE_RelativeKeyOp : PE_EncodingOp<"relative_key", [],
                                      ["getEncodingOperands", "getOperandRoleName"]> {
   let summary = "Shaw key term [b, h, sq, skv] = q_i . a^K[clip(j - i) + k]";
   let description = [{
-    `query` is [b, h, sq, d], `table` a^K is [2k+1, d] (shared by heads). The
-    result is added to q . k before the scale (attn.attention `key_term`).
+    `query` is [b, h, sq, d], `table` a^K is [2k+1, d] (shared by heads) or
+    [h, 2k+1, d]. The result is added to q . k before the scale
+    (attn.attention `key_term`). On its own it compiles to a kernel that
+    writes the term (docs/standalone-kernels.md).
 
     ```mlir
     %t = pe.relative_key %q, %aK <clip = 4>
@@ -92,8 +94,10 @@ def PE_RelativeValueOp : PE_EncodingOp<"relative_value", [],
                                        ["getEncodingOperands", "getOperandRoleName"]> {
   let summary = "Shaw value term [sq, skv, dv] = a^V[clip(j - i) + k]";
   let description = [{
-    `table` a^V is [2k+1, dv]. Attention adds sum_j p_ij * result[i, j, :] to
-    its output (attn.attention `value_term`).
+    `table` a^V is [2k+1, dv] (the result [sq, skv, dv]) or [h, 2k+1, dv]
+    (the result [h, sq, skv, dv]). Attention adds sum_j p_ij * result[i, j,
+    :] to its output (attn.attention `value_term`). On its own it compiles
+    to a kernel that writes the term (docs/standalone-kernels.md).
 
     ```mlir
     %t = pe.relative_value %aV <clip = 4> : tensor<9x64xf32> -> tensor<64x64x64xf32>

@@ -70,9 +70,11 @@ struct KernelArgument {
 
 struct KernelSignature {
   std::vector<KernelArgument> arguments;
-  /// A materialized score bias (pe.alibi, pe.t5_bias on their own): the
-  /// kernel writes [1|b, h, sq, skv] from its encoding operands alone, so
-  /// its arguments may be none. In str() as the token "materialized_bias".
+  /// A materialized term (pe.alibi, pe.t5_bias, pe.relative_key,
+  /// pe.relative_value on their own): the kernel writes [1|b, h, sq, skv]
+  /// (a value term [(h,) sq, skv, dv]) from its encoding operands (and a key
+  /// term's query), so its arguments may be none. In str() as the token
+  /// "materialized_bias".
   bool materializedBias = false;
 
   /// Arguments a run must be given (all but trailing position ids).

@@ -167,13 +167,17 @@ TEST(StandaloneRope, BadInputsAreErrorsThatNameThem) {
   Status wrongOut = kernel->run({xv, {ids.data(), DType::I64, {8}, {}}},
                                 {out.data(), DType::F32, {1, 2, 7, 64}, {}});
   EXPECT_NE(wrongOut.message().find("output"), std::string::npos) << wrongOut.message();
-  // Shaw's terms have no standalone kernel (yet): an error that names the op.
-  Expected<X86Kernel> shaw = suiteRuntime().getX86(
-      *Spec::fromText("func.func @f(%t: tensor<9x16xf32>) -> tensor<8x8x16xf32> {\n"
-                      "  %b = pe.relative_value %t <clip = 4> : tensor<9x16xf32> -> "
-                      "tensor<8x8x16xf32>\n  return %b : tensor<8x8x16xf32>\n}\n"));
+  // A materialized term does not chain with a transform: an error that
+  // names the op.
+  Expected<X86Kernel> shaw = suiteRuntime().getX86(*Spec::fromText(
+      "func.func @f(%x: tensor<1x2x8x16xf32>, %p: tensor<8xi64>, %t: tensor<9x16xf32>)"
+      " -> tensor<1x2x8x8xf32> {\n"
+      "  %r = pe.rope %x, %p <layout = half, theta = 10000.0> : tensor<1x2x8x16xf32>, "
+      "tensor<8xi64>\n"
+      "  %b = pe.relative_key %r, %t <clip = 4> : tensor<1x2x8x16xf32>, tensor<9x16xf32> -> "
+      "tensor<1x2x8x8xf32>\n  return %b : tensor<1x2x8x8xf32>\n}\n"));
   ASSERT_FALSE(shaw);
-  EXPECT_NE(shaw.error().find("'pe.relative_value' has no standalone kernel yet"),
+  EXPECT_NE(shaw.error().find("'pe.relative_key' does not chain with other pe ops"),
             std::string::npos)
       << shaw.error();
 }

@@ -16,6 +16,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <algorithm>
+
 namespace pejit {
 
 namespace {
@@ -33,13 +35,22 @@ Stage tiledStage(X86TileConfig tiles) {
     if (auto item = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_item")) {
       state.artifact.shape = kernelShape(item.getArgumentTypes());
     } else if (auto bias = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_bias_item")) {
-      // O [b, h, sq, skv]: Shape{b, h, h, sq, skv, skv, skv}, so [b, hq, sq,
-      // dv] is the output's shape as for attention.
+      // A materialized term's O [o0, o1, o2, o3] ([b, h, sq, skv] or a value
+      // term's [1|h, sq, skv, dv]): Shape{o0, o1, o1, o2, o3, d, o3}, so
+      // [batch, queryHeads, querySeq, valueDim] is the output's shape as for
+      // attention; d is a key term's Q's (else o3).
       auto o = mlir::cast<mlir::MemRefType>(bias.getArgumentTypes()[0]);
-      auto dim = [&](unsigned d) {
-        return mlir::ShapedType::isDynamic(o.getDimSize(d)) ? kDynamicDim : o.getDimSize(d);
+      auto q = mlir::cast<mlir::MemRefType>(bias.getArgumentTypes()[1]);
+      auto dim = [](mlir::MemRefType type, unsigned d) {
+        return mlir::ShapedType::isDynamic(type.getDimSize(d)) ? kDynamicDim : type.getDimSize(d);
       };
-      state.artifact.shape = Shape{dim(0), dim(1), dim(1), dim(2), dim(3), dim(3), dim(3)};
+      const std::vector<KernelArgument> &args = state.artifact.signature.arguments;
+      bool readsQuery = std::any_of(args.begin(), args.end(), [](const KernelArgument &a) {
+        return a.role == ArgumentRole::Query;
+      });
+      int64_t headDim = readsQuery ? dim(q, 3) : dim(o, 3);
+      state.artifact.shape =
+          Shape{dim(o, 0), dim(o, 1), dim(o, 1), dim(o, 2), dim(o, 3), headDim, dim(o, 3)};
     } else if (auto embed = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_embed_item")) {
       mlir::Type o = embed.getArgumentTypes()[2]; // [b, 1, s, d], the gathered rows' shape
       state.artifact.shape = kernelShape({o, o, o});

@@ -97,13 +97,15 @@ func.func @paged_key_only(%q: tensor<?x2x1x64xf32>, %kp: tensor<?x16x2x64xf32>, 
 
 // -----
 
-// Standalone kernels: pe.rope, pe.sinusoidal, pe.learned (and pe.embed),
-// and the score biases pe.alibi and pe.t5_bias compile on their own; Shaw's
-// terms not yet.
-func.func @standalone_relative_value(%t: tensor<9x16xf32>) -> tensor<8x8x16xf32> {
-  // expected-error @+1 {{'pe.relative_value' has no standalone kernel yet: pe.rope, pe.sinusoidal, pe.learned, pe.alibi and pe.t5_bias compile on their own (docs/standalone-kernels.md)}}
-  %b = pe.relative_value %t <clip = 4> : tensor<9x16xf32> -> tensor<8x8x16xf32>
-  return %b : tensor<8x8x16xf32>
+// Standalone kernels: pe.rope, pe.sinusoidal, pe.learned (and pe.embed)
+// chain in one pass; a materialized term (a score bias, Shaw's terms) is a
+// function of its own.
+func.func @chained_relative_key(%x: tensor<1x2x8x16xf32>, %p: tensor<8xi64>, %t: tensor<9x16xf32>)
+    -> tensor<1x2x8x8xf32> {
+  %r = pe.rope %x, %p <layout = half, theta = 10000.0> : tensor<1x2x8x16xf32>, tensor<8xi64>
+  // expected-error @+1 {{'pe.relative_key' does not chain with other pe ops in one kernel: only pe.rope, pe.sinusoidal and pe.learned do; a score bias or Shaw term compiles as a function of its own (docs/standalone-kernels.md)}}
+  %b = pe.relative_key %r, %t <clip = 4> : tensor<1x2x8x16xf32>, tensor<9x16xf32> -> tensor<1x2x8x8xf32>
+  return %b : tensor<1x2x8x8xf32>
 }
 
 // -----
