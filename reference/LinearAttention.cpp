@@ -59,6 +59,11 @@ Tensor linearAttention(const Tensor &q, const Tensor &k, const Tensor &v,
   }
   const bool normalized =
       options.map != FeatureMap::Identity && options.map != FeatureMap::SoftmaxKeys;
+  const Tensor *state = options.state;
+  if (state)
+    PEJIT_REF_CHECK(state->rank() == 4 && state->dim(0) == batch && state->dim(1) == hq &&
+                        state->dim(2) == d && state->dim(3) == dv + 2,
+                    "the state must be [b, hq, d, dv + 2], got " + shapeToString(state->shape));
   Tensor out({batch, hq, sq, dv});
   std::vector<double> num(dv), weight(skv);
   for (int64_t b = 0; b < batch; ++b)
@@ -66,23 +71,43 @@ Tensor linearAttention(const Tensor &q, const Tensor &k, const Tensor &v,
       const int64_t kh = h / (hq / hkv);
       for (int64_t i = 0; i < sq; ++i) {
         int64_t visible = options.causal ? std::clamp<int64_t>(i + skv - sq + 1, 0, skv) : skv;
-        if (visible == 0)
+        if (visible == 0 && !state)
           continue; // a row that sees no key: zeros
         std::fill(num.begin(), num.end(), 0.0);
         if (options.map == FeatureMap::SoftmaxKeys) {
-          // Per channel c: softmax over the visible keys of k_jc, weighting v_j.
+          // Per channel c: softmax over the state's keys (z0 of them at max
+          // m0, when z0 > 0) and the visible keys of k_jc, weighting v_j.
           for (int64_t c = 0; c < d; ++c) {
             double top = -std::numeric_limits<double>::infinity(), sum = 0;
+            double z0 = state ? state->at(b, h, c, dv) : 0.0;
+            double m0 = state ? state->at(b, h, c, dv + 1) : 0.0;
+            if (z0 != 0)
+              top = m0;
             for (int64_t j = 0; j < visible; ++j)
               top = std::max(top, nk.at(b, kh, j, c));
+            double carried = z0 != 0 ? std::exp(m0 - top) : 0.0;
+            sum = z0 * carried;
             for (int64_t j = 0; j < visible; ++j)
               sum += weight[j] = std::exp(nk.at(b, kh, j, c) - top);
+            if (sum == 0)
+              continue; // a channel that has seen no key adds nothing
+            for (int64_t e = 0; e < dv; ++e) {
+              double s0 = state ? state->at(b, h, c, e) * carried : 0.0;
+              num[e] += nq.at(b, h, i, c) * s0 / sum;
+            }
             for (int64_t j = 0; j < visible; ++j)
               for (int64_t e = 0; e < dv; ++e)
                 num[e] += nq.at(b, h, i, c) * weight[j] / sum * v.at(b, kh, j, e);
           }
         } else {
+          // The state's keys: S0 in the numerator, z0 in the denominator.
           double den = 0;
+          if (state)
+            for (int64_t c = 0; c < d; ++c) {
+              den += dq.at(b, h, i, c) * state->at(b, h, c, dv);
+              for (int64_t e = 0; e < dv; ++e)
+                num[e] += nq.at(b, h, i, c) * state->at(b, h, c, e);
+            }
           for (int64_t j = 0; j < visible; ++j) {
             double score = 0, norm = 0;
             for (int64_t c = 0; c < d; ++c) {

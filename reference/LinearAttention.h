@@ -2,7 +2,9 @@
 //
 // The semantics of attn.linear_attention (docs/semantics.md "Linear
 // attention"), computed directly in O(sq skv d dv): no running state, so it
-// checks the kernels' recurrences rather than repeating them.
+// checks the kernels' recurrences rather than repeating them. A carried
+// state (earlier calls' keys) enters as its definition: S0 and z0 added to
+// every row's sums, softmax_keys' m0 rescaled to the row's max.
 //   phi: elu_plus_one, relu, identity; out_i = sum_j (phi(q_i).phi(k_j)) v_j
 //   / sum_j phi(q_i).phi(k_j) over visible j (identity: no denominator; a
 //   zero denominator or no visible key: a zero row). softmax_keys: out_i =
@@ -29,6 +31,10 @@ struct LinearAttentionOptions {
   /// Where `rotate` applies (when given): false before the feature map,
   /// true on the numerator only.
   bool ropeOnNumerator = false;
+  /// The keys of earlier calls, per query head: [b, hq, d, dv + 2] = S, z
+  /// and (softmax_keys) m, as attn.linear_attention's `state` defines them.
+  /// Every row sees them before its visible keys. Null: none.
+  const Tensor *state = nullptr;
 };
 
 /// The feature map of one value (identity for softmax_keys: its keys are

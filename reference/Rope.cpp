@@ -251,7 +251,7 @@ std::vector<int64_t> ropeAxisOfFrequency(const RopeConfig &config, int64_t half)
 }
 
 Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
-                 int64_t seqLen) {
+                 int64_t seqLen, const std::vector<double> &positionScale) {
   PEJIT_REF_CHECK(x.rank() == 4, "x must be [b, h, s, d], got " + shapeToString(x.shape));
   const int64_t batch = x.shape[0], heads = x.shape[1], length = x.shape[2], headDim = x.shape[3];
   const RopeFrequencies freqs = computeRopeFrequencies(config, headDim, seqLen);
@@ -273,15 +273,24 @@ Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &p
                   "positions " + shapeToString(positions.shape) + " do not match batch " +
                       std::to_string(batch));
 
+  PEJIT_REF_CHECK(positionScale.empty() || positionScale.size() == 1 ||
+                      static_cast<int64_t>(positionScale.size()) == batch,
+                  "the position scale must have 1 or b = " + std::to_string(batch) +
+                      " entries, got " + std::to_string(positionScale.size()));
+
   Tensor out = x;
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t positionRow = positionRows == 1 ? 0 : b;
+    const double scale = positionScale.empty()       ? 1.0
+                         : positionScale.size() == 1 ? positionScale[0]
+                                                     : positionScale[b];
     for (int64_t t = 0; t < length; ++t) {
       for (int64_t c = 0; c < half; ++c) {
         int64_t position = sectioned ? positions.get(axisOfFrequency[c], positionRow, t)
                                      : positions.get(positionRow, t);
-        // RoFormer: angle = position × inv_freq, in float64 (docs/semantics.md).
-        double angle = static_cast<double>(position) * freqs.invFreq[c];
+        // RoFormer: angle = position × inv_freq, in float64 (docs/semantics.md);
+        // a runtime scale multiplies the position first.
+        double angle = static_cast<double>(position) * scale * freqs.invFreq[c];
         double cosine = std::cos(angle) * freqs.attentionFactor;
         double sine = std::sin(angle) * freqs.attentionFactor;
         int64_t first = config.layout == RopeLayout::Half ? c : 2 * c;

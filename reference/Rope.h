@@ -88,9 +88,11 @@ std::vector<int64_t> ropeAxisOfFrequency(const RopeConfig &config, int64_t half)
 
 /// x: [b, h, s, d]. positions: [s] or [b, s]; with axes (sections, axial),
 /// [A, s] or [A, b, s] where A = ropePositionAxes(config). Returns a rotated copy; channels
-/// >= rotaryDim pass through unchanged.
+/// >= rotaryDim pass through unchanged. A positionScale ([1] or [b]; empty:
+/// none) multiplies batch row b's positions before the rotation:
+/// angle = (position * scale) * inv_freq.
 Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
-                 int64_t seqLen);
+                 int64_t seqLen, const std::vector<double> &positionScale = {});
 
 /// max(position) + 1 over all given ids (0 when all are empty): the seqLen
 /// that dynamic_ntk and longrope see (docs/semantics.md, RoPE).

@@ -232,6 +232,10 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
                                     "dense table");
       bound.embedTable = &inputs[i];
       break;
+    case ArgumentRole::LinearState: // its shape follows the call's (X86Call)
+      bound.linearState = &inputs[i];
+      bound.linearStateName = name;
+      break;
     default:
       break;
     }

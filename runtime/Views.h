@@ -73,6 +73,10 @@ struct BoundInputs {
   /// shape, dtype, contiguous); null without.
   const TensorView *embedTokens = nullptr, *embedTable = nullptr;
   std::string embedTokensName = "tokens";
+  /// attn.linear_attention's carried state (read and written in place;
+  /// checked by the run against the call's shape); null without.
+  const TensorView *linearState = nullptr;
+  std::string linearStateName = "linear_state";
 };
 
 /// A packed batch's sequences: query rows [query[i], query[i + 1]) against

@@ -131,6 +131,12 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       return st;
   if (Status st = checkView(out, "output", oShape, {outputDtype}); !st)
     return st;
+  // Linear attention's carried state [b, hq, d, dv + 2], updated in place.
+  if (bound.linearState)
+    if (Status st = checkView(*bound.linearState, bound.linearStateName,
+                              {s.batch, s.queryHeads, s.headDim, s.valueDim + 2}, {DType::F32});
+        !st)
+      return st;
 
   // The sub-calls: the call itself, one per sequence of a packed batch, or
   // one per batch row with its key length or its pages.
@@ -304,6 +310,17 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     firstItem.push_back(firstItem.back() + call.plan.items);
     firstCombine.push_back(firstCombine.back() + call.plan.combineItems);
   }
+  // The encoding operand slots: each a memref descriptor of its own rank,
+  // as words (two pointers, the offset, sizes, strides); unused slots get a
+  // one-float dummy the kernel never reads.
+  std::array<std::vector<int64_t>, kEncodingOperandSlots> operandWords;
+  for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot)
+    operandWords[slot] = operandSlotWords(
+        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr);
+  // Linear attention takes no encoding operands; its state rides in slot 0
+  // (a strided [b, hq, d, dv + 2] descriptor).
+  if (bound.linearState)
+    operandWords[0] = operandSlotWords(bound.linearState);
   // The tables (RoPE's cos/sin per position) on all cores: part p of a
   // sub-call fills its position rows p, p + threads, ... Without tables
   // (no QK transform) the prologue is empty: no round trip through the pool.
@@ -313,14 +330,17 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     for (SubCall &call : calls) {
       MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
       MemRefDescriptor<float, 1> sdc = call.sd;
-      prologue_(&qpc, &kpc, &sdc, 0, 1);
+      std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
+      prologue_(&qpc, &kpc, &sdc, 0, 1, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data());
     }
   else if (allTableFloats > 0)
     pool_->parallelFor(static_cast<int64_t>(calls.size()) * threads, [&](int64_t index) {
       SubCall &call = calls[index / threads];
       MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
       MemRefDescriptor<float, 1> sdc = call.sd;
-      prologue_(&qpc, &kpc, &sdc, index % threads, threads);
+      std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
+      prologue_(&qpc, &kpc, &sdc, index % threads, threads, ec[0].data(), ec[1].data(),
+                ec[2].data(), ec[3].data());
     });
   // K rotated once into the key cache (after all tables exist).
   if (firstPrepare.back() > 0)
@@ -332,13 +352,6 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       int64_t parts = firstPrepare[c + 1] - firstPrepare[c];
       prepare_(&kc, &kcc, &sdc, call.shape.querySeq, index - firstPrepare[c], parts);
     });
-  // The encoding operand slots: each a memref descriptor of its own rank,
-  // as words (two pointers, the offset, sizes, strides); unused slots get a
-  // one-float dummy the kernel never reads.
-  std::array<std::vector<int64_t>, kEncodingOperandSlots> operandWords;
-  for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot)
-    operandWords[slot] = operandSlotWords(
-        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr);
   ItemFn item = item_;
   DecodeItemFn decodeItem = decodeItem_;
   pool_->parallelFor(firstItem.back(), [&](int64_t index) {

@@ -29,9 +29,11 @@ template <typename T, int Rank> struct MemRefDescriptor {
 /// A [b, h, s, d] view as the kernels' memref descriptor (X86Call.cpp).
 MemRefDescriptor<float, 4> describe4(const TensorView &view);
 
-/// (query positions, key positions, scratch, first row, row step).
+/// (query positions, key positions, scratch, first row, row step, encoding
+/// operand slots 0..3 as for ItemFn).
 using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
-                            MemRefDescriptor<float, 1> *, int64_t, int64_t);
+                            MemRefDescriptor<float, 1> *, int64_t, int64_t, void *, void *, void *,
+                            void *);
 /// (key, key cache, scratch, sq, first job, job step): the key cache jobs
 /// (pejit_prepare).
 using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,

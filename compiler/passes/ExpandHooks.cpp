@@ -125,6 +125,7 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
     int64_t tileOffset, tileFloats;
   };
   pe::PositionalEncodingAttrInterface qkTransform;
+  unsigned qkFirstOperand = 0;
   SmallVector<Placed> scoreBiases;
   std::optional<Placed> valueTerm; // at most one (the verifier)
   unsigned firstOperand = 0;
@@ -134,9 +135,10 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
     // An additive embedding is never fused into attention; in a standalone
     // kernel it takes the QK transform hooks (x + PE for its rows).
     if (encoding.getEncodingKind() == pe::EncodingKind::QKTransform ||
-        encoding.getEncodingKind() == pe::EncodingKind::Additive)
+        encoding.getEncodingKind() == pe::EncodingKind::Additive) {
       qkTransform = encoding;
-    else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
+      qkFirstOperand = firstOperand;
+    } else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
       scoreBiases.push_back({encoding, firstOperand, tileOffset, tileFloats});
     else if (encoding.getValueTermBuckets() > 0)
       valueTerm = Placed{encoding, firstOperand, tileOffset, tileFloats};
@@ -180,12 +182,24 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       return failure();
     if (auto prologue = dyn_cast<attn::QKPrologueOp>(hook)) {
       pe::PositionalEncodingAttrInterface transformer = *hookTransform;
+      // An attention's prologue passes every encoding's operands: the QK
+      // transform's are its slice. One that names its encoding (a
+      // standalone chain) passes that op's own.
+      SmallVector<Value> operands = llvm::to_vector(prologue.getEncodingOperands());
+      if (transformer && !prologue->hasAttr("encoding")) {
+        unsigned count = transformer.getNumEncodingOperands();
+        if (operands.size() < qkFirstOperand + count)
+          return hook->emitError() << "the QK transform " << transformer << " reads " << count
+                                   << " encoding operand(s), but the template's attn.qk_prologue "
+                                      "passes none for it";
+        operands = SmallVector<Value>(operands.begin() + qkFirstOperand,
+                                      operands.begin() + qkFirstOperand + count);
+      }
       if (transformer)
         transformer.emitQKPrologue(b, loc, shape,
                                    {prologue.getQueryPositions(), prologue.getKeyPositions(),
                                     prologue.getScratch(), prologue.getRowBegin(),
-                                    prologue.getRowStep(),
-                                    llvm::to_vector(prologue.getEncodingOperands())});
+                                    prologue.getRowStep(), operands});
     } else if (auto transform = dyn_cast<attn::QKTransformOp>(hook)) {
       pe::PositionalEncodingAttrInterface transformer = *hookTransform;
       bool applies = transformer && (transform.getIsKey() ? transformer.transformsKey()

@@ -56,8 +56,10 @@ void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings
   };
   if (conflicts(op.getQueryPositions(), queryOp) || conflicts(op.getKeyPositions(), keyOp))
     return;
+  // The same encoding reading the same tensors (a runtime position scale).
   bool same = queryOp && keyOp && queryOp != keyOp &&
-              queryOp.getPositionalEncoding() == keyOp.getPositionalEncoding();
+              queryOp.getPositionalEncoding() == keyOp.getPositionalEncoding() &&
+              queryOp.getEncodingOperands() == keyOp.getEncodingOperands();
   if (!same) {
     // One side: Q's producer if there is one, else K's, and only when the
     // other side comes from no QK transform at all (it is given rotated).
@@ -82,6 +84,7 @@ void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings
         op.getKeyPositionsMutable().assign(positions);
     }
     encodings.push_back(oneSided);
+    op.getEncodingOperandsMutable().append(side.getEncodingOperands());
     side->erase();
     return;
   }
@@ -92,6 +95,7 @@ void fuseQKTransform(attn::AttentionOp op, SmallVectorImpl<Attribute> &encodings
   if (Value positions = keyOp.getPositionIds())
     op.getKeyPositionsMutable().assign(positions);
   encodings.push_back(queryOp.getPositionalEncoding());
+  op.getEncodingOperandsMutable().append(queryOp.getEncodingOperands());
   queryOp->erase();
   keyOp->erase();
 }

@@ -57,6 +57,44 @@ bool pejit::isLinearAttention(ModuleOp module) {
   return found;
 }
 
+namespace {
+
+/// The carried state's memref: [b, hq, d, dv + 2] f32, strided rows.
+std::string stateType(const pe::AttentionShape &shape) {
+  return "memref<" + dimToString(shape.batch) + "x" + std::to_string(shape.queryHeads) + "x" +
+         std::to_string(shape.headDim) + "x" + std::to_string(shape.valueDim + 2) +
+         "xf32, strided<[?, ?, ?, 1], offset: ?>>";
+}
+
+/// @state_in's (in) or @state_out's body: S as 8-lane rows, z and m by
+/// channel (m only for softmax_keys; other maps store 0 there).
+std::string stateCopyBody(bool in, attn::FeatureMap map) {
+  bool softmax = map == attn::FeatureMap::SoftmaxKeys;
+  std::string text = "scf.for %c = %c0 to %D step %c1 {\n"
+                     "    scf.for %e = %c0 to %DV step %c8 {\n";
+  if (in)
+    text += "      %x = vector.load %st[%b, %h, %c, %e] : !E0, vector<8xf32>\n"
+            "      vector.store %x, %S[%c, %e] : !STATE, vector<8xf32>\n    }\n"
+            "    %zc = memref.load %st[%b, %h, %c, %DV] : !E0\n"
+            "    memref.store %zc, %z[%c] : !VEC\n";
+  else
+    text += "      %x = vector.load %S[%c, %e] : !STATE, vector<8xf32>\n"
+            "      vector.store %x, %st[%b, %h, %c, %e] : !E0, vector<8xf32>\n    }\n"
+            "    %zc = memref.load %z[%c] : !VEC\n"
+            "    memref.store %zc, %st[%b, %h, %c, %DV] : !E0\n";
+  if (in && softmax)
+    text += "    %mc = memref.load %st[%b, %h, %c, %DVM] : !E0\n"
+            "    memref.store %mc, %m[%c] : !VEC\n";
+  if (!in)
+    text += softmax ? "    %mc = memref.load %m[%c] : !VEC\n"
+                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E0\n"
+                    : "    %mc = arith.constant 0.0 : f32\n"
+                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E0\n";
+  return text + "  }";
+}
+
+} // namespace
+
 LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
   auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
@@ -105,7 +143,8 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
                                             {op.getKey(), ArgumentRole::Key},
                                             {op.getValue(), ArgumentRole::Value},
                                             {op.getQueryPositions(), ArgumentRole::QueryPositions},
-                                            {op.getKeyPositions(), ArgumentRole::KeyPositions}};
+                                            {op.getKeyPositions(), ArgumentRole::KeyPositions},
+                                            {op.getState(), ArgumentRole::LinearState}};
   for (auto [value, role] : roles)
     if (value && !isa<BlockArgument>(value))
       return op.emitError() << "operand '" << argumentRoleName(role) << "' is computed by '"
@@ -151,6 +190,11 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
       {"SOFTMAX_KEYS", map == attn::FeatureMap::SoftmaxKeys ? "true" : "false"},
       {"NORMALIZE",
        map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
+      {"HAS_STATE", op.getState() ? "true" : "false"},
+      {"DVS", std::to_string(shape.valueDim + 2)},
+      {"E0", op.getState() ? stateType(shape) : "!UNUSED"},
+      {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
+      {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
       {"PHI8", phiBody(map)},
       {"WIDEN8", x86WidenBody(inName)},
       {"NARROW8", x86NarrowBody(outName)}};

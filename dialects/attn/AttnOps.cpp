@@ -266,6 +266,16 @@ LogicalResult AttentionOp::verifyEncodings() {
   sizes.keySeq = dim(getKey(), 2);
   sizes.headDim = headDim;
   sizes.valueDim = dim(getValue(), 3);
+  // Batch rows of each side's ids: [b, s] (or [A, b, s] with axes) have b;
+  // [s], [A, s] and the defaults one.
+  pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
+  int64_t batchRank = transform && transform.getPositionAxes() > 0 ? 3 : 2;
+  auto idRows = [&](Value ids) -> int64_t {
+    auto type = ids ? dyn_cast<RankedTensorType>(ids.getType()) : RankedTensorType();
+    return type && type.getRank() == batchRank ? type.getDimSize(batchRank - 2) : 1;
+  };
+  sizes.queryPositionRows = idRows(getQueryPositions());
+  sizes.keyPositionRows = idRows(getKeyPositions());
   unsigned nextOperand = 0;
   int numQKTransforms = 0, numValueTerms = 0;
   for (auto [index, attr] : llvm::enumerate(encodings)) {
@@ -312,7 +322,6 @@ LogicalResult AttentionOp::verifyEncodings() {
     return emitOpError() << "has " << getEncodingOperands().size()
                          << " encoding_operands but its encodings read " << nextOperand;
   // relative_to = position reads plain [s] / [b, s] ids: not M-RoPE's axes.
-  pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
   for (auto [index, attr] : llvm::enumerate(encodings))
     if (cast<pe::PositionalEncodingAttrInterface>(attr).readsPositions() && transform &&
         transform.getPositionAxes() > 0)

@@ -40,6 +40,10 @@ LogicalResult LinearAttentionOp::verify() {
         return emitOpError() << "encodings: " << attr
                              << " rotates one side only; linear attention rotates Q and K "
                                 "(apply_to = both)";
+      if (encoding.getNumEncodingOperands() > 0)
+        return emitOpError() << "encodings: " << attr
+                             << " reads a tensor of its own (a runtime position scale); linear "
+                                "attention's fused RoPE takes none yet";
       if (failed(encoding.verifyForAttention(hq, d, [&] { return emitOpError(); })))
         return failure();
       rope = encoding;
@@ -55,6 +59,19 @@ LogicalResult LinearAttentionOp::verify() {
   if (placement == RopePlacement::OnNumerator && getFeatureMap() == FeatureMap::SoftmaxKeys)
     return emitOpError() << "softmax_keys has no denominator, so rope_on_numerator does not "
                             "apply: use rope_before_feature_map";
+  if (Value state = getState()) {
+    // [b, hq, d, dv + 2] f32: S, then z, then m (docs/linear-attention.md).
+    auto type = cast<RankedTensorType>(state.getType());
+    int64_t dv = dim(getValue(), 3);
+    int64_t expected[] = {b, hq, d, ShapedType::isDynamic(dv) ? dv : dv + 2};
+    bool matches = type.getRank() == 4 && type.getElementType().isF32();
+    for (int64_t i = 0; matches && i < 4; ++i)
+      matches = type.getDimSize(i) == expected[i];
+    if (!matches)
+      return emitOpError() << "state must be f32 [b, hq, d, dv + 2] = "
+                           << RankedTensorType::get(expected, Float32Type::get(getContext()))
+                           << " (S, then z, then softmax_keys' running max), got " << type;
+  }
   int64_t axes = rope ? rope.getPositionAxes() : 0;
   return verifyQueryKeyPositions(op, getQueryPositions(), getKeyPositions(), b, sq, skv, axes);
 }

@@ -54,6 +54,16 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
 
     No scale: phi takes q and k as they are (fold one into Q or K).
 
+    `state(%st)` carries the keys of earlier calls (decode, or a prefill in
+    chunks): f32 [b, hq, d, dv + 2], per query head h, the summary of the
+    keys before this call: [.., :dv] = S[c, e], [.., dv] = z[c], and for
+    `softmax_keys` [.., dv + 1] = m[c], the running max S and z are
+    relative to (S = sum_j w_jc v_j, z = sum_j w_jc with w_jc = phi(k~)_jc,
+    or exp(k_jc - m_c)). Every row sees the state's keys before its own
+    visible keys; the call then writes the state after all of its keys
+    back into %st, in place. A zero tensor is the state of no keys. With a
+    state, pass explicit position ids: the defaults restart at 0.
+
     ```mlir
     %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) causal
         encodings([#pe.rope<layout = half, theta = 10000.0>])
@@ -66,6 +76,7 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
     Attn_FloatTensor:$query, Attn_FloatTensor:$key, Attn_FloatTensor:$value,
     Optional<AnyRankedTensor>:$query_positions,
     Optional<AnyRankedTensor>:$key_positions,
+    Optional<Attn_FloatTensor>:$state,
     Attn_FeatureMap:$feature_map,
     UnitAttr:$causal,
     OptionalAttr<ArrayAttr>:$encodings,
@@ -76,6 +87,7 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
     (`query_positions` `(` $query_positions^ `:` type($query_positions) `)`)?
     (`key_positions` `(` $key_positions^ `:` type($key_positions) `)`)?
     (`causal` $causal^)?
+    (`state` `(` $state^ `:` type($state) `)`)?
     (`encodings` `(` $encodings^ `)`)?
     (`rope_placement` `(` $rope_placement^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)

@@ -255,7 +255,7 @@ LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim, EmitErrorF
 LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 theta,
                                std::optional<int64_t> rotaryDim, RopeScalingAttrInterface scaling,
                                llvm::ArrayRef<int64_t> sections, bool interleavedSections,
-                               bool axial, RopeSides applyTo) {
+                               bool axial, RopeSides applyTo, bool runtimeScale) {
   if (failed(requirePositive(emitError, "rope theta", theta)))
     return failure();
   if (rotaryDim) {
@@ -288,6 +288,11 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 the
                        << *rotaryDim;
   if (failed(verifyOneSidedScaling(applyTo, scaling, emitError)))
     return failure();
+  if (runtimeScale && scaling && scaling.followsCallLength())
+    return emitError() << "rope runtime_scale with " << scaling
+                       << ": its frequencies follow the call's length, so a scaled position "
+                          "has no one frequency; use a scaling that does not (linear, ntk, "
+                          "yarn, llama3) or none";
   return success();
 }
 

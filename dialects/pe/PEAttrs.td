@@ -143,7 +143,8 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloatsPerPosition", "emitQKPrologue", "emitQKTileTransform",
     "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide",
-    "getPositionAxes", "hasStandaloneKernel"]> {
+    "getPositionAxes", "hasStandaloneKernel", "getNumEncodingOperands", "getEncodingOperandName",
+    "verifyEncodingOperand"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
     Rotates channel pairs by angle = position * inv_freq[c], inv_freq[c] =
@@ -166,6 +167,13 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     one of Q and K comes from a pe.rope. A scaling whose frequencies follow
     the call's length (dynamic_ntk, longrope) takes only `both`: a side
     rotated in an earlier, shorter call used other frequencies.
+
+    `runtime_scale = true` multiplies every position by a runtime f32 s
+    before the rotation: angle = (position * s) * inv_freq. s is the
+    encoding's one operand (`rope_position_scale`), [1] or [b] (per batch
+    row, with [b, s] position ids); the cos/sin tables are recomputed each
+    call, so a new s compiles nothing. A scaling whose frequencies follow
+    the call's length (dynamic_ntk, longrope) does not take it.
   }];
   let parameters = (ins
     EnumParameter<PE_RopeLayout>:$layout,
@@ -177,7 +185,8 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     PE_BoolParameter<"Qwen3-VL interleaved sections", "false">:$interleaved_sections,
     PE_BoolParameter<"2-D axial RoPE, [2, s] positions", "false">:$axial,
     PE_DefaultEnumParameter<PE_RopeSides, "::pejit::pe::RopeSides::Both",
-                            "sides a fused RoPE rotates">:$apply_to);
+                            "sides a fused RoPE rotates">:$apply_to,
+    PE_BoolParameter<"positions times a runtime f32 scale", "false">:$runtime_scale);
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",

@@ -63,12 +63,15 @@ def PE_PositionalEncodingAttrInterface
       "return ::pejit::ref::Tensor();">,
     InterfaceMethod<[{
         The float64 reference of a QK transform: `x` ([b, h, s, d], Q or K)
-        transformed at `positions` (`omitted`: the defaults). Returns false
-        with `error` set when it cannot (e.g. M-RoPE without explicit ids).
+        transformed at `positions` (`omitted`: the defaults), reading its
+        encoding operands (`operands`, getNumEncodingOperands of them).
+        Returns false with `error` set when it cannot (e.g. M-RoPE without
+        explicit ids).
       }],
       "bool", "applyReferenceQKTransform",
       (ins "::pejit::ref::Tensor &":$x, "const ::pejit::ref::PositionIds &":$positions,
-           "bool":$omitted, "int64_t":$seqLen, "std::string &":$error), "",
+           "bool":$omitted, "int64_t":$seqLen,
+           "::llvm::ArrayRef<const ::pejit::ref::Tensor *>":$operands, "std::string &":$error), "",
       "return true;">,
     InterfaceMethod<[{
         f32 scratch entries the encoding's hooks share across one call (e.g.

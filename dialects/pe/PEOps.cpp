@@ -64,8 +64,33 @@ LogicalResult RopeOp::verify() {
   auto emitError = [&]() { return emitOpError(); };
   if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3), emitError)))
     return failure();
-  return verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
-                           dim(getInput(), 2), encoding.getPositionAxes());
+  if (failed(verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
+                               dim(getInput(), 2), encoding.getPositionAxes())))
+    return failure();
+  if (static_cast<bool>(getPositionScale()) != encoding.getRuntimeScale())
+    return emitOpError() << (encoding.getRuntimeScale()
+                                 ? "has runtime_scale = true but no scale(%s : tensor<1xf32>) "
+                                   "operand"
+                                 : "has a scale(...) operand but its encoding lacks "
+                                   "runtime_scale = true");
+  if (!getPositionScale())
+    return success();
+  // The scale is checked as the fused attention checks it: [1], or [b]
+  // with per-batch ids.
+  AttentionShape shape;
+  shape.batch = dim(getInput(), 0);
+  auto ids = cast<RankedTensorType>(getPositions().getType());
+  int64_t batchRank = encoding.getPositionAxes() > 0 ? 3 : 2;
+  shape.queryPositionRows = shape.keyPositionRows =
+      ids.getRank() == batchRank ? ids.getDimSize(batchRank - 2) : 1;
+  return encoding.verifyEncodingOperand(0, cast<RankedTensorType>(getPositionScale().getType()),
+                                        shape, [&]() { return emitOpError() << "scale: "; });
+}
+
+SmallVector<Value> RopeOp::getEncodingOperands() {
+  if (Value scale = getPositionScale())
+    return {scale};
+  return {};
 }
 
 Value RopeOp::getTransformedInput() { return getInput(); }

@@ -19,7 +19,8 @@ class PE_EncodingOp<string mnemonic, list<Trait> traits = [],
 }
 
 def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>],
-                              ["getTransformedInput", "getPositionIds", "getOperandRoleName"]> {
+                              ["getTransformedInput", "getPositionIds", "getEncodingOperands",
+                               "getOperandRoleName"]> {
   let summary = "rotate Q or K by position (RoPE)";
   let description = [{
     `input` is [b, h, s, d]; `positions` is [s] or [b, s] (or [A, s] /
@@ -27,16 +28,26 @@ def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>],
     becomes (x_a cos - x_b sin, x_b cos + x_a sin) with angle = position *
     inv_freq[c], cos and sin scaled by the scaling's attention factor.
 
+    With `runtime_scale = true` the positions are multiplied by `s`, the
+    `scale(...)` operand (f32 [1], or [b] with [b, s] position ids), before
+    the rotation: a runtime value (a learned or per-call scale), so a new
+    s compiles nothing.
+
     ```mlir
     %q_rot = pe.rope %q, %pos <layout = half, theta = 500000.0>
         : tensor<1x32x128x128xf32>, tensor<128xi32>
+    %k_rot = pe.rope %k, %pos scale(%s : tensor<1xf32>)
+        <layout = half, theta = 10000.0, runtime_scale = true>
+        : tensor<1x8x128x128xf32>, tensor<128xi32>
     ```
   }];
   let arguments = (ins PE_FloatTensor:$input, PE_PositionTensor:$positions,
+                       Optional<RankedTensorOf<[F32]>>:$position_scale,
                        PE_RopeAttr:$encoding);
   let results = (outs PE_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $positions $encoding attr-dict `:` type($input) `,` type($positions)
+    $input `,` $positions (`scale` `(` $position_scale^ `:` type($position_scale) `)`)?
+    $encoding attr-dict `:` type($input) `,` type($positions)
   }];
 }
 

@@ -100,23 +100,60 @@ pejit::pe::verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
 
 namespace pejit::pe {
 
+unsigned RopeAttr::getNumEncodingOperands() const { return getRuntimeScale() ? 1 : 0; }
+std::string RopeAttr::getEncodingOperandName(unsigned) const { return "rope_position_scale"; }
+
+/// The runtime scale: f32 [1], or [b] when every side it rotates has [b, s]
+/// ids (its cos/sin tables are per id row, so a row's scale is its own).
+mlir::LogicalResult
+RopeAttr::verifyEncodingOperand(unsigned, mlir::RankedTensorType type, const AttentionShape &shape,
+                                llvm::function_ref<mlir::InFlightDiagnostic()> emitError) const {
+  if (type.getRank() != 1 || !type.getElementType().isF32() || type.isDynamicDim(0))
+    return emitError() << "the RoPE position scale must be f32 [1] or [b] with a static size, got "
+                       << type;
+  int64_t n = type.getDimSize(0);
+  if (n == 1)
+    return mlir::success();
+  if (n != shape.batch)
+    return emitError() << "the RoPE position scale is [" << n << "]: it must be [1] or [b = "
+                       << (mlir::ShapedType::isDynamic(shape.batch) ? std::string("?")
+                                                                    : std::to_string(shape.batch))
+                       << "] (a per-batch scale needs a static b)";
+  if ((transformsQuery() && shape.queryPositionRows != n) ||
+      (transformsKey() && shape.keyPositionRows != n))
+    return emitError() << "a per-batch RoPE position scale [" << n
+                       << "] needs per-batch position ids ([b, s]) on every side it rotates: "
+                          "the cos/sin tables are per id row";
+  return mlir::success();
+}
+
 bool RopeAttr::transformsQuery() const { return getApplyTo() != RopeSides::Key; }
 bool RopeAttr::transformsKey() const { return getApplyTo() != RopeSides::Query; }
 
 mlir::Attribute RopeAttr::onOneSide(bool query) const {
   return RopeAttr::get(getContext(), getLayout(), getTheta(), getRotaryDim(), getScaling(),
                        getSections(), getInterleavedSections(), getAxial(),
-                       query ? RopeSides::Query : RopeSides::Key);
+                       query ? RopeSides::Query : RopeSides::Key, getRuntimeScale());
 }
 
 bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
-                                         bool omitted, int64_t seqLen, std::string &error) const {
+                                         bool omitted, int64_t seqLen,
+                                         llvm::ArrayRef<const ref::Tensor *> operands,
+                                         std::string &error) const {
   ref::RopeConfig config = toReferenceConfig(*this);
   if (ref::ropePositionAxes(config) > 0 && omitted) {
     error = "RoPE with position axes (M-RoPE sections, axial) needs explicit position ids";
     return false;
   }
-  x = ref::applyRope(config, x, positions, seqLen);
+  std::vector<double> positionScale;
+  if (getRuntimeScale()) {
+    if (operands.empty() || !operands[0]) {
+      error = "RoPE with runtime_scale needs its position scale";
+      return false;
+    }
+    positionScale = operands[0]->data;
+  }
+  x = ref::applyRope(config, x, positions, seqLen, positionScale);
   return true;
 }
 
@@ -126,14 +163,17 @@ namespace pejit::pe {
 
 // pe.rope: its input rotated at its positions.
 std::string RopeOp::getOperandRoleName(unsigned index) {
-  return index == 0 ? "input" : "positions";
+  return index == 0 ? "input" : index == 1 ? "positions" : "scale";
 }
 
 bool RopeOp::evaluateReference(const ReferenceOpArgs &args, ref::Tensor &result,
                                std::string &error) {
   result = *args.tensors[0];
+  llvm::SmallVector<const ref::Tensor *> operands;
+  if (getPositionScale())
+    operands.push_back(args.tensors[2]);
   return getEncoding().applyReferenceQKTransform(result, *args.ids[1], args.idsOmitted, args.seqLen,
-                                                 error);
+                                                 operands, error);
 }
 
 } // namespace pejit::pe

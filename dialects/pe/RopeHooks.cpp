@@ -174,7 +174,7 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
 void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
                 Value invFreq, double attentionFactor, Value cosBase, Value sinBase, Value scratch,
                 Value rowBegin, Value rowStep, int64_t positionAxes,
-                llvm::ArrayRef<int64_t> axisOfFrequency) {
+                llvm::ArrayRef<int64_t> axisOfFrequency, Value positionScale) {
   int64_t axes = std::max<int64_t>(positionAxes, 1);
   Value rows = arith::DivUIOp::create(b, loc, memref::DimOp::create(b, loc, positions, 0),
                                       indexConst(b, loc, axes));
@@ -203,6 +203,15 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
   Value row = arith::DivUIOp::create(b, loc, flat, seq);
   Value col = arith::RemUIOp::create(b, loc, flat, seq);
   Value rowBase = arith::MulIOp::create(b, loc, flat, indexConst(b, loc, layout.width));
+  // A runtime scale ([1], or [b] with per-batch ids: row r's is scale[r])
+  // multiplies the position before the rotation, in f64.
+  Value scale;
+  if (positionScale) {
+    bool shared = cast<MemRefType>(positionScale.getType()).getDimSize(0) == 1;
+    Value at = shared ? zero : row;
+    Value loaded = memref::LoadOp::create(b, loc, positionScale, ValueRange{at});
+    scale = arith::ExtFOp::create(b, loc, b.getF64Type(), loaded);
+  }
   auto storeAt = [&](Value value, Value base, Value offset) {
     Value index = arith::AddIOp::create(b, loc, rowBase, offset);
     index = arith::AddIOp::create(b, loc, index, base);
@@ -222,6 +231,8 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
         b, loc, row, arith::MulIOp::create(b, loc, rows, indexConst(b, loc, part.axis)));
     Value pos = memref::LoadOp::create(b, loc, positions, ValueRange{axisRow, col});
     Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
+    if (scale)
+      posF = arith::MulFOp::create(b, loc, posF, scale);
     auto freqLoop = scf::ForOp::create(b, loc, indexConst(b, loc, part.first),
                                        indexConst(b, loc, part.first + part.count),
                                        indexConst(b, loc, vectorized ? kLanes : 1));
@@ -302,14 +313,16 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
   Value keyPairs =
       transformsKey() ? positionPairs(b, loc, args.keyPositions, getPositionAxes()) : none;
   TableBases bases(b, loc, layout, queryPairs, keyPairs);
+  // runtime_scale: the scale is the encoding's one operand.
+  Value scale = getRuntimeScale() && !args.operands.empty() ? args.operands[0] : Value();
   if (transformsQuery())
     emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, bases.cos(false),
                bases.sin(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
-               axisOfFrequency);
+               axisOfFrequency, scale);
   if (transformsKey())
     emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, bases.cos(true),
                bases.sin(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
-               axisOfFrequency);
+               axisOfFrequency, scale);
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,

@@ -213,10 +213,10 @@ public:
         std::string problem;
         if ((encoding.transformsQuery() &&
              !encoding.applyReferenceQKTransform(q, *qIds, omitted(op.getQueryPositions()), seqLen,
-                                                 problem)) ||
+                                                 context.operands, problem)) ||
             (encoding.transformsKey() &&
              !encoding.applyReferenceQKTransform(k, *kIds, omitted(op.getKeyPositions()), seqLen,
-                                                 problem)))
+                                                 context.operands, problem)))
           return fail(op, problem);
         break;
       }
@@ -263,6 +263,8 @@ public:
     options.map = static_cast<ref::FeatureMap>(op.getFeatureMap());
     options.causal = op.getCausal();
     options.ropeOnNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
+    if (op.getState())
+      options.state = &tensor(op.getState());
     pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
     std::string problem;
     std::function<void(ref::Tensor &, bool)> rotate;
@@ -270,7 +272,7 @@ public:
       rotate = [&](ref::Tensor &x, bool isKey) {
         mlir::Value positions = isKey ? op.getKeyPositions() : op.getQueryPositions();
         if (problem.empty())
-          rope.applyReferenceQKTransform(x, isKey ? *kIds : *qIds, omitted(positions), seqLen,
+          rope.applyReferenceQKTransform(x, isKey ? *kIds : *qIds, omitted(positions), seqLen, {},
                                          problem);
       };
     out = ref::linearAttention(q, k, tensor(op.getValue()), options, rotate);

@@ -23,7 +23,8 @@ constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,
                                    ArgumentRole::TransformInput,
                                    ArgumentRole::TransformPositions,
                                    ArgumentRole::EmbedTokens,
-                                   ArgumentRole::EmbedTable};
+                                   ArgumentRole::EmbedTable,
+                                   ArgumentRole::LinearState};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -79,6 +80,8 @@ const char *argumentRoleName(ArgumentRole role) {
     return "tokens";
   case ArgumentRole::EmbedTable:
     return "token_table";
+  case ArgumentRole::LinearState:
+    return "linear_state";
   }
   return "?";
 }

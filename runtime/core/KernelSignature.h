@@ -48,6 +48,9 @@ enum class ArgumentRole {
   /// standalone kernel that gathers its rows.
   EmbedTokens,
   EmbedTable,
+  /// attn.linear_attention's carried state [b, hq, d, dv + 2] (f32): read
+  /// at the start of the call, written back at its end.
+  LinearState,
 };
 
 /// "query", "key", ..., "encoding_operand".

@@ -94,6 +94,8 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
       KernelArgs prologueArgs;
       prologueArgs.pointer(buffers[8]).pointer(buffers[9]).pointer(buffers[4]);
       lengths(prologueArgs);
+      for (DeviceBuffer &operand : operandBuffers) // a RoPE's runtime scale
+        prologueArgs.pointer(operand);
       size_t positions = std::max(host.queryPositions->size(), host.keyPositions->size());
       unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
       if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)

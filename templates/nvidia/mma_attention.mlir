@@ -96,8 +96,8 @@ gpu.module @pejit_nvidia {
 // @pejit-blocks
 
 // The QK transform's tables, spread over all threads of the grid.
-gpu.func @pejit_prologue(%qpos_arg: !PI, %kpos_arg: !PI, %scratch_arg: !PF, ${LENGTH_ARGS})
-    kernel {
+gpu.func @pejit_prologue(%qpos_arg: !PI, %kpos_arg: !PI, %scratch_arg: !PF,
+                         ${LENGTH_ARGS}${ENCODING_ARGS}) kernel {
 ${PROLOGUE_VIEWS}
   %tid = gpu.thread_id x
   %bid = gpu.block_id x
@@ -106,7 +106,8 @@ ${PROLOGUE_VIEWS}
   %first0 = arith.muli %bid, %bdim : index
   %first = arith.addi %first0, %tid : index
   %step = arith.muli %gdim, %bdim : index
-  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step)${ENCODING_OPERANDS}
+      : !QPOS, !KPOS, !SCRATCH
   gpu.return
 }
 

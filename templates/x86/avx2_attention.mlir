@@ -86,10 +86,14 @@
 
 // Once per call, before any item, as `step` calls on all cores: call
 // `first` fills the position rows first, first + step, ... (pejit.cold: run
-// once per call, so the backend spends no strength reduction on it.)
+// once per call, so the backend spends no strength reduction on it.) The
+// encodings' tensors are there for a QK transform that reads one (a RoPE's
+// runtime position scale).
 func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first: index,
-                          %step: index) attributes {llvm.emit_c_interface, pejit.cold} {
-  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
+                          %step: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3)
+    attributes {llvm.emit_c_interface, pejit.cold} {
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step)
+      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !QPOS, !KPOS, !SCRATCH
   return
 }
 

@@ -12,7 +12,11 @@
 //   out_i = (q~_i . S) / (q^_i . z)    elu_plus_one, relu (0 if q^.z == 0)
 //   out_i = q~_i . S                   identity
 //   out_i = sum_c q_ic S[c, :] / z[c]  softmax_keys
-// and n = 0 gives a zero row. Q and K rows are read R at a time into f32
+// and n = 0 gives a zero row (unless a carried state holds earlier keys).
+// With a state (op state(...), slot %e0: [b, hq, d, dv + 2] f32 = S, z,
+// m), S, z and m start from it and, after every key of the call, are
+// written back to it. A channel whose z is 0 has seen no key: its m is
+// ignored, so a zero tensor is the state of no keys. Q and K rows are read R at a time into f32
 // tiles: the fused RoPE's hooks rotate them (attn.qk_transform) before phi
 // (rope_before_feature_map) or after it, on the numerator side only
 // (rope_on_numerator, the tile's unrotated copy kept for the denominator).
@@ -21,7 +25,8 @@
 // (compiler/passes/InstantiateX86LinearAttention.cpp):
 //   ${B} ${SQ} ${SKV}: sizes or `?`; ${HQ} ${HKV} ${GROUP} ${D} ${DV} ${R}
 //   ${T} ${OT} element types of Q/K/V and O; ${QPB} ${KPB} id rows
-//   ${CAUSAL} ${ON_NUMERATOR} ${SOFTMAX_KEYS} ${NORMALIZE}: true or false
+//   ${CAUSAL} ${ON_NUMERATOR} ${SOFTMAX_KEYS} ${NORMALIZE} ${HAS_STATE}: true
+//   or false; ${E0} the state's memref type (or !UNUSED); ${DVS} = DV + 2
 //   PHI8, WIDEN8, NARROW8: the bodies of @phi8, @widen8, @narrow8
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -32,6 +37,7 @@
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
 !UNUSED = memref<1xf32>
+!E0 = ${E0}
 !ROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
 !TILE = memref<${R}x${D}xf32>
 !STATE = memref<${D}x${DV}xf32>
@@ -42,8 +48,11 @@
 
 // Once per call, before any item: the RoPE's cos/sin tables for the Q and
 // K ids (nothing without a RoPE).
+// The four operand slots are the attention template's (one entry point
+// convention); linear attention's RoPE reads none (slot 0 is the state).
 func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first: index,
-                          %step: index) attributes {llvm.emit_c_interface, pejit.cold} {
+                          %step: index, %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !UNUSED)
+    attributes {llvm.emit_c_interface, pejit.cold} {
   attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
   return
 }
@@ -130,13 +139,19 @@ func.func private @add_key(%num: !TILE, %den: !TILE, %jr: index, %v: !V, %b: ind
     // m_new), the key's weight w = exp(k - m_new).
     scf.for %c = %c0 to %D step %c8 {
       %k8 = vector.load %num[%jr, %c] : !TILE, !V8
-      %m_old = vector.load %m[%c] : !VEC, !V8
+      %z_old = vector.load %z[%c] : !VEC, !V8
+      // z = 0: the channel has seen no key, so its m (0 in a fresh state)
+      // does not count.
+      %m_kept = vector.load %m[%c] : !VEC, !V8
+      %ninf8 = arith.constant dense<0xFF800000> : !V8
+      %zero8 = arith.constant dense<0.0> : !V8
+      %empty = arith.cmpf oeq, %z_old, %zero8 : !V8
+      %m_old = arith.select %empty, %ninf8, %m_kept : vector<8xi1>, !V8
       %m_new = arith.maximumf %m_old, %k8 : !V8
       %d_old = arith.subf %m_old, %m_new : !V8
       %a8 = math.exp %d_old : !V8
       %d_key = arith.subf %k8, %m_new : !V8
       %w8 = math.exp %d_key : !V8
-      %z_old = vector.load %z[%c] : !VEC, !V8
       %z_new = math.fma %z_old, %a8, %w8 : !V8
       vector.store %m_new, %m[%c] : !VEC, !V8
       vector.store %z_new, %z[%c] : !VEC, !V8
@@ -190,15 +205,19 @@ func.func private @emit_row(%num: !TILE, %den: !TILE, %r: index, %seen: index, %
   %DV = arith.constant ${DV} : index
   %zero = arith.constant 0.0 : f32
   %zero8 = arith.constant dense<0.0> : !V8
+  %true = arith.constant true
   %softmax_keys = arith.constant ${SOFTMAX_KEYS}
   %normalize = arith.constant ${NORMALIZE}
   // The numerator's coefficient per channel: q~_c, or q_c / z_c.
   scf.for %c = %c0 to %D step %c8 {
     %q8 = vector.load %num[%r, %c] : !TILE, !V8
     %k8 = scf.if %softmax_keys -> !V8 {
+      // A channel with no key (z = 0) adds nothing.
       %z8 = vector.load %z[%c] : !VEC, !V8
       %d8 = arith.divf %q8, %z8 : !V8
-      scf.yield %d8 : !V8
+      %no_key = arith.cmpf oeq, %z8, %zero8 : !V8
+      %c8v = arith.select %no_key, %zero8, %d8 : vector<8xi1>, !V8
+      scf.yield %c8v : !V8
     } else {
       scf.yield %q8 : !V8
     }
@@ -218,8 +237,12 @@ func.func private @emit_row(%num: !TILE, %den: !TILE, %r: index, %seen: index, %
     %one = arith.constant 1.0 : f32
     scf.yield %one : f32
   }
-  // No key seen, or a zero denominator: a zero row (no epsilon).
-  %none = arith.cmpi eq, %seen, %c0 : index
+  // No key seen (in this call and, with a state, before it), or a zero
+  // denominator: a zero row (no epsilon). A state's keys are in S and z.
+  %has_state = arith.constant ${HAS_STATE}
+  %no_state = arith.xori %has_state, %true : i1
+  %none_here = arith.cmpi eq, %seen, %c0 : index
+  %none = arith.andi %none_here, %no_state : i1
   %zero_den = arith.cmpf oeq, %den_sum, %zero : f32
   %zero_row = arith.ori %none, %zero_den : i1
   %recip0 = arith.constant 1.0 : f32
@@ -246,7 +269,7 @@ func.func private @emit_row(%num: !TILE, %den: !TILE, %r: index, %seen: index, %
 
 // Item = b HQ + h.
 func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcache: !UNUSED,
-                      %e0: !UNUSED, %e1: !UNUSED, %e2: !UNUSED, %e3: !UNUSED, %qpos: !QPOS,
+                      %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !UNUSED, %qpos: !QPOS,
                       %kpos: !KPOS, %item: index) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -284,6 +307,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
   scf.for %c = %c0 to %D step %c8 {
     vector.store %zero8, %z[%c] : !VEC, !V8
     vector.store %ninf8, %m[%c] : !VEC, !V8
+  }
+  %has_state = arith.constant ${HAS_STATE}
+  scf.if %has_state {
+    func.call @state_in(%e0, %b, %h, %S, %z, %m) : (!E0, index, index, !STATE, !VEC, !VEC) -> ()
   }
   %sq_up0 = arith.addi %SQ, %R : index
   %sq_up = arith.subi %sq_up0, %c1 : index
@@ -323,6 +350,53 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
     }
     scf.yield %seen_out : index
   }
+  scf.if %has_state {
+    // Every key of the call joins the state (sq = 0 rows saw none), and the
+    // state goes back to the caller.
+    scf.for %j = %done to %SKV step %c1 {
+      %jr = arith.remui %j, %R : index
+      %first = arith.cmpi eq, %jr, %c0 : index
+      %fresh = arith.cmpi eq, %j, %done : index
+      %load = arith.ori %first, %fresh : i1
+      scf.if %load {
+        %j0 = arith.subi %j, %jr : index
+        %kleft = arith.subi %SKV, %j0 : index
+        %nk = arith.minui %kleft, %R : index
+        %krows = memref.subview %k[%b, %kh, %j0, 0] [1, 1, %nk, ${D}] [1, 1, 1, 1] : !K to !ROWS
+        func.call @load_key_rows(%krows, %nk, %j0, %b, %scratch, %SQ, %SKV, %knum, %kden)
+            : (!ROWS, index, index, index, !SCRATCH, index, index, !TILE, !TILE) -> ()
+      }
+      func.call @add_key(%knum, %kden, %jr, %v, %b, %kh, %j, %S, %z, %m, %w, %a)
+          : (!TILE, !TILE, index, !V, index, index, index, !STATE, !VEC, !VEC, !VEC, !VEC) -> ()
+    }
+    func.call @state_out(%e0, %b, %h, %S, %z, %m) : (!E0, index, index, !STATE, !VEC, !VEC) -> ()
+  }
+  return
+}
+
+// The carried state of (b, h) into S, z, m: columns [0, DV), DV, DV + 1.
+func.func private @state_in(%st: !E0, %b: index, %h: index, %S: !STATE, %z: !VEC, %m: !VEC) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %D = arith.constant ${D} : index
+  %DV = arith.constant ${DV} : index
+  %DV1 = arith.constant ${DVS} : index
+  %DVM = arith.subi %DV1, %c1 : index
+  ${STATE_IN}
+  return
+}
+
+// S, z, m back into the carried state of (b, h).
+func.func private @state_out(%st: !E0, %b: index, %h: index, %S: !STATE, %z: !VEC, %m: !VEC) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %D = arith.constant ${D} : index
+  %DV = arith.constant ${DV} : index
+  %DV1 = arith.constant ${DVS} : index
+  %DVM = arith.subi %DV1, %c1 : index
+  ${STATE_OUT}
   return
 }
 

@@ -560,3 +560,11 @@ func.func @linear_unknown_map(%q: tensor<1x2x8x16xf32>) {
   %o = attn.linear_attention %q, %q, %q feature_map(cosformer) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @linear_state_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x8xf32>, %st: tensor<1x2x16x10xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op state must be f32 [b, hq, d, dv + 2] = 'tensor<1x4x16x10xf32>' (S, then z, then softmax_keys' running max), got 'tensor<1x2x16x10xf32>'}}
+  %o = attn.linear_attention %q, %k, %v feature_map(relu) state(%st : tensor<1x2x16x10xf32>) : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32> -> tensor<1x4x8x8xf32>
+  return
+}

@@ -163,3 +163,11 @@ func.func @linear_attention(%q: tensor<1x4x9x16xf32>, %k: tensor<1x2x9x16xf32>, 
   %3 = attn.linear_attention %q, %k, %v feature_map(softmax_keys) causal encodings([#pe.rope<layout = interleaved, theta = 500.0>]) rope_placement(rope_before_feature_map) : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
   return
 }
+
+// A carried state [b, hq, d, dv + 2] (decode, chunked prefill).
+// CHECK-LABEL: func.func @linear_attention_state
+func.func @linear_attention_state(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf32>, %v: tensor<1x2x1x8xf32>, %p: tensor<1xi64>, %st: tensor<1x4x16x10xf32>) {
+  // CHECK: attn.linear_attention %{{.*}}, %{{.*}}, %{{.*}} feature_map(elu_plus_one) query_positions(%{{.*}} : tensor<1xi64>) key_positions(%{{.*}} : tensor<1xi64>) causal state(%{{.*}} : tensor<1x4x16x10xf32>) encodings
+  %0 = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) query_positions(%p : tensor<1xi64>) key_positions(%p : tensor<1xi64>) causal state(%st : tensor<1x4x16x10xf32>) encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x4x1x16xf32>, tensor<1x2x1x16xf32>, tensor<1x2x1x8xf32> -> tensor<1x4x1x8xf32>
+  return
+}

@@ -252,3 +252,32 @@ func.func @shaw_key_with_rope(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf3
   %o = attn.attention %qr, %kr, %v key_term(%t : tensor<1x4x16x16xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
 }
+
+// -----
+
+// A runtime position scale: Q's and K's RoPE read the same scale, which
+// becomes the fused RoPE's encoding operand (angle = (p * s) * inv_freq).
+// CHECK-LABEL: func.func @rope_runtime_scale
+// CHECK-SAME: %[[S:[a-z0-9]+]]: tensor<1xf32>
+// CHECK-NOT: pe.rope
+// CHECK: attn.attention {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%[[S]] : tensor<1xf32>)
+func.func @rope_runtime_scale(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>, %s: tensor<1xf32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// Two different scales: Q and K would rotate differently, so nothing fuses.
+// CHECK-LABEL: func.func @rope_two_scales
+// CHECK: pe.rope
+// CHECK: pe.rope
+// CHECK: attn.attention
+func.func @rope_two_scales(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>, %s: tensor<1xf32>, %t: tensor<1xf32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope %q, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope %k, %pos scale(%t : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}

@@ -160,3 +160,20 @@ func.func @shape_class(%q: tensor<?x4x?x64xf16>, %k: tensor<?x2x?x64xf16>, %v: t
   %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 500000.0>]) : tensor<?x4x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16> -> tensor<?x4x?x64xf32>
   return %o : tensor<?x4x?x64xf32>
 }
+
+// -----
+
+// A RoPE's runtime position scale on NVIDIA: the prologue kernel takes the
+// encoding operands after the lengths and scales each position by s[0]
+// (as f64) before the frequencies: angle = (pos * s) * inv_freq.
+// CHECK-LABEL: gpu.func @pejit_prologue
+// CHECK-SAME: %{{.*}}: i64, %[[S:[a-z0-9_]+]]: memref<1xf32>) kernel
+// CHECK-NOT: attn.qk_prologue
+// CHECK: %[[SV:.*]] = memref.load %[[S]]
+// CHECK: %[[S64:.*]] = arith.extf %[[SV]] : f32 to f64
+// CHECK: arith.mulf %{{.*}}, %[[S64]] : f64
+// CHECK-LABEL: gpu.func @pejit_attention
+func.func @runtime_scale(%q: tensor<1x4x64x64xf16>, %k: tensor<1x4x64x64xf16>, %v: tensor<1x4x64x64xf16>, %p: tensor<64xi64>, %s: tensor<1xf32>) -> tensor<1x4x64x64xf16> {
+  %o = attn.attention %q, %k, %v query_positions(%p : tensor<64xi64>) key_positions(%p : tensor<64xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%s : tensor<1xf32>) : tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16>, tensor<1x4x64x64xf16> -> tensor<1x4x64x64xf16>
+  return %o : tensor<1x4x64x64xf16>
+}

@@ -50,3 +50,24 @@ func.func @linear_softmax_keys(%q: tensor<2x2x64x16xbf16>, %k: tensor<2x2x64x16x
   %o = attn.linear_attention %q, %k, %v feature_map(softmax_keys) : tensor<2x2x64x16xbf16>, tensor<2x2x64x16xbf16>, tensor<2x2x64x16xbf16> -> tensor<2x2x64x16xbf16>
   return %o : tensor<2x2x64x16xbf16>
 }
+
+// -----
+
+// A carried state: the item reads S, z and m of (b, h) from slot %e0 ([b,
+// hq, d, dv + 2], strided) before its rows, adds the keys no row reached,
+// and writes them back after.
+// CHECK: arguments = "query:f32:1x4x?x16 key:f32:1x2x?x16 value:f32:1x2x?x8 query_positions:i64:? key_positions:i64:? linear_state:f32:1x4x16x10"
+// CHECK-LABEL: func.func private @add_key
+// CHECK: arith.cmpf oeq
+// CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: %{{.*}}: memref<1x4x16x10xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: call @state_in
+// CHECK: call @state_out
+// CHECK-LABEL: func.func private @state_in
+// CHECK: vector.load {{.*}} : memref<1x4x16x10xf32, strided<[?, ?, ?, 1], offset: ?>>, vector<8xf32>
+// CHECK-LABEL: func.func private @state_out
+// CHECK: vector.store {{.*}} : memref<1x4x16x10xf32, strided<[?, ?, ?, 1], offset: ?>>, vector<8xf32>
+func.func @linear_state(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x8xf32>, %qp: tensor<?xi64>, %kp: tensor<?xi64>, %st: tensor<1x4x16x10xf32>) -> tensor<1x4x?x8xf32> {
+  %o = attn.linear_attention %q, %k, %v feature_map(softmax_keys) query_positions(%qp : tensor<?xi64>) key_positions(%kp : tensor<?xi64>) causal state(%st : tensor<1x4x16x10xf32>) : tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x8xf32> -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}

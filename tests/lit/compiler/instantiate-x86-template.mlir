@@ -8,6 +8,8 @@
 //   V:     read in place by P . V when f32 with full Q tiles (a view), else
 //          copied (widened) into a tile
 //   ALiBi: St[jr, ir] += -slope[h] * ((i0 + ir + off) - (j0 + jr))
+//   RoPE's runtime scale: the prologue reads s (its encoding operand) and
+//          forms angle = (pos * s) * inv_freq in f64
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template | FileCheck %s
 
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
@@ -362,4 +364,22 @@ func.func @alibi_by_position(%q: tensor<1x4x64x64xf32>, %k: tensor<1x4x64x64xf32
 func.func @shape_class(%q: tensor<1x2x?x64xf32>, %k: tensor<1x1x?x64xf32>, %v: tensor<1x1x?x64xf32>) -> tensor<1x2x?x64xf32> {
   %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x2x?x64xf32>, tensor<1x1x?x64xf32>, tensor<1x1x?x64xf32> -> tensor<1x2x?x64xf32>
   return %o : tensor<1x2x?x64xf32>
+}
+
+// -----
+
+// A runtime position scale: the prologue takes the encoding operand slots
+// and multiplies each position (as f64) by s[0] before the frequencies.
+// CHECK: arguments = "query:f32:1x4x16x64 key:f32:1x4x16x64 value:f32:1x4x16x64 positions:i64:16 encoding_operand=rope_position_scale:f32:1"
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-SAME: %[[S:[a-z0-9]+]]: memref<1xf32>
+// CHECK-NOT: attn.qk_prologue
+// CHECK: %[[SV:.*]] = memref.load %[[S]]
+// CHECK: %[[S64:.*]] = arith.extf %[[SV]] : f32 to f64
+// CHECK: %[[POS:.*]] = arith.sitofp {{.*}} : i64 to f64
+// CHECK: arith.mulf %[[POS]], %[[S64]] : f64
+// CHECK-LABEL: func.func @pejit_item
+func.func @runtime_scale(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %p: tensor<16xi64>, %s: tensor<1xf32>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%p : tensor<16xi64>) key_positions(%p : tensor<16xi64>) encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%s : tensor<1xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
 }

@@ -581,3 +581,43 @@ func.func @embed_scale(%tok: tensor<2x16xi64>, %words: tensor<100x64xf32>) {
   %0 = pe.embed %tok, %words {scale = 0x7FF0000000000000 : f64} : tensor<2x16xi64>, tensor<100x64xf32> -> tensor<2x16x64xf32>
   return
 }
+
+// -----
+
+func.func @rope_scale_without_flag(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi64>, %s: tensor<1xf32>) {
+  // expected-error @+1 {{'pe.rope' op has a scale(...) operand but its encoding lacks runtime_scale = true}}
+  %0 = pe.rope %x, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0> : tensor<1x4x8x64xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @rope_flag_without_scale(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi64>) {
+  // expected-error @+1 {{'pe.rope' op has runtime_scale = true but no scale(%s : tensor<1xf32>) operand}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, runtime_scale = true> : tensor<1x4x8x64xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @rope_scale_with_dynamic_ntk(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi64>, %s: tensor<1xf32>) {
+  // expected-error @+1 {{rope runtime_scale with #pe.dynamic_ntk<factor = 2.0, original_max_position = 4>: its frequencies follow the call's length}}
+  %0 = pe.rope %x, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 4>, runtime_scale = true> : tensor<1x4x8x64xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @rope_scale_per_batch_with_shared_ids(%x: tensor<2x4x8x64xf32>, %pos: tensor<8xi64>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{'pe.rope' op scale: a per-batch RoPE position scale [2] needs per-batch position ids ([b, s]) on every side it rotates: the cos/sin tables are per id row}}
+  %0 = pe.rope %x, %pos scale(%s : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x4x8x64xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @rope_scale_wrong_type(%x: tensor<2x4x8x64xf32>, %pos: tensor<2x8xi64>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{'pe.rope' op scale: the RoPE position scale is [3]: it must be [1] or [b = 2] (a per-batch scale needs a static b)}}
+  %0 = pe.rope %x, %pos scale(%s : tensor<3xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x4x8x64xf32>, tensor<2x8xi64>
+  return
+}

@@ -17,6 +17,14 @@ func.func @rope_interleaved_partial_batched_positions(%x: tensor<2x8x16x64xbf16>
   return %0 : tensor<2x8x16x64xbf16>
 }
 
+// A runtime position scale: positions times s, an f32 [1] (or [b]) operand.
+// CHECK-LABEL: func.func @rope_runtime_scale
+func.func @rope_runtime_scale(%x: tensor<2x8x16x64xf32>, %pos: tensor<2x16xi64>, %s: tensor<2xf32>) -> tensor<2x8x16x64xf32> {
+  // CHECK: pe.rope %{{.*}}, %{{.*}} scale(%{{.*}} : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x8x16x64xf32>, tensor<2x16xi64>
+  %0 = pe.rope %x, %pos scale(%s : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x8x16x64xf32>, tensor<2x16xi64>
+  return %0 : tensor<2x8x16x64xf32>
+}
+
 // CHECK-LABEL: func.func @rope_dynamic_shapes
 func.func @rope_dynamic_shapes(%x: tensor<?x?x?x128xf16>, %pos: tensor<?xi32>) -> tensor<?x?x?x128xf16> {
   // CHECK: pe.rope {{.*}} <layout = half, theta = 10000.0> : tensor<?x?x?x128xf16>, tensor<?xi32>
