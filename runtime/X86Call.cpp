@@ -317,10 +317,10 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   for (size_t slot = 0; slot < kEncodingOperandSlots; ++slot)
     operandWords[slot] = operandSlotWords(
         slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr);
-  // Linear attention takes no encoding operands; its state rides in slot 0
-  // (a strided [b, hq, d, dv + 2] descriptor).
+  // Linear attention's state rides in slot 3 (a strided [b, hq, d, dv + 2]
+  // descriptor; its RoPE's operand, if any, is slot 0).
   if (bound.linearState)
-    operandWords[0] = operandSlotWords(bound.linearState);
+    operandWords[3] = operandSlotWords(bound.linearState);
   // The tables (RoPE's cos/sin per position) on all cores: part p of a
   // sub-call fills its position rows p, p + threads, ... Without tables
   // (no QK transform) the prologue is empty: no round trip through the pool.

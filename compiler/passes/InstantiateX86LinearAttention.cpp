@@ -73,23 +73,23 @@ std::string stateCopyBody(bool in, attn::FeatureMap map) {
   std::string text = "scf.for %c = %c0 to %D step %c1 {\n"
                      "    scf.for %e = %c0 to %DV step %c8 {\n";
   if (in)
-    text += "      %x = vector.load %st[%b, %h, %c, %e] : !E0, vector<8xf32>\n"
+    text += "      %x = vector.load %st[%b, %h, %c, %e] : !E3, vector<8xf32>\n"
             "      vector.store %x, %S[%c, %e] : !STATE, vector<8xf32>\n    }\n"
-            "    %zc = memref.load %st[%b, %h, %c, %DV] : !E0\n"
+            "    %zc = memref.load %st[%b, %h, %c, %DV] : !E3\n"
             "    memref.store %zc, %z[%c] : !VEC\n";
   else
     text += "      %x = vector.load %S[%c, %e] : !STATE, vector<8xf32>\n"
-            "      vector.store %x, %st[%b, %h, %c, %e] : !E0, vector<8xf32>\n    }\n"
+            "      vector.store %x, %st[%b, %h, %c, %e] : !E3, vector<8xf32>\n    }\n"
             "    %zc = memref.load %z[%c] : !VEC\n"
-            "    memref.store %zc, %st[%b, %h, %c, %DV] : !E0\n";
+            "    memref.store %zc, %st[%b, %h, %c, %DV] : !E3\n";
   if (in && softmax)
-    text += "    %mc = memref.load %st[%b, %h, %c, %DVM] : !E0\n"
+    text += "    %mc = memref.load %st[%b, %h, %c, %DVM] : !E3\n"
             "    memref.store %mc, %m[%c] : !VEC\n";
   if (!in)
     text += softmax ? "    %mc = memref.load %m[%c] : !VEC\n"
-                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E0\n"
+                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E3\n"
                     : "    %mc = arith.constant 0.0 : f32\n"
-                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E0\n";
+                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E3\n";
   return text + "  }";
 }
 
@@ -150,6 +150,16 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
       return op.emitError() << "operand '" << argumentRoleName(role) << "' is computed by '"
                             << value.getDefiningOp()->getName()
                             << "': the kernel reads it from an argument of the function";
+  // The RoPE's own tensors (its runtime scale): slot 0.
+  SmallVector<Value> operands(op.getEncodingOperands());
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, operands, 1);
+  if (failed(slots))
+    return failure();
+  std::string scaleSlot = operands.empty() ? "!UNUSED" : (*slots)[0];
+  for (Value operand : operands)
+    if (!isa<BlockArgument>(operand))
+      return op.emitError() << "the kernel reads its encoding operands from arguments of the "
+                               "function";
   for (BlockArgument arg : func.getArguments()) {
     KernelArgument argument;
     bool found = false;
@@ -158,6 +168,11 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
         argument.role = role;
         found = true;
       }
+    if (!found && llvm::is_contained(operands, arg)) {
+      argument.role = ArgumentRole::EncodingOperand;
+      argument.name = rope.getEncodingOperandName(0);
+      found = true;
+    }
     if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
       argument.role = ArgumentRole::Positions;
     if (!found)
@@ -192,7 +207,8 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
        map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
       {"HAS_STATE", op.getState() ? "true" : "false"},
       {"DVS", std::to_string(shape.valueDim + 2)},
-      {"E0", op.getState() ? stateType(shape) : "!UNUSED"},
+      {"E0", scaleSlot},
+      {"E3", op.getState() ? stateType(shape) : "!UNUSED"},
       {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
       {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
       {"PHI8", phiBody(map)},

@@ -40,10 +40,6 @@ LogicalResult LinearAttentionOp::verify() {
         return emitOpError() << "encodings: " << attr
                              << " rotates one side only; linear attention rotates Q and K "
                                 "(apply_to = both)";
-      if (encoding.getNumEncodingOperands() > 0)
-        return emitOpError() << "encodings: " << attr
-                             << " reads a tensor of its own (a runtime position scale); linear "
-                                "attention's fused RoPE takes none yet";
       if (failed(encoding.verifyForAttention(hq, d, [&] { return emitOpError(); })))
         return failure();
       rope = encoding;
@@ -71,6 +67,30 @@ LogicalResult LinearAttentionOp::verify() {
       return emitOpError() << "state must be f32 [b, hq, d, dv + 2] = "
                            << RankedTensorType::get(expected, Float32Type::get(getContext()))
                            << " (S, then z, then softmax_keys' running max), got " << type;
+  }
+  // The RoPE's own tensors (a runtime position scale), checked as
+  // attn.attention checks them.
+  unsigned reads = rope ? rope.getNumEncodingOperands() : 0;
+  if (getEncodingOperands().size() != reads)
+    return emitOpError() << "has " << getEncodingOperands().size()
+                         << " encoding_operands but its encodings read " << reads;
+  if (reads > 0) {
+    pe::AttentionShape sizes;
+    sizes.batch = b;
+    int64_t batchRank = rope.getPositionAxes() > 0 ? 3 : 2;
+    auto idRows = [&](Value ids) -> int64_t {
+      auto type = ids ? dyn_cast<RankedTensorType>(ids.getType()) : RankedTensorType();
+      return type && type.getRank() == batchRank ? type.getDimSize(batchRank - 2) : 1;
+    };
+    sizes.queryPositionRows = idRows(getQueryPositions());
+    sizes.keyPositionRows = idRows(getKeyPositions());
+    for (unsigned k = 0; k < reads; ++k)
+      if (failed(rope.verifyEncodingOperand(
+              k, cast<RankedTensorType>(getEncodingOperands()[k].getType()), sizes, [&, k]() {
+                return emitOpError() << "encoding_operands #" << k << " ("
+                                     << rope.getEncodingOperandName(k) << "): ";
+              })))
+        return failure();
   }
   int64_t axes = rope ? rope.getPositionAxes() : 0;
   return verifyQueryKeyPositions(op, getQueryPositions(), getKeyPositions(), b, sq, skv, axes);

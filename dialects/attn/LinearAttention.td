@@ -50,7 +50,9 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
       sum_j ((R_i phi(q_i)) . (R_j phi(k_j))) v_j, the denominator without
       rotation, so it stays positive.
     With `identity` the two are the same; `softmax_keys` has no
-    denominator, so it takes only `rope_before_feature_map`.
+    denominator, so it takes only `rope_before_feature_map`. A RoPE that
+    reads a tensor (`runtime_scale = true`) takes it from
+    `encoding_operands(...)`, as attn.attention's.
 
     No scale: phi takes q and k as they are (fold one into Q or K).
 
@@ -77,6 +79,7 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
     Optional<AnyRankedTensor>:$query_positions,
     Optional<AnyRankedTensor>:$key_positions,
     Optional<Attn_FloatTensor>:$state,
+    Variadic<Attn_FloatTensor>:$encoding_operands,
     Attn_FeatureMap:$feature_map,
     UnitAttr:$causal,
     OptionalAttr<ArrayAttr>:$encodings,
@@ -89,6 +92,7 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
     (`causal` $causal^)?
     (`state` `(` $state^ `:` type($state) `)`)?
     (`encodings` `(` $encodings^ `)`)?
+    (`encoding_operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     (`rope_placement` `(` $rope_placement^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];

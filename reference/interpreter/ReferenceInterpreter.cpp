@@ -266,14 +266,17 @@ public:
     if (op.getState())
       options.state = &tensor(op.getState());
     pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
+    std::vector<const ref::Tensor *> ropeOperands;
+    for (mlir::Value operand : op.getEncodingOperands())
+      ropeOperands.push_back(&tensor(operand));
     std::string problem;
     std::function<void(ref::Tensor &, bool)> rotate;
     if (rope)
       rotate = [&](ref::Tensor &x, bool isKey) {
         mlir::Value positions = isKey ? op.getKeyPositions() : op.getQueryPositions();
         if (problem.empty())
-          rope.applyReferenceQKTransform(x, isKey ? *kIds : *qIds, omitted(positions), seqLen, {},
-                                         problem);
+          rope.applyReferenceQKTransform(x, isKey ? *kIds : *qIds, omitted(positions), seqLen,
+                                         ropeOperands, problem);
       };
     out = ref::linearAttention(q, k, tensor(op.getValue()), options, rotate);
     if (!problem.empty())

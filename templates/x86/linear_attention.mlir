@@ -13,7 +13,7 @@
 //   out_i = q~_i . S                   identity
 //   out_i = sum_c q_ic S[c, :] / z[c]  softmax_keys
 // and n = 0 gives a zero row (unless a carried state holds earlier keys).
-// With a state (op state(...), slot %e0: [b, hq, d, dv + 2] f32 = S, z,
+// With a state (op state(...), slot %e3: [b, hq, d, dv + 2] f32 = S, z,
 // m), S, z and m start from it and, after every key of the call, are
 // written back to it. A channel whose z is 0 has seen no key: its m is
 // ignored, so a zero tensor is the state of no keys. Q and K rows are read R at a time into f32
@@ -26,7 +26,8 @@
 //   ${B} ${SQ} ${SKV}: sizes or `?`; ${HQ} ${HKV} ${GROUP} ${D} ${DV} ${R}
 //   ${T} ${OT} element types of Q/K/V and O; ${QPB} ${KPB} id rows
 //   ${CAUSAL} ${ON_NUMERATOR} ${SOFTMAX_KEYS} ${NORMALIZE} ${HAS_STATE}: true
-//   or false; ${E0} the state's memref type (or !UNUSED); ${DVS} = DV + 2
+//   or false; ${E0} the RoPE's operand (its runtime scale) or !UNUSED,
+//   ${E3} the state's memref type or !UNUSED; ${DVS} = DV + 2
 //   PHI8, WIDEN8, NARROW8: the bodies of @phi8, @widen8, @narrow8
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -38,6 +39,7 @@
 !SCRATCH = memref<?xf32>
 !UNUSED = memref<1xf32>
 !E0 = ${E0}
+!E3 = ${E3}
 !ROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
 !TILE = memref<${R}x${D}xf32>
 !STATE = memref<${D}x${DV}xf32>
@@ -49,11 +51,12 @@
 // Once per call, before any item: the RoPE's cos/sin tables for the Q and
 // K ids (nothing without a RoPE).
 // The four operand slots are the attention template's (one entry point
-// convention); linear attention's RoPE reads none (slot 0 is the state).
+// convention): slot 0 is the RoPE's runtime scale, slot 3 the state.
 func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first: index,
-                          %step: index, %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !UNUSED)
+                          %step: index, %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !E3)
     attributes {llvm.emit_c_interface, pejit.cold} {
-  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) : !QPOS, !KPOS, !SCRATCH
+  attn.qk_prologue %qpos, %kpos, %scratch rows(%first, %step) operands(%e0 : !E0)
+      : !QPOS, !KPOS, !SCRATCH
   return
 }
 
@@ -269,7 +272,7 @@ func.func private @emit_row(%num: !TILE, %den: !TILE, %r: index, %seen: index, %
 
 // Item = b HQ + h.
 func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcache: !UNUSED,
-                      %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !UNUSED, %qpos: !QPOS,
+                      %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !E3, %qpos: !QPOS,
                       %kpos: !KPOS, %item: index) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -310,7 +313,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
   }
   %has_state = arith.constant ${HAS_STATE}
   scf.if %has_state {
-    func.call @state_in(%e0, %b, %h, %S, %z, %m) : (!E0, index, index, !STATE, !VEC, !VEC) -> ()
+    func.call @state_in(%e3, %b, %h, %S, %z, %m) : (!E3, index, index, !STATE, !VEC, !VEC) -> ()
   }
   %sq_up0 = arith.addi %SQ, %R : index
   %sq_up = arith.subi %sq_up0, %c1 : index
@@ -369,13 +372,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
       func.call @add_key(%knum, %kden, %jr, %v, %b, %kh, %j, %S, %z, %m, %w, %a)
           : (!TILE, !TILE, index, !V, index, index, index, !STATE, !VEC, !VEC, !VEC, !VEC) -> ()
     }
-    func.call @state_out(%e0, %b, %h, %S, %z, %m) : (!E0, index, index, !STATE, !VEC, !VEC) -> ()
+    func.call @state_out(%e3, %b, %h, %S, %z, %m) : (!E3, index, index, !STATE, !VEC, !VEC) -> ()
   }
   return
 }
 
 // The carried state of (b, h) into S, z, m: columns [0, DV), DV, DV + 1.
-func.func private @state_in(%st: !E0, %b: index, %h: index, %S: !STATE, %z: !VEC, %m: !VEC) {
+func.func private @state_in(%st: !E3, %b: index, %h: index, %S: !STATE, %z: !VEC, %m: !VEC) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -388,7 +391,7 @@ func.func private @state_in(%st: !E0, %b: index, %h: index, %S: !STATE, %z: !VEC
 }
 
 // S, z, m back into the carried state of (b, h).
-func.func private @state_out(%st: !E0, %b: index, %h: index, %S: !STATE, %z: !VEC, %m: !VEC) {
+func.func private @state_out(%st: !E3, %b: index, %h: index, %S: !STATE, %z: !VEC, %m: !VEC) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index

@@ -192,6 +192,31 @@ TEST(RopeRuntimeScale, StandaloneRopeWithAScale) {
   }
 }
 
+TEST(RopeRuntimeScale, LinearAttentionRopeWithAScale) {
+  // Both placements; the scale is the linear attention's encoding operand.
+  for (std::string placement : {"rope_before_feature_map", "rope_on_numerator"}) {
+    SCOPED_TRACE(placement);
+    std::string x = dims({2, 4, 30, 16}, "f32"), p = dims({30}, "i64");
+    std::string source = "func.func @f(%q: " + x + ", %k: " + x + ", %v: " + x + ", %p: " + p +
+                         ", %s: tensor<1xf32>) -> " + x +
+                         " {\n  %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) "
+                         "query_positions(%p : " +
+                         p + ") key_positions(%p : " + p + ") causal encodings([#pe.rope<" + kRope +
+                         ">]) encoding_operands(%s : tensor<1xf32>) rope_placement(" + placement +
+                         ") : " + x + ", " + x + ", " + x + " -> " + x + "\n  return %o : " + x +
+                         "\n}\n";
+    Expected<X86Kernel> kernel = suiteKernel(source);
+    ASSERT_TRUE(kernel) << kernel.error();
+    std::vector<Input> inputs = {
+        floats({2, 4, 30, 16}, DType::F32), floats({2, 4, 30, 16}, DType::F32),
+        floats({2, 4, 30, 16}, DType::F32), ids({30}, 7, 3), scales({2.75f})};
+    std::string error;
+    double rel = runAgainstReference(*kernel, source, inputs, {2, 4, 30, 16}, DType::F32, error);
+    ASSERT_EQ(error, "");
+    EXPECT_LE(rel, 1e-4);
+  }
+}
+
 TEST(RopeRuntimeScale, BadScalesAreErrorsThatNameThem) {
   // A length-following scaling takes no runtime scale.
   Expected<X86Kernel> ntk = suiteKernel(attentionSource(

@@ -568,3 +568,11 @@ func.func @linear_state_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>
   %o = attn.linear_attention %q, %k, %v feature_map(relu) state(%st : tensor<1x2x16x10xf32>) : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32> -> tensor<1x4x8x8xf32>
   return
 }
+
+// -----
+
+func.func @linear_rope_scale_missing(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x8xf32>) {
+  // expected-error @+1 {{'attn.linear_attention' op has 0 encoding_operands but its encodings read 1}}
+  %o = attn.linear_attention %q, %k, %v feature_map(relu) encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) rope_placement(rope_before_feature_map) : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32> -> tensor<1x4x8x8xf32>
+  return
+}

@@ -164,6 +164,14 @@ func.func @linear_attention(%q: tensor<1x4x9x16xf32>, %k: tensor<1x2x9x16xf32>, 
   return
 }
 
+// A RoPE with a runtime position scale: its scale in encoding_operands.
+// CHECK-LABEL: func.func @linear_attention_rope_scale
+func.func @linear_attention_rope_scale(%q: tensor<1x4x9x16xf32>, %k: tensor<1x2x9x16xf32>, %v: tensor<1x2x9x8xf32>, %p: tensor<9xi64>, %s: tensor<1xf32>) {
+  // CHECK: encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%{{.*}} : tensor<1xf32>) rope_placement(rope_before_feature_map)
+  %0 = attn.linear_attention %q, %k, %v feature_map(relu) query_positions(%p : tensor<9xi64>) key_positions(%p : tensor<9xi64>) encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%s : tensor<1xf32>) rope_placement(rope_before_feature_map) : tensor<1x4x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x8xf32> -> tensor<1x4x9x8xf32>
+  return
+}
+
 // A carried state [b, hq, d, dv + 2] (decode, chunked prefill).
 // CHECK-LABEL: func.func @linear_attention_state
 func.func @linear_attention_state(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf32>, %v: tensor<1x2x1x8xf32>, %p: tensor<1xi64>, %st: tensor<1x4x16x10xf32>) {
