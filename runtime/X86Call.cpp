@@ -77,6 +77,11 @@ struct SubCall {
 /// positions of a d = 128 RoPE (a cos and a sin per frequency).
 constexpr int64_t kInlineTableFloats = 64 * 128;
 
+/// Multiply-adds up to which a call's items run on the calling thread: a
+/// pool round trip costs more than their work (a decode step of linear
+/// attention with its carried state, a few rows over a few keys).
+constexpr int64_t kInlineItemFmas = int64_t(1) << 18;
+
 /// Index of the sub-call whose range [first[i], first[i + 1]) holds `index`.
 size_t subCallOf(const std::vector<int64_t> &first, int64_t index) {
   return std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1;
@@ -354,7 +359,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     });
   ItemFn item = item_;
   DecodeItemFn decodeItem = decodeItem_;
-  pool_->parallelFor(firstItem.back(), [&](int64_t index) {
+  auto runItem = [&](int64_t index) {
     size_t c = calls.size() == 1 ? 0 : subCallOf(firstItem, index);
     const SubCall &call = calls[c];
     // Each call gets its own descriptor copies: the kernel may not write
@@ -370,7 +375,17 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     else
       item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
            &qpc, &kpc, local);
-  });
+  };
+  // The call's work, roughly: Q.K^T and, for linear attention, its state
+  // updates and reads ((sq + skv) d dv a head).
+  int64_t work =
+      s.batch * s.queryHeads *
+      (s.querySeq * s.keySeq * s.headDim + (s.querySeq + s.keySeq) * s.headDim * s.valueDim);
+  if (work <= kInlineItemFmas)
+    for (int64_t index = 0; index < firstItem.back(); ++index)
+      runItem(index);
+  else
+    pool_->parallelFor(firstItem.back(), runItem);
   // A split decode's parts merged, one item per (b, hk).
   if (firstCombine.back() > 0)
     pool_->parallelFor(firstCombine.back(), [&](int64_t index) {
