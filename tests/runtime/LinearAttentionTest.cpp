@@ -25,10 +25,6 @@ struct LinearForm {
   bool dynamicLengths = false;
 };
 
-std::string elementName(DType dtype) {
-  return dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
-}
-
 std::string linearSource(const LinearForm &f) {
   std::string t = elementName(f.dtype);
   std::string sq = f.dynamicLengths ? "?" : std::to_string(f.querySeq);

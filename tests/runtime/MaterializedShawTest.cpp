@@ -14,17 +14,6 @@ using namespace pejit::testing;
 
 namespace {
 
-std::string dims(const std::vector<int64_t> &shape, const std::string &t) {
-  std::string text = "tensor<";
-  for (int64_t d : shape)
-    text += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
-  return text + t + ">";
-}
-
-std::string typeName(DType dtype) {
-  return dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
-}
-
 /// Compiles `source`, runs it on fresh inputs of `inputShapes` into a
 /// poisoned output of `outShape`, and returns the max relative error
 /// against `staticSource` interpreted in float64 (error set on failure).
@@ -63,8 +52,8 @@ double runTerm(const std::string &source, const std::string &staticSource,
 /// `tableShape` into [b, h, sq, skv].
 std::string keySource(const std::vector<int64_t> &qType, const std::vector<int64_t> &tableShape,
                       int64_t skv, int64_t clip, const std::string &t) {
-  std::string q = dims(qType, t), table = dims(tableShape, t);
-  std::string out = dims({qType[0], qType[1], qType[2], skv}, t);
+  std::string q = tensorText(qType, t), table = tensorText(tableShape, t);
+  std::string out = tensorText({qType[0], qType[1], qType[2], skv}, t);
   return "func.func @key(%q: " + q + ", %t: " + table + ") -> " + out +
          " {\n  %r = pe.relative_key %q, %t <clip = " + std::to_string(clip) + "> : " + q + ", " +
          table + " -> " + out + "\n  return %r : " + out + "\n}\n";
@@ -72,7 +61,7 @@ std::string keySource(const std::vector<int64_t> &qType, const std::vector<int64
 
 std::string valueSource(const std::vector<int64_t> &tableShape, const std::vector<int64_t> &outType,
                         int64_t clip, const std::string &t) {
-  std::string table = dims(tableShape, t), out = dims(outType, t);
+  std::string table = tensorText(tableShape, t), out = tensorText(outType, t);
   return "func.func @value(%t: " + table + ") -> " + out +
          " {\n  %r = pe.relative_value %t <clip = " + std::to_string(clip) + "> : " + table +
          " -> " + out + "\n  return %r : " + out + "\n}\n";
@@ -115,8 +104,8 @@ TEST(MaterializedShaw, KeyTermShapeClassAndSixteenBit) {
   }
   EXPECT_LE(suiteRuntime().stats().compiles - compilesBefore, 1);
   for (DType dtype : {DType::F16, DType::BF16}) {
-    SCOPED_TRACE(typeName(dtype));
-    std::string s = keySource({1, 4, 20, 64}, {4, 9, 64}, 20, 4, typeName(dtype));
+    SCOPED_TRACE(elementName(dtype));
+    std::string s = keySource({1, 4, 20, 64}, {4, 9, 64}, 20, 4, elementName(dtype));
     std::string error;
     double rel = runTerm(s, s, {{1, 4, 20, 64}, {4, 9, 64}}, {1, 4, 20, 20}, dtype, error);
     ASSERT_EQ(error, "");
@@ -130,7 +119,7 @@ TEST(MaterializedShaw, ValueTermSharedAndPerHeadTables) {
     for (auto [sq, skv, dv, clip] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{13, 21, 12, 4},
                                      {40, 9, 16, 3},
                                      {5, 5, 128, 16}}) {
-      std::string t = typeName(dtype);
+      std::string t = elementName(dtype);
       SCOPED_TRACE(t + " " + std::to_string(sq) + "x" + std::to_string(skv) + " dv " +
                    std::to_string(dv));
       double tolerance = dtype == DType::F32 ? 1e-6 : 1e-2;

@@ -17,13 +17,6 @@ using namespace pejit::testing;
 
 namespace {
 
-std::string dims(const std::vector<int64_t> &shape, const std::string &t) {
-  std::string text = "tensor<";
-  for (int64_t d : shape)
-    text += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
-  return text + t + ">";
-}
-
 /// One input: its bytes for the kernel and its value for the reference.
 struct Input {
   std::vector<uint8_t> bytes;
@@ -90,7 +83,8 @@ const char *kRope = "layout = half, theta = 10000.0, runtime_scale = true";
 std::string attentionSource(int64_t b, int64_t s, const std::string &ropeAttr,
                             const std::vector<int64_t> &idsShape, int64_t scaleSize,
                             const std::string &t = "f32") {
-  std::string x = dims({b, 4, s, 64}, t), p = dims(idsShape, "i64"), sc = dims({scaleSize}, "f32");
+  std::string x = tensorText({b, 4, s, 64}, t), p = tensorText(idsShape, "i64"),
+              sc = tensorText({scaleSize}, "f32");
   std::string rope = " scale(%s : " + sc + ") <" + ropeAttr + "> : " + x + ", " + p;
   return "func.func @f(%q: " + x + ", %k: " + x + ", %v: " + x + ", %p: " + p + ", %s: " + sc +
          ") -> " + x + " {\n  %qr = pe.rope %q, %p" + rope + "\n  %kr = pe.rope %k, %p" + rope +
@@ -175,8 +169,8 @@ TEST(RopeRuntimeScale, WithLengthFreeScalingsAndSixteenBit) {
 TEST(RopeRuntimeScale, StandaloneRopeWithAScale) {
   for (auto [idsShape, scale] : {std::pair<std::vector<int64_t>, std::vector<float>>{{24}, {2.0f}},
                                  {{2, 24}, {0.25f, 5.5f}}}) {
-    std::string x = dims({2, 3, 24, 64}, "f32"), p = dims(idsShape, "i64"),
-                sc = dims({static_cast<int64_t>(scale.size())}, "f32");
+    std::string x = tensorText({2, 3, 24, 64}, "f32"), p = tensorText(idsShape, "i64"),
+                sc = tensorText({static_cast<int64_t>(scale.size())}, "f32");
     std::string source = "func.func @r(%x: " + x + ", %p: " + p + ", %s: " + sc + ") -> " + x +
                          " {\n  %r = pe.rope %x, %p scale(%s : " + sc + ") <" + kRope + "> : " + x +
                          ", " + p + "\n  return %r : " + x + "\n}\n";
@@ -196,7 +190,7 @@ TEST(RopeRuntimeScale, LinearAttentionRopeWithAScale) {
   // Both placements; the scale is the linear attention's encoding operand.
   for (std::string placement : {"rope_before_feature_map", "rope_on_numerator"}) {
     SCOPED_TRACE(placement);
-    std::string x = dims({2, 4, 30, 16}, "f32"), p = dims({30}, "i64");
+    std::string x = tensorText({2, 4, 30, 16}, "f32"), p = tensorText({30}, "i64");
     std::string source = "func.func @f(%q: " + x + ", %k: " + x + ", %v: " + x + ", %p: " + p +
                          ", %s: tensor<1xf32>) -> " + x +
                          " {\n  %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) "

@@ -26,10 +26,6 @@ struct EmbedForm {
   bool dynamicShape = true;
 };
 
-std::string elementName(DType dtype) {
-  return dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
-}
-
 /// The source of a form: pe.embed, then its pe ops, all on arguments.
 std::string embedSource(const EmbedForm &f) {
   std::string t = elementName(f.dtype), d = std::to_string(f.dim);

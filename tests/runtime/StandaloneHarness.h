@@ -16,6 +16,20 @@
 
 namespace pejit::testing {
 
+/// "f32", "f16" or "bf16": a float dtype as the IR spells it.
+inline std::string elementName(DType dtype) {
+  return dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
+}
+
+/// "tensor<2x?x16xf32>": a tensor type of `shape` (a negative size is `?`)
+/// and element type `t`.
+inline std::string tensorText(const std::vector<int64_t> &shape, const std::string &t) {
+  std::string text = "tensor<";
+  for (int64_t d : shape)
+    text += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
+  return text + t + ">";
+}
+
 inline npy::DType npyDtype(DType dtype) {
   return dtype == DType::F16    ? npy::DType::F16
          : dtype == DType::BF16 ? npy::DType::BF16
