@@ -71,6 +71,9 @@ struct AttentionSpec {
   std::optional<int64_t> windowRight; ///< right window (unset: unbounded)
   std::optional<double> softcap;
   std::optional<double> scale; ///< default 1/sqrt(d)
+  /// Element type of Q, K, V (and the pages) and of the output: f32, f16
+  /// or bf16 (16-bit kernels compute in f32 and round the output once).
+  DType dtype = DType::F32;
   /// Whether run() takes query/key position ids ([s] shared, or [b, s] when
   /// positionsPerBatch); otherwise the docs/semantics.md defaults are used.
   bool queryPositions = false, keyPositions = false, positionsPerBatch = false;

@@ -85,6 +85,11 @@ std::string ropeText(const ref::RopeConfig &rope) {
   return text + ">";
 }
 
+// The MLIR element type of a float DType.
+const char *elementText(DType dtype) {
+  return dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
+}
+
 std::string tensor(std::initializer_list<int64_t> dims, const char *element) {
   std::string text = "tensor<";
   for (int64_t d : dims)
@@ -95,10 +100,11 @@ std::string tensor(std::initializer_list<int64_t> dims, const char *element) {
 } // namespace
 
 Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
-  std::string q = tensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, "f32");
-  std::string k = tensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, "f32");
-  std::string v = tensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, "f32");
-  std::string o = tensor({s.batch, s.queryHeads, s.querySeq, s.valueDim}, "f32");
+  const char *element = elementText(spec.dtype);
+  std::string q = tensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, element);
+  std::string k = tensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, element);
+  std::string v = tensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, element);
+  std::string o = tensor({s.batch, s.queryHeads, s.querySeq, s.valueDim}, element);
   // Position ids: [s] or [b, s]; M-RoPE's have a leading axis per section.
   int64_t axes = spec.rope ? ref::ropePositionAxes(*spec.rope) : 0;
   auto positionType = [&](int64_t seq) {
@@ -116,9 +122,9 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   std::string kPages, vPages, table = "tensor<" + dimText(s.batch) + "x?xi32>";
   if (spec.pageSize) {
     kPages = "tensor<?x" + std::to_string(*spec.pageSize) + "x" + std::to_string(s.kvHeads) + "x" +
-             std::to_string(s.headDim) + "xf32>";
+             std::to_string(s.headDim) + "x" + element + ">";
     vPages = "tensor<?x" + std::to_string(*spec.pageSize) + "x" + std::to_string(s.kvHeads) + "x" +
-             std::to_string(s.valueDim) + "xf32>";
+             std::to_string(s.valueDim) + "x" + element + ">";
     out << "func.func @attention(%q: " << q << ", %k_pages: " << kPages << ", %v_pages: " << vPages
         << ", %block_table: " << table;
   } else {
@@ -133,9 +139,7 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
       std::string type = "tensor<";
       for (int64_t d : dims)
         type += std::to_string(d) + "x";
-      type += encoding.operandDtype == DType::F16    ? "f16>"
-              : encoding.operandDtype == DType::BF16 ? "bf16>"
-                                                     : "f32>";
+      type += std::string(elementText(encoding.operandDtype)) + ">";
       std::string name = "%e" + std::to_string(operandCount++);
       out << ", " << name << ": " << type;
       operandNames += (operandNames.empty() ? "" : ", ") + name;
@@ -209,7 +213,7 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
 
 Spec Spec::standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
                           int64_t headDim, DType dtype) {
-  const char *element = dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
+  const char *element = elementText(dtype);
   std::string x = tensor({batch, heads, seq, headDim}, element);
   int64_t axes = ref::ropePositionAxes(rope);
   std::string ids = axes > 0 ? tensor({axes, seq}, "i64") : tensor({seq}, "i64");

@@ -347,9 +347,25 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       prologue_(&qpc, &kpc, &sdc, index % threads, threads, ec[0].data(), ec[1].data(),
                 ec[2].data(), ec[3].data());
     });
+  // The call's work, roughly: softmax attention's Q.K^T and P.V, sq skv
+  // (d + dv) a head; linear attention's state updates and reads, (sq + skv)
+  // d dv. Only softmax kernels have a grouped decode item; for the others
+  // both terms count. At most kInlineItemFmas, every phase runs on the
+  // calling thread: each pool round trip (a condition-variable wake of
+  // every worker) costs more than such work.
+  int64_t work = s.batch * s.queryHeads * s.querySeq * s.keySeq * (s.headDim + s.valueDim);
+  if (!decodeItem_)
+    work += s.batch * s.queryHeads * (s.querySeq + s.keySeq) * s.headDim * s.valueDim;
+  auto forEachJob = [&](int64_t count, const std::function<void(int64_t)> &job) {
+    if (work <= kInlineItemFmas)
+      for (int64_t index = 0; index < count; ++index)
+        job(index);
+    else
+      pool_->parallelFor(count, job);
+  };
   // K rotated once into the key cache (after all tables exist).
   if (firstPrepare.back() > 0)
-    pool_->parallelFor(firstPrepare.back(), [&](int64_t index) {
+    forEachJob(firstPrepare.back(), [&](int64_t index) {
       size_t c = subCallOf(firstPrepare, index);
       SubCall &call = calls[c];
       MemRefDescriptor<float, 4> kc = call.k;
@@ -376,19 +392,10 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
            &qpc, &kpc, local);
   };
-  // The call's work, roughly: Q.K^T and, for linear attention, its state
-  // updates and reads ((sq + skv) d dv a head).
-  int64_t work =
-      s.batch * s.queryHeads *
-      (s.querySeq * s.keySeq * s.headDim + (s.querySeq + s.keySeq) * s.headDim * s.valueDim);
-  if (work <= kInlineItemFmas)
-    for (int64_t index = 0; index < firstItem.back(); ++index)
-      runItem(index);
-  else
-    pool_->parallelFor(firstItem.back(), runItem);
+  forEachJob(firstItem.back(), runItem);
   // A split decode's parts merged, one item per (b, hk).
   if (firstCombine.back() > 0)
-    pool_->parallelFor(firstCombine.back(), [&](int64_t index) {
+    forEachJob(firstCombine.back(), [&](int64_t index) {
       size_t c = subCallOf(firstCombine, index);
       const SubCall &call = calls[c];
       MemRefDescriptor<float, 4> oc = call.o;

@@ -299,6 +299,17 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
   if (!signature)
     return {Verdict::WrongResult,
             "compiled, but the reference cannot read it: " + firstLine(signature.error())};
+  // A mutated shape can ask for terabytes (a batch of 2^24): the harness
+  // draws at most 2^26 input elements (the longest `?` length is 200).
+  double inputElements = 0;
+  for (const ArgumentInfo &arg : signature->arguments) {
+    double n = 1;
+    for (int64_t dim : arg.shape)
+      n *= dim == -1 ? 200.0 : static_cast<double>(dim);
+    inputElements += n;
+  }
+  if (inputElements > double(int64_t(1) << 26))
+    return {Verdict::Bounded, "inputs of " + std::to_string(inputElements) + " elements"};
   std::mt19937_64 rng(inputSeed);
   Inputs inputs = drawInputs(*signature, kernel->dtype(), rng);
   // The call's shape: the kernel's, `?` lengths as drawn.
