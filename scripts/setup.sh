@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
-          clang-format-22 libfmt-dev libgtest-dev ccache ninja-build cmake python3)
+          clang-format-22 libfmt-dev libgtest-dev ccache ninja-build cmake python3 python3-venv python3-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,3 +30,5 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     "$@"
 fi
 cmake --build "$BUILD_DIR" -j "$JOBS"
+# The installed tree the Python package links against (python/CMakeLists.txt).
+cmake --install "$BUILD_DIR" --prefix "$BUILD_DIR/prefix" >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (installs, configures, builds) and runs every pejit test: the lit
 # suite (FileCheck, verify-diagnostics, the install + find_package test),
-# the clang-format check and every GoogleTest binary. Prints
+# the clang-format check, every GoogleTest binary and the Python package's
+# pytest suite (tests/python, in the venv scripts/python.sh makes). Prints
 # one summary line "tests: N passed, N failed, N skipped" and exits non-zero
 # on any failure.
 set -uo pipefail
@@ -58,6 +59,29 @@ while IFS= read -r binary; do
   fi
   rm -f "${logs[@]}"
 done < <(find "$BUILD_DIR" -type f -name '*-tests' -perm -u+x | sort)
+
+# Python: the pejit package installed into its venv (scripts/python.sh),
+# then pytest on tests/python. PEJIT_SKIP_PYTHON=1 (the sanitizer lane: an
+# ASan extension would need the ASan runtime preloaded into python) skips it.
+if [ "${PEJIT_SKIP_PYTHON:-0}" != 1 ]; then
+  py_log=$(mktemp)
+  if python=$(scripts/python.sh 2>"$py_log" | tail -1) && [ -x "$python" ]; then
+    "$python" -m pytest -q -rs -p no:cacheprovider tests/python >"$py_log" 2>&1
+    grep -E "^(FAILED|ERROR|SKIPPED)" "$py_log" | head -40
+    # The summary line: "3 passed, 1 skipped in 4.2s" (-q drops the ='s).
+    tally() { grep -E "[0-9]+ (passed|failed|skipped|errors?).* in [0-9.]+s" "$py_log" | tail -1 |
+                grep -oE "[0-9]+ $1" | awk '{print $1}' | sum; }
+    p=$(tally passed); f=$(tally failed); e=$(tally error); s=$(tally skipped)
+    echo "pytest: $p passed, $((f + e)) failed, $s skipped"
+    passed=$((passed + p)); failed=$((failed + f + e)); skipped=$((skipped + s))
+    if [ "$p" -eq 0 ] && [ "$((f + e))" -eq 0 ]; then
+      echo "pytest did not run"; tail -20 "$py_log"; failed=$((failed + 1))
+    fi
+  else
+    echo "python: the package did not build or install"; tail -20 "$py_log"; failed=$((failed + 1))
+  fi
+  rm -f "$py_log"
+fi
 
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -22,6 +22,8 @@ int compileCommand(int argc, char **argv);
 int runCommand(int argc, char **argv);
 int tuneCommand(int argc, char **argv);
 int cacheCommand(int argc, char **argv);
+/// import-hf and diagnose: `python -m pejit` (PythonCommands.cpp).
+int pythonCommand(int argc, char **argv);
 
 } // namespace pejit::cli
 

@@ -113,6 +113,22 @@ const char *kCacheUsage = R"(  cache ls | stats | verify | clear
       damaged); remove everything.
 )";
 
+const char *kImportHfUsage =
+    R"(  import-hf CONFIG.json [--layer=N] [--stack=encoder|decoder] [--dtype=T]
+      Print the .mlir of a model's attention layer from its HF config.json
+      (RoPE and its scaling, heads, window, softcap, ALiBi, T5). A field
+      pejit cannot honour is an error naming it. Runs `python -m pejit`
+      ($PEJIT_PYTHON, default python3; the pejit package, docs/python.md).
+)";
+
+const char *kDiagnoseUsage =
+    R"(  diagnose CONFIG.json [--layer=N] [--max-position=N] [--dtype=T] [--plot=OUT.png]
+      A report on the model's positional encoding: its convention, the
+      wavelengths before and after scaling, the angle error in f32 and bf16
+      at the longest position, rotation in the model dtype, what pejit
+      fuses. Python, like import-hf.
+)";
+
 const char *kFooter = R"(
   help, --help         print this text
 
@@ -136,13 +152,18 @@ std::string commandUsage(const std::string &command) {
     return kTuneUsage;
   if (command == "cache")
     return kCacheUsage;
+  if (command == "import-hf")
+    return kImportHfUsage;
+  if (command == "diagnose")
+    return kDiagnoseUsage;
   return "";
 }
 
 const std::string &usageText() {
   static const std::string text = [] {
     std::string all = kHeader;
-    for (const char *command : {"compile", "run", "bench", "tune", "cache"})
+    for (const char *command :
+         {"compile", "run", "bench", "tune", "cache", "import-hf", "diagnose"})
       all += commandUsage(command) + "\n";
     all.pop_back();
     return all + kFooter;

@@ -37,5 +37,7 @@ int main(int argc, char **argv) {
     return tuneCommand(argc, argv);
   if (command == "cache")
     return cacheCommand(argc, argv);
+  if (command == "import-hf" || command == "diagnose")
+    return pythonCommand(argc, argv);
   return usageError("unknown command '" + command + "'");
 }

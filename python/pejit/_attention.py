@@ -1,0 +1,234 @@
+"""pejit.attention: fused attention with its positional encoding, on NumPy
+arrays and torch CPU tensors, through one cached kernel per shape class."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _pejit
+from ._kernel import Kernel, runtime
+from ._pejit import Error
+from ._rope import RopeConfig, as_rope
+from ._tensors import buffer, dtype_name, empty_like_kind, is_torch
+
+
+@dataclass(frozen=True)
+class AlibiConfig:
+    """ALiBi over num_heads heads in all (0: this call's query heads), of
+    which this attention has [head_offset, head_offset + hq). symmetric:
+    -slope * |i - j| (FlashAttention's) instead of the causal form."""
+    num_heads: int = 0
+    head_offset: int = 0
+    symmetric: bool = False
+
+
+@dataclass(frozen=True)
+class T5Config:
+    """T5's bucketed relative bias. Its table [num_buckets, hq] (the model's
+    weight, float32) is given at run time: pejit.attention's t5_table."""
+    num_buckets: int = 32
+    max_distance: int = 128
+    bidirectional: bool = True
+
+
+def _as_alibi(alibi) -> Optional[AlibiConfig]:
+    if alibi is None or alibi is False:
+        return None
+    if alibi is True:
+        return AlibiConfig()
+    if isinstance(alibi, AlibiConfig):
+        return alibi
+    if isinstance(alibi, Mapping):
+        unknown = set(alibi) - {"num_heads", "head_offset", "symmetric"}
+        if unknown:
+            raise Error(f"alibi: unknown field '{sorted(unknown)[0]}'")
+        return AlibiConfig(**alibi)
+    raise Error(f"alibi: expected an AlibiConfig, a dict or True, got {type(alibi).__name__}")
+
+
+def _window(window) -> Tuple[Optional[int], Optional[int]]:
+    """window: w (left only) or (left, right), None or -1 for unbounded."""
+    if window is None:
+        return None, None
+    left, right = (window, None) if isinstance(window, int) else tuple(window)
+    def side(v):
+        return None if v is None or v == -1 else int(v)
+    return side(left), side(right)
+
+
+def _shape(x, rank: int, what: str) -> Tuple[int, ...]:
+    shape = tuple(x.shape)
+    if len(shape) != rank:
+        raise Error(f"{what}: expected rank {rank} [b, h, s, d], got shape {list(shape)}")
+    return shape
+
+
+_kernels: dict = {}
+
+
+def _kernel(key, build) -> Kernel:
+    kernel = _kernels.get(key)
+    if kernel is None:
+        source = build()
+        kernel = Kernel(runtime().get(source, "<pejit.attention>", key[0]), source)
+        _kernels[key] = kernel
+    return kernel
+
+
+def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=None,
+                     alibi=None, t5: Optional[T5Config] = None, causal: bool = False, window=None, softcap=None, scale=None,
+                     positions_per_batch: bool = False) -> str:
+    """The MLIR pejit.attention compiles for these shapes (lengths as `?`)."""
+    b, hq, _, d = q_shape
+    _, hkv, _, _ = k_shape
+    dv = v_shape[3]
+    spec = _pejit.AttentionSpec()
+    spec.dtype = dtype
+    rope = as_rope(rope)
+    if rope is not None:
+        spec.rope = rope.native(d)
+    alibi = _as_alibi(alibi)
+    if alibi is not None:
+        spec.set_alibi(alibi.num_heads or hq, alibi.head_offset, alibi.symmetric)
+    if t5 is not None:
+        spec.encodings = [_pejit.t5_encoding(t5.num_buckets, t5.max_distance, t5.bidirectional,
+                                             hq, "float32")]
+    spec.causal = bool(causal)
+    spec.window, spec.window_right = _window(window)
+    spec.softcap = None if softcap is None else float(softcap)
+    spec.scale = None if scale is None else float(scale)
+    spec.positions_per_batch = positions_per_batch
+    return _pejit.attention_source(spec, [b, hq, hkv, None, None, d, dv])
+
+
+def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None] = None,
+              alibi=None, t5: Optional[T5Config] = None, t5_table=None, causal: bool = False,
+              window=None, softcap: Optional[float] = None, scale: Optional[float] = None,
+              q_positions=None, k_positions=None, out=None, target: str = "host"):
+    """Attention with its positional encoding fused into the kernel.
+
+    q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]: NumPy arrays
+    or torch CPU tensors of one dtype (float32, float16, bfloat16), read in
+    place (strided views too; the last dim must be contiguous).
+    rope: RopeConfig, a dict (the dialect's names or HF's) or True.
+    alibi: AlibiConfig, a dict or True. t5: T5Config, with its float32
+    table t5_table [num_buckets, hq]. causal: bottom-right aligned.
+    window: w or (left, right). softcap, scale: floats (scale default
+    1/sqrt(d)). q_positions, k_positions: ids [s] or [b, s] (int32/int64;
+    M-RoPE's [A, s]); defaults: keys 0..skv-1, queries skv-sq..skv-1.
+    out: [b, hq, sq, dv] of q's dtype, written in place; else allocated.
+    Returns the output. Raises pejit.Error with pejit's message.
+    """
+    # The fast path: a call like an earlier one (same kinds, dtypes, heads,
+    # head dims and options) reuses its plan, with no validation or kernel
+    # lookup in Python (the C++ run still checks every input).
+    try:
+        key = (target, type(q), q.dtype, q.shape[0], q.shape[1], q.shape[3], k.shape[1],
+               v.shape[3], _freeze(rope), _freeze(alibi), t5, causal, _freeze(window), softcap,
+               scale, None if q_positions is None else len(q_positions.shape),
+               None if k_positions is None else len(k_positions.shape),
+               None if t5_table is None else t5_table.shape[0])
+        plan = _plans.get(key)
+    except (AttributeError, IndexError, TypeError):
+        key, plan = None, None
+    if (plan is None or type(k) is not type(q) or type(v) is not type(q)
+            or k.dtype != q.dtype or v.dtype != q.dtype
+            or len(q.shape) != 4 or len(k.shape) != 4 or len(v.shape) != 4):
+        plan = _plan(q, k, v, rope, alibi, t5, t5_table, causal, window, softcap, scale,
+                     q_positions, k_positions, target)
+        if key is not None and plan.cacheable:
+            _plans[key] = plan
+    return plan.run(q, k, v, t5_table, q_positions, k_positions, out)
+
+
+class _Plan:
+    """How calls of one kind run: the kernel, and what their buffers need."""
+
+    def __init__(self, kernel: Kernel, dtype: str, torch: bool, axes: int, per_batch: bool,
+                 cacheable: bool):
+        self.native, self.dtype, self.torch = kernel._native, dtype, torch
+        self.axes, self.per_batch, self.cacheable = axes, per_batch, cacheable
+        self.bf16_numpy = dtype == "bfloat16" and not torch
+
+    def run(self, q, k, v, t5_table, q_positions, k_positions, out):
+        b, hq, sq, _ = q.shape
+        if out is None:
+            out = empty_like_kind(q, (b, hq, sq, v.shape[3]), self.dtype)
+        inputs = [q, k, v]
+        if t5_table is not None:
+            inputs.append(t5_table)
+        if k_positions is not None and q_positions is None:
+            q_positions = self._default_query_positions(b, sq, k.shape[2])
+        if q_positions is not None:
+            inputs.append(q_positions)
+        if k_positions is not None:
+            inputs.append(k_positions)
+        if self.torch:
+            inputs = [x.detach() if x.requires_grad else x for x in inputs]
+            flags = [False] * (len(inputs) + 1)
+        elif self.bf16_numpy:
+            for i in range(3):
+                inputs[i] = inputs[i].view(np.uint16)
+            flags = [i < 3 for i in range(len(inputs))] + [True]
+            self.native.run(inputs, out.view(np.uint16), flags)
+            return out
+        else:
+            flags = [False] * (len(inputs) + 1)
+        self.native.run(inputs, out, flags)
+        return out
+
+    def _default_query_positions(self, b, sq, skv):
+        """The default query ids, so that explicit key ids can follow."""
+        ids = np.arange(skv - sq, skv, dtype=np.int64)
+        if self.per_batch:
+            ids = np.broadcast_to(ids, (b, sq))
+        if self.axes:
+            ids = np.broadcast_to(ids, (self.axes,) + ids.shape)
+        return np.ascontiguousarray(ids)
+
+
+def _freeze(x):
+    """A hashable form of an option (dicts and lists become tuples)."""
+    if isinstance(x, dict):
+        return tuple(sorted((key, _freeze(value)) for key, value in x.items()))
+    if isinstance(x, list):
+        return tuple(_freeze(value) for value in x)
+    return x
+
+
+_plans: dict = {}
+
+
+def _plan(q, k, v, rope, alibi, t5, t5_table, causal, window, softcap, scale, q_positions,
+          k_positions, target) -> _Plan:
+    """Checks a call and gets its kernel: the slow path, once per kind."""
+    qs, ks, vs = _shape(q, 4, "q"), _shape(k, 4, "k"), _shape(v, 4, "v")
+    dtype = dtype_name(q, "q")
+    for x, what in ((k, "k"), (v, "v")):
+        other = dtype_name(x, what)
+        if other != dtype:
+            raise Error(f"{what}: dtype {other} differs from q's {dtype}")
+    if is_torch(q) != is_torch(k) or is_torch(q) != is_torch(v):
+        raise Error("q, k, v: mix NumPy arrays and torch tensors")
+    rope = as_rope(rope)
+    alibi = _as_alibi(alibi)
+    positions = [p for p in (q_positions, k_positions) if p is not None]
+    axes = rope.position_axes() if rope is not None else 0
+    per_batch = bool(positions) and np.ndim(positions[0]) == (axes + 2 if axes else 2)
+    if positions and rope is None:
+        raise Error("q_positions, k_positions: only an encoding reads position ids; "
+                    "give rope= (masks compare sequence indices)")
+    if (t5 is None) != (t5_table is None):
+        raise Error("t5, t5_table: give both (the config and its [num_buckets, hq] table)")
+    key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal),
+           _window(window), softcap, scale, per_batch)
+    kernel = _kernel(key, lambda: attention_source(
+        qs, ks, vs, dtype, rope=rope, alibi=alibi, t5=t5, causal=causal, window=window,
+        softcap=softcap, scale=scale, positions_per_batch=per_batch))
+    for x, what in ((t5_table, "t5_table"), (q_positions, "q_positions"),
+                    (k_positions, "k_positions")):
+        if x is not None:
+            dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
+    return _Plan(kernel, dtype, is_torch(q), axes, per_batch, cacheable=True)

@@ -1,0 +1,168 @@
+"""Kernels from MLIR source: compile, run, read each stage's IR, tune; the cache."""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+from . import _pejit
+from ._pejit import Error
+from ._tensors import buffer, empty_like_kind
+
+_runtime: Optional[_pejit.Runtime] = None
+_runtime_lock = threading.Lock()
+
+
+def runtime() -> _pejit.Runtime:
+    """The process's pejit Runtime: its thread pool and its kernel caches
+    (in memory, and on disk under PEJIT_CACHE_DIR or ~/.cache/pejit)."""
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = _pejit.Runtime()
+    return _runtime
+
+
+@atexit.register
+def _release_runtime() -> None:
+    """Drops the runtime and the kept kernels before the interpreter tears
+    the extension down (their threads and JIT code go with them)."""
+    global _runtime
+    from . import _attention
+    _attention._kernels.clear()
+    _attention._plans.clear()
+    _runtime = None
+
+
+class Kernel:
+    """A kernel JIT-compiled for one spec, shape class, target and tile config."""
+
+    def __init__(self, native: _pejit.Kernel, source: str):
+        self._native = native
+        self.source = source
+
+    def run(self, *inputs, out=None):
+        """Runs on `inputs` (in the order of the source function's arguments;
+        trailing position ids may be left out) and returns `out`, which is
+        written in place. Without `out`, an attention kernel allocates its
+        output [b, hq, sq, dv] like the query; other kernels need `out`."""
+        if out is None:
+            out = self._allocate(inputs)
+        views, flags = [], []
+        for i, x in enumerate(inputs):
+            view, bf16 = buffer(x, lambda: self._label(i))
+            views.append(view)
+            flags.append(bf16)
+        out_view, out_bf16 = buffer(out, "out")
+        self._native.run(views, out_view, flags + [out_bf16])
+        return out
+
+    def _label(self, i: int) -> str:
+        args = self._native.arguments
+        return args[i]["name"] if i < len(args) else f"input {i}"
+
+    def _allocate(self, inputs):
+        roles = [a["role"] for a in self._native.arguments]
+        if not inputs:
+            raise Error("run: no inputs given")
+        if "query" in roles:
+            views, flags = zip(*(buffer(x, self._label(i)) for i, x in enumerate(inputs)))
+            b, hq, _, sq, _, _, dv = self._native.call_shape(list(views), list(flags))
+            return empty_like_kind(inputs[0], (b, hq, sq, dv), self._native.output_dtype)
+        if roles and roles[0] == "transform_input":
+            return empty_like_kind(inputs[0], tuple(inputs[0].shape), self._native.output_dtype)
+        raise Error("run: this kernel's output shape is not implied by its inputs; pass out=")
+
+    def ir(self, stage: str) -> str:
+        """The IR of one stage (see .stages): 'source', 'fused', 'tiled', ..."""
+        return self._native.ir(stage)
+
+    @property
+    def stages(self) -> List[str]:
+        return list(self._native.stages)
+
+    @property
+    def arguments(self) -> List[Dict[str, Any]]:
+        """Each argument's role, name, shape (None: given per call) and dtype."""
+        return self._native.arguments
+
+    @property
+    def target(self) -> str:
+        return self._native.target
+
+    @property
+    def compile_ms(self) -> float:
+        """Milliseconds spent compiling it, or loading it from the disk cache."""
+        return self._native.compile_ms
+
+    @property
+    def from_disk(self) -> bool:
+        """Whether it came from the disk cache (nothing was compiled)."""
+        return self._native.from_disk
+
+    @property
+    def ptx(self) -> str:
+        """The PTX of an NVIDIA kernel ('' for the host)."""
+        return self._native.ptx
+
+    def __repr__(self) -> str:
+        return f"<pejit.Kernel {self.target} compile_ms={self.compile_ms:.1f} from_disk={self.from_disk}>"
+
+
+def _read_source(source: Union[str, os.PathLike]):
+    if isinstance(source, os.PathLike) or (
+            isinstance(source, str) and "\n" not in source and source.endswith(".mlir")):
+        path = Path(source)
+        try:
+            return path.read_text(), str(path)
+        except OSError as e:
+            raise Error(f"{path}: cannot read: {e.strerror}") from None
+    return source, "<text>"
+
+
+def compile(source: Union[str, os.PathLike], target: str = "host", *,
+            query_tile: Optional[int] = None, key_tile: Optional[int] = None) -> Kernel:
+    """Compiles MLIR (text, or the path of a .mlir file) in the pe and attn
+    dialects for `target` ("host", or "nvidia:sm_80" ... "nvidia:sm_90").
+    The kernel comes from the runtime's caches when it is there."""
+    text, name = _read_source(source)
+    return Kernel(runtime().get(text, name, target, query_tile, key_tile), text)
+
+
+def tune(source: Union[str, os.PathLike], *, repeats: int = 5,
+         progress: bool = True) -> List[Dict[str, Any]]:
+    """Times every candidate tile config of a static-shape source on this
+    host and stores the fastest, which later compiles use. Shows a progress
+    bar on a terminal. Returns one dict per candidate."""
+    text, name = _read_source(source)
+    return runtime().tune(text, name, repeats, progress)
+
+
+def stats() -> Dict[str, int]:
+    """Compiles, disk-cache hits and memory hits of this process's runtime."""
+    return runtime().stats()
+
+
+class _Cache:
+    """The disk cache of compiled kernels (PEJIT_CACHE_DIR, else
+    $XDG_CACHE_HOME/pejit or ~/.cache/pejit)."""
+
+    def stats(self) -> Dict[str, Any]:
+        return _pejit.cache_stats()
+
+    def ls(self) -> List[Dict[str, Any]]:
+        return _pejit.cache_list(False)
+
+    def verify(self) -> List[Dict[str, Any]]:
+        """Every entry with its checksum checked; 'problem' is '' when whole."""
+        return _pejit.cache_list(True)
+
+    def clear(self) -> int:
+        """Removes every entry and tuned config; returns the entries removed."""
+        return _pejit.cache_clear()
+
+
+cache = _Cache()

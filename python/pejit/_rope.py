@@ -1,0 +1,128 @@
+"""RopeConfig: the pe.rope attribute's parameters, with HF's names accepted."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Tuple
+
+from . import _pejit
+from ._pejit import Error
+
+SCALINGS = ("none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope")
+
+# HF config / rope_scaling names -> RopeConfig fields.
+_HF_NAMES = {
+    "rope_type": "scaling",
+    "type": "scaling",
+    "rope_theta": "theta",
+    "base": "theta",
+    "original_max_position_embeddings": "original_max_position",
+    "mrope_section": "sections",
+    "mrope_interleaved": "interleaved_sections",
+    "rotary_dim": "rotary_dim",
+}
+# HF's rope_type values -> pejit's scaling names.
+_HF_SCALINGS = {"default": "none", "dynamic": "dynamic_ntk", "su": "longrope", "mrope": "none"}
+
+
+@dataclass(frozen=True)
+class RopeConfig:
+    """Rotary position embedding, as docs/semantics.md defines it.
+
+    theta: the base. rotary_dim: rotated channels (0: the whole head);
+    partial_rotary_factor: the same as a fraction of the head dim.
+    interleaved: pairs (2c, 2c+1) (GPT-J) instead of (c, c + rd/2) (NeoX).
+    scaling: one of SCALINGS, with its parameters below. sections: M-RoPE.
+    """
+    theta: float = 10000.0
+    rotary_dim: int = 0
+    partial_rotary_factor: Optional[float] = None
+    interleaved: bool = False
+    scaling: str = "none"
+    factor: float = 1.0
+    original_max_position: int = 0
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    mscale: Optional[float] = None
+    mscale_all_dim: Optional[float] = None
+    attention_factor: Optional[float] = None
+    truncate: bool = True
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    short_factor: Tuple[float, ...] = ()
+    long_factor: Tuple[float, ...] = ()
+    sections: Tuple[int, ...] = ()
+    interleaved_sections: bool = False
+    axial: bool = False
+
+    def __post_init__(self):
+        if self.scaling not in SCALINGS:
+            raise Error(f"rope: unknown scaling '{self.scaling}' (one of {', '.join(SCALINGS)})")
+        for name in ("short_factor", "long_factor", "sections"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "RopeConfig":
+        """From the dialect's names or HF's (rope_type, rope_theta, factor,
+        original_max_position_embeddings, ...). An unknown key is an Error."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in values.items():
+            name = _HF_NAMES.get(key, key)
+            if name not in known:
+                raise Error(f"rope: unknown field '{key}'")
+            if name == "scaling":
+                value = _HF_SCALINGS.get(value, value)
+            if name in kwargs and kwargs[name] != value:
+                raise Error(f"rope: '{key}' gives {name} twice, with different values")
+            kwargs[name] = value
+        return cls(**kwargs)
+
+    def rotary_dim_for(self, head_dim: int) -> int:
+        if self.partial_rotary_factor is not None:
+            if self.rotary_dim:
+                raise Error("rope: give rotary_dim or partial_rotary_factor, not both")
+            return int(head_dim * self.partial_rotary_factor)
+        return self.rotary_dim
+
+    def native(self, head_dim: int) -> "_pejit.RopeConfig":
+        """The C++ builder's RopeConfig for a head dim of `head_dim`."""
+        config = _pejit.RopeConfig()
+        config.theta = float(self.theta)
+        config.rotary_dim = self.rotary_dim_for(head_dim)
+        config.interleaved = self.interleaved
+        config.sections = list(self.sections)
+        config.interleaved_sections = self.interleaved_sections
+        config.axial = self.axial
+        s = _pejit.RopeScaling()
+        s.kind = getattr(_pejit.RopeScalingKind, self.scaling)
+        s.factor = float(self.factor)
+        s.original_max_position = int(self.original_max_position)
+        s.beta_fast, s.beta_slow = float(self.beta_fast), float(self.beta_slow)
+        s.mscale, s.mscale_all_dim = self.mscale, self.mscale_all_dim
+        s.attention_factor = self.attention_factor
+        s.truncate = self.truncate
+        s.low_freq_factor = float(self.low_freq_factor)
+        s.high_freq_factor = float(self.high_freq_factor)
+        s.short_factor = [float(x) for x in self.short_factor]
+        s.long_factor = [float(x) for x in self.long_factor]
+        config.scaling = s
+        return config
+
+    def position_axes(self) -> int:
+        """0 for 1-D RoPE; M-RoPE's and axial RoPE's ids have this many axes."""
+        if self.axial:
+            return 2
+        return len(self.sections)
+
+
+def as_rope(rope) -> Optional[RopeConfig]:
+    if rope is None or rope is False:
+        return None
+    if rope is True:
+        return RopeConfig()
+    if isinstance(rope, RopeConfig):
+        return rope
+    if isinstance(rope, Mapping):
+        return RopeConfig.from_dict(rope)
+    raise Error(f"rope: expected a RopeConfig, a dict or True, got {type(rope).__name__}")

@@ -1,0 +1,100 @@
+"""pejit.attention on NumPy arrays against the float64 reference
+(tests/python/reference.py), with fresh inputs and poisoned outputs."""
+import numpy as np
+import pytest
+
+import pejit
+import reference as ref
+from conftest import DTYPES, TOLERANCE, poisoned, random_array
+
+
+def qkv(rng, dtype, b=2, hq=4, hkv=2, sq=37, skv=53, d=64, dv=64):
+    q, q64 = random_array(rng, (b, hq, sq, d), dtype)
+    k, k64 = random_array(rng, (b, hkv, skv, d), dtype)
+    v, v64 = random_array(rng, (b, hkv, skv, dv), dtype)
+    return (q, k, v), (q64, k64, v64)
+
+
+def default_positions(sq, skv):
+    return np.arange(skv - sq, skv), np.arange(skv)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rope_causal(rng, dtype):
+    (q, k, v), (q64, k64, v64) = qkv(rng, dtype)
+    out = poisoned((2, 4, 37, 64), dtype)
+    result = pejit.attention(q, k, v, rope={"rope_theta": 500000.0}, causal=True, out=out)
+    assert result is out
+    qp, kp = default_positions(37, 53)
+    expected = ref.attention(ref.rope(q64, qp, 64, theta=500000.0),
+                             ref.rope(k64, kp, 64, theta=500000.0), v64, causal=True)
+    assert ref.rel_error(out, expected) < TOLERANCE[dtype]
+
+
+@pytest.mark.parametrize("rope, freq, rd, interleaved", [
+    ({"interleaved": True}, {}, 64, True),
+    ({"partial_rotary_factor": 0.5}, {}, 32, False),
+    ({"rope_type": "linear", "factor": 4.0}, {"scaling": "linear", "factor": 4.0}, 64, False),
+    ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 32, "rope_theta": 500000.0},
+     {"scaling": "llama3", "factor": 8.0, "original_max_position": 32, "theta": 500000.0},
+     64, False),
+])
+def test_rope_variants(rng, rope, freq, rd, interleaved):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32")
+    out = pejit.attention(q, k, v, rope=rope, causal=True, out=poisoned((2, 4, 37, 64), "float32"))
+    qp, kp = default_positions(37, 53)
+    expected = ref.attention(ref.rope(q64, qp, rd, interleaved, **freq),
+                             ref.rope(k64, kp, rd, interleaved, **freq), v64, causal=True)
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+@pytest.mark.parametrize("kwargs, ref_kwargs", [
+    ({"alibi": True, "causal": True}, {"alibi": True, "causal": True}),
+    ({"window": (8, 3)}, {"window": (8, 3)}),
+    ({"window": 5, "causal": True}, {"window": (5, None), "causal": True}),
+    ({"softcap": 5.0, "scale": 0.3}, {"softcap": 5.0, "scale": 0.3}),
+])
+def test_masks_and_biases(rng, kwargs, ref_kwargs):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", hq=6, hkv=3)
+    out = pejit.attention(q, k, v, out=poisoned((2, 6, 37, 64), "float32"), **kwargs)
+    assert ref.rel_error(out, ref.attention(q64, k64, v64, **ref_kwargs)) < 1e-4
+
+
+@pytest.mark.parametrize("per_batch", [False, True])
+def test_explicit_positions(rng, per_batch):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", sq=16, skv=16)
+    shape = (2, 16) if per_batch else (16,)
+    qp = rng.integers(0, 100000, size=shape)
+    kp = rng.integers(0, 100000, size=shape).astype(np.int32)
+    out = pejit.attention(q, k, v, rope=True, q_positions=qp, k_positions=kp)
+    expected = ref.attention(ref.rope(q64, qp, 64), ref.rope(k64, kp, 64), v64)
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+def test_strided_views_and_allocated_output(rng):
+    # [b, s, h, d] storage read as [b, h, s, d] without a copy.
+    q = rng.standard_normal((1, 40, 4, 64)).astype(np.float32).transpose(0, 2, 1, 3)
+    k = rng.standard_normal((1, 40, 2, 64)).astype(np.float32).transpose(0, 2, 1, 3)
+    v = rng.standard_normal((1, 40, 2, 64)).astype(np.float32).transpose(0, 2, 1, 3)
+    assert not q.flags.c_contiguous
+    out = pejit.attention(q, k, v, rope=True, causal=True)
+    assert out.shape == (1, 4, 40, 64) and out.dtype == np.float32
+    p = np.arange(40)
+    expected = ref.attention(ref.rope(q.astype(np.float64), p, 64),
+                             ref.rope(k.astype(np.float64), p, 64), v.astype(np.float64),
+                             causal=True)
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+def test_one_kernel_per_shape_class(rng):
+    (q, k, v), _ = qkv(rng, "float32", sq=9, skv=9)
+    pejit.attention(q, k, v, rope=True, causal=True)
+    compiles = pejit.stats()["compiles"]
+    for length in (1, 17, 130):
+        (q, k, v), (q64, k64, v64) = qkv(rng, "float32", sq=length, skv=length + 3)
+        out = pejit.attention(q, k, v, rope=True, causal=True)
+        qp, kp = default_positions(length, length + 3)
+        expected = ref.attention(ref.rope(q64, qp, 64), ref.rope(k64, kp, 64), v64, causal=True)
+        assert ref.rel_error(out, expected) < 1e-4
+    assert pejit.stats()["compiles"] == compiles

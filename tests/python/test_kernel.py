@@ -1,0 +1,46 @@
+"""pejit.compile, the stages' IR, and the disk cache from Python."""
+import re
+
+import numpy as np
+
+import pejit
+import reference as ref
+from conftest import poisoned
+
+
+def test_compile_text_stages_and_run(rng):
+    source = pejit.attention_source((1, 2, 16, 64), (1, 2, 16, 64), (1, 2, 16, 64),
+                                    rope=True, causal=True)
+    kernel = pejit.compile(source)
+    assert kernel.target == "host"
+    assert "pe.rope" in kernel.ir("source")
+    # Fusion folds the rotation into the attention op's encodings.
+    fused = kernel.ir("fused")
+    assert re.search(r"= pe\.rope ", fused) is None and "encodings([#pe.rope<" in fused
+    assert {"source", "fused", "tiled", "llvm-ir", "asm"} <= set(kernel.stages)
+    roles = [a["role"] for a in kernel.arguments]
+    assert roles[:3] == ["query", "key", "value"]
+    q = rng.standard_normal((1, 2, 12, 64)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 20, 64)).astype(np.float32)
+    v = rng.standard_normal((1, 2, 20, 64)).astype(np.float32)
+    out = kernel.run(q, k, v, out=poisoned((1, 2, 12, 64), "float32"))
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    expected = ref.attention(ref.rope(q64, np.arange(8, 20), 64),
+                             ref.rope(k64, np.arange(20), 64), v.astype(np.float64),
+                             causal=True)
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+def test_compile_file(tmp_path):
+    path = tmp_path / "attention.mlir"
+    path.write_text(pejit.attention_source((1, 2, 16, 64), (1, 2, 16, 64), (1, 2, 16, 64)))
+    kernel = pejit.compile(path)
+    assert "attn.attention" in kernel.ir("source")
+
+
+def test_disk_cache_from_python():
+    pejit.compile(pejit.attention_source((1, 1, 8, 32), (1, 1, 8, 32), (1, 1, 8, 32)))
+    stats = pejit.cache.stats()
+    assert stats["entries"] >= 1 and stats["dir"]
+    entries = pejit.cache.verify()
+    assert entries and all(e["problem"] == "" for e in entries)
