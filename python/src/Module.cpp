@@ -12,11 +12,13 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <tuple>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -91,6 +93,32 @@ struct Kernel {
       throw Error(status.message());
   }
 
+  /// A raw buffer: data pointer, DType, shape, strides (elements). The
+  /// caller vouches for it (pejit/_attention.py passes torch CPU tensors
+  /// this way: their DLPack export costs microseconds each).
+  using Raw = std::tuple<uintptr_t, int, std::vector<int64_t>, std::vector<int64_t>>;
+
+  static TensorView rawView(const Raw &raw) {
+    auto &[data, dtype, shape, strides] = raw;
+    if (dtype < 0 || dtype > int(DType::I64))
+      throw Error("raw buffer: unknown dtype code " + std::to_string(dtype));
+    return TensorView{reinterpret_cast<void *>(data), DType(dtype), shape, strides};
+  }
+
+  void runRaw(const std::vector<Raw> &inputs, const Raw &out) const {
+    std::vector<TensorView> views;
+    for (const Raw &raw : inputs)
+      views.push_back(rawView(raw));
+    TensorView outView = rawView(out);
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      status = x86 ? x86->run(views, outView) : nvidia->run(views, outView);
+    }
+    if (!status)
+      throw Error(status.message());
+  }
+
   /// The median microseconds of `repeats` run() calls made from C++ on the
   /// same buffers: the C++ side of the Python call-overhead benchmark.
   double timeRun(const std::vector<Buffer> &inputs, nb::ndarray<nb::device::cpu> out,
@@ -155,6 +183,7 @@ NB_MODULE(_pejit, m) {
 
   nb::class_<Kernel>(m, "Kernel")
       .def("run", &Kernel::run, "inputs"_a, "out"_a, "bf16"_a)
+      .def("run_raw", &Kernel::runRaw, "inputs"_a, "out"_a)
       .def("time_run", &Kernel::timeRun, "inputs"_a, "out"_a, "bf16"_a, "repeats"_a)
       .def("ir",
            [](const Kernel &k, const std::string &stage) {

@@ -66,3 +66,27 @@ def test_torch_compile_fullgraph():
     traced = compiled(q, k, v)
     torch.testing.assert_close(traced, eager, rtol=1e-5, atol=1e-5)
     assert ref.rel_error(layer.attn(q, k, v).numpy(), expected(q, k, v, 500000.0)) < 1e-4
+
+
+@pytest.mark.parametrize("ids", ["torch", "numpy"])
+def test_repeated_calls_with_positions(ids):
+    # The second and third calls take the fast path (a cached plan; torch
+    # tensors passed as raw pointers, or through DLPack beside NumPy ids).
+    for _ in range(3):
+        q, k, v = tensors("float32", sq=12, skv=12)
+        rng = np.random.default_rng()
+        qp, kp = rng.integers(0, 50000, size=12), rng.integers(0, 50000, size=12)
+        pos = (torch.from_numpy(qp), torch.from_numpy(kp)) if ids == "torch" else (qp, kp)
+        out = torch.full((1, 4, 12, 64), float("nan"))
+        pejit.attention(q, k, v, rope=True, q_positions=pos[0], k_positions=pos[1], out=out)
+        q64, k64, v64 = (x.to(torch.float64).numpy() for x in (q, k, v))
+        expected = ref.attention(ref.rope(q64, qp, 64), ref.rope(k64, kp, 64), v64)
+        assert ref.rel_error(out.numpy(), expected) < 1e-4
+
+
+def test_float_positions_are_an_error():
+    q, k, v = tensors("float32")
+    pejit.attention(q, k, v, rope=True, q_positions=torch.arange(24), k_positions=torch.arange(24))
+    with pytest.raises(pejit.Error, match="float32"):
+        pejit.attention(q, k, v, rope=True, q_positions=torch.arange(24.0),
+                        k_positions=torch.arange(24.0))
