@@ -9,12 +9,12 @@ docs/python.md.
 """
 from ._pejit import Error, host_target
 from ._rope import RopeConfig
-from ._attention import AlibiConfig, T5Config, attention, attention_source
+from ._attention import AlibiConfig, ShawConfig, T5Config, attention, attention_source
 from ._kernel import Kernel, cache, compile, stats, tune
 from .hf import AttentionConfig, from_hf_config
 
 Error.__module__ = "pejit"  # shown as pejit.Error in tracebacks
 
 __version__ = "0.3.0"
-__all__ = ["Error", "RopeConfig", "AlibiConfig", "T5Config", "AttentionConfig", "from_hf_config", "Kernel", "attention", "attention_source",
+__all__ = ["Error", "RopeConfig", "AlibiConfig", "T5Config", "ShawConfig", "AttentionConfig", "from_hf_config", "Kernel", "attention", "attention_source",
            "compile", "tune", "stats", "cache", "host_target"]

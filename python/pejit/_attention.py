@@ -33,6 +33,15 @@ class T5Config:
     bidirectional: bool = True
 
 
+@dataclass(frozen=True)
+class ShawConfig:
+    """Shaw's relative key and value terms, distances clipped to
+    [-clip, clip]. The tables are given at run time: pejit.attention's
+    shaw_key [2 clip + 1, d] and shaw_value [2 clip + 1, dv] (or per query
+    head: [hq, 2 clip + 1, ...]); either may be left out."""
+    clip: int
+
+
 def _as_alibi(alibi) -> Optional[AlibiConfig]:
     if alibi is None or alibi is False:
         return None
@@ -78,9 +87,12 @@ def _kernel(key, build) -> Kernel:
 
 
 def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=None,
-                     alibi=None, t5: Optional[T5Config] = None, causal: bool = False, window=None, softcap=None, scale=None,
+                     alibi=None, t5: Optional[T5Config] = None,
+                     shaw: Optional[ShawConfig] = None, shaw_key_table=None,
+                     shaw_value_table=None, causal: bool = False, window=None, softcap=None, scale=None,
                      positions_per_batch: bool = False) -> str:
-    """The MLIR pejit.attention compiles for these shapes (lengths as `?`)."""
+    """The MLIR pejit.attention compiles for these shapes (lengths as `?`).
+    shaw_key_table, shaw_value_table: (rank, dtype) of the Shaw tables."""
     b, hq, _, d = q_shape
     _, hkv, _, _ = k_shape
     dv = v_shape[3]
@@ -92,9 +104,19 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     alibi = _as_alibi(alibi)
     if alibi is not None:
         spec.set_alibi(alibi.num_heads or hq, alibi.head_offset, alibi.symmetric)
+    encodings = []
     if t5 is not None:
-        spec.encodings = [_pejit.t5_encoding(t5.num_buckets, t5.max_distance, t5.bidirectional,
-                                             hq, "float32")]
+        encodings.append(_pejit.t5_encoding(t5.num_buckets, t5.max_distance, t5.bidirectional,
+                                            hq, "float32"))
+    if shaw is not None and shaw_key_table is not None:
+        rank, table_dtype = shaw_key_table
+        encodings.append(_pejit.shaw_key_encoding(shaw.clip, d, table_dtype,
+                                                  hq if rank == 3 else 0))
+    if shaw is not None and shaw_value_table is not None:
+        rank, table_dtype = shaw_value_table
+        encodings.append(_pejit.shaw_value_encoding(shaw.clip, dv, table_dtype,
+                                                    hq if rank == 3 else 0))
+    spec.encodings = encodings
     spec.causal = bool(causal)
     spec.window, spec.window_right = _window(window)
     spec.softcap = None if softcap is None else float(softcap)
@@ -104,7 +126,9 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
 
 
 def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None] = None,
-              alibi=None, t5: Optional[T5Config] = None, t5_table=None, causal: bool = False,
+              alibi=None, t5: Optional[T5Config] = None, t5_table=None,
+              shaw: Optional[ShawConfig] = None, shaw_key=None, shaw_value=None,
+              causal: bool = False,
               window=None, softcap: Optional[float] = None, scale: Optional[float] = None,
               q_positions=None, k_positions=None, out=None, target: str = "host"):
     """Attention with its positional encoding fused into the kernel.
@@ -114,7 +138,9 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
     place (strided views too; the last dim must be contiguous).
     rope: RopeConfig, a dict (the dialect's names or HF's) or True.
     alibi: AlibiConfig, a dict or True. t5: T5Config, with its float32
-    table t5_table [num_buckets, hq]. causal: bottom-right aligned.
+    table t5_table [num_buckets, hq]. shaw: ShawConfig, with its tables
+    shaw_key [2 clip + 1, d] and/or shaw_value [2 clip + 1, dv] ([hq, ...]
+    per head). causal: bottom-right aligned.
     window: w or (left, right). softcap, scale: floats (scale default
     1/sqrt(d)). q_positions, k_positions: ids [s] or [b, s] (int32/int64;
     M-RoPE's [A, s]); defaults: keys 0..skv-1, queries skv-sq..skv-1.
@@ -129,18 +155,21 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
                v.shape[3], _freeze(rope), _freeze(alibi), t5, causal, _freeze(window), softcap,
                scale, None if q_positions is None else len(q_positions.shape),
                None if k_positions is None else len(k_positions.shape),
-               None if t5_table is None else t5_table.shape[0])
+               None if t5_table is None else t5_table.shape[0], shaw,
+               None if shaw_key is None else (len(shaw_key.shape), shaw_key.dtype),
+               None if shaw_value is None else (len(shaw_value.shape), shaw_value.dtype))
         plan = _plans.get(key)
     except (AttributeError, IndexError, TypeError):
         key, plan = None, None
     if (plan is None or type(k) is not type(q) or type(v) is not type(q)
             or k.dtype != q.dtype or v.dtype != q.dtype
             or len(q.shape) != 4 or len(k.shape) != 4 or len(v.shape) != 4):
-        plan = _plan(q, k, v, rope, alibi, t5, t5_table, causal, window, softcap, scale,
-                     q_positions, k_positions, target)
+        plan = _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal,
+                     window, softcap, scale, q_positions, k_positions, target)
         if key is not None and plan.cacheable:
             _plans[key] = plan
-    return plan.run(q, k, v, t5_table, q_positions, k_positions, out)
+    tables = [x for x in (t5_table, shaw_key, shaw_value) if x is not None]
+    return plan.run(q, k, v, tables, q_positions, k_positions, out)
 
 
 class _Plan:
@@ -152,13 +181,11 @@ class _Plan:
         self.axes, self.per_batch, self.cacheable = axes, per_batch, cacheable
         self.bf16_numpy = dtype == "bfloat16" and not torch
 
-    def run(self, q, k, v, t5_table, q_positions, k_positions, out):
+    def run(self, q, k, v, tables, q_positions, k_positions, out):
         b, hq, sq, _ = q.shape
         if out is None:
             out = empty_like_kind(q, (b, hq, sq, v.shape[3]), self.dtype)
-        inputs = [q, k, v]
-        if t5_table is not None:
-            inputs.append(t5_table)
+        inputs = [q, k, v] + tables  # the encodings' tables, in order
         if k_positions is not None and q_positions is None:
             q_positions = self._default_query_positions(b, sq, k.shape[2])
         if q_positions is not None:
@@ -235,8 +262,8 @@ def _freeze(x):
 _plans: dict = {}
 
 
-def _plan(q, k, v, rope, alibi, t5, t5_table, causal, window, softcap, scale, q_positions,
-          k_positions, target) -> _Plan:
+def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal, window,
+          softcap, scale, q_positions, k_positions, target) -> _Plan:
     """Checks a call and gets its kernel: the slow path, once per kind."""
     qs, ks, vs = _shape(q, 4, "q"), _shape(k, 4, "k"), _shape(v, 4, "v")
     dtype = dtype_name(q, "q")
@@ -256,11 +283,20 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, causal, window, softcap, scale, q_
                     "give rope= (masks compare sequence indices)")
     if (t5 is None) != (t5_table is None):
         raise Error("t5, t5_table: give both (the config and its [num_buckets, hq] table)")
-    key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal),
-           _window(window), softcap, scale, per_batch)
+    if shaw is not None and shaw_key is None and shaw_value is None:
+        raise Error("shaw: give shaw_key, shaw_value or both (the tables)")
+    if shaw is None and (shaw_key is not None or shaw_value is not None):
+        raise Error("shaw_key, shaw_value: give shaw= (its clip) too")
+    key_table = None if shaw_key is None else (len(shaw_key.shape),
+                                                dtype_name(shaw_key, "shaw_key"))
+    value_table = None if shaw_value is None else (len(shaw_value.shape),
+                                                    dtype_name(shaw_value, "shaw_value"))
+    key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table,
+           value_table, bool(causal), _window(window), softcap, scale, per_batch)
     kernel = _kernel(key, lambda: attention_source(
-        qs, ks, vs, dtype, rope=rope, alibi=alibi, t5=t5, causal=causal, window=window,
-        softcap=softcap, scale=scale, positions_per_batch=per_batch))
+        qs, ks, vs, dtype, rope=rope, alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
+        shaw_value_table=value_table, causal=causal, window=window, softcap=softcap,
+        scale=scale, positions_per_batch=per_batch))
     for x, what in ((t5_table, "t5_table"), (q_positions, "q_positions"),
                     (k_positions, "k_positions")):
         if x is not None:

@@ -91,3 +91,57 @@ def rel_error(out, ref):
     """max |out - ref| / max |ref|, in float64."""
     out = np.asarray(out, dtype=np.float64)
     return float(np.max(np.abs(out - ref)) / max(np.max(np.abs(ref)), 1e-30))
+
+
+def t5_buckets(rel, bidirectional, num_buckets, max_distance):
+    """docs/semantics.md's T5 bucket of each distance rel = j - i (float64 log)."""
+    rel = np.asarray(rel, dtype=np.int64)
+    if bidirectional:
+        n = num_buckets // 2
+        base = np.where(rel > 0, n, 0)
+        r = np.abs(rel)
+    else:
+        n = num_buckets
+        base = np.zeros_like(rel)
+        r = np.maximum(-rel, 0)
+    exact = n // 2
+    with np.errstate(divide="ignore"):
+        large = exact + np.floor(np.log(np.maximum(r, 1) / exact) / math.log(max_distance / exact)
+                                 * (n - exact)).astype(np.int64)
+    return base + np.where(r < exact, r, np.minimum(large, n - 1))
+
+
+def distances(sq, skv):
+    """rel = j - (i + skv - sq): key index minus the aligned query index."""
+    return np.arange(skv)[None, :] - (np.arange(sq)[:, None] + skv - sq)
+
+
+def attention_with_terms(q, k, v, bias=None, key_table=None, value_table=None, clip=0,
+                         causal=False, scale=None):
+    """Softmax attention with a [h, sq, skv] bias and Shaw's terms, float64."""
+    b, hq, sq, d = q.shape
+    group = hq // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    skv = k.shape[2]
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    scores = np.einsum("bhid,bhjd->bhij", q, k)
+    rel = np.clip(distances(sq, skv), -clip, clip) + clip
+    if key_table is not None:
+        table = key_table if key_table.ndim == 3 else np.broadcast_to(key_table, (hq,) + key_table.shape)
+        qa = np.einsum("bhid,hmd->bhim", q, table)  # q_i . aK[m]
+        scores = scores + np.take_along_axis(
+            qa, np.broadcast_to(rel, (b, hq, sq, skv)), axis=3)
+    s = scale * scores
+    if bias is not None:
+        s = s + bias[None]
+    if causal:
+        s = np.where(distances(sq, skv) <= 0, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    o = np.einsum("bhij,bhjd->bhid", p, v)
+    if value_table is not None:
+        table = value_table if value_table.ndim == 3 else np.broadcast_to(
+            value_table, (hq,) + value_table.shape)
+        av = table[:, rel]  # [h, sq, skv, dv]
+        o = o + np.einsum("bhij,hijd->bhid", p, av)
+    return o

@@ -98,3 +98,38 @@ def test_one_kernel_per_shape_class(rng):
         expected = ref.attention(ref.rope(q64, qp, 64), ref.rope(k64, kp, 64), v64, causal=True)
         assert ref.rel_error(out, expected) < 1e-4
     assert pejit.stats()["compiles"] == compiles
+
+
+@pytest.mark.parametrize("bidirectional, causal", [(True, False), (False, True)])
+def test_t5_buckets(rng, bidirectional, causal):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", hq=4, hkv=4, sq=40, skv=300)
+    table = rng.standard_normal((32, 4)).astype(np.float32)
+    config = pejit.T5Config(num_buckets=32, max_distance=128, bidirectional=bidirectional)
+    out = pejit.attention(q, k, v, t5=config, t5_table=table, scale=1.0, causal=causal,
+                          out=poisoned((2, 4, 40, 64), "float32"))
+    buckets = ref.t5_buckets(ref.distances(40, 300), bidirectional, 32, 128)
+    bias = np.transpose(table.astype(np.float64)[buckets], (2, 0, 1))  # [h, sq, skv]
+    expected = ref.attention_with_terms(q64, k64, v64, bias=bias, causal=causal, scale=1.0)
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+@pytest.mark.parametrize("terms, per_head", [("kv", False), ("k", True), ("v", False)])
+def test_shaw_terms(rng, terms, per_head):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", hq=4, hkv=2, sq=33, skv=70)
+    lead = (4,) if per_head else ()
+    key_table = rng.standard_normal(lead + (2 * 8 + 1, 64)).astype(np.float32) if "k" in terms else None
+    value_table = rng.standard_normal(lead + (2 * 8 + 1, 64)).astype(np.float32) if "v" in terms else None
+    out = pejit.attention(q, k, v, shaw=pejit.ShawConfig(clip=8), shaw_key=key_table,
+                          shaw_value=value_table, causal=True,
+                          out=poisoned((2, 4, 33, 64), "float32"))
+    expected = ref.attention_with_terms(
+        q64, k64, v64, clip=8, causal=True,
+        key_table=None if key_table is None else key_table.astype(np.float64),
+        value_table=None if value_table is None else value_table.astype(np.float64))
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+def test_shaw_needs_its_tables():
+    q = np.zeros((1, 2, 4, 64), np.float32)
+    with pytest.raises(pejit.Error, match="shaw: give shaw_key"):
+        pejit.attention(q, q, q, shaw=pejit.ShawConfig(clip=4))
