@@ -92,12 +92,17 @@ void drawProgress(size_t done, size_t total, const TuneReport &report) {
 } // namespace
 
 Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOptions &options) {
+  // The shape is known once one kernel exists; the default config is one
+  // of the candidates anyway.
+  Expected<X86Kernel> probe = runtime.getX86(spec, X86TileConfig{});
+  if (!probe)
+    return Expected<TuneReport>::error(probe.error());
+  // Timing runs one shape: a shape class has no inputs to draw.
+  if (probe->shape().hasDynamicDims() && !options.measure)
+    return Expected<TuneReport>::error(
+        "tune: " + spec.name() + " has `?` dims (" + probe->shape().str() +
+        "); tuning times one shape, so write the lengths to tune for");
   if (options.candidates.empty()) {
-    // The shape is known once one kernel exists; the default config is one
-    // of the candidates anyway.
-    Expected<X86Kernel> probe = runtime.getX86(spec, X86TileConfig{});
-    if (!probe)
-      return Expected<TuneReport>::error(probe.error());
     long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
     options.candidates = candidateTiles(probe->shape(), l2 > 0 ? l2 : 512 * 1024);
   }

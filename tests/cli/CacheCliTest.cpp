@@ -338,4 +338,19 @@ TEST(PejitTune, PrintsATableStoresTheBestAndRunUsesIt) {
       << readText(in.dir.file("run.err")) << " best " << best;
 }
 
+// A shape class has no one shape to time: an error naming the `?` dims
+// (it was an abort: random inputs of length -1).
+TEST(PejitTune, RefusesAShapeClass) {
+  Inputs in;
+  std::string path = in.dir.file("dynamic.mlir");
+  std::ofstream(path) << "func.func @attention(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, "
+                         "%v: tensor<1x2x?x64xf32>) -> tensor<1x2x?x64xf32> {\n"
+                         "  %o = attn.attention %q, %k, %v : tensor<1x2x?x64xf32>, "
+                         "tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x2x?x64xf32>\n"
+                         "  return %o : tensor<1x2x?x64xf32>\n}\n";
+  Result tune = runWithCache(in.dir, {"tune", path, "--repeats=1"});
+  EXPECT_EQ(tune.exitCode, 1) << tune.err;
+  EXPECT_TRUE(contains(tune.err, "has `?` dims (b=1 hq=2 hkv=2 sq=? skv=?")) << tune.err;
+}
+
 } // namespace

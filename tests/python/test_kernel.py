@@ -1,6 +1,8 @@
 """pejit.compile, the stages' IR, and the disk cache from Python."""
 import re
 
+import pytest
+
 import numpy as np
 
 import pejit
@@ -44,3 +46,33 @@ def test_disk_cache_from_python():
     assert stats["entries"] >= 1 and stats["dir"]
     entries = pejit.cache.verify()
     assert entries and all(e["problem"] == "" for e in entries)
+
+
+def test_second_process_loads_from_disk(tmp_path):
+    import os
+    import subprocess
+    import sys
+    source = pejit.attention_source((1, 2, 8, 32), (1, 2, 8, 32), (1, 2, 8, 32), rope=True)
+    path = tmp_path / "a.mlir"
+    path.write_text(source)
+    script = ("import sys, pejit; k = pejit.compile(sys.argv[1]); "
+              "print(k.from_disk, k.compile_ms > 0)")
+    env = {**os.environ, "PEJIT_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", script, str(path)], env=env,
+                           capture_output=True, text=True)
+    second = subprocess.run([sys.executable, "-c", script, str(path)], env=env,
+                            capture_output=True, text=True)
+    assert first.stdout.split() == ["False", "True"], first.stderr
+    assert second.stdout.split() == ["True", "True"], second.stderr
+
+
+def test_tune_returns_the_table(tmp_path, monkeypatch):
+    monkeypatch.setenv("PEJIT_CACHE_DIR", str(tmp_path))
+    source = pejit.attention_source((1, 1, 64, 32), (1, 1, 64, 32), (1, 1, 64, 32))
+    static = source.replace("?", "64")
+    rows = pejit.tune(static, repeats=1, progress=False)
+    assert rows and all({"query_tile", "key_tile", "median_ms", "error", "best"} <= set(r)
+                        for r in rows)
+    assert sum(r["best"] for r in rows) == 1
+    with pytest.raises(pejit.Error, match=r"has `\?` dims"):
+        pejit.tune(source, repeats=1, progress=False)  # a shape class: nothing to time
