@@ -108,6 +108,11 @@ class Kernel:
         """The PTX of an NVIDIA kernel ('' for the host)."""
         return self._native.ptx
 
+    @property
+    def ptxas_log(self) -> str:
+        """ptxas's report for an NVIDIA kernel (registers, spills); '' without ptxas."""
+        return self._native.ptxas_log
+
     def __repr__(self) -> str:
         return f"<pejit.Kernel {self.target} compile_ms={self.compile_ms:.1f} from_disk={self.from_disk}>"
 

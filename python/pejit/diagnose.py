@@ -122,7 +122,7 @@ def report(cfg: AttentionConfig, source: str, max_position: Optional[int] = None
         inv0, _ = _frequencies(plain, cfg.head_dim, longest + 1)
         lines += ["RoPE convention",
                   f"  layout: {pairing}",
-                  f"  rotary dims: {rd} of {cfg.head_dim}; theta {_fmt(rope.theta)}",
+                  f"  rotary dims: {rd} of {cfg.head_dim}; theta {rope.theta:g}",
                   f"  scaling: {_scaling_text(rope)}",
                   f"  attention factor on cos and sin: {_fmt(attention_factor)}"]
         if rope.sections:
@@ -144,8 +144,9 @@ def report(cfg: AttentionConfig, source: str, max_position: Optional[int] = None
         lines.append(f"Angle error at position {longest}, against pejit's float64 angles")
         for name in ("float32", "bfloat16"):
             err = angle_errors(inv, longest, name)
-            verdict = ("fine" if err.max() < 1e-3 else "visible" if err.max() < 0.1
-                       else "wrong rotations")
+            verdict = ("negligible" if err.max() < 1e-4 else
+                       "measurable (above 1e-4 rad)" if err.max() < 1e-2 else
+                       "large (above 1e-2 rad)" if err.max() < 0.5 else "wrong rotations")
             lines.append(f"  angles computed in {name}: up to {_fmt(err.max())} rad "
                          f"(frequency {int(err.argmax())}): {verdict}")
         lines.append("  pejit: the angle, cos and sin in float64 once per call, kept as f32 "
@@ -169,7 +170,9 @@ def report(cfg: AttentionConfig, source: str, max_position: Optional[int] = None
     if cfg.t5 is not None:
         fused.append("T5 buckets: per tile from the [buckets, heads] table (x86, NVIDIA)")
     if cfg.causal or cfg.window is not None:
-        fused.append("causal mask and window: skipped tiles (x86, NVIDIA)")
+        masks = " and ".join(m for m, on in (("causal mask", cfg.causal),
+                                              ("window", cfg.window is not None)) if on)
+        fused.append(f"{masks}: tiles outside it skipped (x86, NVIDIA)")
     if cfg.softcap is not None:
         fused.append("softcap: in the score hook (x86, NVIDIA)")
     if cfg.learned_positions:

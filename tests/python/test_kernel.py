@@ -1,5 +1,7 @@
 """pejit.compile, the stages' IR, and the disk cache from Python."""
+import os
 import re
+import shutil
 
 import pytest
 
@@ -76,3 +78,19 @@ def test_tune_returns_the_table(tmp_path, monkeypatch):
     assert sum(r["best"] for r in rows) == 1
     with pytest.raises(pejit.Error, match=r"has `\?` dims"):
         pejit.tune(source, repeats=1, progress=False)  # a shape class: nothing to time
+
+
+def test_nvidia_ptx_from_python():
+    # PTX is generated here, with no GPU: the same IR, for sm_90.
+    source = pejit.attention_source((1, 4, 64, 64), (1, 2, 64, 64), (1, 2, 64, 64), "bfloat16",
+                                    rope={"rope_type": "llama3", "factor": 8.0,
+                                          "original_max_position_embeddings": 8192,
+                                          "rope_theta": 500000.0}, causal=True)
+    kernel = pejit.compile(source, target="nvidia:sm_90")
+    assert kernel.target == "nvidia:sm_90"
+    assert ".target sm_90" in kernel.ptx and ".entry" in kernel.ptx
+    assert "ptx" in kernel.stages and kernel.ir("ptx") == kernel.ptx
+    if shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+        assert "0 bytes spill stores" in kernel.ptxas_log, kernel.ptxas_log
+    with pytest.raises(pejit.Error, match="unknown target"):
+        pejit.compile(source, target="tpu")
