@@ -94,3 +94,24 @@ def test_nvidia_ptx_from_python():
         assert "0 bytes spill stores" in kernel.ptxas_log, kernel.ptxas_log
     with pytest.raises(pejit.Error, match="unknown target"):
         pejit.compile(source, target="tpu")
+
+
+def test_cache_clear():
+    # The tests' own disk cache (conftest.py), which the runtime writes.
+    import os
+    pejit.compile(pejit.attention_source((1, 1, 8, 32), (1, 1, 8, 32), (1, 1, 8, 48)))
+    assert pejit.cache.stats()["dir"] == os.environ["PEJIT_CACHE_DIR"]
+    assert len(pejit.cache.ls()) >= 1
+    assert pejit.cache.clear() >= 1
+    assert pejit.cache.stats()["entries"] == 0
+
+
+def test_numpy_alone_without_torch():
+    import subprocess
+    import sys
+    script = ("import sys; sys.modules['torch'] = None\n"
+              "import numpy as np, pejit\n"
+              "q = np.ones((1, 1, 3, 32), np.float32)\n"
+              "print(pejit.attention(q, q, q, rope=True).shape)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0 and "(1, 1, 3, 32)" in done.stdout, done.stderr
