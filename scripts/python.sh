@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up the Python side: a virtualenv outside the clone (reused across
 # clones and runs; PEJIT_VENV, default ~/.cache/pejit/venv) with numpy,
-# pytest, ml_dtypes and the build tools from PyPI, then `pip install
-# ./python` (the pejit package, linked against build/prefix, which
-# scripts/setup.sh installs). Prints the venv's python on the last line.
+# pytest, ml_dtypes, matplotlib (diagnose --plot) and the build tools from
+# PyPI, then `pip install ./python` (the pejit package, linked against
+# build/prefix, which scripts/setup.sh installs). Prints the venv's python on the last line.
 # Usage: scripts/python.sh   (after scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +14,9 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv" >&2
 fi
 pip=("$venv/bin/python" -m pip install --disable-pip-version-check -q)
-"$venv/bin/python" -c "import numpy, pytest, ml_dtypes, nanobind, scikit_build_core" 2>/dev/null ||
-  "${pip[@]}" numpy pytest ml_dtypes "nanobind>=2.0" "scikit-build-core>=0.10" >&2
+"$venv/bin/python" -c "import numpy, pytest, ml_dtypes, matplotlib, nanobind, scikit_build_core" \
+  2>/dev/null ||
+  "${pip[@]}" numpy pytest ml_dtypes matplotlib "nanobind>=2.0" "scikit-build-core>=0.10" >&2
 # torch (about 3 GB from PyPI, CUDA wheels included) only when asked for,
 # and within PEJIT_TORCH_INSTALL_TIMEOUT seconds (default 900): without it
 # tests/python/test_torch.py skips, saying so.

@@ -47,15 +47,10 @@ def main(argv=None) -> int:
 
 
 def _diagnose(args) -> int:
-    from .diagnose import diagnose, plot
+    from .diagnose import diagnose
     try:
-        print(diagnose(args.config, args.layer, args.max_position, args.dtype), end="")
-        if args.plot:
-            cfg = from_hf_config(args.config, layer=args.layer)
-            if cfg.rope is None:
-                raise Error("--plot: this model has no RoPE to draw")
-            plot(cfg, args.plot, args.max_position or 4095)
-            print(f"plot: {args.plot}")
+        print(diagnose(args.config, args.layer, args.max_position, args.dtype, args.plot),
+              end="")
     except Error as e:
         print(f"pejit: error: {e}", file=sys.stderr)
         return 1

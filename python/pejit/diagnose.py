@@ -84,8 +84,8 @@ def _scaling_text(rope: RopeConfig) -> str:
     return f"{rope.scaling} ({', '.join(parts)})"
 
 
-def report(cfg: AttentionConfig, source: str, max_position: Optional[int] = None,
-           dtype: str = "bfloat16", layer: int = 0, max_positions_hint: int = 0) -> str:
+def report(cfg: AttentionConfig, source: str, longest: int = 4095,
+           dtype: str = "bfloat16", layer: int = 0) -> str:
     lines: List[str] = [f"pejit diagnose: {source} ({cfg.model_type}, layer {layer})", ""]
     group = cfg.num_heads // max(cfg.num_kv_heads, 1)
     kind = "MHA" if group == 1 else ("MQA" if cfg.num_kv_heads == 1 else f"GQA {group}:1")
@@ -109,8 +109,6 @@ def report(cfg: AttentionConfig, source: str, max_position: Optional[int] = None
             if cfg.t5 else f"learned absolute positions ({cfg.learned_positions} rows)"
             if cfg.learned_positions else "none"), ""]
     else:
-        longest = max_position if max_position is not None else max(max_positions_hint - 1, 0)
-        longest = longest or 4095
         rd = rope.rotary_dim_for(cfg.head_dim) or cfg.head_dim
         pairing = (f"channel 2c pairs with 2c+1 (interleaved, GPT-J)" if rope.interleaved
                    else f"channel c pairs with c+{rd // 2} (rotate_half, NeoX/Llama)")
@@ -199,7 +197,7 @@ def plot(cfg: AttentionConfig, path: str, longest: int) -> None:
     factors = [_frequencies(rope, cfg.head_dim, int(n))[1] for n in lengths]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
     a.semilogy(inv0, label="unscaled")
-    a.semilogy(inv, label=f"{rope.scaling}")
+    a.semilogy(inv, label=f"{rope.scaling} (positions up to {longest})")
     a.set_xlabel("frequency index")
     a.set_ylabel("inv_freq")
     a.legend()
@@ -211,13 +209,29 @@ def plot(cfg: AttentionConfig, path: str, longest: int) -> None:
     fig.savefig(path)
 
 
+def longest_position(values, max_position: Optional[int] = None) -> int:
+    """--max-position, else the config's max_position_embeddings - 1, else 4095."""
+    if max_position is not None:
+        return max_position
+    hint = int(values.get("max_position_embeddings") or
+               (values.get("text_config") or {}).get("max_position_embeddings") or 0)
+    return hint - 1 if hint > 1 else 4095
+
+
 def diagnose(config, layer: int = 0, max_position: Optional[int] = None,
-             dtype: str = "bfloat16") -> str:
-    """The report for a config.json (path, model directory or dict)."""
+             dtype: str = "bfloat16", plot_path: Optional[str] = None) -> str:
+    """The report for a config.json (path, model directory or dict); with
+    plot_path, also the frequency plot (matplotlib)."""
     from .hf import _load
     values = _load(config)
     cfg = from_hf_config(values, layer=layer)
-    hint = int(values.get("max_position_embeddings") or
-               (values.get("text_config") or {}).get("max_position_embeddings") or 0)
+    longest = longest_position(values, max_position)
     source = os.fspath(config) if not isinstance(config, dict) else "<dict>"
-    return report(cfg, source, max_position, dtype, layer, hint)
+    text = report(cfg, source, longest, dtype, layer)
+    if plot_path:
+        if cfg.rope is None:
+            from ._pejit import Error
+            raise Error("--plot: this model has no RoPE to draw")
+        plot(cfg, plot_path, longest)
+        text += f"plot: {plot_path}\n"
+    return text

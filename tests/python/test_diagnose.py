@@ -63,3 +63,13 @@ def test_diagnose_command(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "pejit", "diagnose", str(tmp_path / "none.json")],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and "cannot read" in bad.stderr
+
+
+def test_plot(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed in the test venv")
+    path = tmp_path / "phi.png"
+    text = diagnose(config("phi-3.5-mini-instruct.json"), plot_path=str(path))
+    assert f"plot: {path}" in text
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10000
+    with pytest.raises(pejit.Error, match="no RoPE"):
+        diagnose(config("bloom-560m.json"), plot_path=str(tmp_path / "bloom.png"))
