@@ -179,7 +179,6 @@ class _Plan:
                  cacheable: bool):
         self.native, self.dtype, self.torch = kernel._native, dtype, torch
         self.axes, self.per_batch, self.cacheable = axes, per_batch, cacheable
-        self.bf16_numpy = dtype == "bfloat16" and not torch
 
     def run(self, q, k, v, tables, q_positions, k_positions, out):
         b, hq, sq, _ = q.shape
@@ -192,27 +191,17 @@ class _Plan:
             inputs.append(q_positions)
         if k_positions is not None:
             inputs.append(k_positions)
-        if self.torch:
-            if all(is_torch(x) for x in inputs) and is_torch(out):
-                # Pointers, shapes and strides straight from the tensors
-                # (their DLPack export costs microseconds each).
-                self.native.run_raw([_raw(x, "input") for x in inputs], _raw(out, "out"))
-                return out
-            # NumPy ids beside torch tensors: every buffer through DLPack.
-            views = [buffer(x, "input") for x in inputs]
-            out_view = buffer(out, "out")
-            self.native.run([v for v, _ in views], out_view[0],
-                            [f for _, f in views] + [out_view[1]])
+        if self.torch and is_torch(out) and all(is_torch(x) for x in inputs):
+            # Pointers, shapes and strides straight from the tensors (their
+            # DLPack export costs microseconds each).
+            self.native.run_raw([_raw(x, "input") for x in inputs], _raw(out, "out"))
             return out
-        elif self.bf16_numpy:
-            for i in range(3):
-                inputs[i] = inputs[i].view(np.uint16)
-            flags = [i < 3 for i in range(len(inputs))] + [True]
-            self.native.run(inputs, out.view(np.uint16), flags)
-            return out
-        else:
-            flags = [False] * (len(inputs) + 1)
-        self.native.run(inputs, out, flags)
+        # NumPy arrays (bf16 ones as uint16 views), or NumPy ids beside
+        # torch tensors: every buffer through DLPack.
+        views = [buffer(x, "input") for x in inputs]
+        out_view, out_bf16 = buffer(out, "out")
+        self.native.run([view for view, _ in views], out_view,
+                        [bf16 for _, bf16 in views] + [out_bf16])
         return out
 
     def _default_query_positions(self, b, sq, skv):
