@@ -93,3 +93,10 @@ def test_float_positions_are_an_error():
     with pytest.raises(pejit.Error, match="float32"):
         pejit.attention(q, k, v, rope=True, q_positions=torch.arange(24.0),
                         k_positions=torch.arange(24.0))
+
+
+def test_backward_is_an_error():
+    q, k, v = tensors("float32")
+    out = torch.ops.pejit.attention(q.requires_grad_(), k, v, pejit.torch.options(rope=True))
+    with pytest.raises(RuntimeError, match="no autograd formula"):
+        out.sum().backward()
