@@ -10,7 +10,7 @@ import numpy as np
 from . import _pejit
 from ._kernel import Kernel, runtime
 from ._pejit import Error
-from ._rope import RopeConfig, as_rope
+from ._rope import RopeConfig, as_config, as_rope
 from ._tensors import buffer, dtype_name, empty_like_kind, is_torch
 
 
@@ -42,19 +42,15 @@ class ShawConfig:
     clip: int
 
 
+def _alibi_from_dict(values: Mapping[str, Any]) -> AlibiConfig:
+    unknown = set(values) - {"num_heads", "head_offset", "symmetric"}
+    if unknown:
+        raise Error(f"alibi: unknown field '{sorted(unknown)[0]}'")
+    return AlibiConfig(**values)
+
+
 def _as_alibi(alibi) -> Optional[AlibiConfig]:
-    if alibi is None or alibi is False:
-        return None
-    if alibi is True:
-        return AlibiConfig()
-    if isinstance(alibi, AlibiConfig):
-        return alibi
-    if isinstance(alibi, Mapping):
-        unknown = set(alibi) - {"num_heads", "head_offset", "symmetric"}
-        if unknown:
-            raise Error(f"alibi: unknown field '{sorted(unknown)[0]}'")
-        return AlibiConfig(**alibi)
-    raise Error(f"alibi: expected an AlibiConfig, a dict or True, got {type(alibi).__name__}")
+    return as_config(alibi, AlibiConfig, "alibi", _alibi_from_dict)
 
 
 def _window(window) -> Tuple[Optional[int], Optional[int]]:

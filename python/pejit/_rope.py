@@ -116,13 +116,19 @@ class RopeConfig:
         return len(self.sections)
 
 
-def as_rope(rope) -> Optional[RopeConfig]:
-    if rope is None or rope is False:
+def as_config(value, cls, what: str, from_mapping):
+    """An encoding option as its config class: None or False is none, True
+    the defaults, a `cls` itself, a mapping through `from_mapping`."""
+    if value is None or value is False:
         return None
-    if rope is True:
-        return RopeConfig()
-    if isinstance(rope, RopeConfig):
-        return rope
-    if isinstance(rope, Mapping):
-        return RopeConfig.from_dict(rope)
-    raise Error(f"rope: expected a RopeConfig, a dict or True, got {type(rope).__name__}")
+    if value is True:
+        return cls()
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        return from_mapping(value)
+    raise Error(f"{what}: expected {cls.__name__}, a dict or True, got {type(value).__name__}")
+
+
+def as_rope(rope) -> Optional[RopeConfig]:
+    return as_config(rope, RopeConfig, "rope", RopeConfig.from_dict)

@@ -64,3 +64,13 @@ def test_missing_file():
 
 def test_error_is_a_value_error():
     assert issubclass(pejit.Error, ValueError)
+
+
+def test_options_of_the_wrong_type():
+    q, k, v = arrays()
+    with pytest.raises(pejit.Error, match="rope: expected RopeConfig, a dict or True, got int"):
+        pejit.attention(q, k, v, rope=3)
+    with pytest.raises(pejit.Error, match="alibi: unknown field 'slope'"):
+        pejit.attention(q, k, v, alibi={"slope": 1.0})
+    with pytest.raises(pejit.Error, match="alibi: expected AlibiConfig"):
+        pejit.attention(q, k, v, alibi="yes")
