@@ -49,13 +49,13 @@ class Kernel:
         trailing position ids may be left out) and returns `out`, which is
         written in place. Without `out`, an attention kernel allocates its
         output [b, hq, sq, dv] like the query; other kernels need `out`."""
-        if out is None:
-            out = self._allocate(inputs)
         views, flags = [], []
         for i, x in enumerate(inputs):
             view, bf16 = buffer(x, lambda: self._label(i))
             views.append(view)
             flags.append(bf16)
+        if out is None:
+            out = self._allocate(inputs, views, flags)
         out_view, out_bf16 = buffer(out, "out")
         self._native.run(views, out_view, flags + [out_bf16])
         return out
@@ -64,13 +64,13 @@ class Kernel:
         args = self._native.arguments
         return args[i]["name"] if i < len(args) else f"input {i}"
 
-    def _allocate(self, inputs):
+    def _allocate(self, inputs, views, flags):
+        """The output a call on these inputs (and their views) writes."""
         roles = [a["role"] for a in self._native.arguments]
         if not inputs:
             raise Error("run: no inputs given")
         if "query" in roles:
-            views, flags = zip(*(buffer(x, self._label(i)) for i, x in enumerate(inputs)))
-            b, hq, _, sq, _, _, dv = self._native.call_shape(list(views), list(flags))
+            b, hq, _, sq, _, _, dv = self._native.call_shape(views, flags)
             return empty_like_kind(inputs[0], (b, hq, sq, dv), self._native.output_dtype)
         if roles and roles[0] == "transform_input":
             return empty_like_kind(inputs[0], tuple(inputs[0].shape), self._native.output_dtype)

@@ -33,6 +33,12 @@ def test_compile_text_stages_and_run(rng):
                              ref.rope(k64, np.arange(20), 64), v.astype(np.float64),
                              causal=True)
     assert ref.rel_error(out, expected) < 1e-4
+    # Without out=, the kernel allocates [b, hq, sq, dv] from the call's lengths.
+    allocated = kernel.run(q, k, v)
+    assert allocated.shape == (1, 2, 12, 64) and allocated.dtype == np.float32
+    assert ref.rel_error(allocated, expected) < 1e-4
+    with pytest.raises(pejit.Error, match="no inputs"):
+        kernel.run()
 
 
 def test_compile_file(tmp_path):
