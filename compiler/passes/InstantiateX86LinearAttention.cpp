@@ -14,7 +14,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
 
+#include "templates/X86Exp2.inc"
 #include "templates/X86LinearAttention.inc"
+#include "templates/X86LinearBlocks.inc"
 
 using namespace mlir;
 using namespace pejit;
@@ -27,14 +29,17 @@ constexpr int64_t kRowsPerTile = 16;
 /// The state S [d, dv] lives on the item's stack: at most 256 KB.
 constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
 
-/// The body of @phi8: the feature map on 8 lanes.
+/// The body of @phi8: the feature map on 8 lanes (e^x as 2^(x log2 e),
+/// templates/x86/exp2.mlir).
 std::string phiBody(attn::FeatureMap map) {
   switch (map) {
   case attn::FeatureMap::EluPlusOne:
     return "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
            "  %one = arith.constant dense<1.0> : vector<8xf32>\n"
            "  %positive = arith.cmpf ogt, %x, %zero : vector<8xf32>\n"
-           "  %e = math.exp %x : vector<8xf32>\n"
+           "  %log2e = arith.constant dense<1.44269504088896341> : vector<8xf32>\n"
+           "  %x2 = arith.mulf %x, %log2e : vector<8xf32>\n"
+           "  %e = func.call @exp2_v8(%x2) : (vector<8xf32>) -> vector<8xf32>\n"
            "  %p = arith.addf %x, %one : vector<8xf32>\n"
            "  %y = arith.select %positive, %p, %e : vector<8xi1>, vector<8xf32>\n"
            "  return %y : vector<8xf32>";
@@ -66,21 +71,16 @@ std::string stateType(const pe::AttentionShape &shape) {
          "xf32, strided<[?, ?, ?, 1], offset: ?>>";
 }
 
-/// @state_in's (in) or @state_out's body: S as 8-lane rows, z and m by
-/// channel (m only for softmax_keys; other maps store 0 there).
+/// @state_in's (in) or @state_out's body: z and m by channel (m only for
+/// softmax_keys; other maps store 0 there). S is updated in place.
 std::string stateCopyBody(bool in, attn::FeatureMap map) {
   bool softmax = map == attn::FeatureMap::SoftmaxKeys;
-  std::string text = "scf.for %c = %c0 to %D step %c1 {\n"
-                     "    scf.for %e = %c0 to %DV step %c8 {\n";
+  std::string text = "scf.for %c = %c0 to %D step %c1 {\n";
   if (in)
-    text += "      %x = vector.load %st[%b, %h, %c, %e] : !E3, vector<8xf32>\n"
-            "      vector.store %x, %S[%c, %e] : !STATE, vector<8xf32>\n    }\n"
-            "    %zc = memref.load %st[%b, %h, %c, %DV] : !E3\n"
+    text += "    %zc = memref.load %st[%b, %h, %c, %DV] : !E3\n"
             "    memref.store %zc, %z[%c] : !VEC\n";
   else
-    text += "      %x = vector.load %S[%c, %e] : !STATE, vector<8xf32>\n"
-            "      vector.store %x, %st[%b, %h, %c, %e] : !E3, vector<8xf32>\n    }\n"
-            "    %zc = memref.load %z[%c] : !VEC\n"
+    text += "    %zc = memref.load %z[%c] : !VEC\n"
             "    memref.store %zc, %st[%b, %h, %c, %DV] : !E3\n";
   if (in && softmax)
     text += "    %mc = memref.load %st[%b, %h, %c, %DVM] : !E3\n"
@@ -91,6 +91,25 @@ std::string stateCopyBody(bool in, attn::FeatureMap map) {
                     : "    %mc = arith.constant 0.0 : f32\n"
                       "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E3\n";
   return text + "  }";
+}
+
+/// The item's %S: the state's columns [0, dv) of (b, h), updated in place,
+/// or a zeroed matrix on the item's stack.
+std::string stateViewText(bool hasState, const pe::AttentionShape &shape) {
+  std::string dims = std::to_string(shape.headDim) + ", " + std::to_string(shape.valueDim);
+  if (hasState)
+    return "%S = memref.subview %e3[%b, %h, 0, 0] [1, 1, " + dims +
+           "] [1, 1, 1, 1] : !E3 to !STATE";
+  std::string local =
+      "memref<" + std::to_string(shape.headDim) + "x" + std::to_string(shape.valueDim) + "xf32>";
+  return "%S_local = memref.alloca() {alignment = 64 : i64} : " + local +
+         "\n  %S = memref.cast %S_local : " + local +
+         " to !STATE\n"
+         "  scf.for %c = %c0 to %D step %c1 {\n"
+         "    scf.for %e = %c0 to %DV step %c8 {\n"
+         "      vector.store %zero8, %S[%c, %e] : !STATE, !V8\n"
+         "    }\n"
+         "  }";
 }
 
 } // namespace
@@ -209,13 +228,17 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
       {"DVS", std::to_string(shape.valueDim + 2)},
       {"E0", scaleSlot},
       {"E3", op.getState() ? stateType(shape) : "!UNUSED"},
+      {"STATE_VIEW", stateViewText(op.getState() != nullptr, shape)},
       {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
       {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
       {"PHI8", phiBody(map)},
       {"WIDEN8", x86WidenBody(inName)},
       {"NARROW8", x86NarrowBody(outName)}};
-  FailureOr<std::string> text = substitute(
-      loadTemplate("x86/linear_attention.mlir", kX86LinearAttentionTemplate), params, op);
+  FailureOr<std::string> text =
+      substitute(loadTemplateWithBlocks({"x86/linear_attention.mlir", kX86LinearAttentionTemplate},
+                                        {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
+                                         {"x86/exp2.mlir", kX86Exp2Template}}),
+                 params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());

@@ -30,6 +30,7 @@
 #include "templates/X86Avx2Decode.inc"
 #include "templates/X86Avx2Rows.inc"
 #include "templates/X86Avx2Tiles.inc"
+#include "templates/X86Exp2.inc"
 
 namespace pejit {
 #define GEN_PASS_DEF_INSTANTIATEX86TEMPLATE
@@ -287,7 +288,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
                                         {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
                                          {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate},
                                          {"x86/avx2_rows.mlir", kX86Avx2RowsTemplate},
-                                         {"x86/avx2_decode.mlir", kX86Avx2DecodeTemplate}}),
+                                         {"x86/avx2_decode.mlir", kX86Avx2DecodeTemplate},
+                                         {"x86/exp2.mlir", kX86Exp2Template}}),
                  params, op);
   if (failed(text))
     return failure();

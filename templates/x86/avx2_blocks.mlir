@@ -8,7 +8,6 @@
 //   @pejit_prepare  K rotated once per call into the key cache
 //   @load_key_tile  one K tile read and transformed (RoPE) into a tile
 //   @narrow8        8 f32 results to the output type
-//   @exp2_v8        the softmax's vector 2^x
 // The item's tile functions are in avx2_tiles.mlir.
 
 // Key tile jt of K'[b, hk] in the key cache ([B, HKV, nkt, BN, D], nkt =
@@ -61,41 +60,6 @@ func.func private @kv_value_rows(%v: !V, %Vs: memref<${BN}x${DV}xf32>, %b: index
 
 func.func private @narrow8(%x: !V8) -> !OUT8 {
   ${NARROW8}
-}
-
-// 2^x for x <= 0 (softmax only exponentiates s - max): x clamped below at
-// -127, split x = n + f (n = round(x)),
-// 2^f by a degree-6 polynomial (|f| <= 1/2, rel. error ~2e-7), 2^n from the
-// exponent bits. x <= -127 gives exactly 0, so masked scores (-inf) add
-// nothing and a row with no visible key keeps l = 0.
-func.func private @exp2_v8(%x: !V8) -> !V8 {
-  %lo = arith.constant dense<-127.0> : !V8
-  %c1 = arith.constant dense<1.0> : !V8
-  %p1 = arith.constant dense<0.693147180559945> : !V8
-  %p2 = arith.constant dense<0.240226506959101> : !V8
-  %p3 = arith.constant dense<0.0555041086648216> : !V8
-  %p4 = arith.constant dense<0.00961812910762848> : !V8
-  %p5 = arith.constant dense<0.00133335581464284> : !V8
-  %p6 = arith.constant dense<0.000154035303933816> : !V8
-  %bias = arith.constant dense<127> : vector<8xi32>
-  %shift = arith.constant dense<23> : vector<8xi32>
-  // max(x, lo) that keeps a NaN x (one vmaxps; arith.maximumf takes three).
-  %below = arith.cmpf olt, %x, %lo : !V8
-  %xc = arith.select %below, %lo, %x : vector<8xi1>, !V8
-  %n = math.roundeven %xc : !V8
-  %f = arith.subf %xc, %n : !V8
-  %t6 = math.fma %p6, %f, %p5 : !V8
-  %t5 = math.fma %t6, %f, %p4 : !V8
-  %t4 = math.fma %t5, %f, %p3 : !V8
-  %t3 = math.fma %t4, %f, %p2 : !V8
-  %t2 = math.fma %t3, %f, %p1 : !V8
-  %t1 = math.fma %t2, %f, %c1 : !V8
-  %ni = arith.fptosi %n : !V8 to vector<8xi32>
-  %eb = arith.addi %ni, %bias : vector<8xi32>
-  %bits = arith.shli %eb, %shift : vector<8xi32>
-  %pow2n = arith.bitcast %bits : vector<8xi32> to !V8
-  %r = arith.mulf %t1, %pow2n : !V8
-  return %r : !V8
 }
 
 // Qt = transpose(Qs) * scale in 8 x 8 register blocks: unpack, shufps and

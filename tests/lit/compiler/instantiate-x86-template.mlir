@@ -61,7 +61,6 @@
 // CHECK: %[[V8:.*]] = vector.load %arg0[{{.*}}] : memref<1x4x100x64xf32, strided<[?, ?, ?, 1], offset: ?>>, vector<8xf32>
 // CHECK-NEXT: vector.store %[[V8]], %arg1[{{.*}}] : memref<96x64xf32>, vector<8xf32>
 // CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
-// CHECK-LABEL: func.func private @exp2_v8
 // CHECK-LABEL: func.func private @load_key_tile
 // CHECK: %[[KROWS:.*]] = memref.subview %arg0[{{.*}}] [1, 1, %{{.*}}, 64] [1, 1, 1, 1]
 // CHECK: vector.load %[[KROWS]][{{.*}}] : memref<?x64xf32, strided<[?, 1], offset: ?>>, vector<8xf32>
