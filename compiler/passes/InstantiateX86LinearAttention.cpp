@@ -17,6 +17,7 @@
 #include "templates/X86Exp2.inc"
 #include "templates/X86LinearAttention.inc"
 #include "templates/X86LinearBlocks.inc"
+#include "templates/X86LinearGemm.inc"
 
 using namespace mlir;
 using namespace pejit;
@@ -237,6 +238,7 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"x86/linear_attention.mlir", kX86LinearAttentionTemplate},
                                         {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
+                                         {"x86/linear_gemm.mlir", kX86LinearGemmTemplate},
                                          {"x86/exp2.mlir", kX86Exp2Template}}),
                  params, op);
   if (failed(text))

@@ -139,8 +139,6 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c3 = arith.constant 3 : index
-  %c4 = arith.constant 4 : index
   %c8 = arith.constant 8 : index
   %R = arith.constant ${R} : index
   %D = arith.constant ${D} : index
@@ -206,9 +204,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
     %i0 = arith.muli %t, %R : index
     %left = arith.subi %SQ, %i0 : index
     %nq = arith.minui %left, %R : index
-    %nq3 = arith.addi %nq, %c3 : index
-    %nq4d = arith.divui %nq3, %c4 : index
-    %M4 = arith.muli %nq4d, %c4 : index
+    // The matmuls' rows: nq rounded up to even (@gemm's blocks).
+    %nq1 = arith.addi %nq, %c1 : index
+    %nq2d = arith.divui %nq1, %c2 : index
+    %M2 = arith.muli %nq2d, %c2 : index
     %last_row0 = arith.addi %i0, %nq : index
     %last_row = arith.subi %last_row0, %c1 : index
     %lo = func.call @upto(%i0, %OFF, %SKV) : (index, index, index) -> index
@@ -233,13 +232,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
         : (!TILE, !TILE, !TILE, index, index, index, index, index, !VEC, !VEC, !TILE, !RF, !RB,
            !RI) -> ()
     // O = Qc . S, then + mask(Qc . Kt) . V for the chunk's own keys.
-    func.call @gemm(%qa, %Sm, %om, %M4, %DV, %D, %false)
+    func.call @gemm(%qa, %Sm, %om, %M2, %DV, %D, %false)
         : (!MAT, !MAT, !MAT, index, index, index, i1) -> ()
     scf.if %own {
-      func.call @gemm(%qa, %ktm, %scm, %M4, %R, %D, %false)
+      func.call @gemm(%qa, %ktm, %scm, %M2, %R, %D, %false)
           : (!MAT, !MAT, !MAT, index, index, index, i1) -> ()
       func.call @mask_scores(%sc, %nq, %lim) : (!SC, index, !RI) -> ()
-      func.call @gemm(%scm, %vtm, %om, %M4, %DV, %nk, %true)
+      func.call @gemm(%scm, %vtm, %om, %M2, %DV, %nk, %true)
           : (!MAT, !MAT, !MAT, index, index, index, i1) -> ()
     }
     func.call @emit_rows(%oacc, %nq, %factor, %zero_row, %o, %b, %h, %i0)

@@ -2,119 +2,13 @@
 // (templates/x86/linear_attention.mlir), put in place of its
 // `// @pejit-blocks` line before parameter substitution and parsing: the
 // types and parameters are the ones that file defines.
-//   @gemm          C = (acc ? C : 0) + A . B, the matmul every step uses
 //   @prepare_keys  a key chunk as Kt (softmax_keys: weights, S rescaled)
 //   @add_keys      S += Kt . V, z += the chunk's denominator rows
 //   @row_factors   per query row: the running z, its 1 / (q^ . z), and for
 //                  softmax_keys the coefficients q_ic / z_i[c]
 //   @mask_scores   causal mask of a chunk against its own keys
 //   @emit_rows     O rows times their factors, as the output type
-
-// C[0:M, 0:N] = (acc ? C : 0) + A[0:M, 0:K] . B[0:K, 0:N], in 4 x 16
-// blocks: 8 accumulators, 4 broadcasts of A and 2 loads of B per k, 4 k per
-// loop trip; a 4 x 8 block where N % 16 == 8. M % 4 == 0, N % 8 == 0.
-func.func private @gemm(%A: !MAT, %B: !MAT, %C: !MAT, %M: index, %N: index, %K: index,
-                        %acc: i1) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c3 = arith.constant 3 : index
-  %c4 = arith.constant 4 : index
-  %c8 = arith.constant 8 : index
-  %c16 = arith.constant 16 : index
-  %zv = arith.constant dense<0.0> : !V8
-  %n_rest = arith.remui %N, %c16 : index
-  %N16 = arith.subi %N, %n_rest : index
-  scf.for %r0 = %c0 to %M step %c4 {
-    %r1 = arith.addi %r0, %c1 : index
-    %r2 = arith.addi %r0, %c2 : index
-    %r3 = arith.addi %r0, %c3 : index
-    scf.for %e0 = %c0 to %N16 step %c16 {
-      %e1 = arith.addi %e0, %c8 : index
-      %init:8 = scf.if %acc -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-        %x00 = vector.load %C[%r0, %e0] : !MAT, !V8
-        %x01 = vector.load %C[%r0, %e1] : !MAT, !V8
-        %x10 = vector.load %C[%r1, %e0] : !MAT, !V8
-        %x11 = vector.load %C[%r1, %e1] : !MAT, !V8
-        %x20 = vector.load %C[%r2, %e0] : !MAT, !V8
-        %x21 = vector.load %C[%r2, %e1] : !MAT, !V8
-        %x30 = vector.load %C[%r3, %e0] : !MAT, !V8
-        %x31 = vector.load %C[%r3, %e1] : !MAT, !V8
-        scf.yield %x00, %x01, %x10, %x11, %x20, %x21, %x30, %x31
-            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
-      } else {
-        scf.yield %zv, %zv, %zv, %zv, %zv, %zv, %zv, %zv : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
-      }
-      %sum:8 = scf.for %k = %c0 to %K step %c1
-          iter_args(%a00 = %init#0, %a01 = %init#1, %a10 = %init#2, %a11 = %init#3,
-                    %a20 = %init#4, %a21 = %init#5, %a30 = %init#6, %a31 = %init#7)
-          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-        %b0 = vector.load %B[%k, %e0] : !MAT, !V8
-        %b1 = vector.load %B[%k, %e1] : !MAT, !V8
-        %s0 = memref.load %A[%r0, %k] : !MAT
-        %s1 = memref.load %A[%r1, %k] : !MAT
-        %s2 = memref.load %A[%r2, %k] : !MAT
-        %s3 = memref.load %A[%r3, %k] : !MAT
-        %v0 = vector.broadcast %s0 : f32 to !V8
-        %v1 = vector.broadcast %s1 : f32 to !V8
-        %v2 = vector.broadcast %s2 : f32 to !V8
-        %v3 = vector.broadcast %s3 : f32 to !V8
-        %n00 = vector.fma %v0, %b0, %a00 : !V8
-        %n01 = vector.fma %v0, %b1, %a01 : !V8
-        %n10 = vector.fma %v1, %b0, %a10 : !V8
-        %n11 = vector.fma %v1, %b1, %a11 : !V8
-        %n20 = vector.fma %v2, %b0, %a20 : !V8
-        %n21 = vector.fma %v2, %b1, %a21 : !V8
-        %n30 = vector.fma %v3, %b0, %a30 : !V8
-        %n31 = vector.fma %v3, %b1, %a31 : !V8
-        scf.yield %n00, %n01, %n10, %n11, %n20, %n21, %n30, %n31
-            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
-      } {pejit.unroll_factor = 4 : i64}
-      vector.store %sum#0, %C[%r0, %e0] : !MAT, !V8
-      vector.store %sum#1, %C[%r0, %e1] : !MAT, !V8
-      vector.store %sum#2, %C[%r1, %e0] : !MAT, !V8
-      vector.store %sum#3, %C[%r1, %e1] : !MAT, !V8
-      vector.store %sum#4, %C[%r2, %e0] : !MAT, !V8
-      vector.store %sum#5, %C[%r2, %e1] : !MAT, !V8
-      vector.store %sum#6, %C[%r3, %e0] : !MAT, !V8
-      vector.store %sum#7, %C[%r3, %e1] : !MAT, !V8
-    }
-    scf.for %e0 = %N16 to %N step %c8 {
-      %init:4 = scf.if %acc -> (!V8, !V8, !V8, !V8) {
-        %x0 = vector.load %C[%r0, %e0] : !MAT, !V8
-        %x1 = vector.load %C[%r1, %e0] : !MAT, !V8
-        %x2 = vector.load %C[%r2, %e0] : !MAT, !V8
-        %x3 = vector.load %C[%r3, %e0] : !MAT, !V8
-        scf.yield %x0, %x1, %x2, %x3 : !V8, !V8, !V8, !V8
-      } else {
-        scf.yield %zv, %zv, %zv, %zv : !V8, !V8, !V8, !V8
-      }
-      %sum:4 = scf.for %k = %c0 to %K step %c1
-          iter_args(%a0 = %init#0, %a1 = %init#1, %a2 = %init#2, %a3 = %init#3)
-          -> (!V8, !V8, !V8, !V8) {
-        %b0 = vector.load %B[%k, %e0] : !MAT, !V8
-        %s0 = memref.load %A[%r0, %k] : !MAT
-        %s1 = memref.load %A[%r1, %k] : !MAT
-        %s2 = memref.load %A[%r2, %k] : !MAT
-        %s3 = memref.load %A[%r3, %k] : !MAT
-        %v0 = vector.broadcast %s0 : f32 to !V8
-        %v1 = vector.broadcast %s1 : f32 to !V8
-        %v2 = vector.broadcast %s2 : f32 to !V8
-        %v3 = vector.broadcast %s3 : f32 to !V8
-        %n0 = vector.fma %v0, %b0, %a0 : !V8
-        %n1 = vector.fma %v1, %b0, %a1 : !V8
-        %n2 = vector.fma %v2, %b0, %a2 : !V8
-        %n3 = vector.fma %v3, %b0, %a3 : !V8
-        scf.yield %n0, %n1, %n2, %n3 : !V8, !V8, !V8, !V8
-      }
-      vector.store %sum#0, %C[%r0, %e0] : !MAT, !V8
-      vector.store %sum#1, %C[%r1, %e0] : !MAT, !V8
-      vector.store %sum#2, %C[%r2, %e0] : !MAT, !V8
-      vector.store %sum#3, %C[%r3, %e0] : !MAT, !V8
-    }
-  }
-  return
-}
+// The matmul every step uses, @gemm, is templates/x86/linear_gemm.mlir.
 
 // Every tile zero (once per item).
 func.func private @zero_tiles(%t0: !TILE, %t1: !TILE, %t2: !TILE, %t3: !TILE, %t4: !TILE,
