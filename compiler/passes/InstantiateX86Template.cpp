@@ -115,20 +115,24 @@ std::string pejit::x86NarrowBody(const std::string &t) {
     return "%n = arith.truncf %x : vector<8xf32> to vector<8xf16>\n"
            "  return %n : vector<8xf16>";
   // bf16 = the high half of the f32 bits, rounded to nearest even:
-  // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16; NaN stays a quiet NaN. Written
-  // out because LLVM makes truncf to bf16 a libgcc call without AVX512-BF16.
-  return "%bits = arith.bitcast %x : vector<8xf32> to vector<8xi32>\n"
+  // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16; a NaN becomes the quiet NaN
+  // 0x7fc0 first (as f32: rounding could carry a NaN's payload into inf).
+  // Written out because LLVM makes truncf to bf16 a libgcc call without
+  // AVX512-BF16. The NaN select is on f32 lanes: on the i32 bits LLVM sank
+  // it past the truncation and did it lane by lane (8 cmovs and 8 scalar
+  // stores per vector; bench/RESULTS.md, session 19).
+  return "%qnan = arith.constant dense<0x7FC00000> : vector<8xf32>\n"
+         "  %nan = arith.cmpf uno, %x, %x : vector<8xf32>\n"
+         "  %xq = arith.select %nan, %qnan, %x : vector<8xi1>, vector<8xf32>\n"
+         "  %bits = arith.bitcast %xq : vector<8xf32> to vector<8xi32>\n"
          "  %c16 = arith.constant dense<16> : vector<8xi32>\n"
          "  %c1 = arith.constant dense<1> : vector<8xi32>\n"
          "  %bias = arith.constant dense<32767> : vector<8xi32>\n"
-         "  %qnan = arith.constant dense<2143289344> : vector<8xi32>\n"
          "  %hi = arith.shrui %bits, %c16 : vector<8xi32>\n"
          "  %lsb = arith.andi %hi, %c1 : vector<8xi32>\n"
          "  %up = arith.addi %bits, %bias : vector<8xi32>\n"
          "  %rounded = arith.addi %up, %lsb : vector<8xi32>\n"
-         "  %nan = arith.cmpf uno, %x, %x : vector<8xf32>\n"
-         "  %kept = arith.select %nan, %qnan, %rounded : vector<8xi1>, vector<8xi32>\n"
-         "  %top = arith.shrui %kept, %c16 : vector<8xi32>\n"
+         "  %top = arith.shrui %rounded, %c16 : vector<8xi32>\n"
          "  %half = arith.trunci %top : vector<8xi32> to vector<8xi16>\n"
          "  %n = arith.bitcast %half : vector<8xi16> to vector<8xbf16>\n"
          "  return %n : vector<8xbf16>";
