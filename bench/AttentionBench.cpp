@@ -142,6 +142,8 @@ int runAttentionBench(int argc, char **argv) {
       return runRopeBench(argc, argv);
     else if (arg == "--linear")
       return runLinearBench(argc, argv);
+    else if (arg == "--standalone")
+      return runStandaloneBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

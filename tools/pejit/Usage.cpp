@@ -99,6 +99,11 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       in f32 and bf16, in place, and a decode step's KV-append of one K row
       into a cache: ms, GB/s moved (read + written), % of the measured read
       bandwidth.
+  bench --standalone [--repeats=N]
+      The other memory-bound standalone kernels: BERT embeddings (gather +
+      learned positions), Transformer embeddings (gather + sinusoidal), and
+      ALiBi and T5 biases materialized as [1, 16, 2048, 2048] f32: ms, GB/s
+      moved, % of the measured read bandwidth.
 )";
 
 const char *kTuneUsage = R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
