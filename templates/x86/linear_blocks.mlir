@@ -44,8 +44,7 @@ func.func private @load_query_rows(%rows: !ROWS, %n: index, %start: index, %b: i
                                    %den: !TILE) {
   %on_numerator = arith.constant ${ON_NUMERATOR}
   scf.if %on_numerator {
-    func.call @copy_rows(%rows, %n, %num) : (!ROWS, index, !TILE) -> ()
-    func.call @phi_rows(%num, %n, %den) : (!TILE, index, !TILE) -> ()
+    func.call @phi_rows_from(%rows, %n, %num, %den) : (!ROWS, index, !TILE, !TILE) -> ()
     attn.qk_transform %num, %n, %start, %b, %scratch lengths(%sq, %skv) : !TILE, !SCRATCH
   } else {
     attn.qk_transform %num from %rows, %n, %start, %b, %scratch lengths(%sq, %skv)
@@ -60,8 +59,7 @@ func.func private @load_key_rows(%rows: !ROWS, %n: index, %start: index, %b: ind
                                  %den: !TILE) {
   %on_numerator = arith.constant ${ON_NUMERATOR}
   scf.if %on_numerator {
-    func.call @copy_rows(%rows, %n, %num) : (!ROWS, index, !TILE) -> ()
-    func.call @phi_rows(%num, %n, %den) : (!TILE, index, !TILE) -> ()
+    func.call @phi_rows_from(%rows, %n, %num, %den) : (!ROWS, index, !TILE, !TILE) -> ()
     attn.qk_transform %num, %n, %start, %b, %scratch key lengths(%sq, %skv) : !TILE, !SCRATCH
   } else {
     attn.qk_transform %num from %rows, %n, %start, %b, %scratch key lengths(%sq, %skv)
@@ -71,8 +69,8 @@ func.func private @load_key_rows(%rows: !ROWS, %n: index, %start: index, %b: ind
   return
 }
 
-// tile[r] = rows[r] widened to f32, r < n.
-func.func private @copy_rows(%rows: !ROWS, %n: index, %tile: !TILE) {
+// num[r] = den[r] = phi(rows[r]) widened to f32, r < n (one pass).
+func.func private @phi_rows_from(%rows: !ROWS, %n: index, %num: !TILE, %den: !TILE) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -81,7 +79,9 @@ func.func private @copy_rows(%rows: !ROWS, %n: index, %tile: !TILE) {
     scf.for %c = %c0 to %D step %c8 {
       %x = vector.load %rows[%r, %c] : !ROWS, !IN8
       %w = func.call @widen8(%x) : (!IN8) -> !V8
-      vector.store %w, %tile[%r, %c] : !TILE, !V8
+      %y = func.call @phi8(%w) : (!V8) -> !V8
+      vector.store %y, %num[%r, %c] : !TILE, !V8
+      vector.store %y, %den[%r, %c] : !TILE, !V8
     }
   }
   return
@@ -178,10 +178,83 @@ func.func private @prepare_keys(%num: !TILE, %den: !TILE, %n: index, %S: !STATE,
   } else {
     scf.yield %num : !TILE
   }
-  scf.for %j = %c0 to %n step %c1 {
-    scf.for %c = %c0 to %D step %c1 {
-      %x = memref.load %source[%j, %c] : !TILE
-      memref.store %x, %kt[%c, %j] : !KT
+  func.call @transpose_tile(%source, %kt) : (!TILE, !KT) -> ()
+  return
+}
+
+// kt[c, j] = src[j, c] for every row of the tile (R and D are multiples of
+// 8), in 8 x 8 blocks: unpack pairs of rows, shuffle pairs of pairs, swap
+// 128-bit halves (24 shuffles per block: out_k = column k of the block).
+// Rows past a short chunk's last are stale finite values: the columns of kt
+// they fill are masked or never read.
+func.func private @transpose_tile(%src: !TILE, %kt: !KT) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %R = arith.constant ${R} : index
+  %D = arith.constant ${D} : index
+  %k1 = arith.constant 1 : index
+  %k2 = arith.constant 2 : index
+  %k3 = arith.constant 3 : index
+  %k4 = arith.constant 4 : index
+  %k5 = arith.constant 5 : index
+  %k6 = arith.constant 6 : index
+  %k7 = arith.constant 7 : index
+  scf.for %j0 = %c0 to %R step %c8 {
+    scf.for %col = %c0 to %D step %c8 {
+      %x0 = vector.load %src[%j0, %col] : !TILE, !V8
+      %j1 = arith.addi %j0, %k1 : index
+      %x1 = vector.load %src[%j1, %col] : !TILE, !V8
+      %j2 = arith.addi %j0, %k2 : index
+      %x2 = vector.load %src[%j2, %col] : !TILE, !V8
+      %j3 = arith.addi %j0, %k3 : index
+      %x3 = vector.load %src[%j3, %col] : !TILE, !V8
+      %j4 = arith.addi %j0, %k4 : index
+      %x4 = vector.load %src[%j4, %col] : !TILE, !V8
+      %j5 = arith.addi %j0, %k5 : index
+      %x5 = vector.load %src[%j5, %col] : !TILE, !V8
+      %j6 = arith.addi %j0, %k6 : index
+      %x6 = vector.load %src[%j6, %col] : !TILE, !V8
+      %j7 = arith.addi %j0, %k7 : index
+      %x7 = vector.load %src[%j7, %col] : !TILE, !V8
+      %u0 = vector.shuffle %x0, %x1 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %u1 = vector.shuffle %x0, %x1 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %u2 = vector.shuffle %x2, %x3 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %u3 = vector.shuffle %x2, %x3 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %u4 = vector.shuffle %x4, %x5 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %u5 = vector.shuffle %x4, %x5 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %u6 = vector.shuffle %x6, %x7 [0, 8, 1, 9, 4, 12, 5, 13] : !V8, !V8
+      %u7 = vector.shuffle %x6, %x7 [2, 10, 3, 11, 6, 14, 7, 15] : !V8, !V8
+      %v0 = vector.shuffle %u0, %u2 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %v1 = vector.shuffle %u0, %u2 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %v2 = vector.shuffle %u1, %u3 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %v3 = vector.shuffle %u1, %u3 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %v4 = vector.shuffle %u4, %u6 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %v5 = vector.shuffle %u4, %u6 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %v6 = vector.shuffle %u5, %u7 [0, 1, 8, 9, 4, 5, 12, 13] : !V8, !V8
+      %v7 = vector.shuffle %u5, %u7 [2, 3, 10, 11, 6, 7, 14, 15] : !V8, !V8
+      %y0 = vector.shuffle %v0, %v4 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y4 = vector.shuffle %v0, %v4 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %y1 = vector.shuffle %v1, %v5 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y5 = vector.shuffle %v1, %v5 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %y2 = vector.shuffle %v2, %v6 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y6 = vector.shuffle %v2, %v6 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      %y3 = vector.shuffle %v3, %v7 [0, 1, 2, 3, 8, 9, 10, 11] : !V8, !V8
+      %y7 = vector.shuffle %v3, %v7 [4, 5, 6, 7, 12, 13, 14, 15] : !V8, !V8
+      vector.store %y0, %kt[%col, %j0] : !KT, !V8
+      %c1r = arith.addi %col, %k1 : index
+      vector.store %y1, %kt[%c1r, %j0] : !KT, !V8
+      %c2r = arith.addi %col, %k2 : index
+      vector.store %y2, %kt[%c2r, %j0] : !KT, !V8
+      %c3r = arith.addi %col, %k3 : index
+      vector.store %y3, %kt[%c3r, %j0] : !KT, !V8
+      %c4r = arith.addi %col, %k4 : index
+      vector.store %y4, %kt[%c4r, %j0] : !KT, !V8
+      %c5r = arith.addi %col, %k5 : index
+      vector.store %y5, %kt[%c5r, %j0] : !KT, !V8
+      %c6r = arith.addi %col, %k6 : index
+      vector.store %y6, %kt[%c6r, %j0] : !KT, !V8
+      %c7r = arith.addi %col, %k7 : index
+      vector.store %y7, %kt[%c7r, %j0] : !KT, !V8
     }
   }
   return
