@@ -22,11 +22,8 @@
 namespace pejit::bench {
 
 int runEncodingBench(int argc, char **argv) {
-  int repeats = 5;
-  for (int i = 0; i < argc; ++i)
-    if (std::string(argv[i]).rfind("--repeats=", 0) == 0)
-      repeats = std::max(1, std::atoi(argv[i] + 10));
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int repeats = repeatsOption(argc, argv, 5);
+  const int threads = benchThreads();
   const int64_t heads = 16, seq = 2048;
   double peak = measurePeakFmaGflops(threads);
   std::printf("pejit bench --encodings: b=1 hq=hkv=16 s=2048 f32, %d threads, peak %.1f "

@@ -121,11 +121,8 @@ int runDecodeRows(Runtime &runtime, int64_t heads, int repeats) {
 } // namespace
 
 int runLinearBench(int argc, char **argv) {
-  int repeats = 5;
-  for (int i = 0; i < argc; ++i)
-    if (std::string(argv[i]).rfind("--repeats=", 0) == 0)
-      repeats = std::max(1, std::atoi(argv[i] + 10));
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int repeats = repeatsOption(argc, argv, 5);
+  const int threads = benchThreads();
   const int64_t heads = 4;
   double peak = measurePeakFmaGflops(threads);
   std::printf("pejit bench --linear: b=1 hq=hkv=4 f32 causal, RoPE fused, %d threads, peak %.1f "

@@ -36,13 +36,8 @@ ref::RopeConfig llama3Rope() {
 } // namespace
 
 int runRopeBench(int argc, char **argv) {
-  int repeats = 21;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--repeats=", 0) == 0)
-      repeats = std::max(1, std::atoi(arg.c_str() + 10));
-  }
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int repeats = repeatsOption(argc, argv, 21);
+  const int threads = benchThreads();
   double bandwidth = measureReadBandwidthGBs(threads);
   std::printf("pejit bench --rope: %d threads, read bandwidth %.1f GB/s at start\n\n"
               "| case | dtype | shape | compile ms | median ms | GB/s moved | of read BW |\n"

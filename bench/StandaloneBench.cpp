@@ -80,13 +80,8 @@ std::vector<int64_t> randomIds(int64_t count, int64_t below, std::mt19937 &engin
 } // namespace
 
 int runStandaloneBench(int argc, char **argv) {
-  int repeats = 11;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--repeats=", 0) == 0)
-      repeats = std::max(1, std::atoi(arg.c_str() + 10));
-  }
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int repeats = repeatsOption(argc, argv, 11);
+  const int threads = benchThreads();
   double bandwidth = measureReadBandwidthGBs(threads);
   std::printf("pejit bench --standalone: %d threads, read bandwidth %.1f GB/s at start\n\n"
               "| case | output | compile ms | median ms | GB/s moved | of read BW |\n"

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace pejit::bench {
@@ -16,6 +19,20 @@ using Clock = std::chrono::steady_clock;
 
 inline double ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// The value of a `--repeats=N` argument (at least 1), else `fallback`.
+inline int repeatsOption(int argc, char **argv, int fallback) {
+  int repeats = fallback;
+  for (int i = 0; i < argc; ++i)
+    if (std::string(argv[i]).rfind("--repeats=", 0) == 0)
+      repeats = std::max(1, std::atoi(argv[i] + 10));
+  return repeats;
+}
+
+/// Worker threads of a benchmark: every core.
+inline int benchThreads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 inline double medianMs(int repeats, const std::function<void()> &body) {

@@ -224,11 +224,8 @@ int batchedDecode(int threads, int repeats) {
 } // namespace
 
 int runVarlenBench(int argc, char **argv) {
-  int repeats = 7;
-  for (int i = 0; i < argc; ++i)
-    if (std::string(argv[i]).rfind("--repeats=", 0) == 0)
-      repeats = std::max(1, std::atoi(argv[i] + 10));
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int repeats = repeatsOption(argc, argv, 7);
+  const int threads = benchThreads();
   std::vector<int32_t> cu{0};
   int64_t longest = 0;
   double usefulFlops = 0;
