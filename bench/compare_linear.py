@@ -16,11 +16,11 @@ Times are medians after a warm-up; s = 32768 softmax runs once.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+
+from bench_timing import median_ms
 
 
 def rope_tables(s, d, theta=10000.0):
@@ -76,16 +76,6 @@ def quadratic_linear(q, k, v, cos, sin):
     num = ((nq @ nk.transpose(-1, -2)) * m) @ v
     den = ((pq @ pk.transpose(-1, -2)) * m).sum(-1)
     return num / den[..., None]
-
-
-def median_ms(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
 
 
 def main():

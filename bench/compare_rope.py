@@ -23,11 +23,11 @@ result written once) per second.
 """
 
 import argparse
-import statistics
 import subprocess
-import time
 
 import numpy as np
+
+from bench_timing import median_ms
 
 THETA, D, HQ, HKV, S = 500000.0, 128, 32, 8, 4096
 
@@ -44,16 +44,6 @@ def reference(x, positions):
     x = x.astype(np.float64)
     rotated = np.concatenate([-x[..., D // 2:], x[..., : D // 2]], axis=-1)
     return x * cos + rotated * sin
-
-
-def median_ms(fn, rounds):
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def torch_cases(rounds):

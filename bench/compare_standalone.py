@@ -23,21 +23,11 @@ median ms over rounds.
 
 import argparse
 import math
-import statistics
 import subprocess
-import time
 
 import numpy as np
 
-
-def median_ms(fn, rounds):
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+from bench_timing import median_ms
 
 
 def check(got, want, tolerance):

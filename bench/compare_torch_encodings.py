@@ -23,10 +23,10 @@ Run bench/setup_torch_venv.sh first, then:
 
 import argparse
 import math
-import statistics
-import time
 
 import torch
+
+from bench_timing import median_ms
 
 HEADS, SEQ, NUM_BUCKETS, MAX_DISTANCE, CLIP = 16, 2048, 32, 128, 16
 
@@ -74,16 +74,6 @@ def shaw_attention(q, k, v, a_key, a_value, causal):
         scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
     p = torch.softmax(scores, dim=-1)
     return p @ v + torch.einsum("bhlr,lrd->bhld", p, rel_v)
-
-
-def median_ms(fn, repeats):
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def main():
