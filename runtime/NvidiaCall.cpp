@@ -7,6 +7,7 @@
 // uploaded, and its output rows written back into the caller's view.
 #include "runtime/CallParts.h"
 #include "runtime/NvidiaKernelImpl.h"
+#include "runtime/NvidiaParts.h"
 #include "runtime/PagedKv.h"
 #include "runtime/Views.h"
 #include "runtime/cuda/AttentionLaunch.h"
@@ -15,6 +16,8 @@
 #include <optional>
 
 namespace pejit {
+
+using namespace nvidia;
 
 namespace {
 
@@ -28,6 +31,27 @@ int64_t rowOffset(const TensorView &view, const std::vector<int64_t> &strides, i
                   int64_t r) {
   return (n * strides[0] + h * strides[1] + r * strides[2]) * dtypeBytes(view.dtype);
 }
+
+/// A part's K or V: the view's rows in place, packed, or (paged) gathered
+/// from its pages; `storage` keeps a copy alive.
+const void *partRows(const TensorView &view, const PagedKv *paged, const TensorView *pages,
+                     const CallPart &part, std::vector<char> &storage) {
+  if (paged) {
+    int64_t pageCount = (part.nk + paged->pageSize - 1) / paged->pageSize;
+    storage.resize(
+        static_cast<size_t>(view.shape[1] * part.nk * view.shape[3] * dtypeBytes(view.dtype)));
+    gatherPages(*paged, *pages, part.row, part.nk, 0, pageCount, storage.data());
+    return storage.data();
+  }
+  if (wholeDense(view, part.row, part.k0, part.nk))
+    return view.data;
+  storage = packRows(view, part.row, part.k0, part.nk);
+  return storage.data();
+}
+
+} // namespace
+
+namespace nvidia {
 
 /// Whether rows [first, first + count) of batch row `row` (-1: all) are the
 /// whole of a dense view: then the part reads it in place.
@@ -67,30 +91,39 @@ void unpackRows(const std::vector<char> &dense, const TensorView &view, int64_t 
                     rowBytes);
 }
 
-/// A part's K or V: the view's rows in place, packed, or (paged) gathered
-/// from its pages; `storage` keeps a copy alive.
-const void *partRows(const TensorView &view, const PagedKv *paged, const TensorView *pages,
-                     const CallPart &part, std::vector<char> &storage) {
-  if (paged) {
-    int64_t pageCount = (part.nk + paged->pageSize - 1) / paged->pageSize;
-    storage.resize(
-        static_cast<size_t>(view.shape[1] * part.nk * view.shape[3] * dtypeBytes(view.dtype)));
-    gatherPages(*paged, *pages, part.row, part.nk, 0, pageCount, storage.data());
-    return storage.data();
-  }
-  if (wholeDense(view, part.row, part.k0, part.nk))
-    return view.data;
-  storage = packRows(view, part.row, part.k0, part.nk);
-  return storage.data();
+/// The driver and device a launch needs, checked once every input was:
+/// a machine without one still reports bad inputs as such. Nothing to
+/// check under a test launcher.
+Status checkDevice(const std::string &arch) {
+  if (partLauncherForTesting())
+    return Status();
+  auto driver = cuda::currentDriver();
+  if (!driver)
+    return Status::error(driver.error());
+  std::string deviceArch = (*driver)->device().arch();
+  if (deviceArch.size() == arch.size() && deviceArch < arch)
+    return Status::error("the kernel is for " + arch + ", the device is " + deviceArch);
+  return Status();
 }
 
-} // namespace
+/// One launch through the test launcher, or the driver.
+cuda::Status launchPart(const cuda::AttentionKernelImage &image,
+                        const cuda::AttentionBuffers &buffers) {
+  const NvidiaPartLauncher &testLauncher = partLauncherForTesting();
+  return testLauncher ? testLauncher(image, buffers) : cuda::runAttention(image, buffers);
+}
+
+} // namespace nvidia
 
 void setNvidiaPartLauncherForTesting(NvidiaPartLauncher launcher) {
   partLauncherForTesting() = std::move(launcher);
 }
 
 Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+  if (launch.kernel == "pejit_linear")
+    return runLinear(inputs, out);
+  if (!launch.attention())
+    return runStandalone(inputs, out);
   auto fail = [](const std::string &what) { return Status::error("nvidia run: " + what); };
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
@@ -144,18 +177,9 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
         stridesOf(*operand) != stridesOf(TensorView{nullptr, operand->dtype, operand->shape, {}}))
       return fail("encoding operands must be contiguous (the kernel reads them as dense tables)");
 
-  // Every check passed: only now the driver (a machine without one still
-  // reports bad inputs as such).
-  const NvidiaPartLauncher &testLauncher = partLauncherForTesting();
-  if (!testLauncher) {
-    auto driver = cuda::currentDriver();
-    if (!driver)
-      return fail(driver.error());
-    const std::string &arch = launch.arch;
-    std::string deviceArch = (*driver)->device().arch();
-    if (deviceArch.size() == arch.size() && deviceArch < arch)
-      return fail("the kernel is for " + arch + ", the device is " + deviceArch);
-  }
+  // Every check passed: only now the driver.
+  if (Status st = checkDevice(launch.arch); !st)
+    return fail(st.message());
 
   bool sliced = partsSliceIds(signature);
   for (const CallPart &part : *parts) {
@@ -215,9 +239,7 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
           {operand->data, denseBytes(operand->shape, operand->dtype)});
     cuda::AttentionKernelImage image =
         cuda::kernelImage(launch, *this, sub, cubin().empty() ? ptx() : cubin());
-    if (cuda::Status st =
-            testLauncher ? testLauncher(image, buffers) : cuda::runAttention(image, buffers);
-        !st)
+    if (cuda::Status st = launchPart(image, buffers); !st)
       return fail(st.error());
     if (!outInPlace)
       unpackRows(oStore, out, part.row, part.q0, part.nq);

@@ -25,6 +25,12 @@ public:
   static Expected<std::shared_ptr<const NvidiaKernelImpl>> fromArtifact(KernelArtifact artifact);
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// run for a standalone kernel (launch.kernel pejit_transform or
+  /// pejit_embed): one launch over the call's rows.
+  Status runStandalone(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// run for linear attention (launch.kernel pejit_linear): one launch, the
+  /// carried state read and written back.
+  Status runLinear(const std::vector<TensorView> &inputs, const TensorView &out) const;
   Expected<std::string> stage(const std::string &name) const;
 
   KernelArtifact artifact; ///< what the disk cache stores

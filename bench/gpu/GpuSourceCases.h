@@ -1,7 +1,8 @@
 // The GPU check's source cases: encodings whose float64 reference needs the
 // reference interpreter (T5, Shaw, bias tensors, M-RoPE and axial RoPE,
-// relative_to = position, softcap). The runner has no compiler, so the
-// prepare tool (with the compiler) draws each case's inputs, computes its
+// relative_to = position, softcap), and the standalone kernels (x, or an
+// embedding's tokens as NAME.tokens, i64, and its table as NAME.token_table). The runner has no
+// compiler, so the prepare tool (with the compiler) draws each case's inputs, computes its
 // reference, and writes both into the bundle beside the kernel:
 //   NAME.query, NAME.key, NAME.value          the inputs, in the input dtype
 //   NAME.query_positions, NAME.key_positions  the kernel's i64 position tables
@@ -25,7 +26,7 @@ namespace pejit::gpucheck {
 
 struct GpuSourceCase {
   std::string name;
-  std::string source; ///< one func.func with f16/bf16 Q, K, V
+  std::string source; ///< one func.func: f16/bf16 attention, or standalone pe ops
   /// A source with `?` lengths (docs/shape-classes.md): the call's b, sq
   /// and skv, at which the bundle's inputs are drawn. Empty: static.
   std::vector<int64_t> call = {};
@@ -193,6 +194,48 @@ inline std::vector<GpuSourceCase> gpuSourceCases() {
        "tensor<?x12x?x64xf16> -> tensor<?x12x?x64xf32>\n"
        "  return %o : tensor<?x12x?x64xf32>\n}\n",
        {3, 130, 130}},
+      // Standalone kernels (docs/standalone-kernels.md): a Llama 3
+      // KV-append RoPE (f32, a shape class, 300 rows), M-RoPE on its own
+      // (bf16), and a BERT embedding (bf16 tables, a class).
+      {"rope_standalone_llama3_class_f32",
+       "func.func @rope_standalone_llama3_class_f32(%k: tensor<?x8x?x128xf32>, "
+       "%p: tensor<?xi64>) -> tensor<?x8x?x128xf32> {\n"
+       "  %r = pe.rope %k, %p <layout = half, theta = 500000.0, scaling = #pe.llama3<factor = "
+       "8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>> : "
+       "tensor<?x8x?x128xf32>, tensor<?xi64>\n  return %r : tensor<?x8x?x128xf32>\n}\n",
+       {2, 300, 300}},
+      {"mrope_standalone_bf16",
+       "func.func @mrope_standalone_bf16(%x: tensor<1x4x40x128xbf16>, %p: tensor<3x40xi64>) -> "
+       "tensor<1x4x40x128xbf16> {\n"
+       "  %r = pe.rope %x, %p <layout = half, theta = 1000000.0, sections = [16, 24, 24]> : "
+       "tensor<1x4x40x128xbf16>, tensor<3x40xi64>\n  return %r : tensor<1x4x40x128xbf16>\n}\n"},
+      {"bert_embed_class_bf16",
+       "func.func @bert_embed_class_bf16(%tokens: tensor<?x?xi64>, %words: tensor<100x64xbf16>, "
+       "%p: tensor<?xi64>, %table: tensor<64x64xbf16>) -> tensor<?x?x64xbf16> {\n"
+       "  %t = pe.embed %tokens, %words : tensor<?x?xi64>, tensor<100x64xbf16> -> "
+       "tensor<?x?x64xbf16>\n"
+       "  %x = pe.learned %t, %p, %table <max_positions = 64> : tensor<?x?x64xbf16>, "
+       "tensor<?xi64>, tensor<64x64xbf16>\n  return %x : tensor<?x?x64xbf16>\n}\n",
+       {2, 30, 30}},
+      // Linear attention (docs/linear-attention.md): elu + 1 with RoPE on
+      // the numerator, causal, GQA, a class at 300 rows (19 chunks of 16);
+      // softmax_keys with RoPE before it, not causal, bf16.
+      {"linear_elu_rope_numerator_class_f32",
+       "func.func @linear_elu_rope_numerator_class_f32(%q: tensor<1x8x?x64xf32>, "
+       "%k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>) -> tensor<1x8x?x64xf32> {\n"
+       "  %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) causal "
+       "encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) "
+       ": tensor<1x8x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> "
+       "tensor<1x8x?x64xf32>\n  return %o : tensor<1x8x?x64xf32>\n}\n",
+       {1, 300, 300}},
+      {"linear_softmax_keys_bf16",
+       "func.func @linear_softmax_keys_bf16(%q: tensor<2x4x70x128xbf16>, "
+       "%k: tensor<2x4x90x128xbf16>, %v: tensor<2x4x90x128xbf16>) -> tensor<2x4x70x128xf32> {\n"
+       "  %o = attn.linear_attention %q, %k, %v feature_map(softmax_keys) "
+       "encodings([#pe.rope<layout = half, theta = 10000.0>]) "
+       "rope_placement(rope_before_feature_map) : tensor<2x4x70x128xbf16>, "
+       "tensor<2x4x90x128xbf16>, tensor<2x4x90x128xbf16> -> tensor<2x4x70x128xf32>\n"
+       "  return %o : tensor<2x4x70x128xf32>\n}\n"},
   };
 }
 

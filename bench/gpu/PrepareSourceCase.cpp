@@ -80,6 +80,21 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
     KernelArgument arg = description.signature.arguments[a];
     arg.shape = argumentDimsAt(arg, shape);
     int64_t n = count(arg.shape);
+    if (arg.role == ArgumentRole::EmbedTokens) {
+      // Tokens: every row of the token table, in turn (the bundle's
+      // NAME.tokens, i64), not a position table.
+      int64_t vocab = 1;
+      for (const KernelArgument &other : description.signature.arguments)
+        if (other.role == ArgumentRole::EmbedTable)
+          vocab = other.shape[0];
+      ids[a].resize(n);
+      for (int64_t e = 0; e < n; ++e)
+        ids[a][e] = (7 * e + 3) % vocab;
+      reference.push_back(ref::PositionIds(arg.shape, ids[a]));
+      if (!writeBytes(sourceCaseFile(dir, c.name, "tokens"), ids[a].data(), n * 8))
+        return "cannot write " + sourceCaseFile(dir, c.name, "tokens");
+      continue;
+    }
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
       int64_t seq = arg.shape.back();
       int64_t first = arg.role == ArgumentRole::QueryPositions ? shape.keySeq - shape.querySeq : 0;
@@ -91,6 +106,8 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
       idViews[a] = TensorView{ids[a].data(), DType::I64, arg.shape, {}};
       if (arg.readsQueryPositions())
         queryIds = &idViews[a];
+      if (arg.role == ArgumentRole::TransformPositions) // a standalone kernel's: both
+        queryIds = keyIds = &idViews[a];
       if (arg.readsKeyPositions())
         keyIds = &idViews[a];
       continue;

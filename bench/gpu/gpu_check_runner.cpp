@@ -206,7 +206,15 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   std::vector<std::vector<uint8_t>> operands;
   std::vector<uint8_t> query, key, value;
   int operand = 0;
+  std::vector<int64_t> tokens; // a standalone embedding's, i64
+  std::vector<uint8_t> state;  // linear attention's carried state
   for (KernelArgument arg : description.signature.arguments) {
+    if (arg.role == ArgumentRole::EmbedTokens) {
+      std::vector<uint8_t> bytes = readBytes(file("tokens"));
+      tokens.resize(bytes.size() / 8);
+      std::memcpy(tokens.data(), bytes.data(), tokens.size() * 8);
+      continue;
+    }
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
       continue; // positions come as the kernel's tables below
     arg.shape = gpucheck::argumentDimsAt(arg, s);
@@ -218,12 +226,16 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
                       std::to_string(denseBytes(arg.shape, arg.dtype));
       return outcome;
     }
-    if (arg.role == ArgumentRole::Query)
+    // A standalone kernel's rows go where Q's do, an embedding's token
+    // table where K's (cuda::AttentionBuffers).
+    if (arg.role == ArgumentRole::Query || arg.role == ArgumentRole::TransformInput)
       query = std::move(bytes);
-    else if (arg.role == ArgumentRole::Key)
+    else if (arg.role == ArgumentRole::Key || arg.role == ArgumentRole::EmbedTable)
       key = std::move(bytes);
     else if (arg.role == ArgumentRole::Value)
       value = std::move(bytes);
+    else if (arg.role == ArgumentRole::LinearState)
+      state = std::move(bytes);
     else
       operands.push_back(std::move(bytes));
   }
@@ -256,6 +268,10 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
     }
   }
   cuda::AttentionBuffers buffers;
+  if (!tokens.empty()) {
+    query.resize(tokens.size() * 8);
+    std::memcpy(query.data(), tokens.data(), query.size());
+  }
   buffers.query = query.data();
   buffers.key = key.data();
   buffers.value = value.data();
@@ -268,6 +284,10 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   buffers.outputBytes = out.size();
   for (const std::vector<uint8_t> &bytes : operands)
     buffers.encodingOperands.push_back({bytes.data(), bytes.size()});
+  if (!state.empty()) {
+    buffers.state = state.data();
+    buffers.stateBytes = state.size();
+  }
   cuda::AttentionKernelImage kernel = cuda::kernelImage(launch, description, s, std::move(image));
   if (cuda::Status st = cuda::runAttention(kernel, buffers); !st) {
     outcome.error = st.error();

@@ -61,6 +61,20 @@ mlir::LogicalResult instantiateX86LinearAttention(mlir::ModuleOp module);
 mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module,
                                               const NvidiaTileConfig &tiles = {});
 
+/// The standalone form of instantiateNvidiaTemplate, which calls it for a
+/// module of pe ops and no attention: @pejit_prologue and @pejit_transform
+/// of templates/nvidia/transform.mlir, or @pejit_embed of
+/// templates/nvidia/embed.mlir for a chain that starts with pe.embed
+/// (docs/standalone-kernels.md). The kernel description names the entry
+/// ("kernel"). A materialized bias is an error (x86 only).
+mlir::LogicalResult instantiateNvidiaTransform(mlir::ModuleOp module);
+
+/// The linear attention form of instantiateNvidiaTemplate, which calls it
+/// for a module with attn.linear_attention: @pejit_prologue and
+/// @pejit_linear of templates/nvidia/linear_attention.mlir, a block per
+/// (b, hq) (docs/linear-attention.md).
+mlir::LogicalResult instantiateNvidiaLinearAttention(mlir::ModuleOp module);
+
 } // namespace pejit
 
 #endif // PEJIT_COMPILER_PASSES_INSTANTIATE_H

@@ -35,8 +35,9 @@ constexpr int64_t kStaticSharedBytes = 48 * 1024;
 
 LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTileConfig &tiles) {
   if (isStandaloneTransform(module))
-    return module.emitError() << "the nvidia backend has no standalone pe.rope kernel yet: "
-                                 "compile it for x86 (docs/standalone-kernels.md)";
+    return instantiateNvidiaTransform(module);
+  if (isLinearAttention(module))
+    return instantiateNvidiaLinearAttention(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();

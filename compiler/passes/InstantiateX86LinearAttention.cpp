@@ -7,6 +7,7 @@
 // softmax attention kernel's, so the runtime runs it as one: one item per
 // (b, hq) covers every query row (tile_m is the largest length).
 #include "compiler/passes/Instantiate.h"
+#include "compiler/passes/LinearAttentionKernel.h"
 #include "compiler/passes/TemplateSupport.h"
 #include "dialects/ShapeChecks.h"
 #include "dialects/attn/AttnOps.h"
@@ -116,32 +117,18 @@ std::string stateViewText(bool hasState, const pe::AttentionShape &shape) {
 } // namespace
 
 LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
-  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (funcs.size() != 1)
-    return module.emitError() << "expected one function to compile, found " << funcs.size();
-  func::FuncOp func = funcs[0];
-  attn::LinearAttentionOp op;
-  for (Operation &inner : func.getBody().getOps()) {
-    if (auto linear = dyn_cast<attn::LinearAttentionOp>(inner)) {
-      if (op)
-        return inner.emitError() << "expected one attn.linear_attention per kernel, found another";
-      op = linear;
-    } else if (!isa<func::ReturnOp>(inner)) {
-      return inner.emitError() << "'" << inner.getName()
-                               << "' cannot be compiled with attn.linear_attention: fuse a RoPE "
-                                  "into it with encodings(...) and rope_placement(...)";
-    }
-  }
-  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-  if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
-    return func.emitError() << "the function must return the attn.linear_attention's result "
-                               "(and nothing else): that is the kernel's output";
+  FailureOr<LinearAttentionKernel> read = readLinearAttention(module);
+  if (failed(read))
+    return failure();
+  func::FuncOp func = read->func;
+  attn::LinearAttentionOp op = read->op;
+  const KernelSignature &signature = read->signature;
+  pe::PositionalEncodingAttrInterface rope = read->rope;
   if (failed(
           requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(), op.getResult())))
     return failure();
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   auto oType = cast<RankedTensorType>(op.getResult().getType());
-  pe::PositionalEncodingAttrInterface rope = op.getFusedQKTransform();
   pe::AttentionShape shape =
       attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
                      op.getKeyPositions(), rope, /*vectorWidth=*/8);
@@ -157,50 +144,11 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
       ShapedType::isDynamic(shape.keyPositionRows))
     return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
                              "built yet: pass ids shared by the batch ([s]) or a static batch";
-
-  KernelSignature signature;
-  std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
-                                            {op.getKey(), ArgumentRole::Key},
-                                            {op.getValue(), ArgumentRole::Value},
-                                            {op.getQueryPositions(), ArgumentRole::QueryPositions},
-                                            {op.getKeyPositions(), ArgumentRole::KeyPositions},
-                                            {op.getState(), ArgumentRole::LinearState}};
-  for (auto [value, role] : roles)
-    if (value && !isa<BlockArgument>(value))
-      return op.emitError() << "operand '" << argumentRoleName(role) << "' is computed by '"
-                            << value.getDefiningOp()->getName()
-                            << "': the kernel reads it from an argument of the function";
   // The RoPE's own tensors (its runtime scale): slot 0.
-  SmallVector<Value> operands(op.getEncodingOperands());
-  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, operands, 1);
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, read->operands, 1);
   if (failed(slots))
     return failure();
-  std::string scaleSlot = operands.empty() ? "!UNUSED" : (*slots)[0];
-  for (Value operand : operands)
-    if (!isa<BlockArgument>(operand))
-      return op.emitError() << "the kernel reads its encoding operands from arguments of the "
-                               "function";
-  for (BlockArgument arg : func.getArguments()) {
-    KernelArgument argument;
-    bool found = false;
-    for (auto [value, role] : roles)
-      if (value == arg && !found) {
-        argument.role = role;
-        found = true;
-      }
-    if (!found && llvm::is_contained(operands, arg)) {
-      argument.role = ArgumentRole::EncodingOperand;
-      argument.name = rope.getEncodingOperandName(0);
-      found = true;
-    }
-    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
-      argument.role = ArgumentRole::Positions;
-    if (!found)
-      return func.emitError() << "argument #" << arg.getArgNumber()
-                              << " is not an operand of attn.linear_attention";
-    describeArgumentType(arg.getType(), argument);
-    signature.arguments.push_back(std::move(argument));
-  }
+  std::string scaleSlot = read->operands.empty() ? "!UNUSED" : (*slots)[0];
 
   const char *inName = kernelElementTypeName(qType.getElementType());
   const char *outName = kernelElementTypeName(oType.getElementType());

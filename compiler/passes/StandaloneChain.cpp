@@ -4,8 +4,11 @@
 // the function returns the last result, and at most one table among them
 // (the templates' one encoding operand slot).
 #include "compiler/passes/StandaloneChain.h"
+#include "compiler/passes/TemplateSupport.h"
 
 #include "mlir/IR/Diagnostics.h"
+
+#include <algorithm>
 
 using namespace mlir;
 
@@ -115,6 +118,94 @@ FailureOr<StandaloneChain> readStandaloneChain(func::FuncOp func) {
     return chain.embed->emitError()
            << "its result is read by the next pe op only: the kernel writes one output";
   return chain;
+}
+
+FailureOr<StandaloneKernel> describeStandalone(const StandaloneChain &read, int64_t vectorWidth,
+                                               StringRef target) {
+  StandaloneChain chain = read; // op handles: their accessors are not const
+  StandaloneKernel out;
+  out.first = chain.embed ? chain.embed.getOperation() : chain.ops.front().getOperation();
+  Operation *first = out.first;
+  // The rows: x's type, or the embedding's (the gather's result).
+  out.rowsType = cast<RankedTensorType>(chain.embed ? chain.embed.getResult().getType()
+                                                    : chain.input.getType());
+  out.outType = cast<RankedTensorType>(chain.last()->getResult(0).getType());
+  RankedTensorType rowsType = out.rowsType;
+  // [b, s, d] (an embedding) is [b, 1, s, d].
+  out.embedding = rowsType.getRank() == 3;
+  if (rowsType.getRank() != 4 && !out.embedding)
+    return first->emitError() << "the standalone kernel takes a [b, h, s, d] input, got "
+                              << rowsType;
+  int64_t seqDim = out.embedding ? 1 : 2, lastDim = out.embedding ? 2 : 3;
+  for (int64_t dim : {out.embedding ? lastDim : 1, lastDim})
+    if (rowsType.isDynamicDim(dim))
+      return first->emitError() << "input " << rowsType << " has a dynamic dim " << dim
+                                << ": the kernel takes `?` only for the batch (dim 0) and the "
+                                   "length (dim "
+                                << seqDim << ")";
+  out.inName = kernelElementTypeName(rowsType.getElementType());
+  out.outName = kernelElementTypeName(out.outType.getElementType());
+  if (!out.inName || !out.outName)
+    return first->emitError() << "element type " << rowsType.getElementType()
+                              << " is not supported by the " << target
+                              << " kernel (f32, f16 or bf16)";
+  pe::AttentionShape &shape = out.shape;
+  shape.batch = rowsType.getDimSize(0);
+  shape.queryHeads = shape.kvHeads = out.embedding ? 1 : rowsType.getDimSize(1);
+  shape.querySeq = rowsType.getDimSize(seqDim);
+  shape.keySeq = 0; // no keys: the key side's tables are empty
+  shape.headDim = shape.valueDim = rowsType.getDimSize(lastDim);
+  shape.vectorWidth = vectorWidth;
+  int64_t axes = 0;
+  for (pe::PositionalEncodingAttrInterface encoding : chain.encodings) {
+    axes = std::max(axes, encoding.getPositionAxes());
+    int64_t limit = encoding.getPositionLimit();
+    if (limit > 0)
+      out.positionLimit = out.positionLimit > 0 ? std::min(out.positionLimit, limit) : limit;
+  }
+  shape.positionAxes = std::max<int64_t>(axes, 1);
+  // [s] (or [A, s]) ids are shared by the batch; [b, s] (or [A, b, s]) have
+  // a row per batch entry.
+  if (chain.ids) {
+    auto idsType = cast<RankedTensorType>(chain.ids.getType());
+    if (idsType.getRank() == (axes > 0 ? 3 : 2))
+      shape.queryPositionRows = shape.keyPositionRows = idsType.getDimSize(axes > 0 ? 1 : 0);
+    if (ShapedType::isDynamic(shape.queryPositionRows))
+      return first->emitError()
+             << "position ids per batch row ([b, s]) with a `?` batch are not built yet: pass "
+                "ids shared by the batch ([s]) or a static batch";
+  }
+  for (pe::PositionalEncodingAttrInterface encoding : chain.encodings)
+    out.perPosition += encoding.getScratchFloatsPerPosition(shape, false);
+
+  // The encodings' own tensors (a learned table): one slot in the templates.
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(first, chain.tables, 1);
+  if (failed(slots))
+    return failure();
+  out.operandSlot = (*slots)[0];
+  for (BlockArgument arg : chain.func.getArguments()) {
+    KernelArgument argument;
+    if (chain.embed && arg == chain.embed.getTokens())
+      argument.role = ArgumentRole::EmbedTokens;
+    else if (chain.embed && arg == chain.embed.getTable())
+      argument.role = ArgumentRole::EmbedTable;
+    else if (arg == chain.input)
+      argument.role = ArgumentRole::TransformInput;
+    else if (arg == chain.ids)
+      argument.role = ArgumentRole::TransformPositions;
+    else if (!chain.tables.empty() && arg == chain.tables.front()) {
+      argument.role = ArgumentRole::EncodingOperand;
+      for (auto [k, op] : llvm::enumerate(chain.ops))
+        if (!op.getEncodingOperands().empty())
+          argument.name = chain.encodings[k].getEncodingOperandName(0);
+    } else {
+      return chain.func.emitError()
+             << "argument #" << arg.getArgNumber() << " is not an operand of the function's pe ops";
+    }
+    describeArgumentType(arg.getType(), argument);
+    out.signature.arguments.push_back(std::move(argument));
+  }
+  return out;
 }
 
 ChainHookText chainHookText(const StandaloneChain &chain, const pe::AttentionShape &shape,

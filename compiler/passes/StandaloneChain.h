@@ -7,6 +7,7 @@
 
 #include "dialects/pe/KernelHooks.h"
 #include "dialects/pe/PEOps.h"
+#include "runtime/core/KernelSignature.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -38,6 +39,28 @@ mlir::func::FuncOp standaloneFunction(mlir::ModuleOp module);
 
 /// The function's chain; an error on the op that breaks a rule.
 mlir::FailureOr<StandaloneChain> readStandaloneChain(mlir::func::FuncOp func);
+
+/// What every target's standalone kernel reads off the chain: the rows it
+/// works on ([b, h, s, d], an embedding's [b, s, d] as [b, 1, s, d]), the
+/// hooks' shape (no keys: keySeq 0), the ids' rows and axes, the tables'
+/// floats per position, the lowest learned-table limit on ids, the
+/// signature, and the one encoding operand slot's memref type.
+struct StandaloneKernel {
+  mlir::Operation *first = nullptr;           ///< the embed, or op 0
+  mlir::RankedTensorType rowsType, outType;   ///< as the user wrote them
+  bool embedding = false;                     ///< rows are [b, s, d]
+  pe::AttentionShape shape;                   ///< queryTileRows left to the target
+  int64_t positionLimit = 0, perPosition = 0; ///< 0: no limit / no tables
+  KernelSignature signature;
+  std::string operandSlot;                          ///< memref<1xf32> if none
+  const char *inName = nullptr, *outName = nullptr; ///< "f32", "f16" or "bf16"
+};
+
+/// The chain's kernel description for hooks of `vectorWidth` lanes; an
+/// error on the op that breaks a rule (rank, a `?` head or head dim, an
+/// element type, ids per batch row with a `?` batch), naming `target`.
+mlir::FailureOr<StandaloneKernel> describeStandalone(const StandaloneChain &chain,
+                                                     int64_t vectorWidth, llvm::StringRef target);
 
 /// The template text of the chain's hooks, spliced where the template says
 /// ${PARTS}, ${PROLOGUES} and ${TRANSFORMS}: op k's part of the scratch

@@ -50,6 +50,11 @@ struct NvidiaLaunch {
   /// merged by pejit_combine over combineGrid.
   int64_t splits = 1, partialOutputFloats = 0, partialRowFloats = 0;
   std::vector<int64_t> combineGrid;
+  /// The entry: pejit_attention, a standalone kernel's pejit_transform or
+  /// pejit_embed (docs/standalone-kernels.md), or linear attention's
+  /// pejit_linear (docs/linear-attention.md); only attention splits.
+  std::string kernel = "pejit_attention";
+  bool attention() const { return kernel == "pejit_attention"; }
 };
 
 /// Everything a compiled kernel is, as data: its description, the text of

@@ -44,6 +44,8 @@ bool readDims(std::istringstream &line, int64_t *values, int count) {
 std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription &description) {
   std::ostringstream out;
   out << "arch " << launch.arch << "\n";
+  if (!launch.attention())
+    out << "kernel " << launch.kernel << "\n";
   // A shape class's grid and split-KV buffers follow each call's lengths
   // (NvidiaPlan.h): only a static kernel has them here.
   if (!launch.grid.empty())
@@ -82,6 +84,10 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
     bool ok = true;
     if (key == "arch") {
       ok = static_cast<bool>(line >> launch.arch);
+    } else if (key == "kernel") {
+      ok = (line >> launch.kernel) &&
+           (launch.kernel == "pejit_attention" || launch.kernel == "pejit_transform" ||
+            launch.kernel == "pejit_embed" || launch.kernel == "pejit_linear");
     } else if (key == "grid" || key == "block" || key == "combine") {
       std::vector<int64_t> &dims = key == "grid"    ? launch.grid
                                    : key == "block" ? launch.block
@@ -158,7 +164,7 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
                            "positive) and 'tables' lines");
   } else {
     for (const char *required : {"grid", "combine"})
-      if (!seen.count(required))
+      if (!seen.count(required) && (launch.attention() || std::string(required) == "grid"))
         return Status::error(std::string("kernel meta: no '") + required + "' line");
     if (launch.splits < 1)
       return Status::error("kernel meta: a static kernel's 'splits' must be at least 1");

@@ -2,6 +2,8 @@
 // ("nvidia.meta" in the disk cache, NAME.meta in the GPU check bundle): one
 // "key values..." line per field.
 //   arch sm_90
+//   kernel pejit_embed   (pejit_transform, pejit_embed or pejit_linear; absent:
+//                         pejit_attention)
 //   grid 8 32 1          (static kernels only)
 //   block 128 1 1
 //   dtype float16        (of q, k, v)
@@ -9,7 +11,7 @@
 //   scratch 4096         (floats of the QK transform's tables; 0 for a class)
 //   splits 1 0 0         (splits, partial output floats, partial row floats;
 //                         a shape class: its fixed split count or 0, 0, 0)
-//   combine 1 1 1        (pejit_combine's grid; static kernels only)
+//   combine 1 1 1        (pejit_combine's grid; static attention kernels only)
 //   tiles 64 64          (BM, BN)
 //   tables 128 128       (the tables' floats per query / key position)
 //   shape 1 32 8 ? ? 128 128       (b, hq, hkv, sq, skv, d, dv; `?`: per call)

@@ -18,7 +18,10 @@ namespace pejit::cuda {
 
 /// What the launch needs to know of a compiled kernel, for one call.
 struct AttentionKernelImage {
-  std::string image;                ///< cubin bytes, or PTX text
+  std::string image; ///< cubin bytes, or PTX text
+  /// The entry (NvidiaLaunch::kernel): pejit_attention, or a standalone
+  /// kernel's pejit_transform or pejit_embed.
+  std::string kernel = "pejit_attention";
   std::vector<int64_t> grid, block; ///< of pejit_attention
   int64_t scratchFloats = 0;        ///< 0: no QK transform, no prologue
   /// Split-KV (splits > 1): pejit_attention leaves partial O [.., dv] and
@@ -41,6 +44,26 @@ inline AttentionKernelImage kernelImage(const NvidiaLaunch &launch, const Kernel
   out.batch = call.batch;
   out.querySeq = call.querySeq;
   out.keySeq = call.keySeq;
+  out.kernel = launch.kernel;
+  auto idRows = [&](int64_t positionRows) { return positionRows == 1 ? 1 : call.batch; };
+  if (launch.kernel == "pejit_linear") {
+    // Linear attention: a block per (b, hq); the RoPE's tables for the Q
+    // and K ids (templates/nvidia/linear_attention.mlir).
+    out.grid = {1, call.queryHeads, call.batch};
+    out.scratchFloats =
+        kernel.tableFloatsPerQueryPosition * idRows(kernel.queryPositionRows) * call.querySeq +
+        kernel.tableFloatsPerKeyPosition * idRows(kernel.keyPositionRows) * call.keySeq;
+    return out;
+  }
+  if (!launch.attention()) {
+    // A standalone kernel: a block per queryTile rows of a head, tables
+    // for Q's ids only (templates/nvidia/transform.mlir).
+    out.grid = {(call.querySeq + kernel.queryTile - 1) / kernel.queryTile, call.queryHeads,
+                call.batch};
+    out.scratchFloats =
+        kernel.tableFloatsPerQueryPosition * idRows(kernel.queryPositionRows) * call.querySeq;
+    return out;
+  }
   if (!kernel.shape.hasDynamicDims()) {
     out.grid = launch.grid;
     out.scratchFloats = kernel.scratchFloats;
@@ -61,7 +84,10 @@ inline AttentionKernelImage kernelImage(const NvidiaLaunch &launch, const Kernel
 }
 
 /// Host buffers of one call; positions are i64 [rows, seq] (already
-/// defaulted by the caller).
+/// defaulted by the caller). A standalone kernel's: query is its rows (x),
+/// or an embedding's i64 tokens [b, s] with key its token table; the ids
+/// are queryPositions (keyPositions empty), the pe ops' own table the one
+/// encoding operand.
 struct AttentionBuffers {
   const void *query = nullptr, *key = nullptr, *value = nullptr;
   size_t queryBytes = 0, keyBytes = 0, valueBytes = 0;
@@ -70,11 +96,15 @@ struct AttentionBuffers {
   size_t outputBytes = 0;
   /// The encoding operands (contiguous), passed after the fixed arguments.
   std::vector<std::pair<const void *, size_t>> encodingOperands;
+  /// Linear attention's carried state (f32 [b, hq, d, dv + 2], dense):
+  /// read, and written back after the call; null without one.
+  void *state = nullptr;
+  size_t stateBytes = 0;
 };
 
 /// Uploads, runs the prologue (when the kernel has tables) and the kernel
-/// once, then `timedRepeats` more times between CUDA events (their GPU
-/// times, in ms, go to `timesMs`), and downloads the output.
+/// (kernel.kernel: attention, or a standalone kernel) once, then `timedRepeats` more times between
+/// CUDA events (their GPU times, in ms, go to `timesMs`), and downloads the output.
 Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &buffers,
                     int timedRepeats = 0, std::vector<float> *timesMs = nullptr);
 

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -154,7 +155,10 @@ void expectMatchesReference(Runtime &runtime, const std::string &text, std::mt19
         ref::Tensor(arg.shape, std::vector<double>(rounded.begin(), rounded.end())));
   }
   const Shape &s = shape;
+  // [b, h, s, dv], or an embedding's [b, s, d] (its result has rank 3).
   std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  if (std::count(sig->resultType.begin(), sig->resultType.end(), 'x') == 3)
+    outShape = {s.batch, s.querySeq, s.valueDim};
   size_t outCount = s.batch * s.queryHeads * s.querySeq * s.valueDim;
   // Poisoned: NaN in f32, 0xffff (a NaN) in f16 and bf16.
   std::vector<float> out32(outCount, std::numeric_limits<float>::quiet_NaN());
@@ -200,7 +204,14 @@ TEST(HalfInputs, TheGpuCheckSourceCasesMatchOnX86) {
     SCOPED_TRACE(c.name);
     Expected<FunctionSignature> sig = describeFunction(c.source);
     ASSERT_TRUE(sig) << sig.error();
-    DType in = dtypeOf(sig->arguments[0].elementType);
+    // Q's element type, or a standalone kernel's first float input's (an
+    // embedding's tokens come first).
+    DType in = DType::F32;
+    for (const ArgumentInfo &arg : sig->arguments)
+      if (!arg.isInteger) {
+        in = dtypeOf(arg.elementType);
+        break;
+      }
     // The result's element type: "tensor<...x f32>" after the last 'x'.
     const std::string &result = sig->resultType;
     size_t last = result.rfind('x');

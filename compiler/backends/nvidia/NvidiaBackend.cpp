@@ -26,6 +26,8 @@ Stage tiledStage(std::string arch, NvidiaTileConfig tiles) {
     launch.arch = arch;
     launch.block = kernelInfoInts(info, "block");
     launch.splits = kernelInfoInt(info, "splits");
+    if (auto kernel = info.getAs<mlir::StringAttr>("kernel"))
+      launch.kernel = kernel.str();
     std::vector<int64_t> dims = kernelInfoInts(info, "shape");
     artifact.shape = Shape{dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6]};
     // A static kernel's launch is fixed; a shape class's is planned per

@@ -34,3 +34,32 @@ func.func @ids_per_row_dynamic_batch(%q: tensor<?x2x?x64xf16>, %k: tensor<?x2x?x
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<?x?xi32>) key_positions(%pos : tensor<?x?xi32>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16>, tensor<?x2x?x64xf16> -> tensor<?x2x?x64xf32>
   return %o : tensor<?x2x?x64xf32>
 }
+
+// -----
+
+// A materialized bias (pe.alibi or pe.t5_bias on its own) is x86's only.
+func.func @alibi_bias() -> tensor<1x8x16x16xf32> {
+  // expected-error @+1 {{the nvidia backend has no materialized bias kernel: compile it for x86 (docs/standalone-kernels.md)}}
+  %b = pe.alibi <num_heads = 8, form = bloom> : tensor<1x8x16x16xf32>
+  return %b : tensor<1x8x16x16xf32>
+}
+
+// -----
+
+// A standalone kernel with ids per batch row needs a static batch, as the
+// attention kernel does.
+func.func @per_row_ids_class(%x: tensor<?x2x?x64xf16>, %pos: tensor<?x?xi64>) -> tensor<?x2x?x64xf16> {
+  // expected-error @+1 {{position ids per batch row ([b, s]) with a `?` batch are not built yet: pass ids shared by the batch ([s]) or a static batch}}
+  %r = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<?x2x?x64xf16>, tensor<?x?xi64>
+  return %r : tensor<?x2x?x64xf16>
+}
+
+// -----
+
+// Linear attention's state lives in one block's registers: d x dv at most
+// 32768 (256 threads of at most 128 floats of S).
+func.func @linear_state_too_big(%q: tensor<1x2x8x256xf32>, %k: tensor<1x2x8x256xf32>, %v: tensor<1x2x8x256xf32>) -> tensor<1x2x8x256xf32> {
+  // expected-error @+1 {{the state d x dv = 256 x 256 needs more than 256 threads of at most 128 floats of S each: the nvidia kernel takes d x dv up to 32768 with dv <= 256 (docs/limits.md)}}
+  %o = attn.linear_attention %q, %k, %v feature_map(relu) : tensor<1x2x8x256xf32>, tensor<1x2x8x256xf32>, tensor<1x2x8x256xf32> -> tensor<1x2x8x256xf32>
+  return %o : tensor<1x2x8x256xf32>
+}
