@@ -47,14 +47,6 @@ std::string phiBody(attn::FeatureMap map) {
   return "return %x : f32";
 }
 
-/// `%w` as `to` from `%v`, one element.
-std::string convertText(const std::string &from, const std::string &to) {
-  if (from == to)
-    return "%w = arith.bitcast %v : " + from + " to " + to;
-  const char *op = from == "f32" ? "arith.truncf" : "arith.extf";
-  return "%w = " + std::string(op) + " %v : " + from + " to " + to;
-}
-
 } // namespace
 
 LogicalResult pejit::instantiateNvidiaLinearAttention(ModuleOp module) {
@@ -195,8 +187,8 @@ LogicalResult pejit::instantiateNvidiaLinearAttention(ModuleOp module) {
       {"PROLOGUE_VIEWS", lengths + viewsText({qpos, kpos, scratch})},
       {"LINEAR_VIEWS", linearViews},
       {"PHI", phiBody(map)},
-      {"WIDEN", convertText(inName, "f32")},
-      {"NARROW", convertText("f32", outName)}};
+      {"WIDEN", scalarConvertText(inName, "f32")},
+      {"NARROW", scalarConvertText("f32", outName)}};
   FailureOr<std::string> text = substitute(
       loadTemplate("nvidia/linear_attention.mlir", kNvidiaLinearAttentionTemplate), params, op);
   if (failed(text))

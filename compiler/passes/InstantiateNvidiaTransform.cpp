@@ -36,14 +36,6 @@ constexpr int64_t kThreads = 128;
 /// blocks per SM), at most 64 rows; a wide embedding row gets fewer.
 int64_t rowsPerBlock(int64_t dim) { return std::clamp<int64_t>(4096 / dim, 1, 64); }
 
-/// `%w` as one element of `to` from `%v`, one of `from`.
-std::string convertText(const std::string &from, const std::string &to) {
-  if (from == to)
-    return "%w = arith.bitcast %v : " + from + " to " + to;
-  const char *op = from == "f32" ? "arith.truncf" : "arith.extf";
-  return "%w = " + std::string(op) + " %v : " + from + " to " + to;
-}
-
 } // namespace
 
 LogicalResult pejit::instantiateNvidiaTransform(ModuleOp module) {
@@ -108,7 +100,7 @@ LogicalResult pejit::instantiateNvidiaTransform(ModuleOp module) {
       {"PARTS", hooks.parts},
       {"PROLOGUES", hooks.prologues},
       {"TRANSFORMS", hooks.transforms},
-      {"NARROW", convertText("f32", outName)}};
+      {"NARROW", scalarConvertText("f32", outName)}};
   KernelView out{"o", outName, {b, std::to_string(shape.queryHeads), s, d}};
   std::string kernelName = chain.embed ? "pejit_embed" : "pejit_transform";
   if (chain.embed) {
@@ -121,12 +113,12 @@ LogicalResult pejit::instantiateNvidiaTransform(ModuleOp module) {
     params["LAST_ROW"] = std::to_string(tableType.getDimSize(0) - 1);
     params["TT"] = tableName;
     params["SCALE"] = formatFloat(chain.embed.getScale().convertToDouble());
-    params["WIDEN"] = convertText(tableName, "f32");
+    params["WIDEN"] = scalarConvertText(tableName, "f32");
     params["EMBED_VIEWS"] =
         lengths +
         viewsText({{"tokens", "i64", {b, s}}, {"table", tableName, {vocab, d}}, out, scratch});
   } else {
-    params["WIDEN"] = convertText(info.inName, "f32");
+    params["WIDEN"] = scalarConvertText(info.inName, "f32");
     params["TRANSFORM_VIEWS"] =
         lengths +
         viewsText({{"x", info.inName, {b, std::to_string(shape.queryHeads), s, d}}, out, scratch});

@@ -202,6 +202,13 @@ void spliceX86Kernel(ModuleOp module, func::FuncOp func, const KernelSignature &
   spliceKernel(module, found, kernel, attrs.getDictionaryAttr(info));
 }
 
+std::string scalarConvertText(const std::string &from, const std::string &to) {
+  if (from == to)
+    return "%w = arith.bitcast %v : " + from + " to " + to;
+  const char *op = from == "f32" ? "arith.truncf" : "arith.extf";
+  return "%w = " + std::string(op) + " %v : " + from + " to " + to;
+}
+
 std::string x86WidenBody(const std::string &t) {
   if (t == "f32")
     return "return %x : vector<8xf32>";

@@ -49,6 +49,11 @@ mlir::FailureOr<std::string> substitute(const std::string &text,
 /// f16 or bf16): a plain return for f32.
 std::string x86NarrowBody(const std::string &t);
 
+/// `%w = ...` as one `to` element from `%v`, one `from` element (f32, f16,
+/// bf16): an extf, a truncf, or a bitcast for the same type. The nvidia
+/// kernels' per-element loads and stores.
+std::string scalarConvertText(const std::string &from, const std::string &to);
+
 /// The body of a template's @widen8 (8 x `t` -> 8 x f32): a plain return
 /// for f32, else extf.
 std::string x86WidenBody(const std::string &t);
