@@ -3,9 +3,12 @@
 // docs/standalone-kernels.md). The output is [o0, o1, o2, o3]: [1|b, h, sq,
 // skv], or a value term's [(h,) sq, skv, dv] (a rank-3 view is [1, ...]).
 // Its `?` dims are the view's; its tables are checked by bindInputs, a key
-// term's query here. Items: one output row of o3 each, o0 o1 o2 of them.
+// term's query here. Items: tile_m output rows of o3 each (one row, or a
+// block for a bias of the distance alone), o0 o1 ceil(o2 / tile_m) of them.
 #include "runtime/Views.h"
 #include "runtime/X86KernelImpl.h"
+
+#include <algorithm>
 
 namespace pejit {
 
@@ -44,13 +47,16 @@ Status X86KernelImpl::runBias(const std::vector<TensorView> &inputs, const Tenso
   const std::vector<int64_t> table =
       operandSlotWords(bound.encodingOperands.empty() ? nullptr : bound.encodingOperands[0]);
   MemRefDescriptor<float, 4> od = describe4(o);
-  int64_t items = dims[0] * dims[1] * dims[2];
+  // Items of queryTile (tile_m) rows: one, or a block of a bias of the
+  // distance alone.
+  int64_t rows = std::max<int64_t>(queryTile, 1);
+  int64_t items = dims[0] * dims[1] * ((dims[2] + rows - 1) / rows);
   auto item = [&](int64_t index) {
     MemRefDescriptor<float, 4> oc = od, qc = q;
     std::vector<int64_t> e0 = table;
     biasItem_(&oc, &qc, e0.data(), index);
   };
-  if (items * dims[3] <= kInlineStandaloneElements)
+  if (dims[0] * dims[1] * dims[2] * dims[3] <= kInlineStandaloneElements)
     for (int64_t index = 0; index < items; ++index)
       item(index);
   else

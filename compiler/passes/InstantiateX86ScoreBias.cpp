@@ -47,6 +47,15 @@ pe::PositionalEncodingOpInterface materializedBias(ModuleOp module) {
   return found;
 }
 
+/// Rows per item, and keys per chunk, of a bias of the distance alone: a
+/// row of 512 + 64 distances on the stack serves 64 rows of output.
+constexpr int64_t kDistanceRows = 64, kDistanceKeys = 512;
+
+/// Outputs of more elements than this (16 MiB of f32, past this machine's
+/// caches) are written with non-temporal stores (bench/RESULTS.md, session
+/// 20: the T5 and ALiBi biases 1.3x faster at [1, 16, 2048, 2048]).
+constexpr int64_t kStreamMinElements = int64_t(1) << 22;
+
 /// The body of @narrow1: one f32 as `t`, through @narrow8's rounding.
 std::string narrowOneBody(const std::string &t) {
   if (t == "f32")
@@ -163,6 +172,10 @@ LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
     if (!isa<BlockArgument>(operand))
       return op->emitError() << "the kernel reads its tensors from arguments of the function";
 
+  // A bias of the distance alone: items of kDistanceRows rows, each chunk
+  // of keys one row of distances copied per row (score_bias.mlir).
+  bool distanceOnly = !valueTerm && !keyTerm && encoding.isDistanceOnly();
+  int64_t rowsPerItem = distanceOnly ? kDistanceRows : 1;
   std::map<std::string, std::string> params = {{"OT", outName},
                                                {"E0", (*slots)[0]},
                                                {"NARROW8", x86NarrowBody(outName)},
@@ -195,7 +208,12 @@ LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
                         "operands(%e0 : !E0) query(%qrow : " +
                         rowType + ") : " + tileType
                   : ""},
-         {"TILE", keyTerm ? "tile(%TS : " + tileType + ", %i)" : ""}});
+         {"TILE", keyTerm ? "tile(%TS : " + tileType + ", %i)" : ""},
+         {"R", std::to_string(rowsPerItem)},
+         {"C", std::to_string(kDistanceKeys)},
+         {"DIAG", std::to_string(kDistanceKeys + rowsPerItem + 7)},
+         {"DISTANCE_ONLY", distanceOnly ? "true" : "false"},
+         {"STREAM_MIN", std::to_string(kStreamMinElements)}});
     text = loadTemplate("x86/score_bias.mlir", kX86ScoreBiasTemplate);
   }
   FailureOr<std::string> substituted = substitute(text, params, op);
@@ -207,14 +225,17 @@ LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
   if (failed(expandHooks(*kernel, shape, {encoding}, std::nullopt)))
     return failure();
 
-  // Items: one per output row of o3 elements, o0 o1 o2 of them (the
-  // runtime plans a `?` shape's calls by the same rule, runtime/X86Bias.cpp).
+  // Items: one per tile_m output rows of o3 elements, o0 o1 ceil(o2 /
+  // tile_m) of them (the runtime plans a `?` shape's calls by the same
+  // rule, runtime/X86Bias.cpp).
   bool staticShape = outType.hasStaticShape();
   Builder attrs(module.getContext());
   NamedAttrList info;
-  info.append("items", attrs.getI64IntegerAttr(staticShape ? out[0] * out[1] * out[2] : 0));
+  info.append("items",
+              attrs.getI64IntegerAttr(
+                  staticShape ? out[0] * out[1] * ((out[2] + rowsPerItem - 1) / rowsPerItem) : 0));
   info.append("scratch_floats", attrs.getI64IntegerAttr(0));
-  info.append("tile_m", attrs.getI64IntegerAttr(1));
+  info.append("tile_m", attrs.getI64IntegerAttr(rowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(8));
   spliceX86Kernel(module, func, signature, *kernel, info, keyTerm ? queryName : outName, outName);
   return success();

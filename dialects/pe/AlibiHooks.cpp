@@ -71,6 +71,11 @@ Value AlibiAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &
 
 bool AlibiAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 
+// BLOOM's slope * j depends on j itself.
+bool AlibiAttr::isDistanceOnly() const {
+  return getForm() != AlibiForm::Bloom && !readsPositions();
+}
+
 pejit::ref::Tensor AlibiAttr::referenceScoreBias(const ReferenceAttention &attention) const {
   std::vector<double> slopes(getSlopes().begin(), getSlopes().end());
   return pejit::ref::alibiBias(getNumHeads(), getHeadOffset(), attention.queryHeads,

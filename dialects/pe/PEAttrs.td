@@ -190,7 +190,7 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
-    "emitScoreMod", "referenceScoreBias", "readsPositions"]> {
+    "emitScoreMod", "referenceScoreBias", "readsPositions", "isDistanceOnly"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j
@@ -212,6 +212,7 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
 }
 
 def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPositions",
+    "isDistanceOnly",
     "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
     "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
     "referenceScoreBias"]> {

@@ -134,6 +134,14 @@ def PE_PositionalEncodingAttrInterface
       }],
       "bool", "isKeyTerm", (ins), "", "return false;">,
     InterfaceMethod<[{
+        Whether the score bias depends on the head and the index distance
+        j - (i + skv - sq) alone (not on i or j apart, nor on positions): a
+        materialized bias may then copy one row of distances per head
+        (templates/x86/score_bias.mlir) instead of calling the score hook
+        per element.
+      }],
+      "bool", "isDistanceOnly", (ins), "", "return false;">,
+    InterfaceMethod<[{
         Whether the hooks need the query-tile scratch (a template without
         one must refuse the encoding).
       }],

@@ -139,6 +139,8 @@ Value emitTableValue(OpBuilder &b, Location loc, Value table, Value bucket, Valu
 
 bool T5BiasAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 
+bool T5BiasAttr::isDistanceOnly() const { return !readsPositions(); }
+
 int64_t T5BiasAttr::getQueryTileScratchFloats(const AttentionShape &shape) const {
   // The table is by index distance: positions take the per-score bucket.
   // So does a kernel whose lengths are the call's (the table's size is

@@ -106,6 +106,30 @@ TEST(MaterializedBias, T5BothFormsMatchTheReference) {
   }
 }
 
+/// T5 and ALiBi depend on the distance alone: their kernels copy one row
+/// of distances per 64-row block and 512-key chunk. Shapes that cross both
+/// (a partial block, a partial chunk, fewer queries than keys and more).
+TEST(MaterializedBias, DistanceRowsCrossBlocksAndChunks) {
+  const std::string t5 = "pe.t5_bias %t <num_buckets = 32, max_distance = 128, bidirectional = ";
+  for (auto [sq, skv] : {std::pair<int64_t, int64_t>{130, 1100}, {1, 600}, {700, 65}}) {
+    for (std::string op : {t5 + "true>", t5 + "false>", std::string("alibi-causal"),
+                           std::string("alibi-symmetric")}) {
+      SCOPED_TRACE(op + " " + std::to_string(sq) + " x " + std::to_string(skv));
+      std::string type = "tensor<1x4x" + std::to_string(sq) + "x" + std::to_string(skv) + "xf32>";
+      bool alibi = op.rfind("alibi", 0) == 0;
+      std::string source = alibi ? alibiSource("<num_heads = 4, form = " + op.substr(6) + ">", type)
+                                 : "func.func @t5(%t: tensor<32x4xf32>) -> " + type +
+                                       " {\n  %b = " + op + " : tensor<32x4xf32> -> " + type +
+                                       "\n  return %b : " + type + "\n}\n";
+      std::string error;
+      double rel = runBias(source, source, {1, 4, sq, skv}, DType::F32,
+                           alibi ? std::vector<int64_t>{} : std::vector<int64_t>{32, 4}, error);
+      ASSERT_EQ(error, "");
+      EXPECT_LE(rel, 1e-6);
+    }
+  }
+}
+
 TEST(MaterializedBias, BadOutputsAreErrorsThatNameThem) {
   Expected<Spec> spec =
       Spec::fromText(alibiSource("<num_heads = 4, form = causal>", "tensor<1x4x?x?xf32>"));

@@ -27,12 +27,21 @@ func.func @bloom() -> tensor<1x8x?x?xf32> {
 // -----
 
 // T5: the table is the kernel's one input; bias = table[bucket(j - i -
-// off), h], gathered per lane.
+// off), h], gathered per lane. It depends on the distance alone: items of
+// 64 rows (4 heads x 1 block), each key chunk one row of distances at the
+// block's last row q, diag[t] = bias(q, j0 + t), copied per row r from
+// diag[c + nr - 1 - r].
 // CHECK: arguments = "materialized_bias encoding_operand=t5_table:f32:32x4"
-// CHECK-SAME: items = 200 : i64
+// CHECK-SAME: items = 4 : i64
+// CHECK-SAME: tile_m = 64 : i64
 // CHECK-LABEL: func.func @pejit_bias_item
 // CHECK-SAME: %{{.*}}: memref<32x4xf32>
 // CHECK-NOT: attn.score_mod
+// CHECK: %[[DIAG:.*]] = memref.alloca() {alignment = 64 : i64} : memref<583xf32>
+// CHECK: vector.gather %{{.*}} : memref<32x4xf32>
+// CHECK: vector.store %{{.*}}, %[[DIAG]]
+// CHECK: vector.load %[[DIAG]]
+// CHECK: vector.store
 func.func @t5(%t: tensor<32x4xf32>) -> tensor<1x4x50x70xf32> {
   %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> tensor<1x4x50x70xf32>
   return %b : tensor<1x4x50x70xf32>
