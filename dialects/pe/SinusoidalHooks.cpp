@@ -6,8 +6,9 @@
 //   out[b, t, 2i]     = x[b, t, 2i]     + sin(p / base^(2i/d))
 //   out[b, t, 2i + 1] = x[b, t, 2i + 1] + cos(p / base^(2i/d)),  p = position
 // Prologue (once per call): a row of d f32 entries per (batch row, index)
-// of the ids, [sin, cos] per channel pair, from float64 angles
-// (VectorSinCos's exact range reduction: accurate at positions >= 1e6).
+// of the ids, [sin, cos] per channel pair, from float64 angles reduced in
+// float64 (VectorSinCos's exact range reduction: accurate at positions >=
+// 1e6); with 8-lane vectors the polynomials run in f32 on 8 pairs at once.
 // Tile transform: per row, x + its table row, widened to f32.
 #include "dialects/pe/EmbeddingRows.h"
 #include "dialects/pe/PEAttrs.h"
@@ -92,9 +93,37 @@ void SinusoidalAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionS
                                      arith::MulIOp::create(b, loc, first, indexConst(b, loc, 2)));
     return std::pair{interleaved, at};
   };
-  if (whole > 0) {
-    auto groupLoop = scf::ForOp::create(b, loc, zero, indexConst(b, loc, whole * kLanes),
-                                        indexConst(b, loc, kLanes));
+  // With 8-lane f32 vectors (AVX2), groups of eight pairs first: the angles
+  // and their reduction in float64, the polynomials in f32 (emitSinCosF32);
+  // the rest four at a time in float64.
+  int64_t wide = shape.vectorWidth >= 8 ? pairs / 8 * 8 : 0;
+  if (wide > 0) {
+    auto wideLoop =
+        scf::ForOp::create(b, loc, zero, indexConst(b, loc, wide), indexConst(b, loc, 8));
+    OpBuilder::InsertionGuard loopGuard(b);
+    b.setInsertionPointToStart(wideLoop.getBody());
+    Value first = wideLoop.getInductionVar();
+    Value second = arith::AddIOp::create(b, loc, first, indexConst(b, loc, kLanes));
+    auto angle = [&](Value at) -> Value {
+      Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{at});
+      return arith::MulFOp::create(b, loc, posV, freq);
+    };
+    auto [sin8, cos8] = emitSinCosF32(b, loc, angle(first), angle(second));
+    Value at = arith::AddIOp::create(b, loc, rowBase,
+                                     arith::MulIOp::create(b, loc, first, indexConst(b, loc, 2)));
+    // Entries 2i, 2i + 1: sin then cos, 16 of them.
+    Value low =
+        vector::ShuffleOp::create(b, loc, sin8, cos8, ArrayRef<int64_t>{0, 8, 1, 9, 2, 10, 3, 11});
+    Value high = vector::ShuffleOp::create(b, loc, sin8, cos8,
+                                           ArrayRef<int64_t>{4, 12, 5, 13, 6, 14, 7, 15});
+    vector::StoreOp::create(b, loc, low, args.scratch, ValueRange{at});
+    vector::StoreOp::create(b, loc, high, args.scratch,
+                            ValueRange{arith::AddIOp::create(b, loc, at, indexConst(b, loc, 8))});
+  }
+  if (whole * kLanes > wide) {
+    auto groupLoop =
+        scf::ForOp::create(b, loc, indexConst(b, loc, wide), indexConst(b, loc, whole * kLanes),
+                           indexConst(b, loc, kLanes));
     OpBuilder::InsertionGuard loopGuard(b);
     b.setInsertionPointToStart(groupLoop.getBody());
     auto [interleaved, at] = tableGroup(groupLoop.getInductionVar());

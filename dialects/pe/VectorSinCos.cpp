@@ -8,10 +8,13 @@
 //   quadrant q = k mod 4:  sin x = (q & 1 ? c : s) * (q & 2 ? -1 : 1)
 //                          cos x = (q & 1 ? s : c) * ((q + 1) & 2 ? -1 : 1)
 // Exact range reduction matters: RoPE angles reach 1e6 rad (docs/semantics.md).
+// emitSinCosF32 reduces the same way in float64 and evaluates the
+// polynomials (to r^9 and r^8: truncation < 3e-8 on |r| <= pi/4) in f32.
 #include "dialects/pe/VectorSinCos.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 
@@ -51,6 +54,75 @@ std::pair<Value, Value> pejit::pe::emitSinCos(OpBuilder &b, Location loc, Value 
   Value q = arith::FPToSIOp::create(b, loc, intType, k);
   Value zero = splatInt(0);
   auto bitSet = [&](Value bits, int64_t mask) {
+    Value masked = arith::AndIOp::create(b, loc, bits, splatInt(mask));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, masked, zero);
+  };
+  Value swap = bitSet(q, 1);
+  Value sinBase = arith::SelectOp::create(b, loc, swap, c, s);
+  Value cosBase = arith::SelectOp::create(b, loc, swap, s, c);
+  Value sinNeg = bitSet(q, 2);
+  Value cosNeg = bitSet(arith::AddIOp::create(b, loc, q, splatInt(1)), 2);
+  Value sinOut =
+      arith::SelectOp::create(b, loc, sinNeg, arith::NegFOp::create(b, loc, sinBase), sinBase);
+  Value cosOut =
+      arith::SelectOp::create(b, loc, cosNeg, arith::NegFOp::create(b, loc, cosBase), cosBase);
+  return {sinOut, cosOut};
+}
+
+std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Value low,
+                                                 Value high) {
+  auto wideType = cast<VectorType>(low.getType());
+  int64_t half = wideType.getNumElements(), lanes = 2 * half;
+  auto halfF32 = VectorType::get({half}, b.getF32Type());
+  auto halfI32 = VectorType::get({half}, b.getI32Type());
+  auto f32Type = VectorType::get({lanes}, b.getF32Type());
+  auto i32Type = VectorType::get({lanes}, b.getI32Type());
+  auto splat64 = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, wideType, DenseElementsAttr::get(wideType, v));
+  };
+  auto splat = [&](float v) -> Value {
+    return arith::ConstantOp::create(b, loc, f32Type, DenseElementsAttr::get(f32Type, v));
+  };
+  auto splatInt = [&](int32_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, i32Type,
+                                     DenseElementsAttr::get(i32Type, APInt(32, v)));
+  };
+  auto fma = [&](Value a, Value x, Value c) -> Value {
+    return math::FmaOp::create(b, loc, a, x, c);
+  };
+  // Per half: k = round(x 2/pi), r = x - k pi/2 in float64, then r as f32
+  // and k as i32 (|k| < 2^30).
+  auto reduce = [&](Value angles) {
+    Value k = math::RoundEvenOp::create(
+        b, loc, arith::MulFOp::create(b, loc, angles, splat64(0.63661977236758134308)));
+    Value negK = arith::NegFOp::create(b, loc, k);
+    Value r = fma(negK, splat64(1.5707963267948966), angles);
+    r = fma(negK, splat64(6.123233995736766e-17), r);
+    return std::pair{arith::TruncFOp::create(b, loc, halfF32, r).getResult(),
+                     arith::FPToSIOp::create(b, loc, halfI32, k).getResult()};
+  };
+  auto [rLow, kLow] = reduce(low);
+  auto [rHigh, kHigh] = reduce(high);
+  SmallVector<int64_t> concat;
+  for (int64_t i = 0; i < lanes; ++i)
+    concat.push_back(i);
+  Value r = vector::ShuffleOp::create(b, loc, rLow, rHigh, concat);
+  Value q = vector::ShuffleOp::create(b, loc, kLow, kHigh, concat);
+  Value r2 = arith::MulFOp::create(b, loc, r, r);
+  // sin(r) = r (1 + r2 (-1/3! + r2 (1/5! + r2 (-1/7! + r2/9!))))
+  Value sp = fma(r2, splat(1.0f / 362880.0f), splat(-1.0f / 5040.0f));
+  sp = fma(r2, sp, splat(1.0f / 120.0f));
+  sp = fma(r2, sp, splat(-1.0f / 6.0f));
+  sp = fma(r2, sp, splat(1.0f));
+  Value s = arith::MulFOp::create(b, loc, r, sp);
+  // cos(r) = 1 + r2 (-1/2! + r2 (1/4! + r2 (-1/6! + r2/8!)))
+  Value cp = fma(r2, splat(1.0f / 40320.0f), splat(-1.0f / 720.0f));
+  cp = fma(r2, cp, splat(1.0f / 24.0f));
+  cp = fma(r2, cp, splat(-0.5f));
+  Value c = fma(r2, cp, splat(1.0f));
+
+  Value zero = splatInt(0);
+  auto bitSet = [&](Value bits, int32_t mask) {
     Value masked = arith::AndIOp::create(b, loc, bits, splatInt(mask));
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, masked, zero);
   };

@@ -50,14 +50,21 @@ func.func @rotate_bf16(%x: tensor<1x2x20x64xbf16>, %pos: tensor<20xi32>) -> tens
 
 // pe.sinusoidal on its own: x [b, s, d] read as [b, 1, s, d];
 //   out[b, t, 2i] = x + sin(p / base^(2i/d)), out[b, t, 2i+1] = x + cos(...)
-// The prologue fills d floats per position ([sin, cos] per pair, float64
-// angles), the tile transform adds a table row to each row of x.
+// The prologue fills d floats per position ([sin, cos] per pair): eight
+// pairs at a time, the angles p / base^(2i/d) formed and reduced mod pi/2
+// in float64 (two halves of four), the polynomials on the reduced angle in
+// f32 (8 lanes), then interleaved sin, cos; the tile transform adds a
+// table row to each row of x.
 // CHECK: arguments = "transform_input:f32:?x?x64 transform_positions:i64:?"
 // CHECK-SAME: table_floats_per_query_position = 64 : i64
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK: arith.mulf {{.*}} : vector<4xf64>
 // CHECK: math.roundeven {{.*}} : vector<4xf64>
-// CHECK: vector.shuffle {{.*}} [0, 4, 1, 5, 2, 6, 3, 7] : vector<4xf32>, vector<4xf32>
+// CHECK: arith.truncf {{.*}} : vector<4xf64> to vector<4xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7] : vector<4xf32>, vector<4xf32>
+// CHECK: math.fma {{.*}} : vector<8xf32>
+// CHECK: vector.shuffle {{.*}} [0, 8, 1, 9, 2, 10, 3, 11] : vector<8xf32>, vector<8xf32>
+// CHECK: vector.shuffle {{.*}} [4, 12, 5, 13, 6, 14, 7, 15] : vector<8xf32>, vector<8xf32>
 // CHECK-LABEL: func.func @pejit_transform_item
 // CHECK-SAME: (%[[X:.*]]: memref<?x1x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>, %[[O:.*]]: memref<?x1x?x64xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK: %[[TILE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
