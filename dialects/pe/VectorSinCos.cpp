@@ -18,15 +18,41 @@
 
 using namespace mlir;
 
+namespace {
+
+/// sin x and cos x from sin r and cos r of the reduced angle r = x - q pi/2
+/// (q an integer vector): the quadrant q mod 4 swaps them and sets signs.
+std::pair<Value, Value> byQuadrant(OpBuilder &b, Location loc, Value q, Value s, Value c) {
+  auto intType = cast<VectorType>(q.getType());
+  auto splatInt = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(
+        b, loc, intType,
+        DenseElementsAttr::get(intType, APInt(intType.getElementTypeBitWidth(), v)));
+  };
+  Value zero = splatInt(0);
+  auto bitSet = [&](Value bits, int64_t mask) {
+    Value masked = arith::AndIOp::create(b, loc, bits, splatInt(mask));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, masked, zero);
+  };
+  Value swap = bitSet(q, 1);
+  Value sinBase = arith::SelectOp::create(b, loc, swap, c, s);
+  Value cosBase = arith::SelectOp::create(b, loc, swap, s, c);
+  Value sinNeg = bitSet(q, 2);
+  Value cosNeg = bitSet(arith::AddIOp::create(b, loc, q, splatInt(1)), 2);
+  Value sinOut =
+      arith::SelectOp::create(b, loc, sinNeg, arith::NegFOp::create(b, loc, sinBase), sinBase);
+  Value cosOut =
+      arith::SelectOp::create(b, loc, cosNeg, arith::NegFOp::create(b, loc, cosBase), cosBase);
+  return {sinOut, cosOut};
+}
+
+} // namespace
+
 std::pair<Value, Value> pejit::pe::emitSinCos(OpBuilder &b, Location loc, Value angles) {
   auto type = cast<VectorType>(angles.getType());
   auto intType = VectorType::get(type.getShape(), b.getI64Type());
   auto splat = [&](double v) -> Value {
     return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, v));
-  };
-  auto splatInt = [&](int64_t v) -> Value {
-    return arith::ConstantOp::create(b, loc, intType,
-                                     DenseElementsAttr::get(intType, APInt(64, v)));
   };
   auto fma = [&](Value a, Value x, Value c) -> Value {
     return math::FmaOp::create(b, loc, a, x, c);
@@ -51,22 +77,7 @@ std::pair<Value, Value> pejit::pe::emitSinCos(OpBuilder &b, Location loc, Value 
   cp = fma(r2, cp, splat(-0.5));
   Value c = fma(r2, cp, splat(1.0));
 
-  Value q = arith::FPToSIOp::create(b, loc, intType, k);
-  Value zero = splatInt(0);
-  auto bitSet = [&](Value bits, int64_t mask) {
-    Value masked = arith::AndIOp::create(b, loc, bits, splatInt(mask));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, masked, zero);
-  };
-  Value swap = bitSet(q, 1);
-  Value sinBase = arith::SelectOp::create(b, loc, swap, c, s);
-  Value cosBase = arith::SelectOp::create(b, loc, swap, s, c);
-  Value sinNeg = bitSet(q, 2);
-  Value cosNeg = bitSet(arith::AddIOp::create(b, loc, q, splatInt(1)), 2);
-  Value sinOut =
-      arith::SelectOp::create(b, loc, sinNeg, arith::NegFOp::create(b, loc, sinBase), sinBase);
-  Value cosOut =
-      arith::SelectOp::create(b, loc, cosNeg, arith::NegFOp::create(b, loc, cosBase), cosBase);
-  return {sinOut, cosOut};
+  return byQuadrant(b, loc, arith::FPToSIOp::create(b, loc, intType, k), s, c);
 }
 
 std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Value low,
@@ -76,16 +87,11 @@ std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Val
   auto halfF32 = VectorType::get({half}, b.getF32Type());
   auto halfI32 = VectorType::get({half}, b.getI32Type());
   auto f32Type = VectorType::get({lanes}, b.getF32Type());
-  auto i32Type = VectorType::get({lanes}, b.getI32Type());
   auto splat64 = [&](double v) -> Value {
     return arith::ConstantOp::create(b, loc, wideType, DenseElementsAttr::get(wideType, v));
   };
   auto splat = [&](float v) -> Value {
     return arith::ConstantOp::create(b, loc, f32Type, DenseElementsAttr::get(f32Type, v));
-  };
-  auto splatInt = [&](int32_t v) -> Value {
-    return arith::ConstantOp::create(b, loc, i32Type,
-                                     DenseElementsAttr::get(i32Type, APInt(32, v)));
   };
   auto fma = [&](Value a, Value x, Value c) -> Value {
     return math::FmaOp::create(b, loc, a, x, c);
@@ -121,19 +127,5 @@ std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Val
   cp = fma(r2, cp, splat(-0.5f));
   Value c = fma(r2, cp, splat(1.0f));
 
-  Value zero = splatInt(0);
-  auto bitSet = [&](Value bits, int32_t mask) {
-    Value masked = arith::AndIOp::create(b, loc, bits, splatInt(mask));
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, masked, zero);
-  };
-  Value swap = bitSet(q, 1);
-  Value sinBase = arith::SelectOp::create(b, loc, swap, c, s);
-  Value cosBase = arith::SelectOp::create(b, loc, swap, s, c);
-  Value sinNeg = bitSet(q, 2);
-  Value cosNeg = bitSet(arith::AddIOp::create(b, loc, q, splatInt(1)), 2);
-  Value sinOut =
-      arith::SelectOp::create(b, loc, sinNeg, arith::NegFOp::create(b, loc, sinBase), sinBase);
-  Value cosOut =
-      arith::SelectOp::create(b, loc, cosNeg, arith::NegFOp::create(b, loc, cosBase), cosBase);
-  return {sinOut, cosOut};
+  return byQuadrant(b, loc, q, s, c);
 }
