@@ -16,10 +16,12 @@
 // carried state holds earlier keys).
 //
 // Chunked (matmul) form. A chunk of query rows [i0, i0 + nq) first brings
-// the state up to the keys its first row sees, lo = upto(i0), R keys per
-// step: S += Kt . V (one matmul). The chunk's own keys [lo, hi), hi =
-// upto(i0 + nq - 1) (fewer than R: upto grows by at most 1 per row), then
-// enter as a masked matmul:
+// the state up to lo, R keys per step: S += Kt . V (one matmul). Causal, lo
+// = max(seen, hi - R) <= upto(i0), the keys before the last R of hi =
+// upto(i0 + nq - 1), so the one key since the last chunk (sq = skv) is not
+// a pass over S of its own; not causal, lo = upto(i0) = skv. The chunk's
+// own keys [lo, hi) (at most R: upto grows by at most 1 per row) then enter
+// as a masked matmul:
 //   O = Qc . S + mask(Qc . Kt) . V,  mask: row r keeps keys j < upto(i) - lo
 // where Qc is q~ (or, for softmax_keys, q_ic / z_i[c]) and Kt the chunk's
 // keys transposed (k~, or the weights exp(k - m) with m over those keys
@@ -210,8 +212,15 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
     %M2 = arith.muli %nq2d, %c2 : index
     %last_row0 = arith.addi %i0, %nq : index
     %last_row = arith.subi %last_row0, %c1 : index
-    %lo = func.call @upto(%i0, %OFF, %SKV) : (index, index, index) -> index
+    %lo0 = func.call @upto(%i0, %OFF, %SKV) : (index, index, index) -> index
     %hi = func.call @upto(%last_row, %OFF, %SKV) : (index, index, index) -> index
+    // Causal: the chunk's own keys start at max(seen, hi - R) (<= upto(i0)),
+    // so the keys since the last chunk (one, for sq = skv) enter with the
+    // own keys, not as a pass over S of their own.
+    %causal = arith.constant ${CAUSAL}
+    %hi_r = arith.subi %hi, %R : index
+    %own_first = arith.maxsi %seen, %hi_r : index
+    %lo = arith.select %causal, %own_first, %lo0 : index
     func.call @add_key_range(%k, %v, %b, %kh, %seen, %lo, %scratch, %SQ, %SKV, %knum, %kden, %kt,
                              %vt, %S, %z, %m, %a)
         : (!K, !V, index, index, index, index, !SCRATCH, index, index, !TILE, !TILE, !KT, !VT,
