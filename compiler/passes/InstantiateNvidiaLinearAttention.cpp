@@ -128,15 +128,12 @@ LogicalResult pejit::instantiateNvidiaLinearAttention(ModuleOp module) {
   std::string b = sizeText(shape.batch, "%B"), sq = sizeText(shape.querySeq, "%SQ"),
               skv = sizeText(shape.keySeq, "%SKV");
   std::string hq = std::to_string(shape.queryHeads), hkv = std::to_string(shape.kvHeads);
-  std::string lengths;
-  for (auto [name, value, arg] : {std::tuple{"B", shape.batch, "nb"},
-                                  {"SQ", shape.querySeq, "nsq"},
-                                  {"SKV", shape.keySeq, "nskv"},
-                                  {"NSCRATCH", tableFloats, "nscratch"}})
-    lengths += ShapedType::isDynamic(value)
-                   ? "  %" + std::string(name) + " = arith.index_cast %" + arg + " : i64 to index\n"
-                   : "  %" + std::string(name) + " = arith.constant " +
-                         std::to_string(std::max<int64_t>(value, 1)) + " : index\n";
+  std::string lengths =
+      lengthsText({{"B", shape.batch, "nb"},
+                   {"SQ", shape.querySeq, "nsq"},
+                   {"SKV", shape.keySeq, "nskv"},
+                   {"NSCRATCH", lengthsAreCalls ? tableFloats : std::max<int64_t>(tableFloats, 1),
+                    "nscratch"}});
   KernelView scratch{"scratch",
                      "f32",
                      {lengthsAreCalls ? std::string("%NSCRATCH")

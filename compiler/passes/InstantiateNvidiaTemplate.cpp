@@ -212,18 +212,12 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   // %B, %SQ, %SKV, %SPLITS and %NSCRATCH: the class's numbers, or the
   // call's (the i64 length arguments).
   auto lengths = [&] {
-    std::string text;
-    for (auto [name, value, arg] :
-         {std::tuple{"B", shape.batch, "nb"},
-          {"SQ", shape.querySeq, "nsq"},
-          {"SKV", shape.keySeq, "nskv"},
-          {"SPLITS", lengthsAreCalls ? ShapedType::kDynamic : plan.splits, "nsplits"},
-          {"NSCRATCH", lengthsAreCalls ? ShapedType::kDynamic : plan.tableFloats, "nscratch"}})
-      text += ShapedType::isDynamic(value)
-                  ? "  %" + std::string(name) + " = arith.index_cast %" + arg + " : i64 to index\n"
-                  : "  %" + std::string(name) + " = arith.constant " + std::to_string(value) +
-                        " : index\n";
-    return text;
+    return lengthsText(
+        {{"B", shape.batch, "nb"},
+         {"SQ", shape.querySeq, "nsq"},
+         {"SKV", shape.keySeq, "nskv"},
+         {"SPLITS", lengthsAreCalls ? ShapedType::kDynamic : plan.splits, "nsplits"},
+         {"NSCRATCH", lengthsAreCalls ? ShapedType::kDynamic : plan.tableFloats, "nscratch"}});
   };
   std::string attentionViews = lengths() + viewsText({{"q", inName, {b, hq, sq, d}},
                                                       {"k", inName, {b, hkv, skv, d}},

@@ -72,14 +72,10 @@ LogicalResult pejit::instantiateNvidiaTransform(ModuleOp module) {
       {staticShape ? std::to_string(std::max<int64_t>(tableFloats, 1)) : std::string("%NSCRATCH")}};
   // %B, %S and %NSCRATCH: the kernel's numbers, or the call's (the i64
   // length arguments; nskv and nsplits are unused here).
-  std::string lengths;
-  for (auto [name, value, arg] : {std::tuple{"B", shape.batch, "nb"},
-                                  {"S", shape.querySeq, "nsq"},
-                                  {"NSCRATCH", tableFloats, "nscratch"}})
-    lengths += ShapedType::isDynamic(value)
-                   ? "  %" + std::string(name) + " = arith.index_cast %" + arg + " : i64 to index\n"
-                   : "  %" + std::string(name) + " = arith.constant " +
-                         std::to_string(std::max<int64_t>(value, 1)) + " : index\n";
+  std::string lengths = lengthsText(
+      {{"B", shape.batch, "nb"},
+       {"S", shape.querySeq, "nsq"},
+       {"NSCRATCH", staticShape ? std::max<int64_t>(tableFloats, 1) : tableFloats, "nscratch"}});
   std::string outName = info.outName;
   std::map<std::string, std::string> params = {
       {"BD", dimToString(shape.batch)},

@@ -1,6 +1,8 @@
 // Bare-pointer kernel arguments viewed as memrefs (KernelViews.h).
 #include "compiler/passes/KernelViews.h"
 
+#include "mlir/IR/BuiltinTypeInterfaces.h"
+
 #include <cctype>
 
 namespace pejit {
@@ -12,6 +14,17 @@ bool isNumber(const std::string &text) {
 }
 
 } // namespace
+
+std::string lengthsText(llvm::ArrayRef<KernelLength> lengths) {
+  std::string text;
+  for (const KernelLength &length : lengths)
+    text += length.value == mlir::ShapedType::kDynamic
+                ? "  %" + std::string(length.name) + " = arith.index_cast %" + length.arg +
+                      " : i64 to index\n"
+                : "  %" + std::string(length.name) + " = arith.constant " +
+                      std::to_string(length.value) + " : index\n";
+  return text;
+}
 
 std::string viewDimsText(const KernelView &view) {
   std::string text;

@@ -20,6 +20,18 @@ struct KernelView {
   std::vector<std::string> sizes;
 };
 
+/// One of a kernel's lengths: %NAME, the number `value`, or (value
+/// mlir::ShapedType::kDynamic) the call's i64 argument %ARG as an index.
+struct KernelLength {
+  const char *name;
+  int64_t value;
+  const char *arg;
+};
+
+/// The definitions of `lengths`, one line each: `%NAME = arith.constant N`
+/// or `%NAME = arith.index_cast %ARG : i64 to index`.
+std::string lengthsText(llvm::ArrayRef<KernelLength> lengths);
+
 /// "?x32x?x128": the dims of the view's memref type, a value size as `?`.
 std::string viewDimsText(const KernelView &view);
 
