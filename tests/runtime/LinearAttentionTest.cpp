@@ -100,17 +100,23 @@ TEST(LinearAttention, EveryMapPlacementAndMaskAtShortLengths) {
         }
 }
 
+// Causal tiles are 16 rows, others 64: 1000 = 62 x 16 + 8 = 15 x 64 + 40,
+// and 130 queries against 1000 keys end in a partial 64-row tile too.
 TEST(LinearAttention, LongSequencesCrossEveryTileAndPrefixBoundary) {
-  for (std::string map : {"elu_plus_one", "relu", "identity", "softmax_keys"}) {
-    LinearForm f;
-    f.map = map;
-    f.placement = map == "softmax_keys" ? "rope_before_feature_map" : "rope_on_numerator";
-    f.causal = true;
-    f.heads = 2;
-    f.kvHeads = 1;
-    f.querySeq = f.keySeq = 1000;
-    expectFormMatches(f, 1e-4);
-  }
+  for (std::string map : {"elu_plus_one", "relu", "identity", "softmax_keys"})
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE(map + (causal ? " causal" : ""));
+      LinearForm f;
+      f.map = map;
+      f.placement = map == "softmax_keys" ? "rope_before_feature_map" : "rope_on_numerator";
+      f.causal = causal;
+      f.heads = 2;
+      f.kvHeads = 1;
+      f.querySeq = f.keySeq = 1000;
+      expectFormMatches(f, 1e-4);
+      f.querySeq = 130;
+      expectFormMatches(f, 1e-4);
+    }
 }
 
 TEST(LinearAttention, FewerQueriesThanKeysAlignBottomRight) {

@@ -14,7 +14,7 @@
 // position (a cos and a sin per frequency: 16 floats at d = 16).
 // CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x?x16 key:f32:1x2x?x16 value:f32:1x2x?x8"
 // CHECK-SAME: table_floats_per_key_position = 16 : i64, table_floats_per_query_position = 16 : i64
-// CHECK-SAME: tile_m = 2147483647 : i64
+// CHECK-SAME: tile_m = 2147483647 : i64, tile_n = 16 : i64
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NOT: attn.qk_prologue
 // CHECK-LABEL: func.func @pejit_item
@@ -56,8 +56,12 @@ func.func @linear_rope(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: t
 
 // softmax_keys: per channel the chunk's max; the old terms scaled by
 // exp(m_old - m_new), the keys weighted by exp(k - m_new); out_i = sum_c
-// (q_ic / z_i[c]) S_i[c, :]. No RoPE: no tables.
+// (q_ic / z_i[c]) S_i[c, :]. No RoPE: no tables. Not causal (no own
+// keys to mask) and no state: tiles of 64 rows.
 // CHECK: table_floats_per_key_position = 0 : i64, table_floats_per_query_position = 0 : i64
+// CHECK-SAME: tile_n = 64 : i64
+// CHECK-LABEL: func.func @pejit_item
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
 // CHECK-LABEL: func.func private @prepare_keys
 // CHECK: arith.maximumf
 // CHECK: call @exp2_v8
