@@ -51,11 +51,6 @@ pe::PositionalEncodingOpInterface materializedBias(ModuleOp module) {
 /// row of 512 + 64 distances on the stack serves 64 rows of output.
 constexpr int64_t kDistanceRows = 64, kDistanceKeys = 512;
 
-/// Outputs of more elements than this (16 MiB of f32, past this machine's
-/// caches) are written with non-temporal stores (bench/RESULTS.md, session
-/// 20: the T5 and ALiBi biases 1.3x faster at [1, 16, 2048, 2048]).
-constexpr int64_t kStreamMinElements = int64_t(1) << 22;
-
 /// The body of @narrow1: one f32 as `t`, through @narrow8's rounding.
 std::string narrowOneBody(const std::string &t) {
   if (t == "f32")
@@ -213,7 +208,7 @@ LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
          {"C", std::to_string(kDistanceKeys)},
          {"DIAG", std::to_string(kDistanceKeys + rowsPerItem + 7)},
          {"DISTANCE_ONLY", distanceOnly ? "true" : "false"},
-         {"STREAM_MIN", std::to_string(kStreamMinElements)}});
+         {"STREAM_MIN", std::to_string(kX86StreamMinElements)}});
     text = loadTemplate("x86/score_bias.mlir", kX86ScoreBiasTemplate);
   }
   FailureOr<std::string> substituted = substitute(text, params, op);

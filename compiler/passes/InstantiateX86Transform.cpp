@@ -68,19 +68,21 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   int64_t positionRows = shape.positionAxes * shape.queryPositionRows;
   ChainHookText hooks = chainHookText(chain, shape, positionRows, !chain.embed);
   const char *outName = kernelInfo.outName;
-  std::map<std::string, std::string> params = {{"B", dimToString(shape.batch)},
-                                               {"H", std::to_string(shape.queryHeads)},
-                                               {"S", dimToString(shape.querySeq)},
-                                               {"D", std::to_string(shape.headDim)},
-                                               {"R", std::to_string(kRowsPerItem)},
-                                               {"T", kernelInfo.inName},
-                                               {"OT", outName},
-                                               {"PB", std::to_string(positionRows)},
-                                               {"E0", kernelInfo.operandSlot},
-                                               {"PARTS", hooks.parts},
-                                               {"PROLOGUES", hooks.prologues},
-                                               {"TRANSFORMS", hooks.transforms},
-                                               {"NARROW8", x86NarrowBody(outName)}};
+  std::map<std::string, std::string> params = {
+      {"B", dimToString(shape.batch)},
+      {"H", std::to_string(shape.queryHeads)},
+      {"S", dimToString(shape.querySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"R", std::to_string(kRowsPerItem)},
+      {"T", kernelInfo.inName},
+      {"OT", outName},
+      {"PB", std::to_string(positionRows)},
+      {"E0", kernelInfo.operandSlot},
+      {"PARTS", hooks.parts},
+      {"PROLOGUES", hooks.prologues},
+      {"TRANSFORMS", hooks.transforms},
+      {"NARROW8", x86NarrowBody(outName)},
+      {"STREAM_MIN", std::to_string(kX86StreamMinElements)}};
   if (chain.embed) {
     auto tableType = cast<RankedTensorType>(chain.embed.getTable().getType());
     std::string tableName = kernelElementTypeName(tableType.getElementType());

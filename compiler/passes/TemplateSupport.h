@@ -20,6 +20,12 @@ namespace pejit {
 
 std::string formatFloat(double value);
 
+/// x86 kernels write outputs of more elements than this (16 MiB of f32,
+/// past this machine's caches) with non-temporal stores: no read for
+/// ownership of lines nothing reads soon (bench/RESULTS.md, sessions 20
+/// and 21).
+constexpr int64_t kX86StreamMinElements = int64_t(1) << 22;
+
 /// "f32", "f16" or "bf16" (the kernels' element types, as the kernel
 /// descriptions and templates spell them); null for any other type.
 const char *kernelElementTypeName(mlir::Type type);

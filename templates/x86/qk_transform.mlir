@@ -3,9 +3,12 @@
 // new K rows as it writes them into a cache; an embedding plus its
 // absolute position embeddings (several pe ops, one pass).
 //
-// One work item = (batch b, head h, row tile t) of X [B, H, S, D]:
+// One work item = (batch b, row tile t, head h) of X [B, H, S, D], heads
+// inner (the items of a row tile read the same rows of the tables):
 //   tile = qk_transform(X[b, h, i0 : i0 + nr])   read and rotated in one pass
 //   O[b, h, i0 : i0 + nr] = tile                 narrowed to O's type
+// An output of more than STREAM_MIN elements that is not X itself is
+// stored non-temporally.
 // The item reads its rows into the tile before it writes any of O, and
 // items own disjoint rows, so O may be X itself (in place) or any strided
 // view of X's shape: rows [t, t + s) of a [b, h, capacity, d] cache, or
@@ -17,6 +20,7 @@
 // (attn-instantiate-x86-template, compiler/passes/InstantiateX86Transform.cpp):
 //   ${B} ${S}: the batch and length, or `?` where the call gives them
 //   ${H} ${D} (D % 8 == 0) ${R} rows per item
+//   ${STREAM_MIN} the output size past which stores are non-temporal
 //   ${T} ${OT} element types of X and O (f32, f16, bf16); the tile is f32
 //   ${PB} rows of the position ids: axes x (1 or B)
 //   ${E0} the encoding's own tensor (a learned table), memref<1xf32> if none
@@ -49,7 +53,7 @@ ${PROLOGUES}
   return
 }
 
-// Item = (b H + h) NT + t, NT = ceil(S / R).
+// Item = (b NT + t) H + h, NT = ceil(S / R).
 func.func @pejit_transform_item(%x: !X, %o: !O, %scratch: !SCRATCH, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
@@ -63,22 +67,52 @@ func.func @pejit_transform_item(%x: !X, %o: !O, %scratch: !SCRATCH, %item: index
   %s_up0 = arith.addi %S, %R : index
   %s_up = arith.subi %s_up0, %c1 : index
   %NT = arith.divui %s_up, %R : index
-  %t = arith.remui %item, %NT : index
-  %bh = arith.divui %item, %NT : index
-  %h = arith.remui %bh, %H : index
-  %b = arith.divui %bh, %H : index
+  %h = arith.remui %item, %H : index
+  %bt = arith.divui %item, %H : index
+  %t = arith.remui %bt, %NT : index
+  %b = arith.divui %bt, %NT : index
   %i0 = arith.muli %t, %R : index
   %left = arith.subi %S, %i0 : index
   %nr = arith.minui %left, %R : index
   %tile = memref.alloca() {alignment = 64 : i64} : !TILE
   %rows = memref.subview %x[%b, %h, %i0, 0] [1, 1, %nr, ${D}] [1, 1, 1, 1] : !X to !ROWS
 ${PARTS}
-${TRANSFORMS}  scf.for %r = %c0 to %nr step %c1 {
-    %i = arith.addi %i0, %r : index
-    scf.for %d = %c0 to %D step %c8 {
-      %v = vector.load %tile[%r, %d] : !TILE, !V8
-      %n = func.call @narrow8(%v) : (!V8) -> !OUT8
-      vector.store %n, %o[%b, %h, %i, %d] : !O, !OUT8
+${TRANSFORMS}  // A large output that is not X itself is written with non-temporal
+  // stores: no read for ownership of lines nothing will read soon. In
+  // place, X's lines are in cache already and stay there.
+  %B = memref.dim %x, %c0 : !X
+  %rows_all0 = arith.muli %B, %H : index
+  %rows_all = arith.muli %rows_all0, %S : index
+  %elements = arith.muli %rows_all, %D : index
+  %stream_min = arith.constant ${STREAM_MIN} : index
+  %large = arith.cmpi ugt, %elements, %stream_min : index
+  %x_base = memref.extract_aligned_pointer_as_index %x : !X -> index
+  %o_base = memref.extract_aligned_pointer_as_index %o : !O -> index
+  %x_meta:10 = memref.extract_strided_metadata %x : !X -> memref<${T}>, index, index, index, index, index, index, index, index, index
+  %o_meta:10 = memref.extract_strided_metadata %o : !O -> memref<${OT}>, index, index, index, index, index, index, index, index, index
+  %same_base = arith.cmpi eq, %x_base, %o_base : index
+  %same_offset = arith.cmpi eq, %x_meta#1, %o_meta#1 : index
+  %in_place = arith.andi %same_base, %same_offset : i1
+  %true = arith.constant true
+  %apart = arith.xori %in_place, %true : i1
+  %streaming = arith.andi %large, %apart : i1
+  scf.if %streaming {
+    scf.for %r = %c0 to %nr step %c1 {
+      %i = arith.addi %i0, %r : index
+      scf.for %d = %c0 to %D step %c8 {
+        %v = vector.load %tile[%r, %d] : !TILE, !V8
+        %n = func.call @narrow8(%v) : (!V8) -> !OUT8
+        vector.store %n, %o[%b, %h, %i, %d] {nontemporal = true} : !O, !OUT8
+      }
+    }
+  } else {
+    scf.for %r = %c0 to %nr step %c1 {
+      %i = arith.addi %i0, %r : index
+      scf.for %d = %c0 to %D step %c8 {
+        %v = vector.load %tile[%r, %d] : !TILE, !V8
+        %n = func.call @narrow8(%v) : (!V8) -> !OUT8
+        vector.store %n, %o[%b, %h, %i, %d] : !O, !OUT8
+      }
     }
   }
   return

@@ -156,5 +156,35 @@ TEST(ThreadPool, ManyCallsFromSeveralThreads) {
   });
 }
 
+// Calls of many items are handed out in runs (shrinking to single items):
+// every item still runs exactly once, whatever the count and the callers.
+TEST(ThreadPool, LargeCallsRunEveryItemExactlyOnce) {
+  withWatchdog(120s, "LargeCallsRunEveryItemExactlyOnce", [] {
+    std::mt19937 rng(20261205);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      constexpr int kCallers = 2, kCalls = 20;
+      std::vector<std::thread> callers;
+      std::vector<int64_t> counts(kCallers * kCalls);
+      for (int64_t &count : counts)
+        count = 1 + static_cast<int64_t>(rng() % 200000);
+      for (int caller = 0; caller < kCallers; ++caller)
+        callers.emplace_back([&, caller] {
+          for (int call = 0; call < kCalls; ++call) {
+            int64_t count = counts[static_cast<size_t>(caller * kCalls + call)];
+            std::vector<std::atomic<uint8_t>> ran(static_cast<size_t>(count));
+            pool.parallelFor(count, [&](int64_t i) { ran[static_cast<size_t>(i)] += 1; });
+            int64_t wrong = 0;
+            for (int64_t i = 0; i < count; ++i)
+              wrong += ran[static_cast<size_t>(i)].load() != 1;
+            ASSERT_EQ(wrong, 0) << threads << " threads, " << count << " items";
+          }
+        });
+      for (std::thread &caller : callers)
+        caller.join();
+    }
+  });
+}
+
 } // namespace
 } // namespace pejit

@@ -23,8 +23,19 @@
 // The rotation: two FMAs per 8 lanes of a pair of half-rows.
 // CHECK: vector.fma
 // CHECK: vector.fma
+// Out of place and over STREAM_MIN (2^22) elements, the stores are
+// non-temporal; in place (same base and offset) or smaller, plain.
+// CHECK: %[[LARGE:.*]] = arith.cmpi ugt, %{{.*}}, %c4194304
+// CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: %[[STREAM:.*]] = arith.andi %[[LARGE]]
+// CHECK: scf.if %[[STREAM]]
+// CHECK: vector.load %[[TILE]]
+// CHECK: vector.store %{{.*}}, %[[O]]{{.*}} {nontemporal = true}
+// CHECK: } else {
 // CHECK: vector.load %[[TILE]]
 // CHECK: vector.store %{{.*}}, %[[O]]
+// CHECK-NOT: nontemporal
 func.func @rotate(%x: tensor<?x8x?x64xf32>, %pos: tensor<?xi64>) -> tensor<?x8x?x64xf32> {
   %r = pe.rope %x, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xf32>, tensor<?xi64>
   return %r : tensor<?x8x?x64xf32>
