@@ -82,7 +82,8 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
       {"PROLOGUES", hooks.prologues},
       {"TRANSFORMS", hooks.transforms},
       {"NARROW8", x86NarrowBody(outName)},
-      {"STREAM_MIN", std::to_string(kX86StreamMinElements)}};
+      {"STREAM_MIN", std::to_string(kX86StreamMinElements)},
+      {"PREFETCH_NEXT", std::string(kernelInfo.inName) == "f32" ? "false" : "true"}};
   if (chain.embed) {
     auto tableType = cast<RankedTensorType>(chain.embed.getTable().getType());
     std::string tableName = kernelElementTypeName(tableType.getElementType());

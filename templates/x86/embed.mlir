@@ -66,8 +66,25 @@ func.func @pejit_embed_item(%tokens: !TOK, %table: !TABLE, %o: !O, %scratch: !SC
   %left = arith.subi %S, %i0 : index
   %nr = arith.minui %left, %R : index
   %tile = memref.alloca() {alignment = 64 : i64} : !TILE
+  // The gathered rows follow no order a hardware prefetcher can see: each
+  // row's table row is prefetched 4 rows ahead (the first 4 before the
+  // loop). Session 21: 7-14% faster for BERT's and the Transformer's
+  // embeddings, against 2 rows ahead 8%, and 8 rows no better than 4.
+  %ahead = arith.constant 4 : index
+  %first_rows = arith.minui %nr, %ahead : index
+  scf.for %r = %c0 to %first_rows step %c1 {
+    %i = arith.addi %i0, %r : index
+    func.call @prefetch_token_row(%tokens, %table, %b, %i) : (!TOK, !TABLE, index, index) -> ()
+  }
   scf.for %r = %c0 to %nr step %c1 {
     %i = arith.addi %i0, %r : index
+    %r_ahead = arith.addi %r, %ahead : index
+    %has_ahead = arith.cmpi ult, %r_ahead, %nr : index
+    scf.if %has_ahead {
+      %i_ahead = arith.addi %i, %ahead : index
+      func.call @prefetch_token_row(%tokens, %table, %b, %i_ahead)
+          : (!TOK, !TABLE, index, index) -> ()
+    }
     %token = memref.load %tokens[%b, %i] : !TOK
     %low = arith.maxsi %token, %zero : i64
     %row64 = arith.minsi %low, %last : i64
@@ -88,6 +105,24 @@ ${TRANSFORMS}
       %n = func.call @narrow8(%v) : (!V8) -> !OUT8
       vector.store %n, %o[%b, %c0, %i, %d] : !O, !OUT8
     }
+  }
+  return
+}
+
+// The table row of token (b, i), clamped as the gather clamps it, into
+// cache: one prefetch per 16 elements (per 64-byte line of f32).
+func.func private @prefetch_token_row(%tokens: !TOK, %table: !TABLE, %b: index, %i: index) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %D = arith.constant ${D} : index
+  %zero = arith.constant 0 : i64
+  %last = arith.constant ${LAST_ROW} : i64
+  %token = memref.load %tokens[%b, %i] : !TOK
+  %low = arith.maxsi %token, %zero : i64
+  %row64 = arith.minsi %low, %last : i64
+  %row = arith.index_cast %row64 : i64 to index
+  scf.for %d = %c0 to %D step %c16 {
+    memref.prefetch %table[%row, %d], read, locality<3>, data : !TABLE
   }
   return
 }

@@ -48,7 +48,12 @@ func.func @rotate(%x: tensor<?x8x?x64xf32>, %pos: tensor<?xi64>) -> tensor<?x8x?
 // (1 x 2 x ceil(20 / 16) = 4) and tables (2 x 32 x 20 floats).
 // CHECK: items = 4 : i64
 // CHECK-SAME: scratch_floats = 1280 : i64
+// 16-bit rows: the next item's rows are prefetched first.
 // CHECK-LABEL: func.func @pejit_transform_item
+// CHECK: %[[PREFETCH:.*]] = arith.constant true
+// CHECK: %[[NEXT:.*]] = arith.andi %[[PREFETCH]]
+// CHECK: scf.if %[[NEXT]]
+// CHECK: memref.prefetch {{.*}}, read, locality<3>, data : memref<1x2x20x64xbf16
 // CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
 // CHECK: call @narrow8
 // CHECK: vector.store {{.*}} : memref<1x2x20x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
@@ -129,12 +134,22 @@ func.func @bert_positions(%x: tensor<2x?x64xbf16>, %pos: tensor<?xi64>, %table: 
 // CHECK: arith.minsi
 // CHECK-LABEL: func.func @pejit_embed_item
 // CHECK-SAME: (%[[TOK:[^:]*]]: memref<?x?xi64>, %[[WORDS:[^:]*]]: memref<100x64xf32>
+// The table rows of the first 4 tokens prefetched, then per row the one 4
+// rows ahead before the gather.
+// CHECK: call @prefetch_token_row(%[[TOK]], %[[WORDS]]
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: call @prefetch_token_row(%[[TOK]], %[[WORDS]]
 // CHECK: memref.load %[[TOK]]
 // CHECK: arith.minsi
 // CHECK: vector.load %[[WORDS]]
 // CHECK: arith.mulf
 // CHECK: arith.addf {{.*}} : vector<8xf32>
 // CHECK: arith.addf {{.*}} : vector<8xf32>
+// CHECK-LABEL: func.func private @prefetch_token_row
+// CHECK: arith.maxsi
+// CHECK: arith.minsi {{.*}}, %c99_i64
+// CHECK: memref.prefetch {{.*}} : memref<100x64xf32>
 func.func @bert_embeddings(%tok: tensor<?x?xi64>, %words: tensor<100x64xf32>, %pos: tensor<?xi64>, %table: tensor<16x64xf32>) -> tensor<?x?x64xf32> {
   %t = pe.embed %tok, %words {scale = 8.0} : tensor<?x?xi64>, tensor<100x64xf32> -> tensor<?x?x64xf32>
   %s = pe.sinusoidal %t, %pos <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>
