@@ -170,11 +170,12 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
 /// cos/sin tables of one position tensor into scratch. With position axes
 /// (M-RoPE sections, axial RoPE), positions holds one block of rows per axis
 /// ([axes * rows, seq]) and frequency c takes the position of its axis,
-/// axisOfFrequency[c] (the reference's map, reference/Rope.h).
+/// axisOfFrequency[c] (the reference's map, reference/Rope.h). f32Lanes
+/// is the target's f32 vector width: 8 (AVX2) takes the 8-lane path.
 void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value positions,
                 Value invFreq, double attentionFactor, Value cosBase, Value sinBase, Value scratch,
                 Value rowBegin, Value rowStep, int64_t positionAxes,
-                llvm::ArrayRef<int64_t> axisOfFrequency, Value positionScale) {
+                llvm::ArrayRef<int64_t> axisOfFrequency, Value positionScale, int64_t f32Lanes) {
   int64_t axes = std::max<int64_t>(positionAxes, 1);
   Value rows = arith::DivUIOp::create(b, loc, memref::DimOp::create(b, loc, positions, 0),
                                       indexConst(b, loc, axes));
@@ -221,10 +222,16 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
       memref::StoreOp::create(b, loc, value, scratch, ValueRange{index});
   };
   // Four frequencies at a time with the vector sin/cos (no libm calls),
-  // else one at a time with math.sin/cos.
+  // else one at a time with math.sin/cos. With 8-lane f32 vectors (AVX2),
+  // eight at a time: the angles and their reduction in float64, the
+  // polynomials in f32 (emitSinCosF32; the tables are f32 either way).
   constexpr int64_t kLanes = 4;
-  bool vectorized =
-      llvm::all_of(parts, [](const Section &part) { return part.count % kLanes == 0; });
+  auto allParts = [&](int64_t lanes) {
+    return llvm::all_of(parts, [&](const Section &part) { return part.count % lanes == 0; });
+  };
+  bool vectorized = allParts(kLanes);
+  bool wide = f32Lanes >= 8 && allParts(8);
+  int64_t step = wide ? 8 : vectorized ? kLanes : 1;
   for (const Section &part : parts) {
     OpBuilder::InsertionGuard sectionGuard(b);
     Value axisRow = arith::AddIOp::create(
@@ -233,13 +240,32 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
     Value posF = arith::SIToFPOp::create(b, loc, b.getF64Type(), pos);
     if (scale)
       posF = arith::MulFOp::create(b, loc, posF, scale);
-    auto freqLoop = scf::ForOp::create(b, loc, indexConst(b, loc, part.first),
-                                       indexConst(b, loc, part.first + part.count),
-                                       indexConst(b, loc, vectorized ? kLanes : 1));
+    auto freqLoop =
+        scf::ForOp::create(b, loc, indexConst(b, loc, part.first),
+                           indexConst(b, loc, part.first + part.count), indexConst(b, loc, step));
     b.setInsertionPointToStart(freqLoop.getBody());
     Value c = freqLoop.getInductionVar();
     Value cos32, sin32;
-    if (vectorized) {
+    if (wide) {
+      auto f64Type = VectorType::get({kLanes}, b.getF64Type());
+      Value posV = vector::BroadcastOp::create(b, loc, f64Type, posF);
+      auto angle = [&](Value at) -> Value {
+        Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{at});
+        return arith::MulFOp::create(b, loc, posV, freq);
+      };
+      Value upper = arith::AddIOp::create(b, loc, c, indexConst(b, loc, kLanes));
+      auto [sinV, cosV] = emitSinCosF32(b, loc, angle(c), angle(upper));
+      cos32 = cosV;
+      sin32 = sinV;
+      if (attentionFactor != 1.0) {
+        Value factorV =
+            arith::ConstantOp::create(b, loc,
+                                      DenseElementsAttr::get(VectorType::get({8}, b.getF32Type()),
+                                                             static_cast<float>(attentionFactor)));
+        cos32 = arith::MulFOp::create(b, loc, cos32, factorV);
+        sin32 = arith::MulFOp::create(b, loc, sin32, factorV);
+      }
+    } else if (vectorized) {
       auto f64Type = VectorType::get({kLanes}, b.getF64Type());
       Value freq = vector::LoadOp::create(b, loc, f64Type, invFreq, ValueRange{c});
       Value angle =
@@ -266,14 +292,21 @@ void emitTables(OpBuilder &b, Location loc, const TableLayout &layout, Value pos
     }
     Value even = arith::MulIOp::create(b, loc, c, indexConst(b, loc, 2));
     Value negSin32 = arith::NegFOp::create(b, loc, sin32);
-    if (vectorized) {
-      // Entries 2c and 2c + 1: cos twice; -sin then +sin.
-      Value cosPairs = vector::ShuffleOp::create(b, loc, cos32, cos32,
-                                                 ArrayRef<int64_t>{0, 0, 1, 1, 2, 2, 3, 3});
-      Value sinPairs = vector::ShuffleOp::create(b, loc, negSin32, sin32,
-                                                 ArrayRef<int64_t>{0, 4, 1, 5, 2, 6, 3, 7});
-      storeAt(cosPairs, cosBase, even);
-      storeAt(sinPairs, sinBase, even);
+    if (step > 1) {
+      // Entries 2c and 2c + 1: cos twice; -sin then +sin. Eight entries
+      // per four frequencies.
+      for (int64_t quad = 0; quad < step / kLanes; ++quad) {
+        int64_t q = quad * kLanes, n = step;
+        Value cosPairs = vector::ShuffleOp::create(
+            b, loc, cos32, cos32,
+            ArrayRef<int64_t>{q, q, q + 1, q + 1, q + 2, q + 2, q + 3, q + 3});
+        Value sinPairs = vector::ShuffleOp::create(
+            b, loc, negSin32, sin32,
+            ArrayRef<int64_t>{q, n + q, q + 1, n + q + 1, q + 2, n + q + 2, q + 3, n + q + 3});
+        Value at = arith::AddIOp::create(b, loc, even, indexConst(b, loc, 2 * q));
+        storeAt(cosPairs, cosBase, at);
+        storeAt(sinPairs, sinBase, at);
+      }
       continue;
     }
     Value odd = arith::AddIOp::create(b, loc, even, one);
@@ -318,11 +351,11 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
   if (transformsQuery())
     emitTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, bases.cos(false),
                bases.sin(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
-               axisOfFrequency, scale);
+               axisOfFrequency, scale, shape.vectorWidth);
   if (transformsKey())
     emitTables(b, loc, layout, args.keyPositions, invFreq, attentionFactor, bases.cos(true),
                bases.sin(true), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),
-               axisOfFrequency, scale);
+               axisOfFrequency, scale, shape.vectorWidth);
 }
 
 void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,

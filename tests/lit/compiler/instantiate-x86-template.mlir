@@ -141,9 +141,13 @@ func.func @plain(%q: tensor<1x2x10x64xf32>, %k: tensor<1x1x20x64xf32>, %v: tenso
 // -----
 
 // Interleaved RoPE: the prologue duplicates table entries per channel pair
-// (cos, cos; -sin, +sin); the tile rotation swaps adjacent channels.
+// (cos, cos; -sin, +sin), eight frequencies at a time (angles reduced in
+// float64, the polynomials in f32); the tile rotation swaps adjacent
+// channels.
 // CHECK-LABEL: func.func @pejit_prologue
-// CHECK: vector.shuffle {{.*}} [0, 4, 1, 5, 2, 6, 3, 7] : vector<4xf32>, vector<4xf32>
+// CHECK: math.roundeven {{.*}} : vector<4xf64>
+// CHECK: vector.shuffle {{.*}} [0, 8, 1, 9, 2, 10, 3, 11] : vector<8xf32>, vector<8xf32>
+// CHECK: vector.shuffle {{.*}} [4, 12, 5, 13, 6, 14, 7, 15] : vector<8xf32>, vector<8xf32>
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: vector.shuffle {{.*}} [1, 0, 3, 2, 5, 4, 7, 6] : vector<8xf32>, vector<8xf32>
 func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: tensor<1x1x8x64xf32>, %qp: tensor<8xi32>, %kp: tensor<8xi32>) -> tensor<1x1x8x64xf32> {
