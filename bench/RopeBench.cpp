@@ -38,11 +38,14 @@ ref::RopeConfig llama3Rope() {
 int runRopeBench(int argc, char **argv) {
   const int repeats = repeatsOption(argc, argv, 21);
   const int threads = benchThreads();
-  double bandwidth = measureReadBandwidthGBs(threads);
-  std::printf("pejit bench --rope: %d threads, read bandwidth %.1f GB/s at start\n\n"
-              "| case | dtype | shape | compile ms | median ms | GB/s moved | of read BW |\n"
-              "| --- | --- | --- | ---: | ---: | ---: | ---: |\n",
-              threads, bandwidth);
+  // The read bandwidth is sampled just before each case: on a shared host
+  // it moves by a third within a minute, and one sample at the start
+  // misstated later rows by as much.
+  std::printf("pejit bench --rope: %d threads\n\n"
+              "| case | dtype | shape | compile ms | median ms | GB/s moved | read BW GB/s "
+              "(just before) | of read BW |\n"
+              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
+              threads);
   Runtime runtime({threads});
   const int64_t heads = 32, kvHeads = 8, seq = 4096, dim = 128;
   std::mt19937 engine(5);
@@ -91,6 +94,7 @@ int runRopeBench(int argc, char **argv) {
                                       {positions.data(), DType::I64, {rows}, {}}};
     TensorView outView{outData, c.dtype, {1, h, rows, dim}, outStrides};
     Status status;
+    double bandwidth = measureReadBandwidthGBs(threads);
     double median = medianMs(repeats, [&] { status = kernel->run(inputs, outView); });
     if (!status) {
       std::fprintf(stderr, "rope: %s\n", status.message().c_str());
@@ -98,9 +102,9 @@ int runRopeBench(int argc, char **argv) {
     }
     double moved = 2.0 * h * rows * dim * unit; // read once, written once
     double gbs = moved / (median * 1e-3) / 1e9;
-    std::printf("| %s | %s | [1, %lld, %lld, %lld] | %.0f | %.4f | %.1f | %.0f%% |\n", c.name,
-                c.dtype == DType::F32 ? "f32" : "bf16", (long long)h, (long long)rows,
-                (long long)dim, kernel->compileMilliseconds(), median, gbs,
+    std::printf("| %s | %s | [1, %lld, %lld, %lld] | %.0f | %.4f | %.1f | %.1f | %.0f%% |\n",
+                c.name, c.dtype == DType::F32 ? "f32" : "bf16", (long long)h, (long long)rows,
+                (long long)dim, kernel->compileMilliseconds(), median, gbs, bandwidth,
                 100.0 * gbs / bandwidth);
   }
   std::printf("\n");

@@ -3,8 +3,7 @@
 // new K rows as it writes them into a cache; an embedding plus its
 // absolute position embeddings (several pe ops, one pass).
 //
-// One work item = (batch b, row tile t, head h) of X [B, H, S, D], heads
-// inner (the items of a row tile read the same rows of the tables):
+// One work item = (batch b, head h, row tile t) of X [B, H, S, D]:
 //   tile = qk_transform(X[b, h, i0 : i0 + nr])   read and rotated in one pass
 //   O[b, h, i0 : i0 + nr] = tile                 narrowed to O's type
 // An output of more than STREAM_MIN elements that is not X itself is
@@ -54,7 +53,7 @@ ${PROLOGUES}
   return
 }
 
-// Item = (b NT + t) H + h, NT = ceil(S / R).
+// Item = (b H + h) NT + t, NT = ceil(S / R).
 func.func @pejit_transform_item(%x: !X, %o: !O, %scratch: !SCRATCH, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
@@ -68,24 +67,25 @@ func.func @pejit_transform_item(%x: !X, %o: !O, %scratch: !SCRATCH, %item: index
   %s_up0 = arith.addi %S, %R : index
   %s_up = arith.subi %s_up0, %c1 : index
   %NT = arith.divui %s_up, %R : index
-  %h = arith.remui %item, %H : index
-  %bt = arith.divui %item, %H : index
-  %t = arith.remui %bt, %NT : index
-  %b = arith.divui %bt, %NT : index
+  %t = arith.remui %item, %NT : index
+  %bh = arith.divui %item, %NT : index
+  %h = arith.remui %bh, %H : index
+  %b = arith.divui %bh, %H : index
   %i0 = arith.muli %t, %R : index
   %left = arith.subi %S, %i0 : index
   %nr = arith.minui %left, %R : index
   // 16-bit X: the next item's rows (the one this worker most likely runs
   // next: runs of items are consecutive) into cache while this one runs,
-  // two prefetches per 64-byte line (session 21: 11-12% faster for bf16
-  // at [1, 32, 4096, 128], against 4% with one per line; for f32, whose
-  // item is twice the bytes, 7-19% slower, so not there).
+  // two prefetches per 64-byte line. At d = 128 a 16-bit item is one 4 KiB
+  // page, where the hardware prefetchers stop (session 21, bf16 [1, 32,
+  // 4096, 128]: 9-12% faster with 4 KiB pages, no change with huge
+  // pages; for f32, whose item is twice the bytes, 7-19% slower).
   %prefetch = arith.constant ${PREFETCH_NEXT}
   %next = arith.addi %item, %c1 : index
-  %next_h = arith.remui %next, %H : index
-  %next_bt = arith.divui %next, %H : index
-  %next_t = arith.remui %next_bt, %NT : index
-  %next_b = arith.divui %next_bt, %NT : index
+  %next_t = arith.remui %next, %NT : index
+  %next_bh = arith.divui %next, %NT : index
+  %next_h = arith.remui %next_bh, %H : index
+  %next_b = arith.divui %next_bh, %H : index
   %B = memref.dim %x, %c0 : !X
   %next_in = arith.cmpi ult, %next_b, %B : index
   %prefetch_next = arith.andi %prefetch, %next_in : i1
