@@ -92,6 +92,24 @@ TEST(PejitRun, CheckPassesAndRepeatTimes) {
   EXPECT_TRUE(contains(r.out, "median")) << r.out;
 }
 
+// A standalone kernel (pe.rope alone) is memory-bound: --repeat reports
+// the bytes of output written per second, not an attention's FLOPs.
+TEST(PejitRun, RepeatOfAStandaloneKernelReportsBytesWritten) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  writeText(dir.file("rope.mlir"),
+            "func.func @rotate(%x: tensor<1x2x16x64xf32>, %pos: tensor<16xi64>) -> "
+            "tensor<1x2x16x64xf32> {\n  %r = pe.rope %x, %pos <layout = half, theta = 10000.0> "
+            ": tensor<1x2x16x64xf32>, tensor<16xi64>\n  return %r : tensor<1x2x16x64xf32>\n}\n");
+  writeTensor(dir.file("x.npy"), randomTensor({1, 2, 16, 64}));
+  writeIds(dir.file("pos.npy"), consecutiveIds(0, 16), npy::DType::I64);
+  Result r = runPejit(dir, {"run", dir.file("rope.mlir"), "--input=@" + dir.file("x.npy"),
+                            "--input=@" + dir.file("pos.npy"), "--repeat=2", "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "GB/s of output written")) << r.out;
+  EXPECT_FALSE(contains(r.out, "GFLOP/s")) << r.out;
+}
+
 TEST(PejitRun, OmittedPositionIdsTakeTheDefaults) {
   SCOPED_TRACE(seedTrace());
   RopeAlibiFiles files;

@@ -201,10 +201,20 @@ int runCommand(int argc, char **argv) {
     double median = times.size() % 2
                         ? times[times.size() / 2]
                         : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
-    double flops = 4.0 * shape.batch * shape.queryHeads * shape.querySeq * shape.keySeq *
-                   shape.headDim * (sig.causal ? 0.5 : 1.0);
-    std::printf("median %.3f ms over %lld runs, %.2f GFLOP/s\n", median,
-                static_cast<long long>(options.repeat), flops / (median * 1e6));
+    if (kernel->signature().standaloneTransform() || kernel->signature().materializedBias) {
+      // Memory-bound: the bytes written per second, not an attention's
+      // FLOP count (which does not apply).
+      double written = static_cast<double>(dtypeBytes(kernel->outputDtype()));
+      for (int64_t extent : outShape)
+        written *= static_cast<double>(extent);
+      std::printf("median %.3f ms over %lld runs, %.2f GB/s of output written\n", median,
+                  static_cast<long long>(options.repeat), written / (median * 1e6));
+    } else {
+      double flops = 4.0 * shape.batch * shape.queryHeads * shape.querySeq * shape.keySeq *
+                     shape.headDim * (sig.causal ? 0.5 : 1.0);
+      std::printf("median %.3f ms over %lld runs, %.2f GFLOP/s\n", median,
+                  static_cast<long long>(options.repeat), flops / (median * 1e6));
+    }
   }
 
   if (options.check) {

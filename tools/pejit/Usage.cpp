@@ -61,7 +61,9 @@ const char *kRunUsage = R"(  run FILE.mlir --input=@FILE.npy ... [--output=@FILE
                            on the same inputs, print the max relative error
                            and fail (exit 1) above 1e-4
       --repeat=N           run N more times; print the median time and
-                           GFLOP/s (4*b*hq*sq*skv*d FLOPs, half if causal)
+                           GFLOP/s (4*b*hq*sq*skv*d FLOPs, half if causal),
+                           or for a standalone kernel the GB/s of output
+                           written
       --target=nvidia[:sm_XX]  run on an NVIDIA GPU through the CUDA driver:
                            f16 .npy, or bf16 stored as uint16; output
                            float32; --check at tolerance 1e-2
