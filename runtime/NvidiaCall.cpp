@@ -207,12 +207,16 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
     std::vector<int64_t> queryPositions, keyPositions;
     if (Status st =
             buildPositionTable(queryIds, bound.queryPositionsName, queryPositionRows, part.nq,
-                               s.batch, part.nk - part.nq, queryPositions, positionAxes);
+                               s.batch, part.nk - part.nq, queryPositions, positionAxes, 0,
+                               "position", !signature.declaresQueryPositions());
         !st)
       return fail(st.message());
     if (Status st = buildPositionTable(keyIds, bound.keyPositionsName, keyPositionRows, part.nk,
-                                       s.batch, 0, keyPositions, positionAxes);
+                                       s.batch, 0, keyPositions, positionAxes, 0, "position",
+                                       !signature.declaresKeyPositions());
         !st)
+      return fail(st.message());
+    if (Status st = checkPositionScale(signature, bound, {&queryPositions, &keyPositions}); !st)
       return fail(st.message());
 
     std::vector<char> qStore, kStore, vStore, oStore;

@@ -43,11 +43,13 @@ Status NvidiaKernelImpl::runLinear(const std::vector<TensorView> &inputs,
   std::vector<int64_t> queryIds, keyIds;
   if (Status st =
           buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
-                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryIds, positionAxes);
+                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryIds, positionAxes, 0,
+                             "position", !signature.declaresQueryPositions());
       !st)
     return fail(st.message());
   if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
-                                     s.keySeq, s.batch, 0, keyIds, positionAxes);
+                                     s.keySeq, s.batch, 0, keyIds, positionAxes, 0, "position",
+                                     !signature.declaresKeyPositions());
       !st)
     return fail(st.message());
   if (Status st = checkDevice(launch.arch); !st)

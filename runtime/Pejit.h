@@ -106,7 +106,10 @@ public:
   static Spec standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
                              int64_t headDim, DType dtype = DType::F32);
   static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
+  /// A source file of at most kMaxSourceBytes (a larger one, or a device
+  /// such as /dev/zero, is an error naming the path).
   static Expected<Spec> fromFile(const std::string &path);
+  static constexpr size_t kMaxSourceBytes = size_t(64) << 20;
   const std::string &source() const { return source_; }
   const std::string &name() const { return name_; }
 

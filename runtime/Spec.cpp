@@ -241,9 +241,20 @@ Expected<Spec> Spec::fromFile(const std::string &path) {
   std::ifstream file(path, std::ios::binary);
   if (!file)
     return Expected<Spec>::error(path + ": cannot open the file");
-  std::ostringstream text;
-  text << file.rdbuf();
-  return fromText(text.str(), path);
+  // At most kMaxSourceBytes, read in chunks: a device (/dev/zero) or a
+  // huge file is an error, never an allocation without end.
+  std::string text;
+  char chunk[1 << 16];
+  while (file.read(chunk, sizeof chunk) || file.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(file.gcount()));
+    if (text.size() > kMaxSourceBytes)
+      return Expected<Spec>::error(path + ": the source is larger than " +
+                                   std::to_string(kMaxSourceBytes >> 20) +
+                                   " MiB: not an MLIR program pejit reads");
+  }
+  if (file.bad())
+    return Expected<Spec>::error(path + ": cannot read the file");
+  return fromText(std::move(text), path);
 }
 
 } // namespace pejit

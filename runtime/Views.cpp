@@ -4,6 +4,8 @@
 
 #include "dialects/Limits.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace pejit {
@@ -105,17 +107,18 @@ std::vector<int64_t> operandSlotWords(const TensorView *view) {
 
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
-                          int64_t axes, int64_t limit, const std::string &noun) {
+                          int64_t axes, int64_t limit, const std::string &noun,
+                          bool defaultsOnEveryAxis) {
   table.assign(axes * rows * seq, 0);
   if (!view) {
-    if (axes > 1)
+    if (axes > 1 && !defaultsOnEveryAxis)
       return Status::error(what + " must be given: M-RoPE reads " + std::to_string(axes) +
                            " axes of position ids, and the defaults have one");
     if (limit > 0 && seq > 0 && (first < 0 || first + seq > limit))
       return Status::error(what + " were not given, and the default positions [" +
                            std::to_string(first) + ", " + std::to_string(first + seq) +
                            ") pass the table's " + std::to_string(limit) + " rows");
-    for (int64_t r = 0; r < rows; ++r)
+    for (int64_t r = 0; r < axes * rows; ++r)
       for (int64_t s = 0; s < seq; ++s)
         table[r * seq + s] = first + s;
     return Status();
@@ -192,7 +195,12 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
       if (stridesOf(inputs[i]) != stridesOf(TensorView{nullptr, argument.dtype, argument.shape}))
         return Status::error(name + " must be contiguous (row-major): the kernel reads it as a "
                                     "dense table");
-      bound.encodingOperands.push_back(&inputs[i]);
+      // Each in the slot(s) the kernel reads it from (the fused op's order).
+      for (unsigned slot : argument.slots) {
+        if (bound.encodingOperands.size() <= slot)
+          bound.encodingOperands.resize(slot + 1, nullptr);
+        bound.encodingOperands[slot] = &inputs[i];
+      }
       break;
     }
     case ArgumentRole::QuerySegments:
@@ -248,6 +256,12 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
       bound.keyPositionsName = name;
     }
   }
+  size_t slots = signature.encodingOperandSlotCount();
+  bound.encodingOperands.resize(std::max(slots, bound.encodingOperands.size()), nullptr);
+  for (size_t slot = 0; slot < slots; ++slot)
+    if (!bound.encodingOperands[slot])
+      return Status::error("no input for encoding operand slot " + std::to_string(slot) +
+                           " (the kernel signature names none)");
   return Status();
 }
 

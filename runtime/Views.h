@@ -43,14 +43,37 @@ Status checkView(const TensorView &view, const std::string &what,
 /// default (first + index) when null. Positions outside [-2^31, 2^31) are an
 /// error naming the index (docs/limits.md).
 /// With axes > 1 (M-RoPE) the ids are [axes, seq] or [axes, batch, seq]
-/// and required; the table is [axes * rows, seq], one block per axis.
+/// and required; the table is [axes * rows, seq], one block per axis. With
+/// `defaultsOnEveryAxis` (a side the kernel has no ids argument for, so
+/// nothing rotates it: K of a pre-rotated cache) a null view gives the
+/// defaults on every axis (a text token's position on all of them).
 /// With limit > 0 (a learned table's rows), ids outside [0, limit) are an
 /// error naming the id (as `noun`: "position", "token"), its index and the
 /// limit.
 Status buildPositionTable(const TensorView *view, const std::string &what, int64_t rows,
                           int64_t seq, int64_t batch, int64_t first, std::vector<int64_t> &table,
-                          int64_t axes = 1, int64_t limit = 0,
-                          const std::string &noun = "position");
+                          int64_t axes = 1, int64_t limit = 0, const std::string &noun = "position",
+                          bool defaultsOnEveryAxis = false);
+
+/// What a run writes may not alias what it reads: `out` (and linear
+/// attention's carried state, which the run reads and writes) must not
+/// overlap any input nor each other, and may not repeat an element (a zero
+/// stride on a dim of more than one element). With `inPlaceAllowed` (a
+/// standalone transform), `out` may be exactly an input's view (the same
+/// data, shape and strides). An error names both buffers.
+Status checkWrites(const KernelSignature &signature, const std::vector<TensorView> &inputs,
+                   const TensorView &out, bool inPlaceAllowed);
+
+struct BoundInputs;
+
+/// docs/limits.md: a RoPE runtime position scale (the encoding operand
+/// `rope_position_scale`, f32 [1] or [b]) holds finite numbers, and
+/// |scale| * |position| < 2^31 for every position in `tables` (the i64
+/// position tables of the call), the same bound as on position ids, so
+/// angles stay below 2^36 rad. An error names the scale's entry. Without
+/// such an operand, nothing to check.
+Status checkPositionScale(const KernelSignature &signature, const BoundInputs &bound,
+                          const std::vector<const std::vector<int64_t> *> &tables);
 
 /// A run's inputs by role (KernelSignature): null for omitted position ids.
 struct BoundInputs {

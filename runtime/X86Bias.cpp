@@ -34,6 +34,8 @@ Status X86KernelImpl::runBias(const std::vector<TensorView> &inputs, const Tenso
                                pick(shape.querySeq, o.shape[2]), pick(shape.keySeq, o.shape[3])};
   if (Status st = checkView(o, "output", dims, {outputDtype}); !st)
     return st;
+  if (Status st = checkWrites(signature, inputs, o, false); !st)
+    return st;
   // A key term's query [b, h, sq, d]: the output's first three dims.
   static float unread[8] = {};
   MemRefDescriptor<float, 4> q = {unread, unread, 0, {1, 1, 1, 8}, {8, 8, 8, 1}};

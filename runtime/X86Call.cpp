@@ -142,6 +142,10 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
                               {s.batch, s.queryHeads, s.headDim, s.valueDim + 2}, {DType::F32});
         !st)
       return st;
+  // Checked once the shapes are known good: what the run writes aliases
+  // nothing it reads.
+  if (Status st = checkWrites(signature, inputs, out, false); !st)
+    return st;
 
   // The sub-calls: the call itself, one per sequence of a packed batch, or
   // one per batch row with its key length or its pages.
@@ -241,14 +245,20 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       return &*part;
     };
     std::optional<TensorView> qIds, kIds;
-    if (Status st = buildPositionTable(slice(bound.queryPositions, q0, nq, qIds),
-                                       bound.queryPositionsName, queryPositionRows, nq, s.batch,
-                                       nk - nq, call.queryPositions, positionAxes);
+    if (Status st =
+            buildPositionTable(slice(bound.queryPositions, q0, nq, qIds), bound.queryPositionsName,
+                               queryPositionRows, nq, s.batch, nk - nq, call.queryPositions,
+                               positionAxes, 0, "position", !signature.declaresQueryPositions());
         !st)
       return st;
     if (Status st =
             buildPositionTable(slice(bound.keyPositions, k0, nk, kIds), bound.keyPositionsName,
-                               keyPositionRows, nk, s.batch, 0, call.keyPositions, positionAxes);
+                               keyPositionRows, nk, s.batch, 0, call.keyPositions, positionAxes, 0,
+                               "position", !signature.declaresKeyPositions());
+        !st)
+      return st;
+    if (Status st =
+            checkPositionScale(signature, bound, {&call.queryPositions, &call.keyPositions});
         !st)
       return st;
     call.qp = {call.queryPositions.data(),

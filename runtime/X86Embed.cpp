@@ -27,6 +27,8 @@ Status X86KernelImpl::runEmbedding(const std::vector<TensorView> &inputs,
     return st;
   if (Status st = checkView(out, "output", {batch, seq, shape.headDim}, {outputDtype}); !st)
     return st;
+  if (Status st = checkWrites(signature, inputs, out, false); !st)
+    return st;
   int64_t vocab = bound.embedTable->shape[0];
   std::vector<int64_t> tokenIds;
   if (Status st = buildPositionTable(&tokens, bound.embedTokensName, batch, seq, batch, 0, tokenIds,

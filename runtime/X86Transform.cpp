@@ -36,6 +36,8 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
     return st;
   if (Status st = checkView(out, "output", dims, {outputDtype}); !st)
     return st;
+  if (Status st = checkWrites(signature, inputs, out, true); !st) // in place allowed
+    return st;
   bool onCaller = s.batch * s.queryHeads * s.querySeq * s.headDim <= kInlineStandaloneElements;
   ScratchBuffer scratch;
   MemRefDescriptor<float, 1> tables;
@@ -69,6 +71,8 @@ Status X86KernelImpl::fillStandaloneTables(const BoundInputs &bound, int64_t bat
                                        batch, 0, ids, axes, positionLimit);
         !st)
       return st;
+  if (Status st = checkPositionScale(signature, bound, {&ids}); !st)
+    return st;
   int64_t tableFloats = tableFloatsPerQueryPosition * rows * seq;
   scratch = takeScratch(tableFloats);
   if (!scratch.data)

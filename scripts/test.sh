@@ -28,6 +28,10 @@ rm -f "$lit_log"
 # Formatting: every C++ file as clang-format 22 writes it (.clang-format).
 if bash scripts/format.sh --check; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
+# Docs: docs/status.md is the one status table, and each test it names
+# exists (scripts/check_docs.py).
+if python3 scripts/check_docs.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 # GoogleTest binaries: every executable named *-tests under the build dir.
 # PEJIT_TEST_SHARDS=N (the sanitizer lane) runs each binary as N GoogleTest
 # shards at once: its float64 references are single-threaded, so the

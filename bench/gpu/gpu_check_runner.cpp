@@ -236,8 +236,12 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
       value = std::move(bytes);
     else if (arg.role == ArgumentRole::LinearState)
       state = std::move(bytes);
-    else
-      operands.push_back(std::move(bytes));
+    else // in the slot(s) the kernel reads it from
+      for (unsigned slot : arg.slots) {
+        if (operands.size() <= slot)
+          operands.resize(slot + 1);
+        operands[slot] = bytes;
+      }
   }
   auto table = [&](const std::string &part) {
     std::vector<uint8_t> bytes = readBytes(file(part));

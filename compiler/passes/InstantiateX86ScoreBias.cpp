@@ -156,6 +156,7 @@ LogicalResult pejit::instantiateX86ScoreBias(ModuleOp module) {
     } else if (auto operand = llvm::find(operands, arg); operand != operands.end()) {
       argument.role = ArgumentRole::EncodingOperand;
       argument.name = encoding.getEncodingOperandName(operand - operands.begin());
+      argument.slots = {static_cast<unsigned>(operand - operands.begin())};
     } else {
       return func.emitError() << "argument #" << arg.getArgNumber() << " is not an operand of "
                               << op->getName();

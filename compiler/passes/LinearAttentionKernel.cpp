@@ -60,6 +60,7 @@ FailureOr<LinearAttentionKernel> readLinearAttention(ModuleOp module) {
     if (!found && llvm::is_contained(operands, arg)) {
       argument.role = ArgumentRole::EncodingOperand;
       argument.name = rope.getEncodingOperandName(0);
+      argument.slots = {0};
       found = true;
     }
     if (arg == op.getQueryPositions() && arg == op.getKeyPositions())

@@ -195,6 +195,7 @@ FailureOr<StandaloneKernel> describeStandalone(const StandaloneChain &read, int6
       argument.role = ArgumentRole::TransformPositions;
     else if (!chain.tables.empty() && arg == chain.tables.front()) {
       argument.role = ArgumentRole::EncodingOperand;
+      argument.slots = {0};
       for (auto [k, op] : llvm::enumerate(chain.ops))
         if (!op.getEncodingOperands().empty())
           argument.name = chain.encodings[k].getEncodingOperandName(0);

@@ -128,10 +128,15 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
     // One tensor of position ids for both Q and K (e.g. LLaMA's position_ids).
     if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
       argument.role = ArgumentRole::Positions;
+    // The kernel reads encoding operands in the fused op's order, which
+    // need not be the function's: the signature records each argument's
+    // slots, and the runtime binds by them.
     for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
-      if (operand == arg && !found) {
+      if (operand == arg && (!found || argument.role == ArgumentRole::EncodingOperand)) {
         argument.role = ArgumentRole::EncodingOperand;
-        argument.name = operandNames[n];
+        if (argument.name.empty())
+          argument.name = operandNames[n];
+        argument.slots.push_back(static_cast<unsigned>(n));
         found = true;
       }
     if (!found)

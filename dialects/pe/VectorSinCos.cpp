@@ -5,7 +5,10 @@
 //                                           < 2^30; |r| <= pi/4)
 //   s = r - r^3/3! + ... - r^11/11!,  c = 1 - r^2/2! + ... - r^10/10!  (Taylor;
 //       truncation < 2e-11 on |r| <= pi/4)
-//   quadrant q = k mod 4:  sin x = (q & 1 ? c : s) * (q & 2 ? -1 : 1)
+//   quadrant q = k - 4 floor(k/4), in float64 (k reaches past 2^31 for
+//                          angles past 2^31 pi/2 ~ 3.4e9 rad: only k mod 4
+//                          is converted to an integer)
+//                          sin x = (q & 1 ? c : s) * (q & 2 ? -1 : 1)
 //                          cos x = (q & 1 ? s : c) * ((q + 1) & 2 ? -1 : 1)
 // Exact range reduction matters: RoPE angles reach 1e6 rad (docs/semantics.md).
 // emitSinCosF32 reduces the same way in float64 and evaluates the
@@ -46,6 +49,19 @@ std::pair<Value, Value> byQuadrant(OpBuilder &b, Location loc, Value q, Value s,
   return {sinOut, cosOut};
 }
 
+/// k mod 4 of an integral float64 vector k, as integers of `intType`:
+/// exact for |k| < 2^53 (an integer conversion of k itself overflows i32
+/// past 2^31).
+Value quadrantOf(OpBuilder &b, Location loc, Value k, VectorType intType) {
+  auto type = cast<VectorType>(k.getType());
+  auto splat = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, v));
+  };
+  Value quarters = math::FloorOp::create(b, loc, arith::MulFOp::create(b, loc, k, splat(0.25)));
+  Value q = math::FmaOp::create(b, loc, quarters, splat(-4.0), k);
+  return arith::FPToSIOp::create(b, loc, intType, q);
+}
+
 } // namespace
 
 std::pair<Value, Value> pejit::pe::emitSinCos(OpBuilder &b, Location loc, Value angles) {
@@ -77,7 +93,7 @@ std::pair<Value, Value> pejit::pe::emitSinCos(OpBuilder &b, Location loc, Value 
   cp = fma(r2, cp, splat(-0.5));
   Value c = fma(r2, cp, splat(1.0));
 
-  return byQuadrant(b, loc, arith::FPToSIOp::create(b, loc, intType, k), s, c);
+  return byQuadrant(b, loc, quadrantOf(b, loc, k, intType), s, c);
 }
 
 std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Value low,
@@ -97,7 +113,7 @@ std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Val
     return math::FmaOp::create(b, loc, a, x, c);
   };
   // Per half: k = round(x 2/pi), r = x - k pi/2 in float64, then r as f32
-  // and k as i32 (|k| < 2^30).
+  // and k mod 4 as i32.
   auto reduce = [&](Value angles) {
     Value k = math::RoundEvenOp::create(
         b, loc, arith::MulFOp::create(b, loc, angles, splat64(0.63661977236758134308)));
@@ -105,7 +121,7 @@ std::pair<Value, Value> pejit::pe::emitSinCosF32(OpBuilder &b, Location loc, Val
     Value r = fma(negK, splat64(1.5707963267948966), angles);
     r = fma(negK, splat64(6.123233995736766e-17), r);
     return std::pair{arith::TruncFOp::create(b, loc, halfF32, r).getResult(),
-                     arith::FPToSIOp::create(b, loc, halfI32, k).getResult()};
+                     quadrantOf(b, loc, k, halfI32)};
   };
   auto [rLow, kLow] = reduce(low);
   auto [rHigh, kHigh] = reduce(high);

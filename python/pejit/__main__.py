@@ -14,14 +14,14 @@ import sys
 from . import Error, from_hf_config
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pejit")
+def main(argv=None, prog: str = "python -m pejit") -> int:
+    parser = argparse.ArgumentParser(prog=prog)
     commands = parser.add_subparsers(dest="command", required=True)
     hf = commands.add_parser("import-hf", help="a model's attention from its HF config.json")
     hf.add_argument("config", help="config.json, or a model directory holding one")
     hf.add_argument("--layer", type=int, default=0)
-    hf.add_argument("--stack", default="encoder", choices=["encoder", "decoder"],
-                    help="T5: which self-attention")
+    hf.add_argument("--stack", default=None, choices=["encoder", "decoder"],
+                    help="T5: which self-attention (default encoder); only T5 has two")
     hf.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     diag = commands.add_parser("diagnose", help="a report on a model's positional encoding")
     diag.add_argument("config", help="config.json, or a model directory holding one")

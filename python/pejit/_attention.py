@@ -2,6 +2,7 @@
 arrays and torch CPU tensors, through one cached kernel per shape class."""
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
@@ -54,13 +55,25 @@ def _as_alibi(alibi) -> Optional[AlibiConfig]:
 
 
 def _window(window) -> Tuple[Optional[int], Optional[int]]:
-    """window: w (left only) or (left, right), None or -1 for unbounded."""
+    """window: w (left only) or (left, right), None or -1 for unbounded.
+    Each side an integer >= 0 (NumPy integers too); a bool or anything else
+    is an Error (True would read as 1)."""
     if window is None:
         return None, None
-    left, right = (window, None) if isinstance(window, int) else tuple(window)
-    def side(v):
-        return None if v is None or v == -1 else int(v)
-    return side(left), side(right)
+    def side(v, what):
+        if v is None:
+            return None
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise Error(f"window: {what} must be an integer >= 0, or None / -1 for unbounded, "
+                        f"got {v!r}")
+        if v < -1:
+            raise Error(f"window: {what} = {int(v)} is negative (-1 means unbounded)")
+        return None if v == -1 else int(v)
+    if isinstance(window, (tuple, list)):
+        if len(window) != 2:
+            raise Error(f"window: expected w or (left, right), got {len(window)} values")
+        return side(window[0], "left"), side(window[1], "right")
+    return side(window, "w"), None
 
 
 def _shape(x, rank: int, what: str) -> Tuple[int, ...]:
@@ -92,6 +105,11 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     b, hq, _, d = q_shape
     _, hkv, _, _ = k_shape
     dv = v_shape[3]
+    if shaw is not None and shaw_key_table is None and shaw_value_table is None:
+        raise Error("shaw: give shaw_key_table, shaw_value_table or both ((rank, dtype) of "
+                    "the tables the kernel reads); without them there is no Shaw term")
+    if shaw is None and (shaw_key_table is not None or shaw_value_table is not None):
+        raise Error("shaw_key_table, shaw_value_table: give shaw= (its clip) too")
     spec = _pejit.AttentionSpec()
     spec.dtype = dtype
     rope = as_rope(rope)
@@ -189,13 +207,16 @@ class _Plan:
             inputs.append(k_positions)
         if self.torch and is_torch(out) and all(is_torch(x) for x in inputs):
             # Pointers, shapes and strides straight from the tensors (their
-            # DLPack export costs microseconds each).
-            self.native.run_raw([_raw(x, "input") for x in inputs], _raw(out, "out"))
+            # DLPack export costs microseconds each). A resolved copy (_raw)
+            # lives until the run returns.
+            keep = []
+            raws = [_raw(x, "input", keep) for x in inputs]
+            self.native.run_raw(raws, _raw(out, "out"))
             return out
         # NumPy arrays (bf16 ones as uint16 views), or NumPy ids beside
         # torch tensors: every buffer through DLPack.
         views = [buffer(x, "input") for x in inputs]
-        out_view, out_bf16 = buffer(out, "out")
+        out_view, out_bf16 = buffer(out, "out", written=True)
         self.native.run([view for view, _ in views], out_view,
                         [bf16 for _, bf16 in views] + [out_bf16])
         return out
@@ -228,10 +249,19 @@ class _TorchCodes(dict):
 _TORCH_CODES = _TorchCodes()
 
 
-def _raw(x, what):
-    """A CPU torch tensor as (pointer, dtype code, shape, strides)."""
+def _raw(x, what, keep=None):
+    """A CPU torch tensor as (pointer, dtype code, shape, strides). A lazily
+    negated or conjugated view (torch._neg_view) holds other values than
+    its memory: an input is resolved into a copy, an `out` is an Error."""
     if x.device.type != "cpu":
         raise Error(f"{what}: tensor is on {x.device}; pejit.attention reads CPU tensors")
+    if x.is_neg() or x.is_conj():
+        if what == "out":
+            raise Error("out: a negated or conjugated view (its memory holds other values); "
+                        "pass a plain tensor")
+        x = x.resolve_neg().resolve_conj()
+        if keep is not None:
+            keep.append(x)  # the copy must outlive the run
     return (x.data_ptr(), _TORCH_CODES[x.dtype], x.shape, x.stride())
 
 

@@ -50,13 +50,16 @@ class Kernel:
         written in place. Without `out`, an attention kernel allocates its
         output [b, hq, sq, dv] like the query; other kernels need `out`."""
         views, flags = [], []
+        roles = [a["role"] for a in self._native.arguments]
         for i, x in enumerate(inputs):
-            view, bf16 = buffer(x, lambda: self._label(i))
+            # A linear attention's carried state is written back in place.
+            written = i < len(roles) and roles[i] == "linear_state"
+            view, bf16 = buffer(x, lambda: self._label(i), written)
             views.append(view)
             flags.append(bf16)
         if out is None:
             out = self._allocate(inputs, views, flags)
-        out_view, out_bf16 = buffer(out, "out")
+        out_view, out_bf16 = buffer(out, "out", written=True)
         self._native.run(views, out_view, flags + [out_bf16])
         return out
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Tuple
 
@@ -9,6 +10,10 @@ from . import _pejit
 from ._pejit import Error
 
 SCALINGS = ("none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope")
+# Scalings whose factor must be given: none is assumed (a missing factor
+# would run unscaled, silently).
+_NEEDS_FACTOR = ("linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope")
+_LAYOUTS = {"half": False, "interleaved": True}
 
 # HF config / rope_scaling names -> RopeConfig fields.
 _HF_NAMES = {
@@ -39,7 +44,7 @@ class RopeConfig:
     partial_rotary_factor: Optional[float] = None
     interleaved: bool = False
     scaling: str = "none"
-    factor: float = 1.0
+    factor: Optional[float] = None
     original_max_position: int = 0
     beta_fast: float = 32.0
     beta_slow: float = 1.0
@@ -56,21 +61,48 @@ class RopeConfig:
     axial: bool = False
 
     def __post_init__(self):
-        if self.scaling not in SCALINGS:
-            raise Error(f"rope: unknown scaling '{self.scaling}' (one of {', '.join(SCALINGS)})")
-        for name in ("short_factor", "long_factor", "sections"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if not isinstance(self.scaling, str) or self.scaling not in SCALINGS:
+            raise Error(f"rope: unknown scaling {self.scaling!r} (one of {', '.join(SCALINGS)})")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("short_factor", "long_factor", "sections"):
+                if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                    raise Error(f"rope: {f.name} must be a list of numbers, got "
+                                f"{type(value).__name__}")
+                items = tuple(value)
+                integral = f.name == "sections"
+                for item in items:
+                    _check_number(item, f"{f.name} entry", integral)
+                object.__setattr__(self, f.name, items)
+            elif f.name in ("interleaved", "truncate", "interleaved_sections", "axial"):
+                if not isinstance(value, bool):
+                    raise Error(f"rope: {f.name} must be True or False, got {value!r}")
+            elif f.name in ("rotary_dim", "original_max_position"):
+                _check_number(value, f.name, integral=True)
+            elif f.name != "scaling" and value is not None:
+                _check_number(value, f.name)
+        if self.scaling in _NEEDS_FACTOR and self.factor is None:
+            raise Error(f"rope: scaling '{self.scaling}' needs its factor (none given; it "
+                        "would run unscaled)")
+        if self.scaling == "none" and self.factor not in (None, 1, 1.0):
+            raise Error(f"rope: factor = {self.factor} without a scaling: give scaling= too")
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> "RopeConfig":
         """From the dialect's names or HF's (rope_type, rope_theta, factor,
         original_max_position_embeddings, ...). An unknown key is an Error."""
-        known = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(values, Mapping):
+            raise Error(f"rope: expected a dict, got {type(values).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)} | {"layout"}
         kwargs = {}
         for key, value in values.items():
             name = _HF_NAMES.get(key, key)
             if name not in known:
                 raise Error(f"rope: unknown field '{key}'")
+            if key == "layout":
+                if value not in _LAYOUTS:
+                    raise Error(f"rope: layout {value!r} is not 'half' or 'interleaved'")
+                name, value = "interleaved", _LAYOUTS[value]
             if name == "scaling":
                 value = _HF_SCALINGS.get(value, value)
             if name in kwargs and kwargs[name] != value:
@@ -96,7 +128,7 @@ class RopeConfig:
         config.axial = self.axial
         s = _pejit.RopeScaling()
         s.kind = getattr(_pejit.RopeScalingKind, self.scaling)
-        s.factor = float(self.factor)
+        s.factor = 1.0 if self.factor is None else float(self.factor)
         s.original_max_position = int(self.original_max_position)
         s.beta_fast, s.beta_slow = float(self.beta_fast), float(self.beta_slow)
         s.mscale, s.mscale_all_dim = self.mscale, self.mscale_all_dim
@@ -114,6 +146,15 @@ class RopeConfig:
         if self.axial:
             return 2
         return len(self.sections)
+
+
+def _check_number(value, what: str, integral: bool = False) -> None:
+    """A real number (an integer with `integral`); bools are not numbers
+    here (True would read as 1 silently). Error names `what`."""
+    kinds = (numbers.Integral,) if integral else (numbers.Real,)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise Error(f"rope: {what} must be {'an integer' if integral else 'a number'}, got "
+                    f"{value!r}")
 
 
 def as_config(value, cls, what: str, from_mapping):

@@ -36,16 +36,25 @@ def dtype_name(x, what: str) -> str:
     return name
 
 
-def buffer(x, what):
+def buffer(x, what, written: bool = False):
     """(object the extension reads, whether it holds bf16 bits). `what`
-    names x in errors: a string, or a function that returns one."""
-    if type(x) is np.ndarray and x.dtype in _PLAIN_NUMPY:
+    names x in errors: a string, or a function that returns one. A
+    `written` buffer (an output, a carried state) must be writable."""
+    if type(x) is np.ndarray and x.dtype in _PLAIN_NUMPY and (not written or x.flags.writeable):
         return x, False
     if callable(what):
         what = what()
+    if written and isinstance(x, np.ndarray) and not x.flags.writeable:
+        raise Error(f"{what}: the array is read-only (e.g. np.load(..., mmap_mode='r')), and the "
+                    "run writes it; pass a writable copy")
     if is_torch(x):
         if x.device.type != "cpu":
             raise Error(f"{what}: tensor is on {x.device}; pejit.attention reads CPU tensors")
+        if x.is_neg() or x.is_conj():
+            if written:
+                raise Error(f"{what}: a negated or conjugated view (its memory holds other "
+                            "values); pass a plain tensor")
+            x = x.resolve_neg().resolve_conj()
         return (x.detach() if x.requires_grad else x), False
     if not isinstance(x, np.ndarray):
         raise Error(f"{what}: expected a NumPy array or a torch tensor, got {type(x).__name__}")

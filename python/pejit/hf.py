@@ -89,6 +89,17 @@ class _Fields:
             raise Error(f"{self.where}: field '{names[0]}' is missing")
         return value
 
+    def count(self, *names, default=None) -> int:
+        """A positive integer field (a head count, a size): 0, a negative,
+        a bool or a non-integer is an Error naming the field."""
+        value = self.get(*names) if default is not None else self.require(*names)
+        if value is None:
+            value = default
+        name = next((n for n in names if self.values.get(n) is not None), names[0])
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise Error(f"{self.where}: field '{name}' = {value!r} must be a positive integer")
+        return value
+
 
 # rope_scaling keys each rope_type reads (besides rope_type/type/rope_theta).
 _SCALING_KEYS = {
@@ -154,6 +165,14 @@ def _rope(f: _Fields, head_dim: int, *, theta_names=("rope_theta",), rotary_dim=
     if kind == "longrope":
         kwargs["short_factor"] = tuple(float(x) for x in scaling.get("short_factor") or ())
         kwargs["long_factor"] = tuple(float(x) for x in scaling.get("long_factor") or ())
+        # One factor per rotated frequency: a list of another length is an
+        # error here, not at compile.
+        frequencies = (rotary_dim or head_dim) // 2
+        for key in ("short_factor", "long_factor"):
+            if len(kwargs[key]) != frequencies:
+                raise Error(f"{f.where}: rope_scaling.{key} has {len(kwargs[key])} entries; "
+                            f"longrope needs one per rotated frequency, {frequencies} "
+                            f"(rotary dim {rotary_dim or head_dim} / 2)")
         # HF: without an explicit factor, the context extension ratio.
         factor = scaling.get("factor")
         if factor is None:
@@ -167,10 +186,13 @@ def _rope(f: _Fields, head_dim: int, *, theta_names=("rope_theta",), rotary_dim=
 
 
 def _decoder(f: _Fields, model_type: str, layer: int, **rope_kwargs) -> AttentionConfig:
-    heads = int(f.require("num_attention_heads", "n_head"))
-    hidden = int(f.require("hidden_size", "n_embd", "d_model"))
-    head_dim = int(f.get("head_dim", default=hidden // heads))
-    kv_heads = int(f.get("num_key_value_heads", default=heads))
+    heads = f.count("num_attention_heads", "n_head")
+    hidden = f.count("hidden_size", "n_embd", "d_model")
+    head_dim = f.count("head_dim", default=hidden // heads)
+    kv_heads = f.count("num_key_value_heads", default=heads)
+    if heads % kv_heads:
+        raise Error(f"{f.where}: num_attention_heads = {heads} is not a multiple of "
+                    f"num_key_value_heads = {kv_heads}")
     return AttentionConfig(model_type, heads, kv_heads, head_dim, head_dim,
                            rope=_rope(f, head_dim, **rope_kwargs))
 
@@ -181,6 +203,9 @@ def _sliding(f: _Fields, layer: int) -> Optional[int]:
     window = f.get("sliding_window")
     if window is None:
         return None
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise Error(f"{f.where}: sliding_window = {window!r} must be a positive integer (a query "
+                    "sees its last sliding_window keys; null means no window)")
     layer_types = f.get("layer_types")
     if layer_types is not None:
         if layer >= len(layer_types):
@@ -190,7 +215,7 @@ def _sliding(f: _Fields, layer: int) -> Optional[int]:
 
 
 def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: int = 0,
-                   stack: str = "encoder") -> AttentionConfig:
+                   stack: Optional[str] = None) -> AttentionConfig:
     """The attention of layer `layer` of the model whose config.json (a path,
     a model directory or a dict) is given. `stack`: T5's "encoder" or
     "decoder" self-attention. Raises pejit.Error naming a field pejit cannot
@@ -200,6 +225,16 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
         values = {**values["text_config"], "model_type": values.get("model_type")}
     model_type = values.get("model_type")
     f = _Fields(values, f"config.json ({model_type})")
+    if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
+        raise Error(f"layer: expected a layer index >= 0, got {layer!r}")
+    layers = f.get("num_hidden_layers", "n_layer", "num_layers")
+    if isinstance(layers, int) and layer >= layers:
+        raise Error(f"layer: {layer} is outside the model's {layers} layers [0, {layers})")
+    if stack is not None and model_type != "t5":
+        raise Error(f"stack: '{stack}' applies to T5 (an encoder and a decoder stack); "
+                    f"{model_type} has one")
+    if stack is None:
+        stack = "encoder"
     if model_type in ("llama", "mistral", "mixtral", "qwen2", "qwen2_vl", "phi3"):
         cfg = _decoder(f, model_type, layer)
         window = _sliding(f, layer)
@@ -208,7 +243,7 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
             window = None
             if f.get("use_sliding_window", default=False) and layer >= int(
                     f.get("max_window_layers", default=0)):
-                window = int(f.require("sliding_window")) - 1
+                window = f.count("sliding_window") - 1
         if model_type == "phi3" and window is not None:
             max_positions = f.get("max_position_embeddings", default=0)
             window = None if window + 1 >= max_positions else window
@@ -222,23 +257,23 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
         return _replace(cfg, window=window, softcap=f.get("attn_logit_softcapping"),
                         scale=None if scalar is None else float(scalar) ** -0.5)
     if model_type == "gpt_neox":
-        heads = int(f.require("num_attention_heads"))
-        head_dim = int(f.require("hidden_size")) // heads
+        heads = f.count("num_attention_heads")
+        head_dim = f.count("hidden_size") // heads
         rotary = int(head_dim * float(f.get("rotary_pct", default=1.0)))
         return AttentionConfig(model_type, heads, heads, head_dim, head_dim,
                                rope=_rope(f, head_dim, theta_names=("rotary_emb_base", "rope_theta"),
                                           rotary_dim=rotary))
     if model_type == "gptj":
-        heads = int(f.require("n_head"))
-        head_dim = int(f.require("n_embd")) // heads
+        heads = f.count("n_head")
+        head_dim = f.count("n_embd") // heads
         return AttentionConfig(model_type, heads, heads, head_dim, head_dim,
                                rope=_rope(f, head_dim, rotary_dim=int(f.get("rotary_dim") or 0),
                                           interleaved=True))
     if model_type in ("deepseek_v2", "deepseek_v3"):
         return _deepseek(f, model_type)
     if model_type == "bloom":
-        heads = int(f.require("n_head", "num_attention_heads"))
-        head_dim = int(f.require("hidden_size", "n_embed")) // heads
+        heads = f.count("n_head", "num_attention_heads")
+        head_dim = f.count("hidden_size", "n_embed") // heads
         return AttentionConfig(model_type, heads, heads, head_dim, head_dim,
                                alibi=AlibiConfig(num_heads=heads))
     if model_type == "mpt":
@@ -246,8 +281,8 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
     if model_type == "t5":
         if stack not in ("encoder", "decoder"):
             raise Error(f"stack: expected 'encoder' or 'decoder', got '{stack}'")
-        heads, d = int(f.require("num_heads")), int(f.require("d_kv"))
-        t5 = T5Config(int(f.require("relative_attention_num_buckets")),
+        heads, d = f.count("num_heads"), f.count("d_kv")
+        t5 = T5Config(f.count("relative_attention_num_buckets"),
                       int(f.get("relative_attention_max_distance", default=128)),
                       bidirectional=stack == "encoder")
         return AttentionConfig(model_type, heads, heads, d, d, t5=t5, causal=stack == "decoder",
@@ -257,10 +292,10 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
         if kind != "absolute":
             raise Error(f"{f.where}: position_embedding_type '{kind}' is not supported "
                         "(pejit maps 'absolute')")
-        heads = int(f.require("num_attention_heads"))
-        head_dim = int(f.require("hidden_size")) // heads
+        heads = f.count("num_attention_heads")
+        head_dim = f.count("hidden_size") // heads
         return AttentionConfig(model_type, heads, heads, head_dim, head_dim, causal=False,
-                               learned_positions=int(f.require("max_position_embeddings")),
+                               learned_positions=f.count("max_position_embeddings"),
                                notes=("learned absolute positions: added to the embeddings "
                                       "(pe.learned), none in attention",))
     raise Error(f"config.json: model_type '{model_type}' is not one pejit maps (llama, mistral, "
@@ -277,9 +312,9 @@ def _yarn_mscale(factor: float, mscale: float) -> float:
 
 
 def _deepseek(f: _Fields, model_type: str) -> AttentionConfig:
-    heads = int(f.require("num_attention_heads"))
-    nope, rope_dim = int(f.require("qk_nope_head_dim")), int(f.require("qk_rope_head_dim"))
-    head_dim, value_dim = nope + rope_dim, int(f.require("v_head_dim"))
+    heads = f.count("num_attention_heads")
+    nope, rope_dim = f.count("qk_nope_head_dim"), f.count("qk_rope_head_dim")
+    head_dim, value_dim = nope + rope_dim, f.count("v_head_dim")
     rope = _rope(f, head_dim, rotary_dim=rope_dim, interleaved=True)
     scale = head_dim ** -0.5
     if rope.scaling == "yarn" and rope.mscale_all_dim:
@@ -292,8 +327,8 @@ def _deepseek(f: _Fields, model_type: str) -> AttentionConfig:
 
 
 def _mpt(f: _Fields) -> AttentionConfig:
-    heads = int(f.require("n_heads"))
-    head_dim = int(f.require("d_model")) // heads
+    heads = f.count("n_heads")
+    head_dim = f.count("d_model") // heads
     attn = f.get("attn_config", default={}) or {}
     if not attn.get("alibi", False):
         raise Error(f"{f.where}: attn_config.alibi is false; MPT without ALiBi uses learned "

@@ -18,7 +18,7 @@ from typing import Optional
 
 import torch
 
-from ._attention import _as_alibi, attention as _attention
+from ._attention import _as_alibi, _window, attention as _attention
 from ._pejit import Error
 from ._rope import as_rope
 
@@ -37,8 +37,8 @@ def options(**kwargs) -> str:
     normalized["rope"] = None if rope is None else dataclasses.asdict(rope)
     alibi = _as_alibi(kwargs.get("alibi"))
     normalized["alibi"] = None if alibi is None else dataclasses.asdict(alibi)
-    if isinstance(normalized.get("window"), tuple):
-        normalized["window"] = list(normalized["window"])
+    left, right = _window(kwargs.get("window"))
+    normalized["window"] = left if right is None else [left, right]
     return json.dumps(normalized, sort_keys=True)
 
 

@@ -337,7 +337,13 @@ NB_MODULE(_pejit, m) {
         return out;
       },
       "verify"_a = false);
-  m.def("cache_clear", [] { return userCache().clear(); });
+  m.def("cache_clear", [] {
+    std::string problem;
+    int64_t removed = userCache().clear(&problem);
+    if (!problem.empty())
+      throw Error("cache clear: " + problem + " (" + std::to_string(removed) + " entries removed)");
+    return removed;
+  });
 
   bindBuilder(m);
 }

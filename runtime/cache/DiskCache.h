@@ -88,11 +88,12 @@ public:
   /// compiling it too. Null when the directory is not writable.
   class KeyLock {
   public:
-    explicit KeyLock(int fd) : fd_(fd) {}
+    KeyLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
     ~KeyLock();
 
   private:
     int fd_;
+    std::string path_;
   };
   std::unique_ptr<KeyLock> lockKey(const std::string &key);
 
@@ -117,8 +118,10 @@ public:
     int64_t hits = 0, misses = 0, bytes = 0, entries = 0, tunedConfigs = 0;
   };
   Stats stats() const;
-  /// Removes every entry, tuned config and the counters; returns entries removed.
-  int64_t clear();
+  /// Removes every entry, tuned config and the counters; returns the
+  /// entries removed. What could not be removed (a read-only directory) is
+  /// named in `problem` (left empty when everything went).
+  int64_t clear(std::string *problem = nullptr);
 
 private:
   std::string entryDir(const std::string &key) const;

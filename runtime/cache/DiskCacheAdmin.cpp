@@ -213,22 +213,30 @@ void DiskCache::evict() {
   }
 }
 
-int64_t DiskCache::clear() {
+int64_t DiskCache::clear(std::string *problem) {
   int64_t removed = 0;
   std::error_code ec;
   std::vector<fs::path> doomed;
   for (const auto &item : fs::directory_iterator(settings_.dir, ec)) {
     std::string name = item.path().filename().string();
     std::string stem = name.substr(0, 16);
-    if (isEntryName(name))
-      removed += 1;
     if (isEntryName(stem) || name == "tuned" || name == "stats" || name[0] == '.')
       doomed.push_back(item.path());
   }
+  std::string failed;
   for (const fs::path &path : doomed) {
     std::error_code removeError;
     fs::remove_all(path, removeError);
+    bool gone = !fs::exists(fs::symlink_status(path));
+    if (gone && isEntryName(path.filename().string()))
+      removed += 1;
+    if (!gone && failed.empty())
+      failed = path.string() + (removeError ? ": " + removeError.message() : std::string());
   }
+  if (problem)
+    *problem = failed.empty()
+                   ? std::string()
+                   : "could not remove " + failed + (doomed.size() > 1 ? " (and maybe more)" : "");
   return removed;
 }
 

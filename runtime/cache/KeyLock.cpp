@@ -14,7 +14,12 @@
 
 namespace pejit {
 
+// The lock file goes with the lock, so one is not left per entry forever.
+// A process that opened it before the unlink still gets the lock and then
+// finds the entry stored; one that comes after makes a new file. At worst
+// two processes compile one key (its store is atomic either way).
 DiskCache::KeyLock::~KeyLock() {
+  ::unlink(path_.c_str());
   ::flock(fd_, LOCK_UN);
   ::close(fd_);
 }
@@ -37,7 +42,7 @@ std::unique_ptr<DiskCache::KeyLock> DiskCache::lockKey(const std::string &key) {
   bool announced = false;
   for (int attempt = 0;; ++attempt) {
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0)
-      return std::make_unique<KeyLock>(fd);
+      return std::make_unique<KeyLock>(fd, path);
     if (errno == EINTR)
       continue;
     if (errno != EWOULDBLOCK) {

@@ -1,6 +1,7 @@
 // KernelSignature's one serializer (KernelSignature.h).
 #include "runtime/core/KernelSignature.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace pejit {
@@ -116,6 +117,28 @@ std::vector<size_t> KernelSignature::encodingOperandArguments() const {
   return indices;
 }
 
+size_t KernelSignature::encodingOperandSlotCount() const {
+  size_t count = 0;
+  for (const KernelArgument &argument : arguments)
+    for (unsigned slot : argument.slots)
+      count = std::max<size_t>(count, slot + 1);
+  return count;
+}
+
+bool KernelSignature::declaresQueryPositions() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.readsQueryPositions())
+      return true;
+  return false;
+}
+
+bool KernelSignature::declaresKeyPositions() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.readsKeyPositions())
+      return true;
+  return false;
+}
+
 bool KernelSignature::segmented() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::QuerySegments)
@@ -170,12 +193,18 @@ std::vector<std::string> KernelSignature::labels() const {
 
 std::string KernelSignature::str() const {
   std::string text = materializedBias ? "materialized_bias" : "";
+  unsigned ordinal = 0;
   for (const KernelArgument &argument : arguments) {
     if (!text.empty())
       text += " ";
     text += argumentRoleName(argument.role);
-    if (argument.role == ArgumentRole::EncodingOperand)
+    if (argument.role == ArgumentRole::EncodingOperand) {
       text += "=" + argument.name;
+      if (argument.slots != std::vector<unsigned>{ordinal})
+        for (size_t n = 0; n < argument.slots.size(); ++n)
+          text += (n ? "," : "@") + std::to_string(argument.slots[n]);
+      ++ordinal;
+    }
     text += std::string(":") + shortDtype(argument.dtype) + ":";
     for (size_t d = 0; d < argument.shape.size(); ++d)
       text += (d ? "x" : "") + dimText(argument.shape[d]);
@@ -187,6 +216,7 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
   using Result = Expected<KernelSignature>;
   KernelSignature signature;
   std::istringstream tokens(text);
+  unsigned ordinal = 0; // the default slot of the next encoding operand
   for (std::string token; tokens >> token;) {
     if (token == "materialized_bias") {
       signature.materializedBias = true;
@@ -214,6 +244,22 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
       return bad("unknown role '" + role + "'");
     if ((argument.role == ArgumentRole::EncodingOperand) == name.empty())
       return bad("an encoding operand, and only one, has a =NAME");
+    if (size_t at = name.find('@'); at != std::string::npos) {
+      std::istringstream slots(name.substr(at + 1));
+      for (std::string slot; std::getline(slots, slot, ',');) {
+        if (slot.empty() || slot.size() > 6 ||
+            slot.find_first_not_of("0123456789") != std::string::npos)
+          return bad("malformed encoding operand slot '" + slot + "'");
+        argument.slots.push_back(static_cast<unsigned>(std::stoul(slot)));
+      }
+      if (argument.slots.empty())
+        return bad("'@' with no encoding operand slot");
+      name = name.substr(0, at);
+    } else if (argument.role == ArgumentRole::EncodingOperand) {
+      argument.slots = {ordinal};
+    }
+    if (argument.role == ArgumentRole::EncodingOperand)
+      ++ordinal;
     argument.name = name;
     std::string dtype = token.substr(colon + 1, second - colon - 1);
     bool dtypeKnown = false;
@@ -241,6 +287,19 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
   }
   if (signature.arguments.empty() && !signature.materializedBias)
     return Result::error("kernel signature is empty");
+  // Every slot the kernel reads is filled by exactly one argument.
+  std::vector<int> filledBy(signature.encodingOperandSlotCount(), -1);
+  for (size_t i = 0; i < signature.arguments.size(); ++i)
+    for (unsigned slot : signature.arguments[i].slots) {
+      if (filledBy[slot] >= 0)
+        return Result::error("kernel signature: encoding operand slot " + std::to_string(slot) +
+                             " is filled by two arguments");
+      filledBy[slot] = static_cast<int>(i);
+    }
+  for (size_t slot = 0; slot < filledBy.size(); ++slot)
+    if (filledBy[slot] < 0)
+      return Result::error("kernel signature: no argument fills encoding operand slot " +
+                           std::to_string(slot));
   return signature;
 }
 

@@ -7,6 +7,7 @@
 // Text form: one token per argument, separated by spaces,
 //   ROLE[=NAME]:DTYPE:SHAPE      e.g. "query:f32:1x16x2048x128"
 //                                     "encoding_operand=t5_table:f32:32x16"
+//                                     "encoding_operand=bias@1:f32:1x1x40x45"
 // ROLE is query, key, value, query_positions, key_positions, positions (one
 // tensor of ids for both), encoding_operand, query_segments or key_segments
 // (a packed batch's cu_seqlens), key_lengths (per-row key counts),
@@ -14,7 +15,10 @@
 // transform_input or transform_positions (a standalone pe.rope); DTYPE
 // f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
-// ("query:f32:1x32x?x128", docs/shape-classes.md).
+// ("query:f32:1x32x?x128", docs/shape-classes.md). An encoding operand's
+// @SLOTS (comma-separated) are its places in the fused op's
+// encoding_operands, the order the kernel reads them in; written only where
+// they differ from its ordinal among the encoding operands (the default).
 #ifndef PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
 #define PEJIT_RUNTIME_CORE_KERNELSIGNATURE_H
 
@@ -60,6 +64,10 @@ struct KernelArgument {
   ArgumentRole role = ArgumentRole::Query;
   /// An encoding operand's name (e.g. "t5_table"); empty for other roles.
   std::string name;
+  /// An encoding operand's slots: its places among the fused op's
+  /// encoding_operands (the order the kernel reads them in), which need not
+  /// be the function's argument order; one argument may fill several.
+  std::vector<unsigned> slots;
   std::vector<int64_t> shape;
   DType dtype = DType::F32;
 
@@ -82,12 +90,18 @@ struct KernelSignature {
 
   /// Arguments a run must be given (all but trailing position ids).
   size_t requiredInputs() const;
-  /// The encoding operands, in order (their index among them is the
-  /// kernel's operand slot).
+  /// The encoding operands' arguments, in the order of the function.
   std::vector<size_t> encodingOperandArguments() const;
+  /// How many encoding operand slots the kernel reads (one past the
+  /// largest slot).
+  size_t encodingOperandSlotCount() const;
   /// Labels, in order.
   std::vector<std::string> labels() const;
 
+  /// Whether an argument gives the query (key) positions: without one, the
+  /// side takes the defaults (docs/semantics.md).
+  bool declaresQueryPositions() const;
+  bool declaresKeyPositions() const;
   /// Whether the kernel takes a packed batch (query_segments and
   /// key_segments, docs/shape-classes.md).
   bool segmented() const;

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <filesystem>
 
 using namespace pejit;
@@ -234,7 +235,11 @@ TEST(PejitRun, UsageErrorsExitWithTwo) {
     Result r = runPejit(files.dir, args);
     EXPECT_EQ(r.exitCode, 2) << r.err;
     EXPECT_TRUE(contains(r.err, "usage: pejit")) << r.err;
+    // The mistake and a pointer to --help, not the whole usage.
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
   }
+  Result typo = runPejit(files.dir, {"run", files.mlir, "--chek"});
+  EXPECT_TRUE(contains(typo.err, "unknown flag '--chek'; did you mean '--check'?")) << typo.err;
 }
 
 // One position-id argument that feeds both pe.rope ops (the LLaMA example's
@@ -362,3 +367,42 @@ TEST(PejitBench, DecodeCaseReportsMeasurements) {
   EXPECT_EQ(bad.exitCode, 2);
   EXPECT_TRUE(contains(bad.err, "unknown argument '--bogus'")) << bad.err;
 }
+
+namespace {
+
+// A device or a huge file is an error naming it, never an allocation
+// without end; a run without --output says that the result is not kept.
+TEST(PejitRun, BoundedSourceAndAWordWithoutOutput) {
+  RopeAlibiFiles files;
+  Result zero = runPejit(files.dir, {"run", "/dev/zero", "--input=@" + files.dir.file("q.npy")});
+  EXPECT_EQ(zero.exitCode, 1) << zero.err;
+  EXPECT_TRUE(contains(zero.err, "/dev/zero: the source is larger than 64 MiB")) << zero.err;
+  Result run = runPejit(files.dir, files.allInputs());
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_TRUE(contains(run.err, "no --output=@FILE.npy given")) << run.err;
+}
+
+// A 16-bit kernel's f32 encoding operand (a T5 table) goes in as f32, not
+// narrowed to the kernel's type: the run passes --check.
+TEST(PejitRun, SixteenBitKernelKeepsItsF32TableF32) {
+  TempDir dir;
+  const char *source =
+      "func.func @f(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64xbf16>, "
+      "%v: tensor<1x4x40x64xbf16>, %t: tensor<32x4xf32>) -> tensor<1x4x40x64xbf16> {\n"
+      "  %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x4xf32> -> "
+      "tensor<1x4x40x40xf32>\n"
+      "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x40x40xf32>) scale(1.0) : "
+      "tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16> -> "
+      "tensor<1x4x40x64xbf16>\n  return %o : tensor<1x4x40x64xbf16>\n}\n";
+  writeText(dir.file("t5.mlir"), source);
+  for (const char *name : {"q", "k", "v"})
+    writeTensor(dir.file(std::string(name) + ".npy"), randomTensor({1, 4, 40, 64}));
+  writeTensor(dir.file("t.npy"), randomTensor({32, 4}));
+  Result r = runPejit(dir, {"run", dir.file("t5.mlir"), "--input=@" + dir.file("q.npy"),
+                            "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"),
+                            "--input=@" + dir.file("t.npy"), "--check"});
+  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "max relative error")) << r.out;
+}
+
+} // namespace

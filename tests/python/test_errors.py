@@ -74,3 +74,120 @@ def test_options_of_the_wrong_type():
         pejit.attention(q, k, v, alibi={"slope": 1.0})
     with pytest.raises(pejit.Error, match="alibi: expected AlibiConfig"):
         pejit.attention(q, k, v, alibi="yes")
+
+
+# Silent modes that are errors now (issue 36): each names its argument.
+
+def test_window_rejects_bools_and_accepts_numpy_integers():
+    q, k, v = arrays()
+    with pytest.raises(pejit.Error, match="window: w must be an integer"):
+        pejit.attention(q, k, v, causal=True, window=True)
+    with pytest.raises(pejit.Error, match="window: right"):
+        pejit.attention(q, k, v, window=(3, 2.5))
+    with pytest.raises(pejit.Error, match="window: expected w or"):
+        pejit.attention(q, k, v, window=(1, 2, 3))
+    with pytest.raises(pejit.Error, match="window: w = -2 is negative"):
+        pejit.attention(q, k, v, window=-2)
+    # A NumPy integer is an integer: the same output as a Python int.
+    q, k, v = (np.random.default_rng().standard_normal(x.shape).astype(np.float32)
+               for x in (q, k, v))
+    np.testing.assert_array_equal(pejit.attention(q, k, v, causal=True, window=np.int64(3)),
+                                  pejit.attention(q, k, v, causal=True, window=3))
+
+
+def test_rope_scaling_without_factor_is_an_error():
+    q, k, v = arrays()
+    with pytest.raises(pejit.Error, match="scaling 'linear' needs its factor"):
+        pejit.attention(q, k, v, rope={"rope_type": "linear"})
+    with pytest.raises(pejit.Error, match="factor = 4.0 without a scaling"):
+        pejit.RopeConfig(factor=4.0)
+    with pytest.raises(pejit.Error, match="rope: theta must be a number"):
+        pejit.RopeConfig(theta="10000")
+    with pytest.raises(pejit.Error, match="rope: interleaved must be True or False"):
+        pejit.RopeConfig(interleaved=1)
+    with pytest.raises(pejit.Error, match="rope: expected RopeConfig, a dict or True"):
+        pejit.attention(q, k, v, rope="yes")
+
+
+def test_rope_layout_names_of_the_dialect():
+    half = pejit.RopeConfig.from_dict({"layout": "half"})
+    assert not half.interleaved
+    assert pejit.RopeConfig.from_dict({"layout": "interleaved"}).interleaved
+    with pytest.raises(pejit.Error, match="layout 'pairs' is not 'half' or 'interleaved'"):
+        pejit.RopeConfig.from_dict({"layout": "pairs"})
+
+
+def test_shaw_source_without_tables_is_an_error():
+    shape = (1, 4, 8, 64)
+    with pytest.raises(pejit.Error, match="shaw: give shaw_key_table"):
+        pejit.attention_source(shape, shape, shape, shaw=pejit.ShawConfig(4))
+
+
+def test_read_only_out_and_state_are_errors():
+    q, k, v = arrays()
+    out = np.zeros((1, 4, 8, 64), np.float32)
+    out.flags.writeable = False
+    with pytest.raises(pejit.Error, match="out: the array is read-only"):
+        pejit.attention(q, k, v, out=out)
+    source = """func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>,
+                             %v: tensor<1x2x8x16xf32>, %s: tensor<1x2x16x18xf32>)
+        -> tensor<1x2x8x16xf32> {
+      %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) causal state(%s :
+          tensor<1x2x16x18xf32>) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>,
+          tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+      return %o : tensor<1x2x8x16xf32>
+    }"""
+    kernel = pejit.compile(source)
+    x = np.random.default_rng().standard_normal((1, 2, 8, 16)).astype(np.float32)
+    state = np.zeros((1, 2, 16, 18), np.float32)
+    state.flags.writeable = False
+    with pytest.raises(pejit.Error, match="linear_state.*read-only"):
+        kernel.run(x, x, x, state)
+    assert not state.any()  # untouched
+    # A broadcast (stride-0) state would be written through aliased rows.
+    row = np.zeros((1, 1, 16, 18), np.float32)
+    with pytest.raises(pejit.Error, match="stride 0"):
+        kernel.run(x, x, x, _stride0(row))
+
+
+def _stride0(row):
+    """A writable [1, 2, 16, 18] view whose two heads are one row of memory."""
+    return np.lib.stride_tricks.as_strided(row, (1, 2, 16, 18),
+                                           (row.strides[0], 0) + row.strides[2:])
+
+
+def test_out_overlapping_an_input_is_an_error():
+    rng = np.random.default_rng()
+    q, k, v = (rng.standard_normal((1, 4, 600, 64)).astype(np.float32) for _ in range(3))
+    for target, name in ((k, "key"), (v, "value"), (q, "query")):
+        with pytest.raises(pejit.Error, match=f"output overlaps input .* \\({name}\\)"):
+            pejit.attention(q, k, v, out=target)
+    packed = np.zeros((1, 4, 601, 64), np.float32)
+    packed[:, :, :600] = q
+    with pytest.raises(pejit.Error, match="output overlaps"):
+        pejit.attention(packed[:, :, :600], k, v, out=packed[:, :, 1:])
+
+
+def test_hf_config_counts_layers_and_windows():
+    base = {"model_type": "llama", "num_attention_heads": 8, "hidden_size": 512,
+            "num_hidden_layers": 4, "rope_theta": 10000.0}
+    with pytest.raises(pejit.Error, match="num_attention_heads' = 0 must be a positive"):
+        pejit.from_hf_config({**base, "num_attention_heads": 0})
+    with pytest.raises(pejit.Error, match="layer: 4 is outside the model's 4 layers"):
+        pejit.from_hf_config(base, layer=4)
+    with pytest.raises(pejit.Error, match="layer: expected a layer index >= 0, got -1"):
+        pejit.from_hf_config(base, layer=-1)
+    with pytest.raises(pejit.Error, match="sliding_window = 0 must be a positive"):
+        pejit.from_hf_config({**base, "model_type": "mistral", "sliding_window": 0})
+    with pytest.raises(pejit.Error, match="stack: 'decoder' applies to T5"):
+        pejit.from_hf_config(base, stack="decoder")
+    assert pejit.from_hf_config(base, layer=3).num_heads == 8
+
+
+def test_hf_longrope_factor_lists_of_the_wrong_length():
+    phi3 = {"model_type": "phi3", "num_attention_heads": 4, "hidden_size": 256,
+            "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+            "rope_scaling": {"type": "longrope", "short_factor": [1.0] * 31,
+                             "long_factor": [2.0] * 32}}
+    with pytest.raises(pejit.Error, match="short_factor has 31 entries.*32"):
+        pejit.from_hf_config(phi3)

@@ -100,3 +100,22 @@ def test_backward_is_an_error():
     out = torch.ops.pejit.attention(q.requires_grad_(), k, v, pejit.torch.options(rope=True))
     with pytest.raises(RuntimeError, match="no autograd formula"):
         out.sum().backward()
+
+
+def test_negated_views_are_read_as_their_values():
+    # torch._neg_view(q) holds -q logically over q's memory: pejit reads -q
+    # (through the fast path too), and refuses such a view as `out`.
+    q, k, v = tensors("float32")
+    want = expected(-q, k, v)
+    for _ in range(2):  # the first call plans, the second takes the fast path
+        out = pejit.attention(torch._neg_view(q), k, v, rope=True, causal=True)
+        assert ref.rel_error(out.to(torch.float64).numpy(), want) < 1e-4
+    with pytest.raises(pejit.Error, match="out: a negated or conjugated view"):
+        pejit.attention(q, k, v, rope=True, causal=True,
+                        out=torch._neg_view(torch.empty(1, 4, 24, 64)))
+
+
+def test_options_take_numpy_window_sizes():
+    assert pejit.torch.options(window=np.int64(3)) == pejit.torch.options(window=3)
+    with pytest.raises(pejit.Error, match="window"):
+        pejit.torch.options(window=True)

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace pejit;
@@ -245,6 +246,51 @@ TEST(RopeRuntimeScale, BadScalesAreErrorsThatNameThem) {
   EXPECT_NE(status.message().find("rope_position_scale"), std::string::npos) << status.message();
   for (float v : out)
     ASSERT_EQ(v, -7.0f);
+}
+
+} // namespace
+
+namespace {
+
+// docs/limits.md: the scale is a finite number and |s| * |position| stays
+// below 2^31 (the ids' bound), else an error names the entry and the output
+// is untouched; inside the bound, large scaled positions match the
+// reference.
+TEST(RopeRuntimeScale, NonFiniteOrOversizedScalesAreErrorsAndLargeOnesAreExact) {
+  std::string source = attentionSource(1, 16, kRope, {16}, 1);
+  Expected<X86Kernel> kernel = suiteKernel(source);
+  ASSERT_TRUE(kernel) << kernel.error();
+  std::vector<float> q(4 * 16 * 64, 0.5f), out(q.size(), -7.0f);
+  std::vector<int64_t> p(16);
+  for (int64_t i = 0; i < 16; ++i)
+    p[i] = 3500 + i;
+  std::vector<int64_t> shape{1, 4, 16, 64};
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 1e30f, 1e6f}) {
+    SCOPED_TRACE(bad);
+    std::vector<float> s{bad};
+    Status status = kernel->run({{q.data(), DType::F32, shape, {}},
+                                 {q.data(), DType::F32, shape, {}},
+                                 {q.data(), DType::F32, shape, {}},
+                                 {p.data(), DType::I64, {16}, {}},
+                                 {s.data(), DType::F32, {1}, {}}},
+                                {out.data(), DType::F32, shape, {}});
+    ASSERT_FALSE(status);
+    EXPECT_NE(status.message().find("rope_position_scale[0]"), std::string::npos)
+        << status.message();
+    for (float v : out)
+      ASSERT_EQ(v, -7.0f);
+  }
+  // Scaled positions of 1.4e9 and 2.1e9 (< 2^31): angles of as many rad.
+  for (float large : {4e5f, 6e5f}) {
+    SCOPED_TRACE(large);
+    std::vector<Input> inputs = {floats(shape, DType::F32), floats(shape, DType::F32),
+                                 floats(shape, DType::F32), ids({16}, 3500, 1), scales({large})};
+    std::string error;
+    double rel = runAgainstReference(*kernel, source, inputs, shape, DType::F32, error);
+    ASSERT_EQ(error, "");
+    EXPECT_LE(rel, 1e-4);
+  }
 }
 
 } // namespace

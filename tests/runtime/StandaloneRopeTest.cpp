@@ -80,6 +80,30 @@ TEST(StandaloneRope, EveryScalingMatchesTheReferenceAtEveryLengthWithOneCompile)
   }
 }
 
+// Angles past 2^31 pi/2 (~3.4e9 rad): their quadrant count k no longer
+// fits an i32. Positions up to 2^31 - 1 with inverse frequencies up to 4
+// (#pe.linear<factor = 0.25>) or 32 (factor = 1/32, the limit) reach 8.6e9
+// and 6.9e10 rad; docs/limits.md promises them up to 2^36. Both the f32
+// table (d = 128) and the float64 one (d = 8, one vector of frequencies).
+TEST(StandaloneRope, AnglesPastTwoToTheThirtyOneQuadrantsMatchTheReference) {
+  for (const char *factor : {"0.25", "0.03125"})
+    for (int64_t d : {128, 8}) {
+      SCOPED_TRACE(std::string("factor ") + factor + ", d = " + std::to_string(d));
+      std::string x = "1x2x?x" + std::to_string(d) + "xf32";
+      std::string source =
+          ropeSource(std::string("layout = half, theta = 10000.0, scaling = #pe.linear<factor = ") +
+                         factor + ">",
+                     x, "?xi64");
+      Expected<X86Kernel> kernel = suiteKernel(source);
+      ASSERT_TRUE(kernel) << kernel.error();
+      std::string error;
+      double rel = runAndCompare(*kernel, source, {1, 2, 300, d}, {300}, DType::F32,
+                                 (int64_t(1) << 31) - 1, false, error);
+      ASSERT_EQ(error, "");
+      EXPECT_LE(rel, 1e-4);
+    }
+}
+
 TEST(StandaloneRope, PerRowAndMropeIdsSixteenBitAndInPlace) {
   struct Form {
     std::string name, rope, x, ids;

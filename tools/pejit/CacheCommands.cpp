@@ -81,7 +81,13 @@ int cacheCommand(int argc, char **argv) {
     return kExitOk;
   }
   if (action == "clear") {
-    std::printf("removed %lld entries from %s\n", (long long)cache.clear(), cache.dir().c_str());
+    std::string problem;
+    long long removed = static_cast<long long>(cache.clear(&problem));
+    std::printf("removed %lld entries from %s\n", removed, cache.dir().c_str());
+    if (!problem.empty()) {
+      std::fprintf(stderr, "pejit: cache clear: %s\n", problem.c_str());
+      return kExitError;
+    }
     return kExitOk;
   }
   return usageError("cache: unknown action '" + action + "' (ls, stats, verify, clear)");

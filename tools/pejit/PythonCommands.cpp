@@ -24,7 +24,7 @@ except ImportError as e:
     sys.exit(f"pejit: {sys.argv[1]} needs the pejit Python package in this python "
              f"({sys.executable}): pip install ./python (docs/python.md), or set PEJIT_PYTHON "
              f"to a python that has it ({e})")
-sys.exit(main(sys.argv[1:])))py";
+sys.exit(main(sys.argv[1:], prog="pejit")))py";
 
 } // namespace
 

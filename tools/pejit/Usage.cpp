@@ -178,8 +178,13 @@ const std::string &usageText() {
   return text;
 }
 
+// One line for the mistake and one pointing to the help: the whole usage
+// (over a hundred lines) would bury the message.
 int usageError(const std::string &message) {
-  std::fprintf(stderr, "pejit: %s\n\n%s", message.c_str(), usageText().c_str());
+  std::fprintf(stderr,
+               "pejit: %s\nusage: pejit <command> [options]; 'pejit --help' lists the commands, "
+               "'pejit <command> --help' one command's options\n",
+               message.c_str());
   return kExitUsage;
 }
 
