@@ -89,6 +89,10 @@ std::unique_ptr<mlir::MLIRContext> makeCompilerContext(bool parallelPasses) {
   // once (pejit_item and pejit_pv_tile are about the same size).
   if (parallelPasses)
     context->setThreadPool(passThreads());
+  // An error names the op and the rule; the generic-form dump of the op
+  // MLIR attaches by default ("see current operation") reads as noise to a
+  // user who wrote the custom form.
+  context->printOpOnDiagnostic(false);
   context->loadAllAvailableDialects();
   return context;
 }

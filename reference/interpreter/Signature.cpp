@@ -17,6 +17,7 @@ Expected<Parsed> parse(const std::string &source, const std::string &name) {
   Parsed parsed;
   parsed.context =
       std::make_unique<mlir::MLIRContext>(registry, mlir::MLIRContext::Threading::DISABLED);
+  parsed.context->printOpOnDiagnostic(false); // errors name the rule, not a generic dump
   std::string messages;
   mlir::ScopedDiagnosticHandler handler(parsed.context.get(), [&](mlir::Diagnostic &diag) {
     messages += (messages.empty() ? "" : "\n") + str(diag.getLocation()) + ": " + str(diag);

@@ -406,3 +406,23 @@ TEST(PejitRun, SixteenBitKernelKeepsItsF32TableF32) {
 }
 
 } // namespace
+
+namespace {
+
+// A verifier error names the rule in the user's terms: no generic-form
+// dump of the op ("see current operation") after it.
+TEST(PejitCompile, VerifierErrorsHaveNoGenericOpDump) {
+  TempDir dir;
+  writeText(
+      dir.file("bad.mlir"),
+      "func.func @f(%q: tensor<1x3x8x64xf32>, %k: tensor<1x2x8x64xf32>, "
+      "%v: tensor<1x2x8x64xf32>) -> tensor<1x3x8x64xf32> {\n"
+      "  %o = attn.attention %q, %k, %v : tensor<1x3x8x64xf32>, tensor<1x2x8x64xf32>, "
+      "tensor<1x2x8x64xf32> -> tensor<1x3x8x64xf32>\n  return %o : tensor<1x3x8x64xf32>\n}\n");
+  Result r = runPejit(dir, {"compile", dir.file("bad.mlir")});
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "multiple")) << r.err;
+  EXPECT_FALSE(contains(r.err, "see current operation")) << r.err;
+}
+
+} // namespace
