@@ -449,9 +449,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
 
     // Os = Os * alpha + P^T . V (its own function: see @pejit_pv_tile).
     scf.if %one_row {
-      func.call @pejit_pv_row(%Os, %St, %v_rows, %A, %nk)
+      func.call @pejit_pv_row(%Os, %St, %v_rows, %A, %nk, %diag_row)
           : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
-             index) -> ()
+             index, index) -> ()
     } else {
       func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %kcache, %nq6, %nk, %diag_row,
                                %jn, %b, %hk)

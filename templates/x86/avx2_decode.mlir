@@ -171,9 +171,14 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     }
     %l_new = math.fma %l, %alpha, %l_tile : !V8
     vector.store %alpha, %A[%c0] : memref<${BM}xf32>, !V8
-    func.call @pejit_pv_heads(%Os, %St, %v_rows, %A, %nk)
+    // P . V over the keys the row sees: from the window's first on (P is 0
+    // before it, and 0 * a NaN or inf in V would still reach the row).
+    %seen_from0 = arith.subi %kv_begin, %j0 : index
+    %seen_from1 = arith.maxsi %seen_from0, %c0 : index
+    %seen_from = arith.minsi %seen_from1, %nk : index
+    func.call @pejit_pv_heads(%Os, %St, %v_rows, %A, %seen_from, %nk)
         : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
-           index) -> ()
+           index, index) -> ()
     scf.yield %m_new, %l_new : !V8, !V8
   }
 
@@ -374,37 +379,48 @@ func.func private @pejit_store_head_score(%St: memref<${BN}x${BM}xf32>, %jr: ind
   return
 }
 
-// Os[g] = Os[g] A[g] + sum over the tile's nk keys of P[j, g] V[j], g <
-// GROUP: each V row is read from memory once, for all the heads.
+// Os[g] = Os[g] A[g] + sum over the tile's keys [j_begin, nk) of P[j, g]
+// V[j], g < GROUP: each V row is read from memory once, for all the heads;
+// the sum starts from 0 and joins Os[g] A[g] once (blocked summation).
 func.func @pejit_pv_heads(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
-                          %Vr: !VROWS, %A: memref<${BM}xf32>, %nk: index)
+                          %Vr: !VROWS, %A: memref<${BM}xf32>, %j_begin: index, %nk: index)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %DV = arith.constant ${DV} : index
   %GROUP = arith.constant ${GROUP} : index
+  %zv = arith.constant dense<0.0> : !V8
+  // The tile's sums from 0 in Ts, added to Os * alpha once at the end
+  // (blocked summation: one rounding of the running output per tile).
+  %Ts = memref.alloca() {alignment = 64 : i64} : memref<${GROUP}x${DV}xf32>
   scf.for %g = %c0 to %GROUP step %c1 {
-    %alpha_s = memref.load %A[%g] : memref<${BM}xf32>
-    %alpha = vector.broadcast %alpha_s : f32 to !V8
     scf.for %dc = %c0 to %DV step %c8 {
-      %o = vector.load %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o_scaled = arith.mulf %o, %alpha : !V8
-      vector.store %o_scaled, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
+      vector.store %zv, %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
     }
   }
   // Per key and head: P broadcast once, then its row of V (L1 after the
-  // first head) into the head's output row.
-  scf.for %j = %c0 to %nk step %c1 {
+  // first head) into the head's sum.
+  scf.for %j = %j_begin to %nk step %c1 {
     scf.for %g = %c0 to %GROUP step %c1 {
       %ps = memref.load %St[%j, %g] : memref<${BN}x${BM}xf32>
       %p = vector.broadcast %ps : f32 to !V8
       scf.for %dc = %c0 to %DV step %c8 {
         %v = vector.load %Vr[%j, %dc] : !VROWS, !V8
-        %o = vector.load %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
-        %o_new = vector.fma %p, %v, %o : !V8
-        vector.store %o_new, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
+        %t = vector.load %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
+        %t_new = vector.fma %p, %v, %t : !V8
+        vector.store %t_new, %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
       }
+    }
+  }
+  scf.for %g = %c0 to %GROUP step %c1 {
+    %alpha_s = memref.load %A[%g] : memref<${BM}xf32>
+    %alpha = vector.broadcast %alpha_s : f32 to !V8
+    scf.for %dc = %c0 to %DV step %c8 {
+      %o = vector.load %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %t = vector.load %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
+      %o_new = vector.fma %o, %alpha, %t : !V8
+      vector.store %o_new, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
     }
   }
   return

@@ -6,7 +6,8 @@
 // 16 query columns and 6 output rows whatever the tile holds: for one row
 // that is 16x the FMAs of S and 6x those of P . V.
 //   @pejit_s_row   St[:, 0] = scale (Ks . q) for one KV tile, dot products
-//   @pejit_pv_row  Os[0] = Os[0] * alpha + P[:, 0]^T . V for one KV tile
+//   @pejit_pv_row  Os[0] = Os[0] * alpha + P[:, 0]^T . V for one KV tile (the
+//                  tile's sum from 0, then added: blocked summation)
 //   @key_rows_in_place, @key_row_stride  K tile rows read where they are
 
 // St[jr, 0 : 8] = (scale Kt[jr] . Qs[0], 0, ..., 0) for the tile's BN key
@@ -86,28 +87,44 @@ func.func private @pejit_store_score(%St: memref<${BN}x${BM}xf32>, %jr: index, %
 // FMAs are not latency-bound as one accumulator down the keys would be).
 // Masked keys have P = 0 exactly, so no key is skipped by the mask here.
 func.func @pejit_pv_row(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
-                        %Vr: !VROWS, %A: memref<${BM}xf32>, %nk: index)
+                        %Vr: !VROWS, %A: memref<${BM}xf32>, %nk: index, %pv_base: index)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
   %DV = arith.constant ${DV} : index
-  %alpha_s = memref.load %A[%c0] : memref<${BM}xf32>
-  %alpha = vector.broadcast %alpha_s : f32 to !V8
+  // Only the keys the row sees (@pv_key_ranges' lo0 <= j <= hi0): P is 0
+  // at the others, and 0 * a NaN or inf in V would still reach the row.
+  %lo0, %hi0, %ra, %rb, %rc, %rd = func.call @pv_key_ranges(%pv_base, %nk)
+      : (index, index) -> (index, index, index, index, index, index)
+  %j_begin = arith.minsi %ra, %nk : index
+  %hi1 = arith.addi %hi0, %c1 : index
+  %j_end0 = arith.minsi %hi1, %nk : index
+  %j_end = arith.maxsi %j_end0, %j_begin : index
+  // The tile's P V summed from 0 in Ts, then Os = Os * alpha + Ts once
+  // (blocked summation: one rounding of the running output per tile).
+  %Ts = memref.alloca() {alignment = 64 : i64} : memref<${DV}xf32>
+  %zv = arith.constant dense<0.0> : !V8
   scf.for %dc = %c0 to %DV step %c8 {
-    %o = vector.load %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
-    %o_scaled = arith.mulf %o, %alpha : !V8
-    vector.store %o_scaled, %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
+    vector.store %zv, %Ts[%dc] : memref<${DV}xf32>, !V8
   }
-  scf.for %j = %c0 to %nk step %c1 {
+  scf.for %j = %j_begin to %j_end step %c1 {
     %ps = memref.load %St[%j, %c0] : memref<${BN}x${BM}xf32>
     %p = vector.broadcast %ps : f32 to !V8
     scf.for %dc = %c0 to %DV step %c8 {
       %v = vector.load %Vr[%j, %dc] : !VROWS, !V8
-      %o = vector.load %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o_new = vector.fma %p, %v, %o : !V8
-      vector.store %o_new, %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %t = vector.load %Ts[%dc] : memref<${DV}xf32>, !V8
+      %t_new = vector.fma %p, %v, %t : !V8
+      vector.store %t_new, %Ts[%dc] : memref<${DV}xf32>, !V8
     }
+  }
+  %alpha_s = memref.load %A[%c0] : memref<${BM}xf32>
+  %alpha = vector.broadcast %alpha_s : f32 to !V8
+  scf.for %dc = %c0 to %DV step %c8 {
+    %o = vector.load %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
+    %t = vector.load %Ts[%dc] : memref<${DV}xf32>, !V8
+    %o_new = vector.fma %o, %alpha, %t : !V8
+    vector.store %o_new, %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
   }
   return
 }

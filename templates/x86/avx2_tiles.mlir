@@ -131,10 +131,12 @@ func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32
   return
 }
 
-// Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the rescale
-// is folded into loading the accumulators; 2 loads of V and 6 broadcasts of P
-// per key, 4 keys per loop trip (like S's loop over d). Rows [0, nq6) of the tile; under a causal mask, key j is seen by
-// row r iff j <= r + pv_base (pv_base = i0 + OFF - j0). The next KV tile
+// Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the tile's
+// P^T . V is summed from 0 in registers, then one FMA per vector adds it to
+// Os * alpha (blocked summation); 2 loads of V and 6 broadcasts of P per
+// key, 4 keys per loop trip (like S's loop over d). Rows [0, nq6) of the
+// tile; row r sees key j of the tile as @pv_key_ranges says (under a causal
+// mask alone: j <= r + pv_base, pv_base = i0 + OFF - j0). The next KV tile
 // (rows from jn) is prefetched a few rows per block.
 // A function of its own (never inlined) so the backend compiles it in
 // parallel with the rest of the kernel (compiler/backends/x86/ParallelCodegen.cpp).
@@ -143,6 +145,7 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
                          %kcache: !KCACHE, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
                          %hk: index)
     attributes {passthrough = ["noinline"]} {
+  %zv8 = arith.constant dense<0.0> : !V8
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -156,7 +159,6 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
   %SKV = memref.dim %k, %c2 : !K
-  %causal = arith.constant ${CAUSAL}
   %konce = func.call @key_cache_used(%kcache) : (!KCACHE) -> i1
   scf.for %ir = %c0 to %nq6 step %c6 {
     %ir1 = arith.addi %ir, %c1 : index
@@ -164,25 +166,17 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
     %ir3 = arith.addi %ir, %c3 : index
     %ir4 = arith.addi %ir, %c4 : index
     %ir5 = arith.addi %ir, %c5 : index
-    %al0s = memref.load %A[%ir] : memref<${BM}xf32>
-    %al1s = memref.load %A[%ir1] : memref<${BM}xf32>
-    %al2s = memref.load %A[%ir2] : memref<${BM}xf32>
-    %al3s = memref.load %A[%ir3] : memref<${BM}xf32>
-    %al4s = memref.load %A[%ir4] : memref<${BM}xf32>
-    %al5s = memref.load %A[%ir5] : memref<${BM}xf32>
-    %al0 = vector.broadcast %al0s : f32 to !V8
-    %al1 = vector.broadcast %al1s : f32 to !V8
-    %al2 = vector.broadcast %al2s : f32 to !V8
-    %al3 = vector.broadcast %al3s : f32 to !V8
-    %al4 = vector.broadcast %al4s : f32 to !V8
-    %al5 = vector.broadcast %al5s : f32 to !V8
-    // Causal: P is exactly 0 past the last key these 6 rows see; past the
-    // nk keys of the tile it is 0 too, and V has no rows there.
-    %pv_seen1 = arith.addi %pv_base, %ir : index
-    %pv_seen = arith.addi %pv_seen1, %c6 : index
-    %pv_lo = arith.maxsi %pv_seen, %c0 : index
-    %pv_hi = arith.minsi %pv_lo, %nk : index
-    %j_end = arith.select %causal, %pv_hi, %nk : index
+    // The keys these 6 rows see: row ir + t sees key j of the tile iff
+    // lo0 + t <= j <= hi0 + t (and j < nk), with lo0, hi0 row ir's bounds
+    // (@pv_key_ranges). Keys no row sees are skipped (P is exactly 0
+    // there); keys only some rows see (the causal diagonal, a window's
+    // edges: at most 5 each) go through @pv_edge_keys, which adds P V only
+    // where the row sees the key, so a NaN or inf in a V row a query cannot
+    // see never reaches it (0 * inf is NaN); the keys all 6 rows see take
+    // the plain FMA loop.
+    %row_base = arith.addi %pv_base, %ir : index
+    %lo0, %hi0, %ja, %jb, %jc, %jd = func.call @pv_key_ranges(%row_base, %nk)
+        : (index, index) -> (index, index, index, index, index, index)
     scf.for %dc = %c0 to %DV step %c16 {
       %dc1 = arith.addi %dc, %c8 : index
       // Rows [r0, r1) of the next KV tile: spread over all P . V blocks
@@ -228,33 +222,18 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
           memref.prefetch %v[%b, %hk, %pj, %d], read, locality<2>, data : !V
         }
       }
-      %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %s00 = arith.mulf %o00, %al0 : !V8
-      %s01 = arith.mulf %o01, %al0 : !V8
-      %s10 = arith.mulf %o10, %al1 : !V8
-      %s11 = arith.mulf %o11, %al1 : !V8
-      %s20 = arith.mulf %o20, %al2 : !V8
-      %s21 = arith.mulf %o21, %al2 : !V8
-      %s30 = arith.mulf %o30, %al3 : !V8
-      %s31 = arith.mulf %o31, %al3 : !V8
-      %s40 = arith.mulf %o40, %al4 : !V8
-      %s41 = arith.mulf %o41, %al4 : !V8
-      %s50 = arith.mulf %o50, %al5 : !V8
-      %s51 = arith.mulf %o51, %al5 : !V8
-      %acc:12 = scf.for %j = %c0 to %j_end step %c1
-          iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
-                    %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
+      // This tile's sum of P V starts from 0 and joins Os * alpha once at
+      // the end (blocked summation: the running output takes one rounding
+      // per tile, not one per key; docs/limits.md states the bound).
+      %e:12 = func.call @pv_edge_keys(%St, %Vr, %ir, %dc, %ja, %jb, %lo0, %hi0, %zv8, %zv8, %zv8,
+                                      %zv8, %zv8, %zv8, %zv8, %zv8, %zv8, %zv8, %zv8, %zv8)
+          : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !V8, !V8,
+             !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
+          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
+      %acc:12 = scf.for %j = %jb to %jc step %c1
+          iter_args(%a00 = %e#0, %a01 = %e#1, %a10 = %e#2, %a11 = %e#3, %a20 = %e#4, %a21 = %e#5,
+                    %a30 = %e#6, %a31 = %e#7, %a40 = %e#8, %a41 = %e#9, %a50 = %e#10,
+                    %a51 = %e#11)
           -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
         %v0 = vector.load %Vr[%j, %dc] : !VROWS, !V8
         %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !V8
@@ -285,19 +264,180 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
         scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
             : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
       } {pejit.unroll_factor = 4 : i64}
-      vector.store %acc#0, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#1, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#2, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#3, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#4, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#5, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#6, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#7, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#8, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#9, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#10, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
-      vector.store %acc#11, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %f:12 = func.call @pv_edge_keys(%St, %Vr, %ir, %dc, %jc, %jd, %lo0, %hi0, %acc#0, %acc#1,
+                                      %acc#2, %acc#3, %acc#4, %acc#5, %acc#6, %acc#7, %acc#8,
+                                      %acc#9, %acc#10, %acc#11)
+          : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !V8, !V8,
+             !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
+          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
+      // Os = Os * alpha + this tile's P V, row by row.
+      %al0s = memref.load %A[%ir] : memref<${BM}xf32>
+      %al0 = vector.broadcast %al0s : f32 to !V8
+      %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %w00 = vector.fma %o00, %al0, %f#0 : !V8
+      vector.store %w00, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %w01 = vector.fma %o01, %al0, %f#1 : !V8
+      vector.store %w01, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al1s = memref.load %A[%ir1] : memref<${BM}xf32>
+      %al1 = vector.broadcast %al1s : f32 to !V8
+      %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %w10 = vector.fma %o10, %al1, %f#2 : !V8
+      vector.store %w10, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %w11 = vector.fma %o11, %al1, %f#3 : !V8
+      vector.store %w11, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al2s = memref.load %A[%ir2] : memref<${BM}xf32>
+      %al2 = vector.broadcast %al2s : f32 to !V8
+      %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %w20 = vector.fma %o20, %al2, %f#4 : !V8
+      vector.store %w20, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %w21 = vector.fma %o21, %al2, %f#5 : !V8
+      vector.store %w21, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al3s = memref.load %A[%ir3] : memref<${BM}xf32>
+      %al3 = vector.broadcast %al3s : f32 to !V8
+      %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %w30 = vector.fma %o30, %al3, %f#6 : !V8
+      vector.store %w30, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %w31 = vector.fma %o31, %al3, %f#7 : !V8
+      vector.store %w31, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al4s = memref.load %A[%ir4] : memref<${BM}xf32>
+      %al4 = vector.broadcast %al4s : f32 to !V8
+      %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %w40 = vector.fma %o40, %al4, %f#8 : !V8
+      vector.store %w40, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %w41 = vector.fma %o41, %al4, %f#9 : !V8
+      vector.store %w41, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al5s = memref.load %A[%ir5] : memref<${BM}xf32>
+      %al5 = vector.broadcast %al5s : f32 to !V8
+      %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %w50 = vector.fma %o50, %al5, %f#10 : !V8
+      vector.store %w50, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
+      %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %w51 = vector.fma %o51, %al5, %f#11 : !V8
+      vector.store %w51, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
     }
   }
   return
 }
+
+// The key ranges of a 6-row block of P . V (@pejit_pv_tile), for its first
+// row at tile-relative diagonal `row_base` (i0 + ir + OFF - j0): row t of
+// the block sees key j of the tile iff lo0 + t <= j <= hi0 + t and j < nk,
+// where lo0 = row_base - WINDOW (window; else far below 0) and hi0 =
+// row_base (causal), row_base + RIGHT (right window), else far above nk.
+// Returns lo0, hi0 and the bounds a <= b <= c <= d of: [a, b) keys only
+// some rows see (a window's first), [b, c) keys every row sees, [c, d) keys
+// only some rows see (the diagonal); keys outside [a, d) no row sees.
+// Windows are capped at 2^40 (lengths are below 2^31) so nothing overflows.
+func.func private @pv_key_ranges(%row_base: index, %nk: index)
+    -> (index, index, index, index, index, index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %far = arith.constant 1099511627776 : index
+  %causal = arith.constant ${CAUSAL}
+  %has_window = arith.constant ${HAS_WINDOW}
+  %has_right = arith.constant ${HAS_RIGHT}
+  %window0 = arith.constant ${WINDOW} : index
+  %right0 = arith.constant ${RIGHT} : index
+  %window = arith.minui %window0, %far : index
+  %right = arith.minui %right0, %far : index
+  %lo_off = arith.select %has_window, %window, %far : index
+  %hi_right = arith.select %has_right, %right, %far : index
+  %hi_off = arith.select %causal, %c0, %hi_right : index
+  %lo0 = arith.subi %row_base, %lo_off : index
+  %hi0 = arith.addi %row_base, %hi_off : index
+  // a = clamp(lo0, 0, nk): the first key row 0 sees; b: the first key row
+  // 5 sees (or d); c: one past the last key row 0 sees; d: row 5's.
+  %a0 = arith.maxsi %lo0, %c0 : index
+  %a = arith.minsi %a0, %nk : index
+  %lo5 = arith.addi %lo0, %c5 : index
+  %lo5c = arith.maxsi %lo5, %c0 : index
+  %lo_all = arith.minsi %lo5c, %nk : index
+  %hi1 = arith.addi %hi0, %c1 : index
+  %hi1c = arith.maxsi %hi1, %c0 : index
+  %hi_all = arith.minsi %hi1c, %nk : index
+  %hi6 = arith.addi %hi0, %c6 : index
+  %hi6c = arith.maxsi %hi6, %c0 : index
+  %hi_any = arith.minsi %hi6c, %nk : index
+  %b0 = arith.minsi %lo_all, %hi_any : index
+  %b = arith.maxsi %a, %b0 : index
+  %c = arith.maxsi %b, %hi_all : index
+  %d = arith.maxsi %c, %hi_any : index
+  return %lo0, %hi0, %a, %b, %c, %d : index, index, index, index, index, index
+}
+
+// Keys [ja, jb) of a 6-row block of P . V that only some of its rows see:
+// acc_t += P[j, ir + t] V[j] where lo0 + t <= j <= hi0 + t, else acc_t as
+// it was (a select, not a multiply by P = 0: V may hold NaN or inf there).
+func.func private @pv_edge_keys(%St: memref<${BN}x${BM}xf32>, %Vr: !VROWS, %ir: index,
+                                %dc: index, %ja: index, %jb: index, %lo0: index, %hi0: index,
+                                %s00: !V8, %s01: !V8, %s10: !V8, %s11: !V8, %s20: !V8,
+                                %s21: !V8, %s30: !V8, %s31: !V8, %s40: !V8, %s41: !V8,
+                                %s50: !V8, %s51: !V8)
+    -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %t0 = arith.constant 0 : index
+  %t1 = arith.constant 1 : index
+  %t2 = arith.constant 2 : index
+  %t3 = arith.constant 3 : index
+  %t4 = arith.constant 4 : index
+  %t5 = arith.constant 5 : index
+  %dc1 = arith.addi %dc, %c8 : index
+  %acc:12 = scf.for %j = %ja to %jb step %c1
+      iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
+                %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
+      -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+    %v0 = vector.load %Vr[%j, %dc] : !VROWS, !V8
+    %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !V8
+    // Row t sees key j iff lo0 <= j - t <= hi0.
+    %r0:2 = func.call @pv_edge_row(%St, %j, %ir, %t0, %lo0, %hi0, %v0, %v1, %a00, %a01)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
+        -> (!V8, !V8)
+    %r1:2 = func.call @pv_edge_row(%St, %j, %ir, %t1, %lo0, %hi0, %v0, %v1, %a10, %a11)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
+        -> (!V8, !V8)
+    %r2:2 = func.call @pv_edge_row(%St, %j, %ir, %t2, %lo0, %hi0, %v0, %v1, %a20, %a21)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
+        -> (!V8, !V8)
+    %r3:2 = func.call @pv_edge_row(%St, %j, %ir, %t3, %lo0, %hi0, %v0, %v1, %a30, %a31)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
+        -> (!V8, !V8)
+    %r4:2 = func.call @pv_edge_row(%St, %j, %ir, %t4, %lo0, %hi0, %v0, %v1, %a40, %a41)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
+        -> (!V8, !V8)
+    %r5:2 = func.call @pv_edge_row(%St, %j, %ir, %t5, %lo0, %hi0, %v0, %v1, %a50, %a51)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
+        -> (!V8, !V8)
+    scf.yield %r0#0, %r0#1, %r1#0, %r1#1, %r2#0, %r2#1, %r3#0, %r3#1, %r4#0, %r4#1, %r5#0, %r5#1
+        : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+  }
+  return %acc#0, %acc#1, %acc#2, %acc#3, %acc#4, %acc#5, %acc#6, %acc#7, %acc#8, %acc#9,
+         %acc#10, %acc#11 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+}
+
+// One row of @pv_edge_keys: (acc0, acc1) + P[j, ir + t] (v0, v1) if row
+// ir + t sees key j (lo0 <= j - t <= hi0), else (acc0, acc1).
+func.func private @pv_edge_row(%St: memref<${BN}x${BM}xf32>, %j: index, %ir: index, %t: index,
+                               %lo0: index, %hi0: index, %v0: !V8, %v1: !V8, %a0: !V8,
+                               %a1: !V8) -> (!V8, !V8) {
+  %row = arith.addi %ir, %t : index
+  %ps = memref.load %St[%j, %row] : memref<${BN}x${BM}xf32>
+  %p = vector.broadcast %ps : f32 to !V8
+  %b0 = vector.fma %p, %v0, %a0 : !V8
+  %b1 = vector.fma %p, %v1, %a1 : !V8
+  %jt = arith.subi %j, %t : index
+  %after = arith.cmpi sge, %jt, %lo0 : index
+  %before = arith.cmpi sle, %jt, %hi0 : index
+  %sees = arith.andi %after, %before : i1
+  %o0 = arith.select %sees, %b0, %a0 : !V8
+  %o1 = arith.select %sees, %b1, %a1 : !V8
+  return %o0, %o1 : !V8, !V8
+}
+

@@ -82,10 +82,20 @@
 // CHECK-SAME: passthrough = ["noinline"]
 // CHECK: vector.fma {{.*}} : vector<8xf32>
 // CHECK: } {pejit.unroll_factor = 4 : i64}
+// P . V per 6-row block: keys only some rows see (the causal diagonal, a
+// window's edges) through @pv_edge_keys, which selects instead of adding
+// P V where a row does not see the key (0 * a NaN in V would be NaN); the
+// keys every row sees through the unrolled FMA loop.
 // CHECK-LABEL: func.func @pejit_pv_tile
 // CHECK-SAME: passthrough = ["noinline"]
+// CHECK: call @pv_key_ranges
+// CHECK: call @pv_edge_keys
 // CHECK: vector.fma {{.*}} : vector<8xf32>
 // CHECK: } {pejit.unroll_factor = 4 : i64}
+// CHECK: call @pv_edge_keys
+// CHECK-LABEL: func.func private @pv_edge_row
+// CHECK: %[[SEES:.*]] = arith.andi
+// CHECK: arith.select %[[SEES]], {{.*}} : vector<8xf32>
 func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v: tensor<1x4x100x64xf32>, %pos: tensor<100xi64>) -> tensor<1x4x100x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%pos : tensor<100xi64>) key_positions(%pos : tensor<100xi64>) causal scale(0.125) encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32> -> tensor<1x4x100x64xf32>
   return %o : tensor<1x4x100x64xf32>
