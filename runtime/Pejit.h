@@ -100,11 +100,13 @@ class Spec {
 public:
   static Spec fromBuilder(const AttentionSpec &spec, const Shape &shape);
   /// A standalone pe.rope kernel (docs/standalone-kernels.md): x [b, h, s,
-  /// d] of `dtype` rotated at ids ([s] i64, or [A, s] with position axes),
+  /// d] of `dtype` rotated at ids ([s] i64, or [A, s] with position axes;
+  /// with `positionsPerBatch` [b, s] or [A, b, s], which needs a static b),
   /// out = rotated x. b and s may be kDynamicDim. Its output may be a
   /// strided view: rows [t, t + s) of a K cache (KV-append).
   static Spec standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
-                             int64_t headDim, DType dtype = DType::F32);
+                             int64_t headDim, DType dtype = DType::F32,
+                             bool positionsPerBatch = false);
   static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
   /// A source file of at most kMaxSourceBytes (a larger one, or a device
   /// such as /dev/zero, is an error naming the path).

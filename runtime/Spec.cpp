@@ -90,7 +90,7 @@ const char *elementText(DType dtype) {
   return dtype == DType::F16 ? "f16" : dtype == DType::BF16 ? "bf16" : "f32";
 }
 
-std::string tensor(std::initializer_list<int64_t> dims, const char *element) {
+std::string tensor(const std::vector<int64_t> &dims, const char *element) {
   std::string text = "tensor<";
   for (int64_t d : dims)
     text += dimText(d) + "x";
@@ -212,11 +212,15 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
 }
 
 Spec Spec::standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
-                          int64_t headDim, DType dtype) {
+                          int64_t headDim, DType dtype, bool positionsPerBatch) {
   const char *element = elementText(dtype);
   std::string x = tensor({batch, heads, seq, headDim}, element);
   int64_t axes = ref::ropePositionAxes(rope);
-  std::string ids = axes > 0 ? tensor({axes, seq}, "i64") : tensor({seq}, "i64");
+  std::vector<int64_t> idsShape =
+      positionsPerBatch ? std::vector<int64_t>{batch, seq} : std::vector<int64_t>{seq};
+  if (axes > 0)
+    idsShape.insert(idsShape.begin(), axes);
+  std::string ids = tensor(idsShape, "i64");
   std::ostringstream out;
   out << "func.func @rope(%x: " << x << ", %positions: " << ids << ") -> " << x << " {\n"
       << "  %r = pe.rope %x, %positions " << ropeText(rope) << " : " << x << ", " << ids << "\n"

@@ -147,12 +147,15 @@ void bindBuilder(nb::module_ &m) {
   m.def(
       "rope_source",
       [](const ref::RopeConfig &rope, std::optional<int64_t> batch, int64_t heads,
-         std::optional<int64_t> seq, int64_t headDim, const std::string &dtype) {
+         std::optional<int64_t> seq, int64_t headDim, const std::string &dtype,
+         bool positionsPerBatch) {
         return Spec::standaloneRope(rope, batch.value_or(kDynamicDim), heads,
-                                    seq.value_or(kDynamicDim), headDim, floatDtype(dtype))
+                                    seq.value_or(kDynamicDim), headDim, floatDtype(dtype),
+                                    positionsPerBatch)
             .source();
       },
-      "rope"_a, "batch"_a, "heads"_a, "seq"_a, "head_dim"_a, "dtype"_a);
+      "rope"_a, "batch"_a, "heads"_a, "seq"_a, "head_dim"_a, "dtype"_a,
+      "positions_per_batch"_a = false);
 }
 
 } // namespace pejit::python

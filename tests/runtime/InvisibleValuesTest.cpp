@@ -40,14 +40,16 @@ void expectUnseenPoisonStaysOut(const Poisoned &c) {
         v.data[(n * s.keySeq + key) * s.valueDim + e] = 0.0; // unread by the rows checked
       }
     }
-  Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shapeClass.value_or(s)));
+  Expected<X86Kernel> kernel =
+      suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shapeClass.value_or(s)));
   ASSERT_TRUE(kernel) << kernel.error();
   std::vector<float> out(s.batch * s.queryHeads * s.querySeq * s.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
-  Status status = kernel->run({{qf.data(), DType::F32, q.shape, {}},
-                               {kf.data(), DType::F32, k.shape, {}},
-                               {vf.data(), DType::F32, v.shape, {}}},
-                              {out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}});
+  Status status =
+      kernel->run({{qf.data(), DType::F32, q.shape, {}},
+                   {kf.data(), DType::F32, k.shape, {}},
+                   {vf.data(), DType::F32, v.shape, {}}},
+                  {out.data(), DType::F32, {s.batch, s.queryHeads, s.querySeq, s.valueDim}, {}});
   ASSERT_TRUE(status) << status.message();
   ref::AttentionOptions options;
   options.causal = c.spec.causal;

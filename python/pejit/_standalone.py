@@ -1,0 +1,137 @@
+"""pejit.rope and pejit.embed: the standalone kernels (docs/standalone-kernels.md)
+from Python, one cached kernel per kind of call (lengths are `?`)."""
+from __future__ import annotations
+
+import numbers
+from typing import Optional
+
+import numpy as np
+
+from . import _pejit
+from ._kernel import Kernel, runtime
+from ._pejit import Error
+from ._rope import as_rope
+from ._tensors import dtype_name, empty_like_kind
+
+_kernels: dict = {}
+
+
+def _kernel(key, build) -> Kernel:
+    kernel = _kernels.get(key)
+    if kernel is None:
+        source = build()
+        kernel = Kernel(runtime().get(source, "<pejit." + key[0] + ">", key[1]), source)
+        _kernels[key] = kernel
+    return kernel
+
+
+def rope(x, positions, rope=True, *, out=None, target: str = "host"):
+    """x [b, h, s, d] rotated by RoPE at `positions`: ids [s] shared by the
+    batch or [b, s] per row (M-RoPE / axial: [A, s] or [A, b, s]), int32 or
+    int64. rope: RopeConfig, a dict or True, as pejit.attention's.
+
+    out: None (a new array), x itself (in place), or any [b, h, s, d] view
+    of x's dtype, e.g. rows [t, t + s) of a K cache: the KV-append step of a
+    decode loop, which rotates new K rows as it writes them into the cache.
+    Returns out. Raises pejit.Error naming what is wrong."""
+    config = as_rope(rope)
+    if config is None:
+        raise Error("rope: give the RoPE to apply (a RopeConfig, a dict or True)")
+    shape = tuple(x.shape)
+    if len(shape) != 4:
+        raise Error(f"x: expected rank 4 [b, h, s, d], got shape {list(shape)}")
+    dtype = dtype_name(x, "x")
+    dtype_name(positions, "positions")
+    axes = config.position_axes()
+    rank = np.ndim(positions) if not hasattr(positions, "dim") else positions.dim()
+    shared, per_batch = (2, 3) if axes else (1, 2)
+    if rank not in (shared, per_batch):
+        raise Error(f"positions: expected ids of rank {shared} ({'[A, s]' if axes else '[s]'}) "
+                    f"or {per_batch} ({'[A, b, s]' if axes else '[b, s]'}), got rank {rank}")
+    b, h, _, d = shape
+    by_row = rank == per_batch
+    key = ("rope", target, dtype, h, d, config, by_row, b if by_row else None)
+    kernel = _kernel(key, lambda: _pejit.rope_source(config.native(d), b if by_row else None, h,
+                                                     None, d, dtype, by_row))
+    if out is None:
+        out = empty_like_kind(x, shape, dtype)
+    return kernel.run(x, positions, out=out)
+
+
+def _source_embed(vocab: int, d: int, dtype: str, scale: Optional[float], learned: int,
+                  sinusoidal: Optional[float]) -> str:
+    element = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    table = f"tensor<{vocab}x{d}x{element}>"
+    x = f"tensor<?x?x{d}x{element}>"
+    args = [f"%tokens: tensor<?x?xi64>", f"%table: {table}"]
+    attr = "" if scale is None else f" {{scale = {float(scale)!r} : f64}}"
+    body = [f"  %x0 = pe.embed %tokens, %table{attr} : tensor<?x?xi64>, {table} -> {x}"]
+    result = "%x0"
+    if learned:
+        ptable = f"tensor<{learned}x{d}x{element}>"
+        args += ["%positions: tensor<?xi64>", f"%position_table: {ptable}"]
+        body.append(f"  %x1 = pe.learned %x0, %positions, %position_table <max_positions = "
+                    f"{learned}> : {x}, tensor<?xi64>, {ptable}")
+        result = "%x1"
+    elif sinusoidal is not None:
+        args.append("%positions: tensor<?xi64>")
+        body.append(f"  %x1 = pe.sinusoidal %x0, %positions <base = {float(sinusoidal)!r}> : {x}, "
+                    "tensor<?xi64>")
+        result = "%x1"
+    return (f"func.func @embed({', '.join(args)}) -> {x} {{\n" + "\n".join(body) +
+            f"\n  return {result} : {x}\n}}\n")
+
+
+def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
+          position_table=None, sinusoidal_base: Optional[float] = None, out=None,
+          target: str = "host"):
+    """Token embedding with its absolute positional encoding in one kernel:
+    out[b, s] = table[tokens[b, s]] * scale (+ position_table[positions[s]],
+    BERT's learned positions, or + the sinusoidal encoding of positions[s]
+    with sinusoidal_base, the Transformer's 10000).
+
+    tokens: int32/int64 [b, s]; table [vocab, d] (float32, float16 or
+    bfloat16); positions: int [s] (default 0 .. s-1 when a positional
+    encoding is asked for). A token or position outside its table is an
+    error naming it. Returns out [b, s, d] of the table's dtype."""
+    if position_table is not None and sinusoidal_base is not None:
+        raise Error("position_table, sinusoidal_base: give one positional encoding, not both")
+    if len(tuple(tokens.shape)) != 2:
+        raise Error(f"tokens: expected rank 2 [b, s], got shape {list(tokens.shape)}")
+    if len(tuple(table.shape)) != 2:
+        raise Error(f"table: expected rank 2 [vocab, d], got shape {list(table.shape)}")
+    dtype_name(tokens, "tokens")
+    dtype = dtype_name(table, "table")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+        raise Error(f"scale: expected a number, got {scale!r}")
+    vocab, d = (int(n) for n in table.shape)
+    learned = 0
+    if position_table is not None:
+        if len(tuple(position_table.shape)) != 2 or int(position_table.shape[1]) != d:
+            raise Error(f"position_table: expected [max_positions, {d}], got "
+                        f"{list(position_table.shape)}")
+        if dtype_name(position_table, "position_table") != dtype:
+            raise Error(f"position_table: dtype differs from table's {dtype}")
+        learned = int(position_table.shape[0])
+    if sinusoidal_base is not None and (isinstance(sinusoidal_base, bool) or
+                                        not isinstance(sinusoidal_base, numbers.Real)):
+        raise Error(f"sinusoidal_base: expected a number, got {sinusoidal_base!r}")
+    encoded = learned or sinusoidal_base is not None
+    if positions is not None and not encoded:
+        raise Error("positions: only a positional encoding reads them; give position_table or "
+                    "sinusoidal_base")
+    b, s = (int(n) for n in tokens.shape)
+    if encoded and positions is None:
+        positions = np.arange(s, dtype=np.int64)
+    key = ("embed", target, dtype, vocab, d, None if scale is None else float(scale), learned,
+           None if sinusoidal_base is None else float(sinusoidal_base))
+    kernel = _kernel(key, lambda: _source_embed(vocab, d, dtype, scale, learned,
+                                                sinusoidal_base))
+    if out is None:
+        out = empty_like_kind(table, (b, s, d), dtype)
+    inputs = [tokens, table]
+    if encoded:
+        inputs.append(positions)
+    if learned:
+        inputs.append(position_table)
+    return kernel.run(*inputs, out=out)
