@@ -19,6 +19,9 @@ if ! dpkg-query -W -f='${Status}' libclang-rt-22-dev 2>/dev/null | grep -q "inst
 fi
 
 BUILD_DIR=${PEJIT_SANITIZE_BUILD_DIR:-build-sanitize}
+# ccache hits across clones (as scripts/setup.sh); -g1 would otherwise hash
+# the build's folder too.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 FLAGS="-fsanitize=address,undefined -fno-sanitize=function -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1"
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja \

@@ -20,6 +20,9 @@ fi
 
 BUILD_DIR=${PEJIT_BUILD_DIR:-build}
 JOBS=${PEJIT_JOBS:-2}
+# ccache hits across clones in other folders (CI's fresh clone of main):
+# paths under the clone are hashed relative to it.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \

@@ -33,14 +33,15 @@ if bash scripts/format.sh --check; then passed=$((passed + 1)); else failed=$((f
 if python3 scripts/check_docs.py; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 # GoogleTest binaries: every executable named *-tests under the build dir.
-# PEJIT_TEST_SHARDS=N (the sanitizer lane) runs each binary as N GoogleTest
-# shards at once: its float64 references are single-threaded, so the
-# shards share the cores. PEJIT_TEST_TIMEOUT bounds each shard (seconds).
-shards=${PEJIT_TEST_SHARDS:-1}
+# Each runs as PEJIT_TEST_SHARDS (default 2, one per core of the CI
+# machine) GoogleTest shards at once: its float64 references are
+# single-threaded, so the shards share the cores. PEJIT_TEST_TIMEOUT bounds
+# each shard (seconds). Each binary's wall time is printed.
+shards=${PEJIT_TEST_SHARDS:-2}
 limit=${PEJIT_TEST_TIMEOUT:-1200}
 sum() { awk '{s += $1} END {print s + 0}'; }
 while IFS= read -r binary; do
-  logs=(); pids=()
+  logs=(); pids=(); started=$SECONDS
   for ((i = 0; i < shards; i++)); do
     logs+=("$(mktemp)")
     # Each shard its own disk cache: tests count their compiles.
@@ -56,7 +57,7 @@ while IFS= read -r binary; do
   p=$(cat "${logs[@]}" | grep -E "^\[  PASSED  \] [0-9]+ test" | awk '{print $4}' | sum)
   f=$(cat "${logs[@]}" | grep -E "^\[  FAILED  \] [0-9]+ test" | awk '{print $4}' | sum)
   s=$(cat "${logs[@]}" | grep -E "^\[  SKIPPED \] [0-9]+ test" | awk '{print $4}' | sum)
-  echo "$(basename "$binary"): $p passed, $f failed, $s skipped"
+  echo "$(basename "$binary"): $p passed, $f failed, $s skipped ($((SECONDS - started)) s)"
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "$(basename "$binary") exited $rc"; tail -5 "${logs[@]}"; failed=$((failed + 1))
