@@ -173,8 +173,7 @@ Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const Tensor
         if (Status st = checkBlockTable(*paged, part.row, part.nk); !st)
           return fail(st.message());
   for (const TensorView *operand : bound.encodingOperands)
-    if (!operand->strides.empty() &&
-        stridesOf(*operand) != stridesOf(TensorView{nullptr, operand->dtype, operand->shape, {}}))
+    if (!isDenseRowMajor(*operand))
       return fail("encoding operands must be contiguous (the kernel reads them as dense tables)");
 
   // Every check passed: only now the driver.

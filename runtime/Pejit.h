@@ -251,11 +251,19 @@ struct TuneOptions {
   /// Times one compiled candidate in ms (tests use it to control speeds);
   /// default: median of `repeats` runs on random inputs of the shape.
   std::function<double(const X86Kernel &)> measure;
+  /// A shape class (`?` dims) is timed at these call shapes (each a full
+  /// Shape, its `?` dims filled); empty = representative ones: a prefill at
+  /// 512 and at 2048 and a decode step over 2048 keys (b = 1 where `?`).
+  /// A candidate's time is the geometric mean over them.
+  std::vector<Shape> lengths;
 };
 
 struct TuneReport {
   std::vector<TuneCandidate> candidates; ///< in the order tried
   X86TileConfig best;
+  /// The call shapes timed: the spec's own shape, or a shape class's
+  /// representative (or given) lengths.
+  std::vector<Shape> lengths;
   /// A Markdown table of the candidates, best marked.
   std::string table() const;
 };

@@ -39,8 +39,7 @@ std::vector<X86TileConfig> candidateTiles(const Shape &shape, int64_t l2Bytes) {
 
 namespace {
 
-double medianRunMs(const X86Kernel &kernel, int repeats) {
-  const Shape &s = kernel.shape();
+double medianRunMs(const X86Kernel &kernel, const Shape &s, int repeats) {
   std::mt19937 engine(std::random_device{}());
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> q(s.batch * s.queryHeads * s.querySeq * s.headDim);
@@ -89,6 +88,23 @@ void drawProgress(size_t done, size_t total, const TuneReport &report) {
   std::fflush(stderr);
 }
 
+std::vector<Shape> representativeLengths(const Shape &kernel) {
+  auto at = [&](int64_t sq, int64_t skv) {
+    Shape s = kernel;
+    if (s.batch == kDynamicDim)
+      s.batch = 1;
+    if (s.querySeq == kDynamicDim)
+      s.querySeq = sq;
+    if (s.keySeq == kDynamicDim)
+      s.keySeq = kernel.querySeq == kDynamicDim ? skv : std::max(skv, s.querySeq);
+    return s;
+  };
+  std::vector<Shape> shapes = {at(512, 512), at(2048, 2048)};
+  if (kernel.querySeq == kDynamicDim)
+    shapes.push_back(at(1, 2048)); // a decode step
+  return shapes;
+}
+
 } // namespace
 
 Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOptions &options) {
@@ -97,14 +113,33 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
   Expected<X86Kernel> probe = runtime.getX86(spec, X86TileConfig{});
   if (!probe)
     return Expected<TuneReport>::error(probe.error());
-  // Timing runs one shape: a shape class has no inputs to draw.
-  if (probe->shape().hasDynamicDims() && !options.measure)
-    return Expected<TuneReport>::error(
-        "tune: " + spec.name() + " has `?` dims (" + probe->shape().str() +
-        "); tuning times one shape, so write the lengths to tune for");
+  // The call shapes to time: the kernel's own, or for a shape class the
+  // given or representative lengths (each a full shape of the class).
+  const Shape &kernelShape = probe->shape();
+  std::vector<Shape> lengths = {kernelShape};
+  if (kernelShape.hasDynamicDims() || !options.lengths.empty()) {
+    lengths = options.lengths.empty() ? representativeLengths(kernelShape) : options.lengths;
+    for (const Shape &call : lengths) {
+      auto fits = [](int64_t kernelDim, int64_t callDim) {
+        return callDim >= 1 && (kernelDim == kDynamicDim || kernelDim == callDim);
+      };
+      if (call.hasDynamicDims() || !fits(kernelShape.batch, call.batch) ||
+          !fits(kernelShape.querySeq, call.querySeq) || !fits(kernelShape.keySeq, call.keySeq) ||
+          call.queryHeads != kernelShape.queryHeads || call.kvHeads != kernelShape.kvHeads ||
+          call.headDim != kernelShape.headDim || call.valueDim != kernelShape.valueDim)
+        return Expected<TuneReport>::error("tune: length " + call.str() +
+                                           " is not a call of the shape class " +
+                                           kernelShape.str());
+    }
+  }
   if (options.candidates.empty()) {
     long l2 = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
-    options.candidates = candidateTiles(probe->shape(), l2 > 0 ? l2 : 512 * 1024);
+    // The longest call decides which tiles are worth trying.
+    Shape longest = lengths.front();
+    for (const Shape &call : lengths)
+      if (call.querySeq * call.keySeq > longest.querySeq * longest.keySeq)
+        longest = call;
+    options.candidates = candidateTiles(longest, l2 > 0 ? l2 : 512 * 1024);
   }
   bool progress = options.progress && ::isatty(2);
   // Compile every candidate first, on all cores (each compile is one
@@ -126,6 +161,7 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
     compiler.join();
 
   TuneReport report;
+  report.lengths = lengths;
   double bestMs = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < count; ++i) {
     TuneCandidate candidate{options.candidates[i], std::numeric_limits<double>::infinity(), ""};
@@ -133,8 +169,16 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
     if (!kernel) {
       candidate.error = kernel.error();
     } else {
-      candidate.medianMs = options.measure ? options.measure(*kernel)
-                                           : medianRunMs(*kernel, std::max(1, options.repeats));
+      if (options.measure) {
+        candidate.medianMs = options.measure(*kernel);
+      } else {
+        // The geometric mean over the call shapes: each length counts alike,
+        // whatever its scale.
+        double logSum = 0;
+        for (const Shape &call : lengths)
+          logSum += std::log(medianRunMs(*kernel, call, std::max(1, options.repeats)));
+        candidate.medianMs = std::exp(logSum / static_cast<double>(lengths.size()));
+      }
       if (!std::isfinite(candidate.medianMs))
         candidate.error = "the kernel failed to run";
     }
@@ -153,7 +197,15 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
 }
 
 std::string TuneReport::table() const {
-  std::string text = "| tiles | median ms | note |\n| --- | ---: | --- |\n";
+  std::string text;
+  if (lengths.size() > 1 || (lengths.size() == 1 && !candidates.empty())) {
+    text += "timed at";
+    for (const Shape &call : lengths)
+      text += " [b=" + std::to_string(call.batch) + " sq=" + std::to_string(call.querySeq) +
+              " skv=" + std::to_string(call.keySeq) + "]";
+    text += lengths.size() > 1 ? " (median ms: the geometric mean over them)\n" : "\n";
+  }
+  text += "| tiles | median ms | note |\n| --- | ---: | --- |\n";
   for (const TuneCandidate &c : candidates) {
     char row[512];
     std::string tiles = std::to_string(c.tiles.queryTile) + "x" + std::to_string(c.tiles.keyTile);

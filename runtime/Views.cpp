@@ -28,6 +28,19 @@ std::vector<int64_t> stridesOf(const TensorView &view) {
   return strides;
 }
 
+bool isDenseRowMajor(const TensorView &view) {
+  std::vector<int64_t> strides = stridesOf(view);
+  if (strides.size() != view.shape.size())
+    return false;
+  int64_t inner = 1;
+  for (int i = static_cast<int>(view.shape.size()) - 1; i >= 0; --i) {
+    if (view.shape[i] != 1 && strides[i] != inner)
+      return false;
+    inner *= view.shape[i];
+  }
+  return true;
+}
+
 /// Checks a view's pointer, dtype, shape and strides; `what` names it.
 Status checkView(const TensorView &view, const std::string &what,
                  const std::vector<int64_t> &expected, std::vector<DType> dtypes) {
@@ -97,7 +110,12 @@ Expected<Shape> callShape(const Shape &kernel, const TensorView &query, const Te
 std::vector<int64_t> operandSlotWords(const TensorView *view) {
   static float unusedSlot = 0.0f;
   std::vector<int64_t> sizes = view ? view->shape : std::vector<int64_t>{1};
-  std::vector<int64_t> strides = view ? stridesOf(*view) : std::vector<int64_t>{1};
+  // A dense view's row-major strides (a dim of one element may come with
+  // any stride, e.g. NumPy's 0 for a new axis).
+  std::vector<int64_t> strides = !view ? std::vector<int64_t>{1}
+                                 : isDenseRowMajor(*view)
+                                     ? stridesOf(TensorView{nullptr, view->dtype, view->shape, {}})
+                                     : stridesOf(*view);
   auto pointer = reinterpret_cast<int64_t>(view ? view->data : &unusedSlot);
   std::vector<int64_t> words = {pointer, pointer, 0};
   words.insert(words.end(), sizes.begin(), sizes.end());
@@ -192,7 +210,7 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::EncodingOperand: {
       if (Status st = checkView(inputs[i], name, argument.shape, {argument.dtype}); !st)
         return st;
-      if (stridesOf(inputs[i]) != stridesOf(TensorView{nullptr, argument.dtype, argument.shape}))
+      if (!isDenseRowMajor(inputs[i]))
         return Status::error(name + " must be contiguous (row-major): the kernel reads it as a "
                                     "dense table");
       // Each in the slot(s) the kernel reads it from (the fused op's order).
@@ -235,7 +253,7 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::EmbedTable:
       if (Status st = checkView(inputs[i], name, argument.shape, {argument.dtype}); !st)
         return st;
-      if (stridesOf(inputs[i]) != stridesOf(TensorView{nullptr, argument.dtype, argument.shape}))
+      if (!isDenseRowMajor(inputs[i]))
         return Status::error(name + " must be contiguous (row-major): the kernel reads it as a "
                                     "dense table");
       bound.embedTable = &inputs[i];

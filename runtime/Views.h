@@ -17,6 +17,11 @@ std::string dimsText(const std::vector<int64_t> &shape);
 /// The view's strides, or the row-major strides of its shape.
 std::vector<int64_t> stridesOf(const TensorView &view);
 
+/// Whether the view is dense and row-major: every dim of more than one
+/// element has the stride of the dims inside it (a dim of one element may
+/// have any stride: NumPy gives a new axis stride 0).
+bool isDenseRowMajor(const TensorView &view);
+
 /// An encoding operand slot as a kernel takes it: a memref descriptor of
 /// the view's rank, as words (two pointers, the offset, sizes, strides). A
 /// null view is an unused slot: a one-float dummy the kernel never reads.

@@ -99,11 +99,17 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
                      alibi=None, t5: Optional[T5Config] = None,
                      shaw: Optional[ShawConfig] = None, shaw_key_table=None,
                      shaw_value_table=None, causal: bool = False, window=None, softcap=None, scale=None,
-                     positions_per_batch: bool = False) -> str:
+                     positions_per_batch: bool = False, bias=None, packed: bool = False,
+                     key_lengths: bool = False, page_size: Optional[int] = None) -> str:
     """The MLIR pejit.attention compiles for these shapes (lengths as `?`).
-    shaw_key_table, shaw_value_table: (rank, dtype) of the Shaw tables."""
+    shaw_key_table, shaw_value_table: (rank, dtype) of the Shaw tables.
+    bias: (shape [b|1, hq|1, sq, skv], dtype) of a bias or mask tensor the
+    kernel reads; the lengths are then sq and skv, not `?`. packed: the
+    call takes cu_seqlens_q and cu_seqlens_k; key_lengths: per-row key
+    counts; page_size: K and V are a paged cache (k_shape is then the
+    pages' [num_pages, page_size, hkv, d])."""
     b, hq, _, d = q_shape
-    _, hkv, _, _ = k_shape
+    hkv = k_shape[2] if page_size else k_shape[1]
     dv = v_shape[3]
     if shaw is not None and shaw_key_table is None and shaw_value_table is None:
         raise Error("shaw: give shaw_key_table, shaw_value_table or both ((rank, dtype) of "
@@ -130,13 +136,21 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
         rank, table_dtype = shaw_value_table
         encodings.append(_pejit.shaw_value_encoding(shaw.clip, dv, table_dtype,
                                                     hq if rank == 3 else 0))
+    lengths = [None, None]
+    if bias is not None:
+        bias_shape, bias_dtype = bias
+        encodings.append(_pejit.bias_encoding([int(n) for n in bias_shape], bias_dtype))
+        lengths = [int(bias_shape[2]), int(bias_shape[3])]
     spec.encodings = encodings
     spec.causal = bool(causal)
     spec.window, spec.window_right = _window(window)
     spec.softcap = None if softcap is None else float(softcap)
     spec.scale = None if scale is None else float(scale)
     spec.positions_per_batch = positions_per_batch
-    return _pejit.attention_source(spec, [b, hq, hkv, None, None, d, dv])
+    spec.packed = bool(packed)
+    spec.key_lengths = bool(key_lengths)
+    spec.page_size = page_size
+    return _pejit.attention_source(spec, [b, hq, hkv, lengths[0], lengths[1], d, dv])
 
 
 def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None] = None,
@@ -144,7 +158,9 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
               shaw: Optional[ShawConfig] = None, shaw_key=None, shaw_value=None,
               causal: bool = False,
               window=None, softcap: Optional[float] = None, scale: Optional[float] = None,
-              q_positions=None, k_positions=None, out=None, target: str = "host"):
+              q_positions=None, k_positions=None, bias=None, cu_seqlens_q=None,
+              cu_seqlens_k=None, key_lengths=None, block_table=None, out=None,
+              target: str = "host"):
     """Attention with its positional encoding fused into the kernel.
 
     q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]: NumPy arrays
@@ -158,9 +174,23 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
     window: w or (left, right). softcap, scale: floats (scale default
     1/sqrt(d)). q_positions, k_positions: ids [s] or [b, s] (int32/int64;
     M-RoPE's [A, s]); defaults: keys 0..skv-1, queries skv-sq..skv-1.
+    bias: an additive float mask [sq, skv] or [b|1, hq|1, sq, skv] (-inf
+    hides a key; a bool mask is read as True = attend, False = -inf, like
+    SDPA's attn_mask), added after scale and softcap; the kernel reads it
+    tile by tile (one kernel per sq, skv with a bias).
+    cu_seqlens_q, cu_seqlens_k: int32 [n + 1] offsets of a packed batch of
+    n sequences (q [1, hq, total_q, d], k and v [1, hkv, total_k, d]):
+    every mask and default position applies per sequence (FlashAttention's
+    varlen). key_lengths: int32 [b], row n attends to its first
+    key_lengths[n] keys (a KV cache with room to grow). block_table: int32
+    [b, max_pages], with k and v a paged cache [num_pages, page_size, hkv,
+    d] (vLLM's layout): row n's keys p * page_size ... are in page
+    block_table[n, p]; usually with key_lengths (docs/shape-classes.md).
     out: [b, hq, sq, dv] of q's dtype, written in place; else allocated.
     Returns the output. Raises pejit.Error with pejit's message.
     """
+    if bias is not None:
+        bias = _as_bias(bias)
     # The fast path: a call like an earlier one (same kinds, dtypes, heads,
     # head dims and options) reuses its plan, with no validation or kernel
     # lookup in Python (the C++ run still checks every input).
@@ -171,7 +201,10 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
                None if k_positions is None else len(k_positions.shape),
                None if t5_table is None else t5_table.shape[0], shaw,
                None if shaw_key is None else (len(shaw_key.shape), shaw_key.dtype),
-               None if shaw_value is None else (len(shaw_value.shape), shaw_value.dtype))
+               None if shaw_value is None else (len(shaw_value.shape), shaw_value.dtype),
+               None if bias is None else (tuple(bias.shape), bias.dtype),
+               cu_seqlens_q is not None, cu_seqlens_k is not None, key_lengths is not None,
+               None if block_table is None else k.shape[1])
         plan = _plans.get(key)
     except (AttributeError, IndexError, TypeError):
         key, plan = None, None
@@ -179,27 +212,36 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
             or k.dtype != q.dtype or v.dtype != q.dtype
             or len(q.shape) != 4 or len(k.shape) != 4 or len(v.shape) != 4):
         plan = _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal,
-                     window, softcap, scale, q_positions, k_positions, target)
+                     window, softcap, scale, q_positions, k_positions, target, bias,
+                     cu_seqlens_q, cu_seqlens_k, key_lengths, block_table)
         if key is not None and plan.cacheable:
             _plans[key] = plan
-    tables = [x for x in (t5_table, shaw_key, shaw_value) if x is not None]
-    return plan.run(q, k, v, tables, q_positions, k_positions, out)
+    # The kernel's inputs after Q, K and V, in its argument order (the
+    # builder's source): the block table, the encodings' tensors, the
+    # segments, the key lengths.
+    extra = [x for x in (block_table, t5_table, shaw_key, shaw_value, bias, cu_seqlens_q,
+                         cu_seqlens_k, key_lengths) if x is not None]
+    return plan.run(q, k, v, extra, q_positions, k_positions, out)
 
 
 class _Plan:
     """How calls of one kind run: the kernel, and what their buffers need."""
 
     def __init__(self, kernel: Kernel, dtype: str, torch: bool, axes: int, per_batch: bool,
-                 cacheable: bool):
+                 cacheable: bool, default_query_ids: bool = True):
         self.native, self.dtype, self.torch = kernel._native, dtype, torch
         self.axes, self.per_batch, self.cacheable = axes, per_batch, cacheable
+        self.default_query_ids = default_query_ids
 
-    def run(self, q, k, v, tables, q_positions, k_positions, out):
+    def run(self, q, k, v, extra, q_positions, k_positions, out):
         b, hq, sq, _ = q.shape
         if out is None:
             out = empty_like_kind(q, (b, hq, sq, v.shape[3]), self.dtype)
-        inputs = [q, k, v] + tables  # the encodings' tables, in order
+        inputs = [q, k, v] + extra  # block table, tables, segments, lengths
         if k_positions is not None and q_positions is None:
+            if not self.default_query_ids:
+                raise Error("q_positions: give them with k_positions in a packed or paged call "
+                            "(their defaults follow each sequence's lengths)")
             q_positions = self._default_query_positions(b, sq, k.shape[2])
         if q_positions is not None:
             inputs.append(q_positions)
@@ -265,6 +307,32 @@ def _raw(x, what, keep=None):
     return (x.data_ptr(), _TORCH_CODES[x.dtype], x.shape, x.stride())
 
 
+def _as_bias(bias):
+    """A bias or mask as the kernel reads it: rank 4 ([sq, skv] gets two
+    leading 1s), a float dtype (a bool mask becomes 0 where True, -inf where
+    False), contiguous (a broadcast view is copied)."""
+    if is_torch(bias):
+        import torch
+        if bias.dtype == torch.bool:
+            bias = torch.zeros(bias.shape, dtype=torch.float32).masked_fill(~bias, float("-inf"))
+        if bias.dim() == 2:
+            bias = bias[None, None]
+        if bias.dim() != 4:
+            raise Error(f"bias: expected [sq, skv] or [b|1, hq|1, sq, skv], got shape "
+                        f"{list(bias.shape)}")
+        return bias.contiguous()
+    if not isinstance(bias, np.ndarray):
+        raise Error(f"bias: expected a NumPy array or a torch tensor, got {type(bias).__name__}")
+    if bias.dtype == np.bool_:
+        bias = np.where(bias, np.float32(0), np.float32(-np.inf))
+    if bias.ndim == 2:
+        bias = bias[None, None]
+    if bias.ndim != 4:
+        raise Error(f"bias: expected [sq, skv] or [b|1, hq|1, sq, skv], got shape "
+                    f"{list(bias.shape)}")
+    return np.ascontiguousarray(bias)
+
+
 def _freeze(x):
     """A hashable form of an option (dicts and lists become tuples)."""
     if isinstance(x, dict):
@@ -278,9 +346,34 @@ _plans: dict = {}
 
 
 def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal, window,
-          softcap, scale, q_positions, k_positions, target) -> _Plan:
+          softcap, scale, q_positions, k_positions, target, bias=None, cu_seqlens_q=None,
+          cu_seqlens_k=None, key_lengths=None, block_table=None) -> _Plan:
     """Checks a call and gets its kernel: the slow path, once per kind."""
-    qs, ks, vs = _shape(q, 4, "q"), _shape(k, 4, "k"), _shape(v, 4, "v")
+    paged = block_table is not None
+    qs = _shape(q, 4, "q")
+    ks = _shape(k, 4, "k pages [num_pages, page_size, hkv, d]" if paged else "k")
+    vs = _shape(v, 4, "v pages [num_pages, page_size, hkv, dv]" if paged else "v")
+    packed = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if packed and (cu_seqlens_q is None or cu_seqlens_k is None):
+        raise Error("cu_seqlens_q, cu_seqlens_k: give both (a packed batch's offsets)")
+    if packed and qs[0] != 1:
+        raise Error(f"cu_seqlens_q: a packed batch is q [1, hq, total, d], got b = {qs[0]}")
+    if packed and (key_lengths is not None or paged):
+        raise Error("cu_seqlens_q: a packed batch takes no key_lengths or block_table")
+    if bias is not None and (packed or key_lengths is not None or paged):
+        raise Error("bias: not with a packed batch, key_lengths or a paged cache (its lengths "
+                    "vary per row); fuse the encoding that computes it instead")
+    for x, what in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"),
+                    (key_lengths, "key_lengths"), (block_table, "block_table")):
+        if x is not None and dtype_name(x, what) != "int32":
+            raise Error(f"{what}: expected int32, got {dtype_name(x, what)}")
+    if paged:
+        if vs[:3] != ks[:3]:
+            raise Error(f"v: pages {list(vs)} differ from k's {list(ks)} in [num_pages, "
+                        "page_size, hkv]")
+        # The kernel's K and V are [b, hkv, skv, d]: as the source sees them.
+        ks = (qs[0], ks[2], ks[0] * ks[1], ks[3])
+        vs = (qs[0], vs[2], vs[0] * vs[1], vs[3])
     dtype = dtype_name(q, "q")
     for x, what in ((k, "k"), (v, "v")):
         other = dtype_name(x, what)
@@ -306,14 +399,26 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
                                                 dtype_name(shaw_key, "shaw_key"))
     value_table = None if shaw_value is None else (len(shaw_value.shape),
                                                     dtype_name(shaw_value, "shaw_value"))
+    bias_type = None
+    if bias is not None:
+        bs = tuple(int(n) for n in bias.shape)
+        if bs[0] not in (1, qs[0]) or bs[1] not in (1, qs[1]) or bs[2:] != (qs[2], ks[2]):
+            raise Error(f"bias: shape {list(bs)} is not [b or 1, hq or 1, sq, skv] = "
+                        f"[{qs[0]} or 1, {qs[1]} or 1, {qs[2]}, {ks[2]}]")
+        bias_type = (bs, dtype_name(bias, "bias"))
+    page_size = int(k.shape[1]) if paged else None
     key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table,
-           value_table, bool(causal), _window(window), softcap, scale, per_batch)
+           value_table, bool(causal), _window(window), softcap, scale, per_batch, bias_type,
+           packed, key_lengths is not None, page_size)
     kernel = _kernel(key, lambda: attention_source(
-        qs, ks, vs, dtype, rope=rope, alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
+        qs, (ks[0], ks[1], None, ks[3]) if not paged else tuple(k.shape), vs, dtype, rope=rope,
+        alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
         shaw_value_table=value_table, causal=causal, window=window, softcap=softcap,
-        scale=scale, positions_per_batch=per_batch))
+        scale=scale, positions_per_batch=per_batch, bias=bias_type, packed=packed,
+        key_lengths=key_lengths is not None, page_size=page_size))
     for x, what in ((t5_table, "t5_table"), (q_positions, "q_positions"),
                     (k_positions, "k_positions")):
         if x is not None:
             dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
-    return _Plan(kernel, dtype, is_torch(q), axes, per_batch, cacheable=True)
+    return _Plan(kernel, dtype, is_torch(q), axes, per_batch, cacheable=True,
+                 default_query_ids=not (packed or key_lengths is not None or paged))

@@ -5,7 +5,7 @@ import atexit
 import os
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from . import _pejit
 from ._pejit import Error
@@ -141,13 +141,23 @@ def compile(source: Union[str, os.PathLike], target: str = "host", *,
     return Kernel(runtime().get(text, name, target, query_tile, key_tile), text)
 
 
-def tune(source: Union[str, os.PathLike], *, repeats: int = 5,
-         progress: bool = True) -> List[Dict[str, Any]]:
-    """Times every candidate tile config of a static-shape source on this
-    host and stores the fastest, which later compiles use. Shows a progress
-    bar on a terminal. Returns one dict per candidate."""
+def tune(source: Union[str, os.PathLike], *, repeats: int = 5, progress: bool = True,
+         lengths: Optional[List[Tuple[int, int]]] = None) -> List[Dict[str, Any]]:
+    """Times every candidate tile config of a source on this host and
+    stores the fastest, which later compiles of it use (pejit.attention's
+    kernels included: pejit.attention_source gives their source). A shape
+    class (`?` lengths) is timed at `lengths`, (sq, skv) pairs, or by
+    default at a prefill of 512 and of 2048 and a decode step over 2048
+    keys (printed with progress=True). Shows a progress bar on a terminal.
+    Returns one dict per candidate."""
     text, name = _read_source(source)
-    return runtime().tune(text, name, repeats, progress)
+    pairs = []
+    for item in lengths or []:
+        if (not isinstance(item, (tuple, list)) or len(item) != 2 or
+                any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in item)):
+            raise Error(f"lengths: expected (sq, skv) pairs of positive integers, got {item!r}")
+        pairs.append((int(item[0]), int(item[1])))
+    return runtime().tune(text, name, repeats, progress, pairs)
 
 
 def stats() -> Dict[str, int]:

@@ -134,6 +134,9 @@ void bindBuilder(nb::module_ &m) {
       .def_rw("softcap", &AttentionSpec::softcap)
       .def_rw("scale", &AttentionSpec::scale)
       .def_rw("positions_per_batch", &AttentionSpec::positionsPerBatch)
+      .def_rw("packed", &AttentionSpec::packed)
+      .def_rw("key_lengths", &AttentionSpec::keyLengths)
+      .def_rw("page_size", &AttentionSpec::pageSize)
       .def_prop_rw(
           "dtype", [](const AttentionSpec &s) { return std::string(dtypeName(s.dtype)); },
           [](AttentionSpec &s, const std::string &name) { s.dtype = floatDtype(name); });

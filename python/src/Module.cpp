@@ -11,6 +11,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -274,16 +275,34 @@ NB_MODULE(_pejit, m) {
       .def(
           "tune",
           [](Runtime &rt, const std::string &source, const std::string &name, int repeats,
-             bool progress) {
+             bool progress, const std::vector<std::pair<int64_t, int64_t>> &lengths) {
             Spec spec = take(Spec::fromText(source, name));
             TuneOptions options;
             options.repeats = repeats;
             options.progress = progress;
+            if (!lengths.empty()) { // a shape class's (sq, skv) calls, b = 1 where `?`
+              Shape kernel = take(rt.getX86(spec)).shape();
+              for (auto [sq, skv] : lengths) {
+                Shape call = kernel;
+                if (call.batch == kDynamicDim)
+                  call.batch = 1;
+                call.querySeq = sq;
+                call.keySeq = skv;
+                options.lengths.push_back(call);
+              }
+            }
             Expected<TuneReport> report = [&] {
               nb::gil_scoped_release release;
               return rt.tune(spec, options);
             }();
             TuneReport r = take(std::move(report));
+            if (progress && !r.lengths.empty()) {
+              std::string timed = "pejit.tune: timed at";
+              for (const Shape &call : r.lengths)
+                timed += " (sq=" + std::to_string(call.querySeq) +
+                         ", skv=" + std::to_string(call.keySeq) + ")";
+              nb::print(timed.c_str());
+            }
             nb::list rows;
             for (const TuneCandidate &c : r.candidates) {
               nb::dict row;
@@ -297,7 +316,8 @@ NB_MODULE(_pejit, m) {
             }
             return rows;
           },
-          "source"_a, "name"_a, "repeats"_a = 5, "progress"_a = true)
+          "source"_a, "name"_a, "repeats"_a = 5, "progress"_a = true,
+          "lengths"_a = std::vector<std::pair<int64_t, int64_t>>())
       .def("stats", [](const Runtime &rt) {
         RuntimeStats s = rt.stats();
         nb::dict out;

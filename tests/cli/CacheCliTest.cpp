@@ -338,9 +338,9 @@ TEST(PejitTune, PrintsATableStoresTheBestAndRunUsesIt) {
       << readText(in.dir.file("run.err")) << " best " << best;
 }
 
-// A shape class has no one shape to time: an error naming the `?` dims
-// (it was an abort: random inputs of length -1).
-TEST(PejitTune, RefusesAShapeClass) {
+// A shape class is timed at representative lengths, which the report names
+// (it was refused: no one shape to time), or at the lengths given.
+TEST(PejitTune, TunesAShapeClassAtRepresentativeOrGivenLengths) {
   Inputs in;
   std::string path = in.dir.file("dynamic.mlir");
   std::ofstream(path) << "func.func @attention(%q: tensor<1x2x?x64xf32>, %k: tensor<1x2x?x64xf32>, "
@@ -348,9 +348,19 @@ TEST(PejitTune, RefusesAShapeClass) {
                          "  %o = attn.attention %q, %k, %v : tensor<1x2x?x64xf32>, "
                          "tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x2x?x64xf32>\n"
                          "  return %o : tensor<1x2x?x64xf32>\n}\n";
-  Result tune = runWithCache(in.dir, {"tune", path, "--repeats=1"});
-  EXPECT_EQ(tune.exitCode, 1) << tune.err;
-  EXPECT_TRUE(contains(tune.err, "has `?` dims (b=1 hq=2 hkv=2 sq=? skv=?")) << tune.err;
+  Result tune = runWithCache(in.dir, {"tune", path, "--repeats=1", "--candidates=48x48,96x96"});
+  EXPECT_EQ(tune.exitCode, 0) << tune.err;
+  EXPECT_TRUE(contains(tune.out, "timed at [b=1 sq=512 skv=512] [b=1 sq=2048 skv=2048] [b=1 "
+                                 "sq=1 skv=2048]"))
+      << tune.out;
+  EXPECT_TRUE(contains(tune.out, "best: ")) << tune.out;
+  Result given = runWithCache(
+      in.dir, {"tune", path, "--repeats=1", "--candidates=48x48,96x96", "--lengths=1x300,70x70"});
+  EXPECT_EQ(given.exitCode, 0) << given.err;
+  EXPECT_TRUE(contains(given.out, "timed at [b=1 sq=1 skv=300] [b=1 sq=70 skv=70]")) << given.out;
+  Result bad = runWithCache(in.dir, {"tune", path, "--lengths=70"});
+  EXPECT_EQ(bad.exitCode, 2) << bad.err;
+  EXPECT_TRUE(contains(bad.err, "length '70' is not SQxSKV")) << bad.err;
 }
 
 } // namespace

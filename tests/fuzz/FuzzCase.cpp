@@ -113,8 +113,12 @@ double scoreMagnitude(mlir::ModuleOp module) {
   module->walk([&](attn::AttentionOp op) {
     auto q = mlir::cast<mlir::RankedTensorType>(op.getQuery().getType());
     auto k = mlir::cast<mlir::RankedTensorType>(op.getKey().getType());
-    if (!q.hasStaticShape() || !k.hasStaticShape())
+    if (mlir::ShapedType::isDynamic(q.getDimSize(3)))
       return; // never compiled: nothing runs
+    // A `?` length runs at most 200 (drawInputs' longest).
+    auto length = [](mlir::RankedTensorType t) {
+      return t.isDynamicDim(2) ? 200.0 : static_cast<double>(t.getDimSize(2));
+    };
     double d = static_cast<double>(q.getDimSize(3));
     double factor = 1.0, slope = 0.0;
     bool byPosition = false; // ALiBi distances from ids: up to 2^32
@@ -148,8 +152,7 @@ double scoreMagnitude(mlir::ModuleOp module) {
     double dot = op.getEffectiveScale() * 2.0 * factor * factor * d;
     if (mlir::FloatAttr softcap = op.getSoftcapAttr())
       dot = std::min(dot, softcap.getValueAsDouble());
-    double lengths =
-        byPosition ? 4294967296.0 : static_cast<double>(q.getDimSize(2) + k.getDimSize(2));
+    double lengths = byPosition ? 4294967296.0 : length(q) + length(k);
     magnitude = std::max(magnitude, dot + slope * lengths);
   });
   return magnitude;
@@ -205,13 +208,19 @@ Inputs drawInputs(const FunctionSignature &sig, DType dtype, std::mt19937_64 &rn
     }
     for (int64_t j = 0; j < n; ++j)
       in.floats[i].push_back(unit(rng));
-    if (dtype == DType::F32) {
+    // Each argument in its own element type: an f32 operand (a position
+    // scale) of a 16-bit kernel stays f32.
+    DType own = arg.elementType == "f16"    ? DType::F16
+                : arg.elementType == "bf16" ? DType::BF16
+                : arg.elementType == "f32"  ? DType::F32
+                                            : dtype;
+    if (own == DType::F32) {
       in.views.push_back({in.floats[i].data(), DType::F32, arg.shape, {}});
     } else {
-      npy::DType narrow = dtype == DType::F16 ? npy::DType::F16 : npy::DType::BF16;
+      npy::DType narrow = own == DType::F16 ? npy::DType::F16 : npy::DType::BF16;
       in.narrow[i] = npy::fromFloat32(in.floats[i], arg.shape, narrow);
       in.floats[i] = npy::toFloat32(in.narrow[i]);
-      in.views.push_back({in.narrow[i].bytes.data(), dtype, arg.shape, {}});
+      in.views.push_back({in.narrow[i].bytes.data(), own, arg.shape, {}});
     }
     in.reference.push_back(
         ref::Tensor(arg.shape, std::vector<double>(in.floats[i].begin(), in.floats[i].end())));
@@ -251,10 +260,15 @@ std::string boundsProblem(const std::vector<float> &out, const ref::Tensor &expe
             hi = std::max(hi, x);
           }
           for (const ref::Tensor *table : valueTerms) {
+            // A shared [2k+1, dv] table, or head h's rows of a per-head
+            // [hq, 2k+1, dv] one.
             double tableLo = INFINITY, tableHi = -INFINITY;
-            for (int64_t m = 0; m < table->dim(0); ++m) {
-              tableLo = std::min(tableLo, table->at(m, c));
-              tableHi = std::max(tableHi, table->at(m, c));
+            bool perHead = table->rank() == 3;
+            int64_t rows = perHead ? table->dim(1) : table->dim(0);
+            for (int64_t m = 0; m < rows; ++m) {
+              double x = perHead ? table->at(h, m, c) : table->at(m, c);
+              tableLo = std::min(tableLo, x);
+              tableHi = std::max(tableHi, x);
             }
             lo += tableLo;
             hi += tableHi;
@@ -349,7 +363,7 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
         valueIndex = i;
       if (signature->arguments[i].valueTerm && i < inputs.reference.size())
         if (const auto *table = std::get_if<ref::Tensor>(&inputs.reference[i]);
-            table && table->rank() == 2)
+            table && (table->rank() == 2 || table->rank() == 3))
           valueTerms.push_back(table);
     }
     std::string problem = boundsProblem(out, *expected, inputs.floats[valueIndex],

@@ -7,6 +7,7 @@
 // (or PEJIT_FUZZ_SECONDS, PEJIT_FUZZ_SEED, PEJIT_FUZZ_OUT), and one
 // reproducer again: pejit-fuzz-tests --fuzz-replay=FILE.
 #include "tests/fuzz/FuzzCase.h"
+#include "tests/fuzz/FuzzGrammar.h"
 #include "tests/fuzz/FuzzMutator.h"
 
 #include "gtest/gtest.h"
@@ -186,9 +187,12 @@ TEST(Fuzz, ParseVerifyRoundtripCompileAndCheck) {
       std::string text;
       if (nextSeed < corpus.size())
         text = corpus[nextSeed++]; // every seed once, as it is
-      else if (rng() % 10 < 3)
+      else if (unsigned pickKind = rng() % 10; pickKind < 2)
         text = rng() % 3 == 0 ? mutate(randomBuilderProgram(rng), corpus, rng)
                               : randomBuilderProgram(rng);
+      else if (pickKind < 6) // well-formed by construction (FuzzGrammar.h)
+        text = rng() % 5 == 0 ? mutate(randomGrammarProgram(rng), corpus, rng)
+                              : randomGrammarProgram(rng);
       else
         text = mutate(corpus[rng() % corpus.size()], corpus, rng);
       if (seen.insert(text).second)
@@ -297,3 +301,26 @@ int main(int argc, char **argv) {
         (fs::temp_directory_path() / ("pejit-fuzz-" + std::to_string(::getpid()))).string();
   return RUN_ALL_TESTS();
 }
+
+namespace {
+
+// The grammar's programs are well formed by construction: none is refused
+// at parse or verify time, and none fails (crash, wrong result); most
+// compile, run and match float64. 40 programs from a fixed seed.
+TEST(FuzzGrammar, ProgramsParseVerifyAndMostlyCheck) {
+  Rng rng(20261205);
+  std::map<std::string, int> verdicts;
+  for (int n = 0; n < 40; ++n) {
+    std::string text = randomGrammarProgram(rng);
+    CaseResult result = runCase(text, rng());
+    verdicts[verdictName(result.verdict)] += 1;
+    EXPECT_NE(result.verdict, Verdict::RejectedParse) << result.detail << "\n" << text;
+    EXPECT_FALSE(isFailure(result.verdict)) << result.detail << "\n" << text;
+  }
+  int ran = verdicts["checked"] + verdicts["bounded"];
+  EXPECT_GE(ran, 20);
+  for (auto [verdict, count] : verdicts)
+    std::printf("  %s: %d\n", verdict.c_str(), count);
+}
+
+} // namespace

@@ -133,3 +133,90 @@ def test_shaw_needs_its_tables():
     q = np.zeros((1, 2, 4, 64), np.float32)
     with pytest.raises(pejit.Error, match="shaw: give shaw_key"):
         pejit.attention(q, q, q, shaw=pejit.ShawConfig(clip=4))
+
+
+@pytest.mark.parametrize("bias_shape", [(37, 53), (1, 1, 37, 53), (2, 1, 37, 53), (1, 4, 37, 53),
+                                        (2, 4, 37, 53)])
+def test_bias_tensor_broadcast_like_sdpa(rng, bias_shape):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32")
+    bias = (rng.standard_normal(bias_shape) * 2).astype(np.float32)
+    bias[..., 5] = -np.inf  # a key hidden from every row
+    out = pejit.attention(q, k, v, bias=bias, causal=True, out=poisoned((2, 4, 37, 64), "float32"))
+    full = np.broadcast_to(bias.astype(np.float64).reshape((1,) * (4 - bias.ndim) + bias.shape),
+                           (2, 4, 37, 53))
+    expected = np.stack([ref.attention_with_terms(q64[n:n + 1], k64[n:n + 1], v64[n:n + 1],
+                                                  bias=full[n], causal=True)[0]
+                         for n in range(2)])
+    assert ref.rel_error(out, expected) < 1e-4
+
+
+def test_bool_mask_and_fully_masked_rows(rng):
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", b=1, sq=8, skv=8)
+    mask = rng.random((8, 8)) < 0.7
+    mask[3] = False  # row 3 sees nothing: zeros
+    out = pejit.attention(q, k, v, bias=mask)
+    seen = mask.copy()
+    seen[3] = True  # the reference's row 3 is replaced: a row that sees no key is zeros
+    bias = np.where(seen, 0.0, -np.inf)[None].repeat(4, axis=0)
+    expected = ref.attention_with_terms(q64, k64, v64, bias=bias)
+    expected[:, :, 3] = 0.0
+    assert np.all(out[0, :, 3] == 0)
+    assert ref.rel_error(out, expected) < 1e-4
+    with pytest.raises(pejit.Error, match=r"bias: shape \[1, 1, 8, 7\] is not"):
+        pejit.attention(q, k, v, bias=np.zeros((8, 7), np.float32))
+
+
+def test_packed_varlen_batch(rng):
+    # Two sequences packed: each is attention of its own (causal, RoPE at
+    # positions from 0 in each), FlashAttention's varlen.
+    lengths_q, lengths_k = [5, 7], [9, 12]
+    cu_q = np.array([0, 5, 12], np.int32)
+    cu_k = np.array([0, 9, 21], np.int32)
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", b=1, sq=12, skv=21)
+    out = pejit.attention(q, k, v, rope=True, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k,
+                          out=poisoned((1, 4, 12, 64), "float32"))
+    for n in range(2):
+        qs, ks = slice(cu_q[n], cu_q[n + 1]), slice(cu_k[n], cu_k[n + 1])
+        sq, skv = lengths_q[n], lengths_k[n]
+        qp, kp = default_positions(sq, skv)
+        expected = ref.attention(ref.rope(q64[:, :, qs], qp, 64), ref.rope(k64[:, :, ks], kp, 64),
+                                 v64[:, :, ks], causal=True)
+        assert ref.rel_error(out[:, :, qs], expected) < 1e-4
+    with pytest.raises(pejit.Error, match="cu_seqlens_q, cu_seqlens_k: give both"):
+        pejit.attention(q, k, v, cu_seqlens_q=cu_q)
+    with pytest.raises(pejit.Error, match="cu_seqlens_k: expected int32"):
+        pejit.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k.astype(np.int64))
+
+
+def test_key_lengths_and_a_paged_cache(rng):
+    # A decode step over a cache with room to grow: row n sees its first
+    # lengths[n] keys; then the same keys from a paged cache (page size 4,
+    # pages in a shuffled pool).
+    (q, k, v), (q64, k64, v64) = qkv(rng, "float32", b=2, sq=1, skv=24)
+    lengths = np.array([13, 24], np.int32)
+    out = pejit.attention(q, k, v, rope=True, causal=True, key_lengths=lengths)
+    for n in range(2):
+        L = int(lengths[n])
+        qp, kp = default_positions(1, L)
+        expected = ref.attention(ref.rope(q64[n:n + 1], qp, 64), ref.rope(k64[n:n + 1, :, :L], kp, 64),
+                                 v64[n:n + 1, :, :L], causal=True)
+        assert ref.rel_error(out[n:n + 1], expected) < 1e-4
+    page, pages = 4, 12
+    order = rng.permutation(pages)  # row n's page p is pool page order[6 n + p]
+    k_pages = np.zeros((pages, page, 2, 64), np.float32)
+    v_pages = np.zeros((pages, page, 2, 64), np.float32)
+    table = np.zeros((2, 6), np.int32)
+    for n in range(2):
+        for p in range(6):
+            slot = order[6 * n + p]
+            table[n, p] = slot
+            k_pages[slot] = k[n, :, p * page:(p + 1) * page].transpose(1, 0, 2)
+            v_pages[slot] = v[n, :, p * page:(p + 1) * page].transpose(1, 0, 2)
+    paged = pejit.attention(q, k_pages, v_pages, rope=True, causal=True, key_lengths=lengths,
+                            block_table=table, out=poisoned((2, 4, 1, 64), "float32"))
+    assert ref.rel_error(paged, out.astype(np.float64)) < 1e-6
+    bad = table.copy()
+    bad[1, 2] = 99
+    with pytest.raises(pejit.Error, match="block_table"):
+        pejit.attention(q, k_pages, v_pages, rope=True, causal=True, key_lengths=lengths,
+                        block_table=bad)

@@ -82,8 +82,14 @@ def test_tune_returns_the_table(tmp_path, monkeypatch):
     assert rows and all({"query_tile", "key_tile", "median_ms", "error", "best"} <= set(r)
                         for r in rows)
     assert sum(r["best"] for r in rows) == 1
-    with pytest.raises(pejit.Error, match=r"has `\?` dims"):
-        pejit.tune(source, repeats=1, progress=False)  # a shape class: nothing to time
+    # A shape class (what pejit.attention compiles) is timed at given
+    # lengths, (sq, skv) pairs; its best tiles are then the class's.
+    rows = pejit.tune(source, repeats=1, progress=False, lengths=[(1, 64), (64, 64)])
+    assert sum(r["best"] for r in rows) == 1
+    with pytest.raises(pejit.Error, match=r"lengths: expected \(sq, skv\) pairs"):
+        pejit.tune(source, lengths=[(0, 64)])
+    with pytest.raises(pejit.Error, match="is not a call of the shape class"):
+        pejit.tune(static, repeats=1, progress=False, lengths=[(1, 64)])
 
 
 def test_nvidia_ptx_from_python():

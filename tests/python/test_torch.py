@@ -119,3 +119,19 @@ def test_options_take_numpy_window_sizes():
     assert pejit.torch.options(window=np.int64(3)) == pejit.torch.options(window=3)
     with pytest.raises(pejit.Error, match="window"):
         pejit.torch.options(window=True)
+
+
+def test_bias_matches_sdpa_attn_mask():
+    # A bool mask (True = attend) and a float bias, as torch's SDPA reads
+    # them, against SDPA in float64.
+    q, k, v = tensors("float32", sq=24, skv=24)
+    g = torch.Generator().manual_seed(7)
+    mask = torch.rand(24, 24, generator=g) < 0.8
+    mask |= torch.eye(24, dtype=torch.bool)  # every row sees a key
+    bias = torch.randn(1, 4, 24, 24, generator=g)
+    for attn_mask in (mask, bias):
+        out = pejit.attention(q, k, v, bias=attn_mask)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q.double(), k.double().repeat_interleave(2, 1), v.double().repeat_interleave(2, 1),
+            attn_mask=attn_mask if attn_mask.dtype == torch.bool else attn_mask.double())
+        assert ref.rel_error(out.double().numpy(), want.numpy()) < 1e-4

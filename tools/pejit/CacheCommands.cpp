@@ -13,7 +13,8 @@ namespace pejit::cli {
 
 int tuneCommand(int argc, char **argv) {
   Args args;
-  if (std::string error = parseArgs(argc, argv, 2, {{"repeats"}, {"candidates"}}, args);
+  if (std::string error =
+          parseArgs(argc, argv, 2, {{"repeats"}, {"candidates"}, {"lengths"}}, args);
       !error.empty())
     return usageError("tune: " + error);
   if (args.positional.size() != 1)
@@ -40,6 +41,27 @@ int tuneCommand(int argc, char **argv) {
     return kExitError;
   }
   Runtime runtime;
+  // --lengths=SQxSKV,...: a shape class's call lengths to time (b = 1 where
+  // it is `?`), instead of the representative ones.
+  if (std::optional<std::string> list = args.value("lengths")) {
+    Expected<X86Kernel> probe = runtime.getX86(*spec);
+    if (!probe) {
+      std::fprintf(stderr, "pejit: %s\n", probe.error().c_str());
+      return kExitError;
+    }
+    std::istringstream items(*list);
+    for (std::string item; std::getline(items, item, ',');) {
+      std::optional<X86TileConfig> pair = parseTile(item); // the same SQxSKV form
+      if (!pair)
+        return usageError("tune: length '" + item + "' is not SQxSKV (e.g. 1x4096)");
+      Shape call = probe->shape();
+      if (call.batch == kDynamicDim)
+        call.batch = 1;
+      call.querySeq = pair->queryTile;
+      call.keySeq = pair->keyTile;
+      options.lengths.push_back(call);
+    }
+  }
   Expected<TuneReport> report = runtime.tune(*spec, options);
   if (!report) {
     std::fprintf(stderr, "pejit: %s\n", report.error().c_str());

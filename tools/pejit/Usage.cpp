@@ -108,10 +108,14 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       moved, % of the measured read bandwidth.
 )";
 
-const char *kTuneUsage = R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...]
+const char *kTuneUsage =
+    R"(  tune FILE.mlir [--repeats=N] [--candidates=MxN,...] [--lengths=SQxSKV,...]
       Compile and time tile configs for FILE.mlir's shape on this CPU (a
       progress bar on a terminal), print the table and store the fastest in
       the disk cache: later `run` and Runtime::getX86 without --tile use it.
+      A shape class (`?` lengths) is timed at --lengths (b = 1 where `?`),
+      or at a prefill of 512 and of 2048 and a decode step over 2048 keys;
+      the table names them.
 )";
 
 const char *kCacheUsage = R"(  cache ls | stats | verify | clear
