@@ -86,21 +86,26 @@ class LlamaAttention(torch.nn.Module):
         return self.o_proj(o.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
 
 
-def median_ms(fn, repeats):
-    fn()  # warm-up (pejit compiles here, or loads from its disk cache)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+def interleaved_medians(fns, rounds):
+    """Median ms of each function, timed in interleaved rounds (one call of
+    each per round, after one warm-up call each): a slow phase of the host
+    then costs every variant alike instead of whichever ran during it."""
+    for fn in fns.values():
+        fn()  # warm-up (pejit compiles here, or loads from its disk cache)
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--seq", type=int, default=1024)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7, help="interleaved timing rounds")
     args = parser.parse_args()
     rope = pejit.from_hf_config(args.config).rope
     torch.manual_seed(0)
@@ -110,19 +115,34 @@ def main():
         expected = layer.forward_torch(x)
         got = layer.forward_pejit(x)
         error = ((got - expected).abs().max() / expected.abs().max()).item()
-        t_torch = median_ms(lambda: layer.forward_torch(x), args.repeats)
-        t_pejit = median_ms(lambda: layer.forward_pejit(x), args.repeats)
         q, k, v = layer.project(x)
-        a_torch = median_ms(lambda: layer.attention_torch(q, k, v), args.repeats)
-        a_pejit = median_ms(lambda: layer.pejit_attention(q, k, v), args.repeats)
+
+        def projections():
+            o = layer.project(x)[0]
+            return layer.o_proj(o.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
+
+        t = interleaved_medians({
+            "layer torch": lambda: layer.forward_torch(x),
+            "layer pejit": lambda: layer.forward_pejit(x),
+            "attention torch": lambda: layer.attention_torch(q, k, v),
+            "attention pejit": lambda: layer.pejit_attention(q, k, v),
+            "projections": projections,
+        }, args.repeats)
     print(f"config: {os.path.relpath(args.config)} (RoPE {rope.scaling}, theta {rope.theta})")
     print(f"layer: hidden 1024, 8/2 heads, head dim 128, seq {args.seq}, "
           f"{torch.get_num_threads()} torch threads")
     print(f"pejit vs torch (HF RoPE + SDPA): max relative difference {error:.2e}")
-    print(f"layer time: torch {t_torch:.2f} ms, pejit {t_pejit:.2f} ms "
-          f"({t_torch / t_pejit:.2f}x), median of {args.repeats}")
-    print(f"RoPE + attention alone: torch {a_torch:.2f} ms, pejit {a_pejit:.2f} ms "
-          f"({a_torch / a_pejit:.2f}x)")
+    print(f"median of {args.repeats} interleaved rounds:")
+    print(f"  projections (the same torch code in both): {t['projections']:.2f} ms")
+    print(f"  RoPE + attention alone: torch {t['attention torch']:.2f} ms, "
+          f"pejit {t['attention pejit']:.2f} ms "
+          f"({t['attention torch'] / t['attention pejit']:.2f}x)")
+    print(f"  whole layer: torch {t['layer torch']:.2f} ms, pejit {t['layer pejit']:.2f} ms "
+          f"({t['layer torch'] / t['layer pejit']:.2f}x)")
+    # The layers differ only in their attention: their difference should be
+    # the attention's, within the host's noise.
+    print(f"  torch - pejit: layer {t['layer torch'] - t['layer pejit']:+.2f} ms, "
+          f"attention {t['attention torch'] - t['attention pejit']:+.2f} ms")
     # HF forms its angles in f32, pejit in float64: at seq 1024 the two
     # differ by up to ~1e-4 rad, so the check allows 1e-3.
     if error > 1e-3:
