@@ -3,6 +3,7 @@
 
 #include "compiler/Pipelines.h"
 #include "compiler/Registration.h"
+#include "compiler/Suggestions.h"
 #include "compiler/passes/Instantiate.h"
 #include "compiler/passes/Passes.h"
 
@@ -111,8 +112,13 @@ Expected<KernelArtifact> runStages(const StageTable &table, const std::string &s
     if (stage.kind == StageKind::Derived)
       continue;
     auto start = std::chrono::steady_clock::now();
-    if (mlir::failed(stage.run(state)))
-      return Expected<KernelArtifact>::error(diagnostics.take(stage.name));
+    if (mlir::failed(stage.run(state))) {
+      std::string message = diagnostics.take(stage.name);
+      // A parse error about a mistyped name gets the dialects' nearest.
+      if (stage.name == "source")
+        message = withSuggestions(message, source);
+      return Expected<KernelArtifact>::error(message);
+    }
     // A kept stage's text is its module, unless the stage wrote its own (ptx).
     if (stage.kind == StageKind::Kept && !state.artifact.stages.count(stage.name))
       state.artifact.stages[stage.name] = printOperation(*state.module);

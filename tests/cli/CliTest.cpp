@@ -426,3 +426,36 @@ TEST(PejitCompile, VerifierErrorsHaveNoGenericOpDump) {
 }
 
 } // namespace
+
+namespace {
+
+// A mistyped attribute parameter or keyword gets the dialects' nearest
+// name; an unrelated word gets none.
+TEST(PejitCompile, MistypedNamesGetDidYouMean) {
+  TempDir dir;
+  auto source = [](const std::string &rope, const std::string &mask) {
+    return "func.func @f(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: "
+           "tensor<1x2x8x64xf32>, %p: tensor<8xi64>) -> tensor<1x2x8x64xf32> {\n"
+           "  %qr = pe.rope %q, %p <layout = half, " +
+           rope +
+           " = 10000.0> : tensor<1x2x8x64xf32>, tensor<8xi64>\n"
+           "  %o = attn.attention %qr, %k, %v " +
+           mask +
+           " : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> "
+           "tensor<1x2x8x64xf32>\n  return %o : tensor<1x2x8x64xf32>\n}\n";
+  };
+  writeText(dir.file("a.mlir"), source("thetta", "causal"));
+  Result a = runPejit(dir, {"compile", dir.file("a.mlir")});
+  EXPECT_EQ(a.exitCode, 1);
+  EXPECT_TRUE(contains(a.err, "unknown struct parameter name: thetta (did you mean 'theta'"))
+      << a.err;
+  writeText(dir.file("b.mlir"), source("theta", "casual"));
+  Result b = runPejit(dir, {"compile", dir.file("b.mlir")});
+  EXPECT_TRUE(contains(b.err, "(did you mean 'causal' for 'casual'?)")) << b.err;
+  writeText(dir.file("c.mlir"), source("theta", "zzzzzz"));
+  Result c = runPejit(dir, {"compile", dir.file("c.mlir")});
+  EXPECT_EQ(c.exitCode, 1);
+  EXPECT_FALSE(contains(c.err, "did you mean")) << c.err;
+}
+
+} // namespace

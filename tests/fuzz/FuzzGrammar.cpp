@@ -99,16 +99,16 @@ std::string relativeTo(Program &p, Rng &rng) {
 
 void addScoreBiases(Program &p, Rng &rng) {
   if (rng() % 3 == 0)
-    p.encodings.push_back("#pe.alibi<num_heads = " + std::to_string(p.hq) + ", form = " +
-                          pick<const char *>(rng, {"causal", "symmetric"}) + relativeTo(p, rng) +
-                          ">");
+    p.encodings.push_back("#pe.alibi<num_heads = " + std::to_string(p.hq) +
+                          ", form = " + pick<const char *>(rng, {"causal", "symmetric"}) +
+                          relativeTo(p, rng) + ">");
   if (rng() % 3 == 0) {
     int64_t buckets = pick<int64_t>(rng, {8, 32});
     p.encodings.push_back("#pe.t5_bias<num_buckets = " + std::to_string(buckets) +
                           ", max_distance = " + std::to_string(pick<int64_t>(rng, {16, 128})) +
                           (rng() % 2 ? ", bidirectional = false" : "") + relativeTo(p, rng) + ">");
-    p.operands.push_back({"t5", p.tensor({std::to_string(buckets), std::to_string(p.hq)},
-                                         p.element)});
+    p.operands.push_back(
+        {"t5", p.tensor({std::to_string(buckets), std::to_string(p.hq)}, p.element)});
   }
   if (rng() % 4 == 0 && !p.dynamic) {
     p.encodings.push_back("#pe.bias_tensor");
@@ -132,8 +132,8 @@ void addShaw(Program &p, Rng &rng) {
     p.operands.push_back({"shaw_key", p.tensor(dims, p.element)});
   }
   if (rng() % 3 == 0) {
-    p.encodings.push_back("#pe.relative_value<clip = " + std::to_string(clip) +
-                          relativeTo(p, rng) + ">");
+    p.encodings.push_back("#pe.relative_value<clip = " + std::to_string(clip) + relativeTo(p, rng) +
+                          ">");
     std::vector<std::string> dims = {rows, std::to_string(p.dv)};
     if (rng() % 2)
       dims.insert(dims.begin(), std::to_string(p.hq));
@@ -160,18 +160,16 @@ std::string randomGrammarProgram(Rng &rng) {
   addScoreBiases(p, rng);
   addShaw(p, rng);
 
-  std::string q = p.tensor({std::to_string(p.b), std::to_string(p.hq), p.length(p.sq),
-                            std::to_string(p.d)},
-                           p.element);
-  std::string k = p.tensor({std::to_string(p.b), std::to_string(p.hkv), p.length(p.skv),
-                            std::to_string(p.d)},
-                           p.element);
-  std::string v = p.tensor({std::to_string(p.b), std::to_string(p.hkv), p.length(p.skv),
-                            std::to_string(p.dv)},
-                           p.element);
-  std::string o = p.tensor({std::to_string(p.b), std::to_string(p.hq), p.length(p.sq),
-                            std::to_string(p.dv)},
-                           p.element);
+  std::string q = p.tensor(
+      {std::to_string(p.b), std::to_string(p.hq), p.length(p.sq), std::to_string(p.d)}, p.element);
+  std::string k =
+      p.tensor({std::to_string(p.b), std::to_string(p.hkv), p.length(p.skv), std::to_string(p.d)},
+               p.element);
+  std::string v =
+      p.tensor({std::to_string(p.b), std::to_string(p.hkv), p.length(p.skv), std::to_string(p.dv)},
+               p.element);
+  std::string o = p.tensor(
+      {std::to_string(p.b), std::to_string(p.hq), p.length(p.sq), std::to_string(p.dv)}, p.element);
   std::string qp = p.tensor({p.length(p.sq)}, "i64"), kp = p.tensor({p.length(p.skv)}, "i64");
   std::vector<Argument> arguments = p.operands;
   if (p.positions) {

@@ -1,5 +1,7 @@
 #include "tools/pejit/Args.h"
 
+#include "compiler/Suggestions.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -17,40 +19,6 @@ std::vector<std::string> Args::values(const std::string &name) const {
   auto it = flags.find(name);
   return it == flags.end() ? std::vector<std::string>() : it->second;
 }
-
-namespace {
-
-/// Edit distance (insertions, deletions, substitutions) of two names.
-size_t editDistance(const std::string &a, const std::string &b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-/// The flag closest to a mistyped one, if it is close (at most a third of
-/// its letters off); else empty.
-std::string nearestName(const std::string &name, const std::vector<FlagSpec> &specs) {
-  std::string best;
-  size_t bestDistance = name.size() / 3 + 1;
-  for (const FlagSpec &spec : specs)
-    if (size_t d = editDistance(name, spec.name); d < bestDistance) {
-      best = spec.name;
-      bestDistance = d;
-    }
-  return best;
-}
-
-} // namespace
 
 std::string parseArgs(int argc, char **argv, int first, const std::vector<FlagSpec> &specs,
                       Args &out) {
@@ -83,7 +51,10 @@ std::string parseArgs(int argc, char **argv, int first, const std::vector<FlagSp
       if (s.name == name)
         spec = &s;
     if (!spec) {
-      std::string nearest = nearestName(name, specs);
+      std::vector<std::string> names;
+      for (const FlagSpec &candidate : specs)
+        names.push_back(candidate.name);
+      std::string nearest = nearestName(name, names);
       return "unknown flag '--" + name + "'" +
              (nearest.empty() ? std::string() : "; did you mean '--" + nearest + "'?");
     }
