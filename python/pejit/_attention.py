@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _pejit
 from ._kernel import Kernel, runtime
+from ._checks import boolean, integer, optional_number, text
 from ._pejit import Error
 from ._rope import RopeConfig, as_config, as_rope
 from ._tensors import buffer, dtype_name, empty_like_kind, is_torch
@@ -24,6 +25,11 @@ class AlibiConfig:
     head_offset: int = 0
     symmetric: bool = False
 
+    def __post_init__(self):
+        integer(self.num_heads, "alibi: num_heads", minimum=0)
+        integer(self.head_offset, "alibi: head_offset", minimum=0)
+        boolean(self.symmetric, "alibi: symmetric")
+
 
 @dataclass(frozen=True)
 class T5Config:
@@ -33,6 +39,11 @@ class T5Config:
     max_distance: int = 128
     bidirectional: bool = True
 
+    def __post_init__(self):
+        integer(self.num_buckets, "t5: num_buckets", minimum=1)
+        integer(self.max_distance, "t5: max_distance", minimum=1)
+        boolean(self.bidirectional, "t5: bidirectional")
+
 
 @dataclass(frozen=True)
 class ShawConfig:
@@ -41,6 +52,9 @@ class ShawConfig:
     shaw_key [2 clip + 1, d] and shaw_value [2 clip + 1, dv] (or per query
     head: [hq, 2 clip + 1, ...]); either may be left out."""
     clip: int
+
+    def __post_init__(self):
+        integer(self.clip, "shaw: clip", minimum=0)
 
 
 def _alibi_from_dict(values: Mapping[str, Any]) -> AlibiConfig:
@@ -349,6 +363,12 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
           softcap, scale, q_positions, k_positions, target, bias=None, cu_seqlens_q=None,
           cu_seqlens_k=None, key_lengths=None, block_table=None) -> _Plan:
     """Checks a call and gets its kernel: the slow path, once per kind."""
+    for x, what in ((q, "q"), (k, "k"), (v, "v")):
+        dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
+    boolean(causal, "causal")
+    optional_number(scale, "scale", positive=True)
+    optional_number(softcap, "softcap", positive=True)
+    text(target, "target")
     paged = block_table is not None
     qs = _shape(q, 4, "q")
     ks = _shape(k, 4, "k pages [num_pages, page_size, hkv, d]" if paged else "k")

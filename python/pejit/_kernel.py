@@ -122,6 +122,8 @@ class Kernel:
 
 
 def _read_source(source: Union[str, os.PathLike]):
+    if not isinstance(source, (str, os.PathLike)):
+        raise Error(f"source: expected MLIR text or a path, got {type(source).__name__}")
     if isinstance(source, os.PathLike) or (
             isinstance(source, str) and "\n" not in source and source.endswith(".mlir")):
         path = Path(source)
@@ -138,6 +140,8 @@ def compile(source: Union[str, os.PathLike], target: str = "host", *,
     dialects for `target` ("host", or "nvidia:sm_80" ... "nvidia:sm_90").
     The kernel comes from the runtime's caches when it is there."""
     text, name = _read_source(source)
+    if not isinstance(target, str):
+        raise Error(f"target: expected a string ('host', 'nvidia:sm_90'), got {target!r}")
     return Kernel(runtime().get(text, name, target, query_tile, key_tile), text)
 
 

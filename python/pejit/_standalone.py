@@ -2,13 +2,13 @@
 from Python, one cached kernel per kind of call (lengths are `?`)."""
 from __future__ import annotations
 
-import numbers
 from typing import Optional
 
 import numpy as np
 
 from . import _pejit
 from ._kernel import Kernel, runtime
+from ._checks import optional_number
 from ._pejit import Error
 from ._rope import as_rope
 from ._tensors import dtype_name, empty_like_kind
@@ -37,6 +37,7 @@ def rope(x, positions, rope=True, *, out=None, target: str = "host"):
     config = as_rope(rope)
     if config is None:
         raise Error("rope: give the RoPE to apply (a RopeConfig, a dict or True)")
+    dtype_name(x, "x")
     shape = tuple(x.shape)
     if len(shape) != 4:
         raise Error(f"x: expected rank 4 [b, h, s, d], got shape {list(shape)}")
@@ -96,14 +97,15 @@ def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
     error naming it. Returns out [b, s, d] of the table's dtype."""
     if position_table is not None and sinusoidal_base is not None:
         raise Error("position_table, sinusoidal_base: give one positional encoding, not both")
+    dtype_name(tokens, "tokens")
+    dtype_name(table, "table")
     if len(tuple(tokens.shape)) != 2:
         raise Error(f"tokens: expected rank 2 [b, s], got shape {list(tokens.shape)}")
     if len(tuple(table.shape)) != 2:
         raise Error(f"table: expected rank 2 [vocab, d], got shape {list(table.shape)}")
     dtype_name(tokens, "tokens")
     dtype = dtype_name(table, "table")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
-        raise Error(f"scale: expected a number, got {scale!r}")
+    optional_number(scale, "scale")
     vocab, d = (int(n) for n in table.shape)
     learned = 0
     if position_table is not None:
@@ -113,9 +115,7 @@ def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
         if dtype_name(position_table, "position_table") != dtype:
             raise Error(f"position_table: dtype differs from table's {dtype}")
         learned = int(position_table.shape[0])
-    if sinusoidal_base is not None and (isinstance(sinusoidal_base, bool) or
-                                        not isinstance(sinusoidal_base, numbers.Real)):
-        raise Error(f"sinusoidal_base: expected a number, got {sinusoidal_base!r}")
+    optional_number(sinusoidal_base, "sinusoidal_base", positive=True)
     encoded = learned or sinusoidal_base is not None
     if positions is not None and not encoded:
         raise Error("positions: only a positional encoding reads them; give position_table or "

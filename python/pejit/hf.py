@@ -59,6 +59,9 @@ class AttentionConfig:
 def _load(config: Union[str, os.PathLike, Mapping[str, Any]]) -> Dict[str, Any]:
     if isinstance(config, Mapping):
         return dict(config)
+    if not isinstance(config, (str, os.PathLike)):
+        raise Error(f"config: expected a config.json path, a model directory or a dict, got "
+                    f"{type(config).__name__}")
     path = os.fspath(config)
     if os.path.isdir(path):
         path = os.path.join(path, "config.json")
@@ -88,6 +91,24 @@ class _Fields:
         if value is None:
             raise Error(f"{self.where}: field '{names[0]}' is missing")
         return value
+
+    def number(self, *names, default=None) -> Optional[float]:
+        """A real-number field (None when absent and no default)."""
+        value = self.get(*names, default=default)
+        if value is None:
+            return None
+        name = next((n for n in names if self.values.get(n) is not None), names[0])
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Error(f"{self.where}: field '{name}' = {value!r} must be a number")
+        return float(value)
+
+    def mapping(self, *names) -> Dict[str, Any]:
+        """A dict field ({} when absent)."""
+        value = self.get(*names, default={}) or {}
+        if not isinstance(value, Mapping):
+            raise Error(f"{self.where}: field '{names[0]}' must be an object, got "
+                        f"{type(value).__name__}")
+        return dict(value)
 
     def count(self, *names, default=None) -> int:
         """A positive integer field (a head count, a size): 0, a negative,
@@ -119,8 +140,8 @@ _ROPE_TYPES = {"default": "none", "mrope": "none", "linear": "linear", "dynamic"
 
 def _rope(f: _Fields, head_dim: int, *, theta_names=("rope_theta",), rotary_dim=0,
           interleaved=False) -> RopeConfig:
-    scaling = dict(f.get("rope_scaling", "rope_parameters", default={}) or {})
-    theta = scaling.pop("rope_theta", None) or f.get(*theta_names, default=10000.0)
+    scaling = f.mapping("rope_scaling", "rope_parameters")
+    theta = scaling.pop("rope_theta", None) or f.number(*theta_names, default=10000.0)
     kind_name = scaling.pop("rope_type", None) or scaling.pop("type", None) or "default"
     scaling.pop("type", None)
     if kind_name not in _ROPE_TYPES:
@@ -143,7 +164,7 @@ def _rope(f: _Fields, head_dim: int, *, theta_names=("rope_theta",), rotary_dim=
     original = scaling.get("original_max_position_embeddings",
                            f.get("original_max_position_embeddings"))
     if kind in ("linear", "dynamic_ntk", "yarn", "llama3"):
-        kwargs["factor"] = float(scaling.get("factor") or 0.0)
+        kwargs["factor"] = _real(f, scaling.get("factor") or 0.0, "rope_scaling.factor")
         if not kwargs["factor"]:
             raise Error(f"{f.where}: rope_scaling.factor is missing")
     if kind in ("dynamic_ntk", "yarn"):
@@ -155,13 +176,13 @@ def _rope(f: _Fields, head_dim: int, *, theta_names=("rope_theta",), rotary_dim=
     if kind == "yarn":
         for key in ("beta_fast", "beta_slow", "mscale", "mscale_all_dim", "attention_factor"):
             if key in scaling:
-                kwargs[key] = float(scaling[key])
+                kwargs[key] = _real(f, scaling[key], "rope_scaling." + key)
         if "truncate" in scaling:
             kwargs["truncate"] = bool(scaling["truncate"])
     if kind == "llama3":
         for key in ("low_freq_factor", "high_freq_factor"):
             if key in scaling:
-                kwargs[key] = float(scaling[key])
+                kwargs[key] = _real(f, scaling[key], "rope_scaling." + key)
     if kind == "longrope":
         kwargs["short_factor"] = tuple(float(x) for x in scaling.get("short_factor") or ())
         kwargs["long_factor"] = tuple(float(x) for x in scaling.get("long_factor") or ())
@@ -181,7 +202,8 @@ def _rope(f: _Fields, head_dim: int, *, theta_names=("rope_theta",), rotary_dim=
             factor = max_positions / int(original)
         kwargs["factor"] = float(factor)
         if "attention_factor" in scaling:
-            kwargs["attention_factor"] = float(scaling["attention_factor"])
+            kwargs["attention_factor"] = _real(f, scaling["attention_factor"],
+                                               "rope_scaling.attention_factor")
     return RopeConfig(**kwargs)
 
 
@@ -254,8 +276,9 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
         if f.get("layer_types") is None:  # HF Gemma-2: even layers slide
             window = window if layer % 2 == 0 else None
         scalar = f.get("query_pre_attn_scalar")
-        return _replace(cfg, window=window, softcap=f.get("attn_logit_softcapping"),
-                        scale=None if scalar is None else float(scalar) ** -0.5)
+        return _replace(cfg, window=window, softcap=f.number("attn_logit_softcapping"),
+                        scale=None if scalar is None else _real(f, scalar,
+                                                                "query_pre_attn_scalar") ** -0.5)
     if model_type == "gpt_neox":
         heads = f.count("num_attention_heads")
         head_dim = f.count("hidden_size") // heads
@@ -303,6 +326,13 @@ def from_hf_config(config: Union[str, os.PathLike, Mapping[str, Any]], layer: in
                 "deepseek_v3, bloom, mpt, t5, bert)")
 
 
+def _real(f: _Fields, value, name: str) -> float:
+    """A number read from the config, or an Error naming its field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Error(f"{f.where}: {name} = {value!r} must be a number")
+    return float(value)
+
+
 def _replace(cfg: AttentionConfig, **changes) -> AttentionConfig:
     return replace(cfg, **changes)
 
@@ -329,7 +359,7 @@ def _deepseek(f: _Fields, model_type: str) -> AttentionConfig:
 def _mpt(f: _Fields) -> AttentionConfig:
     heads = f.count("n_heads")
     head_dim = f.count("d_model") // heads
-    attn = f.get("attn_config", default={}) or {}
+    attn = f.mapping("attn_config")
     if not attn.get("alibi", False):
         raise Error(f"{f.where}: attn_config.alibi is false; MPT without ALiBi uses learned "
                     "positions, which pejit does not map")

@@ -19,6 +19,7 @@ from typing import Optional
 import torch
 
 from ._attention import _as_alibi, _window, attention as _attention
+from ._checks import boolean, optional_number
 from ._pejit import Error
 from ._rope import as_rope
 
@@ -37,6 +38,10 @@ def options(**kwargs) -> str:
     normalized["rope"] = None if rope is None else dataclasses.asdict(rope)
     alibi = _as_alibi(kwargs.get("alibi"))
     normalized["alibi"] = None if alibi is None else dataclasses.asdict(alibi)
+    for name in ("scale", "softcap"):
+        optional_number(kwargs.get(name), name, positive=True)
+    if "causal" in kwargs:
+        boolean(kwargs["causal"], "causal")
     left, right = _window(kwargs.get("window"))
     normalized["window"] = left if right is None else [left, right]
     return json.dumps(normalized, sort_keys=True)

@@ -191,3 +191,40 @@ def test_hf_longrope_factor_lists_of_the_wrong_length():
                              "long_factor": [2.0] * 32}}
     with pytest.raises(pejit.Error, match="short_factor has 31 entries.*32"):
         pejit.from_hf_config(phi3)
+
+
+def _bad_calls():
+    """Calls with one wrong argument each: every one a pejit.Error."""
+    q, k, v = arrays()
+    llama = {"model_type": "llama", "num_attention_heads": 8, "hidden_size": 512}
+    return {
+        "alibi num_heads": lambda: pejit.attention(q, k, v, alibi={"num_heads": "x"}),
+        "alibi head_offset": lambda: pejit.attention(q, k, v, alibi={"head_offset": -1}),
+        "t5 num_buckets": lambda: pejit.T5Config(num_buckets="a"),
+        "shaw clip": lambda: pejit.ShawConfig("a"),
+        "scale": lambda: pejit.attention(q, k, v, scale="x"),
+        "scale nan": lambda: pejit.attention(q, k, v, scale=float("nan")),
+        "softcap": lambda: pejit.attention(q, k, v, softcap=-1.0),
+        "causal": lambda: pejit.attention(q, k, v, causal="yes"),
+        "q": lambda: pejit.attention([[1.0]], k, v),
+        "target": lambda: pejit.attention(q, k, v, target=3),
+        "compile source": lambda: pejit.compile(3),
+        "hf config": lambda: pejit.from_hf_config(None),
+        "hf rope_scaling": lambda: pejit.from_hf_config({**llama, "rope_scaling": [1]}),
+        "hf rope_theta": lambda: pejit.from_hf_config({**llama, "rope_theta": "x"}),
+        "hf factor": lambda: pejit.from_hf_config(
+            {**llama, "rope_scaling": {"rope_type": "linear", "factor": "x"}}),
+        "hf softcap": lambda: pejit.from_hf_config(
+            {**llama, "model_type": "gemma2", "attn_logit_softcapping": "x"}),
+        "hf attn_config": lambda: pejit.from_hf_config(
+            {"model_type": "mpt", "n_heads": 8, "d_model": 512, "attn_config": [1]}),
+        "rope x": lambda: pejit.rope([1.0], np.arange(3)),
+        "embed scale": lambda: pejit.embed(np.zeros((1, 2), np.int64),
+                                           np.zeros((4, 8), np.float32), scale=float("nan")),
+    }
+
+
+@pytest.mark.parametrize("name", list(_bad_calls()))
+def test_bad_arguments_raise_pejit_error(name):
+    with pytest.raises(pejit.Error):
+        _bad_calls()[name]()
