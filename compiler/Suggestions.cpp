@@ -61,8 +61,8 @@ std::string wordAt(const std::string &source, size_t line, size_t column) {
   if (column > text.size())
     return "";
   size_t end = column - 1;
-  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) ||
-                               text[end] == '_'))
+  while (end < text.size() &&
+         (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
     ++end;
   return text.substr(column - 1, end - (column - 1));
 }
@@ -71,7 +71,8 @@ std::string wordAt(const std::string &source, size_t line, size_t column) {
 
 std::string withSuggestions(const std::string &message, const std::string &source) {
   static const std::regex location(R"(loc\("[^"]*":(\d+):(\d+)\))");
-  static const std::regex unknownParameter(R"(unknown struct parameter name: ([A-Za-z_][A-Za-z0-9_]*))");
+  static const std::regex unknownParameter(
+      R"(unknown struct parameter name: ([A-Za-z_][A-Za-z0-9_]*))");
   std::istringstream lines(message);
   std::string out;
   for (std::string line; std::getline(lines, line);) {

@@ -3,6 +3,7 @@
 // so the key side takes the default positions on every axis; the output
 // matches the float64 interpreter. Fresh random inputs and ids, output
 // poisoned with NaN; f32 tolerance max |out - ref| <= 1e-4 max |ref|.
+#include "tests/runtime/StandaloneHarness.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -23,9 +24,7 @@ void expectQueryOnlyRopeMatches(const std::string &ropeAttr, int64_t axes, int64
                        ": " + q + ", " + kv + ", " + kv + " -> " + q + "\n  return %o : " + q +
                        "\n}\n";
   SCOPED_TRACE(source);
-  Expected<Spec> spec = Spec::fromText(source);
-  ASSERT_TRUE(spec) << spec.error();
-  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+  Expected<X86Kernel> kernel = suiteKernel(source);
   ASSERT_TRUE(kernel) << kernel.error();
   std::mt19937 &engine = rng(nullptr);
   ref::Tensor tq = randomTensor({1, 4, sq, 64}, engine), tk = randomTensor({1, 4, skv, 64}, engine),

@@ -7,6 +7,7 @@
 // inputs, output poisoned with NaN; f32 tolerance max |out - ref| <= 1e-4
 // max |ref|.
 #include "tests/runtime/GuardPages.h"
+#include "tests/runtime/StandaloneHarness.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -70,9 +71,7 @@ std::string fusedSource(const std::vector<size_t> &used, const std::vector<size_
 /// against the interpreter (or fails the test).
 void expectGuardedRunMatches(const std::string &source) {
   SCOPED_TRACE(source);
-  Expected<Spec> spec = Spec::fromText(source);
-  ASSERT_TRUE(spec) << spec.error();
-  Expected<X86Kernel> kernel = suiteRuntime().getX86(*spec);
+  Expected<X86Kernel> kernel = suiteKernel(source);
   ASSERT_TRUE(kernel) << kernel.error();
   std::mt19937 &engine = rng(nullptr);
   std::vector<ref::Tensor> inputs;
