@@ -65,6 +65,48 @@ Tensor linearAttention(const Tensor &q, const Tensor &k, const Tensor &v,
                         state->dim(2) == d && state->dim(3) == dv + 2,
                     "the state must be [b, hq, d, dv + 2], got " + shapeToString(state->shape));
   Tensor out({batch, hq, sq, dv});
+  bool prefix = options.map != FeatureMap::SoftmaxKeys &&
+                (options.algorithm == LinearAttentionOptions::Algorithm::PrefixSums ||
+                 (options.algorithm == LinearAttentionOptions::Algorithm::Auto &&
+                  static_cast<double>(sq) * static_cast<double>(skv) > double(1 << 22)));
+  if (prefix) {
+    // Rows in order see a growing prefix of the keys (all of them without
+    // causal): S and z (from the state, if any) grow to each row's prefix.
+    std::vector<double> sums(d * dv), z(d);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < hq; ++h) {
+        const int64_t kh = h / (hq / hkv);
+        for (int64_t c = 0; c < d; ++c) {
+          z[c] = state ? state->at(b, h, c, dv) : 0.0;
+          for (int64_t e = 0; e < dv; ++e)
+            sums[c * dv + e] = state ? state->at(b, h, c, e) : 0.0;
+        }
+        int64_t added = 0;
+        for (int64_t i = 0; i < sq; ++i) {
+          int64_t visible = options.causal ? std::clamp<int64_t>(i + skv - sq + 1, 0, skv) : skv;
+          for (; added < visible; ++added)
+            for (int64_t c = 0; c < d; ++c) {
+              z[c] += dk.at(b, kh, added, c);
+              for (int64_t e = 0; e < dv; ++e)
+                sums[c * dv + e] += nk.at(b, kh, added, c) * v.at(b, kh, added, e);
+            }
+          if (visible == 0 && !state)
+            continue; // a row that sees no key: zeros
+          double den = 0;
+          for (int64_t c = 0; c < d; ++c)
+            den += dq.at(b, h, i, c) * z[c];
+          if (normalized && den == 0)
+            continue; // a zero denominator: a zero row, no epsilon
+          for (int64_t e = 0; e < dv; ++e) {
+            double num = 0;
+            for (int64_t c = 0; c < d; ++c)
+              num += nq.at(b, h, i, c) * sums[c * dv + e];
+            out.at(b, h, i, e) = normalized ? num / den : num;
+          }
+        }
+      }
+    return out;
+  }
   std::vector<double> num(dv), weight(skv);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < hq; ++h) {

@@ -2,7 +2,8 @@
 //
 // The semantics of attn.linear_attention (docs/semantics.md "Linear
 // attention"), computed directly in O(sq skv d dv): no running state, so it
-// checks the kernels' recurrences rather than repeating them. A carried
+// checks the kernels' recurrences rather than repeating them (past 2^22
+// (query, key) pairs, by float64 prefix sums instead: Algorithm). A carried
 // state (earlier calls' keys) enters as its definition: S0 and z0 added to
 // every row's sums, softmax_keys' m0 rescaled to the row's max.
 //   phi: elu_plus_one, relu, identity; out_i = sum_j (phi(q_i).phi(k_j)) v_j
@@ -35,6 +36,12 @@ struct LinearAttentionOptions {
   /// and (softmax_keys) m, as attn.linear_attention's `state` defines them.
   /// Every row sees them before its visible keys. Null: none.
   const Tensor *state = nullptr;
+  /// Direct: each row's sums over its keys, O(sq skv d dv). PrefixSums (not
+  /// for softmax_keys): the sums S = sum_j phi(k_j) v_j^T and z = sum_j
+  /// phi(k_j) grown key by key in float64 and read by each row, O((sq +
+  /// skv) d dv), so long sequences (pejit run --check) stay checkable.
+  /// Auto: PrefixSums past 2^22 (query, key) pairs, else Direct.
+  enum class Algorithm { Auto, Direct, PrefixSums } algorithm = Algorithm::Auto;
 };
 
 /// The feature map of one value (identity for softmax_keys: its keys are

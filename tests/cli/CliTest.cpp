@@ -459,3 +459,27 @@ TEST(PejitCompile, MistypedNamesGetDidYouMean) {
 }
 
 } // namespace
+
+namespace {
+
+// --check of a long linear attention: the float64 reference grows its sums
+// key by key past 2^22 (query, key) pairs (it took minutes, O(n^2)).
+TEST(PejitRun, CheckOfALongLinearAttention) {
+  TempDir dir;
+  const std::string x = "tensor<1x2x?x64xf32>";
+  writeText(dir.file("linear.mlir"),
+            "func.func @f(%q: " + x + ", %k: " + x + ", %v: " + x + ") -> " + x +
+                " {\n  %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) causal "
+                "encodings([#pe.rope<layout = half, theta = 10000.0>]) "
+                "rope_placement(rope_on_numerator) : " +
+                x + ", " + x + ", " + x + " -> " + x + "\n  return %o : " + x + "\n}\n");
+  for (const char *name : {"q", "k", "v"})
+    writeTensor(dir.file(std::string(name) + ".npy"), randomTensor({1, 2, 4096, 64}));
+  Result r =
+      runPejit(dir, {"run", dir.file("linear.mlir"), "--input=@" + dir.file("q.npy"),
+                     "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"), "--check"});
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "max relative error")) << r.out;
+}
+
+} // namespace
