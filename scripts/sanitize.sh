@@ -40,6 +40,10 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan.supp}
 # Instrumented code runs the suite's float64 references several times
 # slower: two shards of each binary at once, and a longer bound per shard.
 export PEJIT_TEST_SHARDS=${PEJIT_TEST_SHARDS:-2}
+# The numerics matrices (tests/runtime, sampledCase()) run a random third
+# of their cases here, the seed printed: the plain lane runs them all, and
+# every runtime check they reach, their other cases reach too.
+export PEJIT_TEST_SAMPLE=${PEJIT_TEST_SAMPLE:-0.34}
 export PEJIT_TEST_TIMEOUT=${PEJIT_TEST_TIMEOUT:-2700}
 # The Python lane runs in the plain lane only: an ASan-built extension
 # would need the ASan runtime preloaded into the interpreter.

@@ -31,6 +31,30 @@ public:
 inline const bool kSuiteRuntimeRegistered =
     (::testing::AddGlobalTestEnvironment(new SuiteRuntimeEnvironment), true);
 
+/// Whether to run this case of a numerics matrix. PEJIT_TEST_SAMPLE=p (the
+/// sanitizer lane, scripts/sanitize.sh: every runtime check the skipped
+/// cases reach, the kept and smaller ones reach too) keeps each case with
+/// probability p, from a seed printed once per process
+/// (PEJIT_TEST_SAMPLE_SEED=N replays it); unset, every case runs.
+inline bool sampledCase() {
+  static const double fraction = [] {
+    const char *text = std::getenv("PEJIT_TEST_SAMPLE");
+    return text ? std::atof(text) : 1.0;
+  }();
+  if (fraction >= 1.0)
+    return true;
+  static std::mt19937 engine = [] {
+    const char *given = std::getenv("PEJIT_TEST_SAMPLE_SEED");
+    uint32_t seed =
+        given ? static_cast<uint32_t>(std::strtoul(given, nullptr, 10)) : std::random_device{}();
+    std::printf("numerics matrices sampled: PEJIT_TEST_SAMPLE=%g, seed %u "
+                "(PEJIT_TEST_SAMPLE_SEED replays it)\n",
+                fraction, seed);
+    return std::mt19937(seed);
+  }();
+  return std::uniform_real_distribution<double>(0.0, 1.0)(engine) < fraction;
+}
+
 /// Runs `c` on the suite's runtime and checks max |out - ref| <= tolerance *
 /// max |ref| (f32 kernels: 1e-4).
 inline void expectMatches(const Case &c, double tolerance = 1e-4) {

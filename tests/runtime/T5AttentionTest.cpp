@@ -42,7 +42,8 @@ TEST_P(T5Lengths, BidirectionalAndCausalMatchReference) {
     for (bool causal : {false, true}) {
       SCOPED_TRACE(std::string(bidirectional ? "bidirectional" : "one-sided") +
                    (causal ? ", causal" : ""));
-      expectMatches(t5Case(1, 4, 2, l.sq, l.skv, 64, bidirectional, causal));
+      if (sampledCase())
+        expectMatches(t5Case(1, 4, 2, l.sq, l.skv, 64, bidirectional, causal));
     }
 }
 
