@@ -366,7 +366,7 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
     for x, what in ((q, "q"), (k, "k"), (v, "v")):
         dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
     boolean(causal, "causal")
-    optional_number(scale, "scale", positive=True)
+    optional_number(scale, "scale")  # its range: docs/limits.md, checked by the compiler
     optional_number(softcap, "softcap", positive=True)
     text(target, "target")
     paged = block_table is not None

@@ -38,8 +38,8 @@ def options(**kwargs) -> str:
     normalized["rope"] = None if rope is None else dataclasses.asdict(rope)
     alibi = _as_alibi(kwargs.get("alibi"))
     normalized["alibi"] = None if alibi is None else dataclasses.asdict(alibi)
-    for name in ("scale", "softcap"):
-        optional_number(kwargs.get(name), name, positive=True)
+    optional_number(kwargs.get("scale"), "scale")
+    optional_number(kwargs.get("softcap"), "softcap", positive=True)
     if "causal" in kwargs:
         boolean(kwargs["causal"], "causal")
     left, right = _window(kwargs.get("window"))
