@@ -251,11 +251,11 @@ struct TuneOptions {
   /// Times one compiled candidate in ms (tests use it to control speeds);
   /// default: median of `repeats` runs on random inputs of the shape.
   std::function<double(const X86Kernel &)> measure;
-  /// A shape class (`?` dims) is timed at these call shapes (each a full
-  /// Shape, its `?` dims filled); empty = representative ones: a prefill at
-  /// 512 and at 2048 and a decode step over 2048 keys (b = 1 where `?`).
-  /// A candidate's time is the geometric mean over them.
-  std::vector<Shape> lengths;
+  /// A shape class (`?` dims) is timed at these (sq, skv) calls (b = 1
+  /// where `?`); empty = representative ones: a prefill at 512 and at 2048
+  /// and a decode step over 2048 keys. A candidate's time is the geometric
+  /// mean over them.
+  std::vector<std::pair<int64_t, int64_t>> lengths;
 };
 
 struct TuneReport {

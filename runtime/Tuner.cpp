@@ -88,21 +88,34 @@ void drawProgress(size_t done, size_t total, const TuneReport &report) {
   std::fflush(stderr);
 }
 
-std::vector<Shape> representativeLengths(const Shape &kernel) {
+/// A call of the shape class `kernel` at sq and skv (b = 1 where `?`), or
+/// an error when a static length of the class is another.
+Expected<Shape> callAt(const Shape &kernel, int64_t sq, int64_t skv) {
+  Shape s = kernel;
+  if (s.batch == kDynamicDim)
+    s.batch = 1;
+  for (auto [dim, length] : {std::pair<int64_t *, int64_t>{&s.querySeq, sq}, {&s.keySeq, skv}}) {
+    if (length < 1 || (*dim != kDynamicDim && *dim != length))
+      return Expected<Shape>::error("tune: length sq=" + std::to_string(sq) +
+                                    " skv=" + std::to_string(skv) +
+                                    " is not a call of the shape class " + kernel.str());
+    *dim = length;
+  }
+  return s;
+}
+
+/// A prefill at 512 and at 2048, and a decode step over 2048 keys: each
+/// where the class leaves the length open (a static length stays).
+std::vector<std::pair<int64_t, int64_t>> representativeLengths(const Shape &kernel) {
   auto at = [&](int64_t sq, int64_t skv) {
-    Shape s = kernel;
-    if (s.batch == kDynamicDim)
-      s.batch = 1;
-    if (s.querySeq == kDynamicDim)
-      s.querySeq = sq;
-    if (s.keySeq == kDynamicDim)
-      s.keySeq = kernel.querySeq == kDynamicDim ? skv : std::max(skv, s.querySeq);
-    return s;
+    int64_t q = kernel.querySeq == kDynamicDim ? sq : kernel.querySeq;
+    int64_t k = kernel.keySeq == kDynamicDim ? std::max(skv, q) : kernel.keySeq;
+    return std::pair<int64_t, int64_t>{q, k};
   };
-  std::vector<Shape> shapes = {at(512, 512), at(2048, 2048)};
+  std::vector<std::pair<int64_t, int64_t>> lengths = {at(512, 512), at(2048, 2048)};
   if (kernel.querySeq == kDynamicDim)
-    shapes.push_back(at(1, 2048)); // a decode step
-  return shapes;
+    lengths.push_back(at(1, 2048));
+  return lengths;
 }
 
 } // namespace
@@ -114,22 +127,17 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
   if (!probe)
     return Expected<TuneReport>::error(probe.error());
   // The call shapes to time: the kernel's own, or for a shape class the
-  // given or representative lengths (each a full shape of the class).
+  // given or representative lengths.
   const Shape &kernelShape = probe->shape();
   std::vector<Shape> lengths = {kernelShape};
   if (kernelShape.hasDynamicDims() || !options.lengths.empty()) {
-    lengths = options.lengths.empty() ? representativeLengths(kernelShape) : options.lengths;
-    for (const Shape &call : lengths) {
-      auto fits = [](int64_t kernelDim, int64_t callDim) {
-        return callDim >= 1 && (kernelDim == kDynamicDim || kernelDim == callDim);
-      };
-      if (call.hasDynamicDims() || !fits(kernelShape.batch, call.batch) ||
-          !fits(kernelShape.querySeq, call.querySeq) || !fits(kernelShape.keySeq, call.keySeq) ||
-          call.queryHeads != kernelShape.queryHeads || call.kvHeads != kernelShape.kvHeads ||
-          call.headDim != kernelShape.headDim || call.valueDim != kernelShape.valueDim)
-        return Expected<TuneReport>::error("tune: length " + call.str() +
-                                           " is not a call of the shape class " +
-                                           kernelShape.str());
+    lengths.clear();
+    for (auto [sq, skv] :
+         options.lengths.empty() ? representativeLengths(kernelShape) : options.lengths) {
+      Expected<Shape> call = callAt(kernelShape, sq, skv);
+      if (!call)
+        return Expected<TuneReport>::error(call.error());
+      lengths.push_back(*call);
     }
   }
   if (options.candidates.empty()) {
@@ -198,7 +206,7 @@ Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOpti
 
 std::string TuneReport::table() const {
   std::string text;
-  if (lengths.size() > 1 || (lengths.size() == 1 && !candidates.empty())) {
+  if (!lengths.empty()) {
     text += "timed at";
     for (const Shape &call : lengths)
       text += " [b=" + std::to_string(call.batch) + " sq=" + std::to_string(call.querySeq) +

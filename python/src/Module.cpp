@@ -280,17 +280,7 @@ NB_MODULE(_pejit, m) {
             TuneOptions options;
             options.repeats = repeats;
             options.progress = progress;
-            if (!lengths.empty()) { // a shape class's (sq, skv) calls, b = 1 where `?`
-              Shape kernel = take(rt.getX86(spec)).shape();
-              for (auto [sq, skv] : lengths) {
-                Shape call = kernel;
-                if (call.batch == kDynamicDim)
-                  call.batch = 1;
-                call.querySeq = sq;
-                call.keySeq = skv;
-                options.lengths.push_back(call);
-              }
-            }
+            options.lengths = lengths; // a shape class's (sq, skv) calls
             Expected<TuneReport> report = [&] {
               nb::gil_scoped_release release;
               return rt.tune(spec, options);

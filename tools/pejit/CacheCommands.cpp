@@ -41,25 +41,15 @@ int tuneCommand(int argc, char **argv) {
     return kExitError;
   }
   Runtime runtime;
-  // --lengths=SQxSKV,...: a shape class's call lengths to time (b = 1 where
-  // it is `?`), instead of the representative ones.
+  // --lengths=SQxSKV,...: a shape class's call lengths to time, instead of
+  // the representative ones.
   if (std::optional<std::string> list = args.value("lengths")) {
-    Expected<X86Kernel> probe = runtime.getX86(*spec);
-    if (!probe) {
-      std::fprintf(stderr, "pejit: %s\n", probe.error().c_str());
-      return kExitError;
-    }
     std::istringstream items(*list);
     for (std::string item; std::getline(items, item, ',');) {
       std::optional<X86TileConfig> pair = parseTile(item); // the same SQxSKV form
       if (!pair)
         return usageError("tune: length '" + item + "' is not SQxSKV (e.g. 1x4096)");
-      Shape call = probe->shape();
-      if (call.batch == kDynamicDim)
-        call.batch = 1;
-      call.querySeq = pair->queryTile;
-      call.keySeq = pair->keyTile;
-      options.lengths.push_back(call);
+      options.lengths.push_back({pair->queryTile, pair->keyTile});
     }
   }
   Expected<TuneReport> report = runtime.tune(*spec, options);
