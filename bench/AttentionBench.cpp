@@ -8,8 +8,8 @@
 #include "bench/AttentionBench.h"
 #include "bench/PeakFma.h"
 #include "bench/Timing.h"
-#include "runtime/Pejit.h"
-#include "runtime/ThreadPool.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/ThreadPool.h"
 
 #include <algorithm>
 #include <chrono>

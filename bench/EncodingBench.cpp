@@ -9,8 +9,8 @@
 #include "bench/AttentionBench.h"
 #include "bench/PeakFma.h"
 #include "bench/Timing.h"
-#include "runtime/Encodings.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Encodings.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -13,7 +13,7 @@
 #include "bench/AttentionBench.h"
 #include "bench/PeakFma.h"
 #include "bench/Timing.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -12,7 +12,7 @@
 #include "bench/AttentionBench.h"
 #include "bench/Bandwidth.h"
 #include "bench/Timing.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <cstdio>

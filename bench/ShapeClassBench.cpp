@@ -19,7 +19,7 @@
 #include "bench/Bandwidth.h"
 #include "bench/PeakFma.h"
 #include "bench/Timing.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -24,7 +24,7 @@
 #include "bench/Bandwidth.h"
 #include "bench/PeakFma.h"
 #include "bench/Timing.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <cmath>

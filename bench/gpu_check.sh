@@ -35,8 +35,8 @@ case "${1:-}" in
     if [ $? -ne 2 ]; then # no usage message: the binary cannot start here
       echo "gpu_check: building the runner on this machine"
       mkdir -p /tmp/pejit-runner
-      c++ -O2 -std=c++17 -I. bench/gpu/gpu_check_runner.cpp runtime/cuda/*.cpp runtime/core/*.cpp \
-          reference/*.cpp -ldl -lpthread -o /tmp/pejit-runner/gpu_check_runner || exit 1
+      c++ -O2 -std=c++17 -I. bench/gpu/gpu_check_runner.cpp pejit/runtime/cuda/*.cpp pejit/core/*.cpp \
+          pejit/reference/*.cpp -ldl -lpthread -o /tmp/pejit-runner/gpu_check_runner || exit 1
       runner=/tmp/pejit-runner/gpu_check_runner
     fi
     timeout 420 "$runner" "$OUT/bundle" 20; rc=$?

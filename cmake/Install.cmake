@@ -6,15 +6,17 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(PEJIT_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/pejit)
+# Headers go under include/pejit/, and a consumer includes them with the
+# prefix: #include "pejit/runtime/Pejit.h".
+set(PEJIT_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR})
 set(PEJIT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/pejit)
 set(PEJIT_INSTALL_TEMPLATEDIR ${CMAKE_INSTALL_DATADIR}/pejit/templates)
 
 # Exported name (pejit::NAME) of each library.
 set(PEJIT_EXPORTED_LIBRARIES
-  PejitRuntimeCore:core PejitReference:reference PejitNpy:npy PejitCuda:cuda
+  PejitCore:core PejitReference:reference PejitNpy:npy PejitCuda:cuda
   PejitPE:pe PejitAttn:attn PejitCompiler:compiler PejitX86Backend:x86_backend
-  PejitNvidiaBackend:nvidia_backend PejitReferenceInterpreter:reference_interpreter
+  PejitNvidiaBackend:nvidia_backend PejitInterpreter:interpreter
   PejitRuntime:runtime)
 set(targets)
 foreach(entry ${PEJIT_EXPORTED_LIBRARIES})
@@ -31,14 +33,12 @@ install(TARGETS ${targets} EXPORT pejitTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS pejit pejit-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# Headers keep their source paths (#include "runtime/Pejit.h"), and the
-# generated ones (dialect .h.inc, runtime/Version.h) sit beside them.
-foreach(dir runtime reference compiler dialects)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${PEJIT_INSTALL_INCLUDEDIR}
-          FILES_MATCHING PATTERN "*.h")
-  install(DIRECTORY ${PROJECT_BINARY_DIR}/${dir} DESTINATION ${PEJIT_INSTALL_INCLUDEDIR}
-          FILES_MATCHING PATTERN "*.h" PATTERN "*.h.inc" PATTERN "CMakeFiles" EXCLUDE)
-endforeach()
+# Headers keep their source paths under pejit/ (#include "pejit/runtime/Pejit.h"),
+# and the generated ones (dialect .h.inc, pejit/runtime/Version.h) sit beside them.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/pejit DESTINATION ${PEJIT_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY ${PROJECT_BINARY_DIR}/pejit DESTINATION ${PEJIT_INSTALL_INCLUDEDIR}
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.h.inc" PATTERN "CMakeFiles" EXCLUDE)
 # The kernels embed their templates; these are for reading and for
 # PEJIT_TEMPLATE_DIR experiments.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/templates/ DESTINATION ${PEJIT_INSTALL_TEMPLATEDIR}

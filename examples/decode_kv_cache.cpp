@@ -4,7 +4,7 @@
 // kernel serves any offset of a cache of this length.
 //
 //   decode_kv_cache
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <chrono>
 #include <cstdio>

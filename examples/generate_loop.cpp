@@ -18,7 +18,7 @@
 // prints the compile count (2: one attention and one KV-append kernel,
 // whatever the number of tokens), the compile time, and the median decode
 // step.
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <chrono>

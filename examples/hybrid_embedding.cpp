@@ -11,8 +11,8 @@
 // each kernel's source. Exits 0 only if the error is below 1e-4.
 //
 //   hybrid_embedding [--ir]
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cmath>
 #include <cstdio>

@@ -4,9 +4,9 @@
 // checks the last query rows of head 0 against the float64 reference.
 //
 //   llama_prefill [seq_len = 2048] [repeats = 5]
-#include "reference/Attention.h"
-#include "reference/Rope.h"
-#include "runtime/Pejit.h"
+#include "pejit/reference/Attention.h"
+#include "pejit/reference/Rope.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <chrono>

@@ -4,7 +4,7 @@
 // prints only that stage.
 //
 //   print_stages [source|fused|tiled|llvm|llvm-ir|asm]
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cstdio>
 #include <string>

@@ -6,9 +6,9 @@
 #ifndef PEJIT_BENCH_GPU_GPUCHECKCASES_H
 #define PEJIT_BENCH_GPU_GPUCHECKCASES_H
 
-#include "reference/Attention.h"
-#include "reference/Rope.h"
-#include "reference/ScoreBias.h"
+#include "pejit/reference/Attention.h"
+#include "pejit/reference/Rope.h"
+#include "pejit/reference/ScoreBias.h"
 
 #include <algorithm>
 #include <cstdint>

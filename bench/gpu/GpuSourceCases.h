@@ -17,7 +17,7 @@
 #ifndef PEJIT_BENCH_GPU_GPUSOURCECASES_H
 #define PEJIT_BENCH_GPU_GPUSOURCECASES_H
 
-#include "runtime/core/KernelSignature.h"
+#include "pejit/core/KernelSignature.h"
 
 #include <string>
 #include <vector>

@@ -3,10 +3,10 @@
 // the float64 reference (from the reference interpreter) into the bundle.
 #include "bench/gpu/PrepareSourceCase.h"
 
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Views.h"
-#include "runtime/core/KernelMeta.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/core/KernelMeta.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Views.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include <chrono>
 #include <fstream>

@@ -3,7 +3,7 @@
 #define PEJIT_BENCH_GPU_PREPARESOURCECASE_H
 
 #include "bench/gpu/GpuSourceCases.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <string>
 

@@ -8,11 +8,11 @@
 //   gpu_check_runner BUNDLE_DIR [REPEATS=20]
 #include "bench/gpu/GpuCheckCases.h"
 #include "bench/gpu/GpuSourceCases.h"
-#include "reference/Attention.h"
-#include "reference/Rope.h"
-#include "reference/ScoreBias.h"
-#include "runtime/core/KernelMeta.h"
-#include "runtime/cuda/AttentionLaunch.h"
+#include "pejit/core/KernelMeta.h"
+#include "pejit/reference/Attention.h"
+#include "pejit/reference/Rope.h"
+#include "pejit/reference/ScoreBias.h"
+#include "pejit/runtime/cuda/AttentionLaunch.h"
 
 #include <algorithm>
 #include <chrono>

@@ -5,7 +5,7 @@
 //   prepare_gpu_check OUT_DIR [ARCH]
 #include "bench/gpu/GpuCheckCases.h"
 #include "bench/gpu/PrepareSourceCase.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cstdio>
 #include <fstream>

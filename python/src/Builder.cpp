@@ -2,8 +2,8 @@
 // encodings, field for field, and the MLIR source it writes. pejit.attention
 // fills these from its keyword arguments (python/pejit/_attention.py).
 #include "Common.h"
-#include "runtime/Encodings.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Encodings.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>

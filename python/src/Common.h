@@ -2,7 +2,7 @@
 #ifndef PEJIT_PYTHON_COMMON_H
 #define PEJIT_PYTHON_COMMON_H
 
-#include "runtime/core/Types.h"
+#include "pejit/core/Types.h"
 
 #include <nanobind/nanobind.h>
 

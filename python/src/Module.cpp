@@ -5,8 +5,8 @@
 // structs and the disk cache. The Python layer (pejit/*.py) owns the
 // user-facing API: argument checking, HF names, kernel reuse.
 #include "Common.h"
-#include "runtime/Pejit.h"
-#include "runtime/cache/DiskCache.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/cache/DiskCache.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>

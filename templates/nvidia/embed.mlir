@@ -12,7 +12,7 @@
 // clamps, so no token reads past it.
 //
 // Parameters, substituted as text before parsing
-// (compiler/passes/InstantiateNvidiaTransform.cpp): those of transform.mlir,
+// (pejit/compiler/passes/InstantiateNvidiaTransform.cpp): those of transform.mlir,
 // and ${V} ${LAST_ROW} the table's rows and V - 1, ${TT} its element type,
 // ${SCALE} the embedding scale as an f32 literal, EMBED_VIEWS the views of
 // %tokens, %table, %o and %scratch.

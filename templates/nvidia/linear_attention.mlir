@@ -32,7 +32,7 @@
 // With a state ([b, hq, d, dv + 2] f32: S, z, m) S, z and m start from it
 // and go back to it after the call's last key.
 //
-// Parameters (compiler/passes/InstantiateNvidiaLinearAttention.cpp):
+// Parameters (pejit/compiler/passes/InstantiateNvidiaLinearAttention.cpp):
 //   ${BD} ${SQD} ${SKVD} ${SCRATCHD}: sizes or `?`; ${HQ} ${GROUP} ${D}
 //   ${DP} = D + 1, ${DV}, ${DVS} = DV + 2, ${R} rows per tile, ${R2} = 2 R,
 //   ${KS} rows of

@@ -14,7 +14,7 @@
 // ids as Q's; the key side has no ids.
 //
 // Parameters, substituted as text before parsing
-// (compiler/passes/InstantiateNvidiaTransform.cpp):
+// (pejit/compiler/passes/InstantiateNvidiaTransform.cpp):
 //   ${BD} ${SD}: the batch and length as the memref types write them (a
 //     number, or `?` for the call's); ${H} ${D} ${R} rows per block
 //   ${T} ${OT}: element types of X and O (f32, f16, bf16); the tile is f32
@@ -25,7 +25,7 @@
 //     and the views of the bare-pointer arguments (%B, %S, %x, %o,
 //     %pos, %none, %scratch), generated
 //   PARTS, PROLOGUES, TRANSFORMS: the chain's hook ops, generated
-//     (compiler/passes/StandaloneChain.cpp)
+//     (pejit/compiler/passes/StandaloneChain.cpp)
 //   WIDEN, NARROW: `%w = ...` from `%v`, one element (an extf, a truncf,
 //     or a copy for f32)
 

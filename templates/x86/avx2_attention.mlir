@@ -53,7 +53,7 @@
 //   ${KONCE} (true|false): K may be rotated once per call into the key cache
 //   (!KCACHE, ${KCACHE} floats or `?`: [B, HKV, NKT, BN, D]) by
 //   @pejit_prepare; it is, when the runtime passes a cache of more than 0
-//   floats (runtime/core/CallPlan.h decides; ${KTILE_FLOATS} = BN D)
+//   floats (pejit/core/CallPlan.h decides; ${KTILE_FLOATS} = BN D)
 //   VALUE_ROWS and NARROW8 (parameters too): the bodies of @kv_value_rows
 //   (a view of V for f32 with full Q tiles, else the (widening) copy into
 //   Vs) and @narrow8 (a plain return for f32)

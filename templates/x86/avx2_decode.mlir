@@ -9,7 +9,7 @@
 // K and V row loaded is used GROUP times. The runtime calls
 // @pejit_decode_item instead of @pejit_item for calls with sq = 1 when the
 // kernel allows it (pejit.kernel's decode_group > 0: 1 < GROUP <= 8, no value
-// term, no per-query-tile tables; runtime/core/CallPlan.h).
+// term, no per-query-tile tables; pejit/core/CallPlan.h).
 //   Qs[g] = qk_transform(Q[b, hk GROUP + g, 0])      g < GROUP
 //   for each KV tile: St[j, g] = scale Kt[j] . Qs[g]  (@pejit_s_heads)
 //     score_mod per (j, g) as scalars (head hk GROUP + g), then the mask:

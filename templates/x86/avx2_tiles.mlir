@@ -3,7 +3,7 @@
 // (avx2_blocks.mlir) in place of its `// @pejit-blocks` line before
 // parameter substitution and parsing: the types and parameters are the
 // ones that file defines. Each is public and never inlined, so the backend
-// compiles it as a codegen part of its own (compiler/backends/x86/CodegenParts.h):
+// compiles it as a codegen part of its own (pejit/compiler/backends/x86/CodegenParts.h):
 //   @pejit_query_tile  an item's Q tile, rotated and transposed (once per item)
 //   @pejit_s_tile      St = Ks . Qt for one KV tile
 //   @pejit_pv_tile     Os = Os * alpha + P^T . V for one KV tile
@@ -48,7 +48,7 @@ func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
 // the last one a 16-column block sees are skipped (the item's mask sets
 // them to -inf). A function of its own (never inlined) so the backend
 // compiles it in parallel with the rest of the kernel
-// (compiler/backends/x86/ParallelCodegen.cpp).
+// (pejit/compiler/backends/x86/ParallelCodegen.cpp).
 func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32>, %Kt: !KTILE,
                         %nq16: index, %diag_row: index)
     attributes {passthrough = ["noinline"]} {
@@ -139,7 +139,7 @@ func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32
 // mask alone: j <= r + pv_base, pv_base = i0 + OFF - j0). The next KV tile
 // (rows from jn) is prefetched a few rows per block.
 // A function of its own (never inlined) so the backend compiles it in
-// parallel with the rest of the kernel (compiler/backends/x86/ParallelCodegen.cpp).
+// parallel with the rest of the kernel (pejit/compiler/backends/x86/ParallelCodegen.cpp).
 func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
                          %Vr: !VROWS, %A: memref<${BM}xf32>, %k: !K, %v: !V,
                          %kcache: !KCACHE, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,

@@ -10,7 +10,7 @@
 // rows by `run`; the gather still clamps, so no token reads past it.
 //
 // Parameters, substituted as text before parsing
-// (compiler/passes/InstantiateX86Transform.cpp):
+// (pejit/compiler/passes/InstantiateX86Transform.cpp):
 //   ${B} ${S}: the batch and length, or `?` where the call gives them
 //   ${D} (D % 8 == 0) ${R} rows per item ${V} table rows
 //   ${TT} ${OT} element types of the table and O; the tile is f32

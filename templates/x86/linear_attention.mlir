@@ -38,7 +38,7 @@
 // (rope_on_numerator, the tile's unrotated copy kept for the denominator).
 //
 // Parameters, substituted as text before parsing
-// (compiler/passes/InstantiateX86LinearAttention.cpp):
+// (pejit/compiler/passes/InstantiateX86LinearAttention.cpp):
 //   ${B} ${SQ} ${SKV}: sizes or `?`; ${HQ} ${HKV} ${GROUP} ${D} ${DV} ${R}
 //   ${T} ${OT} element types of Q/K/V and O; ${QPB} ${KPB} id rows
 //   ${CAUSAL} ${ON_NUMERATOR} ${SOFTMAX_KEYS} ${NORMALIZE} ${HAS_STATE}: true

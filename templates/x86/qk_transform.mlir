@@ -16,7 +16,7 @@
 // prologue fills them for the ids as Q's, the key side empty (0 ids).
 //
 // Parameters, substituted as text before parsing
-// (attn-instantiate-x86-template, compiler/passes/InstantiateX86Transform.cpp):
+// (attn-instantiate-x86-template, pejit/compiler/passes/InstantiateX86Transform.cpp):
 //   ${B} ${S}: the batch and length, or `?` where the call gives them
 //   ${H} ${D} (D % 8 == 0) ${R} rows per item
 //   ${STREAM_MIN} the output size past which stores are non-temporal
@@ -26,7 +26,7 @@
 //   ${E0} the encoding's own tensor (a learned table), memref<1xf32> if none
 //   PARTS, PROLOGUES, TRANSFORMS: the hook ops of the chain of pe ops, op 0
 //     reading the rows of X, the others in place, each with its part of
-//     the scratch (compiler/passes/StandaloneChain.cpp)
+//     the scratch (pejit/compiler/passes/StandaloneChain.cpp)
 //   NARROW8: the body of @narrow8 (a plain return for f32)
 
 !X = memref<${B}x${H}x${S}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>

@@ -21,7 +21,7 @@
 // of more than STREAM_MIN elements is stored non-temporally.
 //
 // Parameters, substituted as text before parsing
-// (compiler/passes/InstantiateX86ScoreBias.cpp):
+// (pejit/compiler/passes/InstantiateX86ScoreBias.cpp):
 //   ${B} ${SQ} ${SKV}: sizes or `?` (the output view's at run); ${H}
 //   ${OT} the output's element type; ${E0} the encoding's table (T5's) or
 //   memref<1xf32>; OPERANDS: the score_mod's operands(...) clause

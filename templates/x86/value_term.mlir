@@ -10,7 +10,7 @@
 // weights by p_ij, so the tensor is exactly the term the kernels add.
 //
 // Parameters, substituted as text before parsing
-// (compiler/passes/InstantiateX86ScoreBias.cpp):
+// (pejit/compiler/passes/InstantiateX86ScoreBias.cpp):
 //   ${A} ${SQ} ${SKV} ${DV}: sizes (SQ, SKV may be `?`: the output view's)
 //   ${DV_WHOLE}: DV rounded down to 8; ${OT} the output's element type;
 //   ${E0} the encoding's table; NARROW8, NARROW1: @narrow8's, @narrow1's bodies

@@ -2,7 +2,7 @@
 // (fresh random data each time), --check, malformed inputs, usage errors.
 #include "tests/cli/CliTestSupport.h"
 
-#include "reference/interpreter/ReferenceInterpreter.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
 
 #include "gtest/gtest.h"
 

@@ -4,11 +4,11 @@
 #ifndef PEJIT_TESTS_CLI_CLITESTSUPPORT_H
 #define PEJIT_TESTS_CLI_CLITESTSUPPORT_H
 
-#include "reference/Attention.h"
-#include "reference/Rope.h"
-#include "reference/ScoreBias.h"
-#include "reference/Tensor.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/reference/Attention.h"
+#include "pejit/reference/Rope.h"
+#include "pejit/reference/ScoreBias.h"
+#include "pejit/reference/Tensor.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include "gtest/gtest.h"
 

@@ -6,10 +6,10 @@
 // writes every part the runner reads, at the size the signature gives.
 #include "bench/gpu/GpuCheckCases.h"
 #include "bench/gpu/PrepareSourceCase.h"
-#include "compiler/backends/nvidia/NvidiaLowering.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/core/KernelMeta.h"
-#include "runtime/core/NvidiaPlan.h"
+#include "pejit/compiler/backends/nvidia/NvidiaLowering.h"
+#include "pejit/core/KernelMeta.h"
+#include "pejit/core/NvidiaPlan.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
 #include "tests/cli/CliTestSupport.h"
 
 #include "gtest/gtest.h"

@@ -5,11 +5,11 @@
 // in the attention kernel. Then a run without a CUDA driver is a clear error.
 #include "tests/cli/CliTestSupport.h"
 
-#include "compiler/backends/nvidia/NvidiaLowering.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
-#include "runtime/cuda/CudaDriver.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/compiler/backends/nvidia/NvidiaLowering.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/cuda/CudaDriver.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tools/pejit/RunNvidia.h"
 
 #include "gtest/gtest.h"

@@ -11,13 +11,13 @@
 // against the interpreter's float64 reference of the whole call (fresh
 // random inputs, the output poisoned with NaN). With a GPU the kernels
 // themselves are checked the same way (tolerance 1e-2, 16-bit inputs).
-#include "compiler/backends/nvidia/NvidiaLowering.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/NvidiaKernelImpl.h"
-#include "runtime/Pejit.h"
-#include "runtime/core/NvidiaPlan.h"
-#include "runtime/cuda/CudaDriver.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/compiler/backends/nvidia/NvidiaLowering.h"
+#include "pejit/core/NvidiaPlan.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/NvidiaKernelImpl.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/cuda/CudaDriver.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/cli/CliTestSupport.h"
 
 #include "gtest/gtest.h"

@@ -4,12 +4,12 @@
 #ifndef PEJIT_TESTS_CLI_NVIDIASTANDALONEHARNESS_H
 #define PEJIT_TESTS_CLI_NVIDIASTANDALONEHARNESS_H
 
-#include "compiler/backends/nvidia/NvidiaLowering.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/NvidiaKernelImpl.h"
-#include "runtime/Pejit.h"
-#include "runtime/cuda/CudaDriver.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/compiler/backends/nvidia/NvidiaLowering.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/NvidiaKernelImpl.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/cuda/CudaDriver.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/cli/CliTestSupport.h"
 
 #include <cstring>

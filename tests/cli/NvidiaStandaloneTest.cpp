@@ -12,7 +12,7 @@
 // user's own inputs (fresh random values, the output poisoned with NaN).
 // With a GPU the kernels themselves are checked the same way (f32 1e-4,
 // 16-bit 1e-2).
-#include "runtime/core/KernelMeta.h"
+#include "pejit/core/KernelMeta.h"
 #include "tests/cli/NvidiaStandaloneHarness.h"
 
 #include "gtest/gtest.h"

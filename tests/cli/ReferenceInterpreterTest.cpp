@@ -2,8 +2,8 @@
 // unfused source against its fused form (hand-written and the compiler's).
 #include "tests/cli/CliTestSupport.h"
 
-#include "reference/Absolute.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/reference/Absolute.h"
 
 #include "gtest/gtest.h"
 

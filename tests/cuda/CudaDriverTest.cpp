@@ -5,7 +5,7 @@
 // and on GPU machines (where it copies, launches a PTX kernel and times it).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cuda/CudaDriver.h"
+#include "pejit/runtime/cuda/CudaDriver.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // The PE interfaces as the compiler will use them: every pe op reports its
 // encoding and kind through PositionalEncodingOpInterface, attributes built
 // from C++ are checked like parsed ones, and the fused attribute is the op's.
-#include "dialects/attn/AttnDialect.h"
-#include "dialects/attn/AttnOps.h"
-#include "dialects/pe/PEAttrs.h"
-#include "dialects/pe/PEDialect.h"
-#include "dialects/pe/PEOps.h"
+#include "pejit/dialects/attn/AttnDialect.h"
+#include "pejit/dialects/attn/AttnOps.h"
+#include "pejit/dialects/pe/PEAttrs.h"
+#include "pejit/dialects/pe/PEDialect.h"
+#include "pejit/dialects/pe/PEOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -59,7 +59,7 @@ template <typename... Attrs> std::vector<std::pair<std::string, TypeID>> attribu
 std::vector<std::pair<std::string, TypeID>> registeredPeAttributes() {
   return attributeList<
 #define GET_ATTRDEF_LIST
-#include "dialects/pe/PEAttrs.cpp.inc"
+#include "pejit/dialects/pe/PEAttrs.cpp.inc"
       >();
 }
 

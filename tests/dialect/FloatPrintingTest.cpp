@@ -2,8 +2,8 @@
 // values in the shortest decimal that does, inf and NaN as hex (the form
 // MLIR's float literals read). Before, theta = 0x7FF0000000000000 printed as
 // "theta = inf", which the parser rejected.
-#include "dialects/pe/PEAttrs.h"
-#include "dialects/pe/PEDialect.h"
+#include "pejit/dialects/pe/PEAttrs.h"
+#include "pejit/dialects/pe/PEDialect.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/MLIRContext.h"

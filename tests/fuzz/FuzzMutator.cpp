@@ -1,6 +1,6 @@
 #include "tests/fuzz/FuzzMutator.h"
 
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <cctype>

@@ -5,7 +5,7 @@
 // formula, and rounding against the nearest representable neighbours.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/npy/NpyTestSupport.h"
 
 #include <cmath>

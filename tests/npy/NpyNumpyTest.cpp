@@ -5,7 +5,7 @@
 // is the oracle for float32 -> float16 rounding.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/npy/NpyTestSupport.h"
 
 #include <cmath>

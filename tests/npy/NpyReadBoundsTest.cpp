@@ -2,7 +2,7 @@
 // header declares: a non-.npy stream (/dev/zero) fails after its first bytes
 // instead of reading until memory runs out, and a header that declares more
 // data than the file holds fails before that data is allocated.
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/npy/NpyTestSupport.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 //===- NpyTest.cpp - .npy round trips, header layout, errors and writing ---===//
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/npy/NpyTestSupport.h"
 
 #include <csignal>

@@ -2,7 +2,7 @@
 // kernel (#pe.bias_tensor), against the float64 reference, fresh random
 // inputs per run and the output poisoned with NaN. Tolerance (f32 kernel):
 // max |out - ref| <= 1e-4 * max |ref|.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

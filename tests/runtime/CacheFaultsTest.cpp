@@ -3,9 +3,9 @@
 // are refused; a stuck lock holder makes others wait with a message, then
 // compile themselves; crashed writers' temporaries are removed at the next
 // start; zero-size specs never reach the cache.
-#include "runtime/Pejit.h"
-#include "runtime/cache/DiskCache.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/cache/DiskCache.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include "gtest/gtest.h"
 

@@ -2,8 +2,8 @@
 // without compiling and gets identical output; damaged entries are rebuilt
 // with a warning; a crashed writer leaves nothing that loads; concurrent
 // writers leave one whole entry; eviction keeps the size limit.
-#include "runtime/cache/DiskCache.h"
-#include "runtime/Pejit.h"
+#include "pejit/runtime/cache/DiskCache.h"
+#include "pejit/runtime/Pejit.h"
 
 #include "gtest/gtest.h"
 

@@ -5,11 +5,11 @@
 #ifndef PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
 #define PEJIT_TESTS_RUNTIME_FUSEDATTENTIONHARNESS_H
 
-#include "reference/Attention.h"
-#include "reference/Rope.h"
-#include "reference/ScoreBias.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/reference/Attention.h"
+#include "pejit/reference/Rope.h"
+#include "pejit/reference/ScoreBias.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cmath>
 #include <limits>

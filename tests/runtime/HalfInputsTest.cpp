@@ -4,9 +4,9 @@
 // the output is poisoned with NaN first. Tolerance: max |out - ref| / max |ref|
 // <= 1e-2 (a bf16 output alone rounds by up to 2^-9 relative).
 #include "bench/gpu/GpuSourceCases.h"
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include "gtest/gtest.h"
 

@@ -8,7 +8,7 @@
 // cache; plain, RoPE on Q only (a pre-rotated cache) and on both, ALiBi, a
 // window; GQA. The compile count stays 1 per class, and bad lengths get
 // errors naming the index.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

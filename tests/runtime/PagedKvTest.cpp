@@ -9,7 +9,7 @@
 // and chunks, RoPE on Q only (a pre-rotated cache) and on both (rotated at
 // read time), ALiBi; one compile per page size; bad table entries are
 // errors naming the row and the index.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

@@ -1,13 +1,13 @@
 // Splitting a module by function for concurrent codegen, and linking the
-// parts' objects back together (compiler/backends/x86/ParallelCodegen.h, ObjectCode.h).
-#include "compiler/backends/x86/ParallelCodegen.h"
-#include "compiler/Registration.h"
-#include "compiler/Stages.h"
-#include "compiler/backends/x86/CodegenParts.h"
-#include "compiler/backends/x86/ObjectCode.h"
-#include "compiler/passes/Instantiate.h"
-#include "runtime/Pejit.h"
-#include "runtime/X86KernelImpl.h"
+// parts' objects back together (pejit/compiler/backends/x86/ParallelCodegen.h, ObjectCode.h).
+#include "pejit/compiler/backends/x86/ParallelCodegen.h"
+#include "pejit/compiler/Registration.h"
+#include "pejit/compiler/Stages.h"
+#include "pejit/compiler/backends/x86/CodegenParts.h"
+#include "pejit/compiler/backends/x86/ObjectCode.h"
+#include "pejit/compiler/passes/Instantiate.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/X86KernelImpl.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/MLIRContext.h"

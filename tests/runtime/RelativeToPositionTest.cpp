@@ -3,7 +3,7 @@
 // reference, with the packed and left-padded ids HF's position_ids carry.
 // Fresh random inputs per run, the output poisoned with NaN. Tolerance (f32
 // kernel): max |out - ref| <= 1e-4 * max |ref|.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

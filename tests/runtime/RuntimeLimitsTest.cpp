@@ -1,6 +1,6 @@
 // Reproducers of the hardening campaign (issue 13) through the runtime API:
 // each is an error value naming what is wrong, never a crash or a kernel.
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include "gtest/gtest.h"
 

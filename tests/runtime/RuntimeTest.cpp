@@ -1,6 +1,6 @@
 // The runtime's contract: per-shape cache (hits, misses, one compile under
 // concurrency), IR of every stage, and errors as values for bad input.
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include "gtest/gtest.h"
 

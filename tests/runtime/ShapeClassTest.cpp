@@ -5,7 +5,7 @@
 // RoPE (llama3 scaling, GQA, the key cache on and off) and ALiBi; the
 // compile count stays 1 per class, the disk cache holds one entry, and bad
 // lengths get errors that name the tensor and the dim.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

@@ -3,7 +3,7 @@
 // float64 reference: fresh random inputs and tables per run, the output
 // poisoned with NaN. Tolerance (f32 kernel): max |out - ref| <= 1e-4 *
 // max |ref|.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

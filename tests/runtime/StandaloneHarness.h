@@ -4,7 +4,7 @@
 #ifndef PEJIT_TESTS_RUNTIME_STANDALONEHARNESS_H
 #define PEJIT_TESTS_RUNTIME_STANDALONEHARNESS_H
 
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include <cmath>

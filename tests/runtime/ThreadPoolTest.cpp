@@ -1,7 +1,7 @@
 // ThreadPool: no interleaving of worker start-up and parallelFor loses a call
 // (a lost call is a hang, so every test runs under a watchdog that fails the
 // binary instead of blocking CI), and every item runs exactly once.
-#include "runtime/ThreadPool.h"
+#include "pejit/runtime/ThreadPool.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 // a window and T5; a batch of decode rows at different cache lengths; empty
 // sequences. The compile count stays 1 per class, and bad offsets get
 // errors that name the input and the index.
-#include "runtime/Encodings.h"
+#include "pejit/runtime/Encodings.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"

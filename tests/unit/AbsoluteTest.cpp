@@ -1,6 +1,6 @@
 //===- AbsoluteTest.cpp - sinusoidal and learned absolute embeddings ------===//
 
-#include "reference/Absolute.h"
+#include "pejit/reference/Absolute.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

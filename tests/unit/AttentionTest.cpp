@@ -1,6 +1,6 @@
 //===- AttentionTest.cpp - properties of the naive float64 attention ------===//
 
-#include "reference/Attention.h"
+#include "pejit/reference/Attention.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

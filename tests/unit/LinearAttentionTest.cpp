@@ -1,10 +1,10 @@
 // The float64 linear attention's two forms agree: the direct one (each
 // row's sums over its keys) and the prefix sums that make long sequences
-// checkable (reference/LinearAttention.h), for every normalized and the
+// checkable (pejit/reference/LinearAttention.h), for every normalized and the
 // identity map, causal with sq < skv and sq = skv and not, with and without
 // a carried state and a RoPE on the numerator. Fresh random inputs; the
 // forms differ only by float64 rounding: |a - b| <= 1e-12 + 1e-10 |b|.
-#include "reference/LinearAttention.h"
+#include "pejit/reference/LinearAttention.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <cmath>

@@ -8,7 +8,7 @@
 #ifndef PEJIT_TESTS_UNIT_RANDOMINPUTS_H
 #define PEJIT_TESTS_UNIT_RANDOMINPUTS_H
 
-#include "reference/Tensor.h"
+#include "pejit/reference/Tensor.h"
 
 #include <gtest/gtest.h>
 

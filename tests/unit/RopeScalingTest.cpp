@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "reference/Rope.h"
+#include "pejit/reference/Rope.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 //===- RopeTest.cpp - properties of the float64 RoPE reference ------------===//
 
-#include "reference/Rope.h"
+#include "pejit/reference/Rope.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

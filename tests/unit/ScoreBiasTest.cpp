@@ -1,6 +1,6 @@
 //===- ScoreBiasTest.cpp - ALiBi, T5 bucket/bias and Shaw relative terms --===//
 
-#include "reference/ScoreBias.h"
+#include "pejit/reference/ScoreBias.h"
 #include "tests/unit/RandomInputs.h"
 
 #include <gtest/gtest.h>

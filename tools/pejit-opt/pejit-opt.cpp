@@ -1,11 +1,11 @@
 // pejit-opt: mlir-opt with pejit's dialects, passes and pipelines. Used by
 // the lit tests and to read or transform any stage's IR by hand. The input
 // is read here, so that its nesting is checked before MLIR's recursive
-// parser sees it (compiler/SourceNesting.h); a crash still prints LLVM's
+// parser sees it (pejit/compiler/SourceNesting.h); a crash still prints LLVM's
 // stack dump (InitLLVM).
-#include "compiler/Pipelines.h"
-#include "compiler/Registration.h"
-#include "compiler/SourceNesting.h"
+#include "pejit/compiler/Pipelines.h"
+#include "pejit/compiler/Registration.h"
+#include "pejit/compiler/SourceNesting.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/FileUtilities.h"

@@ -1,6 +1,6 @@
 #include "tools/pejit/Args.h"
 
-#include "compiler/Suggestions.h"
+#include "pejit/compiler/Suggestions.h"
 
 #include <algorithm>
 #include <cerrno>

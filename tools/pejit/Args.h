@@ -4,7 +4,7 @@
 #ifndef PEJIT_TOOLS_PEJIT_ARGS_H
 #define PEJIT_TOOLS_PEJIT_ARGS_H
 
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cstdint>
 #include <map>

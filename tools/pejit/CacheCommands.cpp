@@ -3,8 +3,8 @@
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
 
-#include "runtime/Pejit.h"
-#include "runtime/cache/DiskCache.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/cache/DiskCache.h"
 
 #include <cstdio>
 #include <sstream>

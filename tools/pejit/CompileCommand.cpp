@@ -2,7 +2,7 @@
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
 
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -6,9 +6,9 @@
 #include "tools/pejit/RunNvidia.h"
 #include "tools/pejit/TensorIO.h"
 
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include <algorithm>
 #include <chrono>

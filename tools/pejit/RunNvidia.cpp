@@ -6,7 +6,7 @@
 #include "tools/pejit/Commands.h"
 #include "tools/pejit/TensorIO.h"
 
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include <cstdio>
 #include <limits>

@@ -2,8 +2,8 @@
 #ifndef PEJIT_TOOLS_PEJIT_RUNNVIDIA_H
 #define PEJIT_TOOLS_PEJIT_RUNNVIDIA_H
 
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <functional>
 #include <optional>

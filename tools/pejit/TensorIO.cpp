@@ -1,6 +1,6 @@
 #include "tools/pejit/TensorIO.h"
 
-#include "runtime/npy/Npy.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include <algorithm>
 #include <cmath>

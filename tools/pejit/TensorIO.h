@@ -4,9 +4,9 @@
 #ifndef PEJIT_TOOLS_PEJIT_TENSORIO_H
 #define PEJIT_TOOLS_PEJIT_TENSORIO_H
 
-#include "reference/interpreter/ReferenceInterpreter.h"
-#include "runtime/Pejit.h"
-#include "runtime/npy/Npy.h"
+#include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/npy/Npy.h"
 
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 // stage lists come from the backends' stage tables (Runtime::stages).
 #include "tools/pejit/Commands.h"
 
-#include "runtime/Pejit.h"
+#include "pejit/runtime/Pejit.h"
 
 #include <cstdio>
 #include <vector>

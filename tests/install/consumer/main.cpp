@@ -1,11 +1,12 @@
 // Built against an installed pejit (find_package(pejit)): compiles a fused
 // RoPE + causal attention kernel, runs it on fresh random inputs into a
 // NaN-poisoned output, and compares with the installed float64 reference.
-// Prints the relative error; exits 1 above 1e-4 or on any error.
-#include "reference/Attention.h"
-#include "reference/Rope.h"
-#include "runtime/Pejit.h"
-#include "runtime/Version.h"
+// Prints the relative error; exits 1 above 1e-4 or on any error. Its own
+// runtime/, core/, ... folders hold decoys that pejit's headers must not reach.
+#include "pejit/reference/Attention.h"
+#include "pejit/reference/Rope.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/Version.h"
 
 #include <algorithm>
 #include <cmath>

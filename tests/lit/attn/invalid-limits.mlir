@@ -1,4 +1,4 @@
-// attn.attention's bounds (dialects/Limits.h): zero and oversized dims,
+// attn.attention's bounds (pejit/dialects/Limits.h): zero and oversized dims,
 // element counts, and scale/softcap that the kernels hold as f32 constants.
 // Reproducers of the hardening campaign (issue 13).
 // RUN: pejit-opt %s --split-input-file --verify-diagnostics

@@ -15,7 +15,7 @@
 // items = b * hq * ceil(sq / 144); scratch = cos and sin tables of Q and K:
 // 2 * (100 + 100) positions * 32 frequencies. One Q tile: each K row is
 // rotated once anyway, as the K tiles are loaded (no key cache, no prepare).
-// The call plan's rule (runtime/core/CallPlan.h): 64 table floats (a cos
+// The call plan's rule (pejit/core/CallPlan.h): 64 table floats (a cos
 // and a sin per frequency) per position of Q and of K; K tiles of 96 rows
 // may be cached.
 // CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", decode_group = 0 : i64, dtype = "f32", function = "rope_alibi", items = 4 : i64, key_cache_tile = 96 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}

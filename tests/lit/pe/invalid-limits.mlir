@@ -1,4 +1,4 @@
-// The pe verifiers' bounds (dialects/Limits.h): sizes the compiler turns into
+// The pe verifiers' bounds (pejit/dialects/Limits.h): sizes the compiler turns into
 // memory or code, and f64 parameters the kernels hold as f32 constants or
 // turn into RoPE frequencies. Each reproducer of the hardening campaign
 // (issue 13) gives this error instead of a crash, a hang or NaN output.

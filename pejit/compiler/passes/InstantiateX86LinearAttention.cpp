@@ -1,0 +1,231 @@
+// attn-instantiate-x86-template, linear attention form: a function whose
+// body is one attn.linear_attention on its arguments becomes the kernel of
+// templates/x86/linear_attention.mlir (docs/linear-attention.md). The
+// fused RoPE's hooks are the attention templates' (the prologue's cos/sin
+// tables, the tile transform on Q and K rows); this file names no concrete
+// encoding. The kernel's entry points and calling convention are the
+// softmax attention kernel's, so the runtime runs it as one: one item per
+// (b, hq) covers every query row (tile_m is the largest length).
+#include "pejit/compiler/passes/Instantiate.h"
+#include "pejit/compiler/passes/LinearAttentionKernel.h"
+#include "pejit/compiler/passes/TemplateSupport.h"
+#include "pejit/dialects/ShapeChecks.h"
+#include "pejit/dialects/attn/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "templates/X86Exp2.inc"
+#include "templates/X86LinearAttention.inc"
+#include "templates/X86LinearBlocks.inc"
+#include "templates/X86LinearGemm.inc"
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// Query (and key) rows a tile reads at once into f32. Causal, a chunk's
+/// own keys cost 2 R (d + dv) FLOPs per row in the masked matmuls, so R
+/// stays small; not causal there are none, and 64 rows per step read and
+/// write S a quarter as often (3-10% faster, bench/RESULTS.md session 21).
+/// With a state the calls are short (decode, chunked prefill): 16.
+int64_t rowsPerTile(attn::LinearAttentionOp op) {
+  return op.getCausal() || op.getState() ? 16 : 64;
+}
+
+/// The state S [d, dv] lives on the item's stack: at most 256 KB.
+constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
+
+/// The body of @phi8: the feature map on 8 lanes (e^x as 2^(x log2 e),
+/// templates/x86/exp2.mlir).
+std::string phiBody(attn::FeatureMap map) {
+  switch (map) {
+  case attn::FeatureMap::EluPlusOne:
+    return "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
+           "  %one = arith.constant dense<1.0> : vector<8xf32>\n"
+           "  %positive = arith.cmpf ogt, %x, %zero : vector<8xf32>\n"
+           "  %log2e = arith.constant dense<1.44269504088896341> : vector<8xf32>\n"
+           "  %x2 = arith.mulf %x, %log2e : vector<8xf32>\n"
+           "  %e = func.call @exp2_v8(%x2) : (vector<8xf32>) -> vector<8xf32>\n"
+           "  %p = arith.addf %x, %one : vector<8xf32>\n"
+           "  %y = arith.select %positive, %p, %e : vector<8xi1>, vector<8xf32>\n"
+           "  return %y : vector<8xf32>";
+  case attn::FeatureMap::Relu:
+    return "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
+           "  %y = arith.maximumf %x, %zero : vector<8xf32>\n"
+           "  return %y : vector<8xf32>";
+  case attn::FeatureMap::Identity:
+  case attn::FeatureMap::SoftmaxKeys:
+    return "return %x : vector<8xf32>";
+  }
+  return "return %x : vector<8xf32>";
+}
+
+} // namespace
+
+bool pejit::isLinearAttention(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::LinearAttentionOp) { found = true; });
+  return found;
+}
+
+namespace {
+
+/// The carried state's memref: [b, hq, d, dv + 2] f32, strided rows.
+std::string stateType(const pe::AttentionShape &shape) {
+  return "memref<" + dimToString(shape.batch) + "x" + std::to_string(shape.queryHeads) + "x" +
+         std::to_string(shape.headDim) + "x" + std::to_string(shape.valueDim + 2) +
+         "xf32, strided<[?, ?, ?, 1], offset: ?>>";
+}
+
+/// @state_in's (in) or @state_out's body: z and m by channel (m only for
+/// softmax_keys; other maps store 0 there). S is updated in place.
+std::string stateCopyBody(bool in, attn::FeatureMap map) {
+  bool softmax = map == attn::FeatureMap::SoftmaxKeys;
+  std::string text = "scf.for %c = %c0 to %D step %c1 {\n";
+  if (in)
+    text += "    %zc = memref.load %st[%b, %h, %c, %DV] : !E3\n"
+            "    memref.store %zc, %z[%c] : !VEC\n";
+  else
+    text += "    %zc = memref.load %z[%c] : !VEC\n"
+            "    memref.store %zc, %st[%b, %h, %c, %DV] : !E3\n";
+  if (in && softmax)
+    text += "    %mc = memref.load %st[%b, %h, %c, %DVM] : !E3\n"
+            "    memref.store %mc, %m[%c] : !VEC\n";
+  if (!in)
+    text += softmax ? "    %mc = memref.load %m[%c] : !VEC\n"
+                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E3\n"
+                    : "    %mc = arith.constant 0.0 : f32\n"
+                      "    memref.store %mc, %st[%b, %h, %c, %DVM] : !E3\n";
+  return text + "  }";
+}
+
+/// The item's %S: the state's columns [0, dv) of (b, h), updated in place,
+/// or a zeroed matrix on the item's stack.
+std::string stateViewText(bool hasState, const pe::AttentionShape &shape) {
+  std::string dims = std::to_string(shape.headDim) + ", " + std::to_string(shape.valueDim);
+  if (hasState)
+    return "%S = memref.subview %e3[%b, %h, 0, 0] [1, 1, " + dims +
+           "] [1, 1, 1, 1] : !E3 to !STATE";
+  std::string local =
+      "memref<" + std::to_string(shape.headDim) + "x" + std::to_string(shape.valueDim) + "xf32>";
+  return "%S_local = memref.alloca() {alignment = 64 : i64} : " + local +
+         "\n  %S = memref.cast %S_local : " + local +
+         " to !STATE\n"
+         "  scf.for %c = %c0 to %D step %c1 {\n"
+         "    scf.for %e = %c0 to %DV step %c8 {\n"
+         "      vector.store %zero8, %S[%c, %e] : !STATE, !V8\n"
+         "    }\n"
+         "  }";
+}
+
+} // namespace
+
+LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
+  FailureOr<LinearAttentionKernel> read = readLinearAttention(module);
+  if (failed(read))
+    return failure();
+  func::FuncOp func = read->func;
+  attn::LinearAttentionOp op = read->op;
+  const KernelSignature &signature = read->signature;
+  pe::PositionalEncodingAttrInterface rope = read->rope;
+  if (failed(
+          requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(), op.getResult())))
+    return failure();
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
+  pe::AttentionShape shape =
+      attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
+                     op.getKeyPositions(), rope, /*vectorWidth=*/8);
+  int64_t rows = rowsPerTile(op);
+  shape.queryTileRows = rows;
+  if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
+    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
+                          << shape.headDim << ", dv = " << shape.valueDim;
+  if (shape.headDim * shape.valueDim > kMaxStateFloats)
+    return op.emitError() << "the state d x dv = " << shape.headDim * shape.valueDim
+                          << " floats exceeds the item's stack bound of " << kMaxStateFloats
+                          << " (docs/limits.md)";
+  if (ShapedType::isDynamic(shape.queryPositionRows) ||
+      ShapedType::isDynamic(shape.keyPositionRows))
+    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
+                             "built yet: pass ids shared by the batch ([s]) or a static batch";
+  // The RoPE's own tensors (its runtime scale): slot 0.
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, read->operands, 1);
+  if (failed(slots))
+    return failure();
+  std::string scaleSlot = read->operands.empty() ? "!UNUSED" : (*slots)[0];
+
+  const char *inName = kernelElementTypeName(qType.getElementType());
+  const char *outName = kernelElementTypeName(oType.getElementType());
+  bool onNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
+  attn::FeatureMap map = op.getFeatureMap();
+  std::map<std::string, std::string> params = {
+      {"B", dimToString(shape.batch)},
+      {"HQ", std::to_string(shape.queryHeads)},
+      {"HKV", std::to_string(shape.kvHeads)},
+      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
+      {"SQ", dimToString(shape.querySeq)},
+      {"SKV", dimToString(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"DV", std::to_string(shape.valueDim)},
+      {"R", std::to_string(rows)},
+      {"T", inName},
+      {"OT", outName},
+      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"ON_NUMERATOR", onNumerator ? "true" : "false"},
+      {"SOFTMAX_KEYS", map == attn::FeatureMap::SoftmaxKeys ? "true" : "false"},
+      {"NORMALIZE",
+       map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
+      {"HAS_STATE", op.getState() ? "true" : "false"},
+      {"DVS", std::to_string(shape.valueDim + 2)},
+      {"E0", scaleSlot},
+      {"E3", op.getState() ? stateType(shape) : "!UNUSED"},
+      {"STATE_VIEW", stateViewText(op.getState() != nullptr, shape)},
+      {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
+      {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
+      {"PHI8", phiBody(map)},
+      {"WIDEN8", x86WidenBody(inName)},
+      {"NARROW8", x86NarrowBody(outName)}};
+  FailureOr<std::string> text =
+      substitute(loadTemplateWithBlocks({"x86/linear_attention.mlir", kX86LinearAttentionTemplate},
+                                        {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
+                                         {"x86/linear_gemm.mlir", kX86LinearGemmTemplate},
+                                         {"x86/exp2.mlir", kX86Exp2Template}}),
+                 params, op);
+  if (failed(text))
+    return failure();
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  if (!kernel)
+    return op.emitError() << "the kernel template did not parse after substitution";
+  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  if (rope)
+    encodings.push_back(rope);
+  if (failed(expandHooks(*kernel, shape, encodings, std::nullopt)))
+    return failure();
+
+  // One item per (b, hq): tile_m is the largest length, so the runtime's
+  // plan (b hq ceil(sq / tile_m)) gives that for every call. The tables
+  // are the RoPE's, per Q and K position.
+  bool staticShape = !ShapedType::isDynamic(shape.batch) &&
+                     !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
+  int64_t perQuery = rope ? rope.getScratchFloatsPerPosition(shape, false) : 0;
+  int64_t perKey = rope ? rope.getScratchFloatsPerPosition(shape, true) : 0;
+  int64_t tableFloats = staticShape ? tableScratchFloats(rope, shape) : 0;
+  Builder attrs(module.getContext());
+  NamedAttrList info;
+  info.append("items", attrs.getI64IntegerAttr(staticShape ? shape.batch * shape.queryHeads : 0));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(tableFloats));
+  info.append("table_floats_per_query_position", attrs.getI64IntegerAttr(perQuery));
+  info.append("table_floats_per_key_position", attrs.getI64IntegerAttr(perKey));
+  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
+  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
+  info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
+  info.append("tile_n", attrs.getI64IntegerAttr(rows));
+  spliceX86Kernel(module, func, signature, *kernel, info, inName, outName);
+  return success();
+}

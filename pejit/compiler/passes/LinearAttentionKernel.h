@@ -1,0 +1,34 @@
+// A linear attention kernel's program (docs/linear-attention.md): the one
+// attn.linear_attention of a module's function, read and checked once for
+// the templates that compile it (templates/x86/linear_attention.mlir,
+// templates/nvidia/linear_attention.mlir).
+#ifndef PEJIT_COMPILER_PASSES_LINEARATTENTIONKERNEL_H
+#define PEJIT_COMPILER_PASSES_LINEARATTENTIONKERNEL_H
+
+#include "pejit/core/KernelSignature.h"
+#include "pejit/dialects/attn/AttnOps.h"
+#include "pejit/dialects/pe/PEAttrs.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace pejit {
+
+struct LinearAttentionKernel {
+  mlir::func::FuncOp func;
+  attn::LinearAttentionOp op;
+  /// The function's arguments by role (query, key, value, their ids, the
+  /// state, the RoPE's runtime scale as encoding operand 0).
+  KernelSignature signature;
+  /// The fused RoPE's own tensors (its runtime scale), arguments.
+  llvm::SmallVector<mlir::Value> operands;
+  pe::PositionalEncodingAttrInterface rope; ///< null: no RoPE
+};
+
+/// The module's one function, whose body is one attn.linear_attention on
+/// its arguments, returned. Anything else is an error naming it.
+mlir::FailureOr<LinearAttentionKernel> readLinearAttention(mlir::ModuleOp module);
+
+} // namespace pejit
+
+#endif // PEJIT_COMPILER_PASSES_LINEARATTENTIONKERNEL_H

@@ -1,0 +1,34 @@
+// Ops of the attn dialect (AttnOps.td).
+#ifndef PEJIT_DIALECTS_ATTN_ATTNOPS_H
+#define PEJIT_DIALECTS_ATTN_ATTNOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "pejit/dialects/attn/AttnDialect.h"
+#include "pejit/dialects/pe/PEInterfaces.h"
+
+#include "pejit/dialects/attn/AttnEnums.h.inc"
+
+#define GET_OP_CLASSES
+#include "pejit/dialects/attn/AttnOps.h.inc"
+
+namespace pejit::attn {
+
+/// The shape rules attn.attention and attn.linear_attention share: Q [b,
+/// hq, sq, d], K [b, hkv, skv, d], V [b, hkv, skv, dv], the result [b, hq,
+/// sq, dv], one element type, hq a multiple of hkv, sizes within limits.
+::llvm::LogicalResult verifyQueryKeyValue(::mlir::Operation *op, ::mlir::Value q, ::mlir::Value k,
+                                          ::mlir::Value v, ::mlir::Value result);
+
+/// Position ids of an attention-shaped op, when given: [s] or [b, s] (with
+/// `axes` > 0, a leading axis per M-RoPE section) of i32 or i64, s = sq for
+/// the query's and skv for the key's.
+::llvm::LogicalResult verifyQueryKeyPositions(::mlir::Operation *op, ::mlir::Value queryPositions,
+                                              ::mlir::Value keyPositions, int64_t batch,
+                                              int64_t querySeq, int64_t keySeq, int64_t axes);
+
+} // namespace pejit::attn
+
+#endif // PEJIT_DIALECTS_ATTN_ATTNOPS_H

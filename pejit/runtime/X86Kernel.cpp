@@ -1,0 +1,127 @@
+// X86Kernel: an artifact's objects linked into the process (load), its
+// stages' text (stage) and its scratch buffers; its run is X86Call.cpp.
+#include "pejit/core/CallPlan.h"
+#include "pejit/runtime/CallParts.h"
+#include "pejit/runtime/PagedKv.h"
+#include "pejit/runtime/Views.h"
+#include "pejit/runtime/X86KernelImpl.h"
+#include <array>
+
+#include "pejit/compiler/backends/x86/ObjectCode.h"
+#include "pejit/compiler/backends/x86/X86Backend.h"
+
+#include <sstream>
+
+namespace pejit {
+
+X86KernelImpl::~X86KernelImpl() = default;
+
+Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact artifact,
+                                                             std::shared_ptr<ThreadPool> pool) {
+  using Result = Expected<std::shared_ptr<X86KernelImpl>>;
+  // Each call is planned from the tiles (pejit/core/CallPlan.h).
+  if (artifact.queryTile <= 0 || artifact.keyTile <= 0)
+    return Result::error("the kernel's description has no tile sizes (tile_m " +
+                         std::to_string(artifact.queryTile) + ", tile_n " +
+                         std::to_string(artifact.keyTile) + "): its calls cannot be planned");
+  Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
+  if (!object)
+    return Result::error(object.error());
+  // Each entry point the description says the kernel has; a missing one
+  // is an error naming it.
+  std::shared_ptr<X86KernelImpl> kernel(new X86KernelImpl());
+  std::string missing;
+  auto lookup = [&](const char *name) -> void * {
+    Expected<void *> found = (*object)->lookup(name);
+    if (!found && missing.empty())
+      missing = found.error();
+    return found ? *found : nullptr;
+  };
+  if (artifact.signature.materializedBias) { // a score bias written out: one item function
+    kernel->biasItem_ = reinterpret_cast<BiasItemFn>(lookup("_mlir_ciface_pejit_bias_item"));
+  } else if (artifact.signature.standaloneTransform()) { // a pe op on its own
+    kernel->transformPrologue_ =
+        reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
+    if (artifact.signature.tokenEmbedding())
+      kernel->embedItem_ = reinterpret_cast<EmbedItemFn>(lookup("_mlir_ciface_pejit_embed_item"));
+    else
+      kernel->transformItem_ =
+          reinterpret_cast<TransformItemFn>(lookup("_mlir_ciface_pejit_transform_item"));
+  } else {
+    kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
+    kernel->item_ = reinterpret_cast<ItemFn>(lookup("_mlir_ciface_pejit_item"));
+    if (artifact.keyCacheTile > 0) // a key cache may pay: the plan decides per call
+      kernel->prepare_ = reinterpret_cast<PrepareFn>(lookup("_mlir_ciface_pejit_prepare"));
+    if (artifact.decodeGroup > 0) {
+      kernel->decodeItem_ =
+          reinterpret_cast<DecodeItemFn>(lookup("_mlir_ciface_pejit_decode_item"));
+      kernel->decodeCombine_ =
+          reinterpret_cast<CombineFn>(lookup("_mlir_ciface_pejit_decode_combine"));
+    }
+  }
+  if (!missing.empty())
+    return Result::error(missing);
+  kernel->pool_ = std::move(pool);
+  kernel->object_ = std::move(*object);
+  static_cast<KernelDescription &>(*kernel) = artifact;
+  kernel->stages_ = std::move(artifact.stages);
+  return Result(std::move(kernel));
+}
+
+Expected<std::string> X86KernelImpl::stage(const std::string &name) const {
+  static const StageTable table = x86Stages();
+  // Derived stages are computed once, under the lock, and kept.
+  std::lock_guard<std::mutex> lock(derivedMutex_);
+  return stageText(table, stages_, name, derivedStages_);
+}
+
+X86KernelImpl::ScratchBuffer X86KernelImpl::takeScratch(int64_t floats) const {
+  size_t need = static_cast<size_t>(std::max<int64_t>(floats, 1));
+  {
+    std::lock_guard<std::mutex> lock(scratchMutex_);
+    if (spareScratch_.data && spareScratch_.floats >= need)
+      return std::move(spareScratch_);
+  }
+  // Every float the kernel reads from scratch it wrote first (tables, key
+  // cache), so the buffer needs no clearing. 64-byte aligned for its tiles.
+  size_t bytes = (need * sizeof(float) + 63) / 64 * 64;
+  ScratchBuffer buffer;
+  buffer.data.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+  buffer.floats = buffer.data ? need : 0;
+  return buffer;
+}
+
+void X86KernelImpl::returnScratch(ScratchBuffer buffer) const {
+  // One spare at most, the largest seen: memory stays bounded by one
+  // scratch per kernel (plus one per run in flight); the other is freed.
+  std::lock_guard<std::mutex> lock(scratchMutex_);
+  if (!spareScratch_.data || spareScratch_.floats < buffer.floats)
+    spareScratch_ = std::move(buffer);
+}
+
+Status X86Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+  return impl_->run(inputs, out);
+}
+
+Expected<std::string> X86Kernel::ir(const std::string &stage) const { return impl_->stage(stage); }
+
+const std::vector<std::string> &X86Kernel::stageNames() {
+  static const std::vector<std::string> names = textStageNames(x86Stages());
+  return names;
+}
+
+std::vector<std::string> X86Kernel::arguments() const { return impl_->signature.labels(); }
+const KernelSignature &X86Kernel::signature() const { return impl_->signature; }
+const Shape &X86Kernel::shape() const { return impl_->shape; }
+Expected<Shape> X86Kernel::callShape(const std::vector<TensorView> &inputs) const {
+  return callShapeOf(*impl_, inputs);
+}
+double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }
+
+bool X86Kernel::loadedFromDisk() const { return impl_->fromDisk; }
+
+X86TileConfig X86Kernel::tiles() const { return impl_->tiles; }
+DType X86Kernel::dtype() const { return impl_->inputDtype; }
+DType X86Kernel::outputDtype() const { return impl_->outputDtype; }
+
+} // namespace pejit

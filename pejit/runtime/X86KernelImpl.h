@@ -1,0 +1,157 @@
+// What an X86Kernel is inside: the text of every kept stage, the objects
+// linked into the process and what the runtime needs to call their entry
+// points (runtime-internal).
+#ifndef PEJIT_RUNTIME_X86KERNELIMPL_H
+#define PEJIT_RUNTIME_X86KERNELIMPL_H
+
+#include "pejit/core/KernelArtifact.h"
+#include "pejit/runtime/Pejit.h"
+#include "pejit/runtime/ThreadPool.h"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pejit {
+
+/// MLIR's memref descriptor as the C interface (_mlir_ciface_*) takes it.
+template <typename T, int Rank> struct MemRefDescriptor {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+};
+
+/// A [b, h, s, d] view as the kernels' memref descriptor (X86Call.cpp).
+MemRefDescriptor<float, 4> describe4(const TensorView &view);
+
+/// (query positions, key positions, scratch, first row, row step, encoding
+/// operand slots 0..3 as for ItemFn).
+using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
+                            MemRefDescriptor<float, 1> *, int64_t, int64_t, void *, void *, void *,
+                            void *);
+/// (key, key cache, scratch, sq, first job, job step): the key cache jobs
+/// (pejit_prepare).
+using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+                           MemRefDescriptor<float, 1> *, int64_t, int64_t, int64_t);
+/// (q, k, v, o, scratch, key cache, encoding operand slots 0..3, query and
+/// key positions, item): each slot a memref descriptor of its operand's
+/// rank; a key cache of 0 floats means none (pejit_item in the template).
+constexpr size_t kEncodingOperandSlots = 4;
+using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                        MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                        MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *, void *,
+                        void *, void *, MemRefDescriptor<int64_t, 2> *,
+                        MemRefDescriptor<int64_t, 2> *, int64_t);
+
+/// (q, k, v, o, scratch, partials, encoding operand slots 0..3, query and
+/// key positions, item, parts): pejit_decode_item, one item per (b, hk,
+/// part) of a one-row call under GQA.
+using DecodeItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *,
+                              void *, void *, void *, MemRefDescriptor<int64_t, 2> *,
+                              MemRefDescriptor<int64_t, 2> *, int64_t, int64_t);
+/// (o, partials, item, parts): pejit_decode_combine, the split parts merged.
+using CombineFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *, int64_t,
+                           int64_t);
+
+/// (positions, no positions, scratch, first row, row step, encoding operand
+/// slot 0): pejit_prologue of a standalone transform.
+using TransformPrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
+                                     MemRefDescriptor<float, 1> *, int64_t, int64_t, void *);
+/// Elements of a standalone call (transform, embedding, bias) below which
+/// it runs on the calling thread: two pool round trips would cost more
+/// than its work (a decode step's KV-append).
+constexpr int64_t kInlineStandaloneElements = 1 << 16;
+
+/// (x, o, scratch, item): pejit_transform_item of a standalone transform
+/// (templates/x86/qk_transform.mlir).
+using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                 MemRefDescriptor<float, 1> *, int64_t);
+
+/// (tokens, token table, o, scratch, item): pejit_embed_item of a token
+/// embedding (templates/x86/embed.mlir); the table is a memref descriptor
+/// of rank 2 as words (operandSlotWords).
+using EmbedItemFn = void (*)(MemRefDescriptor<int64_t, 2> *, void *, MemRefDescriptor<float, 4> *,
+                             MemRefDescriptor<float, 1> *, int64_t);
+
+/// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
+/// score bias (templates/x86/score_bias.mlir).
+using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *, void *,
+                            int64_t);
+
+class LoadedObject;
+struct BoundInputs;
+
+/// What an X86Kernel holds: the artifact's description and kept stages,
+/// its objects linked into the process, and the entry points.
+class X86KernelImpl : public KernelDescription {
+public:
+  /// Links an artifact's objects into the process: no compiling. The caller
+  /// fills in compileMs, fromDisk and tiles before sharing it as const.
+  static Expected<std::shared_ptr<X86KernelImpl>> load(KernelArtifact artifact,
+                                                       std::shared_ptr<ThreadPool> pool);
+  ~X86KernelImpl();
+
+  Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A stage's text: kept ones from the artifact, derived ones (llvm,
+  /// llvm-ir, asm) computed on the first request and kept.
+  Expected<std::string> stage(const std::string &name) const;
+
+  double compileMs = 0;
+  bool fromDisk = false;
+  X86TileConfig tiles;
+
+private:
+  X86KernelImpl() = default;
+  std::map<std::string, std::string> stages_; // the artifact's stages; its object is loaded
+  mutable std::map<std::string, std::string> derivedStages_; // llvm, llvm-ir, asm: on demand
+  mutable std::mutex derivedMutex_;
+  std::unique_ptr<LoadedObject> object_;
+  PrologueFn prologue_ = nullptr;
+  PrepareFn prepare_ = nullptr;
+  ItemFn item_ = nullptr;
+  DecodeItemFn decodeItem_ = nullptr; ///< pejit_decode_item, when decodeGroup > 0
+  CombineFn decodeCombine_ = nullptr; ///< pejit_decode_combine, likewise
+  /// A standalone transform's item, and its run (pejit/runtime/X86Transform.cpp).
+  TransformPrologueFn transformPrologue_ = nullptr;
+  TransformItemFn transformItem_ = nullptr;
+  Status runTransform(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A token embedding's item, and its run (pejit/runtime/X86Embed.cpp).
+  EmbedItemFn embedItem_ = nullptr;
+  Status runEmbedding(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A materialized score bias's item, and its run (pejit/runtime/X86Bias.cpp).
+  BiasItemFn biasItem_ = nullptr;
+  Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  std::shared_ptr<ThreadPool> pool_;
+  /// The scratch buffer of an earlier run, kept for the next one (at most
+  /// one): the key cache makes scratch as big as K, and fresh pages per call
+  /// cost page faults. Concurrent runs each take their own. A shape class's
+  /// calls need different sizes: a spare is reused when it is big enough.
+  struct FreeScratch {
+    void operator()(float *p) const { std::free(p); }
+  };
+  struct ScratchBuffer {
+    std::unique_ptr<float, FreeScratch> data;
+    size_t floats = 0;
+  };
+  ScratchBuffer takeScratch(int64_t floats) const;
+  void returnScratch(ScratchBuffer buffer) const;
+  /// A standalone call's per-position tables: checks and builds its ids
+  /// (bound.queryPositions, [rows, seq] of `batch`), takes scratch and runs
+  /// the prologue on it (on the calling thread when onCaller). `tables`
+  /// describes the filled scratch (one float when there is none).
+  Status fillStandaloneTables(const BoundInputs &bound, int64_t batch, int64_t seq, bool onCaller,
+                              ScratchBuffer &scratch, MemRefDescriptor<float, 1> &tables) const;
+  mutable std::mutex scratchMutex_;
+  mutable ScratchBuffer spareScratch_; // data null: none kept
+};
+
+} // namespace pejit
+
+#endif // PEJIT_RUNTIME_X86KERNELIMPL_H

@@ -1,0 +1,3 @@
+// The consumer's own core/Types.h, on its include path: pejit's headers, all
+// included with the pejit/ prefix, must never reach it.
+#error "a pejit header reached the consumer's own core/Types.h"
