@@ -53,12 +53,60 @@ bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j, int64_t s
   return true;
 }
 
+double attentionScale(const AttentionOptions &options, int64_t headDim) {
+  return options.scale ? *options.scale : 1.0 / std::sqrt(double(headDim));
+}
+
+AttentionScore attentionScore(const Tensor &q, const Tensor &k, const AttentionOptions &options,
+                              double scale, int64_t b, int64_t h, int64_t i, int64_t j) {
+  const int64_t group = q.shape[1] / k.shape[1];
+  double dot = 0.0;
+  for (int64_t c = 0; c < q.shape[3]; ++c)
+    dot += q.at(b, h, i, c) * k.at(b, h / group, j, c);
+  if (options.keyTerm)
+    dot += options.keyTerm->at(b, h, i, j);
+  AttentionScore score;
+  score.beforeSoftcap = scale * dot;
+  score.value = options.softcap
+                    ? *options.softcap * std::tanh(score.beforeSoftcap / *options.softcap)
+                    : score.beforeSoftcap;
+  if (const Tensor *bias = options.bias)
+    score.value += bias->at(bias->shape[0] == 1 ? 0 : b, bias->shape[1] == 1 ? 0 : h, i, j);
+  return score;
+}
+
+Tensor attentionLogSumExp(const Tensor &q, const Tensor &k, const AttentionOptions &options) {
+  checkQueryKey(q, k, options);
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], skv = k.shape[2];
+  const double scale = attentionScale(options, q.shape[3]);
+  const double minusInf = -std::numeric_limits<double>::infinity();
+  Tensor lse({batch, heads, sq});
+  std::vector<double> scores(static_cast<size_t>(skv));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < sq; ++i) {
+        double rowMax = minusInf;
+        for (int64_t j = 0; j < skv; ++j) {
+          scores[j] = keyVisible(options, i, j, sq, skv)
+                          ? attentionScore(q, k, options, scale, b, h, i, j).value
+                          : minusInf;
+          rowMax = std::max(rowMax, scores[j]);
+        }
+        // lse = max + log Σ exp(s − max); −inf for a row that sees no key
+        // (or whose every visible score is −inf).
+        double sum = 0.0;
+        if (rowMax != minusInf)
+          for (int64_t j = 0; j < skv; ++j)
+            sum += std::exp(scores[j] - rowMax);
+        lse.at(b, h, i) = rowMax == minusInf ? minusInf : rowMax + std::log(sum);
+      }
+  return lse;
+}
+
 Tensor attentionProbabilities(const Tensor &q, const Tensor &k, const AttentionOptions &options) {
   checkQueryKey(q, k, options);
-  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], headDim = q.shape[3],
-                kvHeads = k.shape[1], skv = k.shape[2];
-  const int64_t group = heads / kvHeads;
-  const double scale = options.scale ? *options.scale : 1.0 / std::sqrt(double(headDim));
+  const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], skv = k.shape[2];
+  const double scale = attentionScale(options, q.shape[3]);
 
   Tensor probabilities({batch, heads, sq, skv});
   std::vector<double> scores(static_cast<size_t>(skv));
@@ -70,16 +118,7 @@ Tensor attentionProbabilities(const Tensor &q, const Tensor &k, const AttentionO
         for (int64_t j = 0; j < skv; ++j) {
           if (!keyVisible(options, i, j, sq, skv))
             continue;
-          double dot = 0.0;
-          for (int64_t c = 0; c < headDim; ++c)
-            dot += q.at(b, h, i, c) * k.at(b, h / group, j, c);
-          if (options.keyTerm)
-            dot += options.keyTerm->at(b, h, i, j);
-          double s = scale * dot;
-          if (options.softcap)
-            s = *options.softcap * std::tanh(s / *options.softcap);
-          if (const Tensor *bias = options.bias)
-            s += bias->at(bias->shape[0] == 1 ? 0 : b, bias->shape[1] == 1 ? 0 : h, i, j);
+          const double s = attentionScore(q, k, options, scale, b, h, i, j).value;
           scores[j] = s;
           rowMax = std::max(rowMax, s);
           anyVisible = true;

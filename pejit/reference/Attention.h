@@ -58,6 +58,22 @@ bool keyVisible(const AttentionOptions &options, int64_t i, int64_t j, int64_t s
 Tensor attention(const Tensor &q, const Tensor &k, const Tensor &v,
                  const AttentionOptions &options);
 
+/// 1/sqrt(headDim) unless options.scale is set.
+double attentionScale(const AttentionOptions &options, int64_t headDim);
+
+/// Score (b, h, i, j) before the mask, in docs/semantics.md's order:
+/// value = softcap(beforeSoftcap) + bias, beforeSoftcap = scale·(q·k + E).
+struct AttentionScore {
+  double value = 0.0;
+  double beforeSoftcap = 0.0;
+};
+AttentionScore attentionScore(const Tensor &q, const Tensor &k, const AttentionOptions &options,
+                              double scale, int64_t b, int64_t h, int64_t i, int64_t j);
+
+/// The training forward's row log-sum-exp [b, hq, sq]: log Σ_j exp(s_ij)
+/// over the visible keys, natural log; −inf for a row that sees no key.
+Tensor attentionLogSumExp(const Tensor &q, const Tensor &k, const AttentionOptions &options);
+
 /// Softmax probabilities P [b, hq, sq, skv] before multiplying V; rows that
 /// see no key are all zeros.
 Tensor attentionProbabilities(const Tensor &q, const Tensor &k, const AttentionOptions &options);

@@ -250,61 +250,136 @@ std::vector<int64_t> ropeAxisOfFrequency(const RopeConfig &config, int64_t half)
   return axis;
 }
 
+namespace {
+
+/// One call's rotation, checked once: the angle of every (batch row, token,
+/// frequency) and the channels each frequency rotates. applyRope and its
+/// adjoint walk the same rotations.
+struct RopeWalk {
+  const RopeConfig &config;
+  const PositionIds &positions;
+  RopeFrequencies freqs;
+  int64_t batch, heads, length, half, positionRows;
+  bool sectioned;
+  std::vector<int64_t> axisOfFrequency;
+  const std::vector<double> &positionScale;
+
+  RopeWalk(const RopeConfig &config, const Tensor &x, const PositionIds &positions, int64_t seqLen,
+           const std::vector<double> &positionScale, const RopeFrequencies *frequencies)
+      : config(config), positions(positions), positionScale(positionScale) {
+    PEJIT_REF_CHECK(x.rank() == 4, "x must be [b, h, s, d], got " + shapeToString(x.shape));
+    batch = x.shape[0], heads = x.shape[1], length = x.shape[2];
+    const int64_t headDim = x.shape[3];
+    freqs = computeRopeFrequencies(config, headDim, seqLen);
+    if (frequencies) {
+      PEJIT_REF_CHECK(frequencies->invFreq.size() == freqs.invFreq.size(),
+                      "inv_freq must have rotary_dim/2 = " + std::to_string(freqs.invFreq.size()) +
+                          " entries, got " + std::to_string(frequencies->invFreq.size()));
+      freqs = *frequencies;
+    }
+    half = static_cast<int64_t>(freqs.invFreq.size());
+    const int64_t axes = ropePositionAxes(config);
+    sectioned = axes > 0;
+    // M-RoPE and axial RoPE: frequency index c takes its angle from its axis.
+    axisOfFrequency = ropeAxisOfFrequency(config, half);
+    if (sectioned)
+      PEJIT_REF_CHECK(positions.rank() >= 2 && positions.shape[0] == axes,
+                      "positions with axes must be [A, s] or [A, b, s] with A = " +
+                          std::to_string(axes) + ", got " + shapeToString(positions.shape));
+    positionRows = positions.batchRows(sectioned);
+    PEJIT_REF_CHECK(positions.length() == length, "positions " + shapeToString(positions.shape) +
+                                                      " do not match sequence length " +
+                                                      std::to_string(length));
+    PEJIT_REF_CHECK(positionRows == 1 || positionRows == batch,
+                    "positions " + shapeToString(positions.shape) + " do not match batch " +
+                        std::to_string(batch));
+    PEJIT_REF_CHECK(positionScale.empty() || positionScale.size() == 1 ||
+                        static_cast<int64_t>(positionScale.size()) == batch,
+                    "the position scale must have 1 or b = " + std::to_string(batch) +
+                        " entries, got " + std::to_string(positionScale.size()));
+  }
+
+  double scaleOf(int64_t b) const {
+    return positionScale.empty()       ? 1.0
+           : positionScale.size() == 1 ? positionScale[0]
+                                       : positionScale[b];
+  }
+  double position(int64_t b, int64_t t, int64_t c) const {
+    const int64_t row = positionRows == 1 ? 0 : b;
+    return static_cast<double>(sectioned ? positions.get(axisOfFrequency[c], row, t)
+                                         : positions.get(row, t));
+  }
+  int64_t first(int64_t c) const { return config.layout == RopeLayout::Half ? c : 2 * c; }
+  int64_t second(int64_t c) const {
+    return config.layout == RopeLayout::Half ? c + half : 2 * c + 1;
+  }
+};
+
+} // namespace
+
 Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
-                 int64_t seqLen, const std::vector<double> &positionScale) {
-  PEJIT_REF_CHECK(x.rank() == 4, "x must be [b, h, s, d], got " + shapeToString(x.shape));
-  const int64_t batch = x.shape[0], heads = x.shape[1], length = x.shape[2], headDim = x.shape[3];
-  const RopeFrequencies freqs = computeRopeFrequencies(config, headDim, seqLen);
-  const int64_t half = static_cast<int64_t>(freqs.invFreq.size());
-  const int64_t axes = ropePositionAxes(config);
-  const bool sectioned = axes > 0;
-
-  // M-RoPE and axial RoPE: frequency index c takes its angle from its axis.
-  const std::vector<int64_t> axisOfFrequency = ropeAxisOfFrequency(config, half);
-  if (sectioned)
-    PEJIT_REF_CHECK(positions.rank() >= 2 && positions.shape[0] == axes,
-                    "positions with axes must be [A, s] or [A, b, s] with A = " +
-                        std::to_string(axes) + ", got " + shapeToString(positions.shape));
-  const int64_t positionRows = positions.batchRows(sectioned);
-  PEJIT_REF_CHECK(positions.length() == length, "positions " + shapeToString(positions.shape) +
-                                                    " do not match sequence length " +
-                                                    std::to_string(length));
-  PEJIT_REF_CHECK(positionRows == 1 || positionRows == batch,
-                  "positions " + shapeToString(positions.shape) + " do not match batch " +
-                      std::to_string(batch));
-
-  PEJIT_REF_CHECK(positionScale.empty() || positionScale.size() == 1 ||
-                      static_cast<int64_t>(positionScale.size()) == batch,
-                  "the position scale must have 1 or b = " + std::to_string(batch) +
-                      " entries, got " + std::to_string(positionScale.size()));
-
+                 int64_t seqLen, const std::vector<double> &positionScale,
+                 const RopeFrequencies *frequencies) {
+  const RopeWalk walk(config, x, positions, seqLen, positionScale, frequencies);
   Tensor out = x;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t positionRow = positionRows == 1 ? 0 : b;
-    const double scale = positionScale.empty()       ? 1.0
-                         : positionScale.size() == 1 ? positionScale[0]
-                                                     : positionScale[b];
-    for (int64_t t = 0; t < length; ++t) {
-      for (int64_t c = 0; c < half; ++c) {
-        int64_t position = sectioned ? positions.get(axisOfFrequency[c], positionRow, t)
-                                     : positions.get(positionRow, t);
+  for (int64_t b = 0; b < walk.batch; ++b)
+    for (int64_t t = 0; t < walk.length; ++t)
+      for (int64_t c = 0; c < walk.half; ++c) {
         // RoFormer: angle = position × inv_freq, in float64 (docs/semantics.md);
         // a runtime scale multiplies the position first.
-        double angle = static_cast<double>(position) * scale * freqs.invFreq[c];
-        double cosine = std::cos(angle) * freqs.attentionFactor;
-        double sine = std::sin(angle) * freqs.attentionFactor;
-        int64_t first = config.layout == RopeLayout::Half ? c : 2 * c;
-        int64_t second = config.layout == RopeLayout::Half ? c + half : 2 * c + 1;
-        for (int64_t h = 0; h < heads; ++h) {
+        double angle = walk.position(b, t, c) * walk.scaleOf(b) * walk.freqs.invFreq[c];
+        double cosine = std::cos(angle) * walk.freqs.attentionFactor;
+        double sine = std::sin(angle) * walk.freqs.attentionFactor;
+        const int64_t first = walk.first(c), second = walk.second(c);
+        for (int64_t h = 0; h < walk.heads; ++h) {
           double xa = x.at(b, h, t, first), xb = x.at(b, h, t, second);
           // RoFormer rotation: (a, b) -> (a cos − b sin, b cos + a sin).
           out.at(b, h, t, first) = xa * cosine - xb * sine;
           out.at(b, h, t, second) = xb * cosine + xa * sine;
         }
       }
-    }
-  }
   return out;
+}
+
+RopeGradients applyRopeBackward(const RopeConfig &config, const Tensor &x, const Tensor &dOut,
+                                const PositionIds &positions, int64_t seqLen,
+                                const std::vector<double> &positionScale,
+                                const RopeFrequencies *frequencies) {
+  const RopeWalk walk(config, x, positions, seqLen, positionScale, frequencies);
+  PEJIT_REF_CHECK(dOut.shape == x.shape, "the rotated output's gradient must be " +
+                                             shapeToString(x.shape) + ", got " +
+                                             shapeToString(dOut.shape));
+  RopeGradients grads;
+  grads.dx = dOut; // channels past rotary_dim pass through
+  grads.dInvFreq.assign(static_cast<size_t>(walk.half), 0.0);
+  grads.dPositionScale.assign(positionScale.size(), 0.0);
+  for (int64_t b = 0; b < walk.batch; ++b)
+    for (int64_t t = 0; t < walk.length; ++t)
+      for (int64_t c = 0; c < walk.half; ++c) {
+        const double position = walk.position(b, t, c), scale = walk.scaleOf(b);
+        const double invFreq = walk.freqs.invFreq[c];
+        const double angle = position * scale * invFreq;
+        const double cosine = std::cos(angle) * walk.freqs.attentionFactor;
+        const double sine = std::sin(angle) * walk.freqs.attentionFactor;
+        const int64_t first = walk.first(c), second = walk.second(c);
+        // dL/dangle, summed over heads: with x' = R(angle) x,
+        // dx'_a/dangle = −x'_b and dx'_b/dangle = x'_a, so dL/dangle =
+        // g_b x'_a − g_a x'_b. The inverse rotation is the transpose.
+        double dAngle = 0.0;
+        for (int64_t h = 0; h < walk.heads; ++h) {
+          const double xa = x.at(b, h, t, first), xb = x.at(b, h, t, second);
+          const double ga = dOut.at(b, h, t, first), gb = dOut.at(b, h, t, second);
+          const double rotatedA = xa * cosine - xb * sine, rotatedB = xb * cosine + xa * sine;
+          dAngle += gb * rotatedA - ga * rotatedB;
+          grads.dx.at(b, h, t, first) = ga * cosine + gb * sine;
+          grads.dx.at(b, h, t, second) = gb * cosine - ga * sine;
+        }
+        // angle = (position · scale) · inv_freq.
+        grads.dInvFreq[c] += dAngle * position * scale;
+        if (!positionScale.empty())
+          grads.dPositionScale[positionScale.size() == 1 ? 0 : b] += dAngle * position * invFreq;
+      }
+  return grads;
 }
 
 int64_t maxPositionPlusOne(const PositionIds &positions) {

@@ -90,9 +90,25 @@ std::vector<int64_t> ropeAxisOfFrequency(const RopeConfig &config, int64_t half)
 /// [A, s] or [A, b, s] where A = ropePositionAxes(config). Returns a rotated copy; channels
 /// >= rotaryDim pass through unchanged. A positionScale ([1] or [b]; empty:
 /// none) multiplies batch row b's positions before the rotation:
-/// angle = (position * scale) * inv_freq.
+/// angle = (position * scale) * inv_freq. frequencies, when given, replace
+/// computeRopeFrequencies' (learnable inverse frequencies).
 Tensor applyRope(const RopeConfig &config, const Tensor &x, const PositionIds &positions,
-                 int64_t seqLen, const std::vector<double> &positionScale = {});
+                 int64_t seqLen, const std::vector<double> &positionScale = {},
+                 const RopeFrequencies *frequencies = nullptr);
+
+/// The adjoint of applyRope (docs/backward.md): dx is dOut rotated back
+/// (the transpose, with the attention factor); dInvFreq[c] and
+/// dPositionScale ([1] or [b], empty without a scale) are
+/// Σ dL/dangle · ∂angle, where dL/dangle = g_b x'_a − g_a x'_b per pair.
+struct RopeGradients {
+  Tensor dx;
+  std::vector<double> dInvFreq;
+  std::vector<double> dPositionScale;
+};
+RopeGradients applyRopeBackward(const RopeConfig &config, const Tensor &x, const Tensor &dOut,
+                                const PositionIds &positions, int64_t seqLen,
+                                const std::vector<double> &positionScale = {},
+                                const RopeFrequencies *frequencies = nullptr);
 
 /// max(position) + 1 over all given ids (0 when all are empty): the seqLen
 /// that dynamic_ntk and longrope see (docs/semantics.md, RoPE).

@@ -70,6 +70,19 @@ int64_t RelativeDistance::batchRows() const {
   return std::max(queryPositions->batchRows(false), keyPositions->batchRows(false));
 }
 
+double alibiBase(AlibiForm form, const RelativeDistance &distance, int64_t b, int64_t i,
+                 int64_t j) {
+  // docs/semantics.md, ALiBi: query − key, from the bottom-right aligned
+  // query index (or from the positions).
+  const double d = -static_cast<double>(distance(b, i, j));
+  if (form == AlibiForm::Bloom) {
+    // The key's own coordinate: its index, or its position id.
+    const PositionIds *keys = distance.keyPositions;
+    return keys ? double(keys->get(keys->batchRows(false) == 1 ? 0 : b, j)) : double(j);
+  }
+  return form == AlibiForm::Causal ? -d : -std::fabs(d);
+}
+
 Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm form, int64_t sq,
                  int64_t skv, const std::vector<double> &explicitSlopes) {
   PEJIT_REF_CHECK(sq >= 0 && skv >= 0, "sq and skv must be >= 0");
@@ -93,18 +106,7 @@ Tensor alibiBias(int64_t numHeads, int64_t headOffset, int64_t heads, AlibiForm 
       double slope = slopes[headOffset + h];
       for (int64_t i = 0; i < sq; ++i) {
         for (int64_t j = 0; j < skv; ++j) {
-          // docs/semantics.md, ALiBi: query − key, from the bottom-right
-          // aligned query index (or from the positions).
-          double d = -static_cast<double>(distance(b, i, j));
-          if (form == AlibiForm::Bloom) {
-            // The key's own coordinate: its index, or its position id.
-            const PositionIds *keys = distance.keyPositions;
-            double key =
-                keys ? double(keys->get(keys->batchRows(false) == 1 ? 0 : b, j)) : double(j);
-            bias.at(b, h, i, j) = slope * key;
-          } else {
-            bias.at(b, h, i, j) = form == AlibiForm::Causal ? -slope * d : -slope * std::fabs(d);
-          }
+          bias.at(b, h, i, j) = slope * alibiBase(form, distance, b, i, j);
         }
       }
     }

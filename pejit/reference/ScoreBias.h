@@ -45,6 +45,10 @@ enum class AlibiForm {
   Bloom,
 };
 
+/// The bias per unit slope of score (b, i, j): −(query − key) (causal),
+/// −|query − key| (symmetric) or the key's index or position (BLOOM).
+double alibiBase(AlibiForm form, const RelativeDistance &distance, int64_t b, int64_t i, int64_t j);
+
 /// [1, heads, sq, skv] for the shard heads [headOffset, headOffset + heads) of
 /// numHeads. Slopes are slopes[headOffset + h] of alibiSlopes(numHeads), or of
 /// explicitSlopes when non-empty (then it must hold all numHeads slopes).
