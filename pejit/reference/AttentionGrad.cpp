@@ -14,8 +14,8 @@ AttentionGradients attentionBackward(const Tensor &q, const Tensor &k, const Ten
   // The forward checks every operand; recompute P and O with it.
   const Tensor out = attention(q, k, v, options);
   const Tensor probabilities = attentionProbabilities(q, k, options);
-  PEJIT_REF_CHECK(dOut.shape == out.shape, "dOut must be " + shapeToString(out.shape) +
-                                               ", got " + shapeToString(dOut.shape));
+  PEJIT_REF_CHECK(dOut.shape == out.shape, "dOut must be " + shapeToString(out.shape) + ", got " +
+                                               shapeToString(dOut.shape));
   const int64_t batch = q.shape[0], heads = q.shape[1], sq = q.shape[2], headDim = q.shape[3],
                 group = heads / k.shape[1], skv = k.shape[2], valueDim = v.shape[3];
   const double scale = attentionScale(options, headDim);

@@ -10,11 +10,10 @@ namespace pejit::ref {
 namespace {
 
 void checkScores(const Tensor &dScores, const RelativeDistance &distance) {
-  PEJIT_REF_CHECK(dScores.rank() == 4 && dScores.shape[2] == distance.sq &&
-                      dScores.shape[3] == distance.skv,
-                  "dScores must be [b, h, sq = " + std::to_string(distance.sq) +
-                      ", skv = " + std::to_string(distance.skv) + "], got " +
-                      shapeToString(dScores.shape));
+  PEJIT_REF_CHECK(
+      dScores.rank() == 4 && dScores.shape[2] == distance.sq && dScores.shape[3] == distance.skv,
+      "dScores must be [b, h, sq = " + std::to_string(distance.sq) +
+          ", skv = " + std::to_string(distance.skv) + "], got " + shapeToString(dScores.shape));
   const int64_t rows = distance.batchRows();
   PEJIT_REF_CHECK(rows == 1 || rows == dScores.shape[0],
                   "position ids have " + std::to_string(rows) + " batch rows, dScores " +
@@ -94,7 +93,8 @@ RelativeKeyTermGradients relativeKeyTermBackward(const Tensor &q, const Tensor &
           const int64_t row =
               std::clamp<int64_t>(distance(rows == 1 ? 0 : b, i, j), -clip, clip) + clip;
           for (int64_t c = 0; c < headDim; ++c) {
-            double &tableGrad = perHead ? grads.dKeyTable.at(h, row, c) : grads.dKeyTable.at(row, c);
+            double &tableGrad =
+                perHead ? grads.dKeyTable.at(h, row, c) : grads.dKeyTable.at(row, c);
             const double tableValue = perHead ? keyTable.at(h, row, c) : keyTable.at(row, c);
             grads.dq.at(b, h, i, c) += dE * tableValue;
             tableGrad += dE * q.at(b, h, i, c);
@@ -103,8 +103,7 @@ RelativeKeyTermGradients relativeKeyTermBackward(const Tensor &q, const Tensor &
   return grads;
 }
 
-Tensor relativeValueTableGradient(const Tensor &dValueTerm, int64_t clip, int64_t sq,
-                                  int64_t skv) {
+Tensor relativeValueTableGradient(const Tensor &dValueTerm, int64_t clip, int64_t sq, int64_t skv) {
   const bool perHead = dValueTerm.rank() == 4;
   PEJIT_REF_CHECK((dValueTerm.rank() == 3 || perHead) &&
                       dValueTerm.shape[dValueTerm.rank() - 3] == sq &&

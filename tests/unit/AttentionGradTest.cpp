@@ -87,9 +87,9 @@ TEST(AttentionGrad, QueryKeyValueMatchFiniteDifferencesUnderEveryMask) {
     std::optional<double> softcap;
   };
   // sq > skv with causal leaves rows that see no key; windows on both sides.
-  const Case cases[] = {{5, 7, false, {}, {}, {}},   {5, 7, true, {}, {}, {}},
-                        {7, 4, true, {}, {}, 0.8},   {6, 6, false, 2, 1, {}},
-                        {6, 9, true, 3, {}, 0.5},    {1, 7, false, {}, {}, {}}};
+  const Case cases[] = {{5, 7, false, {}, {}, {}}, {5, 7, true, {}, {}, {}},
+                        {7, 4, true, {}, {}, 0.8}, {6, 6, false, 2, 1, {}},
+                        {6, 9, true, 3, {}, 0.5},  {1, 7, false, {}, {}, {}}};
   for (const Case &c : cases) {
     SCOPED_TRACE("sq " + std::to_string(c.sq) + " skv " + std::to_string(c.skv));
     Inputs in = draw(rng, 2, 4, 2, c.sq, c.skv, 8);
@@ -272,8 +272,7 @@ TEST(AttentionGrad, ShawValueTableMatchesFiniteDifferencesBothForms) {
     bucketed.bucketedValueTerm.bucket = [&](int64_t, int64_t i, int64_t j) {
       return ref::shawRelativeIndex(i, j, clip, 5, 7) + clip;
     };
-    const AttentionGradients byBucket =
-        ref::attentionBackward(in.q, in.k, in.v, in.dOut, bucketed);
+    const AttentionGradients byBucket = ref::attentionBackward(in.q, in.k, in.v, in.dOut, bucketed);
     auto bucketLoss = [&] { return lossOf(ref::attention(in.q, in.k, in.v, bucketed), in.dOut); };
     EXPECT_TRUE(matchesFiniteDifferences(valueTable.data, bucketLoss, byBucket.dValueRows.data))
         << "bucketed, per head " << perHead;
@@ -337,14 +336,14 @@ TEST(AttentionGrad, RopeInverseRotationFrequenciesAndPositionScaleMatchFiniteDif
         return ref::applyRope(c.config, x, positions, seqLen, scale, &freqs);
       };
       auto loss = [&] {
-        return lossOf(ref::attention(rotate(in.q, queryPositions), rotate(in.k, keyPositions), in.v,
-                                     options),
-                      in.dOut);
+        return lossOf(
+            ref::attention(rotate(in.q, queryPositions), rotate(in.k, keyPositions), in.v, options),
+            in.dOut);
       };
       const AttentionGradients grads = ref::attentionBackward(
           rotate(in.q, queryPositions), rotate(in.k, keyPositions), in.v, in.dOut, options);
-      const ref::RopeGradients queryGrads = ref::applyRopeBackward(
-          c.config, in.q, grads.dq, queryPositions, seqLen, scale, &freqs);
+      const ref::RopeGradients queryGrads =
+          ref::applyRopeBackward(c.config, in.q, grads.dq, queryPositions, seqLen, scale, &freqs);
       const ref::RopeGradients keyGrads =
           ref::applyRopeBackward(c.config, in.k, grads.dk, keyPositions, seqLen, scale, &freqs);
       std::vector<double> dInvFreq = queryGrads.dInvFreq, dScale = queryGrads.dPositionScale;

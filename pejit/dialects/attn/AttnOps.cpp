@@ -19,11 +19,11 @@ double AttentionOp::getEffectiveScale() {
 }
 
 LogicalResult pejit::attn::verifyQueryKeyValue(Operation *op, Value q, Value k, Value v,
-                                               Value result) {
+                                               Value result, StringRef resultName) {
   if (failed(requireRank(op, "query", q.getType(), 4, "[b, hq, sq, d]")) ||
       failed(requireRank(op, "key", k.getType(), 4, "[b, hkv, skv, d]")) ||
       failed(requireRank(op, "value", v.getType(), 4, "[b, hkv, skv, dv]")) ||
-      failed(requireRank(op, "result", result.getType(), 4, "[b, hq, sq, dv]")))
+      failed(requireRank(op, resultName, result.getType(), 4, "[b, hq, sq, dv]")))
     return failure();
 
   using limits::kMaxHeadDim, limits::kMaxHeads, limits::kMaxLength;
@@ -38,7 +38,7 @@ LogicalResult pejit::attn::verifyQueryKeyValue(Operation *op, Value q, Value k, 
   if (failed(requireSizesWithinLimits(op, "query", q.getType(), queryLimits)) ||
       failed(requireSizesWithinLimits(op, "key", k.getType(), keyLimits)) ||
       failed(requireSizesWithinLimits(op, "value", v.getType(), valueLimits)) ||
-      failed(requireSizesWithinLimits(op, "result", result.getType(), resultLimits)))
+      failed(requireSizesWithinLimits(op, resultName, result.getType(), resultLimits)))
     return failure();
 
   Type elementType = cast<RankedTensorType>(q.getType()).getElementType();
@@ -59,10 +59,10 @@ LogicalResult pejit::attn::verifyQueryKeyValue(Operation *op, Value q, Value k, 
   if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) && (hkv == 0 || hq % hkv != 0))
     return op->emitOpError() << "hq (" << hq << ") is not a multiple of hkv (" << hkv << ")";
   Type resultType = result.getType();
-  if (failed(requireDim(op, "result", resultType, 0, "b", b, "the query's b")) ||
-      failed(requireDim(op, "result", resultType, 1, "hq", hq, "the query's hq")) ||
-      failed(requireDim(op, "result", resultType, 2, "sq", sq, "the query's sq")) ||
-      failed(requireDim(op, "result", resultType, 3, "dv", dv, "the value's dv")))
+  if (failed(requireDim(op, resultName, resultType, 0, "b", b, "the query's b")) ||
+      failed(requireDim(op, resultName, resultType, 1, "hq", hq, "the query's hq")) ||
+      failed(requireDim(op, resultName, resultType, 2, "sq", sq, "the query's sq")) ||
+      failed(requireDim(op, resultName, resultType, 3, "dv", dv, "the value's dv")))
     return failure();
 
   return success();
@@ -77,6 +77,38 @@ LogicalResult pejit::attn::verifyQueryKeyPositions(Operation *op, Value queryPos
   if (keyPositions &&
       failed(verifyPositionIds(op, "key_positions", keyPositions.getType(), batch, keySeq, axes)))
     return failure();
+  return success();
+}
+
+LogicalResult pejit::attn::verifyScaleWindowSoftcap(Operation *op, FloatAttr scaleAttr,
+                                                    int64_t headDim, std::optional<int64_t> window,
+                                                    std::optional<int64_t> right,
+                                                    FloatAttr softcapAttr) {
+  // scale and softcap are f32 constants in the kernels.
+  auto requirePositiveF32 = [&](StringRef name, double value) -> LogicalResult {
+    StringRef problem = limits::f32RangeProblem(value);
+    if (value > 0.0 && problem.empty())
+      return success();
+    InFlightDiagnostic diag = op->emitOpError() << name << " must be positive and an f32, got "
+                                                << pe::formatF64(value);
+    if (!problem.empty())
+      diag << " (" << problem << ")";
+    return diag;
+  };
+  if (scaleAttr) {
+    if (failed(requirePositiveF32("scale", scaleAttr.getValueAsDouble())))
+      return failure();
+  } else if (ShapedType::isDynamic(headDim)) {
+    return op->emitOpError() << "scale is required when the head dim d is dynamic";
+  }
+  if (window && *window < 0)
+    return op->emitOpError() << "window must be non-negative, got " << *window;
+  if (right && *right < 0)
+    return op->emitOpError() << "window_right must be non-negative, got " << *right
+                             << " (leave it out for no right bound)";
+  if (softcapAttr)
+    if (failed(requirePositiveF32("softcap", softcapAttr.getValueAsDouble())))
+      return failure();
   return success();
 }
 
@@ -145,31 +177,9 @@ LogicalResult AttentionOp::verify() {
       return failure();
   }
 
-  // scale and softcap are f32 constants in the kernels.
-  auto requirePositiveF32 = [&](StringRef name, double value) -> LogicalResult {
-    StringRef problem = limits::f32RangeProblem(value);
-    if (value > 0.0 && problem.empty())
-      return success();
-    InFlightDiagnostic diag = emitOpError() << name << " must be positive and an f32, got "
-                                            << pe::formatF64(value);
-    if (!problem.empty())
-      diag << " (" << problem << ")";
-    return diag;
-  };
-  if (FloatAttr scaleAttr = getScaleAttr()) {
-    if (failed(requirePositiveF32("scale", scaleAttr.getValueAsDouble())))
-      return failure();
-  } else if (ShapedType::isDynamic(d)) {
-    return emitOpError() << "scale is required when the head dim d is dynamic";
-  }
-  if (std::optional<int64_t> window = getWindow(); window && *window < 0)
-    return emitOpError() << "window must be non-negative, got " << *window;
-  if (std::optional<int64_t> right = getWindowRight(); right && *right < 0)
-    return emitOpError() << "window_right must be non-negative, got " << *right
-                         << " (leave it out for no right bound)";
-  if (FloatAttr softcapAttr = getSoftcapAttr())
-    if (failed(requirePositiveF32("softcap", softcapAttr.getValueAsDouble())))
-      return failure();
+  if (failed(verifyScaleWindowSoftcap(op, getScaleAttr(), d, getWindow(), getWindowRight(),
+                                      getSoftcapAttr())))
+    return failure();
   if (failed(verifySegments()))
     return failure();
   return verifyEncodings();
@@ -237,8 +247,12 @@ LogicalResult AttentionOp::verifySegments() {
 }
 
 pe::PositionalEncodingAttrInterface AttentionOp::getFusedQKTransform() {
+  return fusedQKTransform(getEncodingsAttr());
+}
+
+pe::PositionalEncodingAttrInterface pejit::attn::fusedQKTransform(ArrayAttr encodings) {
   // dyn_cast: the verifier asks before it has checked every entry.
-  if (ArrayAttr encodings = getEncodingsAttr())
+  if (encodings)
     for (Attribute attr : encodings)
       if (auto encoding = dyn_cast<pe::PositionalEncodingAttrInterface>(attr);
           encoding && encoding.getEncodingKind() == pe::EncodingKind::QKTransform)
@@ -249,33 +263,41 @@ pe::PositionalEncodingAttrInterface AttentionOp::getFusedQKTransform() {
 // The fused encodings: pe attributes of a kind attention can apply, at most
 // one QK transform, each valid for this attention's heads and head dim.
 LogicalResult AttentionOp::verifyEncodings() {
-  ArrayAttr encodings = getEncodingsAttr();
+  return verifyFusedEncodings(getOperation(), getEncodingsAttr(), getEncodingOperands(), getQuery(),
+                              getKey(), getValue(), getQueryPositions(), getKeyPositions());
+}
+
+LogicalResult pejit::attn::verifyFusedEncodings(Operation *op, ArrayAttr encodings,
+                                                ValueRange encodingOperands, Value query, Value key,
+                                                Value value, Value queryPositions,
+                                                Value keyPositions) {
+  auto emitOpError = [&]() { return op->emitOpError(); };
   if (!encodings) {
-    if (!getEncodingOperands().empty())
-      return emitOpError() << "has " << getEncodingOperands().size()
+    if (!encodingOperands.empty())
+      return emitOpError() << "has " << encodingOperands.size()
                            << " encoding_operands but no encodings that read them";
     return success();
   }
-  int64_t queryHeads = dim(getQuery(), 1), headDim = dim(getQuery(), 3);
+  int64_t queryHeads = dim(query, 1), headDim = dim(query, 3);
   // The sizes an encoding operand is checked against (dynamic: kDynamic).
   pe::AttentionShape sizes;
-  sizes.batch = dim(getQuery(), 0);
+  sizes.batch = dim(query, 0);
   sizes.queryHeads = queryHeads;
-  sizes.kvHeads = dim(getKey(), 1);
-  sizes.querySeq = dim(getQuery(), 2);
-  sizes.keySeq = dim(getKey(), 2);
+  sizes.kvHeads = dim(key, 1);
+  sizes.querySeq = dim(query, 2);
+  sizes.keySeq = dim(key, 2);
   sizes.headDim = headDim;
-  sizes.valueDim = dim(getValue(), 3);
+  sizes.valueDim = dim(value, 3);
   // Batch rows of each side's ids: [b, s] (or [A, b, s] with axes) have b;
   // [s], [A, s] and the defaults one.
-  pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
+  pe::PositionalEncodingAttrInterface transform = fusedQKTransform(encodings);
   int64_t batchRank = transform && transform.getPositionAxes() > 0 ? 3 : 2;
   auto idRows = [&](Value ids) -> int64_t {
     auto type = ids ? dyn_cast<RankedTensorType>(ids.getType()) : RankedTensorType();
     return type && type.getRank() == batchRank ? type.getDimSize(batchRank - 2) : 1;
   };
-  sizes.queryPositionRows = idRows(getQueryPositions());
-  sizes.keyPositionRows = idRows(getKeyPositions());
+  sizes.queryPositionRows = idRows(queryPositions);
+  sizes.keyPositionRows = idRows(keyPositions);
   unsigned nextOperand = 0;
   int numQKTransforms = 0, numValueTerms = 0;
   for (auto [index, attr] : llvm::enumerate(encodings)) {
@@ -297,29 +319,29 @@ LogicalResult AttentionOp::verifyEncodings() {
       return emitOpError() << "encodings[" << index << "] (" << attr
                            << ") is a value term without a fused form";
     auto emitError = [&, index = index]() {
-      return emitOpError() << "encodings[" << index << "]: ";
+      return op->emitOpError() << "encodings[" << index << "]: ";
     };
     if (failed(encoding.verifyForAttention(queryHeads, headDim, emitError)))
       return failure();
     // Its operands: the next getNumEncodingOperands() of encoding_operands.
     for (unsigned k = 0; k < encoding.getNumEncodingOperands(); ++k, ++nextOperand) {
-      if (nextOperand >= getEncodingOperands().size())
+      if (nextOperand >= encodingOperands.size())
         return emitOpError() << "encodings[" << index << "] (" << attr << ") reads "
                              << encoding.getNumEncodingOperands()
                              << " encoding operand(s), but encoding_operands has only "
-                             << getEncodingOperands().size() << " in all";
-      auto type = cast<RankedTensorType>(getEncodingOperands()[nextOperand].getType());
+                             << encodingOperands.size() << " in all";
+      auto type = cast<RankedTensorType>(encodingOperands[nextOperand].getType());
       auto operandError = [&, index = index, k]() {
-        return emitOpError() << "encoding_operands #" << nextOperand << " ("
-                             << encoding.getEncodingOperandName(k) << " of encodings[" << index
-                             << "]): ";
+        return op->emitOpError() << "encoding_operands #" << nextOperand << " ("
+                                 << encoding.getEncodingOperandName(k) << " of encodings[" << index
+                                 << "]): ";
       };
       if (failed(encoding.verifyEncodingOperand(k, type, sizes, operandError)))
         return failure();
     }
   }
-  if (nextOperand != getEncodingOperands().size())
-    return emitOpError() << "has " << getEncodingOperands().size()
+  if (nextOperand != encodingOperands.size())
+    return emitOpError() << "has " << encodingOperands.size()
                          << " encoding_operands but its encodings read " << nextOperand;
   // relative_to = position reads plain [s] / [b, s] ids: not M-RoPE's axes.
   for (auto [index, attr] : llvm::enumerate(encodings))

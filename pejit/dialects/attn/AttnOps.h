@@ -8,6 +8,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "pejit/dialects/attn/AttnDialect.h"
 #include "pejit/dialects/pe/PEInterfaces.h"
+#include <optional>
 
 #include "pejit/dialects/attn/AttnEnums.h.inc"
 
@@ -20,7 +21,8 @@ namespace pejit::attn {
 /// hq, sq, d], K [b, hkv, skv, d], V [b, hkv, skv, dv], the result [b, hq,
 /// sq, dv], one element type, hq a multiple of hkv, sizes within limits.
 ::llvm::LogicalResult verifyQueryKeyValue(::mlir::Operation *op, ::mlir::Value q, ::mlir::Value k,
-                                          ::mlir::Value v, ::mlir::Value result);
+                                          ::mlir::Value v, ::mlir::Value result,
+                                          ::llvm::StringRef resultName = "result");
 
 /// Position ids of an attention-shaped op, when given: [s] or [b, s] (with
 /// `axes` > 0, a leading axis per M-RoPE section) of i32 or i64, s = sq for
@@ -28,6 +30,25 @@ namespace pejit::attn {
 ::llvm::LogicalResult verifyQueryKeyPositions(::mlir::Operation *op, ::mlir::Value queryPositions,
                                               ::mlir::Value keyPositions, int64_t batch,
                                               int64_t querySeq, int64_t keySeq, int64_t axes);
+
+/// scale and softcap positive f32 numbers (scale required when d is
+/// dynamic); windows non-negative.
+::llvm::LogicalResult verifyScaleWindowSoftcap(::mlir::Operation *op, ::mlir::FloatAttr scale,
+                                               int64_t headDim, std::optional<int64_t> window,
+                                               std::optional<int64_t> right,
+                                               ::mlir::FloatAttr softcap);
+
+/// The fused `encodings` of an attention-shaped op and their operands: pe
+/// attributes attention can apply, at most one QK transform and one value
+/// term, each operand checked by its encoding.
+::llvm::LogicalResult verifyFusedEncodings(::mlir::Operation *op, ::mlir::ArrayAttr encodings,
+                                           ::mlir::ValueRange encodingOperands, ::mlir::Value query,
+                                           ::mlir::Value key, ::mlir::Value value,
+                                           ::mlir::Value queryPositions,
+                                           ::mlir::Value keyPositions);
+
+/// The QK transform among `encodings` (at most one), or null.
+::pejit::pe::PositionalEncodingAttrInterface fusedQKTransform(::mlir::ArrayAttr encodings);
 
 } // namespace pejit::attn
 

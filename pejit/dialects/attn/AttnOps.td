@@ -114,6 +114,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
 }
 
 include "pejit/dialects/attn/LinearAttention.td"
+include "pejit/dialects/attn/AttentionBackward.td"
 
 def Attn_PagedKvOp : Attn_Op<"paged_kv", [Pure]> {
   let summary = "a logical K or V [b, h, max_pages * page_size, d] read from a paged cache";

@@ -21,6 +21,8 @@ EncodingKind BiasTensorAttr::getEncodingKind() const { return EncodingKind::Scor
 bool BiasTensorAttr::isFusable() const { return true; }
 unsigned BiasTensorAttr::getNumEncodingOperands() const { return 1; }
 std::string BiasTensorAttr::getEncodingOperandName(unsigned) const { return "bias"; }
+// docs/backward.md: a bias tensor's gradient is dS summed over its broadcast dims.
+bool BiasTensorAttr::isDifferentiableOperand(unsigned) const { return true; }
 
 LogicalResult
 BiasTensorAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,

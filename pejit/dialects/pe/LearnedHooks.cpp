@@ -27,6 +27,8 @@ bool LearnedAttr::transformsKey() const { return false; }
 unsigned LearnedAttr::getNumEncodingOperands() const { return 1; }
 
 std::string LearnedAttr::getEncodingOperandName(unsigned) const { return "learned_table"; }
+// docs/backward.md: the table's rows are trained.
+bool LearnedAttr::isDifferentiableOperand(unsigned) const { return true; }
 
 int64_t LearnedAttr::getPositionLimit() const { return getMaxPositions(); }
 

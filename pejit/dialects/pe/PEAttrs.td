@@ -143,7 +143,7 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloatsPerPosition", "emitQKPrologue", "emitQKTileTransform",
     "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide",
-    "getPositionAxes", "hasStandaloneKernel", "getNumEncodingOperands", "getEncodingOperandName",
+    "getPositionAxes", "hasStandaloneKernel", "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand",
     "verifyEncodingOperand"]> {
   let summary = "rotary position embedding (Su et al. 2021)";
   let description = [{
@@ -213,7 +213,7 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
 
 def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPositions",
     "isDistanceOnly",
-    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand",
     "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
     "referenceScoreBias"]> {
   let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";
@@ -237,7 +237,7 @@ def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPos
 }
 
 def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable",
-    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand",
     "emitScoreMod", "referenceScoreBias"]> {
   let summary = "a user's additive bias or mask tensor, read by the kernel";
   let description = [{
@@ -255,7 +255,7 @@ def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable
 
 def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusable",
     "readsPositions",
-    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand", "isKeyTerm",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand", "isKeyTerm",
     "requiresQueryTileScratch", "getQueryTileScratchFloats", "emitQueryTilePrologue",
     "emitScoreMod", "referenceKeyTerm"]> {
   let summary = "Shaw et al. 2018 key term q_i . a^K[clip(j - i) + k]";
@@ -274,7 +274,7 @@ def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusa
 
 def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value", ["isFusable",
     "readsPositions",
-    "getNumEncodingOperands", "getEncodingOperandName", "verifyEncodingOperand",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand",
     "getValueTermBuckets", "emitValueTermBucket", "emitValueTermRow", "referenceValueTerm"]> {
   let summary = "Shaw et al. 2018 value term sum_j p_ij a^V[clip(j - i) + k]";
   let description = [{
@@ -299,7 +299,7 @@ def PE_SinusoidalAttr : PE_EncodingAttr<"Sinusoidal", "sinusoidal", ["hasStandal
 
 def PE_LearnedAttr : PE_EncodingAttr<"Learned", "learned", ["hasStandaloneKernel",
     "getScratchFloatsPerPosition", "transformsKey", "emitQKPrologue", "emitQKTileTransform",
-    "getNumEncodingOperands", "getEncodingOperandName", "getPositionLimit"]> {
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "getPositionLimit"]> {
   let summary = "learned absolute position embedding table";
   let parameters = (ins "int64_t":$max_positions);
 }

@@ -44,6 +44,13 @@ def PE_PositionalEncodingAttrInterface
       "std::string", "getEncodingOperandName", (ins "unsigned":$index), "",
       [{ return "operand_" + std::to_string(index); }]>,
     InterfaceMethod<[{
+        Whether encoding operand `index` has a gradient (docs/backward.md): a
+        trained table, learnable slopes or frequencies, a position scale, a
+        bias tensor. attn.attention_backward's grad_operands may name only
+        these.
+      }],
+      "bool", "isDifferentiableOperand", (ins "unsigned":$index), "", "return false;">,
+    InterfaceMethod<[{
         Checks encoding operand `index` (a ranked float tensor) against the
         attention it is fused into (its sizes in `shape`; a dynamic size is
         ShapedType::kDynamic).

@@ -102,6 +102,8 @@ namespace pejit::pe {
 
 unsigned RopeAttr::getNumEncodingOperands() const { return getRuntimeScale() ? 1 : 0; }
 std::string RopeAttr::getEncodingOperandName(unsigned) const { return "rope_position_scale"; }
+// docs/backward.md: the runtime position scale: dL/ds.
+bool RopeAttr::isDifferentiableOperand(unsigned) const { return true; }
 
 /// The runtime scale: f32 [1], or [b] when every side it rotates has [b, s]
 /// ids (its cos/sin tables are per id row, so a row's scale is its own).

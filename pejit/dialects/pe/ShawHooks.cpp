@@ -43,6 +43,8 @@ bool RelativeKeyAttr::isFusable() const { return true; }
 bool RelativeKeyAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 unsigned RelativeKeyAttr::getNumEncodingOperands() const { return 1; }
 std::string RelativeKeyAttr::getEncodingOperandName(unsigned) const { return "shaw_key_table"; }
+// docs/backward.md: d a^K[r] += dE q_i.
+bool RelativeKeyAttr::isDifferentiableOperand(unsigned) const { return true; }
 bool RelativeKeyAttr::isKeyTerm() const { return true; }
 bool RelativeKeyAttr::requiresQueryTileScratch() const { return true; }
 
@@ -204,6 +206,8 @@ bool RelativeValueAttr::isFusable() const { return true; }
 bool RelativeValueAttr::readsPositions() const { return getRelativeTo() == RelativeTo::Position; }
 unsigned RelativeValueAttr::getNumEncodingOperands() const { return 1; }
 std::string RelativeValueAttr::getEncodingOperandName(unsigned) const { return "shaw_value_table"; }
+// docs/backward.md: d a^V[r] += P dO_i.
+bool RelativeValueAttr::isDifferentiableOperand(unsigned) const { return true; }
 int64_t RelativeValueAttr::getValueTermBuckets() const { return 2 * getClip() + 1; }
 
 LogicalResult

@@ -72,6 +72,8 @@ std::vector<int64_t> logThresholds(T5BiasAttr attr) {
 bool T5BiasAttr::isFusable() const { return true; }
 unsigned T5BiasAttr::getNumEncodingOperands() const { return 1; }
 std::string T5BiasAttr::getEncodingOperandName(unsigned) const { return "t5_table"; }
+// docs/backward.md: d table[bucket, h] += dS.
+bool T5BiasAttr::isDifferentiableOperand(unsigned) const { return true; }
 
 LogicalResult
 T5BiasAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,

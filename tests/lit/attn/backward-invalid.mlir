@@ -1,0 +1,82 @@
+// Every verifier rule attn.attention_backward adds to attn.attention's, each
+// with the message it gives (the forward's rules: invalid.mlir).
+// RUN: pejit-opt %s --split-input-file --verify-diagnostics
+
+func.func @output_grad_type(%q: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x9x64xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op output_grad (dO) must have the output's type 'tensor<1x4x8x64xf32>', got 'tensor<1x4x9x64xf32>'}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %o, %do : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x9x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @output_shape(%q: tensor<1x4x8x64xf32>, %o: tensor<1x4x7x64xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op output sq (dim 2) is 7 but the query's sq is 8}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %o, %o : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x7x64xf32>, tensor<1x4x7x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @lse_shape(%q: tensor<1x4x8x64xf32>, %lse: tensor<1x4x9xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op lse sq (dim 2) is 9 but the query's sq is 8}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q lse(%lse : tensor<1x4x9xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @key_grad_type(%q: tensor<1x4x8x64xf32>, %k: tensor<1x2x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op key_grad must have the type of what it differentiates, 'tensor<1x2x8x64xf32>', got 'tensor<1x4x8x64xf32>'}}
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %k, %q, %q : tensor<1x4x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @grad_count(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op grad_operands asks for 1 encoding operand gradient(s), but the op has 0 result(s) after dq, dk, dv}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @grad_index(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op grad_operands[0] = 1 is not an encoding operand (it has 1)}}
+  %dq, %dk, %dv, %dt = attn.attention_backward %q, %q, %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) grad_operands([1]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @grad_shape(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op the gradient of encoding operand #0 must be 'tensor<32x4xf32>' (its shape, f32), got 'tensor<32x4xbf16>'}}
+  %dq, %dk, %dv, %dt = attn.attention_backward %q, %q, %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xbf16>
+  return
+}
+
+// -----
+
+func.func @grad_increasing(%q: tensor<1x4x8x64xf32>, %ak: tensor<9x64xf32>, %av: tensor<9x64xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op grad_operands must be increasing, got 0 after 1}}
+  %dq, %dk, %dv, %da, %db = attn.attention_backward %q, %q, %q, %q, %q encodings([#pe.relative_key<clip = 4>, #pe.relative_value<clip = 4>]) encoding_operands(%ak, %av : tensor<9x64xf32>, tensor<9x64xf32>) grad_operands([1, 0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<9x64xf32>
+  return
+}
+
+// -----
+
+// The forward's rules hold too: an encoding operand the encodings do not read.
+func.func @stray_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op has 1 encoding_operands but no encodings that read them}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @negative_window(%q: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op window must be non-negative, got -1}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q window(-1) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}

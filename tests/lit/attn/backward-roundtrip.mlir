@@ -1,0 +1,42 @@
+// attn.attention_backward in its forms parses, prints, and parses back
+// (docs/backward.md).
+// RUN: pejit-opt %s | pejit-opt | FileCheck %s
+// RUN: pejit-opt %s --mlir-print-op-generic | pejit-opt | FileCheck %s
+
+// GQA 8/2, causal, sq < skv: dq, dk, dv of the types of q, k, v.
+// CHECK-LABEL: func.func @plain
+func.func @plain(%q: tensor<1x8x48x64xf32>, %k: tensor<1x2x64x64xf32>, %v: tensor<1x2x64x32xf32>,
+                 %o: tensor<1x8x48x32xf32>, %do: tensor<1x8x48x32xf32>)
+    -> (tensor<1x8x48x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x32xf32>) {
+  // CHECK: attn.attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} causal scale(1.250000e-01) : tensor<1x8x48x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x32xf32>, tensor<1x8x48x32xf32>, tensor<1x8x48x32xf32> -> tensor<1x8x48x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x32xf32>
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do causal scale(0.125)
+      : tensor<1x8x48x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x32xf32>, tensor<1x8x48x32xf32>, tensor<1x8x48x32xf32>
+      -> tensor<1x8x48x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x32xf32>
+  return %dq, %dk, %dv : tensor<1x8x48x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x32xf32>
+}
+
+// The training forward's lse, windows, softcap, a shape class's lengths.
+// CHECK-LABEL: func.func @lse_window_softcap
+func.func @lse_window_softcap(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>,
+                              %o: tensor<1x4x?x64xf32>, %do: tensor<1x4x?x64xf32>, %lse: tensor<1x4x?xf32>)
+    -> tensor<1x4x?x64xf32> {
+  // CHECK: attn.attention_backward {{.*}} lse(%{{.*}} : tensor<1x4x?xf32>) window(16) window_right(4) softcap(3.000000e+01)
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do lse(%lse : tensor<1x4x?xf32>)
+      window(16) window_right(4) softcap(30.0)
+      : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>
+      -> tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>
+  return %dq : tensor<1x4x?x64xf32>
+}
+
+// Fused encodings with the T5 table's gradient asked for (f32, its shape).
+// CHECK-LABEL: func.func @t5_table_gradient
+func.func @t5_table_gradient(%q: tensor<1x4x16x64xbf16>, %o: tensor<1x4x16x64xbf16>,
+                             %do: tensor<1x4x16x64xbf16>, %t: tensor<32x4xf32>) -> tensor<32x4xf32> {
+  // CHECK: attn.attention_backward {{.*}} encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>]) encoding_operands(%{{.*}} : tensor<32x4xf32>) grad_operands([0]) : {{.*}} -> tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<32x4xf32>
+  %dq, %dk, %dv, %dt = attn.attention_backward %q, %q, %q, %o, %do causal
+      encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>])
+      encoding_operands(%t : tensor<32x4xf32>) grad_operands([0])
+      : tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>
+      -> tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<32x4xf32>
+  return %dt : tensor<32x4xf32>
+}
