@@ -25,7 +25,9 @@ constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,
                                    ArgumentRole::TransformPositions,
                                    ArgumentRole::EmbedTokens,
                                    ArgumentRole::EmbedTable,
-                                   ArgumentRole::LinearState};
+                                   ArgumentRole::LinearState,
+                                   ArgumentRole::Output,
+                                   ArgumentRole::OutputGradient};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -83,6 +85,10 @@ const char *argumentRoleName(ArgumentRole role) {
     return "token_table";
   case ArgumentRole::LinearState:
     return "linear_state";
+  case ArgumentRole::Output:
+    return "output";
+  case ArgumentRole::OutputGradient:
+    return "output_grad";
   }
   return "?";
 }
@@ -180,6 +186,13 @@ bool KernelSignature::embeddingTransform() const {
 bool KernelSignature::tokenEmbedding() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::EmbedTokens)
+      return true;
+  return false;
+}
+
+bool KernelSignature::backward() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::OutputGradient)
       return true;
   return false;
 }

@@ -12,7 +12,8 @@
 // tensor of ids for both), encoding_operand, query_segments or key_segments
 // (a packed batch's cu_seqlens), key_lengths (per-row key counts),
 // key_pages, value_pages or block_table (a paged KV cache),
-// transform_input or transform_positions (a standalone pe.rope); DTYPE
+// transform_input or transform_positions (a standalone pe.rope), output or
+// output_grad (a backward's o and dO, docs/backward.md); DTYPE
 // f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
 // ("query:f32:1x32x?x128", docs/shape-classes.md). An encoding operand's
@@ -55,6 +56,10 @@ enum class ArgumentRole {
   /// attn.linear_attention's carried state [b, hq, d, dv + 2] (f32): read
   /// at the start of the call, written back at its end.
   LinearState,
+  /// attn.attention_backward's forward output o and its gradient dO
+  /// ([b, hq, sq, dv]): a backward kernel (docs/backward.md).
+  Output,
+  OutputGradient,
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -118,6 +123,9 @@ struct KernelSignature {
   bool embeddingTransform() const;
   /// A standalone kernel that starts with pe.embed: it takes tokens.
   bool tokenEmbedding() const;
+  /// A backward kernel (attn.attention_backward): it takes output_grad and
+  /// writes dq, dk, dv (docs/backward.md).
+  bool backward() const;
 
   std::string str() const;
   /// Reads str()'s text; an error names the malformed token.

@@ -134,6 +134,14 @@ public:
   /// compiled kernel keeps one for later runs (as long as its Runtime or a
   /// copy of this X86Kernel holds it).
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A backward kernel's run (a source with attn.attention_backward,
+  /// docs/backward.md): inputs bound as for run() (query, key, value, the
+  /// forward's output o and its gradient dO), `gradients` = {dq, dk, dv} of
+  /// the shapes of query, key and value. Each gradient is written whole
+  /// (masked rows get 0); they may not overlap each other or an input. The
+  /// result is the same bit for bit at any thread count.
+  Status runBackward(const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &gradients) const;
   /// Text of a stage of the x86 stage table: "source", "fused", "tiled",
   /// "llvm" (LLVM dialect), "llvm-ir" (optimized LLVM IR) or "asm"; an error
   /// for other names. The first three are kept from the compile; the others

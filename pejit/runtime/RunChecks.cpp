@@ -36,16 +36,24 @@ bool sameView(const TensorView &a, const TensorView &b) {
 
 Status checkWrites(const KernelSignature &signature, const std::vector<TensorView> &inputs,
                    const TensorView &out, bool inPlaceAllowed) {
+  return checkWrites(signature, inputs, {{&out, "output"}}, inPlaceAllowed);
+}
+
+Status checkWrites(const KernelSignature &signature, const std::vector<TensorView> &inputs,
+                   std::vector<std::pair<const TensorView *, std::string>> written,
+                   bool inPlaceAllowed) {
   std::vector<std::string> labels = signature.labels();
   auto label = [&](size_t i) {
     return "input " + std::to_string(i) + " (" + (i < labels.size() ? labels[i] : "?") + ")";
   };
-  // The written buffers: the output, and a carried state.
-  std::vector<std::pair<const TensorView *, std::string>> written = {{&out, "output"}};
+  const TensorView *out = written.empty() ? nullptr : written[0].first;
+  // The written buffers: the outputs, and a carried state.
+  const size_t outputs = written.size();
   for (size_t i = 0; i < inputs.size() && i < signature.arguments.size(); ++i)
     if (signature.arguments[i].role == ArgumentRole::LinearState)
       written.push_back({&inputs[i], label(i)});
-  for (auto [view, what] : written) {
+  for (size_t w = 0; w < written.size(); ++w) {
+    auto [view, what] = written[w];
     // A view of no element writes nothing (its other checks name its shape).
     if (std::find(view->shape.begin(), view->shape.end(), 0) != view->shape.end())
       continue;
@@ -62,7 +70,7 @@ Status checkWrites(const KernelSignature &signature, const std::vector<TensorVie
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (&inputs[i] == view || !inputs[i].data)
         continue;
-      if (inPlaceAllowed && view == &out && sameView(inputs[i], out))
+      if (inPlaceAllowed && view == out && sameView(inputs[i], *out))
         continue;
       auto [inFirst, inEnd] = byteSpan(inputs[i]);
       if (inFirst < end && first < inEnd)
@@ -70,6 +78,13 @@ Status checkWrites(const KernelSignature &signature, const std::vector<TensorVie
             what + " overlaps " + label(i) +
             ": the run would overwrite what it still reads; pass a buffer of its own" +
             (inPlaceAllowed ? " (or exactly the input's view, for an in-place transform)" : ""));
+    }
+    // Two outputs (a backward's dq, dk, dv) write disjoint buffers.
+    for (size_t other = 0; other < w && w < outputs; ++other) {
+      auto [otherFirst, otherEnd] = byteSpan(*written[other].first);
+      if (otherFirst < end && first < otherEnd)
+        return Status::error(what + " overlaps " + written[other].second +
+                             ": each output needs a buffer of its own");
     }
   }
   return Status();

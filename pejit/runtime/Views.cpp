@@ -262,6 +262,12 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
       bound.linearState = &inputs[i];
       bound.linearStateName = name;
       break;
+    case ArgumentRole::Output:
+      bound.output = &inputs[i];
+      break;
+    case ArgumentRole::OutputGradient:
+      bound.outputGradient = &inputs[i];
+      break;
     default:
       break;
     }

@@ -7,6 +7,7 @@
 #include "pejit/core/Types.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pejit {
@@ -68,6 +69,12 @@ Status buildPositionTable(const TensorView *view, const std::string &what, int64
 /// data, shape and strides). An error names both buffers.
 Status checkWrites(const KernelSignature &signature, const std::vector<TensorView> &inputs,
                    const TensorView &out, bool inPlaceAllowed);
+/// The same for several outputs (a backward's dq, dk, dv, each with the
+/// name messages use; the first is the one `inPlaceAllowed` concerns), which
+/// must not overlap each other either.
+Status checkWrites(const KernelSignature &signature, const std::vector<TensorView> &inputs,
+                   std::vector<std::pair<const TensorView *, std::string>> written,
+                   bool inPlaceAllowed);
 
 struct BoundInputs;
 
@@ -105,6 +112,9 @@ struct BoundInputs {
   /// checked by the run against the call's shape); null without.
   const TensorView *linearState = nullptr;
   std::string linearStateName = "linear_state";
+  /// A backward's forward output o and its gradient dO (checked by the
+  /// run); null without.
+  const TensorView *output = nullptr, *outputGradient = nullptr;
 };
 
 /// A packed batch's sequences: query rows [query[i], query[i + 1]) against

@@ -96,6 +96,9 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return runEmbedding(inputs, out);
   if (biasItem_)
     return runBias(inputs, out);
+  if (backwardQuery_)
+    return Status::error("this is a backward kernel (attn.attention_backward): call runBackward "
+                         "with its gradients dq, dk, dv");
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;

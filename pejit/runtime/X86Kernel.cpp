@@ -37,7 +37,13 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
       missing = found.error();
     return found ? *found : nullptr;
   };
-  if (artifact.signature.materializedBias) { // a score bias written out: one item function
+  if (artifact.signature.backward()) { // attn.attention_backward: three phases
+    kernel->backwardRows_ =
+        reinterpret_cast<BackwardRowsFn>(lookup("_mlir_ciface_pejit_backward_rows"));
+    kernel->backwardKv_ = reinterpret_cast<BackwardKvFn>(lookup("_mlir_ciface_pejit_backward_kv"));
+    kernel->backwardQuery_ =
+        reinterpret_cast<BackwardQueryFn>(lookup("_mlir_ciface_pejit_backward_q"));
+  } else if (artifact.signature.materializedBias) { // a score bias written out: one item function
     kernel->biasItem_ = reinterpret_cast<BiasItemFn>(lookup("_mlir_ciface_pejit_bias_item"));
   } else if (artifact.signature.standaloneTransform()) { // a pe op on its own
     kernel->transformPrologue_ =
@@ -101,6 +107,11 @@ void X86KernelImpl::returnScratch(ScratchBuffer buffer) const {
 
 Status X86Kernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   return impl_->run(inputs, out);
+}
+
+Status X86Kernel::runBackward(const std::vector<TensorView> &inputs,
+                              const std::vector<TensorView> &gradients) const {
+  return impl_->runBackward(inputs, gradients);
 }
 
 Expected<std::string> X86Kernel::ir(const std::string &stage) const { return impl_->stage(stage); }

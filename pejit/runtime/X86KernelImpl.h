@@ -85,6 +85,22 @@ using EmbedItemFn = void (*)(MemRefDescriptor<int64_t, 2> *, void *, MemRefDescr
 using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *, void *,
                             int64_t);
 
+/// A backward kernel's phases (templates/x86/attention_backward.mlir):
+/// (q, k, v, o, dO, scratch, item), (q, k, v, dO, dk, dv, scratch, item)
+/// and (q, k, v, dO, dq, scratch, item).
+using BackwardRowsFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+                                int64_t);
+using BackwardKvFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                              MemRefDescriptor<float, 1> *, int64_t);
+using BackwardQueryFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                 MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                 MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+                                 int64_t);
+
 class LoadedObject;
 struct BoundInputs;
 
@@ -99,6 +115,9 @@ public:
   ~X86KernelImpl();
 
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A backward kernel's run (pejit/runtime/X86Backward.cpp).
+  Status runBackward(const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &gradients) const;
   /// A stage's text: kept ones from the artifact, derived ones (llvm,
   /// llvm-ir, asm) computed on the first request and kept.
   Expected<std::string> stage(const std::string &name) const;
@@ -127,6 +146,10 @@ private:
   Status runEmbedding(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// A materialized score bias's item, and its run (pejit/runtime/X86Bias.cpp).
   BiasItemFn biasItem_ = nullptr;
+  /// A backward kernel's phases (docs/backward.md).
+  BackwardRowsFn backwardRows_ = nullptr;
+  BackwardKvFn backwardKv_ = nullptr;
+  BackwardQueryFn backwardQuery_ = nullptr;
   Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most

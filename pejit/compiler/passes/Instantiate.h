@@ -46,6 +46,14 @@ bool isMaterializedBias(mlir::ModuleOp module);
 /// row per item (docs/standalone-kernels.md).
 mlir::LogicalResult instantiateX86ScoreBias(mlir::ModuleOp module);
 
+/// Whether the module computes attn.attention_backward.
+bool isAttentionBackward(mlir::ModuleOp module);
+
+/// The backward form of instantiateX86Template: @pejit_backward_rows,
+/// @pejit_backward_kv and @pejit_backward_q of
+/// templates/x86/attention_backward.mlir (docs/backward.md).
+mlir::LogicalResult instantiateX86Backward(mlir::ModuleOp module);
+
 /// Whether the module computes attn.linear_attention.
 bool isLinearAttention(mlir::ModuleOp module);
 

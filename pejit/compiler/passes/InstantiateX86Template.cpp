@@ -146,6 +146,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return instantiateX86Transform(module);
   if (isLinearAttention(module))
     return instantiateX86LinearAttention(module);
+  if (isAttentionBackward(module))
+    return instantiateX86Backward(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();

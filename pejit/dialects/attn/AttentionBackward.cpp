@@ -65,9 +65,10 @@ LogicalResult AttentionBackwardOp::verify() {
     return failure();
 
   // dq, dk, dv: the types of q, k, v.
-  for (auto [name, grad, of] : {std::tuple<StringRef, Value, Value>{"query_grad", getQueryGrad(), q},
-                                {"key_grad", getKeyGrad(), k},
-                                {"value_grad", getValueGrad(), v}})
+  for (auto [name, grad, of] :
+       {std::tuple<StringRef, Value, Value>{"query_grad", getQueryGrad(), q},
+        {"key_grad", getKeyGrad(), k},
+        {"value_grad", getValueGrad(), v}})
     if (grad.getType() != of.getType())
       return emitOpError() << name << " must have the type of what it differentiates, "
                            << of.getType() << ", got " << grad.getType();
@@ -81,8 +82,8 @@ LogicalResult AttentionBackwardOp::verify() {
   for (auto [n, index] : llvm::enumerate(asked)) {
     if (index < 0 || index >= static_cast<int64_t>(getEncodingOperands().size()))
       return emitOpError() << "grad_operands[" << n << "] = " << index
-                           << " is not an encoding operand (it has "
-                           << getEncodingOperands().size() << ")";
+                           << " is not an encoding operand (it has " << getEncodingOperands().size()
+                           << ")";
     if (n > 0 && index <= asked[n - 1])
       return emitOpError() << "grad_operands must be increasing, got " << index << " after "
                            << asked[n - 1];

@@ -1,0 +1,173 @@
+// attn-instantiate-x86-template, backward form: a function whose body is one
+// attn.attention_backward on its arguments, returning dq, dk, dv, becomes
+// @pejit_backward_rows, @pejit_backward_kv and @pejit_backward_q of
+// templates/x86/attention_backward.mlir (docs/backward.md):
+//
+//   D_i = dO_i . O_i;  lse_i = log sum_j exp(s_ij);  P_ij = exp(s_ij - lse_i)
+//   dS = P (dO V^T - D);  dE = scale softcap' dS
+//   dQ = dE K;  dK = dE^T Q;  dV = P^T dO   (dK, dV summed over a KV head's group)
+//
+// This first form takes f32 tensors, masks, windows, GQA and softcap; a
+// fused encoding, a given lse and 16-bit tensors are errors that say so.
+#include "pejit/compiler/passes/Instantiate.h"
+#include "pejit/compiler/passes/TemplateSupport.h"
+#include "pejit/dialects/ShapeChecks.h"
+
+#include "mlir/Parser/Parser.h"
+
+#include "templates/X86AttentionBackward.inc"
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// Query rows per rows/q item and keys per kv item: a long call still has
+/// thousands of items, and a decode step's one row is one item.
+constexpr int64_t kRowsPerItem = 16, kKeysPerItem = 16;
+
+/// The one attn.attention_backward of the module's one function.
+FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> findBackward(ModuleOp module) {
+  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (funcs.size() != 1)
+    return module.emitError() << "expected one function to compile, found " << funcs.size();
+  func::FuncOp func = funcs[0];
+  attn::AttentionBackwardOp op;
+  for (Operation &inner : func.getBody().getOps()) {
+    if (auto backward = dyn_cast<attn::AttentionBackwardOp>(inner)) {
+      if (op)
+        return inner.emitError() << "expected one attn.attention_backward per kernel";
+      op = backward;
+    } else if (!isa<func::ReturnOp>(inner)) {
+      return inner.emitError() << "'" << inner.getName()
+                               << "' cannot be compiled with attn.attention_backward: its "
+                                  "operands must be the function's arguments";
+    }
+  }
+  if (!op)
+    return module.emitError() << "expected one attn.attention_backward to compile";
+  return std::make_pair(func, op);
+}
+
+} // namespace
+
+bool pejit::isAttentionBackward(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::AttentionBackwardOp) { found = true; });
+  return found;
+}
+
+LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
+  FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> found = findBackward(module);
+  if (failed(found))
+    return failure();
+  auto [func, op] = *found;
+  if (failed(requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(),
+                                     op.getOutput())))
+    return failure();
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  if (returnOp.getOperands() != op.getResults())
+    return func.emitError() << "the function must return dq, dk and dv of the "
+                               "attn.attention_backward, in that order: they are the kernel's "
+                               "outputs";
+  // What this first backward kernel computes (docs/status.md).
+  if (ArrayAttr encodings = op.getEncodingsAttr(); encodings && !encodings.empty())
+    return op.emitError() << "the x86 backward does not take fused encodings yet (got "
+                          << encodings << "); docs/status.md lists what it takes";
+  if (op.getLse())
+    return op.emitError() << "the x86 backward recomputes lse; a given lse(...) is not taken yet";
+  if (op.getQueryPositions() || op.getKeyPositions())
+    return op.emitError() << "the x86 backward reads no position ids without a fused encoding";
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  if (!qType.getElementType().isF32())
+    return op.emitError() << "the x86 backward takes f32 tensors so far, got "
+                          << qType.getElementType();
+  pe::AttentionShape shape =
+      attentionShape(op.getQuery(), op.getKey(), op.getValue(), Value(), Value(), nullptr, 8);
+  if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
+    return op.emitError() << "the x86 backward needs d % 8 == 0 and dv % 8 == 0, got d = "
+                          << shape.headDim << ", dv = " << shape.valueDim;
+
+  KernelSignature signature;
+  std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
+                                            {op.getKey(), ArgumentRole::Key},
+                                            {op.getValue(), ArgumentRole::Value},
+                                            {op.getOutput(), ArgumentRole::Output},
+                                            {op.getOutputGrad(), ArgumentRole::OutputGradient}};
+  for (auto [value, role] : roles)
+    if (!isa<BlockArgument>(value))
+      return op.emitError() << "operand '" << argumentRoleName(role)
+                            << "' is computed in the function: the kernel reads it from an "
+                               "argument";
+  for (size_t a = 0; a < std::size(roles); ++a)
+    for (size_t b = 0; b < a; ++b)
+      if (roles[a].first == roles[b].first)
+        return op.emitError() << "'" << argumentRoleName(roles[a].second) << "' and '"
+                              << argumentRoleName(roles[b].second)
+                              << "' are one argument: the backward writes a gradient for each, "
+                                 "so each needs an argument of its own";
+  for (BlockArgument arg : func.getArguments()) {
+    KernelArgument argument;
+    bool bound = false;
+    for (auto [value, role] : roles)
+      if (value == arg && !bound) {
+        argument.role = role;
+        bound = true;
+      }
+    if (!bound)
+      return func.emitError() << "argument #" << arg.getArgNumber()
+                              << " is not an operand of attn.attention_backward";
+    describeArgumentType(arg.getType(), argument);
+    signature.arguments.push_back(std::move(argument));
+  }
+
+  std::optional<int64_t> window = op.getWindow(), right = op.getWindowRight();
+  std::optional<double> softcap;
+  if (FloatAttr cap = op.getSoftcapAttr())
+    softcap = cap.getValueAsDouble();
+  std::map<std::string, std::string> params = {
+      {"B", dimToString(shape.batch)},
+      {"HQ", std::to_string(shape.queryHeads)},
+      {"HKV", std::to_string(shape.kvHeads)},
+      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
+      {"SQ", dimToString(shape.querySeq)},
+      {"SKV", dimToString(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"DV", std::to_string(shape.valueDim)},
+      {"BM", std::to_string(kRowsPerItem)},
+      {"BN", std::to_string(kKeysPerItem)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"HAS_WINDOW", window ? "true" : "false"},
+      {"WINDOW", std::to_string(window.value_or(0))},
+      {"HAS_RIGHT", right ? "true" : "false"},
+      {"RIGHT", std::to_string(right.value_or(0))},
+      {"SCALE", formatFloat(op.getEffectiveScale())},
+      {"HAS_SOFTCAP", softcap ? "true" : "false"},
+      {"SOFTCAP", formatFloat(softcap.value_or(1.0))}};
+  FailureOr<std::string> text = substitute(
+      loadTemplate("x86/attention_backward.mlir", kX86AttentionBackwardTemplate), params, op);
+  if (failed(text))
+    return failure();
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  if (!kernel)
+    return op.emitError() << "the backward template did not parse after substitution";
+
+  // The plan of a call: rows and q items b hq ceil(sq / BM), kv items
+  // b hkv ceil(skv / BN); the scratch holds D and lse, b hq sq floats each.
+  // At a static shape here; the runtime plans a shape class's calls by the
+  // same rule (pejit/runtime/X86Backward.cpp).
+  bool staticShape = !ShapedType::isDynamic(shape.batch) &&
+                     !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
+  int64_t rowFloats = staticShape ? shape.batch * shape.queryHeads * shape.querySeq : 0;
+  int64_t items = staticShape ? shape.batch * shape.queryHeads *
+                                    ((shape.querySeq + kRowsPerItem - 1) / kRowsPerItem)
+                              : 0;
+  Builder attrs(module.getContext());
+  NamedAttrList info;
+  info.append("items", attrs.getI64IntegerAttr(items));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(2 * rowFloats));
+  info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
+  info.append("tile_n", attrs.getI64IntegerAttr(kKeysPerItem));
+  spliceX86Kernel(module, func, signature, *kernel, info, "f32", "f32");
+  return success();
+}

@@ -1,0 +1,88 @@
+// X86KernelImpl::runBackward: a backward kernel's call (docs/backward.md).
+// It checks the views (the inputs against the kernel's shape class, each
+// gradient against its input's shape, no gradient overlapping an input or
+// another), then runs the three phases on the pool, each a pool round
+// trip: rows (D and lse into scratch), kv (dk, dv) and q (dq). Every item
+// writes outputs no other item writes, in a fixed order, so the gradients
+// are the same bit for bit at any thread count.
+#include "pejit/runtime/Views.h"
+#include "pejit/runtime/X86KernelImpl.h"
+
+namespace pejit {
+
+Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
+                                  const std::vector<TensorView> &gradients) const {
+  if (!backwardQuery_)
+    return Status::error("runBackward needs a backward kernel (a source with "
+                         "attn.attention_backward); this one is a forward: call run");
+  BoundInputs bound;
+  if (Status st = bindInputs(signature, inputs, bound); !st)
+    return st;
+  if (!bound.query || !bound.key || !bound.value || !bound.output || !bound.outputGradient)
+    return Status::error("a backward takes query, key, value, output and output_grad");
+  Expected<Shape> resolved = callShape(shape, *bound.query, *bound.key);
+  if (!resolved)
+    return Status::error(resolved.error());
+  const Shape &s = *resolved;
+  const std::vector<int64_t> queryDims{s.batch, s.queryHeads, s.querySeq, s.headDim},
+      keyDims{s.batch, s.kvHeads, s.keySeq, s.headDim},
+      valueDims{s.batch, s.kvHeads, s.keySeq, s.valueDim},
+      outputDims{s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  const std::vector<DType> f32{DType::F32};
+  std::pair<const TensorView *, std::pair<const char *, const std::vector<int64_t> *>> views[] = {
+      {bound.query, {"query", &queryDims}},
+      {bound.key, {"key", &keyDims}},
+      {bound.value, {"value", &valueDims}},
+      {bound.output, {"output", &outputDims}},
+      {bound.outputGradient, {"output_grad", &outputDims}}};
+  for (auto [view, what] : views)
+    if (Status st = checkView(*view, what.first, *what.second, f32); !st)
+      return st;
+  if (gradients.size() != 3)
+    return Status::error("expected 3 gradients (dq, dk, dv), got " +
+                         std::to_string(gradients.size()));
+  const char *gradientNames[] = {"dq", "dk", "dv"};
+  const std::vector<int64_t> *gradientDims[] = {&queryDims, &keyDims, &valueDims};
+  for (size_t n = 0; n < 3; ++n)
+    if (Status st = checkView(gradients[n], gradientNames[n], *gradientDims[n], f32); !st)
+      return st;
+  if (Status st = checkWrites(signature, inputs,
+                              {{&gradients[0], "dq"}, {&gradients[1], "dk"}, {&gradients[2], "dv"}},
+                              /*inPlaceAllowed=*/false);
+      !st)
+    return st;
+
+  // Scratch: D then lse, b hq sq floats each.
+  const int64_t rowFloats = s.batch * s.queryHeads * s.querySeq;
+  ScratchBuffer scratch = takeScratch(2 * rowFloats);
+  if (!scratch.data)
+    return Status::error("out of memory: the backward's scratch of " +
+                         std::to_string(2 * rowFloats) + " floats could not be allocated");
+  MemRefDescriptor<float, 1> rows = {scratch.data.get(), scratch.data.get(), 0, {2 * rowFloats}, {1}};
+  MemRefDescriptor<float, 4> q = describe4(*bound.query), k = describe4(*bound.key),
+                             v = describe4(*bound.value), o = describe4(*bound.output),
+                             dO = describe4(*bound.outputGradient), dq = describe4(gradients[0]),
+                             dk = describe4(gradients[1]), dv = describe4(gradients[2]);
+  const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
+  const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
+  // Each phase reads what the one before wrote: three pool round trips.
+  pool_->parallelFor(queryItems, [&](int64_t item) {
+    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO;
+    MemRefDescriptor<float, 1> sc = rows;
+    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &sc, item);
+  });
+  pool_->parallelFor(keyItems, [&](int64_t item) {
+    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv;
+    MemRefDescriptor<float, 1> sc = rows;
+    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, item);
+  });
+  pool_->parallelFor(queryItems, [&](int64_t item) {
+    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dqc = dq;
+    MemRefDescriptor<float, 1> sc = rows;
+    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, item);
+  });
+  returnScratch(std::move(scratch));
+  return Status();
+}
+
+} // namespace pejit

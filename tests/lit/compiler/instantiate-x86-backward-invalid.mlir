@@ -1,0 +1,41 @@
+// What the x86 backward does not take yet, each with a message naming it
+// (docs/status.md lists what it takes).
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
+
+func.func @fused_encoding(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{the x86 backward does not take fused encodings yet (got [#pe.t5_bias<num_buckets = 32, max_distance = 128>]); docs/status.md lists what it takes}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+}
+
+// -----
+
+func.func @half_inputs(%q: tensor<1x4x8x64xbf16>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) {
+  // expected-error @+1 {{the x86 backward takes f32 tensors so far, got 'bf16'}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
+  return %dq, %dk, %dv : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
+}
+
+// -----
+
+func.func @given_lse(%q: tensor<1x4x8x64xf32>, %lse: tensor<1x4x8xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{the x86 backward recomputes lse; a given lse(...) is not taken yet}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q lse(%lse : tensor<1x4x8xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+}
+
+// -----
+
+// expected-error @+1 {{the function must return dq, dk and dv of the attn.attention_backward, in that order: they are the kernel's outputs}}
+func.func @partial_return(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return %dq : tensor<1x4x8x64xf32>
+}
+
+// -----
+
+func.func @one_argument_twice(%q: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'key' and 'query' are one argument: the backward writes a gradient for each, so each needs an argument of its own}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %o, %do : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+}

@@ -1,0 +1,47 @@
+// attn-instantiate-x86-template, backward form: one attn.attention_backward
+// becomes templates/x86/attention_backward.mlir's three phases
+// (docs/backward.md), each item writing outputs no other item writes:
+//   rows: D_i = dO_i . O_i, lse_i = log sum_j exp(s_ij)  (scratch [D | lse])
+//   kv:   dv_j = sum_i P_ij dO_i, dk_j = sum_i dE_ij q_i  (P = exp(s - lse))
+//   q:    dq_i = sum_j dE_ij k_j    (dE = scale softcap' P (dO_i . v_j - D_i))
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template | FileCheck %s
+
+// GQA 4/2, causal, softcap: the signature names o and dO; the scratch is
+// D and lse, b hq sq floats each (2 x 4 x 40); 3 rows items per head.
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x40x16 key:f32:1x2x40x16 value:f32:1x2x40x8 output:f32:1x4x40x8 output_grad:f32:1x4x40x8"
+// CHECK-SAME: items = 12 : i64
+// CHECK-SAME: scratch_floats = 320 : i64
+// CHECK-SAME: tile_m = 16 : i64, tile_n = 16 : i64
+// CHECK-LABEL: func.func private @score
+// CHECK: math.tanh
+// CHECK-LABEL: func.func @pejit_backward_rows
+// CHECK: math.log
+// CHECK-LABEL: func.func @pejit_backward_kv
+// CHECK: math.exp
+// CHECK-LABEL: func.func @pejit_backward_q
+// CHECK-NOT: attn.attention_backward
+func.func @causal_gqa_softcap(%q: tensor<1x4x40x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x2x40x8xf32>,
+                              %o: tensor<1x4x40x8xf32>, %do: tensor<1x4x40x8xf32>)
+    -> (tensor<1x4x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x8xf32>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do causal softcap(30.0)
+      : tensor<1x4x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x8xf32>, tensor<1x4x40x8xf32>, tensor<1x4x40x8xf32>
+      -> tensor<1x4x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x8xf32>
+  return %dq, %dk, %dv : tensor<1x4x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x8xf32>
+}
+
+// -----
+
+// A shape class: the call plans items and scratch (0 here).
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x2x?x16 key:f32:1x2x?x16 value:f32:1x2x?x16 output:f32:1x2x?x16 output_grad:f32:1x2x?x16"
+// CHECK-SAME: items = 0 : i64
+// CHECK-SAME: scratch_floats = 0 : i64
+// CHECK-LABEL: func.func @pejit_backward_rows
+// CHECK-SAME: memref<1x2x?x16xf32
+func.func @shape_class(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>,
+                       %o: tensor<1x2x?x16xf32>, %do: tensor<1x2x?x16xf32>)
+    -> (tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do window(8)
+      : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+      -> tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+  return %dq, %dk, %dv : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+}
