@@ -108,6 +108,12 @@ public:
                              int64_t headDim, DType dtype = DType::F32,
                              bool positionsPerBatch = false);
   static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
+  /// The backward of a forward spec (docs/backward.md): its pe ops fused,
+  /// then attn.attention_backward derived from the fused attention. Its
+  /// function takes the forward's arguments, then o and dO, and returns
+  /// dq, dk, dv (and the gradients of the differentiable encoding
+  /// operands). An error names what cannot be differentiated.
+  static Expected<Spec> backwardOf(const Spec &forward);
   /// A source file of at most kMaxSourceBytes (a larger one, or a device
   /// such as /dev/zero, is an error naming the path).
   static Expected<Spec> fromFile(const std::string &path);
@@ -302,6 +308,9 @@ public:
   /// The x86 kernel for `spec` with `tiles`; without tiles, the config the
   /// autotuner stored for this (spec, shape, host CPU), else the default.
   Expected<X86Kernel> getX86(const Spec &spec, std::optional<X86TileConfig> tiles = std::nullopt);
+  /// The backward kernel of a forward spec: getX86(Spec::backwardOf(spec)),
+  /// from the same caches. Run it with X86Kernel::runBackward.
+  Expected<X86Kernel> getX86Backward(const Spec &forward);
   /// Number of compilations done (misses of both caches).
   int64_t compileCount() const;
   RuntimeStats stats() const;

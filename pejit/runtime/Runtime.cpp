@@ -180,6 +180,13 @@ std::string tuneKey(const Spec &spec) {
 }
 } // namespace
 
+Expected<X86Kernel> Runtime::getX86Backward(const Spec &forward) {
+  Expected<Spec> backward = Spec::backwardOf(forward);
+  if (!backward)
+    return Expected<X86Kernel>::error(backward.error());
+  return getX86(*backward);
+}
+
 Expected<X86Kernel> Runtime::getX86(const Spec &spec, std::optional<X86TileConfig> requested) {
   auto kernelOf = [](const Compiled &compiled) -> Expected<X86Kernel> {
     if (!compiled)

@@ -1,6 +1,7 @@
 // Spec: the MLIR source of one attention, from the C++ builder (generated
 // text in the pe + attn dialects, unfused, as a user would write it) or from
 // a file.
+#include "pejit/compiler/Backward.h"
 #include "pejit/compiler/SourceNesting.h"
 #include "pejit/dialects/pe/PEAttrs.h"
 #include "pejit/runtime/Pejit.h"
@@ -239,6 +240,13 @@ Expected<Spec> Spec::fromText(std::string mlirText, std::string name) {
     return Expected<Spec>::error(
         name + ": no attn.attention, no attn.linear_attention and no pe op in the source");
   return Spec(std::move(mlirText), std::move(name));
+}
+
+Expected<Spec> Spec::backwardOf(const Spec &forward) {
+  Expected<std::string> text = deriveBackwardSource(forward.source(), forward.name());
+  if (!text)
+    return Expected<Spec>::error(text.error());
+  return fromText(std::move(*text), forward.name() + " (backward)");
 }
 
 Expected<Spec> Spec::fromFile(const std::string &path) {

@@ -58,7 +58,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   if (!scratch.data)
     return Status::error("out of memory: the backward's scratch of " +
                          std::to_string(2 * rowFloats) + " floats could not be allocated");
-  MemRefDescriptor<float, 1> rows = {scratch.data.get(), scratch.data.get(), 0, {2 * rowFloats}, {1}};
+  MemRefDescriptor<float, 1> rows = {
+      scratch.data.get(), scratch.data.get(), 0, {2 * rowFloats}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*bound.query), k = describe4(*bound.key),
                              v = describe4(*bound.value), o = describe4(*bound.output),
                              dO = describe4(*bound.outputGradient), dq = describe4(gradients[0]),

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -28,11 +29,11 @@ struct BackwardCase {
 
   std::string str() const {
     return "b " + std::to_string(batch) + " hq " + std::to_string(heads) + " hkv " +
-           std::to_string(kvHeads) + " sq " + std::to_string(sq) + " skv " +
-           std::to_string(skv) + " d " + std::to_string(d) + " dv " + std::to_string(dv) +
-           (causal ? " causal" : "") + (window ? " window " + std::to_string(*window) : "") +
-           (right ? " right " + std::to_string(*right) : "") +
-           (softcap ? " softcap" : "") + (shapeClass ? " (shape class)" : "");
+           std::to_string(kvHeads) + " sq " + std::to_string(sq) + " skv " + std::to_string(skv) +
+           " d " + std::to_string(d) + " dv " + std::to_string(dv) + (causal ? " causal" : "") +
+           (window ? " window " + std::to_string(*window) : "") +
+           (right ? " right " + std::to_string(*right) : "") + (softcap ? " softcap" : "") +
+           (shapeClass ? " (shape class)" : "");
   }
 };
 
@@ -45,8 +46,10 @@ std::string tensorType(int64_t a, int64_t b, const std::string &c, int64_t d) {
 std::string backwardSource(const BackwardCase &c) {
   std::string sq = c.shapeClass ? "?" : std::to_string(c.sq);
   std::string skv = c.shapeClass ? "?" : std::to_string(c.skv);
-  std::string q = tensorType(c.batch, c.heads, sq, c.d), k = tensorType(c.batch, c.kvHeads, skv, c.d),
-              v = tensorType(c.batch, c.kvHeads, skv, c.dv), o = tensorType(c.batch, c.heads, sq, c.dv);
+  std::string q = tensorType(c.batch, c.heads, sq, c.d),
+              k = tensorType(c.batch, c.kvHeads, skv, c.d),
+              v = tensorType(c.batch, c.kvHeads, skv, c.dv),
+              o = tensorType(c.batch, c.heads, sq, c.dv);
   std::string attrs = std::string(c.causal ? " causal" : "") +
                       (c.window ? " window(" + std::to_string(*c.window) + ")" : "") +
                       (c.right ? " window_right(" + std::to_string(*c.right) + ")" : "") +
@@ -221,6 +224,42 @@ TEST(Backward, BitwiseIdenticalAcrossRunsAndThreadCounts) {
   }
 }
 
+TEST(Backward, DerivedFromTheForwardSpecAfterTheForwardKernel) {
+  // What training does: the forward kernel gives o, the backward derived
+  // from the same spec gives the gradients.
+  BackwardCase c;
+  c.batch = 2, c.heads = 4, c.kvHeads = 2, c.sq = c.skv = 50, c.causal = true;
+  AttentionSpec attention;
+  attention.causal = true;
+  Shape shape{c.batch, c.heads, c.kvHeads, c.sq, c.skv, c.d, c.dv};
+  Spec forward = Spec::fromBuilder(attention, shape);
+  Expected<X86Kernel> forwardKernel = suiteRuntime().getX86(forward);
+  ASSERT_TRUE(forwardKernel) << forwardKernel.error();
+  Expected<X86Kernel> backwardKernel = suiteRuntime().getX86Backward(forward);
+  ASSERT_TRUE(backwardKernel) << backwardKernel.error();
+  Problem p = drawProblem(c, rng(nullptr));
+  std::vector<TensorView> qkv = {{p.qf.data(), DType::F32, p.q.shape, {}},
+                                 {p.kf.data(), DType::F32, p.k.shape, {}},
+                                 {p.vf.data(), DType::F32, p.v.shape, {}}};
+  std::fill(p.of.begin(), p.of.end(), std::numeric_limits<float>::quiet_NaN());
+  Status ran = forwardKernel->run(qkv, {p.of.data(), DType::F32, p.o.shape, {}});
+  ASSERT_TRUE(ran) << ran.message();
+  Gradients g;
+  Status status = runKernel(*backwardKernel, p, g);
+  ASSERT_TRUE(status) << status.message();
+  const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
+  EXPECT_LE(relativeError(g.dq, want.dq), 1e-4) << "dq";
+  EXPECT_LE(relativeError(g.dk, want.dk), 1e-4) << "dk";
+  EXPECT_LE(relativeError(g.dv, want.dv), 1e-4) << "dv";
+
+  // A fused encoding's backward is refused, naming it.
+  attention.rope = ref::RopeConfig{};
+  Expected<X86Kernel> rope = suiteRuntime().getX86Backward(Spec::fromBuilder(attention, shape));
+  ASSERT_FALSE(rope);
+  EXPECT_NE(rope.error().find("does not take fused encodings yet"), std::string::npos)
+      << rope.error();
+}
+
 TEST(Backward, RunErrorsNameTheProblem) {
   BackwardCase c;
   Expected<Spec> spec = Spec::fromText(backwardSource(c));
@@ -236,8 +275,8 @@ TEST(Backward, RunErrorsNameTheProblem) {
                                     {p.of.data(), DType::F32, p.o.shape, {}},
                                     {p.dOf.data(), DType::F32, p.dOut.shape, {}}};
   std::vector<float> dq(p.qf.size()), dk(p.kf.size()), dv(p.vf.size());
-  TensorView dqView{dq.data(), DType::F32, p.q.shape, {}}, dkView{dk.data(), DType::F32, p.k.shape, {}},
-      dvView{dv.data(), DType::F32, p.v.shape, {}};
+  TensorView dqView{dq.data(), DType::F32, p.q.shape, {}},
+      dkView{dk.data(), DType::F32, p.k.shape, {}}, dvView{dv.data(), DType::F32, p.v.shape, {}};
   // A backward is not run with one output.
   Status single = kernel->run(inputs, dqView);
   EXPECT_NE(single.message().find("call runBackward"), std::string::npos) << single.message();

@@ -62,8 +62,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   if (failed(found))
     return failure();
   auto [func, op] = *found;
-  if (failed(requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(),
-                                     op.getOutput())))
+  if (failed(
+          requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(), op.getOutput())))
     return failure();
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   if (returnOp.getOperands() != op.getResults())
@@ -72,8 +72,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
                                "outputs";
   // What this first backward kernel computes (docs/status.md).
   if (ArrayAttr encodings = op.getEncodingsAttr(); encodings && !encodings.empty())
-    return op.emitError() << "the x86 backward does not take fused encodings yet (got "
-                          << encodings << "); docs/status.md lists what it takes";
+    return op.emitError() << "the x86 backward does not take fused encodings yet (got " << encodings
+                          << "); docs/status.md lists what it takes";
   if (op.getLse())
     return op.emitError() << "the x86 backward recomputes lse; a given lse(...) is not taken yet";
   if (op.getQueryPositions() || op.getKeyPositions())

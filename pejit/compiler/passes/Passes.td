@@ -29,6 +29,27 @@ def FuseIntoAttention : Pass<"pe-fuse-into-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::pejit::attn::AttnDialect", "::pejit::pe::PEDialect"];
 }
 
+def DeriveBackward : Pass<"attn-derive-backward", "::mlir::ModuleOp"> {
+  let summary = "Derive the backward function of a fused attention (docs/backward.md)";
+  let description = [{
+    For each function whose body is one fused attn.attention on its
+    arguments, returned, adds `@<name>_backward` beside it:
+
+    ```
+    func @f(q, k, v, ids..., ops...) -> o
+    func @f_backward(q, k, v, ids..., ops..., o, dO) -> (dq, dk, dv, d ops...)
+      = attn.attention_backward with the forward's operands and attributes
+    ```
+    The gradients after dv are those of the encoding operands that are
+    function arguments and that their encoding can differentiate
+    (`isDifferentiableOperand`), in argument order (`grad_operands`).
+    Position ids get none. Run it after pe-fuse-into-attention: the
+    backward of an unfused pe op on Q or K would need its own adjoint
+    kernel. Attention with segments or key_lengths is refused for now.
+  }];
+  let dependentDialects = ["::pejit::attn::AttnDialect", "::mlir::func::FuncDialect"];
+}
+
 def InstantiateX86Template : Pass<"attn-instantiate-x86-template", "::mlir::ModuleOp"> {
   let summary = "Instantiate the x86 AVX2 template for the fused attention";
   let description = [{

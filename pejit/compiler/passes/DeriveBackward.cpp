@@ -1,0 +1,150 @@
+// attn-derive-backward (Passes.td): the backward function of each function
+// computing one fused attn.attention on its arguments (docs/backward.md).
+//
+//   func @f(q, k, v, ids..., ops...) -> o
+//   func @f_backward(q, k, v, ids..., ops..., o, dO) -> (dq, dk, dv, d ops...)
+//
+// The backward carries the forward's operands and attributes; its
+// grad_operands are the encoding operands their encoding differentiates.
+#include "pejit/compiler/passes/Passes.h"
+#include "pejit/dialects/attn/AttnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace pejit {
+#define GEN_PASS_DEF_DERIVEBACKWARD
+#include "pejit/compiler/passes/Passes.h.inc"
+} // namespace pejit
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// The one attn.attention of `func`, when the function is that attention
+/// on its arguments, returned; else null (not an attention function) or
+/// failure (an attention the backward cannot take, with the error emitted).
+FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
+  attn::AttentionOp op;
+  for (Operation &inner : func.getBody().getOps()) {
+    if (auto attention = dyn_cast<attn::AttentionOp>(inner)) {
+      if (op)
+        return inner.emitError() << "attn-derive-backward takes one attn.attention per function";
+      op = attention;
+    } else if (!isa<func::ReturnOp>(inner)) {
+      if (op || llvm::any_of(func.getBody().getOps(), [](Operation &other) {
+            return isa<attn::AttentionOp>(other);
+          }))
+        return inner.emitError() << "'" << inner.getName()
+                                 << "' is not fused into the attention: the backward needs "
+                                    "every operand of attn.attention to be a function argument "
+                                    "(run pe-fuse-into-attention first)";
+      return attn::AttentionOp();
+    }
+  }
+  if (!op)
+    return attn::AttentionOp();
+  if (op.getBias() || op.getKeyTerm() || op.getValueTerm())
+    return op.emitError() << "the backward takes fused encodings, not a bias, key_term or "
+                             "value_term operand (run pe-fuse-into-attention first)";
+  if (op.getQuerySegments() || op.getKeyLengths())
+    return op.emitError() << "the backward of a packed batch (segments) or of key_lengths is not "
+                             "built yet";
+  for (auto [value, name] : {std::pair<Value, StringRef>{op.getQuery(), "query"},
+                             {op.getKey(), "key"},
+                             {op.getValue(), "value"}})
+    if (!isa<BlockArgument>(value))
+      return op.emitError() << "the " << name
+                            << " is computed in the function: the backward differentiates "
+                               "function arguments (fuse the pe ops first)";
+  if (op.getQuery() == op.getKey() || op.getQuery() == op.getValue() ||
+      op.getKey() == op.getValue())
+    return op.emitError() << "query, key and value are not three arguments: the backward "
+                             "writes a gradient for each";
+  for (Value operand : op.getEncodingOperands())
+    if (!isa<BlockArgument>(operand))
+      return op.emitError() << "an encoding operand is computed in the function: the backward "
+                               "reads each from an argument";
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
+    return func.emitError() << "the function must return the attention's result (and nothing "
+                               "else) to have a backward";
+  return op;
+}
+
+/// The encoding (and its own operand index) that reads encoding operand
+/// `index` of the fused attention.
+std::pair<pe::PositionalEncodingAttrInterface, unsigned> encodingOf(attn::AttentionOp op,
+                                                                    unsigned index) {
+  unsigned first = 0;
+  if (ArrayAttr encodings = op.getEncodingsAttr())
+    for (Attribute attr : encodings) {
+      auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+      unsigned count = encoding.getNumEncodingOperands();
+      if (index < first + count)
+        return {encoding, index - first};
+      first += count;
+    }
+  return {nullptr, 0};
+}
+
+LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op) {
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  Location loc = op.getLoc();
+  Type outputType = op.getResult().getType();
+  SmallVector<Type> argumentTypes(func.getArgumentTypes());
+  argumentTypes.push_back(outputType); // o
+  argumentTypes.push_back(outputType); // dO
+  // Results: dq, dk, dv, then the differentiable encoding operands' (f32).
+  SmallVector<Type> resultTypes = {op.getQuery().getType(), op.getKey().getType(),
+                                   op.getValue().getType()};
+  SmallVector<int64_t> gradOperands;
+  for (auto [index, operand] : llvm::enumerate(op.getEncodingOperands())) {
+    auto [encoding, local] = encodingOf(op, index);
+    if (!encoding || !encoding.isDifferentiableOperand(local))
+      continue;
+    gradOperands.push_back(index);
+    auto type = cast<RankedTensorType>(operand.getType());
+    resultTypes.push_back(RankedTensorType::get(type.getShape(), builder.getF32Type()));
+  }
+  std::string name = (func.getSymName() + "_backward").str();
+  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
+    return func.emitError() << "a function named '" << name << "' exists already";
+  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
+                                       builder.getFunctionType(argumentTypes, resultTypes));
+  Block *body = backward.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  // The forward's arguments map to the backward's first ones.
+  auto mapped = [&](Value value) -> Value {
+    return value ? body->getArgument(cast<BlockArgument>(value).getArgNumber()) : Value();
+  };
+  SmallVector<Value> encodingOperands;
+  for (Value operand : op.getEncodingOperands())
+    encodingOperands.push_back(mapped(operand));
+  unsigned numArguments = func.getNumArguments();
+  auto grad = attn::AttentionBackwardOp::create(
+      builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()),
+      mapped(op.getValue()), body->getArgument(numArguments), body->getArgument(numArguments + 1),
+      /*lse=*/Value(), mapped(op.getQueryPositions()), mapped(op.getKeyPositions()),
+      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(), op.getWindowRightAttr(),
+      op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,
+      gradOperands.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(gradOperands));
+  func::ReturnOp::create(builder, loc, grad.getResults());
+  return success();
+}
+
+struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> {
+  void runOnOperation() override {
+    for (func::FuncOp func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
+      FailureOr<attn::AttentionOp> op = attentionOf(func);
+      if (failed(op) || (*op && failed(deriveBackward(func, *op)))) {
+        signalPassFailure();
+        return;
+      }
+    }
+  }
+};
+
+} // namespace

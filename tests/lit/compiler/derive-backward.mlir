@@ -1,0 +1,42 @@
+// attn-derive-backward: each function computing one fused attn.attention
+// on its arguments gains @<name>_backward (docs/backward.md):
+//   func @f(q, k, v, ids..., ops...) -> o
+//   func @f_backward(q, k, v, ids..., ops..., o, dO) -> (dq, dk, dv, d ops...)
+// with the forward's operands and attributes; grad_operands are the
+// encoding operands their encoding differentiates.
+// RUN: pejit-opt %s --split-input-file --attn-derive-backward | FileCheck %s
+
+// CHECK-LABEL: func.func @plain(
+// CHECK-LABEL: func.func @plain_backward(
+// CHECK-SAME: %[[Q:.*]]: tensor<1x8x32x64xf32>, %[[K:.*]]: tensor<1x2x32x64xf32>, %[[V:.*]]: tensor<1x2x32x16xf32>, %[[O:.*]]: tensor<1x8x32x16xf32>, %[[DO:.*]]: tensor<1x8x32x16xf32>)
+// CHECK-SAME: -> (tensor<1x8x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x16xf32>)
+// CHECK: %[[DQ:[a-z_]+]], %[[DK:[a-z_]+]], %[[DV:[a-z_]+]] = attn.attention_backward %[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]] causal window(8) softcap(3.000000e+01) scale(1.250000e-01)
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+func.func @plain(%q: tensor<1x8x32x64xf32>, %k: tensor<1x2x32x64xf32>, %v: tensor<1x2x32x16xf32>) -> tensor<1x8x32x16xf32> {
+  %o = attn.attention %q, %k, %v causal window(8) softcap(30.0) scale(0.125) : tensor<1x8x32x64xf32>, tensor<1x2x32x64xf32>, tensor<1x2x32x16xf32> -> tensor<1x8x32x16xf32>
+  return %o : tensor<1x8x32x16xf32>
+}
+
+// -----
+
+// Fused RoPE with explicit ids and a T5 table: the ids pass through, the
+// table gets its f32 gradient.
+// CHECK-LABEL: func.func @rope_t5_backward(
+// CHECK-SAME: %{{.*}}: tensor<32x4xbf16>, %{{.*}}: tensor<1x4x16x64xbf16>, %{{.*}}: tensor<1x4x16x64xbf16>)
+// CHECK-SAME: -> (tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<32x4xf32>)
+// CHECK: attn.attention_backward {{.*}} query_positions(%{{.*}} : tensor<16xi64>) key_positions(%{{.*}} : tensor<16xi64>) {{.*}} encoding_operands(%{{.*}} : tensor<32x4xbf16>) grad_operands([0])
+func.func @rope_t5(%q: tensor<1x4x16x64xbf16>, %k: tensor<1x4x16x64xbf16>, %v: tensor<1x4x16x64xbf16>, %ids: tensor<16xi64>, %t: tensor<32x4xbf16>) -> tensor<1x4x16x64xbf16> {
+  %o = attn.attention %q, %k, %v query_positions(%ids : tensor<16xi64>) key_positions(%ids : tensor<16xi64>) causal scale(0.125)
+      encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>])
+      encoding_operands(%t : tensor<32x4xbf16>) : tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16> -> tensor<1x4x16x64xbf16>
+  return %o : tensor<1x4x16x64xbf16>
+}
+
+// -----
+
+// A function without attention is left alone.
+// CHECK-LABEL: func.func @no_attention
+// CHECK-NOT: no_attention_backward
+func.func @no_attention(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
