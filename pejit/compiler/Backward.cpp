@@ -28,8 +28,9 @@ Expected<std::string> deriveBackwardSource(const std::string &source, const std:
   for (mlir::func::FuncOp func : module->getOps<mlir::func::FuncOp>())
     (func.getSymName().ends_with("_backward") ? backwards : forwards).push_back(func);
   if (backwards.size() != 1)
-    return Result::error(name + ": expected one function computing one attn.attention to derive "
-                                "a backward from, found " +
+    return Result::error(name +
+                         ": expected one function computing one attn.attention to derive "
+                         "a backward from, found " +
                          std::to_string(backwards.size()));
   for (mlir::func::FuncOp func : forwards)
     func.erase();

@@ -1,5 +1,7 @@
 """PyTorch integration: the custom op `pejit::attention` (with a fake, so
-torch.compile(fullgraph=True) traces through it) and an nn.Module.
+torch.compile(fullgraph=True) traces through it, and an autograd formula:
+its backward is the op `pejit::attention_backward`, the kernel the
+compiler derives from the forward, docs/backward.md) and an nn.Module.
 
     import pejit.torch
     layer = pejit.torch.Attention(rope={"rope_theta": 500000.0}, causal=True)
@@ -14,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 
 from ._attention import _as_alibi, _window, attention as _attention
+from ._backward import attention_backward as _attention_backward
 from ._checks import boolean, optional_number
 from ._pejit import Error
 from ._rope import as_rope
@@ -68,6 +71,36 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
 @attention_op.register_fake
 def _(q, k, v, options, q_positions=None, k_positions=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
+
+
+@torch.library.custom_op("pejit::attention_backward", mutates_args=(), device_types="cpu")
+def attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                          grad: torch.Tensor,
+                          options: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    kwargs = {name: value for name, value in _decode(options).items()
+              if name in ("rope", "alibi", "causal", "window", "softcap", "scale")}
+    return _attention_backward(q, k, v, o, grad, **kwargs)
+
+
+@attention_backward_op.register_fake
+def _(q, k, v, o, grad, options):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, options, _, _ = inputs
+    ctx.save_for_backward(q, k, v, output)
+    ctx.options = options
+
+
+def _backward(ctx, grad):
+    q, k, v, o = ctx.saved_tensors
+    dq, dk, dv = torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options)
+    # Position ids and the options string have no gradient.
+    return dq, dk, dv, None, None, None
+
+
+attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,

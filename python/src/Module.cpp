@@ -120,6 +120,25 @@ struct Kernel {
       throw Error(status.message());
   }
 
+  /// A backward kernel's run (docs/backward.md): raw inputs (q, k, v, o,
+  /// dO) and raw gradients (dq, dk, dv), written in place.
+  void runBackwardRaw(const std::vector<Raw> &inputs, const std::vector<Raw> &gradients) const {
+    if (!x86)
+      throw Error("run_backward: the backward runs on the host (x86) so far");
+    std::vector<TensorView> views, grads;
+    for (const Raw &raw : inputs)
+      views.push_back(rawView(raw));
+    for (const Raw &raw : gradients)
+      grads.push_back(rawView(raw));
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      status = x86->runBackward(views, grads);
+    }
+    if (!status)
+      throw Error(status.message());
+  }
+
   /// The median microseconds of `repeats` run() calls made from C++ on the
   /// same buffers: the C++ side of the Python call-overhead benchmark.
   double timeRun(const std::vector<Buffer> &inputs, nb::ndarray<nb::device::cpu> out,
@@ -185,6 +204,7 @@ NB_MODULE(_pejit, m) {
   nb::class_<Kernel>(m, "Kernel")
       .def("run", &Kernel::run, "inputs"_a, "out"_a, "bf16"_a)
       .def("run_raw", &Kernel::runRaw, "inputs"_a, "out"_a)
+      .def("run_backward_raw", &Kernel::runBackwardRaw, "inputs"_a, "gradients"_a)
       .def("time_run", &Kernel::timeRun, "inputs"_a, "out"_a, "bf16"_a, "repeats"_a)
       .def("ir",
            [](const Kernel &k, const std::string &stage) {
@@ -272,6 +292,20 @@ NB_MODULE(_pejit, m) {
           },
           "source"_a, "name"_a, "target"_a = "host", "query_tile"_a = nb::none(),
           "key_tile"_a = nb::none())
+      .def(
+          "get_backward",
+          [](Runtime &rt, const std::string &source, const std::string &name) {
+            Spec spec = take(Spec::fromText(source, name));
+            Kernel kernel;
+            kernel.target = "host";
+            Expected<X86Kernel> compiled = [&] {
+              nb::gil_scoped_release release;
+              return rt.getX86Backward(spec);
+            }();
+            kernel.x86 = take(std::move(compiled));
+            return kernel;
+          },
+          "source"_a, "name"_a)
       .def(
           "tune",
           [](Runtime &rt, const std::string &source, const std::string &name, int repeats,

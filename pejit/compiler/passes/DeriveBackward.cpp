@@ -33,9 +33,8 @@ FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
         return inner.emitError() << "attn-derive-backward takes one attn.attention per function";
       op = attention;
     } else if (!isa<func::ReturnOp>(inner)) {
-      if (op || llvm::any_of(func.getBody().getOps(), [](Operation &other) {
-            return isa<attn::AttentionOp>(other);
-          }))
+      if (op || llvm::any_of(func.getBody().getOps(),
+                             [](Operation &other) { return isa<attn::AttentionOp>(other); }))
         return inner.emitError() << "'" << inner.getName()
                                  << "' is not fused into the attention: the backward needs "
                                     "every operand of attn.attention to be a function argument "
@@ -125,8 +124,8 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op) {
     encodingOperands.push_back(mapped(operand));
   unsigned numArguments = func.getNumArguments();
   auto grad = attn::AttentionBackwardOp::create(
-      builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()),
-      mapped(op.getValue()), body->getArgument(numArguments), body->getArgument(numArguments + 1),
+      builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()), mapped(op.getValue()),
+      body->getArgument(numArguments), body->getArgument(numArguments + 1),
       /*lse=*/Value(), mapped(op.getQueryPositions()), mapped(op.getKeyPositions()),
       op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(), op.getWindowRightAttr(),
       op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,

@@ -1,0 +1,76 @@
+"""pejit.attention_backward: the gradients of pejit.attention (docs/backward.md),
+from the backward kernel the compiler derives from the forward's source."""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ._attention import _as_alibi, _raw, _shape, _window, attention_source
+from ._checks import boolean, optional_number
+from ._kernel import Kernel, runtime
+from ._pejit import Error
+from ._rope import as_rope
+from ._tensors import dtype_name, is_torch
+
+_kernels: dict = {}
+
+_NUMPY_CODES = {np.dtype(np.float32): 0}
+
+
+def _raw_any(x, what):
+    """(pointer, dtype code, shape, strides in elements) of a torch tensor
+    or a NumPy array."""
+    if is_torch(x):
+        return _raw(x, what)
+    if not isinstance(x, np.ndarray) or x.dtype not in _NUMPY_CODES:
+        raise Error(f"{what}: expected a float32 NumPy array or torch CPU tensor")
+    return (x.ctypes.data, _NUMPY_CODES[x.dtype], x.shape,
+            tuple(s // x.itemsize for s in x.strides))
+
+
+def _contiguous_rows(x):
+    """x with a contiguous last dim (the kernels read rows of it)."""
+    if is_torch(x):
+        return x if x.stride(-1) == 1 and 0 not in x.stride() else x.contiguous()
+    return x if x.strides[-1] == x.itemsize and 0 not in x.strides else np.ascontiguousarray(x)
+
+
+def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, causal: bool = False,
+                       window=None, softcap: Optional[float] = None,
+                       scale: Optional[float] = None) -> Tuple:
+    """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
+    gradient `do` (the same options as the forward; `o` is its output).
+    float32 NumPy arrays or torch CPU tensors; returns new arrays of the
+    kind and shapes of q, k, v. Deterministic: the same inputs give the same
+    bits at any thread count. Fused encodings (rope, alibi) have no backward
+    kernel yet: an Error says so (docs/status.md)."""
+    if as_rope(rope) is not None or _as_alibi(alibi) is not None:
+        raise Error("attention_backward: the backward of a fused encoding (rope, alibi) is not "
+                    "built yet; docs/status.md lists what is")
+    boolean(causal, "causal")
+    optional_number(scale, "scale")
+    optional_number(softcap, "softcap", positive=True)
+    qs, ks, vs = _shape(q, 4, "q"), _shape(k, 4, "k"), _shape(v, 4, "v")
+    for x, what in ((q, "q"), (k, "k"), (v, "v"), (o, "o"), (do, "do")):
+        if dtype_name(x, what) != "float32":
+            raise Error(f"{what}: the backward takes float32 so far, got {dtype_name(x, what)}")
+    torch_inputs = is_torch(q)
+    if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
+        raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
+    key = (qs[0], qs[1], ks[1], qs[3], vs[3], bool(causal), _window(window), softcap, scale)
+    kernel = _kernels.get(key)
+    if kernel is None:
+        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", causal=causal,
+                                  window=window, softcap=softcap, scale=scale)
+        kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
+        _kernels[key] = kernel
+    q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
+    if torch_inputs:
+        import torch
+        grads = tuple(torch.empty(tuple(x.shape), dtype=torch.float32) for x in (q, k, v))
+    else:
+        grads = tuple(np.empty(x.shape, dtype=np.float32) for x in (q, k, v))
+    kernel._native.run_backward_raw([_raw_any(x, "input") for x in (q, k, v, o, do)],
+                                    [_raw_any(g, "gradient") for g in grads])
+    return grads

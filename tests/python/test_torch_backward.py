@@ -1,0 +1,197 @@
+"""Training through pejit (docs/backward.md): pejit.attention_backward, the
+autograd formula of torch.ops.pejit.attention, opcheck's autograd checks,
+torch.compile(fullgraph=True) of a training step, and a small model trained
+through pejit step for step against the same model in plain torch (SDPA).
+Gradients are compared with float64 torch autograd by max-norm relative
+error, tolerance 1e-4 (float32). Skipped when the test venv has no torch."""
+import numpy as np
+import pytest
+
+try:
+    import torch
+except Exception as e:  # not installed, or an install cut short (scripts/python.sh)
+    pytest.skip(f"torch does not import in the test venv: {e}", allow_module_level=True)
+
+import pejit  # noqa: E402
+import pejit.torch  # noqa: E402
+
+TOLERANCE = 1e-4
+
+
+def generator():
+    return torch.Generator().manual_seed(int(np.random.default_rng().integers(1 << 31)))
+
+
+def inputs(b=1, hq=4, hkv=2, sq=37, skv=37, d=32, dv=32, g=None):
+    g = g or generator()
+    make = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
+    return make(b, hq, sq, d), make(b, hkv, skv, d), make(b, hkv, skv, dv)
+
+
+def reference_attention(q, k, v, causal=False, window=None, softcap=None, scale=None):
+    """Attention in plain torch (float64 when given float64), GQA by repeat:
+    docs/semantics.md's masks, bottom-right aligned."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    s = torch.einsum("bhid,bhjd->bhij", q, k) * scale
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
+    sq, skv = q.shape[2], k.shape[2]
+    i = torch.arange(sq)[:, None] + (skv - sq)
+    j = torch.arange(skv)[None, :]
+    visible = torch.ones(sq, skv, dtype=torch.bool)
+    if causal:
+        visible &= j <= i
+    if window is not None:
+        left, right = window if isinstance(window, tuple) else (window, None)
+        if left is not None:
+            visible &= j >= i - left
+        if right is not None:
+            visible &= j <= i + right
+    s = s.masked_fill(~visible, float("-inf"))
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)  # a row that sees no key: zeros
+    return torch.einsum("bhij,bhjd->bhid", p, v)
+
+
+def relative_error(got, want):
+    return ((got.double() - want).abs().max() / want.abs().max()).item()
+
+
+def float64_gradients(q, k, v, do, **options):
+    leaves = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    (reference_attention(*leaves, **options) * do.double()).sum().backward()
+    return [x.grad for x in leaves]
+
+
+CASES = [dict(), dict(causal=True), dict(causal=True, softcap=0.8), dict(window=(6, 3)),
+         dict(causal=True, window=5, scale=0.3)]
+
+
+@pytest.mark.parametrize("options", CASES, ids=str)
+@pytest.mark.parametrize("lengths", [(37, 37), (1, 20), (20, 9)], ids=str)
+def test_autograd_matches_float64(options, lengths):
+    q, k, v = inputs(sq=lengths[0], skv=lengths[1])
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = torch.ops.pejit.attention(*leaves, pejit.torch.options(**options))
+    do = torch.randn(o.shape, generator=generator())
+    (o * do).sum().backward()
+    for got, want, name in zip([x.grad for x in leaves], float64_gradients(q, k, v, do, **options),
+                               ("dq", "dk", "dv")):
+        assert relative_error(got, want) < TOLERANCE, name
+
+
+def test_numpy_backward_and_determinism():
+    q, k, v = inputs(b=2, hq=8, hkv=2, sq=50, skv=64)
+    o = pejit.attention(q.numpy(), k.numpy(), v.numpy(), causal=True)
+    do = np.random.default_rng().standard_normal(o.shape).astype(np.float32)
+    first = pejit.attention_backward(q.numpy(), k.numpy(), v.numpy(), o, do, causal=True)
+    again = pejit.attention_backward(q.numpy(), k.numpy(), v.numpy(), o, do, causal=True)
+    want = float64_gradients(q, k, v, torch.from_numpy(do), causal=True)
+    for got, repeat, expected, name in zip(first, again, want, ("dq", "dk", "dv")):
+        assert isinstance(got, np.ndarray) and got.dtype == np.float32
+        assert relative_error(torch.from_numpy(got), expected) < TOLERANCE, name
+        assert np.array_equal(got, repeat), f"{name} differs between two runs"
+
+
+def test_a_strided_or_broadcast_output_gradient():
+    # loss = o.sum() hands the backward a stride-0 gradient of ones.
+    q, k, v = inputs()
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    torch.ops.pejit.attention(*leaves, pejit.torch.options(causal=True)).sum().backward()
+    want = float64_gradients(q, k, v, torch.ones(1, 4, 37, 32), causal=True)
+    for got, expected in zip([x.grad for x in leaves], want):
+        assert relative_error(got, expected) < TOLERANCE
+
+
+def test_encoding_backward_is_refused_by_name():
+    q, k, v = (x.requires_grad_() for x in inputs())
+    o = torch.ops.pejit.attention(q, k, v, pejit.torch.options(rope=True, causal=True))
+    with pytest.raises(pejit.Error, match="fused encoding .* not built yet"):
+        o.sum().backward()
+
+
+def test_opcheck_including_autograd():
+    q, k, v = (x.requires_grad_() for x in inputs(sq=16, skv=16))
+    options = pejit.torch.options(causal=True)
+    torch.library.opcheck(torch.ops.pejit.attention.default, (q, k, v, options))
+    o = torch.ops.pejit.attention(q, k, v, options).detach()
+    torch.library.opcheck(torch.ops.pejit.attention_backward.default,
+                          (q.detach(), k.detach(), v.detach(), o, torch.randn_like(o), options))
+
+
+class Block(torch.nn.Module):
+    """A pre-norm attention block: projections, causal attention (pejit's
+    op, or plain torch's SDPA), output projection, residual."""
+
+    def __init__(self, width=64, heads=4, use_pejit=True):
+        super().__init__()
+        self.heads, self.use_pejit = heads, use_pejit
+        self.norm = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, width)
+        self.attention = pejit.torch.Attention(causal=True)
+
+    def forward(self, x):
+        b, s, width = x.shape
+        q, k, v = self.qkv(self.norm(x)).view(b, s, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if self.use_pejit:
+            o = self.attention(q, k, v)
+        else:
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return x + self.out(o.transpose(1, 2).reshape(b, s, width))
+
+
+def model(use_pejit, seed):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(Block(use_pejit=use_pejit), Block(use_pejit=use_pejit))
+
+
+def test_torch_compile_fullgraph_captures_the_backward_op():
+    # The model compiles as one graph; AOTAutograd traces its backward,
+    # which calls pejit::attention_backward. (torch itself breaks the graph
+    # at loss.backward() and optimizer.zero_grad(), so those stay eager.)
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+    graphs = {"forward": [], "backward": []}
+
+    def recorder(kind):
+        def compiler(gm, example_inputs):
+            graphs[kind].append(gm.code)
+            return make_boxed_func(gm.forward)
+        return compiler
+
+    backend = aot_autograd(fw_compiler=recorder("forward"), bw_compiler=recorder("backward"))
+    net = model(use_pejit=True, seed=1)
+    compiled = torch.compile(net, fullgraph=True, backend=backend)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05)
+    g = generator()
+    x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
+    losses = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(compiled(x), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert len(graphs["forward"]) == 1, "the forward broke into several graphs"
+    assert any("pejit.attention_backward" in code for code in graphs["backward"])
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_twenty_sgd_steps_match_plain_torch():
+    through_pejit, plain = model(use_pejit=True, seed=2), model(use_pejit=False, seed=2)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (through_pejit, plain)]
+    g = generator()
+    x, target = torch.randn(2, 32, 64, generator=g), torch.randn(2, 32, 64, generator=g)
+    for step in range(20):
+        losses = []
+        for net, optimizer in zip((through_pejit, plain), optimizers):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    for (name, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
+        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
