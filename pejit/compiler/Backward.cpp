@@ -9,7 +9,8 @@
 
 namespace pejit {
 
-Expected<std::string> deriveBackwardSource(const std::string &source, const std::string &name) {
+Expected<std::string> deriveBackwardSource(const std::string &source, const std::string &name,
+                                           bool operandGradients) {
   using Result = Expected<std::string>;
   initializeCompilerOnce();
   std::unique_ptr<mlir::MLIRContext> context = makeCompilerContext(/*parallelPasses=*/false);
@@ -20,7 +21,9 @@ Expected<std::string> deriveBackwardSource(const std::string &source, const std:
     return Result::error(diagnostics.take("source"));
   mlir::PassManager passes(context.get());
   passes.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
-  passes.addPass(createDeriveBackward());
+  DeriveBackwardOptions options;
+  options.operandGradients = operandGradients;
+  passes.addPass(createDeriveBackward(options));
   if (mlir::failed(passes.run(*module)))
     return Result::error(diagnostics.take("backward"));
   // Keep the one derived function: a backward kernel is compiled alone.

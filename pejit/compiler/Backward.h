@@ -13,8 +13,11 @@ namespace pejit {
 /// Parses `source` (one function computing one attn.attention), fuses its
 /// pe ops (pe-fuse-into-attention) and derives its backward
 /// (attn-derive-backward); returns the module with the backward function
-/// alone, as text. An error carries the compiler's diagnostics.
-Expected<std::string> deriveBackwardSource(const std::string &source, const std::string &name);
+/// alone, as text. Without `operandGradients`, it returns dq, dk, dv only
+/// (the encodings' tensors held fixed). An error carries the compiler's
+/// diagnostics.
+Expected<std::string> deriveBackwardSource(const std::string &source, const std::string &name,
+                                           bool operandGradients = true);
 
 } // namespace pejit
 

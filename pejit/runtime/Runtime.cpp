@@ -180,8 +180,8 @@ std::string tuneKey(const Spec &spec) {
 }
 } // namespace
 
-Expected<X86Kernel> Runtime::getX86Backward(const Spec &forward) {
-  Expected<Spec> backward = Spec::backwardOf(forward);
+Expected<X86Kernel> Runtime::getX86Backward(const Spec &forward, bool operandGradients) {
+  Expected<Spec> backward = Spec::backwardOf(forward, operandGradients);
   if (!backward)
     return Expected<X86Kernel>::error(backward.error());
   return getX86(*backward);

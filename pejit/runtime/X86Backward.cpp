@@ -2,11 +2,14 @@
 // It checks the views (the inputs against the kernel's shape class, each
 // gradient against its input's shape, no gradient overlapping an input or
 // another), then runs the three phases on the pool, each a pool round
-// trip: rows (D and lse into scratch), kv (dk, dv) and q (dq). Every item
+// trip: rows (D and lse into scratch), kv (dk, dv) and q (dq), each given
+// the encodings' tensors (a score bias's). Every item
 // writes outputs no other item writes, in a fixed order, so the gradients
 // are the same bit for bit at any thread count.
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/X86KernelImpl.h"
+
+#include <array>
 
 namespace pejit {
 
@@ -64,23 +67,34 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                              v = describe4(*bound.value), o = describe4(*bound.output),
                              dO = describe4(*bound.outputGradient), dq = describe4(gradients[0]),
                              dk = describe4(gradients[1]), dv = describe4(gradients[2]);
+  // The encodings' tensors (a T5 table, ALiBi has none), slot by slot.
+  std::array<std::vector<int64_t>, kEncodingOperandSlots> slots;
+  for (size_t n = 0; n < kEncodingOperandSlots; ++n)
+    slots[n] =
+        operandSlotWords(n < bound.encodingOperands.size() ? bound.encodingOperands[n] : nullptr);
   const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
   const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
   // Each phase reads what the one before wrote: three pool round trips.
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO;
     MemRefDescriptor<float, 1> sc = rows;
-    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &sc, item);
+    std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
+    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &sc, e[0].data(), e[1].data(), e[2].data(), e[3].data(),
+                  item);
   });
   pool_->parallelFor(keyItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv;
     MemRefDescriptor<float, 1> sc = rows;
-    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, item);
+    std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
+    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, e[0].data(), e[1].data(), e[2].data(),
+                e[3].data(), item);
   });
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dqc = dq;
     MemRefDescriptor<float, 1> sc = rows;
-    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, item);
+    std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
+    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, e[0].data(), e[1].data(), e[2].data(),
+                   e[3].data(), item);
   });
   returnScratch(std::move(scratch));
   return Status();

@@ -86,19 +86,18 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
                             int64_t);
 
 /// A backward kernel's phases (templates/x86/attention_backward.mlir):
-/// (q, k, v, o, dO, scratch, item), (q, k, v, dO, dk, dv, scratch, item)
-/// and (q, k, v, dO, dq, scratch, item).
-using BackwardRowsFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                                MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                                MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+/// (q, k, v, o, dO, scratch, e0..e3, item), (q, k, v, dO, dk, dv, scratch,
+/// e0..e3, item) and (q, k, v, dO, dq, scratch, e0..e3, item); the encoding
+/// operand slots as for ItemFn.
+using Desc4 = MemRefDescriptor<float, 4>;
+using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+                                MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
                                 int64_t);
-using BackwardKvFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                              MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                              MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                              MemRefDescriptor<float, 1> *, int64_t);
-using BackwardQueryFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                                 MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                                 MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+                              MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
+                              int64_t);
+using BackwardQueryFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+                                 MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
                                  int64_t);
 
 class LoadedObject;

@@ -43,11 +43,12 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, causal: bool = 
     gradient `do` (the same options as the forward; `o` is its output).
     float32 NumPy arrays or torch CPU tensors; returns new arrays of the
     kind and shapes of q, k, v. Deterministic: the same inputs give the same
-    bits at any thread count. Fused encodings (rope, alibi) have no backward
-    kernel yet: an Error says so (docs/status.md)."""
-    if as_rope(rope) is not None or _as_alibi(alibi) is not None:
-        raise Error("attention_backward: the backward of a fused encoding (rope, alibi) is not "
-                    "built yet; docs/status.md lists what is")
+    bits at any thread count. ALiBi's slopes are constants (no gradient);
+    RoPE has no backward kernel yet: an Error says so (docs/status.md)."""
+    if as_rope(rope) is not None:
+        raise Error("attention_backward: the backward of a fused encoding (rope) is not built "
+                    "yet; docs/status.md lists what is")
+    alibi = _as_alibi(alibi)
     boolean(causal, "causal")
     optional_number(scale, "scale")
     optional_number(softcap, "softcap", positive=True)
@@ -58,11 +59,12 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, causal: bool = 
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
-    key = (qs[0], qs[1], ks[1], qs[3], vs[3], bool(causal), _window(window), softcap, scale)
+    key = (qs[0], qs[1], ks[1], qs[3], vs[3], alibi, bool(causal), _window(window), softcap,
+           scale)
     kernel = _kernels.get(key)
     if kernel is None:
-        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", causal=causal,
-                                  window=window, softcap=softcap, scale=scale)
+        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", alibi=alibi,
+                                  causal=causal, window=window, softcap=softcap, scale=scale)
         kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))

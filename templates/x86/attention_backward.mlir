@@ -13,8 +13,10 @@
 //             dv_j += p dO_i;  dk_j += dE q_i
 //   q     item (b, h, query tile), for each row i and key j it sees:
 //           dq_i += dE_ij k_j      (P, dP and dS recomputed)
-// with s_ij = softcap(scale q_i . k_j) and softcap' = 1 - tanh^2 (or 1).
-// Rows that see no key get dq = 0 and add nothing to dk, dv.
+// with s_ij = softcap(scale q_i . k_j) + bias_ij and softcap' = 1 - tanh^2
+// (or 1). The fused score biases (ALiBi, T5, a bias tensor) enter through
+// attn.score_mod, as in the forward; an additive bias passes dS through
+// unchanged. Rows that see no key get dq = 0 and add nothing to dk, dv.
 //
 // This first form keeps one (query row, key) pair per step with the head
 // dim in 8-lane vectors; the register-blocked form comes with the
@@ -26,6 +28,8 @@
 //   ${BM} query rows per rows/q item, ${BN} keys per kv item
 //   ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${HAS_RIGHT} ${RIGHT}: the mask
 //   ${SCALE} ${HAS_SOFTCAP} ${SOFTCAP}
+//   ${E0} .. ${E3}: the memref types of the encoding operand slots (an
+//   unused slot is memref<1xf32>)
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !K = memref<${B}x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
@@ -33,6 +37,10 @@
 !O = memref<${B}x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !SCRATCH = memref<?xf32>
 !V8 = vector<8xf32>
+!E0 = ${E0}
+!E1 = ${E1}
+!E2 = ${E2}
+!E3 = ${E3}
 
 // q_i . k_j over the head dim.
 func.func private @dot_qk(%q: !Q, %k: !K, %b: index, %h: index, %hk: index, %i: index,
@@ -68,10 +76,11 @@ func.func private @dot_ov(%do: !O, %v: !V, %b: index, %h: index, %hk: index, %i:
   return %s : f32
 }
 
-// The score s_ij = softcap(scale q_i . k_j) and softcap'(.) = 1 - tanh^2
-// (1 without a softcap).
+// The score s_ij = softcap(scale q_i . k_j) + bias_ij (the fused score
+// biases, attn.score_mod) and softcap'(.) = 1 - tanh^2 (1 without a softcap).
 func.func private @score(%q: !Q, %k: !K, %b: index, %h: index, %hk: index, %i: index,
-                         %j: index) -> (f32, f32) {
+                         %j: index, %SQ: index, %SKV: index, %e0: !E0, %e1: !E1, %e2: !E2,
+                         %e3: !E3) -> (f32, f32) {
   %dot = func.call @dot_qk(%q, %k, %b, %h, %hk, %i, %j)
       : (!Q, !K, index, index, index, index, index) -> f32
   %scale = arith.constant ${SCALE} : f32
@@ -89,7 +98,11 @@ func.func private @score(%q: !Q, %k: !K, %b: index, %h: index, %hk: index, %i: i
   } else {
     scf.yield %s0, %one : f32, f32
   }
-  return %r#0, %r#1 : f32, f32
+  %qi = arith.index_cast %i : index to i32
+  %kj = arith.index_cast %j : index to i32
+  %biased = attn.score_mod %r#0, batch %b, head %h, query %qi, key %kj
+      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) lengths(%SQ, %SKV) : f32, i32
+  return %biased, %r#1 : f32, f32
 }
 
 // The keys [lo, hi) row i sees (bottom-right aligned, docs/semantics.md):
@@ -172,7 +185,8 @@ func.func private @row_index(%b: index, %h: index, %i: index, %SQ: index) -> ind
 }
 
 func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch: !SCRATCH,
-                               %item: index) attributes {llvm.emit_c_interface} {
+                               %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
+    attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -203,15 +217,16 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
     // lse_i by the online rule: m' = max(m, s), l' = l e^(m - m') + e^(s - m').
     %lo, %hi = func.call @key_range(%i, %SQ, %SKV) : (index, index, index) -> (index, index)
     %ml:2 = scf.for %j = %lo to %hi step %c1 iter_args(%m = %ninf, %l = %zero) -> (f32, f32) {
-      %s, %f = func.call @score(%q, %k, %b, %h, %hk, %i, %j)
-          : (!Q, !K, index, index, index, index, index) -> (f32, f32)
+      %s, %f = func.call @score(%q, %k, %b, %h, %hk, %i, %j, %SQ, %SKV, %e0, %e1, %e2, %e3)
+          : (!Q, !K, index, index, index, index, index, index, index, !E0, !E1, !E2, !E3)
+          -> (f32, f32)
       %mn = arith.maxnumf %m, %s : f32
       %d1 = arith.subf %m, %mn : f32
-      %e1 = math.exp %d1 : f32
-      %l1 = arith.mulf %l, %e1 : f32
+      %x1 = math.exp %d1 : f32
+      %l1 = arith.mulf %l, %x1 : f32
       %d2 = arith.subf %s, %mn : f32
-      %e2 = math.exp %d2 : f32
-      %l2 = arith.addf %l1, %e2 : f32
+      %x2 = math.exp %d2 : f32
+      %l2 = arith.addf %l1, %x2 : f32
       scf.yield %mn, %l2 : f32, f32
     }
     %log = math.log %ml#1 : f32
@@ -227,7 +242,8 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
 }
 
 func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
-                             %scratch: !SCRATCH, %item: index)
+                             %scratch: !SCRATCH, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3,
+                             %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -275,8 +291,9 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
         %lrow = arith.addi %ROWS, %row : index
         %dr = memref.load %scratch[%row] : !SCRATCH
         %lse = memref.load %scratch[%lrow] : !SCRATCH
-        %s, %f = func.call @score(%q, %k, %b, %h, %hk, %i, %j)
-            : (!Q, !K, index, index, index, index, index) -> (f32, f32)
+        %s, %f = func.call @score(%q, %k, %b, %h, %hk, %i, %j, %SQ, %SKV, %e0, %e1, %e2, %e3)
+            : (!Q, !K, index, index, index, index, index, index, index, !E0, !E1, !E2, !E3)
+            -> (f32, f32)
         %sl = arith.subf %s, %lse : f32
         %p = math.exp %sl : f32
         %dp = func.call @dot_ov(%do, %v, %b, %h, %hk, %i, %j)
@@ -314,7 +331,8 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
 }
 
 func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: !SCRATCH,
-                            %item: index) attributes {llvm.emit_c_interface} {
+                            %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
+    attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -343,8 +361,9 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
     %lse = memref.load %scratch[%lrow] : !SCRATCH
     %lo, %hi = func.call @key_range(%i, %SQ, %SKV) : (index, index, index) -> (index, index)
     scf.for %j = %lo to %hi step %c1 {
-      %s, %f = func.call @score(%q, %k, %b, %h, %hk, %i, %j)
-          : (!Q, !K, index, index, index, index, index) -> (f32, f32)
+      %s, %f = func.call @score(%q, %k, %b, %h, %hk, %i, %j, %SQ, %SKV, %e0, %e1, %e2, %e3)
+          : (!Q, !K, index, index, index, index, index, index, index, !E0, !E1, !E2, !E3)
+          -> (f32, f32)
       %sl = arith.subf %s, %lse : f32
       %p = math.exp %sl : f32
       %dp = func.call @dot_ov(%do, %v, %b, %h, %hk, %i, %j)

@@ -256,8 +256,109 @@ TEST(Backward, DerivedFromTheForwardSpecAfterTheForwardKernel) {
   attention.rope = ref::RopeConfig{};
   Expected<X86Kernel> rope = suiteRuntime().getX86Backward(Spec::fromBuilder(attention, shape));
   ASSERT_FALSE(rope);
-  EXPECT_NE(rope.error().find("does not take fused encodings yet"), std::string::npos)
-      << rope.error();
+  EXPECT_NE(rope.error().find("does not take #pe.rope"), std::string::npos) << rope.error();
+}
+
+/// A fused score bias's backward (dq, dk, dv; its tensor held fixed), from
+/// the forward source `forward` whose fourth argument (if any) is the
+/// encoding's tensor `operand`; `bias` is its float64 [1|b, h, sq, skv].
+void expectScoreBiasBackward(const std::string &forward, const BackwardCase &c,
+                             const ref::Tensor *operand, const ref::Tensor &bias) {
+  uint32_t seed = 0;
+  std::mt19937 &engine = rng(&seed);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + c.str());
+  Expected<Spec> spec = Spec::fromText(forward);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*spec, /*operandGradients=*/false);
+  ASSERT_TRUE(kernel) << kernel.error();
+  Problem p = drawProblem(c, engine);
+  p.options.bias = &bias;
+  p.o = ref::attention(p.q, p.k, p.v, p.options);
+  p.of = toFloat(p.o);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Gradients g;
+  g.dq.assign(p.qf.size(), nan), g.dk.assign(p.kf.size(), nan), g.dv.assign(p.vf.size(), nan);
+  std::vector<float> operandFloats = operand ? toFloat(*operand) : std::vector<float>();
+  std::vector<TensorView> inputs = {{p.qf.data(), DType::F32, p.q.shape, {}},
+                                    {p.kf.data(), DType::F32, p.k.shape, {}},
+                                    {p.vf.data(), DType::F32, p.v.shape, {}}};
+  if (operand)
+    inputs.push_back({operandFloats.data(), DType::F32, operand->shape, {}});
+  inputs.push_back({p.of.data(), DType::F32, p.o.shape, {}});
+  inputs.push_back({p.dOf.data(), DType::F32, p.dOut.shape, {}});
+  Status status = kernel->runBackward(inputs, {{g.dq.data(), DType::F32, p.q.shape, {}},
+                                               {g.dk.data(), DType::F32, p.k.shape, {}},
+                                               {g.dv.data(), DType::F32, p.v.shape, {}}});
+  ASSERT_TRUE(status) << status.message();
+  const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
+  EXPECT_LE(relativeError(g.dq, want.dq), 1e-4) << "dq";
+  EXPECT_LE(relativeError(g.dk, want.dk), 1e-4) << "dk";
+  EXPECT_LE(relativeError(g.dv, want.dv), 1e-4) << "dv";
+}
+
+std::string fusedSource(const BackwardCase &c, const std::string &attrs,
+                        const std::string &operandType) {
+  std::string q = tensorType(c.batch, c.heads, std::to_string(c.sq), c.d),
+              k = tensorType(c.batch, c.kvHeads, std::to_string(c.skv), c.d),
+              v = tensorType(c.batch, c.kvHeads, std::to_string(c.skv), c.dv),
+              o = tensorType(c.batch, c.heads, std::to_string(c.sq), c.dv);
+  std::string operand = operandType.empty() ? "" : ", %e: " + operandType;
+  std::string operands = operandType.empty() ? "" : " encoding_operands(%e : " + operandType + ")";
+  return "func.func @f(%q: " + q + ", %k: " + k + ", %v: " + v + operand + ") -> " + o +
+         " {\n  %o = attn.attention %q, %k, %v" + attrs + operands + " : " + q + ", " + k + ", " +
+         v + " -> " + o + "\n  return %o : " + o + "\n}\n";
+}
+
+TEST(Backward, ScoreBiasesByIndexPassTheScoreGradientThrough) {
+  BackwardCase c;
+  c.batch = 2, c.heads = 4, c.kvHeads = 2, c.sq = 40, c.skv = 56, c.causal = true;
+  // ALiBi, causal and symmetric forms (slopes of 8 heads, this shard 4..7).
+  for (auto [form, name] :
+       {std::pair{ref::AlibiForm::Causal, "causal"}, {ref::AlibiForm::Symmetric, "symmetric"}}) {
+    ref::Tensor bias = ref::alibiBias(8, 4, 4, form, c.sq, c.skv);
+    expectScoreBiasBackward(
+        fusedSource(c,
+                    std::string(" causal encodings([#pe.alibi<num_heads = 8, head_offset = 4, "
+                                "form = ") +
+                        name + ">])",
+                    ""),
+        c, nullptr, bias);
+  }
+  // T5, bidirectional, without the causal mask, and with softcap.
+  c.causal = false, c.softcap = 1.5;
+  ref::Tensor table = randomTensor({32, 4}, rng(nullptr), 2.0);
+  ref::Tensor t5 = ref::t5Bias(table, true, 32, 128, c.sq, c.skv);
+  expectScoreBiasBackward(
+      fusedSource(c,
+                  " softcap(1.5) encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, "
+                  "bidirectional = true>])",
+                  "tensor<32x4xf32>"),
+      c, &table, t5);
+  // A bias tensor [1, hq, sq, skv] with a -inf entry.
+  c.softcap.reset();
+  ref::Tensor user = randomTensor({1, 4, c.sq, c.skv}, rng(nullptr), 2.0);
+  user.at(0, 1, 3, 7) = -std::numeric_limits<double>::infinity();
+  expectScoreBiasBackward(fusedSource(c, " encodings([#pe.bias_tensor])", "tensor<1x4x40x56xf32>"),
+                          c, &user, user);
+}
+
+TEST(Backward, OperandGradientsAndOtherEncodingsAreRefusedByName) {
+  BackwardCase c;
+  c.sq = c.skv = 16;
+  Expected<Spec> t5 = Spec::fromText(fusedSource(
+      c, " encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>])",
+      "tensor<32x2xf32>"));
+  ASSERT_TRUE(t5) << t5.error();
+  Expected<X86Kernel> withTable = suiteRuntime().getX86Backward(*t5);
+  ASSERT_FALSE(withTable);
+  EXPECT_NE(withTable.error().find("t5_table in grad_operands"), std::string::npos)
+      << withTable.error();
+  AttentionSpec rope;
+  rope.rope = ref::RopeConfig{};
+  Expected<X86Kernel> rotated = suiteRuntime().getX86Backward(
+      Spec::fromBuilder(rope, Shape{1, 2, 2, 16, 16, 16, 16}), /*operandGradients=*/false);
+  ASSERT_FALSE(rotated);
+  EXPECT_NE(rotated.error().find("does not take #pe.rope"), std::string::npos) << rotated.error();
 }
 
 TEST(Backward, RunErrorsNameTheProblem) {

@@ -88,7 +88,7 @@ std::pair<pe::PositionalEncodingAttrInterface, unsigned> encodingOf(attn::Attent
   return {nullptr, 0};
 }
 
-LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op) {
+LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool operandGradients) {
   OpBuilder builder(func);
   builder.setInsertionPointAfter(func);
   Location loc = op.getLoc();
@@ -102,7 +102,7 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op) {
   SmallVector<int64_t> gradOperands;
   for (auto [index, operand] : llvm::enumerate(op.getEncodingOperands())) {
     auto [encoding, local] = encodingOf(op, index);
-    if (!encoding || !encoding.isDifferentiableOperand(local))
+    if (!operandGradients || !encoding || !encoding.isDifferentiableOperand(local))
       continue;
     gradOperands.push_back(index);
     auto type = cast<RankedTensorType>(operand.getType());
@@ -135,10 +135,11 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op) {
 }
 
 struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> {
+  using DeriveBackwardBase::DeriveBackwardBase;
   void runOnOperation() override {
     for (func::FuncOp func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       FailureOr<attn::AttentionOp> op = attentionOf(func);
-      if (failed(op) || (*op && failed(deriveBackward(func, *op)))) {
+      if (failed(op) || (*op && failed(deriveBackward(func, *op, operandGradients)))) {
         signalPassFailure();
         return;
       }

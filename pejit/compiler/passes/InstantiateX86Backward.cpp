@@ -7,8 +7,10 @@
 //   dS = P (dO V^T - D);  dE = scale softcap' dS
 //   dQ = dE K;  dK = dE^T Q;  dV = P^T dO   (dK, dV summed over a KV head's group)
 //
-// This first form takes f32 tensors, masks, windows, GQA and softcap; a
-// fused encoding, a given lse and 16-bit tensors are errors that say so.
+// This first form takes f32 tensors, masks, windows, GQA, softcap and the
+// score biases by index (ALiBi, T5, a bias tensor: dS passes through an
+// additive bias unchanged); other encodings, encoding operand gradients, a
+// given lse and 16-bit tensors are errors that say so.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
 #include "pejit/dialects/ShapeChecks.h"
@@ -70,14 +72,31 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
     return func.emitError() << "the function must return dq, dk and dv of the "
                                "attn.attention_backward, in that order: they are the kernel's "
                                "outputs";
-  // What this first backward kernel computes (docs/status.md).
-  if (ArrayAttr encodings = op.getEncodingsAttr(); encodings && !encodings.empty())
-    return op.emitError() << "the x86 backward does not take fused encodings yet (got " << encodings
-                          << "); docs/status.md lists what it takes";
+  // What this backward kernel computes (docs/status.md): the score biases
+  // whose hooks read no position ids pass dS through unchanged; their
+  // parameters' gradients and the other kinds come next.
+  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  if (ArrayAttr attrs = op.getEncodingsAttr())
+    for (Attribute attr : attrs) {
+      auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
+      if (encoding.getEncodingKind() != pe::EncodingKind::ScoreBias || encoding.isKeyTerm() ||
+          encoding.getValueTermBuckets() > 0 || encoding.readsPositions())
+        return op.emitError() << "the x86 backward does not take " << attr
+                              << " yet (it takes score biases by index: ALiBi, T5, a bias "
+                                 "tensor); docs/status.md lists what it takes";
+      encodings.push_back(encoding);
+    }
   if (op.getLse())
     return op.emitError() << "the x86 backward recomputes lse; a given lse(...) is not taken yet";
   if (op.getQueryPositions() || op.getKeyPositions())
-    return op.emitError() << "the x86 backward reads no position ids without a fused encoding";
+    return op.emitError() << "the x86 backward reads no position ids yet (no encoding it takes "
+                             "reads them)";
+  if (op.getGradOperands() && !op.getGradOperands()->empty()) {
+    auto [encoding, local] = op.encodingOfOperand((*op.getGradOperands())[0]);
+    return op.emitError() << "the x86 backward does not compute encoding operand gradients yet ("
+                          << encoding.getEncodingOperandName(local)
+                          << " in grad_operands); derive the backward without them";
+  }
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   if (!qType.getElementType().isF32())
     return op.emitError() << "the x86 backward takes f32 tensors so far, got "
@@ -87,6 +106,14 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
     return op.emitError() << "the x86 backward needs d % 8 == 0 and dv % 8 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
+
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, op.getEncodingOperands(), 4);
+  if (failed(slots))
+    return failure();
+  SmallVector<std::string> operandNames;
+  for (pe::PositionalEncodingAttrInterface encoding : encodings)
+    for (unsigned n = 0; n < encoding.getNumEncodingOperands(); ++n)
+      operandNames.push_back(encoding.getEncodingOperandName(n));
 
   KernelSignature signature;
   std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
@@ -112,6 +139,15 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
     for (auto [value, role] : roles)
       if (value == arg && !bound) {
         argument.role = role;
+        bound = true;
+      }
+    // Encoding operands in the slots the kernel reads them from.
+    for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
+      if (operand == arg && (!bound || argument.role == ArgumentRole::EncodingOperand)) {
+        argument.role = ArgumentRole::EncodingOperand;
+        if (argument.name.empty())
+          argument.name = operandNames[n];
+        argument.slots.push_back(static_cast<unsigned>(n));
         bound = true;
       }
     if (!bound)
@@ -143,7 +179,11 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"RIGHT", std::to_string(right.value_or(0))},
       {"SCALE", formatFloat(op.getEffectiveScale())},
       {"HAS_SOFTCAP", softcap ? "true" : "false"},
-      {"SOFTCAP", formatFloat(softcap.value_or(1.0))}};
+      {"SOFTCAP", formatFloat(softcap.value_or(1.0))},
+      {"E0", (*slots)[0]},
+      {"E1", (*slots)[1]},
+      {"E2", (*slots)[2]},
+      {"E3", (*slots)[3]}};
   FailureOr<std::string> text = substitute(
       loadTemplate("x86/attention_backward.mlir", kX86AttentionBackwardTemplate), params, op);
   if (failed(text))
@@ -151,6 +191,12 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
   if (!kernel)
     return op.emitError() << "the backward template did not parse after substitution";
+  // The score hooks without a query-tile scratch (one score at a time); the
+  // template applies the softcap itself, before them.
+  shape.hasQueryTileScratch = false;
+  shape.scale = op.getEffectiveScale();
+  if (failed(expandHooks(*kernel, shape, encodings, std::nullopt)))
+    return failure();
 
   // The plan of a call: rows and q items b hq ceil(sq / BM), kv items
   // b hkv ceil(skv / BN); the scratch holds D and lse, b hq sq floats each.

@@ -47,6 +47,10 @@ def DeriveBackward : Pass<"attn-derive-backward", "::mlir::ModuleOp"> {
     backward of an unfused pe op on Q or K would need its own adjoint
     kernel. Attention with segments or key_lengths is refused for now.
   }];
+  let options = [
+    Option<"operandGradients", "operand-gradients", "bool", /*default=*/"true",
+           "also return the differentiable encoding operands' gradients">,
+  ];
   let dependentDialects = ["::pejit::attn::AttnDialect", "::mlir::func::FuncDialect"];
 }
 

@@ -2,10 +2,18 @@
 // (docs/status.md lists what it takes).
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
 
-func.func @fused_encoding(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{the x86 backward does not take fused encodings yet (got [#pe.t5_bias<num_buckets = 32, max_distance = 128>]); docs/status.md lists what it takes}}
-  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+func.func @rope(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{the x86 backward does not take #pe.rope<layout = half, theta = 10000.0> yet (it takes score biases by index: ALiBi, T5, a bias tensor); docs/status.md lists what it takes}}
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
   return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+}
+
+// -----
+
+func.func @table_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>) {
+  // expected-error @+1 {{the x86 backward does not compute encoding operand gradients yet (t5_table in grad_operands); derive the backward without them}}
+  %dq, %dk, %dv, %dt = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>
+  return %dq, %dk, %dv, %dt : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>
 }
 
 // -----

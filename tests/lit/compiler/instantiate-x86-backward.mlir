@@ -45,3 +45,25 @@ func.func @shape_class(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: t
       -> tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
   return %dq, %dk, %dv : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
 }
+
+// -----
+
+// A fused score bias (T5, its table an encoding operand): the score hook
+// is expanded in @score, one score at a time (the per-score bucket), after
+// the softcap; dS passes through the additive bias unchanged.
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x16x16 key:f32:1x4x16x16 value:f32:1x4x16x16 encoding_operand=t5_table:f32:32x4 output:f32:1x4x16x16 output_grad:f32:1x4x16x16"
+// CHECK-LABEL: func.func private @score
+// CHECK-SAME: memref<32x4xf32>
+// CHECK-NOT: attn.score_mod
+// CHECK: memref.load %{{.*}} : memref<32x4xf32>
+// CHECK-LABEL: func.func @pejit_backward_rows
+func.func @t5(%q: tensor<1x4x16x16xf32>, %k: tensor<1x4x16x16xf32>, %v: tensor<1x4x16x16xf32>, %t: tensor<32x4xf32>,
+              %o: tensor<1x4x16x16xf32>, %do: tensor<1x4x16x16xf32>)
+    -> (tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do softcap(2.0)
+      encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>])
+      encoding_operands(%t : tensor<32x4xf32>)
+      : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
+      -> tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
+  return %dq, %dk, %dv : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
+}
