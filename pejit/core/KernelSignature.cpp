@@ -206,6 +206,11 @@ std::vector<std::string> KernelSignature::labels() const {
 
 std::string KernelSignature::str() const {
   std::string text = materializedBias ? "materialized_bias" : "";
+  if (!operandGradients.empty()) {
+    text += std::string(text.empty() ? "" : " ") + "operand_grads=";
+    for (size_t n = 0; n < operandGradients.size(); ++n)
+      text += (n ? "," : "") + std::to_string(operandGradients[n]);
+  }
   unsigned ordinal = 0;
   for (const KernelArgument &argument : arguments) {
     if (!text.empty())
@@ -233,6 +238,17 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
   for (std::string token; tokens >> token;) {
     if (token == "materialized_bias") {
       signature.materializedBias = true;
+      continue;
+    }
+    if (token.rfind("operand_grads=", 0) == 0) {
+      std::istringstream slots(token.substr(14));
+      for (std::string slot; std::getline(slots, slot, ',');) {
+        if (slot.empty() || slot.size() > 6 ||
+            slot.find_first_not_of("0123456789") != std::string::npos)
+          return Result::error("kernel signature token '" + token +
+                               "': malformed encoding operand slot '" + slot + "'");
+        signature.operandGradients.push_back(static_cast<unsigned>(std::stoul(slot)));
+      }
       continue;
     }
     auto bad = [&](const std::string &why) {

@@ -92,6 +92,10 @@ struct KernelSignature {
   /// term's query), so its arguments may be none. In str() as the token
   /// "materialized_bias".
   bool materializedBias = false;
+  /// A backward kernel's encoding operand gradients (docs/backward.md): the
+  /// slots whose gradient it writes after dq, dk, dv, in that order. In
+  /// str() as the token "operand_grads=S,S,...".
+  std::vector<unsigned> operandGradients;
 
   /// Arguments a run must be given (all but trailing position ids).
   size_t requiredInputs() const;

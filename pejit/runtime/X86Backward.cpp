@@ -9,6 +9,7 @@
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/X86KernelImpl.h"
 
+#include <algorithm>
 #include <array>
 
 namespace pejit {
@@ -23,6 +24,14 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     return st;
   if (!bound.query || !bound.key || !bound.value || !bound.output || !bound.outputGradient)
     return Status::error("a backward takes query, key, value, output and output_grad");
+  // How messages name encoding operand `slot` ("t5_table").
+  auto operandLabel = [&](unsigned slot) -> std::string {
+    for (const KernelArgument &argument : signature.arguments)
+      for (unsigned s : argument.slots)
+        if (s == slot)
+          return argument.name;
+    return "encoding operand " + std::to_string(slot);
+  };
   Expected<Shape> resolved = callShape(shape, *bound.query, *bound.key);
   if (!resolved)
     return Status::error(resolved.error());
@@ -41,28 +50,60 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   for (auto [view, what] : views)
     if (Status st = checkView(*view, what.first, *what.second, f32); !st)
       return st;
-  if (gradients.size() != 3)
-    return Status::error("expected 3 gradients (dq, dk, dv), got " +
-                         std::to_string(gradients.size()));
+  const std::vector<unsigned> &operandGradients = signature.operandGradients;
+  if (gradients.size() != 3 + operandGradients.size()) {
+    std::string names = "dq, dk, dv";
+    for (unsigned slot : operandGradients)
+      names += ", d " + operandLabel(slot);
+    return Status::error("expected " + std::to_string(3 + operandGradients.size()) +
+                         " gradients (" + names + "), got " + std::to_string(gradients.size()));
+  }
   const char *gradientNames[] = {"dq", "dk", "dv"};
   const std::vector<int64_t> *gradientDims[] = {&queryDims, &keyDims, &valueDims};
   for (size_t n = 0; n < 3; ++n)
     if (Status st = checkView(gradients[n], gradientNames[n], *gradientDims[n], f32); !st)
       return st;
-  if (Status st = checkWrites(signature, inputs,
-                              {{&gradients[0], "dq"}, {&gradients[1], "dk"}, {&gradients[2], "dv"}},
-                              /*inPlaceAllowed=*/false);
-      !st)
+  // Each operand gradient: f32, dense, the shape of its operand; and its
+  // place in the kv items' partial buffers (the sizes before it, as the
+  // compiler laid them out).
+  std::vector<std::pair<const TensorView *, std::string>> written = {
+      {&gradients[0], "dq"}, {&gradients[1], "dk"}, {&gradients[2], "dv"}};
+  std::vector<int64_t> gradOffsets, gradSizes;
+  int64_t gradFloats = 0;
+  for (size_t n = 0; n < operandGradients.size(); ++n) {
+    unsigned slot = operandGradients[n];
+    const TensorView *operand =
+        slot < bound.encodingOperands.size() ? bound.encodingOperands[slot] : nullptr;
+    if (!operand)
+      return Status::error("no input for encoding operand slot " + std::to_string(slot));
+    std::string name = "d " + operandLabel(slot);
+    const TensorView &grad = gradients[3 + n];
+    if (Status st = checkView(grad, name, operand->shape, f32); !st)
+      return st;
+    if (!isDenseRowMajor(grad))
+      return Status::error(name + " must be contiguous (row-major): the run writes it whole");
+    int64_t size = 1;
+    for (int64_t dim : operand->shape)
+      size *= dim;
+    gradOffsets.push_back(gradFloats);
+    gradSizes.push_back(size);
+    gradFloats += size;
+    written.push_back({&grad, name});
+  }
+  if (Status st = checkWrites(signature, inputs, written, /*inPlaceAllowed=*/false); !st)
     return st;
 
-  // Scratch: D then lse, b hq sq floats each.
+  // Scratch: D then lse, b hq sq floats each, then each kv item's partial
+  // operand gradients.
   const int64_t rowFloats = s.batch * s.queryHeads * s.querySeq;
-  ScratchBuffer scratch = takeScratch(2 * rowFloats);
+  const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
+  const int64_t scratchFloats = 2 * rowFloats + keyItems * gradFloats;
+  ScratchBuffer scratch = takeScratch(scratchFloats);
   if (!scratch.data)
     return Status::error("out of memory: the backward's scratch of " +
-                         std::to_string(2 * rowFloats) + " floats could not be allocated");
+                         std::to_string(scratchFloats) + " floats could not be allocated");
   MemRefDescriptor<float, 1> rows = {
-      scratch.data.get(), scratch.data.get(), 0, {2 * rowFloats}, {1}};
+      scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(scratchFloats, 1)}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*bound.query), k = describe4(*bound.key),
                              v = describe4(*bound.value), o = describe4(*bound.output),
                              dO = describe4(*bound.outputGradient), dq = describe4(gradients[0]),
@@ -73,7 +114,6 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     slots[n] =
         operandSlotWords(n < bound.encodingOperands.size() ? bound.encodingOperands[n] : nullptr);
   const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
-  const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
   // Each phase reads what the one before wrote: three pool round trips.
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO;
@@ -96,6 +136,22 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, e[0].data(), e[1].data(), e[2].data(),
                    e[3].data(), item);
   });
+  // The operand gradients: each element the sum of the items' partials,
+  // in item order (so the bits do not depend on the thread count).
+  constexpr int64_t kChunk = 256;
+  for (size_t n = 0; n < gradSizes.size(); ++n) {
+    float *out = static_cast<float *>(gradients[3 + n].data);
+    const float *partials = scratch.data.get() + 2 * rowFloats + gradOffsets[n];
+    pool_->parallelFor((gradSizes[n] + kChunk - 1) / kChunk, [&](int64_t chunk) {
+      int64_t end = std::min(gradSizes[n], (chunk + 1) * kChunk);
+      for (int64_t e = chunk * kChunk; e < end; ++e) {
+        float sum = 0.0f;
+        for (int64_t item = 0; item < keyItems; ++item)
+          sum += partials[item * gradFloats + e];
+        out[e] = sum;
+      }
+    });
+  }
   returnScratch(std::move(scratch));
   return Status();
 }

@@ -11,6 +11,7 @@
 //             p = exp(s_ij - lse_i); dP = dO_i . v_j; dS = p (dP - D_i)
 //             dE = scale * softcap' * dS
 //             dv_j += p dO_i;  dk_j += dE q_i
+//             partial += the score biases' adjoints of dS (a T5 table's)
 //   q     item (b, h, query tile), for each row i and key j it sees:
 //           dq_i += dE_ij k_j      (P, dP and dS recomputed)
 // with s_ij = softcap(scale q_i . k_j) + bias_ij and softcap' = 1 - tanh^2
@@ -30,6 +31,11 @@
 //   ${SCALE} ${HAS_SOFTCAP} ${SOFTCAP}
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots (an
 //   unused slot is memref<1xf32>)
+//   ${HAS_GRADS} ${GRAD_FLOATS} ${GRAD_OFFSETS}: the encoding operand
+//   gradients asked for. Each kv item adds its contributions
+//   (attn.score_grad) into a partial buffer of its own, GRAD_FLOATS floats
+//   after the rows' 2 B HQ SQ in scratch, each operand at its offset; the
+//   runtime sums the items' buffers in item order.
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !K = memref<${B}x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
@@ -274,6 +280,17 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
   %j1a = arith.addi %j0, %BN : index
   %j1 = arith.minui %j1a, %SKV : index
   %h0 = arith.muli %hk, %GROUP : index
+  // This item's partial gradient buffer, zeroed.
+  %has_grads = arith.constant ${HAS_GRADS}
+  %PF = arith.constant ${GRAD_FLOATS} : index
+  %rows2 = arith.muli %ROWS, %c2 : index
+  %pitem = arith.muli %item, %PF : index
+  %pbase = arith.addi %rows2, %pitem : index
+  %pend = arith.addi %pbase, %PF : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %e = %pbase to %pend step %c1 {
+    memref.store %zero, %scratch[%e] : !SCRATCH
+  }
   %DKs = memref.alloca() {alignment = 64 : i64} : memref<${D}xf32>
   %DVs = memref.alloca() {alignment = 64 : i64} : memref<${DV}xf32>
   scf.for %j = %j0 to %j1 step %c1 {
@@ -302,6 +319,13 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
         %ds = arith.mulf %p, %dpd : f32
         %dsf = arith.mulf %ds, %f : f32
         %de = arith.mulf %dsf, %scale : f32
+        scf.if %has_grads {
+          %qi = arith.index_cast %i : index to i32
+          %kj = arith.index_cast %j : index to i32
+          attn.score_grad %ds, batch %b, head %h, query %qi, key %kj
+              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
+              partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS} lengths(%SQ, %SKV)
+        }
         %pv = vector.broadcast %p : f32 to !V8
         %ev = vector.broadcast %de : f32 to !V8
         scf.for %c = %c0 to %DV step %c8 {

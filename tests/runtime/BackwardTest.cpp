@@ -5,6 +5,7 @@
 // max |grad - ref| <= 1e-4 max |ref| (f32). Also: bitwise-identical
 // gradients across runs and thread counts, and the run's errors.
 #include "pejit/reference/AttentionGrad.h"
+#include "pejit/reference/ScoreBiasGrad.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -342,17 +343,66 @@ TEST(Backward, ScoreBiasesByIndexPassTheScoreGradientThrough) {
                           c, &user, user);
 }
 
+TEST(Backward, T5TableGradientSummedInItemOrder) {
+  // d table[n, h] = sum of dS over the scores in bucket n: each kv item
+  // adds into a partial table of its own; the run sums them in item order.
+  for (bool bidirectional : {true, false}) {
+    BackwardCase c;
+    c.batch = 2, c.heads = 4, c.kvHeads = 2, c.sq = 45, c.skv = 70, c.causal = !bidirectional;
+    SCOPED_TRACE(c.str());
+    std::string attr = std::string(c.causal ? " causal" : "") +
+                       " encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, "
+                       "bidirectional = " +
+                       (bidirectional ? "true" : "false") + ">])";
+    Expected<Spec> spec = Spec::fromText(fusedSource(c, attr, "tensor<32x4xf32>"));
+    ASSERT_TRUE(spec) << spec.error();
+    Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*spec);
+    ASSERT_TRUE(kernel) << kernel.error();
+    Problem p = drawProblem(c, rng(nullptr));
+    ref::Tensor table = randomTensor({32, 4}, rng(nullptr), 2.0);
+    ref::Tensor bias = ref::t5Bias(table, bidirectional, 32, 128, c.sq, c.skv);
+    p.options.bias = &bias;
+    p.o = ref::attention(p.q, p.k, p.v, p.options);
+    p.of = toFloat(p.o);
+    std::vector<float> tablef = toFloat(table);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> dq(p.qf.size(), nan), dk(p.kf.size(), nan), dv(p.vf.size(), nan),
+        dtable(tablef.size(), nan);
+    std::vector<TensorView> inputs = {
+        {p.qf.data(), DType::F32, p.q.shape, {}}, {p.kf.data(), DType::F32, p.k.shape, {}},
+        {p.vf.data(), DType::F32, p.v.shape, {}}, {tablef.data(), DType::F32, table.shape, {}},
+        {p.of.data(), DType::F32, p.o.shape, {}}, {p.dOf.data(), DType::F32, p.dOut.shape, {}}};
+    std::vector<TensorView> grads = {{dq.data(), DType::F32, p.q.shape, {}},
+                                     {dk.data(), DType::F32, p.k.shape, {}},
+                                     {dv.data(), DType::F32, p.v.shape, {}},
+                                     {dtable.data(), DType::F32, table.shape, {}}};
+    Status status = kernel->runBackward(inputs, grads);
+    ASSERT_TRUE(status) << status.message();
+    const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
+    const ref::Tensor wantTable = ref::t5TableGradient(want.dScores, bidirectional, 32, 128,
+                                                       ref::RelativeDistance{c.sq, c.skv});
+    EXPECT_LE(relativeError(dq, want.dq), 1e-4) << "dq";
+    EXPECT_LE(relativeError(dk, want.dk), 1e-4) << "dk";
+    EXPECT_LE(relativeError(dv, want.dv), 1e-4) << "dv";
+    EXPECT_LE(relativeError(dtable, wantTable), 1e-4) << "d t5_table";
+    // Three gradients where four are due: an error naming the table's.
+    grads.pop_back();
+    Status missing = kernel->runBackward(inputs, grads);
+    EXPECT_NE(missing.message().find("(dq, dk, dv, d t5_table)"), std::string::npos)
+        << missing.message();
+  }
+}
+
 TEST(Backward, OperandGradientsAndOtherEncodingsAreRefusedByName) {
   BackwardCase c;
   c.sq = c.skv = 16;
-  Expected<Spec> t5 = Spec::fromText(fusedSource(
-      c, " encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>])",
-      "tensor<32x2xf32>"));
-  ASSERT_TRUE(t5) << t5.error();
-  Expected<X86Kernel> withTable = suiteRuntime().getX86Backward(*t5);
-  ASSERT_FALSE(withTable);
-  EXPECT_NE(withTable.error().find("t5_table in grad_operands"), std::string::npos)
-      << withTable.error();
+  Expected<Spec> withBias =
+      Spec::fromText(fusedSource(c, " encodings([#pe.bias_tensor])", "tensor<1x2x16x16xf32>"));
+  ASSERT_TRUE(withBias) << withBias.error();
+  Expected<X86Kernel> biasGrad = suiteRuntime().getX86Backward(*withBias);
+  ASSERT_FALSE(biasGrad);
+  EXPECT_NE(biasGrad.error().find("does not compute the gradient of bias yet"), std::string::npos)
+      << biasGrad.error();
   AttentionSpec rope;
   rope.rope = ref::RopeConfig{};
   Expected<X86Kernel> rotated = suiteRuntime().getX86Backward(

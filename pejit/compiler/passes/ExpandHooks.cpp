@@ -160,8 +160,8 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   OpBuilder b(kernel.getContext());
   SmallVector<Operation *> hooks;
   kernel.walk([&](Operation *hook) {
-    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::QueryTilePrologueOp,
-            attn::ValueTermBucketOp, attn::ValueTermRowOp>(hook))
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::ScoreGradOp,
+            attn::QueryTilePrologueOp, attn::ValueTermBucketOp, attn::ValueTermRowOp>(hook))
       hooks.push_back(hook);
   });
   // A prologue or transform hook that names its encoding ({encoding = k}:
@@ -249,6 +249,35 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         if (!bias.encoding.isKeyTerm())
           apply(bias);
       mod.getResult().replaceAllUsesWith(score);
+    } else if (auto grad = dyn_cast<attn::ScoreGradOp>(hook)) {
+      // The score biases' adjoints: each contribution added to the partial
+      // buffer at its operand's offset (docs/backward.md), in the order the
+      // encodings and their contributions come.
+      FailureOr<std::pair<Value, Value>> lengths =
+          lengthsAt(b, hook, shape, grad.getQueryLength(), grad.getKeyLength());
+      if (failed(lengths))
+        return failure();
+      ArrayRef<int64_t> offsets = grad.getOffsets();
+      for (const Placed &bias : scoreBiases) {
+        pe::ScorePoint point{nullptr, grad.getBatch(), grad.getHead(), grad.getQueryIndex(),
+                             grad.getKeyIndex()};
+        point.querySeq = lengths->first;
+        point.keySeq = lengths->second;
+        point.operands = operandsOf(bias, grad.getEncodingOperands());
+        for (const pe::GradContribution &c :
+             bias.encoding.emitScoreModAdjoint(b, loc, shape, point, grad.getScoreGrad())) {
+          unsigned operand = bias.firstOperand + c.operand;
+          if (operand >= offsets.size() || offsets[operand] < 0)
+            continue;
+          Value base =
+              arith::AddIOp::create(b, loc, grad.getPartialStart(),
+                                    arith::ConstantIndexOp::create(b, loc, offsets[operand]));
+          Value at = arith::AddIOp::create(b, loc, base, c.index);
+          Value old = memref::LoadOp::create(b, loc, grad.getPartial(), ValueRange{at});
+          Value sum = arith::AddFOp::create(b, loc, old, c.value);
+          memref::StoreOp::create(b, loc, sum, grad.getPartial(), ValueRange{at});
+        }
+      }
     } else if (auto bucket = dyn_cast<attn::ValueTermBucketOp>(hook)) {
       // No value term: every probability lands in bucket 0 of rows of zeros.
       Value result = pe::constantLike(b, loc, bucket.getQueryIndex(), 0.0);

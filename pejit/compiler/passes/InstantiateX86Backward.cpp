@@ -9,8 +9,9 @@
 //
 // This first form takes f32 tensors, masks, windows, GQA, softcap and the
 // score biases by index (ALiBi, T5, a bias tensor: dS passes through an
-// additive bias unchanged); other encodings, encoding operand gradients, a
-// given lse and 16-bit tensors are errors that say so.
+// additive bias unchanged), with the gradients of the operands whose
+// encoding gives a score adjoint (T5's table). Other encodings and operand
+// gradients, a given lse and 16-bit tensors are errors that say so.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
 #include "pejit/dialects/ShapeChecks.h"
@@ -91,11 +92,24 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   if (op.getQueryPositions() || op.getKeyPositions())
     return op.emitError() << "the x86 backward reads no position ids yet (no encoding it takes "
                              "reads them)";
-  if (op.getGradOperands() && !op.getGradOperands()->empty()) {
-    auto [encoding, local] = op.encodingOfOperand((*op.getGradOperands())[0]);
-    return op.emitError() << "the x86 backward does not compute encoding operand gradients yet ("
-                          << encoding.getEncodingOperandName(local)
-                          << " in grad_operands); derive the backward without them";
+  // The encoding operand gradients asked for: each operand's encoding must
+  // give its adjoint; its place in the kv items' partial buffers is the
+  // sum of the sizes before it (the runtime's rule too, X86Backward.cpp).
+  SmallVector<int64_t> gradOffsets(4, -1);
+  int64_t gradFloats = 0;
+  std::vector<unsigned> operandGradients;
+  for (int64_t slot : op.getGradOperands() ? *op.getGradOperands() : ArrayRef<int64_t>()) {
+    auto [encoding, local] = op.encodingOfOperand(slot);
+    if (!encoding.isDifferentiableOperand(local) || !encoding.hasScoreModAdjoint(local))
+      return op.emitError() << "the x86 backward does not compute the gradient of "
+                            << encoding.getEncodingOperandName(local)
+                            << " yet (grad_operands); derive the backward without it";
+    if (slot >= 4)
+      return op.emitError() << "grad_operands: slot " << slot << " is past the kernel's 4";
+    auto type = cast<RankedTensorType>(op.getEncodingOperands()[slot].getType());
+    gradOffsets[slot] = gradFloats;
+    gradFloats += type.getNumElements();
+    operandGradients.push_back(static_cast<unsigned>(slot));
   }
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   if (!qType.getElementType().isF32())
@@ -116,6 +130,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       operandNames.push_back(encoding.getEncodingOperandName(n));
 
   KernelSignature signature;
+  signature.operandGradients = operandGradients;
   std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
                                             {op.getKey(), ArgumentRole::Key},
                                             {op.getValue(), ArgumentRole::Value},
@@ -183,7 +198,12 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"E0", (*slots)[0]},
       {"E1", (*slots)[1]},
       {"E2", (*slots)[2]},
-      {"E3", (*slots)[3]}};
+      {"E3", (*slots)[3]},
+      {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
+      {"GRAD_FLOATS", std::to_string(gradFloats)},
+      {"GRAD_OFFSETS", "[" + std::to_string(gradOffsets[0]) + ", " +
+                           std::to_string(gradOffsets[1]) + ", " + std::to_string(gradOffsets[2]) +
+                           ", " + std::to_string(gradOffsets[3]) + "]"}};
   FailureOr<std::string> text = substitute(
       loadTemplate("x86/attention_backward.mlir", kX86AttentionBackwardTemplate), params, op);
   if (failed(text))
@@ -205,13 +225,16 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   bool staticShape = !ShapedType::isDynamic(shape.batch) &&
                      !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
   int64_t rowFloats = staticShape ? shape.batch * shape.queryHeads * shape.querySeq : 0;
+  int64_t keyItems =
+      staticShape ? shape.batch * shape.kvHeads * ((shape.keySeq + kKeysPerItem - 1) / kKeysPerItem)
+                  : 0;
   int64_t items = staticShape ? shape.batch * shape.queryHeads *
                                     ((shape.querySeq + kRowsPerItem - 1) / kRowsPerItem)
                               : 0;
   Builder attrs(module.getContext());
   NamedAttrList info;
   info.append("items", attrs.getI64IntegerAttr(items));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(2 * rowFloats));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(2 * rowFloats + keyItems * gradFloats));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kKeysPerItem));
   spliceX86Kernel(module, func, signature, *kernel, info, "f32", "f32");

@@ -279,6 +279,38 @@ def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Attn_ScoreGradOp : Attn_Op<"score_grad", [AttrSizedOperandSegments]> {
+  let summary = "template hook: the score biases' adjoint, into a partial gradient buffer";
+  let description = [{
+    A backward template's seam for the encodings' parameter gradients
+    (docs/backward.md). `score_grad` is dL/ds at (batch, head, query index,
+    key index), one score. attn-instantiate-*-template replaces it with each
+    fused score bias's emitScoreModAdjoint contributions, each added to
+    `partial[start + offsets[operand] + index]`, where `offsets` gives each
+    encoding operand's place in the partial buffer (-1: no gradient asked).
+    The template owns the buffer: one per work item, summed in a fixed order.
+
+    ```mlir
+    attn.score_grad %ds, batch %b, head %h, query %qi, key %kj
+        operands(%e0 : memref<32x4xf32>) partial(%scratch : memref<?xf32>, %base)
+        offsets [0]
+    ```
+  }];
+  let arguments = (ins F32:$score_grad, Index:$batch, Index:$head, I32:$query_index,
+                       I32:$key_index, Variadic<AnyMemRef>:$encoding_operands,
+                       MemRefRankOf<[F32], [1]>:$partial, Index:$partial_start,
+                       Optional<Index>:$query_length, Optional<Index>:$key_length,
+                       DenseI64ArrayAttr:$offsets);
+  let assemblyFormat = [{
+    $score_grad `,` `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    `partial` `(` $partial `:` type($partial) `,` $partial_start `)`
+    `offsets` $offsets
+    (`lengths` `(` $query_length^ `,` $key_length `)`)?
+    attr-dict
+  }];
+}
+
 def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["query_index", "key_index", "result"]>]> {
   let summary = "the value term's bucket of (query, key), pointwise";

@@ -95,6 +95,15 @@ struct ScorePoint {
   mlir::Value querySeq = {}, keySeq = {};
 };
 
+/// One gradient contribution of a score hook's adjoint (docs/backward.md):
+/// `value` (f32) is added to element `index` (index type, row-major) of
+/// the encoding's own operand `operand` (its index among the encoding's
+/// operands). The template owns where and in what order it is added.
+struct GradContribution {
+  unsigned operand = 0;
+  mlir::Value index, value;
+};
+
 /// The key − query distance at `point`, pointwise (docs/semantics.md): by
 /// sequence index, j − (i + skv − sq), or, byPosition, keyPosition −
 /// queryPosition. As i32 (positions' differences saturated to the i32

@@ -213,7 +213,7 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
 
 def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPositions",
     "isDistanceOnly",
-    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "hasScoreModAdjoint", "emitScoreModAdjoint", "verifyEncodingOperand",
     "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
     "referenceScoreBias"]> {
   let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";

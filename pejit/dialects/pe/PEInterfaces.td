@@ -206,6 +206,24 @@ def PE_PositionalEncodingAttrInterface
       (ins "const ::pejit::pe::ReferenceAttention &":$attention), "",
       "return {};">,
     InterfaceMethod<[{
+        Whether emitScoreModAdjoint gives the gradient of encoding operand
+        `index` (a backward kernel refuses to compute one it does not).
+      }],
+      "bool", "hasScoreModAdjoint", (ins "unsigned":$index), "", "return false;">,
+    InterfaceMethod<[{
+        The score hook's adjoint (attn.score_grad, docs/backward.md): given
+        dScore, the gradient of the hook's output score at `point` (scalars),
+        the contributions to the encoding's differentiable operands, which
+        the template adds in a fixed order. A score bias is additive, so the
+        gradient of the hook's input score is dScore itself. Empty: no
+        operand gradient (the default).
+      }],
+      "::llvm::SmallVector<::pejit::pe::GradContribution>", "emitScoreModAdjoint",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ScorePoint &":$point, "::mlir::Value":$dScore), "",
+      "return {};">,
+    InterfaceMethod<[{
         The pointwise score hook (attn.score_mod): returns the new score at
         `point` (scalars, or vectors of lanes the template chose). It must
         be elementwise: no loops, and no assumption about which index varies

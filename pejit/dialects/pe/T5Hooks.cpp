@@ -211,6 +211,22 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
   return arith::AddFOp::create(b, loc, point.score, value);
 }
 
+bool T5BiasAttr::hasScoreModAdjoint(unsigned) const { return true; }
+
+// The adjoint (docs/backward.md): d table[bucket, h] += dS, at the same
+// bucket the score hook read (the per-score path).
+SmallVector<GradContribution> T5BiasAttr::emitScoreModAdjoint(OpBuilder &b, Location loc,
+                                                              const AttentionShape &shape,
+                                                              const ScorePoint &point,
+                                                              Value dScore) const {
+  Value rel = relativeDistance(b, loc, shape, point, readsPositions());
+  Value bucket =
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), emitBucket(b, loc, *this, rel));
+  Value heads = arith::ConstantIndexOp::create(b, loc, shape.queryHeads);
+  Value row = arith::MulIOp::create(b, loc, bucket, heads);
+  return {{0, arith::AddIOp::create(b, loc, row, point.head), dScore}};
+}
+
 pejit::ref::Tensor T5BiasAttr::referenceScoreBias(const ReferenceAttention &attention) const {
   return pejit::ref::t5Bias(*attention.operands[0], getBidirectional(), getNumBuckets(),
                             getMaxDistance(), attention.distance(readsPositions()));

@@ -10,10 +10,10 @@ func.func @rope(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1
 
 // -----
 
-func.func @table_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>) {
-  // expected-error @+1 {{the x86 backward does not compute encoding operand gradients yet (t5_table in grad_operands); derive the backward without them}}
-  %dq, %dk, %dv, %dt = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = true>]) encoding_operands(%t : tensor<32x4xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>
-  return %dq, %dk, %dv, %dt : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<32x4xf32>
+func.func @bias_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %bias: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{the x86 backward does not compute the gradient of bias yet (grad_operands); derive the backward without it}}
+  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x4x8x8xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>
+  return %dq, %dk, %dv, %db : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>
 }
 
 // -----
