@@ -6,7 +6,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ._attention import _as_alibi, _raw, _shape, _window, attention_source
+from ._attention import T5Config, _as_alibi, _raw, _shape, _window, attention_source
 from ._checks import boolean, optional_number
 from ._kernel import Kernel, runtime
 from ._pejit import Error
@@ -36,43 +36,57 @@ def _contiguous_rows(x):
     return x if x.strides[-1] == x.itemsize and 0 not in x.strides else np.ascontiguousarray(x)
 
 
-def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, causal: bool = False,
-                       window=None, softcap: Optional[float] = None,
-                       scale: Optional[float] = None) -> Tuple:
+def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5Config] = None,
+                       t5_table=None, causal: bool = False, window=None,
+                       softcap: Optional[float] = None, scale: Optional[float] = None) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
-    gradient `do` (the same options as the forward; `o` is its output).
+    gradient `do` (the same options as the forward; `o` is its output), and
+    with t5 and its float32 t5_table, the table's gradient as a fourth.
     float32 NumPy arrays or torch CPU tensors; returns new arrays of the
-    kind and shapes of q, k, v. Deterministic: the same inputs give the same
+    kind and shapes of q, k, v (and the table). Deterministic: the same inputs give the same
     bits at any thread count. ALiBi's slopes are constants (no gradient);
     RoPE has no backward kernel yet: an Error says so (docs/status.md)."""
     if as_rope(rope) is not None:
         raise Error("attention_backward: the backward of a fused encoding (rope) is not built "
                     "yet; docs/status.md lists what is")
     alibi = _as_alibi(alibi)
+    if (t5 is None) != (t5_table is None):
+        raise Error("t5, t5_table: give both (the config and its [num_buckets, hq] table)")
+    if t5 is not None and not isinstance(t5, T5Config):
+        raise Error(f"t5: expected a pejit.T5Config, got {type(t5).__name__}")
     boolean(causal, "causal")
     optional_number(scale, "scale")
     optional_number(softcap, "softcap", positive=True)
     qs, ks, vs = _shape(q, 4, "q"), _shape(k, 4, "k"), _shape(v, 4, "v")
-    for x, what in ((q, "q"), (k, "k"), (v, "v"), (o, "o"), (do, "do")):
+    tensors = [(q, "q"), (k, "k"), (v, "v"), (o, "o"), (do, "do")]
+    if t5_table is not None:
+        tensors.append((t5_table, "t5_table"))
+    for x, what in tensors:
         if dtype_name(x, what) != "float32":
             raise Error(f"{what}: the backward takes float32 so far, got {dtype_name(x, what)}")
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
-    key = (qs[0], qs[1], ks[1], qs[3], vs[3], alibi, bool(causal), _window(window), softcap,
+    key = (qs[0], qs[1], ks[1], qs[3], vs[3], alibi, t5, bool(causal), _window(window), softcap,
            scale)
     kernel = _kernels.get(key)
     if kernel is None:
         source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", alibi=alibi,
-                                  causal=causal, window=window, softcap=softcap, scale=scale)
+                                  t5=t5, causal=causal, window=window, softcap=softcap,
+                                  scale=scale)
         kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
+    # The derived backward's arguments: the forward's (q, k, v, the table),
+    # then o and dO; its gradients dq, dk, dv, then the table's.
+    operands = [] if t5_table is None else [_contiguous_rows(t5_table)]
+    like = [q, k, v] + operands
     if torch_inputs:
         import torch
-        grads = tuple(torch.empty(tuple(x.shape), dtype=torch.float32) for x in (q, k, v))
+        grads = tuple(torch.empty(tuple(x.shape), dtype=torch.float32) for x in like)
     else:
-        grads = tuple(np.empty(x.shape, dtype=np.float32) for x in (q, k, v))
-    kernel._native.run_backward_raw([_raw_any(x, "input") for x in (q, k, v, o, do)],
-                                    [_raw_any(g, "gradient") for g in grads])
+        grads = tuple(np.empty(x.shape, dtype=np.float32) for x in like)
+    kernel._native.run_backward_raw(
+        [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do]],
+        [_raw_any(g, "gradient") for g in grads])
     return grads

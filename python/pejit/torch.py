@@ -20,18 +20,19 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._attention import _as_alibi, _window, attention as _attention
+from ._attention import T5Config, _as_alibi, _window, attention as _attention
 from ._backward import attention_backward as _attention_backward
 from ._checks import boolean, optional_number
 from ._pejit import Error
 from ._rope import as_rope
 
-_OPTIONS = ("rope", "alibi", "causal", "window", "softcap", "scale")
+_OPTIONS = ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")
 
 
 def options(**kwargs) -> str:
     """The op's options string: pejit.attention's keyword arguments (rope,
-    alibi, causal, window, softcap, scale), checked and normalized."""
+    alibi, t5, causal, window, softcap, scale), checked and normalized. With
+    t5, the op takes the table as its t5_table argument."""
     unknown = set(kwargs) - set(_OPTIONS)
     if unknown:
         raise Error(f"pejit.torch.options: unknown option '{sorted(unknown)[0]}' "
@@ -41,6 +42,8 @@ def options(**kwargs) -> str:
     normalized["rope"] = None if rope is None else dataclasses.asdict(rope)
     alibi = _as_alibi(kwargs.get("alibi"))
     normalized["alibi"] = None if alibi is None else dataclasses.asdict(alibi)
+    t5 = _as_t5(kwargs.get("t5"))
+    normalized["t5"] = None if t5 is None else dataclasses.asdict(t5)
     optional_number(kwargs.get("scale"), "scale")
     optional_number(kwargs.get("softcap"), "softcap", positive=True)
     if "causal" in kwargs:
@@ -57,47 +60,68 @@ def _decode(text: str) -> dict:
     kwargs = json.loads(text)
     if kwargs.get("rope") is not None:
         kwargs["rope"] = as_rope(kwargs["rope"])
+    if kwargs.get("t5") is not None:
+        kwargs["t5"] = T5Config(**kwargs["t5"])
     return kwargs
+
+
+def _as_t5(t5) -> Optional[T5Config]:
+    """A T5Config from a config or a dict of its fields (num_buckets,
+    max_distance, bidirectional)."""
+    if t5 is None or isinstance(t5, T5Config):
+        return t5
+    if isinstance(t5, dict):
+        unknown = set(t5) - {"num_buckets", "max_distance", "bidirectional"}
+        if unknown:
+            raise Error(f"t5: unknown field '{sorted(unknown)[0]}'")
+        return T5Config(**t5)
+    raise Error(f"t5: expected a pejit.T5Config or a dict, got {type(t5).__name__}")
 
 
 @torch.library.custom_op("pejit::attention", mutates_args=(), device_types="cpu")
 def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
                  q_positions: Optional[torch.Tensor] = None,
-                 k_positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 k_positions: Optional[torch.Tensor] = None,
+                 t5_table: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _attention(q, k, v, q_positions=q_positions, k_positions=k_positions,
-                      **_decode(options))
+                      t5_table=t5_table, **_decode(options))
 
 
 @attention_op.register_fake
-def _(q, k, v, options, q_positions=None, k_positions=None):
+def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
 
 
 @torch.library.custom_op("pejit::attention_backward", mutates_args=(), device_types="cpu")
-def attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                          grad: torch.Tensor,
-                          options: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def attention_backward_op(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, grad: torch.Tensor,
+        options: str, t5_table: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv and the T5 table's gradient (an empty tensor without one)."""
     kwargs = {name: value for name, value in _decode(options).items()
-              if name in ("rope", "alibi", "causal", "window", "softcap", "scale")}
-    return _attention_backward(q, k, v, o, grad, **kwargs)
+              if name in ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")}
+    grads = _attention_backward(q, k, v, o, grad, t5_table=t5_table, **kwargs)
+    return (*grads[:3], grads[3] if len(grads) > 3 else q.new_empty((0,)))
 
 
 @attention_backward_op.register_fake
-def _(q, k, v, o, grad, options):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+def _(q, k, v, o, grad, options, t5_table=None):
+    table = q.new_empty((0,)) if t5_table is None else torch.empty_like(t5_table)
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), table
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, options, _, _ = inputs
-    ctx.save_for_backward(q, k, v, output)
+    q, k, v, options, _, _, t5_table = inputs
+    ctx.save_for_backward(q, k, v, output, t5_table)
     ctx.options = options
 
 
 def _backward(ctx, grad):
-    q, k, v, o = ctx.saved_tensors
-    dq, dk, dv = torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options)
+    q, k, v, o, t5_table = ctx.saved_tensors
+    dq, dk, dv, dtable = torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options,
+                                                            t5_table)
     # Position ids and the options string have no gradient.
-    return dq, dk, dv, None, None, None
+    return dq, dk, dv, None, None, None, None if t5_table is None else dtable
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -105,9 +129,10 @@ attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               q_positions: Optional[torch.Tensor] = None,
-              k_positions: Optional[torch.Tensor] = None) -> torch.Tensor:
+              k_positions: Optional[torch.Tensor] = None,
+              t5_table: Optional[torch.Tensor] = None) -> torch.Tensor:
     """torch.ops.pejit.attention: `options` from pejit.torch.options(...)."""
-    return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions)
+    return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table)
 
 
 class Attention(torch.nn.Module):
@@ -121,3 +146,21 @@ class Attention(torch.nn.Module):
 
     def forward(self, q, k, v, q_positions=None, k_positions=None):
         return torch.ops.pejit.attention(q, k, v, self.options, q_positions, k_positions)
+
+
+class T5Attention(torch.nn.Module):
+    """Attention with T5's bucketed relative bias and its learned table
+    [num_buckets, num_heads] (HF's relative_attention_bias weight) as an
+    nn.Parameter: forward(q, k, v) runs the custom op, and loss.backward()
+    reaches q, k, v and the table (docs/backward.md). The other keyword
+    arguments are pejit.torch.options' (causal, window, softcap, scale)."""
+
+    def __init__(self, num_heads: int, num_buckets: int = 32, max_distance: int = 128,
+                 bidirectional: bool = True, **kwargs):
+        super().__init__()
+        self.options = options(t5={"num_buckets": num_buckets, "max_distance": max_distance,
+                                   "bidirectional": bidirectional}, **kwargs)
+        self.table = torch.nn.Parameter(torch.randn(num_buckets, num_heads) * 0.02)
+
+    def forward(self, q, k, v):
+        return torch.ops.pejit.attention(q, k, v, self.options, None, None, self.table)

@@ -95,13 +95,6 @@ def test_float_positions_are_an_error():
                         k_positions=torch.arange(24.0))
 
 
-def test_backward_is_an_error():
-    q, k, v = tensors("float32")
-    out = torch.ops.pejit.attention(q.requires_grad_(), k, v, pejit.torch.options(rope=True))
-    with pytest.raises(RuntimeError, match="no autograd formula"):
-        out.sum().backward()
-
-
 def test_negated_views_are_read_as_their_values():
     # torch._neg_view(q) holds -q logically over q's memory: pejit reads -q
     # (through the fast path too), and refuses such a view as `out`.

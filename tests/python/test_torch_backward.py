@@ -137,6 +137,10 @@ def test_opcheck_including_autograd():
     o = torch.ops.pejit.attention(q, k, v, options).detach()
     torch.library.opcheck(torch.ops.pejit.attention_backward.default,
                           (q.detach(), k.detach(), v.detach(), o, torch.randn_like(o), options))
+    # With a learnable T5 table: the op's autograd reaches it too.
+    t5 = pejit.torch.options(t5={"num_buckets": 32}, causal=True)
+    table = torch.randn(32, 4, generator=generator()).requires_grad_()
+    torch.library.opcheck(torch.ops.pejit.attention.default, (q, k, v, t5, None, None, table))
 
 
 class Block(torch.nn.Module):
@@ -214,3 +218,76 @@ def test_twenty_sgd_steps_match_plain_torch():
         assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
     for (name, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
         assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
+
+
+class T5Block(torch.nn.Module):
+    """An attention block with T5's learned relative bias: pejit's
+    T5Attention, or plain torch as HF's T5 does it (the [h, s, s] bias
+    gathered from the table by bucket, added through SDPA's attn_mask)."""
+
+    def __init__(self, width=64, heads=4, use_pejit=True):
+        super().__init__()
+        self.heads, self.use_pejit = heads, use_pejit
+        self.norm = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, width)
+        self.attention = pejit.torch.T5Attention(heads, num_buckets=32, max_distance=128,
+                                                 bidirectional=True)
+
+    def forward(self, x):
+        import reference as ref
+        b, s, width = x.shape
+        q, k, v = self.qkv(self.norm(x)).view(b, s, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if self.use_pejit:
+            o = self.attention(q, k, v)
+        else:
+            rel = torch.arange(s)[None, :] - torch.arange(s)[:, None]
+            buckets = torch.from_numpy(ref.t5_buckets(rel.numpy(), True, 32, 128)).long()
+            bias = self.attention.table[buckets].permute(2, 0, 1)[None]  # [1, h, s, s]
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return x + self.out(o.transpose(1, 2).reshape(b, s, width))
+
+
+def test_t5_table_trains_like_plain_torch_for_twenty_sgd_steps():
+    nets = []
+    for use_pejit in (True, False):
+        torch.manual_seed(3)
+        nets.append(torch.nn.Sequential(T5Block(use_pejit=use_pejit), T5Block(use_pejit=use_pejit)))
+    optimizers = [torch.optim.SGD(net.parameters(), lr=0.1) for net in nets]
+    g = generator()
+    x, target = torch.randn(2, 40, 64, generator=g), torch.randn(2, 40, 64, generator=g)
+    for step in range(20):
+        losses = []
+        for net, optimizer in zip(nets, optimizers):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    tables = [net[0].attention.table for net in nets]
+    assert tables[0].grad is not None and tables[0].grad.abs().max() > 0
+    for (name, a), b in zip(nets[0].named_parameters(), nets[1].parameters()):
+        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
+
+
+def test_t5_table_gradient_from_numpy():
+    import reference as ref
+    q, k, v = inputs(hq=4, hkv=4, sq=33, skv=33)
+    table = torch.randn(32, 4, generator=generator())
+    t5 = pejit.T5Config(num_buckets=32, max_distance=128, bidirectional=False)
+    o = pejit.attention(q.numpy(), k.numpy(), v.numpy(), t5=t5, t5_table=table.numpy(),
+                        causal=True)
+    do = np.random.default_rng().standard_normal(o.shape).astype(np.float32)
+    dq, dk, dv, dtable = pejit.attention_backward(q.numpy(), k.numpy(), v.numpy(), o, do, t5=t5,
+                                                  t5_table=table.numpy(), causal=True)
+    leaves = [x.double().requires_grad_() for x in (q, k, v, table)]
+    rel = torch.arange(33)[None, :] - torch.arange(33)[:, None]
+    buckets = torch.from_numpy(ref.t5_buckets(rel.numpy(), False, 32, 128)).long()
+    bias = leaves[3][buckets].permute(2, 0, 1)[None]
+    s = torch.einsum("bhid,bhjd->bhij", leaves[0], leaves[1]) * 32 ** -0.5 + bias
+    s = s.masked_fill(rel > 0, float("-inf"))
+    reference = torch.einsum("bhij,bhjd->bhid", torch.softmax(s, -1), leaves[2])
+    (reference * torch.from_numpy(do).double()).sum().backward()
+    for got, leaf, name in zip((dq, dk, dv, dtable), leaves, ("dq", "dk", "dv", "dtable")):
+        assert relative_error(torch.from_numpy(got), leaf.grad) < TOLERANCE, name

@@ -40,3 +40,13 @@ func.func @t5_table_gradient(%q: tensor<1x4x16x64xbf16>, %o: tensor<1x4x16x64xbf
       -> tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<32x4xf32>
   return %dt : tensor<32x4xf32>
 }
+
+// The template hook attn.score_grad (the score biases' adjoint into a
+// partial buffer at each operand's offset).
+// CHECK-LABEL: func.func @score_grad_hook
+// CHECK: attn.score_grad %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x4xf32>) partial(%{{.*}} : memref<?xf32>, %{{.*}}) offsets [0] lengths(%{{.*}}, %{{.*}})
+func.func @score_grad_hook(%ds: f32, %n: index, %i: i32, %t: memref<32x4xf32>, %p: memref<?xf32>) {
+  attn.score_grad %ds, batch %n, head %n, query %i, key %i operands(%t : memref<32x4xf32>)
+      partial(%p : memref<?xf32>, %n) offsets [0] lengths(%n, %n)
+  return
+}
