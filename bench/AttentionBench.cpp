@@ -144,6 +144,8 @@ int runAttentionBench(int argc, char **argv) {
       return runLinearBench(argc, argv);
     else if (arg == "--standalone")
       return runStandaloneBench(argc, argv);
+    else if (arg == "--backward")
+      return runBackwardBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

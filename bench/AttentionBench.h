@@ -27,6 +27,8 @@ int runRopeBench(int argc, char **argv);
 /// `pejit bench --standalone`: the embedding and materialized-bias kernels
 /// against the measured read bandwidth (StandaloneBench.cpp).
 int runStandaloneBench(int argc, char **argv);
+/// `pejit bench --backward` (BackwardBench.cpp).
+int runBackwardBench(int argc, char **argv);
 /// `pejit bench --linear`: linear attention with fused RoPE against softmax
 /// attention with fused RoPE at s = 2048, 8192, 32768 (LinearBench.cpp).
 int runLinearBench(int argc, char **argv);

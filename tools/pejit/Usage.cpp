@@ -106,6 +106,10 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       learned positions), Transformer embeddings (gather + sinusoidal), and
       ALiBi and T5 biases materialized as [1, 16, 2048, 2048] f32: ms, GB/s
       moved, % of the measured read bandwidth.
+  bench --backward [--repeats=N]
+      The attention backward (docs/backward.md) and its forward, causal,
+      f32, b=1, 16 heads, d=128, s=512 to 2048: ms, GFLOP/s (the backward
+      counted as 2.5x the forward's FLOPs) and % of the FMA peak.
 )";
 
 const char *kTuneUsage =
