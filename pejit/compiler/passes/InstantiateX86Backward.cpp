@@ -19,6 +19,7 @@
 #include "mlir/Parser/Parser.h"
 
 #include "templates/X86AttentionBackward.inc"
+#include "templates/X86Exp2.inc"
 
 using namespace mlir;
 using namespace pejit;
@@ -205,7 +206,9 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
                            std::to_string(gradOffsets[1]) + ", " + std::to_string(gradOffsets[2]) +
                            ", " + std::to_string(gradOffsets[3]) + "]"}};
   FailureOr<std::string> text = substitute(
-      loadTemplate("x86/attention_backward.mlir", kX86AttentionBackwardTemplate), params, op);
+      loadTemplateWithBlocks({"x86/attention_backward.mlir", kX86AttentionBackwardTemplate},
+                             {{"x86/exp2.mlir", kX86Exp2Template}}),
+      params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
