@@ -48,6 +48,8 @@
 !I8 = vector<8xi32>
 !TD = memref<${D}x8xf32>
 !TV = memref<${DV}x8xf32>
+// A chunk's weights (P or dE) of up to 64 rows or keys, 8 lanes each.
+!W = memref<64x8xf32>
 !E0 = ${E0}
 !E1 = ${E1}
 !E2 = ${E2}
@@ -549,6 +551,217 @@ func.func private @tile_dot_o(%t: !TV, %x: !O, %b: index, %h: index, %r: index) 
   return %s : !V8
 }
 
+// acc[c, :] += sum_{r < n} w[r, :] x[r0 + r, c]: a chunk's weights (P or
+// dE, 8 lanes per row) times its rows of Q, K or dO, 8 channels at a time
+// in registers: per row, one load of w and 8 broadcasts for 8 FMAs, and
+// the accumulator tile read and written once per chunk.
+func.func private @accumulate_k(%acc: !TD, %w: !W, %n: index, %x: !K, %b: index, %h: index,
+                %r0: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %N = arith.constant ${D} : index
+  scf.for %cb = %c0 to %N step %c8 {
+    %a0 = vector.load %acc[%cb, %c0] : !TD, !V8
+    %cb1 = arith.addi %cb, %c1 : index
+    %a1 = vector.load %acc[%cb1, %c0] : !TD, !V8
+    %cb2 = arith.addi %cb, %c2 : index
+    %a2 = vector.load %acc[%cb2, %c0] : !TD, !V8
+    %cb3 = arith.addi %cb, %c3 : index
+    %a3 = vector.load %acc[%cb3, %c0] : !TD, !V8
+    %cb4 = arith.addi %cb, %c4 : index
+    %a4 = vector.load %acc[%cb4, %c0] : !TD, !V8
+    %cb5 = arith.addi %cb, %c5 : index
+    %a5 = vector.load %acc[%cb5, %c0] : !TD, !V8
+    %cb6 = arith.addi %cb, %c6 : index
+    %a6 = vector.load %acc[%cb6, %c0] : !TD, !V8
+    %cb7 = arith.addi %cb, %c7 : index
+    %a7 = vector.load %acc[%cb7, %c0] : !TD, !V8
+    %r:8 = scf.for %rr = %c0 to %n step %c1 iter_args(%s0 = %a0, %s1 = %a1, %s2 = %a2, %s3 = %a3, %s4 = %a4, %s5 = %a5, %s6 = %a6, %s7 = %a7) -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+      %wv = vector.load %w[%rr, %c0] : !W, !V8
+      %row = arith.addi %r0, %rr : index
+      %x0 = memref.load %x[%b, %h, %row, %cb] : !K
+      %xv0 = vector.broadcast %x0 : f32 to !V8
+      %n0 = math.fma %wv, %xv0, %s0 : !V8
+      %x1 = memref.load %x[%b, %h, %row, %cb1] : !K
+      %xv1 = vector.broadcast %x1 : f32 to !V8
+      %n1 = math.fma %wv, %xv1, %s1 : !V8
+      %x2 = memref.load %x[%b, %h, %row, %cb2] : !K
+      %xv2 = vector.broadcast %x2 : f32 to !V8
+      %n2 = math.fma %wv, %xv2, %s2 : !V8
+      %x3 = memref.load %x[%b, %h, %row, %cb3] : !K
+      %xv3 = vector.broadcast %x3 : f32 to !V8
+      %n3 = math.fma %wv, %xv3, %s3 : !V8
+      %x4 = memref.load %x[%b, %h, %row, %cb4] : !K
+      %xv4 = vector.broadcast %x4 : f32 to !V8
+      %n4 = math.fma %wv, %xv4, %s4 : !V8
+      %x5 = memref.load %x[%b, %h, %row, %cb5] : !K
+      %xv5 = vector.broadcast %x5 : f32 to !V8
+      %n5 = math.fma %wv, %xv5, %s5 : !V8
+      %x6 = memref.load %x[%b, %h, %row, %cb6] : !K
+      %xv6 = vector.broadcast %x6 : f32 to !V8
+      %n6 = math.fma %wv, %xv6, %s6 : !V8
+      %x7 = memref.load %x[%b, %h, %row, %cb7] : !K
+      %xv7 = vector.broadcast %x7 : f32 to !V8
+      %n7 = math.fma %wv, %xv7, %s7 : !V8
+      scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+    }
+    vector.store %r#0, %acc[%cb, %c0] : !TD, !V8
+    vector.store %r#1, %acc[%cb1, %c0] : !TD, !V8
+    vector.store %r#2, %acc[%cb2, %c0] : !TD, !V8
+    vector.store %r#3, %acc[%cb3, %c0] : !TD, !V8
+    vector.store %r#4, %acc[%cb4, %c0] : !TD, !V8
+    vector.store %r#5, %acc[%cb5, %c0] : !TD, !V8
+    vector.store %r#6, %acc[%cb6, %c0] : !TD, !V8
+    vector.store %r#7, %acc[%cb7, %c0] : !TD, !V8
+  }
+  return
+}
+
+func.func private @accumulate_q(%acc: !TD, %w: !W, %n: index, %x: !Q, %b: index, %h: index,
+                %r0: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %N = arith.constant ${D} : index
+  scf.for %cb = %c0 to %N step %c8 {
+    %a0 = vector.load %acc[%cb, %c0] : !TD, !V8
+    %cb1 = arith.addi %cb, %c1 : index
+    %a1 = vector.load %acc[%cb1, %c0] : !TD, !V8
+    %cb2 = arith.addi %cb, %c2 : index
+    %a2 = vector.load %acc[%cb2, %c0] : !TD, !V8
+    %cb3 = arith.addi %cb, %c3 : index
+    %a3 = vector.load %acc[%cb3, %c0] : !TD, !V8
+    %cb4 = arith.addi %cb, %c4 : index
+    %a4 = vector.load %acc[%cb4, %c0] : !TD, !V8
+    %cb5 = arith.addi %cb, %c5 : index
+    %a5 = vector.load %acc[%cb5, %c0] : !TD, !V8
+    %cb6 = arith.addi %cb, %c6 : index
+    %a6 = vector.load %acc[%cb6, %c0] : !TD, !V8
+    %cb7 = arith.addi %cb, %c7 : index
+    %a7 = vector.load %acc[%cb7, %c0] : !TD, !V8
+    %r:8 = scf.for %rr = %c0 to %n step %c1 iter_args(%s0 = %a0, %s1 = %a1, %s2 = %a2, %s3 = %a3, %s4 = %a4, %s5 = %a5, %s6 = %a6, %s7 = %a7) -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+      %wv = vector.load %w[%rr, %c0] : !W, !V8
+      %row = arith.addi %r0, %rr : index
+      %x0 = memref.load %x[%b, %h, %row, %cb] : !Q
+      %xv0 = vector.broadcast %x0 : f32 to !V8
+      %n0 = math.fma %wv, %xv0, %s0 : !V8
+      %x1 = memref.load %x[%b, %h, %row, %cb1] : !Q
+      %xv1 = vector.broadcast %x1 : f32 to !V8
+      %n1 = math.fma %wv, %xv1, %s1 : !V8
+      %x2 = memref.load %x[%b, %h, %row, %cb2] : !Q
+      %xv2 = vector.broadcast %x2 : f32 to !V8
+      %n2 = math.fma %wv, %xv2, %s2 : !V8
+      %x3 = memref.load %x[%b, %h, %row, %cb3] : !Q
+      %xv3 = vector.broadcast %x3 : f32 to !V8
+      %n3 = math.fma %wv, %xv3, %s3 : !V8
+      %x4 = memref.load %x[%b, %h, %row, %cb4] : !Q
+      %xv4 = vector.broadcast %x4 : f32 to !V8
+      %n4 = math.fma %wv, %xv4, %s4 : !V8
+      %x5 = memref.load %x[%b, %h, %row, %cb5] : !Q
+      %xv5 = vector.broadcast %x5 : f32 to !V8
+      %n5 = math.fma %wv, %xv5, %s5 : !V8
+      %x6 = memref.load %x[%b, %h, %row, %cb6] : !Q
+      %xv6 = vector.broadcast %x6 : f32 to !V8
+      %n6 = math.fma %wv, %xv6, %s6 : !V8
+      %x7 = memref.load %x[%b, %h, %row, %cb7] : !Q
+      %xv7 = vector.broadcast %x7 : f32 to !V8
+      %n7 = math.fma %wv, %xv7, %s7 : !V8
+      scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+    }
+    vector.store %r#0, %acc[%cb, %c0] : !TD, !V8
+    vector.store %r#1, %acc[%cb1, %c0] : !TD, !V8
+    vector.store %r#2, %acc[%cb2, %c0] : !TD, !V8
+    vector.store %r#3, %acc[%cb3, %c0] : !TD, !V8
+    vector.store %r#4, %acc[%cb4, %c0] : !TD, !V8
+    vector.store %r#5, %acc[%cb5, %c0] : !TD, !V8
+    vector.store %r#6, %acc[%cb6, %c0] : !TD, !V8
+    vector.store %r#7, %acc[%cb7, %c0] : !TD, !V8
+  }
+  return
+}
+
+func.func private @accumulate_o(%acc: !TV, %w: !W, %n: index, %x: !O, %b: index, %h: index,
+                %r0: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %c7 = arith.constant 7 : index
+  %c8 = arith.constant 8 : index
+  %N = arith.constant ${DV} : index
+  scf.for %cb = %c0 to %N step %c8 {
+    %a0 = vector.load %acc[%cb, %c0] : !TV, !V8
+    %cb1 = arith.addi %cb, %c1 : index
+    %a1 = vector.load %acc[%cb1, %c0] : !TV, !V8
+    %cb2 = arith.addi %cb, %c2 : index
+    %a2 = vector.load %acc[%cb2, %c0] : !TV, !V8
+    %cb3 = arith.addi %cb, %c3 : index
+    %a3 = vector.load %acc[%cb3, %c0] : !TV, !V8
+    %cb4 = arith.addi %cb, %c4 : index
+    %a4 = vector.load %acc[%cb4, %c0] : !TV, !V8
+    %cb5 = arith.addi %cb, %c5 : index
+    %a5 = vector.load %acc[%cb5, %c0] : !TV, !V8
+    %cb6 = arith.addi %cb, %c6 : index
+    %a6 = vector.load %acc[%cb6, %c0] : !TV, !V8
+    %cb7 = arith.addi %cb, %c7 : index
+    %a7 = vector.load %acc[%cb7, %c0] : !TV, !V8
+    %r:8 = scf.for %rr = %c0 to %n step %c1 iter_args(%s0 = %a0, %s1 = %a1, %s2 = %a2, %s3 = %a3, %s4 = %a4, %s5 = %a5, %s6 = %a6, %s7 = %a7) -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+      %wv = vector.load %w[%rr, %c0] : !W, !V8
+      %row = arith.addi %r0, %rr : index
+      %x0 = memref.load %x[%b, %h, %row, %cb] : !O
+      %xv0 = vector.broadcast %x0 : f32 to !V8
+      %n0 = math.fma %wv, %xv0, %s0 : !V8
+      %x1 = memref.load %x[%b, %h, %row, %cb1] : !O
+      %xv1 = vector.broadcast %x1 : f32 to !V8
+      %n1 = math.fma %wv, %xv1, %s1 : !V8
+      %x2 = memref.load %x[%b, %h, %row, %cb2] : !O
+      %xv2 = vector.broadcast %x2 : f32 to !V8
+      %n2 = math.fma %wv, %xv2, %s2 : !V8
+      %x3 = memref.load %x[%b, %h, %row, %cb3] : !O
+      %xv3 = vector.broadcast %x3 : f32 to !V8
+      %n3 = math.fma %wv, %xv3, %s3 : !V8
+      %x4 = memref.load %x[%b, %h, %row, %cb4] : !O
+      %xv4 = vector.broadcast %x4 : f32 to !V8
+      %n4 = math.fma %wv, %xv4, %s4 : !V8
+      %x5 = memref.load %x[%b, %h, %row, %cb5] : !O
+      %xv5 = vector.broadcast %x5 : f32 to !V8
+      %n5 = math.fma %wv, %xv5, %s5 : !V8
+      %x6 = memref.load %x[%b, %h, %row, %cb6] : !O
+      %xv6 = vector.broadcast %x6 : f32 to !V8
+      %n6 = math.fma %wv, %xv6, %s6 : !V8
+      %x7 = memref.load %x[%b, %h, %row, %cb7] : !O
+      %xv7 = vector.broadcast %x7 : f32 to !V8
+      %n7 = math.fma %wv, %xv7, %s7 : !V8
+      scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+    }
+    vector.store %r#0, %acc[%cb, %c0] : !TV, !V8
+    vector.store %r#1, %acc[%cb1, %c0] : !TV, !V8
+    vector.store %r#2, %acc[%cb2, %c0] : !TV, !V8
+    vector.store %r#3, %acc[%cb3, %c0] : !TV, !V8
+    vector.store %r#4, %acc[%cb4, %c0] : !TV, !V8
+    vector.store %r#5, %acc[%cb5, %c0] : !TV, !V8
+    vector.store %r#6, %acc[%cb6, %c0] : !TV, !V8
+    vector.store %r#7, %acc[%cb7, %c0] : !TV, !V8
+  }
+  return
+}
+
 // 8 lanes of the scratch's [D | lse] rows (b, h, r0 + l), rows past `end`
 // read as `pad`.
 func.func private @row_values(%scratch: !SCRATCH, %first: index, %r0: index, %end: index,
@@ -719,6 +932,9 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
   %Vt = memref.alloca() {alignment = 64 : i64} : !TV
   %dKt = memref.alloca() {alignment = 64 : i64} : !TD
   %dVt = memref.alloca() {alignment = 64 : i64} : !TV
+  %Pw = memref.alloca() {alignment = 64 : i64} : !W
+  %DEw = memref.alloca() {alignment = 64 : i64} : !W
+  %c64 = arith.constant 64 : index
   // 8 keys per vector: keys g0 .. g0 + 7 of the tile, transposed.
   scf.for %g0 = %j0 to %j1 step %c8 {
     func.call @rows_t_k(%k, %Kt, %b, %hk, %g0, %j1) : (!K, !TD, index, index, index, index) -> ()
@@ -744,61 +960,60 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
     scf.for %g = %c0 to %GROUP step %c1 {
       %h = arith.addi %h0, %g : index
       %head = func.call @row_index(%b, %h, %c0, %SQ) : (index, index, index, index) -> index
-      scf.for %i = %ilo to %ihi step %c1 {
-        %row = arith.addi %head, %i : index
-        %lrow = arith.addi %ROWS, %row : index
-        %dr = memref.load %scratch[%row] : !SCRATCH
-        %lse = memref.load %scratch[%lrow] : !SCRATCH
-        %ii = arith.index_cast %i : index to i32
-        %qi = vector.broadcast %ii : i32 to !I8
-        %dot = func.call @tile_dot_q(%Kt, %q, %b, %h, %i) : (!TD, !Q, index, index, index) -> !V8
-        %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
-            : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
-        %vis0 = func.call @visible8(%qi, %kj, %OFF, %valid)
-            : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
-        // A row whose every score is -inf (a -inf bias) has lse = -inf: P 0.
-        %seen = arith.cmpf one, %lse, %ninf : f32
-        %seenv = vector.broadcast %seen : i1 to vector<8xi1>
-        %vis = arith.andi %vis0, %seenv : vector<8xi1>
-        %lsev = vector.broadcast %lse : f32 to !V8
-        %sl = arith.subf %s, %lsev : !V8
-        %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
-        %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
-        %dp = func.call @tile_dot_o(%Vt, %do, %b, %h, %i) : (!TV, !O, index, index, index) -> !V8
-        %drv = vector.broadcast %dr : f32 to !V8
-        %dpd = arith.subf %dp, %drv : !V8
-        %ds = arith.mulf %p, %dpd : !V8
-        %dsf = arith.mulf %ds, %f : !V8
-        %de = arith.mulf %dsf, %scale : !V8
-        scf.if %has_grads {
-          scf.for %l = %c0 to %c8 step %c1 {
-            %jl = arith.addi %g0, %l : index
-            %in = arith.cmpi ult, %jl, %j1 : index
-            scf.if %in {
-              %dsl = vector.extract %ds[%l] : f32 from !V8
-              %kji = arith.index_cast %jl : index to i32
-              attn.score_grad %dsl, batch %b, head %h, query %ii, key %kji
-                  operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
-                  partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS}
-                  lengths(%SQ, %SKV)
+      // Rows in chunks of 64: P and dE of the chunk first, then
+      // dV^T += P^T dO and dK^T += dE^T Q.
+      scf.for %ic = %ilo to %ihi step %c64 {
+        %ic_end0 = arith.addi %ic, %c64 : index
+        %ic_end = arith.minui %ic_end0, %ihi : index
+        %ni = arith.subi %ic_end, %ic : index
+        scf.for %ii0 = %c0 to %ni step %c1 {
+          %i = arith.addi %ic, %ii0 : index
+          %row = arith.addi %head, %i : index
+          %lrow = arith.addi %ROWS, %row : index
+          %dr = memref.load %scratch[%row] : !SCRATCH
+          %lse = memref.load %scratch[%lrow] : !SCRATCH
+          %ii = arith.index_cast %i : index to i32
+          %qi = vector.broadcast %ii : i32 to !I8
+          %dot = func.call @tile_dot_q(%Kt, %q, %b, %h, %i) : (!TD, !Q, index, index, index) -> !V8
+          %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
+              : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
+          %vis0 = func.call @visible8(%qi, %kj, %OFF, %valid)
+              : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
+          // A row whose every score is -inf (a -inf bias) has lse = -inf: P 0.
+          %seen = arith.cmpf one, %lse, %ninf : f32
+          %seenv = vector.broadcast %seen : i1 to vector<8xi1>
+          %vis = arith.andi %vis0, %seenv : vector<8xi1>
+          %lsev = vector.broadcast %lse : f32 to !V8
+          %sl = arith.subf %s, %lsev : !V8
+          %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
+          %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
+          %dp = func.call @tile_dot_o(%Vt, %do, %b, %h, %i) : (!TV, !O, index, index, index) -> !V8
+          %drv = vector.broadcast %dr : f32 to !V8
+          %dpd = arith.subf %dp, %drv : !V8
+          %ds = arith.mulf %p, %dpd : !V8
+          %dsf = arith.mulf %ds, %f : !V8
+          %de = arith.mulf %dsf, %scale : !V8
+          scf.if %has_grads {
+            scf.for %l = %c0 to %c8 step %c1 {
+              %jl = arith.addi %g0, %l : index
+              %in = arith.cmpi ult, %jl, %j1 : index
+              scf.if %in {
+                %dsl = vector.extract %ds[%l] : f32 from !V8
+                %kji = arith.index_cast %jl : index to i32
+                attn.score_grad %dsl, batch %b, head %h, query %ii, key %kji
+                    operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
+                    partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS}
+                    lengths(%SQ, %SKV)
+              }
             }
           }
+          vector.store %p, %Pw[%ii0, %c0] : !W, !V8
+          vector.store %de, %DEw[%ii0, %c0] : !W, !V8
         }
-        // dV^T[c, :] += P dO_i[c];  dK^T[c, :] += dE q_i[c].
-        scf.for %c = %c0 to %DV step %c1 {
-          %a = vector.load %dVt[%c, %c0] : !TV, !V8
-          %x = memref.load %do[%b, %h, %i, %c] : !O
-          %xv = vector.broadcast %x : f32 to !V8
-          %n = math.fma %p, %xv, %a : !V8
-          vector.store %n, %dVt[%c, %c0] : !TV, !V8
-        }
-        scf.for %c = %c0 to %D step %c1 {
-          %a = vector.load %dKt[%c, %c0] : !TD, !V8
-          %x = memref.load %q[%b, %h, %i, %c] : !Q
-          %xv = vector.broadcast %x : f32 to !V8
-          %n = math.fma %de, %xv, %a : !V8
-          vector.store %n, %dKt[%c, %c0] : !TD, !V8
-        }
+        func.call @accumulate_o(%dVt, %Pw, %ni, %do, %b, %h, %ic)
+            : (!TV, !W, index, !O, index, index, index) -> ()
+        func.call @accumulate_q(%dKt, %DEw, %ni, %q, %b, %h, %ic)
+            : (!TD, !W, index, !Q, index, index, index) -> ()
       }
     }
     // The keys' rows of dk and dv, back from the transposed accumulators.
@@ -851,6 +1066,8 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
   %Qt = memref.alloca() {alignment = 64 : i64} : !TD
   %dOt = memref.alloca() {alignment = 64 : i64} : !TV
   %dQt = memref.alloca() {alignment = 64 : i64} : !TD
+  %DEw = memref.alloca() {alignment = 64 : i64} : !W
+  %c64 = arith.constant 64 : index
   // 8 rows per vector: rows r0 .. r0 + 7, transposed.
   scf.for %r0 = %i0 to %i1 step %c8 {
     func.call @rows_t_q(%q, %Qt, %b, %h, %r0, %i1) : (!Q, !TD, index, index, index, index) -> ()
@@ -876,30 +1093,32 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
     %i1v = vector.broadcast %i1i : i32 to !I8
     %valid0 = arith.cmpi slt, %qi, %i1v : !I8
     %valid = arith.andi %valid0, %seen : vector<8xi1>
-    scf.for %j = %lo to %hi step %c1 {
-      %dot = func.call @tile_dot_k(%Qt, %k, %b, %hk, %j) : (!TD, !K, index, index, index) -> !V8
-      %ji = arith.index_cast %j : index to i32
-      %kj = vector.broadcast %ji : i32 to !I8
-      %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
-          : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
-      %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
-          : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
-      %sl = arith.subf %s, %lse : !V8
-      %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
-      %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
-      %dp = func.call @tile_dot_v(%dOt, %v, %b, %hk, %j) : (!TV, !V, index, index, index) -> !V8
-      %dpd = arith.subf %dp, %dr : !V8
-      %ds = arith.mulf %p, %dpd : !V8
-      %dsf = arith.mulf %ds, %f : !V8
-      %de = arith.mulf %dsf, %scale : !V8
-      // dQ^T[c, :] += dE k_j[c].
-      scf.for %c = %c0 to %D step %c1 {
-        %a = vector.load %dQt[%c, %c0] : !TD, !V8
-        %x = memref.load %k[%b, %hk, %j, %c] : !K
-        %xv = vector.broadcast %x : f32 to !V8
-        %n = math.fma %de, %xv, %a : !V8
-        vector.store %n, %dQt[%c, %c0] : !TD, !V8
+    // Keys in chunks of 64: dE of the chunk first, then dQ^T += dE^T K.
+    scf.for %jc = %lo to %hi step %c64 {
+      %jc_end0 = arith.addi %jc, %c64 : index
+      %jc_end = arith.minui %jc_end0, %hi : index
+      %nj = arith.subi %jc_end, %jc : index
+      scf.for %jj = %c0 to %nj step %c1 {
+        %j = arith.addi %jc, %jj : index
+        %dot = func.call @tile_dot_k(%Qt, %k, %b, %hk, %j) : (!TD, !K, index, index, index) -> !V8
+        %ji = arith.index_cast %j : index to i32
+        %kj = vector.broadcast %ji : i32 to !I8
+        %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
+            : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
+        %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
+            : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
+        %sl = arith.subf %s, %lse : !V8
+        %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
+        %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
+        %dp = func.call @tile_dot_v(%dOt, %v, %b, %hk, %j) : (!TV, !V, index, index, index) -> !V8
+        %dpd = arith.subf %dp, %dr : !V8
+        %ds = arith.mulf %p, %dpd : !V8
+        %dsf = arith.mulf %ds, %f : !V8
+        %de = arith.mulf %dsf, %scale : !V8
+        vector.store %de, %DEw[%jj, %c0] : !W, !V8
       }
+      func.call @accumulate_k(%dQt, %DEw, %nj, %k, %b, %hk, %jc)
+          : (!TD, !W, index, !K, index, index, index) -> ()
     }
     scf.for %l = %c0 to %c8 step %c1 {
       %r = arith.addi %r0, %l : index
