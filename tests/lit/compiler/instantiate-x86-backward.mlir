@@ -12,14 +12,18 @@
 // CHECK-SAME: items = 12 : i64
 // CHECK-SAME: scratch_floats = 320 : i64
 // CHECK-SAME: tile_m = 16 : i64, tile_n = 16 : i64
-// CHECK-LABEL: func.func private @score
-// CHECK: math.tanh
+// CHECK-LABEL: func.func private @score8
+// CHECK: math.tanh %{{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func @pejit_backward_rows
-// CHECK: math.log
+// CHECK: math.log %{{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func @pejit_backward_kv
-// CHECK: math.exp
+// CHECK: func.call @exp_v8
+// CHECK: func.call @accumulate_o
+// CHECK: func.call @accumulate_q
 // CHECK-LABEL: func.func @pejit_backward_q
+// CHECK: func.call @accumulate_k
 // CHECK-NOT: attn.attention_backward
+// CHECK-LABEL: func.func private @exp2_v8
 func.func @causal_gqa_softcap(%q: tensor<1x4x40x16xf32>, %k: tensor<1x2x40x16xf32>, %v: tensor<1x2x40x8xf32>,
                               %o: tensor<1x4x40x8xf32>, %do: tensor<1x4x40x8xf32>)
     -> (tensor<1x4x40x16xf32>, tensor<1x2x40x16xf32>, tensor<1x2x40x8xf32>) {
@@ -49,13 +53,14 @@ func.func @shape_class(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: t
 // -----
 
 // A fused score bias (T5, its table an encoding operand): the score hook
-// is expanded in @score, one score at a time (the per-score bucket), after
-// the softcap; dS passes through the additive bias unchanged.
+// is expanded in @score8, 8 lanes at a time (the per-score bucket, the
+// table read by a gather), after the softcap; dS passes through the
+// additive bias unchanged.
 // CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x16x16 key:f32:1x4x16x16 value:f32:1x4x16x16 encoding_operand=t5_table:f32:32x4 output:f32:1x4x16x16 output_grad:f32:1x4x16x16"
-// CHECK-LABEL: func.func private @score
+// CHECK-LABEL: func.func private @score8
 // CHECK-SAME: memref<32x4xf32>
 // CHECK-NOT: attn.score_mod
-// CHECK: memref.load %{{.*}} : memref<32x4xf32>
+// CHECK: vector.gather %{{.*}} : memref<32x4xf32>
 // CHECK-LABEL: func.func @pejit_backward_rows
 func.func @t5(%q: tensor<1x4x16x16xf32>, %k: tensor<1x4x16x16xf32>, %v: tensor<1x4x16x16xf32>, %t: tensor<32x4xf32>,
               %o: tensor<1x4x16x16xf32>, %do: tensor<1x4x16x16xf32>)
