@@ -393,6 +393,45 @@ TEST(Backward, T5TableGradientSummedInItemOrder) {
   }
 }
 
+TEST(Backward, T5TableGradientBitwiseIdenticalAcrossThreadCounts) {
+  // The partial tables are summed in item order: the same bits at 1 and 2
+  // threads, and run after run.
+  BackwardCase c;
+  c.batch = 2, c.heads = 4, c.kvHeads = 2, c.sq = c.skv = 90, c.causal = true;
+  Expected<Spec> spec = Spec::fromText(
+      fusedSource(c,
+                  " causal encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, "
+                  "bidirectional = false>])",
+                  "tensor<32x4xf32>"));
+  ASSERT_TRUE(spec) << spec.error();
+  Problem p = drawProblem(c, rng(nullptr));
+  std::vector<float> table = toFloat(randomTensor({32, 4}, rng(nullptr), 2.0));
+  std::vector<std::vector<float>> tables;
+  for (int threads : {1, 2, 2}) {
+    RuntimeOptions options;
+    options.threads = threads;
+    Runtime runtime(options);
+    Expected<X86Kernel> kernel = runtime.getX86Backward(*spec);
+    ASSERT_TRUE(kernel) << kernel.error();
+    std::vector<float> dq(p.qf.size()), dk(p.kf.size()), dv(p.vf.size()), dtable(table.size());
+    Status status = kernel->runBackward({{p.qf.data(), DType::F32, p.q.shape, {}},
+                                         {p.kf.data(), DType::F32, p.k.shape, {}},
+                                         {p.vf.data(), DType::F32, p.v.shape, {}},
+                                         {table.data(), DType::F32, {32, 4}, {}},
+                                         {p.of.data(), DType::F32, p.o.shape, {}},
+                                         {p.dOf.data(), DType::F32, p.dOut.shape, {}}},
+                                        {{dq.data(), DType::F32, p.q.shape, {}},
+                                         {dk.data(), DType::F32, p.k.shape, {}},
+                                         {dv.data(), DType::F32, p.v.shape, {}},
+                                         {dtable.data(), DType::F32, {32, 4}, {}}});
+    ASSERT_TRUE(status) << status.message();
+    tables.push_back(dtable);
+  }
+  for (size_t r = 1; r < tables.size(); ++r)
+    EXPECT_EQ(std::memcmp(tables[r].data(), tables[0].data(), tables[0].size() * 4), 0)
+        << "d t5_table of run " << r;
+}
+
 TEST(Backward, OperandGradientsAndOtherEncodingsAreRefusedByName) {
   BackwardCase c;
   c.sq = c.skv = 16;
