@@ -72,22 +72,6 @@ FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
   return op;
 }
 
-/// The encoding (and its own operand index) that reads encoding operand
-/// `index` of the fused attention.
-std::pair<pe::PositionalEncodingAttrInterface, unsigned> encodingOf(attn::AttentionOp op,
-                                                                    unsigned index) {
-  unsigned first = 0;
-  if (ArrayAttr encodings = op.getEncodingsAttr())
-    for (Attribute attr : encodings) {
-      auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
-      unsigned count = encoding.getNumEncodingOperands();
-      if (index < first + count)
-        return {encoding, index - first};
-      first += count;
-    }
-  return {nullptr, 0};
-}
-
 LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool operandGradients) {
   OpBuilder builder(func);
   builder.setInsertionPointAfter(func);
@@ -101,7 +85,7 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
                                    op.getValue().getType()};
   SmallVector<int64_t> gradOperands;
   for (auto [index, operand] : llvm::enumerate(op.getEncodingOperands())) {
-    auto [encoding, local] = encodingOf(op, index);
+    auto [encoding, local] = attn::encodingOfOperand(op.getEncodingsAttr(), index);
     if (!operandGradients || !encoding || !encoding.isDifferentiableOperand(local))
       continue;
     gradOperands.push_back(index);

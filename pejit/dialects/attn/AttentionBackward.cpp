@@ -23,9 +23,9 @@ pe::PositionalEncodingAttrInterface AttentionBackwardOp::getFusedQKTransform() {
 }
 
 std::pair<pe::PositionalEncodingAttrInterface, unsigned>
-AttentionBackwardOp::encodingOfOperand(unsigned index) {
+pejit::attn::encodingOfOperand(ArrayAttr encodings, unsigned index) {
   unsigned first = 0;
-  if (ArrayAttr encodings = getEncodingsAttr())
+  if (encodings)
     for (Attribute attr : encodings) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
       unsigned count = encoding.getNumEncodingOperands();
@@ -34,6 +34,11 @@ AttentionBackwardOp::encodingOfOperand(unsigned index) {
       first += count;
     }
   return {nullptr, 0};
+}
+
+std::pair<pe::PositionalEncodingAttrInterface, unsigned>
+AttentionBackwardOp::encodingOfOperand(unsigned index) {
+  return attn::encodingOfOperand(getEncodingsAttr(), index);
 }
 
 LogicalResult AttentionBackwardOp::verify() {

@@ -9,6 +9,7 @@
 #include "pejit/dialects/attn/AttnDialect.h"
 #include "pejit/dialects/pe/PEInterfaces.h"
 #include <optional>
+#include <utility>
 
 #include "pejit/dialects/attn/AttnEnums.h.inc"
 
@@ -46,6 +47,12 @@ namespace pejit::attn {
                                            ::mlir::Value key, ::mlir::Value value,
                                            ::mlir::Value queryPositions,
                                            ::mlir::Value keyPositions);
+
+/// The encoding of `encodings` that reads encoding operand `index` (each
+/// takes the next getNumEncodingOperands()), and the operand's index among
+/// that encoding's own; null when out of range.
+std::pair<::pejit::pe::PositionalEncodingAttrInterface, unsigned>
+encodingOfOperand(::mlir::ArrayAttr encodings, unsigned index);
 
 /// The QK transform among `encodings` (at most one), or null.
 ::pejit::pe::PositionalEncodingAttrInterface fusedQKTransform(::mlir::ArrayAttr encodings);
