@@ -19,6 +19,7 @@
 #include "mlir/Parser/Parser.h"
 
 #include "templates/X86AttentionBackward.inc"
+#include "templates/X86AttentionBackwardBlocks.inc"
 #include "templates/X86Exp2.inc"
 
 using namespace mlir;
@@ -205,10 +206,12 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"GRAD_OFFSETS", "[" + std::to_string(gradOffsets[0]) + ", " +
                            std::to_string(gradOffsets[1]) + ", " + std::to_string(gradOffsets[2]) +
                            ", " + std::to_string(gradOffsets[3]) + "]"}};
-  FailureOr<std::string> text = substitute(
-      loadTemplateWithBlocks({"x86/attention_backward.mlir", kX86AttentionBackwardTemplate},
-                             {{"x86/exp2.mlir", kX86Exp2Template}}),
-      params, op);
+  FailureOr<std::string> text =
+      substitute(loadTemplateWithBlocks(
+                     {"x86/attention_backward.mlir", kX86AttentionBackwardTemplate},
+                     {{"x86/attention_backward_blocks.mlir", kX86AttentionBackwardBlocksTemplate},
+                      {"x86/exp2.mlir", kX86Exp2Template}}),
+                 params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
