@@ -3,7 +3,8 @@
 // gradient against its input's shape, no gradient overlapping an input or
 // another), then runs the three phases on the pool, each a pool round
 // trip: rows (D and lse into scratch), kv (dk, dv) and q (dq), each given
-// the encodings' tensors (a score bias's). Every item
+// the encodings' tensors (a score bias's). A QK transform (RoPE) adds two
+// round trips before them: its tables, then Q' and K' into scratch. Every item
 // writes outputs no other item writes, in a fixed order, so the gradients
 // are the same bit for bit at any thread count.
 #include "pejit/runtime/Views.h"
@@ -93,27 +94,94 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   if (Status st = checkWrites(signature, inputs, written, /*inPlaceAllowed=*/false); !st)
     return st;
 
+  // A QK transform (RoPE): the position ids, as the forward builds them
+  // (queries from skv - sq, keys from 0 when not given), and its tables'
+  // size at these lengths.
+  const bool transformed = tableFloatsPerQueryPosition + tableFloatsPerKeyPosition > 0;
+  std::vector<int64_t> queryIds, keyIds;
+  MemRefDescriptor<int64_t, 2> qp{}, kp{};
+  int64_t tableFloats = 0;
+  if (transformed) {
+    if (Status st =
+            buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
+                               s.querySeq, s.batch, s.keySeq - s.querySeq, queryIds, positionAxes,
+                               0, "position", !signature.declaresQueryPositions());
+        !st)
+      return st;
+    if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
+                                       s.keySeq, s.batch, 0, keyIds, positionAxes, 0, "position",
+                                       !signature.declaresKeyPositions());
+        !st)
+      return st;
+    if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
+      return st;
+    qp = {queryIds.data(),
+          queryIds.data(),
+          0,
+          {positionAxes * queryPositionRows, s.querySeq},
+          {s.querySeq, 1}};
+    kp = {
+        keyIds.data(), keyIds.data(), 0, {positionAxes * keyPositionRows, s.keySeq}, {s.keySeq, 1}};
+    auto rows = [&](int64_t positionRows) { return positionRows == 1 ? 1 : s.batch; };
+    tableFloats = tableFloatsPerQueryPosition * rows(queryPositionRows) * s.querySeq +
+                  tableFloatsPerKeyPosition * rows(keyPositionRows) * s.keySeq;
+  }
+
   // Scratch: D then lse, b hq sq floats each, then each kv item's partial
-  // operand gradients.
+  // operand gradients; with a QK transform, its tables and Q', K' (the
+  // transformed Q and K the phases read), each 16-float aligned.
+  auto aligned = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   const int64_t rowFloats = s.batch * s.queryHeads * s.querySeq;
   const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
-  const int64_t scratchFloats = 2 * rowFloats + keyItems * gradFloats;
+  const int64_t tablesAt = aligned(2 * rowFloats + keyItems * gradFloats);
+  const int64_t queryAt = tablesAt + aligned(tableFloats);
+  const int64_t keyAt = queryAt + (transformed ? aligned(rowFloats * s.headDim) : 0);
+  const int64_t scratchFloats =
+      keyAt + (transformed ? s.batch * s.kvHeads * s.keySeq * s.headDim : 0);
   ScratchBuffer scratch = takeScratch(scratchFloats);
   if (!scratch.data)
     return Status::error("out of memory: the backward's scratch of " +
                          std::to_string(scratchFloats) + " floats could not be allocated");
-  MemRefDescriptor<float, 1> rows = {
-      scratch.data.get(), scratch.data.get(), 0, {std::max<int64_t>(scratchFloats, 1)}, {1}};
+  float *base = scratch.data.get();
+  MemRefDescriptor<float, 1> rows = {base, base, 0, {std::max<int64_t>(scratchFloats, 1)}, {1}};
+  MemRefDescriptor<float, 1> tables = {
+      base + tablesAt, base + tablesAt, 0, {std::max<int64_t>(tableFloats, 1)}, {1}};
   MemRefDescriptor<float, 4> q = describe4(*bound.query), k = describe4(*bound.key),
                              v = describe4(*bound.value), o = describe4(*bound.output),
                              dO = describe4(*bound.outputGradient), dq = describe4(gradients[0]),
                              dk = describe4(gradients[1]), dv = describe4(gradients[2]);
+  // Dense [b, h, s, d] views of scratch for Q' and K'.
+  auto dense = [](float *at, int64_t b, int64_t h, int64_t seq, int64_t d) {
+    return MemRefDescriptor<float, 4>{at, at, 0, {b, h, seq, d}, {h * seq * d, seq * d, d, 1}};
+  };
+  MemRefDescriptor<float, 4> tq = dense(base + queryAt, s.batch, s.queryHeads, s.querySeq,
+                                        s.headDim),
+                             tk = dense(base + keyAt, s.batch, s.kvHeads, s.keySeq, s.headDim);
   // The encodings' tensors (a T5 table, ALiBi has none), slot by slot.
   std::array<std::vector<int64_t>, kEncodingOperandSlots> slots;
   for (size_t n = 0; n < kEncodingOperandSlots; ++n)
     slots[n] =
         operandSlotWords(n < bound.encodingOperands.size() ? bound.encodingOperands[n] : nullptr);
   const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
+  if (transformed) {
+    // The tables on all cores (part p fills position rows p, p + threads,
+    // ...), then Q' and K' by query and key tiles; the phases read those.
+    const int64_t threads = pool_->threads();
+    pool_->parallelFor(threads, [&](int64_t part) {
+      MemRefDescriptor<int64_t, 2> qpc = qp, kpc = kp;
+      MemRefDescriptor<float, 1> tc = tables;
+      std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
+      backwardPrologue_(&qpc, &kpc, &tc, part, threads, e[0].data(), e[1].data(), e[2].data(),
+                        e[3].data());
+    });
+    pool_->parallelFor(queryItems + keyItems, [&](int64_t item) {
+      MemRefDescriptor<float, 4> qc = q, kc = k, tqc = tq, tkc = tk;
+      MemRefDescriptor<float, 1> tc = tables;
+      backwardTransform_(&qc, &kc, &tqc, &tkc, &tc, item);
+    });
+    q = tq;
+    k = tk;
+  }
   // Each phase reads what the one before wrote: three pool round trips.
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO;
@@ -126,14 +194,16 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv;
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
-    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, e[0].data(), e[1].data(), e[2].data(),
+    MemRefDescriptor<float, 1> tc = tables;
+    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, &tc, e[0].data(), e[1].data(), e[2].data(),
                 e[3].data(), item);
   });
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dqc = dq;
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
-    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, e[0].data(), e[1].data(), e[2].data(),
+    MemRefDescriptor<float, 1> tc = tables;
+    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, &tc, e[0].data(), e[1].data(), e[2].data(),
                    e[3].data(), item);
   });
   // The operand gradients: each element the sum of the items' partials,

@@ -43,6 +43,10 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
     kernel->backwardKv_ = reinterpret_cast<BackwardKvFn>(lookup("_mlir_ciface_pejit_backward_kv"));
     kernel->backwardQuery_ =
         reinterpret_cast<BackwardQueryFn>(lookup("_mlir_ciface_pejit_backward_q"));
+    kernel->backwardPrologue_ =
+        reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_backward_prologue"));
+    kernel->backwardTransform_ =
+        reinterpret_cast<BackwardTransformFn>(lookup("_mlir_ciface_pejit_backward_transform"));
   } else if (artifact.signature.materializedBias) { // a score bias written out: one item function
     kernel->biasItem_ = reinterpret_cast<BiasItemFn>(lookup("_mlir_ciface_pejit_bias_item"));
   } else if (artifact.signature.standaloneTransform()) { // a pe op on its own

@@ -87,18 +87,22 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
 
 /// A backward kernel's phases (templates/x86/attention_backward.mlir):
 /// (q, k, v, o, dO, scratch, e0..e3, item), (q, k, v, dO, dk, dv, scratch,
-/// e0..e3, item) and (q, k, v, dO, dq, scratch, e0..e3, item); the encoding
-/// operand slots as for ItemFn.
+/// tables, e0..e3, item) and (q, k, v, dO, dq, scratch, tables, e0..e3,
+/// item); the encoding operand slots as for ItemFn.
 using Desc4 = MemRefDescriptor<float, 4>;
 using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                                 MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
                                 int64_t);
 using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
-                              MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
-                              int64_t);
+                              MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *,
+                              void *, void *, void *, int64_t);
 using BackwardQueryFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
-                                 MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
-                                 int64_t);
+                                 MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *,
+                                 void *, void *, void *, int64_t);
+/// With a QK transform: (q, k, q', k', tables, item), Q' and K' of a query
+/// or key tile; its tables come from a PrologueFn (pejit_backward_prologue).
+using BackwardTransformFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+                                     MemRefDescriptor<float, 1> *, int64_t);
 
 class LoadedObject;
 struct BoundInputs;
@@ -149,6 +153,8 @@ private:
   BackwardRowsFn backwardRows_ = nullptr;
   BackwardKvFn backwardKv_ = nullptr;
   BackwardQueryFn backwardQuery_ = nullptr;
+  PrologueFn backwardPrologue_ = nullptr;
+  BackwardTransformFn backwardTransform_ = nullptr;
   Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most

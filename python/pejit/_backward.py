@@ -15,7 +15,7 @@ from ._tensors import dtype_name, is_torch
 
 _kernels: dict = {}
 
-_NUMPY_CODES = {np.dtype(np.float32): 0}
+_NUMPY_CODES = {np.dtype(np.float32): 0, np.dtype(np.int32): 3, np.dtype(np.int64): 4}
 
 
 def _raw_any(x, what):
@@ -24,7 +24,8 @@ def _raw_any(x, what):
     if is_torch(x):
         return _raw(x, what)
     if not isinstance(x, np.ndarray) or x.dtype not in _NUMPY_CODES:
-        raise Error(f"{what}: expected a float32 NumPy array or torch CPU tensor")
+        raise Error(f"{what}: expected a NumPy array or torch CPU tensor (float32; int32 or "
+                    "int64 position ids)")
     return (x.ctypes.data, _NUMPY_CODES[x.dtype], x.shape,
             tuple(s // x.itemsize for s in x.strides))
 
@@ -38,17 +39,24 @@ def _contiguous_rows(x):
 
 def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5Config] = None,
                        t5_table=None, causal: bool = False, window=None,
-                       softcap: Optional[float] = None, scale: Optional[float] = None) -> Tuple:
+                       softcap: Optional[float] = None, scale: Optional[float] = None,
+                       q_positions=None, k_positions=None) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
     with t5 and its float32 t5_table, the table's gradient as a fourth.
     float32 NumPy arrays or torch CPU tensors; returns new arrays of the
-    kind and shapes of q, k, v (and the table). Deterministic: the same inputs give the same
-    bits at any thread count. ALiBi's slopes are constants (no gradient);
-    RoPE has no backward kernel yet: an Error says so (docs/status.md)."""
-    if as_rope(rope) is not None:
-        raise Error("attention_backward: the backward of a fused encoding (rope) is not built "
-                    "yet; docs/status.md lists what is")
+    kind and shapes of q, k, v (and the table). With rope, dq and dk are
+    rotated back inside the kernel; q_positions, k_positions as for the
+    forward (defaults: keys 0..skv-1, queries skv-sq..skv-1). Deterministic:
+    the same inputs give the same bits at any thread count. ALiBi's slopes
+    and RoPE's frequencies are constants here (no gradient; docs/status.md)."""
+    rope = as_rope(rope)
+    positions = [p for p in (q_positions, k_positions) if p is not None]
+    if positions and rope is None:
+        raise Error("q_positions, k_positions: only an encoding reads position ids; "
+                    "give rope= (masks compare sequence indices)")
+    axes = rope.position_axes() if rope is not None else 0
+    per_batch = bool(positions) and np.ndim(positions[0]) == (axes + 2 if axes else 2)
     alibi = _as_alibi(alibi)
     if (t5 is None) != (t5_table is None):
         raise Error("t5, t5_table: give both (the config and its [num_buckets, hq] table)")
@@ -67,19 +75,28 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
-    key = (qs[0], qs[1], ks[1], qs[3], vs[3], alibi, t5, bool(causal), _window(window), softcap,
-           scale)
+    key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal), _window(window),
+           softcap, scale, per_batch)
     kernel = _kernels.get(key)
     if kernel is None:
-        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", alibi=alibi,
-                                  t5=t5, causal=causal, window=window, softcap=softcap,
-                                  scale=scale)
+        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", rope=rope,
+                                  alibi=alibi, t5=t5, causal=causal, window=window,
+                                  softcap=softcap, scale=scale, positions_per_batch=per_batch)
         kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
     # The derived backward's arguments: the forward's (q, k, v, the table),
-    # then o and dO; its gradients dq, dk, dv, then the table's.
+    # then o and dO, then the position ids (trailing, as in the forward);
+    # its gradients dq, dk, dv, then the table's.
     operands = [] if t5_table is None else [_contiguous_rows(t5_table)]
+    if k_positions is not None and q_positions is None:
+        q_positions = np.arange(ks[2] - qs[2], ks[2], dtype=np.int64)
+        if per_batch:
+            q_positions = np.broadcast_to(q_positions, (qs[0], qs[2]))
+        if axes:
+            q_positions = np.broadcast_to(q_positions, (axes,) + q_positions.shape)
+        q_positions = np.ascontiguousarray(q_positions)
+    ids = [_contiguous_rows(p) for p in (q_positions, k_positions) if p is not None]
     like = [q, k, v] + operands
     if torch_inputs:
         import torch
@@ -87,6 +104,6 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     else:
         grads = tuple(np.empty(x.shape, dtype=np.float32) for x in like)
     kernel._native.run_backward_raw(
-        [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do]],
+        [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do] + ids],
         [_raw_any(g, "gradient") for g in grads])
     return grads

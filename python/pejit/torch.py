@@ -95,31 +95,34 @@ def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None):
 @torch.library.custom_op("pejit::attention_backward", mutates_args=(), device_types="cpu")
 def attention_backward_op(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, grad: torch.Tensor,
-        options: str, t5_table: Optional[torch.Tensor] = None
+        options: str, q_positions: Optional[torch.Tensor] = None,
+        k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv and the T5 table's gradient (an empty tensor without one)."""
+    """dq, dk, dv and the T5 table's gradient (an empty tensor without one);
+    with RoPE, dq and dk rotated back inside the kernel."""
     kwargs = {name: value for name, value in _decode(options).items()
               if name in ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")}
-    grads = _attention_backward(q, k, v, o, grad, t5_table=t5_table, **kwargs)
+    grads = _attention_backward(q, k, v, o, grad, t5_table=t5_table, q_positions=q_positions,
+                                k_positions=k_positions, **kwargs)
     return (*grads[:3], grads[3] if len(grads) > 3 else q.new_empty((0,)))
 
 
 @attention_backward_op.register_fake
-def _(q, k, v, o, grad, options, t5_table=None):
+def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None):
     table = q.new_empty((0,)) if t5_table is None else torch.empty_like(t5_table)
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), table
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, options, _, _, t5_table = inputs
-    ctx.save_for_backward(q, k, v, output, t5_table)
+    q, k, v, options, q_positions, k_positions, t5_table = inputs
+    ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table)
     ctx.options = options
 
 
 def _backward(ctx, grad):
-    q, k, v, o, t5_table = ctx.saved_tensors
+    q, k, v, o, q_positions, k_positions, t5_table = ctx.saved_tensors
     dq, dk, dv, dtable = torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options,
-                                                            t5_table)
+                                                            q_positions, k_positions, t5_table)
     # Position ids and the options string have no gradient.
     return dq, dk, dv, None, None, None, None if t5_table is None else dtable
 

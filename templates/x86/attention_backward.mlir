@@ -33,6 +33,7 @@
 //   ${SCALE} ${HAS_SOFTCAP} ${SOFTCAP}
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots (an
 //   unused slot is memref<1xf32>)
+//   ${QPB} ${KPB}: rows of the position ids (axes x batch rows, or 1)
 //   ${HAS_GRADS} ${GRAD_FLOATS} ${GRAD_OFFSETS}: the encoding operand
 //   gradients asked for. Each kv item adds its contributions
 //   (attn.score_grad) into a partial buffer of its own, GRAD_FLOATS floats
@@ -57,11 +58,81 @@
 !E1 = ${E1}
 !E2 = ${E2}
 !E3 = ${E3}
+// Position ids as the QK transform's prologue reads them ([axes * rows, s]),
+// and rows of a [b, h, s, c] tensor as the transform and its adjoint see them.
+!QPOS = memref<${QPB}x${SQ}xi64>
+!KPOS = memref<${KPB}x${SKV}xi64>
+!TILE = memref<?x${D}xf32, strided<[?, 1], offset: ?>>
 
 // The helpers (mask, ranges, transposed tiles, dot products, chunked
 // accumulation) live in attention_backward_blocks.mlir, put in place of
 // this line before substitution:
 // @pejit-blocks
+
+// With a QK transform (RoPE), two steps come first, and the phases read
+// the transformed Q' and K' (scratch, [b, h, s, d]) in place of q and k:
+//   prologue   the transform's tables, as the forward's (position rows
+//              first, first + step, ... on each core)
+//   transform  item < b hq ceil(sq / BM): Q' of a query tile; the rest: K'
+//              of a key tile
+// and the phases hand dQ' and dK' rows to the transform's adjoint as they
+// write them (RoPE: dq = m R(-angle) dQ', the inverse rotation), 8 rows at
+// a time while they are in cache: no pass of its own.
+func.func @pejit_backward_prologue(%qpos: !QPOS, %kpos: !KPOS, %tables: !SCRATCH, %first: index,
+                                   %step: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3)
+    attributes {llvm.emit_c_interface, pejit.cold} {
+  attn.qk_prologue %qpos, %kpos, %tables rows(%first, %step)
+      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !QPOS, !KPOS, !SCRATCH
+  return
+}
+
+func.func @pejit_backward_transform(%q: !Q, %k: !K, %tq: !Q, %tk: !K, %tables: !SCRATCH,
+                                    %item: index)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %BM = arith.constant ${BM} : index
+  %BN = arith.constant ${BN} : index
+  %HQ = arith.constant ${HQ} : index
+  %HKV = arith.constant ${HKV} : index
+  %B = memref.dim %q, %c0 : !Q
+  %SQ = memref.dim %q, %c2 : !Q
+  %SKV = memref.dim %k, %c2 : !K
+  %upq0 = arith.addi %SQ, %BM : index
+  %upq = arith.subi %upq0, %c1 : index
+  %NQT = arith.divui %upq, %BM : index
+  %bhq = arith.muli %B, %HQ : index
+  %QITEMS = arith.muli %bhq, %NQT : index
+  %is_query = arith.cmpi ult, %item, %QITEMS : index
+  scf.if %is_query {
+    %b, %h, %i0, %i1 = func.call @query_item(%item, %SQ)
+        : (index, index) -> (index, index, index, index)
+    %n = arith.subi %i1, %i0 : index
+    %from = memref.subview %q[%b, %h, %i0, 0] [1, 1, %n, ${D}] [1, 1, 1, 1] : !Q to !TILE
+    %to = memref.subview %tq[%b, %h, %i0, 0] [1, 1, %n, ${D}] [1, 1, 1, 1] : !Q to !TILE
+    attn.qk_transform %to from %from, %n, %i0, %b, %tables lengths(%SQ, %SKV)
+        : !TILE from !TILE, !SCRATCH
+  } else {
+    %kitem = arith.subi %item, %QITEMS : index
+    %upk0 = arith.addi %SKV, %BN : index
+    %upk = arith.subi %upk0, %c1 : index
+    %NKT = arith.divui %upk, %BN : index
+    %kt = arith.remui %kitem, %NKT : index
+    %bk = arith.divui %kitem, %NKT : index
+    %hk = arith.remui %bk, %HKV : index
+    %b = arith.divui %bk, %HKV : index
+    %j0 = arith.muli %kt, %BN : index
+    %j1a = arith.addi %j0, %BN : index
+    %j1 = arith.minui %j1a, %SKV : index
+    %n = arith.subi %j1, %j0 : index
+    %from = memref.subview %k[%b, %hk, %j0, 0] [1, 1, %n, ${D}] [1, 1, 1, 1] : !K to !TILE
+    %to = memref.subview %tk[%b, %hk, %j0, 0] [1, 1, %n, ${D}] [1, 1, 1, 1] : !K to !TILE
+    attn.qk_transform %to from %from, %n, %j0, %b, %tables key lengths(%SQ, %SKV)
+        : !TILE from !TILE, !SCRATCH
+  }
+  return
+}
 
 func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch: !SCRATCH,
                                %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
@@ -165,8 +236,8 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
 }
 
 func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
-                             %scratch: !SCRATCH, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3,
-                             %item: index)
+                             %scratch: !SCRATCH, %tables: !SCRATCH, %e0: !E0, %e1: !E1,
+                             %e2: !E2, %e3: !E3, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -323,12 +394,19 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
         }
       }
     }
+    // dK' -> dk through the QK transform's adjoint (nothing without one).
+    %gn0 = arith.subi %j1, %g0 : index
+    %gn = arith.minui %gn0, %c8 : index
+    %dk_rows = memref.subview %dk[%b, %hk, %g0, 0] [1, 1, %gn, ${D}] [1, 1, 1, 1] : !K to !TILE
+    attn.qk_transform adjoint %dk_rows, %gn, %g0, %b, %tables key lengths(%SQ, %SKV)
+        : !TILE, !SCRATCH
   }
   return
 }
 
 func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: !SCRATCH,
-                            %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
+                            %tables: !SCRATCH, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3,
+                            %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -430,6 +508,12 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
         }
       }
     }
+    // dQ' -> dq through the QK transform's adjoint (nothing without one).
+    %rn0 = arith.subi %i1, %r0 : index
+    %rn = arith.minui %rn0, %c8 : index
+    %dq_rows = memref.subview %dq[%b, %h, %r0, 0] [1, 1, %rn, ${D}] [1, 1, 1, 1] : !Q to !TILE
+    attn.qk_transform adjoint %dq_rows, %rn, %r0, %b, %tables lengths(%SQ, %SKV)
+        : !TILE, !SCRATCH
   }
   return
 }

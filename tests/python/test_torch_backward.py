@@ -123,11 +123,46 @@ def test_alibi_autograd_matches_float64():
         assert relative_error(got.grad, want.grad) < TOLERANCE, name
 
 
-def test_encoding_backward_is_refused_by_name():
-    q, k, v = (x.requires_grad_() for x in inputs())
-    o = torch.ops.pejit.attention(q, k, v, pejit.torch.options(rope=True, causal=True))
-    with pytest.raises(pejit.Error, match="fused encoding \\(rope\\) is not built yet"):
-        o.sum().backward()
+def hf_rope(x, positions, theta=10000.0):
+    """HF's rotate_half RoPE in float64: x [b, h, s, d], positions [s] or [b, s]."""
+    d = x.shape[-1]
+    inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions.double()[..., None] * inv_freq  # [(b,) s, d/2]
+    emb = torch.cat([angles, angles], dim=-1)
+    if emb.dim() == 3:
+        emb = emb[:, None]
+    cos, sin = emb.cos(), emb.sin()
+    half = d // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+@pytest.mark.parametrize("ids", ["default", "given", "given per batch row"])
+def test_rope_autograd_matches_float64(ids):
+    # dq and dk come back rotated by RoPE's adjoint inside the kernel.
+    b, sq, skv = 2, 29, 41
+    q, k, v = inputs(b=b, sq=sq, skv=skv)
+    g = generator()
+    q_positions = k_positions = None
+    if ids == "given":
+        q_positions = torch.randint(0, 200, (sq,), generator=g)
+        k_positions = torch.randint(0, 200, (skv,), generator=g)
+    elif ids == "given per batch row":
+        q_positions = torch.randint(0, 200, (b, sq), generator=g)
+        k_positions = torch.randint(0, 200, (b, skv), generator=g)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = torch.ops.pejit.attention(*leaves, pejit.torch.options(rope=True, causal=True),
+                                  q_positions, k_positions)
+    do = torch.randn(o.shape, generator=g)
+    (o * do).sum().backward()
+    qp = torch.arange(skv - sq, skv) if q_positions is None else q_positions
+    kp = torch.arange(skv) if k_positions is None else k_positions
+    expected = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    reference = reference_attention(hf_rope(expected[0], qp), hf_rope(expected[1], kp),
+                                    expected[2], causal=True)
+    (reference * do.double()).sum().backward()
+    for got, want, name in zip(leaves, expected, ("dq", "dk", "dv")):
+        assert relative_error(got.grad, want.grad) < TOLERANCE, name
 
 
 def test_opcheck_including_autograd():

@@ -252,12 +252,6 @@ TEST(Backward, DerivedFromTheForwardSpecAfterTheForwardKernel) {
   EXPECT_LE(relativeError(g.dq, want.dq), 1e-4) << "dq";
   EXPECT_LE(relativeError(g.dk, want.dk), 1e-4) << "dk";
   EXPECT_LE(relativeError(g.dv, want.dv), 1e-4) << "dv";
-
-  // A fused encoding's backward is refused, naming it.
-  attention.rope = ref::RopeConfig{};
-  Expected<X86Kernel> rope = suiteRuntime().getX86Backward(Spec::fromBuilder(attention, shape));
-  ASSERT_FALSE(rope);
-  EXPECT_NE(rope.error().find("does not take #pe.rope"), std::string::npos) << rope.error();
 }
 
 /// A fused score bias's backward (dq, dk, dv; its tensor held fixed), from
@@ -442,12 +436,14 @@ TEST(Backward, OperandGradientsAndOtherEncodingsAreRefusedByName) {
   ASSERT_FALSE(biasGrad);
   EXPECT_NE(biasGrad.error().find("does not compute the gradient of bias yet"), std::string::npos)
       << biasGrad.error();
-  AttentionSpec rope;
-  rope.rope = ref::RopeConfig{};
-  Expected<X86Kernel> rotated = suiteRuntime().getX86Backward(
-      Spec::fromBuilder(rope, Shape{1, 2, 2, 16, 16, 16, 16}), /*operandGradients=*/false);
-  ASSERT_FALSE(rotated);
-  EXPECT_NE(rotated.error().find("does not take #pe.rope"), std::string::npos) << rotated.error();
+  // Shaw's key term: no backward yet, named.
+  Expected<Spec> shaw = Spec::fromText(
+      fusedSource(c, " encodings([#pe.relative_key<clip = 4>])", "tensor<9x16xf32>"));
+  ASSERT_TRUE(shaw) << shaw.error();
+  Expected<X86Kernel> shawKernel = suiteRuntime().getX86Backward(*shaw, /*operandGradients=*/false);
+  ASSERT_FALSE(shawKernel);
+  EXPECT_NE(shawKernel.error().find("does not take #pe.relative_key<clip = 4>"), std::string::npos)
+      << shawKernel.error();
 }
 
 TEST(Backward, RunErrorsNameTheProblem) {

@@ -1,9 +1,11 @@
 // attn-derive-backward (Passes.td): the backward function of each function
 // computing one fused attn.attention on its arguments (docs/backward.md).
 //
-//   func @f(q, k, v, ids..., ops...) -> o
-//   func @f_backward(q, k, v, ids..., ops..., o, dO) -> (dq, dk, dv, d ops...)
+//   func @f(q, k, v, ops..., ids...) -> o
+//   func @f_backward(q, k, v, ops..., o, dO, ids...) -> (dq, dk, dv, d ops...)
 //
+// o and dO go before the forward's trailing position ids, so that those
+// stay trailing, and optional at a run, as in the forward.
 // The backward carries the forward's operands and attributes; its
 // grad_operands are the encoding operands their encoding differentiates.
 #include "pejit/compiler/passes/Passes.h"
@@ -77,9 +79,15 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   builder.setInsertionPointAfter(func);
   Location loc = op.getLoc();
   Type outputType = op.getResult().getType();
+  // The forward's trailing position ids start at argument `idsAt`.
+  unsigned numArguments = func.getNumArguments(), idsAt = numArguments;
+  auto isIds = [&](Value arg) {
+    return arg == op.getQueryPositions() || arg == op.getKeyPositions();
+  };
+  while (idsAt > 0 && isIds(func.getArgument(idsAt - 1)))
+    --idsAt;
   SmallVector<Type> argumentTypes(func.getArgumentTypes());
-  argumentTypes.push_back(outputType); // o
-  argumentTypes.push_back(outputType); // dO
+  argumentTypes.insert(argumentTypes.begin() + idsAt, {outputType, outputType}); // o, dO
   // Results: dq, dk, dv, then the differentiable encoding operands' (f32).
   SmallVector<Type> resultTypes = {op.getQuery().getType(), op.getKey().getType(),
                                    op.getValue().getType()};
@@ -99,17 +107,19 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
                                        builder.getFunctionType(argumentTypes, resultTypes));
   Block *body = backward.addEntryBlock();
   builder.setInsertionPointToStart(body);
-  // The forward's arguments map to the backward's first ones.
+  // The forward's arguments map to the backward's, past o and dO from idsAt.
   auto mapped = [&](Value value) -> Value {
-    return value ? body->getArgument(cast<BlockArgument>(value).getArgNumber()) : Value();
+    if (!value)
+      return Value();
+    unsigned number = cast<BlockArgument>(value).getArgNumber();
+    return body->getArgument(number < idsAt ? number : number + 2);
   };
   SmallVector<Value> encodingOperands;
   for (Value operand : op.getEncodingOperands())
     encodingOperands.push_back(mapped(operand));
-  unsigned numArguments = func.getNumArguments();
   auto grad = attn::AttentionBackwardOp::create(
       builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()), mapped(op.getValue()),
-      body->getArgument(numArguments), body->getArgument(numArguments + 1),
+      body->getArgument(idsAt), body->getArgument(idsAt + 1),
       /*lse=*/Value(), mapped(op.getQueryPositions()), mapped(op.getKeyPositions()),
       op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(), op.getWindowRightAttr(),
       op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,

@@ -208,12 +208,18 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
           lengthsAt(b, hook, shape, transform.getQueryLength(), transform.getKeyLength());
       if (failed(lengths))
         return failure();
-      if (applies)
-        transformer.emitQKTileTransform(b, loc, shape,
-                                        {transform.getTile(), transform.getRows(),
-                                         transform.getSeqStart(), transform.getBatch(),
-                                         transform.getScratch(), transform.getIsKey(),
-                                         transform.getSource(), lengths->first, lengths->second});
+      pe::QKTileArgs tileArgs{
+          transform.getTile(),   transform.getRows(),    transform.getSeqStart(),
+          transform.getBatch(),  transform.getScratch(), transform.getIsKey(),
+          transform.getSource(), lengths->first,         lengths->second};
+      if (transform.getAdjoint()) {
+        if (applies && !transformer.hasQKTransformAdjoint())
+          return hook->emitError() << "the QK transform " << transformer
+                                   << " has no adjoint (a backward cannot take it)";
+        if (applies)
+          transformer.emitQKTileTransformAdjoint(b, loc, shape, tileArgs);
+      } else if (applies)
+        transformer.emitQKTileTransform(b, loc, shape, tileArgs);
       else if (transform.getSource()) // no transform: the rows are only copied
         pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(), transform.getRows(),
                             0, shape.headDim, shape.vectorWidth);

@@ -7,10 +7,12 @@
 //   dS = P (dO V^T - D);  dE = scale softcap' dS
 //   dQ = dE K;  dK = dE^T Q;  dV = P^T dO   (dK, dV summed over a KV head's group)
 //
-// This first form takes f32 tensors, masks, windows, GQA, softcap and the
-// score biases by index (ALiBi, T5, a bias tensor: dS passes through an
-// additive bias unchanged), with the gradients of the operands whose
-// encoding gives a score adjoint (T5's table). Other encodings and operand
+// This first form takes f32 tensors, masks, windows, GQA, softcap, a QK
+// transform with an adjoint (RoPE: the phases read Q' and K', and dQ', dK'
+// rows go through its adjoint as written) and the score biases by index
+// (ALiBi, T5, a bias tensor: dS passes through an additive bias
+// unchanged), with the gradients of the operands whose encoding gives a
+// score adjoint (T5's table). Other encodings and operand
 // gradients, a given lse and 16-bit tensors are errors that say so.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
@@ -79,21 +81,28 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   // whose hooks read no position ids pass dS through unchanged; their
   // parameters' gradients and the other kinds come next.
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  pe::PositionalEncodingAttrInterface qkTransform;
   if (ArrayAttr attrs = op.getEncodingsAttr())
     for (Attribute attr : attrs) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
-      if (encoding.getEncodingKind() != pe::EncodingKind::ScoreBias || encoding.isKeyTerm() ||
-          encoding.getValueTermBuckets() > 0 || encoding.readsPositions())
+      bool scoreBiasByIndex = encoding.getEncodingKind() == pe::EncodingKind::ScoreBias &&
+                              !encoding.isKeyTerm() && encoding.getValueTermBuckets() == 0 &&
+                              !encoding.readsPositions();
+      bool transformWithAdjoint = encoding.getEncodingKind() == pe::EncodingKind::QKTransform &&
+                                  encoding.hasQKTransformAdjoint();
+      if (!scoreBiasByIndex && !transformWithAdjoint)
         return op.emitError() << "the x86 backward does not take " << attr
-                              << " yet (it takes score biases by index: ALiBi, T5, a bias "
-                                 "tensor); docs/status.md lists what it takes";
+                              << " yet (it takes RoPE and the score biases by index: ALiBi, T5, "
+                                 "a bias tensor); docs/status.md lists what it takes";
+      if (transformWithAdjoint)
+        qkTransform = encoding;
       encodings.push_back(encoding);
     }
   if (op.getLse())
     return op.emitError() << "the x86 backward recomputes lse; a given lse(...) is not taken yet";
-  if (op.getQueryPositions() || op.getKeyPositions())
-    return op.emitError() << "the x86 backward reads no position ids yet (no encoding it takes "
-                             "reads them)";
+  if (!qkTransform && (op.getQueryPositions() || op.getKeyPositions()))
+    return op.emitError() << "the x86 backward reads position ids only for a QK transform "
+                             "(RoPE); no encoding here reads them";
   // The encoding operand gradients asked for: each operand's encoding must
   // give its adjoint; its place in the kv items' partial buffers is the
   // sum of the sizes before it (the runtime's rule too, X86Backward.cpp).
@@ -118,7 +127,12 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
     return op.emitError() << "the x86 backward takes f32 tensors so far, got "
                           << qType.getElementType();
   pe::AttentionShape shape =
-      attentionShape(op.getQuery(), op.getKey(), op.getValue(), Value(), Value(), nullptr, 8);
+      attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
+                     op.getKeyPositions(), qkTransform, 8);
+  if (ShapedType::isDynamic(shape.queryPositionRows) ||
+      ShapedType::isDynamic(shape.keyPositionRows))
+    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
+                             "built yet: pass ids shared by the batch ([s]) or a static batch";
   if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
     return op.emitError() << "the x86 backward needs d % 8 == 0 and dv % 8 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
@@ -138,6 +152,9 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
                                             {op.getValue(), ArgumentRole::Value},
                                             {op.getOutput(), ArgumentRole::Output},
                                             {op.getOutputGrad(), ArgumentRole::OutputGradient}};
+  std::pair<Value, ArgumentRole> positionRoles[] = {
+      {op.getQueryPositions(), ArgumentRole::QueryPositions},
+      {op.getKeyPositions(), ArgumentRole::KeyPositions}};
   for (auto [value, role] : roles)
     if (!isa<BlockArgument>(value))
       return op.emitError() << "operand '" << argumentRoleName(role)
@@ -158,6 +175,14 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
         argument.role = role;
         bound = true;
       }
+    for (auto [value, role] : positionRoles)
+      if (value == arg && !bound) {
+        argument.role = role;
+        bound = true;
+      }
+    // One tensor of position ids for both Q and K (LLaMA's position_ids).
+    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
+      argument.role = ArgumentRole::Positions;
     // Encoding operands in the slots the kernel reads them from.
     for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
       if (operand == arg && (!bound || argument.role == ArgumentRole::EncodingOperand)) {
@@ -201,6 +226,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"E1", (*slots)[1]},
       {"E2", (*slots)[2]},
       {"E3", (*slots)[3]},
+      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
       {"GRAD_FLOATS", std::to_string(gradFloats)},
       {"GRAD_OFFSETS", "[" + std::to_string(gradOffsets[0]) + ", " +
@@ -241,6 +268,15 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   NamedAttrList info;
   info.append("items", attrs.getI64IntegerAttr(items));
   info.append("scratch_floats", attrs.getI64IntegerAttr(2 * rowFloats + keyItems * gradFloats));
+  // A QK transform's tables, sized per call by the runtime as the
+  // forward's: floats per position of each side, position rows and axes.
+  int64_t perQuery = qkTransform ? qkTransform.getScratchFloatsPerPosition(shape, false) : 0;
+  int64_t perKey = qkTransform ? qkTransform.getScratchFloatsPerPosition(shape, true) : 0;
+  info.append("table_floats_per_query_position", attrs.getI64IntegerAttr(perQuery));
+  info.append("table_floats_per_key_position", attrs.getI64IntegerAttr(perKey));
+  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
+  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kKeysPerItem));
   spliceX86Kernel(module, func, signature, *kernel, info, "f32", "f32");

@@ -208,13 +208,18 @@ def Attn_QKTransformOp : Attn_Op<"qk_transform", [AttrSizedOperandSegments]> {
     static lengths are used.
 
     `{encoding = k}`: as for attn.qk_prologue, the k-th encoding's hook.
+
+    `adjoint` (a backward kernel's, docs/backward.md): `tile` holds the
+    gradient of transformed rows and becomes, in place, the gradient of the
+    rows before the transform (RoPE: the inverse rotation). In place only:
+    no `from`. Without a QK transform, nothing.
   }];
   let arguments = (ins AnyMemRef:$tile, Optional<AnyMemRef>:$source, Index:$rows,
                        Index:$seq_start, Index:$batch, AnyMemRef:$scratch,
                        Optional<Index>:$query_length, Optional<Index>:$key_length,
-                       UnitAttr:$is_key, OptionalAttr<I64Attr>:$encoding);
+                       UnitAttr:$is_key, UnitAttr:$adjoint, OptionalAttr<I64Attr>:$encoding);
   let assemblyFormat = [{
-    $tile (`from` $source^)? `,` $rows `,` $seq_start `,` $batch `,` $scratch
+    (`adjoint` $adjoint^)? $tile (`from` $source^)? `,` $rows `,` $seq_start `,` $batch `,` $scratch
     (`key` $is_key^)? (`lengths` `(` $query_length^ `,` $key_length `)`)?
     attr-dict `:` type($tile) (`from` type($source)^)? `,` type($scratch)
   }];

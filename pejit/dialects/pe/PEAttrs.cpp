@@ -425,6 +425,7 @@ int64_t RopeAttr::getPositionAxes() const {
 bool AlibiAttr::isFusable() const { return true; }
 
 EncodingKind RopeAttr::getEncodingKind() const { return EncodingKind::QKTransform; }
+bool RopeAttr::hasQKTransformAdjoint() const { return true; }
 EncodingKind AlibiAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }
 EncodingKind T5BiasAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }
 EncodingKind RelativeKeyAttr::getEncodingKind() const { return EncodingKind::ScoreBias; }

@@ -142,7 +142,8 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloatsPerPosition", "emitQKPrologue", "emitQKTileTransform",
-    "applyReferenceQKTransform", "transformsQuery", "transformsKey", "onOneSide",
+    "hasQKTransformAdjoint", "emitQKTileTransformAdjoint", "applyReferenceQKTransform",
+    "transformsQuery", "transformsKey", "onOneSide",
     "getPositionAxes", "hasStandaloneKernel", "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand",
     "verifyEncodingOperand"]> {
   let summary = "rotary position embedding (Su et al. 2021)";

@@ -129,6 +129,22 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
     InterfaceMethod<[{
+        Whether emitQKTileTransformAdjoint gives the transform's adjoint (a
+        backward kernel refuses a QK transform without one).
+      }],
+      "bool", "hasQKTransformAdjoint", (ins), "", "return false;">,
+    InterfaceMethod<[{
+        The QK transform's adjoint (attn.qk_transform adjoint,
+        docs/backward.md): rows [0, rows) of `tile` hold the gradient of the
+        transformed rows, and become, in place, the gradient of the rows
+        before it (RoPE: the inverse rotation with the same attention
+        factor). Same tables, same arguments; never a source.
+      }],
+      "void", "emitQKTileTransformAdjoint",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
+    InterfaceMethod<[{
         Whether the hooks read the attention's position ids
         (ScorePoint::queryPosition / keyPosition; relative_to = position).
         The ids must be plain ([s] or [b, s]): no position axes.

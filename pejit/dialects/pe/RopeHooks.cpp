@@ -195,9 +195,15 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
                    axisOfFrequency, scale, shape.vectorWidth);
 }
 
-void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
-                                   const QKTileArgs &args) const {
-  RopeTableLayout layout(*this, shape);
+namespace {
+
+/// The rotation of rows [0, args.rows) by the tables, or (inverse) its
+/// transpose: the same tables with sin negated, which is the rotation by
+/// -angle times the same attention factor (the adjoint of a scaled
+/// rotation is the scaled inverse rotation).
+void emitRotation(OpBuilder &b, Location loc, RopeAttr rope, const AttentionShape &shape,
+                  const QKTileArgs &args, bool inverse) {
+  RopeTableLayout layout(rope, shape);
   int64_t lanes = shape.vectorWidth;
   int64_t positionRows = args.isKey ? shape.keyPositionRows : shape.queryPositionRows;
   Value seq = args.isKey ? args.keySeq : args.querySeq;
@@ -209,15 +215,15 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   // From a source, the channels past the rotary dims are copied unchanged.
   if (args.source)
     emitTileRowCopy(b, loc, args.source, args.tile, args.rows,
-                    getRotaryDim().value_or(shape.headDim), shape.headDim, lanes);
+                    rope.getRotaryDim().value_or(shape.headDim), shape.headDim, lanes);
   // The tables' bases, before the row loop (invariant in it).
   auto pairs = [&](int64_t rows, Value length) -> Value {
     return arith::MulIOp::create(b, loc, indexConst(b, loc, rows), length);
   };
   Value none = indexConst(b, loc, 0);
   TableBases bases(b, loc, layout,
-                   transformsQuery() ? pairs(shape.queryPositionRows, args.querySeq) : none,
-                   transformsKey() ? pairs(shape.keyPositionRows, args.keySeq) : none);
+                   rope.transformsQuery() ? pairs(shape.queryPositionRows, args.querySeq) : none,
+                   rope.transformsKey() ? pairs(shape.keyPositionRows, args.keySeq) : none);
   auto rowLoop = scf::ForOp::create(b, loc, zero, args.rows, one);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(rowLoop.getBody());
@@ -258,6 +264,8 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
       vector::StoreOp::create(b, loc, x, args.tile, idx);
     };
     Value cosV = load(args.scratch, cosAt), sinV = load(args.scratch, sinAt);
+    if (inverse)
+      sinV = arith::NegFOp::create(b, loc, sinV);
     if (layout.interleaved) {
       // out = x cos + swap_pairs(x) sin, sin signed -/+ in the table.
       Value x = loadTile(ValueRange{r, c});
@@ -291,6 +299,8 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
     Value xa = loadScalar(channelA), xb = loadScalar(channelB);
     Value cs = memref::LoadOp::create(b, loc, args.scratch, ValueRange{cosIndex});
     Value sn = memref::LoadOp::create(b, loc, args.scratch, ValueRange{sinIndex});
+    if (inverse)
+      sn = arith::NegFOp::create(b, loc, sn);
     Value outA = arith::SubFOp::create(b, loc, arith::MulFOp::create(b, loc, xa, cs),
                                        arith::MulFOp::create(b, loc, xb, sn));
     Value outB = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, xb, cs),
@@ -313,4 +323,18 @@ void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionSh
   b.setInsertionPointToStart(ifEven.thenBlock());
   rotatePair(c, arith::AddIOp::create(b, loc, c, one), cosAt,
              arith::AddIOp::create(b, loc, sinAt, one));
+}
+
+} // namespace
+
+void RopeAttr::emitQKTileTransform(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                   const QKTileArgs &args) const {
+  emitRotation(b, loc, *this, shape, args, /*inverse=*/false);
+}
+
+// The adjoint (docs/backward.md): out = m R(angle) x has dx = m R(-angle) g,
+// in place on rows of dQ or dK.
+void RopeAttr::emitQKTileTransformAdjoint(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                          const QKTileArgs &args) const {
+  emitRotation(b, loc, *this, shape, args, /*inverse=*/true);
 }

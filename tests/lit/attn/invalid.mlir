@@ -233,6 +233,14 @@ func.func @qk_transform_source_rank(%tile: memref<16x64xf32>, %rows: memref<1x16
 
 // -----
 
+func.func @qk_transform_adjoint_from(%tile: memref<16x64xf32>, %rows: memref<16x64xf32>, %scratch: memref<?xf32>, %n: index) {
+  // expected-error @+1 {{'attn.qk_transform' op adjoint transforms the tile in place: it takes no `from` source}}
+  attn.qk_transform adjoint %tile from %rows, %n, %n, %n, %scratch : memref<16x64xf32> from memref<16x64xf32>, memref<?xf32>
+  return
+}
+
+// -----
+
 func.func @qk_transform_source_width(%tile: memref<16x64xf32>, %rows: memref<?x32xf32>, %scratch: memref<?xf32>, %n: index) {
   // expected-error @+1 {{'attn.qk_transform' op source rows have 32 elements but tile rows 64}}
   attn.qk_transform %tile from %rows, %n, %n, %n, %scratch : memref<16x64xf32> from memref<?x32xf32>, memref<?xf32>

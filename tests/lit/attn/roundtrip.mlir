@@ -79,6 +79,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   attn.qk_transform %tile, %n, %first, %first, %scratch : memref<16x64xf32>, memref<?xf32>
   // CHECK: attn.qk_transform %{{.*}} from %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
   attn.qk_transform %tile from %rows, %n, %first, %first, %scratch key : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
+  // The adjoint (a backward's dQ'/dK' rows, in place).
+  // CHECK: attn.qk_transform adjoint %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32>, memref<?xf32>
+  attn.qk_transform adjoint %tile, %n, %first, %first, %scratch key : memref<16x64xf32>, memref<?xf32>
   // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} : vector<8xf32>, vector<8xi32>
   %s8 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 : vector<8xf32>, vector<8xi32>
   // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : f32, i32

@@ -1,7 +1,8 @@
 // attn-derive-backward: each function computing one fused attn.attention
 // on its arguments gains @<name>_backward (docs/backward.md):
-//   func @f(q, k, v, ids..., ops...) -> o
-//   func @f_backward(q, k, v, ids..., ops..., o, dO) -> (dq, dk, dv, d ops...)
+//   func @f(q, k, v, ops..., ids...) -> o
+//   func @f_backward(q, k, v, ops..., o, dO, ids...) -> (dq, dk, dv, d ops...)
+// (o and dO before the trailing position ids, which stay optional at a run)
 // with the forward's operands and attributes; grad_operands are the
 // encoding operands their encoding differentiates.
 // RUN: pejit-opt %s --split-input-file --attn-derive-backward | FileCheck %s
@@ -30,6 +31,18 @@ func.func @rope_t5(%q: tensor<1x4x16x64xbf16>, %k: tensor<1x4x16x64xbf16>, %v: t
       encodings([#pe.rope<layout = half, theta = 10000.0>, #pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>])
       encoding_operands(%t : tensor<32x4xbf16>) : tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16>, tensor<1x4x16x64xbf16> -> tensor<1x4x16x64xbf16>
   return %o : tensor<1x4x16x64xbf16>
+}
+
+// -----
+
+// Trailing position ids stay trailing: o and dO go before them.
+// CHECK-LABEL: func.func @rope_trailing_ids_backward(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[K:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[V:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[O:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[DO:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[QP:[a-z0-9]+]]: tensor<16xi64>, %[[KP:[a-z0-9]+]]: tensor<16xi64>)
+// CHECK: attn.attention_backward %[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]] query_positions(%[[QP]] : tensor<16xi64>) key_positions(%[[KP]] : tensor<16xi64>)
+func.func @rope_trailing_ids(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %qp: tensor<16xi64>, %kp: tensor<16xi64>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %k, %v query_positions(%qp : tensor<16xi64>) key_positions(%kp : tensor<16xi64>) causal
+      encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
 }
 
 // -----

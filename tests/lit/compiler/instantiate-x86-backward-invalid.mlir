@@ -2,10 +2,18 @@
 // (docs/status.md lists what it takes).
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
 
-func.func @rope(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{the x86 backward does not take #pe.rope<layout = half, theta = 10000.0> yet (it takes score biases by index: ALiBi, T5, a bias tensor); docs/status.md lists what it takes}}
-  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+func.func @shaw(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %ak: tensor<9x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{the x86 backward does not take #pe.relative_key<clip = 4> yet (it takes RoPE and the score biases by index: ALiBi, T5, a bias tensor); docs/status.md lists what it takes}}
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.relative_key<clip = 4>]) encoding_operands(%ak : tensor<9x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
   return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+}
+
+// -----
+
+func.func @rope_scale_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %s: tensor<1xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1xf32>) {
+  // expected-error @+1 {{the x86 backward does not compute the gradient of rope_position_scale yet (grad_operands); derive the backward without it}}
+  %dq, %dk, %dv, %ds = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%s : tensor<1xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1xf32>
+  return %dq, %dk, %dv, %ds : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1xf32>
 }
 
 // -----

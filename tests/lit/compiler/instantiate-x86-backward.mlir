@@ -72,3 +72,37 @@ func.func @t5(%q: tensor<1x4x16x16xf32>, %k: tensor<1x4x16x16xf32>, %v: tensor<1
       -> tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
   return %dq, %dk, %dv : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
 }
+
+// -----
+
+// Fused RoPE (half layout, d = 16: 8 cos and 8 sin per position) with
+// position ids: the ids trail the signature; @pejit_backward_prologue fills
+// the tables and @pejit_backward_transform writes Q' = R q and K' = R k,
+// which the phases read; each phase's dQ' / dK' rows go through the
+// adjoint as written: dx_a = g_a cos + g_b sin, dx_b = g_b cos - g_a sin
+// (the rotation's tables with sin negated).
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x2x24x16 key:f32:1x2x24x16 value:f32:1x2x24x16 output:f32:1x2x24x16 output_grad:f32:1x2x24x16 query_positions:i64:24 key_positions:i64:24"
+// CHECK-SAME: table_floats_per_key_position = 16 : i64, table_floats_per_query_position = 16 : i64
+// CHECK-LABEL: func.func @pejit_backward_prologue
+// CHECK-NOT: attn.qk_prologue
+// CHECK-LABEL: func.func @pejit_backward_transform
+// CHECK-NOT: attn.qk_transform
+// CHECK: vector.fma
+// CHECK-LABEL: func.func @pejit_backward_kv
+// CHECK: func.call @accumulate(
+// CHECK: vector.load %{{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT: %[[SIN:.*]] = vector.load %{{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT: arith.negf %[[SIN]] : vector<8xf32>
+// CHECK-LABEL: func.func @pejit_backward_q
+// CHECK: func.call @accumulate(
+// CHECK: arith.negf %{{.*}} : vector<8xf32>
+// CHECK-NOT: attn.qk_transform
+func.func @rope(%q: tensor<1x2x24x16xf32>, %k: tensor<1x2x24x16xf32>, %v: tensor<1x2x24x16xf32>,
+                %o: tensor<1x2x24x16xf32>, %do: tensor<1x2x24x16xf32>, %qp: tensor<24xi64>, %kp: tensor<24xi64>)
+    -> (tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do query_positions(%qp : tensor<24xi64>)
+      key_positions(%kp : tensor<24xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>])
+      : tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>
+      -> tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>
+  return %dq, %dk, %dv : tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>
+}
