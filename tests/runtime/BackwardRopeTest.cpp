@@ -101,8 +101,8 @@ void expectRopeBackward(const RopeCase &c) {
   ref::Tensor v = randomTensor({c.batch, c.kvHeads, c.skv, c.d}, engine);
   ref::Tensor dOut = randomTensor({c.batch, c.heads, c.sq, c.d}, engine);
   int64_t rows = c.perBatch ? c.batch : 1;
-  ref::PositionIds queryIds = given ? randomIds(axes, rows, c.sq, engine)
-                                    : ref::defaultQueryPositions(c.sq, c.skv);
+  ref::PositionIds queryIds =
+      given ? randomIds(axes, rows, c.sq, engine) : ref::defaultQueryPositions(c.sq, c.skv);
   ref::PositionIds keyIds =
       given ? randomIds(axes, rows, c.skv, engine) : ref::defaultKeyPositions(c.skv);
   int64_t seqLen = ref::maxPositionPlusOne(queryIds, keyIds);
