@@ -127,13 +127,15 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                   tableFloatsPerKeyPosition * rows(keyPositionRows) * s.keySeq;
   }
 
-  // Scratch: D then lse, b hq sq floats each, then each kv item's partial
-  // operand gradients; with a QK transform, its tables and Q', K' (the
+  // Scratch: D then lse, b hq sq floats each, then each kv and q item's
+  // partial operand gradients; with a QK transform, its tables and Q', K' (the
   // transformed Q and K the phases read), each 16-float aligned.
   auto aligned = [](int64_t floats) { return (floats + 15) / 16 * 16; };
   const int64_t rowFloats = s.batch * s.queryHeads * s.querySeq;
   const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
-  const int64_t tablesAt = aligned(2 * rowFloats + keyItems * gradFloats);
+  const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
+  const int64_t gradItems = keyItems + queryItems; // partial buffers: kv items', then q items'
+  const int64_t tablesAt = aligned(2 * rowFloats + gradItems * gradFloats);
   const int64_t queryAt = tablesAt + aligned(tableFloats);
   const int64_t keyAt = queryAt + (transformed ? aligned(rowFloats * s.headDim) : 0);
   const int64_t scratchFloats =
@@ -162,7 +164,10 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   for (size_t n = 0; n < kEncodingOperandSlots; ++n)
     slots[n] =
         operandSlotWords(n < bound.encodingOperands.size() ? bound.encodingOperands[n] : nullptr);
-  const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
+  if (!transformed) { // ids no hook reads, of the kernel's ranks
+    qp = {nullptr, nullptr, 0, {positionAxes * queryPositionRows, s.querySeq}, {s.querySeq, 1}};
+    kp = {nullptr, nullptr, 0, {positionAxes * keyPositionRows, s.keySeq}, {s.keySeq, 1}};
+  }
   if (transformed) {
     // The tables on all cores (part p fills position rows p, p + threads,
     // ...), then Q' and K' by query and key tiles; the phases read those.
@@ -195,19 +200,22 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
     MemRefDescriptor<float, 1> tc = tables;
-    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, &tc, e[0].data(), e[1].data(), e[2].data(),
-                e[3].data(), item);
+    Ids2 qpc = qp, kpc = kp;
+    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, &tc, &qpc, &kpc, e[0].data(), e[1].data(),
+                e[2].data(), e[3].data(), item);
   });
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dqc = dq;
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
     MemRefDescriptor<float, 1> tc = tables;
-    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, &tc, e[0].data(), e[1].data(), e[2].data(),
-                   e[3].data(), item);
+    Ids2 qpc = qp, kpc = kp;
+    backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, &tc, &qpc, &kpc, e[0].data(), e[1].data(),
+                   e[2].data(), e[3].data(), item);
   });
   // The operand gradients: each element the sum of the items' partials,
-  // in item order (so the bits do not depend on the thread count).
+  // in item order (so the bits do not depend on the thread count), in f64
+  // (a position scale's partials are large and cancel).
   constexpr int64_t kChunk = 256;
   for (size_t n = 0; n < gradSizes.size(); ++n) {
     float *out = static_cast<float *>(gradients[3 + n].data);
@@ -215,10 +223,10 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     pool_->parallelFor((gradSizes[n] + kChunk - 1) / kChunk, [&](int64_t chunk) {
       int64_t end = std::min(gradSizes[n], (chunk + 1) * kChunk);
       for (int64_t e = chunk * kChunk; e < end; ++e) {
-        float sum = 0.0f;
-        for (int64_t item = 0; item < keyItems; ++item)
+        double sum = 0.0;
+        for (int64_t item = 0; item < gradItems; ++item)
           sum += partials[item * gradFloats + e];
-        out[e] = sum;
+        out[e] = static_cast<float>(sum);
       }
     });
   }

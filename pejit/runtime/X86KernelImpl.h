@@ -87,18 +87,20 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
 
 /// A backward kernel's phases (templates/x86/attention_backward.mlir):
 /// (q, k, v, o, dO, scratch, e0..e3, item), (q, k, v, dO, dk, dv, scratch,
-/// tables, e0..e3, item) and (q, k, v, dO, dq, scratch, tables, e0..e3,
-/// item); the encoding operand slots as for ItemFn.
+/// tables, query ids, key ids, e0..e3, item) and (q, k, v, dO, dq, scratch,
+/// tables, query ids, key ids, e0..e3, item); the encoding operand slots
+/// as for ItemFn.
 using Desc4 = MemRefDescriptor<float, 4>;
 using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                                 MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
                                 int64_t);
+using Ids2 = MemRefDescriptor<int64_t, 2>;
 using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
-                              MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *,
-                              void *, void *, void *, int64_t);
+                              MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, Ids2 *,
+                              Ids2 *, void *, void *, void *, void *, int64_t);
 using BackwardQueryFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
-                                 MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *,
-                                 void *, void *, void *, int64_t);
+                                 MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, Ids2 *,
+                                 Ids2 *, void *, void *, void *, void *, int64_t);
 /// With a QK transform: (q, k, q', k', tables, item), Q' and K' of a query
 /// or key tile; its tables come from a PrologueFn (pejit_backward_prologue).
 using BackwardTransformFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *,

@@ -35,10 +35,11 @@
 //   unused slot is memref<1xf32>)
 //   ${QPB} ${KPB}: rows of the position ids (axes x batch rows, or 1)
 //   ${HAS_GRADS} ${GRAD_FLOATS} ${GRAD_OFFSETS}: the encoding operand
-//   gradients asked for. Each kv item adds its contributions
-//   (attn.score_grad) into a partial buffer of its own, GRAD_FLOATS floats
-//   after the rows' 2 B HQ SQ in scratch, each operand at its offset; the
-//   runtime sums the items' buffers in item order.
+//   gradients asked for. Each kv item, then each q item, adds its
+//   contributions (attn.score_grad, attn.qk_transform_grad) into a partial
+//   buffer of its own, GRAD_FLOATS floats each after the rows' 2 B HQ SQ in
+//   scratch (kv items' first), each operand at its offset; the runtime sums
+//   the buffers in that order.
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !K = memref<${B}x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
@@ -236,8 +237,8 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
 }
 
 func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
-                             %scratch: !SCRATCH, %tables: !SCRATCH, %e0: !E0, %e1: !E1,
-                             %e2: !E2, %e3: !E3, %item: index)
+                             %scratch: !SCRATCH, %tables: !SCRATCH, %qpos: !QPOS, %kpos: !KPOS,
+                             %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -394,10 +395,15 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
         }
       }
     }
-    // dK' -> dk through the QK transform's adjoint (nothing without one).
+    // dK' -> dk through the QK transform's adjoint (nothing without one),
+    // its operand gradients (RoPE's position scale) from dK' and K' first.
     %gn0 = arith.subi %j1, %g0 : index
     %gn = arith.minui %gn0, %c8 : index
     %dk_rows = memref.subview %dk[%b, %hk, %g0, 0] [1, 1, %gn, ${D}] [1, 1, 1, 1] : !K to !TILE
+    %k_rows = memref.subview %k[%b, %hk, %g0, 0] [1, 1, %gn, ${D}] [1, 1, 1, 1] : !K to !TILE
+    attn.qk_transform_grad %dk_rows, %k_rows, %gn, %g0, %b key positions(%kpos : !KPOS)
+        operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) partial(%scratch : !SCRATCH, %pbase)
+        offsets ${GRAD_OFFSETS} lengths(%SQ, %SKV) : !TILE, !TILE
     attn.qk_transform adjoint %dk_rows, %gn, %g0, %b, %tables key lengths(%SQ, %SKV)
         : !TILE, !SCRATCH
   }
@@ -405,8 +411,8 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
 }
 
 func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: !SCRATCH,
-                            %tables: !SCRATCH, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3,
-                            %item: index)
+                            %tables: !SCRATCH, %qpos: !QPOS, %kpos: !KPOS, %e0: !E0,
+                            %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -438,6 +444,23 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
   %hk = arith.divui %h, %GROUP : index
   %head = func.call @row_index(%b, %h, %c0, %SQ) : (index, index, index, index) -> index
   %lhead = arith.addi %ROWS, %head : index
+  // This item's partial gradient buffer (after the kv items'), zeroed.
+  %BN = arith.constant ${BN} : index
+  %HKV = arith.constant ${HKV} : index
+  %upk0 = arith.addi %SKV, %BN : index
+  %upk = arith.subi %upk0, %c1 : index
+  %NKT = arith.divui %upk, %BN : index
+  %bhkv = arith.muli %B, %HKV : index
+  %KITEMS = arith.muli %bhkv, %NKT : index
+  %PF = arith.constant ${GRAD_FLOATS} : index
+  %rows2 = arith.muli %ROWS, %c2 : index
+  %pslot = arith.addi %KITEMS, %item : index
+  %pitem = arith.muli %pslot, %PF : index
+  %pbase = arith.addi %rows2, %pitem : index
+  %pend = arith.addi %pbase, %PF : index
+  scf.for %e = %pbase to %pend step %c1 {
+    memref.store %zero, %scratch[%e] : !SCRATCH
+  }
   %Qt = memref.alloca(%D) {alignment = 64 : i64} : !TD
   %dOt = memref.alloca(%DV) {alignment = 64 : i64} : !TV
   %dQt = memref.alloca(%D) {alignment = 64 : i64} : !TD
@@ -508,10 +531,15 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
         }
       }
     }
-    // dQ' -> dq through the QK transform's adjoint (nothing without one).
+    // dQ' -> dq through the QK transform's adjoint (nothing without one),
+    // its operand gradients (RoPE's position scale) from dQ' and Q' first.
     %rn0 = arith.subi %i1, %r0 : index
     %rn = arith.minui %rn0, %c8 : index
     %dq_rows = memref.subview %dq[%b, %h, %r0, 0] [1, 1, %rn, ${D}] [1, 1, 1, 1] : !Q to !TILE
+    %q_rows = memref.subview %q[%b, %h, %r0, 0] [1, 1, %rn, ${D}] [1, 1, 1, 1] : !Q to !TILE
+    attn.qk_transform_grad %dq_rows, %q_rows, %rn, %r0, %b positions(%qpos : !QPOS)
+        operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) partial(%scratch : !SCRATCH, %pbase)
+        offsets ${GRAD_OFFSETS} lengths(%SQ, %SKV) : !TILE, !TILE
     attn.qk_transform adjoint %dq_rows, %rn, %r0, %b, %tables lengths(%SQ, %SKV)
         : !TILE, !SCRATCH
   }

@@ -160,8 +160,9 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   OpBuilder b(kernel.getContext());
   SmallVector<Operation *> hooks;
   kernel.walk([&](Operation *hook) {
-    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::ScoreModOp, attn::ScoreGradOp,
-            attn::QueryTilePrologueOp, attn::ValueTermBucketOp, attn::ValueTermRowOp>(hook))
+    if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::QKTransformGradOp, attn::ScoreModOp,
+            attn::ScoreGradOp, attn::QueryTilePrologueOp, attn::ValueTermBucketOp,
+            attn::ValueTermRowOp>(hook))
       hooks.push_back(hook);
   });
   // A prologue or transform hook that names its encoding ({encoding = k}:
@@ -173,6 +174,20 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
     if (index.getInt() < 0 || index.getInt() >= static_cast<int64_t>(encodings.size()))
       return hook->emitError() << "names encoding " << index.getInt() << " of " << encodings.size();
     return encodings[index.getInt()];
+  };
+  // An adjoint's contribution to operand `slot` (among all the encodings'
+  // operands): added to the work item's partial buffer at the slot's
+  // offset, when its gradient is asked for (offset >= 0).
+  auto addToPartial = [&](Location loc, Value partial, Value partialStart,
+                          ArrayRef<int64_t> offsets, unsigned slot, const pe::GradContribution &c) {
+    if (slot >= offsets.size() || offsets[slot] < 0)
+      return;
+    Value base = arith::AddIOp::create(b, loc, partialStart,
+                                       arith::ConstantIndexOp::create(b, loc, offsets[slot]));
+    Value at = arith::AddIOp::create(b, loc, base, c.index);
+    Value old = memref::LoadOp::create(b, loc, partial, ValueRange{at});
+    Value sum = arith::AddFOp::create(b, loc, old, c.value);
+    memref::StoreOp::create(b, loc, sum, partial, ValueRange{at});
   };
   for (Operation *hook : hooks) {
     b.setInsertionPoint(hook);
@@ -271,18 +286,34 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         point.keySeq = lengths->second;
         point.operands = operandsOf(bias, grad.getEncodingOperands());
         for (const pe::GradContribution &c :
-             bias.encoding.emitScoreModAdjoint(b, loc, shape, point, grad.getScoreGrad())) {
-          unsigned operand = bias.firstOperand + c.operand;
-          if (operand >= offsets.size() || offsets[operand] < 0)
-            continue;
-          Value base =
-              arith::AddIOp::create(b, loc, grad.getPartialStart(),
-                                    arith::ConstantIndexOp::create(b, loc, offsets[operand]));
-          Value at = arith::AddIOp::create(b, loc, base, c.index);
-          Value old = memref::LoadOp::create(b, loc, grad.getPartial(), ValueRange{at});
-          Value sum = arith::AddFOp::create(b, loc, old, c.value);
-          memref::StoreOp::create(b, loc, sum, grad.getPartial(), ValueRange{at});
+             bias.encoding.emitScoreModAdjoint(b, loc, shape, point, grad.getScoreGrad()))
+          addToPartial(loc, grad.getPartial(), grad.getPartialStart(), offsets,
+                       bias.firstOperand + c.operand, c);
+      }
+    } else if (auto grad = dyn_cast<attn::QKTransformGradOp>(hook)) {
+      // The QK transform's operand adjoint, for the operands asked for.
+      pe::PositionalEncodingAttrInterface transformer = *hookTransform;
+      bool applies = transformer && (grad.getIsKey() ? transformer.transformsKey()
+                                                     : transformer.transformsQuery());
+      ArrayRef<int64_t> offsets = grad.getOffsets();
+      if (applies) {
+        pe::QKGradArgs args{grad.getGrad(),     grad.getTransformed(), grad.getRows(),
+                            grad.getSeqStart(), grad.getBatch(),       grad.getPositions()};
+        args.isKey = grad.getIsKey();
+        unsigned count = transformer.getNumEncodingOperands();
+        auto all = grad.getEncodingOperands();
+        bool anyWanted = false;
+        for (unsigned n = 0; n < count; ++n) {
+          unsigned slot = qkFirstOperand + n;
+          args.operands.push_back(slot < all.size() ? all[slot] : Value());
+          args.wanted.push_back(slot < offsets.size() && offsets[slot] >= 0);
+          anyWanted = anyWanted || args.wanted.back();
         }
+        if (anyWanted)
+          for (const pe::GradContribution &c :
+               transformer.emitQKTransformOperandAdjoint(b, loc, shape, args))
+            addToPartial(loc, grad.getPartial(), grad.getPartialStart(), offsets,
+                         qkFirstOperand + c.operand, c);
       }
     } else if (auto bucket = dyn_cast<attn::ValueTermBucketOp>(hook)) {
       // No value term: every probability lands in bucket 0 of rows of zeros.

@@ -111,7 +111,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   std::vector<unsigned> operandGradients;
   for (int64_t slot : op.getGradOperands() ? *op.getGradOperands() : ArrayRef<int64_t>()) {
     auto [encoding, local] = op.encodingOfOperand(slot);
-    if (!encoding.isDifferentiableOperand(local) || !encoding.hasScoreModAdjoint(local))
+    if (!encoding.isDifferentiableOperand(local) || !encoding.hasOperandAdjoint(local))
       return op.emitError() << "the x86 backward does not compute the gradient of "
                             << encoding.getEncodingOperandName(local)
                             << " yet (grad_operands); derive the backward without it";
@@ -267,7 +267,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   Builder attrs(module.getContext());
   NamedAttrList info;
   info.append("items", attrs.getI64IntegerAttr(items));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(2 * rowFloats + keyItems * gradFloats));
+  info.append("scratch_floats",
+              attrs.getI64IntegerAttr(2 * rowFloats + (keyItems + items) * gradFloats));
   // A QK transform's tables, sized per call by the runtime as the
   // forward's: floats per position of each side, position rows and axes.
   int64_t perQuery = qkTransform ? qkTransform.getScratchFloatsPerPosition(shape, false) : 0;

@@ -388,6 +388,18 @@ LogicalResult pejit::attn::QKTransformOp::verify() {
   return success();
 }
 
+LogicalResult pejit::attn::QKTransformGradOp::verify() {
+  for (auto [value, name] :
+       {std::pair<Value, const char *>{getGrad(), "grad"}, {getTransformed(), "transformed"}}) {
+    auto type = cast<MemRefType>(value.getType());
+    if (type.getRank() != 2 || !type.getElementType().isF32())
+      return emitOpError() << name << " must be a 2-D f32 memref [rows, d], got " << type;
+  }
+  if (static_cast<bool>(getQueryLength()) != static_cast<bool>(getKeyLength()))
+    return emitOpError("lengths(query, key) needs both operands");
+  return success();
+}
+
 LogicalResult pejit::attn::ScoreModOp::verify() {
   // Lane l of the indices names lane l of the scores: one shape for all.
   auto lanes = [](Type type) -> int64_t {

@@ -226,6 +226,41 @@ def Attn_QKTransformOp : Attn_Op<"qk_transform", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Attn_QKTransformGradOp : Attn_Op<"qk_transform_grad", [AttrSizedOperandSegments]> {
+  let summary = "a QK transform's operand gradients from rows of a backward's dQ' or dK'";
+  let description = [{
+    A backward kernel's hook (docs/backward.md). Rows [0, rows) of `grad`
+    ([R, d], f32: the gradient of the transformed rows, dQ' or dK' before
+    the transform's adjoint) and of `transformed` ([R, d], f32: Q' or K')
+    are sequence indices seq_start + r of batch `batch`, of the query
+    (`key` unset) or the key side; `positions` are that side's ids.
+
+    Expands to the QK transform's operand adjoint
+    (PositionalEncodingAttrInterface::emitQKTransformOperandAdjoint): RoPE's
+    runtime position scale s gets sum over the rows and rotated pairs of
+    pos * inv_freq[c] * (g_b x'_a - g_a x'_b). Each contribution is added
+    to `partial` at partial_start + offsets[slot] + index, as for
+    attn.score_grad; slots with offset -1 are not asked for. Without a QK
+    transform, or one with no such gradient asked for, nothing.
+  }];
+  let arguments = (ins AnyMemRef:$grad, AnyMemRef:$transformed, Index:$rows, Index:$seq_start,
+                       Index:$batch, AnyMemRef:$positions,
+                       Variadic<AnyMemRef>:$encoding_operands,
+                       MemRefRankOf<[F32], [1]>:$partial, Index:$partial_start,
+                       Optional<Index>:$query_length, Optional<Index>:$key_length,
+                       UnitAttr:$is_key, DenseI64ArrayAttr:$offsets);
+  let assemblyFormat = [{
+    $grad `,` $transformed `,` $rows `,` $seq_start `,` $batch (`key` $is_key^)?
+    `positions` `(` $positions `:` type($positions) `)`
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    `partial` `(` $partial `:` type($partial) `,` $partial_start `)`
+    `offsets` $offsets
+    (`lengths` `(` $query_length^ `,` $key_length `)`)?
+    attr-dict `:` type($grad) `,` type($transformed)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_ScoreModOp : Attn_Op<"score_mod", [Pure, AttrSizedOperandSegments,
                                             AllTypesMatch<["score", "result"]>,
                                             AllTypesMatch<["query_index", "key_index"]>]> {

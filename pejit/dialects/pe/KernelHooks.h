@@ -95,6 +95,19 @@ struct ScorePoint {
   mlir::Value querySeq = {}, keySeq = {};
 };
 
+/// attn.qk_transform_grad: rows [0, rows) of `grad` (the gradient of the
+/// transformed rows) and `transformed` (the rows after the transform), both
+/// memref<R x d x f32>, are sequence indices seqStart + r of batch `batch`
+/// of Q or (isKey) K; `positions` is that side's position memref (as
+/// QKPrologueArgs has it), `operands` the encoding's own tensors, and
+/// wanted[n] whether the gradient of its operand n is asked for.
+struct QKGradArgs {
+  mlir::Value grad, transformed, rows, seqStart, batch, positions;
+  bool isKey = false;
+  llvm::SmallVector<mlir::Value> operands = {};
+  llvm::SmallVector<bool> wanted = {};
+};
+
 /// One gradient contribution of a score hook's adjoint (docs/backward.md):
 /// `value` (f32) is added to element `index` (index type, row-major) of
 /// the encoding's own operand `operand` (its index among the encoding's

@@ -142,7 +142,8 @@ class PE_EncodingAttr<string name, string mnemonic, list<string> overrides = []>
 
 def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusable",
     "getScratchFloatsPerPosition", "emitQKPrologue", "emitQKTileTransform",
-    "hasQKTransformAdjoint", "emitQKTileTransformAdjoint", "applyReferenceQKTransform",
+    "hasQKTransformAdjoint", "emitQKTileTransformAdjoint", "emitQKTransformOperandAdjoint",
+    "hasOperandAdjoint", "applyReferenceQKTransform",
     "transformsQuery", "transformsKey", "onOneSide",
     "getPositionAxes", "hasStandaloneKernel", "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand",
     "verifyEncodingOperand"]> {
@@ -214,7 +215,7 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
 
 def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPositions",
     "isDistanceOnly",
-    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "hasScoreModAdjoint", "emitScoreModAdjoint", "verifyEncodingOperand",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "hasOperandAdjoint", "emitScoreModAdjoint", "verifyEncodingOperand",
     "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
     "referenceScoreBias"]> {
   let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";

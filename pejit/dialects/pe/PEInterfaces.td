@@ -129,6 +129,18 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::QKTileArgs &":$args), "", "return;">,
     InterfaceMethod<[{
+        The QK transform's operand gradients (attn.qk_transform_grad,
+        docs/backward.md) from rows [0, rows) of a tile: `grad` holds the
+        gradient of the transformed rows, `transformed` the rows after the
+        transform. Returns contributions to the encoding's operands that
+        args.wanted asks for (RoPE's position scale); the template adds
+        them in a fixed order. Empty: none (the default).
+      }],
+      "::llvm::SmallVector<::pejit::pe::GradContribution>", "emitQKTransformOperandAdjoint",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::QKGradArgs &":$args), "", "return {};">,
+    InterfaceMethod<[{
         Whether emitQKTileTransformAdjoint gives the transform's adjoint (a
         backward kernel refuses a QK transform without one).
       }],
@@ -222,10 +234,11 @@ def PE_PositionalEncodingAttrInterface
       (ins "const ::pejit::pe::ReferenceAttention &":$attention), "",
       "return {};">,
     InterfaceMethod<[{
-        Whether emitScoreModAdjoint gives the gradient of encoding operand
-        `index` (a backward kernel refuses to compute one it does not).
+        Whether the encoding's adjoints give the gradient of its operand
+        `index` (emitScoreModAdjoint or emitQKTransformOperandAdjoint; a
+        backward kernel refuses to compute one they do not).
       }],
-      "bool", "hasScoreModAdjoint", (ins "unsigned":$index), "", "return false;">,
+      "bool", "hasOperandAdjoint", (ins "unsigned":$index), "", "return false;">,
     InterfaceMethod<[{
         The score hook's adjoint (attn.score_grad, docs/backward.md): given
         dScore, the gradient of the hook's output score at `point` (scalars),

@@ -211,7 +211,7 @@ Value T5BiasAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape 
   return arith::AddFOp::create(b, loc, point.score, value);
 }
 
-bool T5BiasAttr::hasScoreModAdjoint(unsigned) const { return true; }
+bool T5BiasAttr::hasOperandAdjoint(unsigned) const { return true; }
 
 // The adjoint (docs/backward.md): d table[bucket, h] += dS, at the same
 // bucket the score hook read (the per-score path).

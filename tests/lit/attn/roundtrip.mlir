@@ -82,6 +82,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   // The adjoint (a backward's dQ'/dK' rows, in place).
   // CHECK: attn.qk_transform adjoint %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32>, memref<?xf32>
   attn.qk_transform adjoint %tile, %n, %first, %first, %scratch key : memref<16x64xf32>, memref<?xf32>
+  // A QK transform's operand gradients from dK' and K' rows.
+  // CHECK: attn.qk_transform_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key positions(%{{.*}} : memref<1x16xi64>) partial(%{{.*}} : memref<?xf32>, %{{.*}}) offsets [0] : memref<16x64xf32>, memref<16x64xf32>
+  attn.qk_transform_grad %tile, %tile, %n, %first, %first key positions(%kpos : memref<1x16xi64>) partial(%scratch : memref<?xf32>, %first) offsets [0] : memref<16x64xf32>, memref<16x64xf32>
   // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} : vector<8xf32>, vector<8xi32>
   %s8 = attn.score_mod %score8, batch %n, head %first, query %qi8, key %kj8 : vector<8xf32>, vector<8xi32>
   // CHECK: attn.score_mod %{{.*}}, batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : f32, i32

@@ -106,3 +106,33 @@ func.func @rope(%q: tensor<1x2x24x16xf32>, %k: tensor<1x2x24x16xf32>, %v: tensor
       -> tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>
   return %dq, %dk, %dv : tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>
 }
+
+// -----
+
+// RoPE's runtime position scale with its gradient (grad_operands([0])):
+// each kv and q item zeroes a partial buffer of its own and adds one
+// contribution per written tile (attn.qk_transform_grad), in f64 over the
+// tile's rows and pairs:
+//   ds += pos * inv_freq[c] * (g_b x'_a - g_a x'_b)
+// read from the ids (sitofp) and the dK' / dQ' rows before their adjoint.
+// CHECK: module attributes {pejit.kernel = {arguments = "operand_grads=0 query:f32:1x2x24x16 key:f32:1x2x24x16 value:f32:1x2x24x16 encoding_operand=rope_position_scale:f32:1 output:f32:1x2x24x16 output_grad:f32:1x2x24x16 query_positions:i64:24 key_positions:i64:24"
+// CHECK-SAME: scratch_floats = 104 : i64
+// CHECK-LABEL: func.func @pejit_backward_kv
+// CHECK: func.call @accumulate(
+// CHECK: arith.sitofp %{{.*}} : i64 to f64
+// CHECK: arith.extf %{{.*}} : f32 to f64
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+// CHECK: arith.negf
+// CHECK-LABEL: func.func @pejit_backward_q
+// CHECK: arith.sitofp %{{.*}} : i64 to f64
+// CHECK-NOT: attn.qk_transform_grad
+func.func @rope_scale(%q: tensor<1x2x24x16xf32>, %k: tensor<1x2x24x16xf32>, %v: tensor<1x2x24x16xf32>, %s: tensor<1xf32>,
+                      %o: tensor<1x2x24x16xf32>, %do: tensor<1x2x24x16xf32>, %qp: tensor<24xi64>, %kp: tensor<24xi64>)
+    -> (tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1xf32>) {
+  %dq, %dk, %dv, %ds = attn.attention_backward %q, %k, %v, %o, %do query_positions(%qp : tensor<24xi64>)
+      key_positions(%kp : tensor<24xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>])
+      encoding_operands(%s : tensor<1xf32>) grad_operands([0])
+      : tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>
+      -> tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1xf32>
+  return %dq, %dk, %dv, %ds : tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1xf32>
+}

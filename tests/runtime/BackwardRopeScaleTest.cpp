@@ -1,0 +1,227 @@
+// The gradient of RoPE's runtime position scale in the x86 backward
+// (attn.qk_transform_grad, docs/backward.md): dL/ds = sum over Q' and K'
+// rows and rotated pairs of pos * inv_freq[c] * (g_b x'_a - g_a x'_b), one
+// contribution per written tile, summed in item order. Checked against the
+// float64 reference (applyRopeBackward's dPositionScale, itself checked by
+// finite differences in tests/unit/AttentionGradTest.cpp), with dq, dk, dv:
+// fresh random inputs and scale, NaN-poisoned gradients, max-norm relative
+// error <= 1e-4 (f32). Shared [1] and per-row [b] scales, both layouts,
+// partial rotary, yarn's attention factor, M-RoPE, GQA; bitwise the same at
+// 1 and 2 threads.
+#include "pejit/reference/AttentionGrad.h"
+#include "pejit/reference/Rope.h"
+#include "tests/runtime/StandaloneHarness.h"
+#include "tests/runtime/SuiteRuntime.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace pejit::testing {
+namespace {
+
+struct ScaleCase {
+  std::string name, ropeAttr; ///< the #pe.rope parameters, runtime_scale = true among them
+  ref::RopeConfig rope;       ///< the same for the reference
+  int64_t batch = 2, heads = 4, kvHeads = 2, seq = 37, d = 32;
+  bool perRow = false; ///< a [b] scale with [b, s] ids, else [1] with [s]
+};
+
+double relativeError(const std::vector<float> &got, const std::vector<double> &want) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t n = 0; n < want.size(); ++n) {
+    maxRef = std::max(maxRef, std::fabs(want[n]));
+    maxErr = std::max(maxErr, std::isnan(got[n]) ? std::numeric_limits<double>::infinity()
+                                                 : std::fabs(got[n] - want[n]));
+  }
+  return maxRef == 0 ? maxErr : maxErr / maxRef;
+}
+
+/// The forward: pe.rope with the scale on Q and K, then causal attention;
+/// its arguments q, k, v, the scale, the ids (trailing, as the backward
+/// keeps them).
+std::string forwardSource(const ScaleCase &c) {
+  int64_t axes = ref::ropePositionAxes(c.rope);
+  std::vector<int64_t> idsShape;
+  if (axes > 0)
+    idsShape.push_back(axes);
+  if (c.perRow)
+    idsShape.push_back(c.batch);
+  idsShape.push_back(c.seq);
+  std::string q = tensorText({c.batch, c.heads, c.seq, c.d}, "f32"),
+              k = tensorText({c.batch, c.kvHeads, c.seq, c.d}, "f32"),
+              p = tensorText(idsShape, "i64"),
+              sc = tensorText({c.perRow ? c.batch : 1}, "f32");
+  auto rope = [&](const std::string &x, const std::string &type) {
+    return " = pe.rope " + x + ", %p scale(%s : " + sc + ") <" + c.ropeAttr + "> : " + type +
+           ", " + p;
+  };
+  return "func.func @f(%q: " + q + ", %k: " + k + ", %v: " + k + ", %s: " + sc + ", %p: " + p +
+         ") -> " + q + " {\n  %qr" + rope("%q", q) + "\n  %kr" + rope("%k", k) +
+         "\n  %o = attn.attention %qr, %kr, %v causal : " + q + ", " + k + ", " + k + " -> " + q +
+         "\n  return %o : " + q + "\n}\n";
+}
+
+struct Drawn {
+  ref::Tensor q, k, v, dOut, o;
+  ref::PositionIds ids;
+  std::vector<double> scale;
+};
+
+Drawn draw(const ScaleCase &c, std::mt19937 &engine) {
+  Drawn x;
+  x.q = randomTensor({c.batch, c.heads, c.seq, c.d}, engine);
+  x.k = randomTensor({c.batch, c.kvHeads, c.seq, c.d}, engine);
+  x.v = randomTensor({c.batch, c.kvHeads, c.seq, c.d}, engine);
+  x.dOut = randomTensor({c.batch, c.heads, c.seq, c.d}, engine);
+  int64_t axes = ref::ropePositionAxes(c.rope), rows = c.perRow ? c.batch : 1;
+  std::uniform_int_distribution<int64_t> id(0, 4 * c.seq);
+  std::vector<int64_t> shape, data(std::max<int64_t>(axes, 1) * rows * c.seq);
+  if (axes > 0)
+    shape.push_back(axes);
+  if (c.perRow)
+    shape.push_back(c.batch);
+  shape.push_back(c.seq);
+  for (int64_t &n : data)
+    n = id(engine);
+  x.ids = ref::PositionIds(shape, data);
+  std::uniform_real_distribution<double> scale(0.3, 2.0);
+  for (int64_t n = 0; n < rows; ++n)
+    x.scale.push_back(static_cast<float>(scale(engine)));
+  return x;
+}
+
+/// Runs the backward with the scale's gradient; returns dq, dk, dv, ds.
+std::vector<std::vector<float>> runBackward(const X86Kernel &kernel, const ScaleCase &c,
+                                            const Drawn &x) {
+  std::vector<float> qf = toFloat(x.q), kf = toFloat(x.k), vf = toFloat(x.v), of = toFloat(x.o),
+                     dOf = toFloat(x.dOut);
+  std::vector<float> scale(x.scale.begin(), x.scale.end());
+  std::vector<int64_t> ids = x.ids.data;
+  int64_t sizes[] = {static_cast<int64_t>(scale.size())};
+  std::vector<TensorView> inputs = {{qf.data(), DType::F32, x.q.shape, {}},
+                                    {kf.data(), DType::F32, x.k.shape, {}},
+                                    {vf.data(), DType::F32, x.v.shape, {}},
+                                    {scale.data(), DType::F32, {sizes[0]}, {}},
+                                    {of.data(), DType::F32, x.o.shape, {}},
+                                    {dOf.data(), DType::F32, x.dOut.shape, {}},
+                                    {ids.data(), DType::I64, x.ids.shape, {}}};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> grads = {std::vector<float>(qf.size(), nan),
+                                           std::vector<float>(kf.size(), nan),
+                                           std::vector<float>(vf.size(), nan),
+                                           std::vector<float>(scale.size(), nan)};
+  Status status = kernel.runBackward(inputs, {{grads[0].data(), DType::F32, x.q.shape, {}},
+                                              {grads[1].data(), DType::F32, x.k.shape, {}},
+                                              {grads[2].data(), DType::F32, x.v.shape, {}},
+                                              {grads[3].data(), DType::F32, {sizes[0]}, {}}});
+  EXPECT_TRUE(status) << status.message();
+  return grads;
+}
+
+void expectScaleGradient(const ScaleCase &c) {
+  uint32_t seed = 0;
+  std::mt19937 &engine = rng(&seed);
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + c.name);
+  Expected<Spec> spec = Spec::fromText(forwardSource(c));
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*spec);
+  ASSERT_TRUE(kernel) << kernel.error();
+  Drawn x = draw(c, engine);
+  int64_t seqLen = ref::maxPositionPlusOne(x.ids);
+  ref::Tensor qr = ref::applyRope(c.rope, x.q, x.ids, seqLen, x.scale);
+  ref::Tensor kr = ref::applyRope(c.rope, x.k, x.ids, seqLen, x.scale);
+  ref::AttentionOptions options;
+  options.causal = true;
+  x.o = ref::attention(qr, kr, x.v, options);
+  ref::AttentionGradients want = ref::attentionBackward(qr, kr, x.v, x.dOut, options);
+  ref::RopeGradients fromQuery =
+      ref::applyRopeBackward(c.rope, x.q, want.dq, x.ids, seqLen, x.scale);
+  ref::RopeGradients fromKey =
+      ref::applyRopeBackward(c.rope, x.k, want.dk, x.ids, seqLen, x.scale);
+  std::vector<double> wantScale = fromQuery.dPositionScale;
+  for (size_t n = 0; n < wantScale.size(); ++n)
+    wantScale[n] += fromKey.dPositionScale[n];
+
+  std::vector<std::vector<float>> got = runBackward(*kernel, c, x);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_LE(relativeError(got[0], fromQuery.dx.data), 1e-4) << "dq";
+  EXPECT_LE(relativeError(got[1], fromKey.dx.data), 1e-4) << "dk";
+  EXPECT_LE(relativeError(got[2], want.dv.data), 1e-4) << "dv";
+  EXPECT_LE(relativeError(got[3], wantScale), 1e-4)
+      << "d rope_position_scale: got " << got[3][0] << ", want " << wantScale[0];
+}
+
+ref::RopeConfig ropeConfig(ref::RopeLayout layout) {
+  ref::RopeConfig config;
+  config.layout = layout;
+  return config;
+}
+
+TEST(BackwardRopeScale, SharedAndPerRowScalesInBothLayouts) {
+  ScaleCase c{"half, [1]", "layout = half, theta = 10000.0, runtime_scale = true",
+              ropeConfig(ref::RopeLayout::Half)};
+  expectScaleGradient(c);
+  c.name = "half, [b]";
+  c.perRow = true;
+  expectScaleGradient(c);
+  c = ScaleCase{"interleaved, [b]", "layout = interleaved, theta = 500.0, runtime_scale = true",
+                ropeConfig(ref::RopeLayout::Interleaved)};
+  c.rope.theta = 500.0;
+  c.perRow = true;
+  c.seq = 70;
+  expectScaleGradient(c);
+  c.name = "one row, MQA";
+  c.seq = 1, c.kvHeads = 1, c.perRow = false;
+  expectScaleGradient(c);
+}
+
+TEST(BackwardRopeScale, PartialRotaryYarnAndMultimodal) {
+  ScaleCase c{"partial rotary", "layout = half, theta = 10000.0, rotary_dim = 16, runtime_scale = true",
+              ropeConfig(ref::RopeLayout::Half)};
+  c.rope.rotaryDim = 16;
+  expectScaleGradient(c);
+  c = ScaleCase{"yarn",
+                "layout = interleaved, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, "
+                "original_max_position = 16>, runtime_scale = true",
+                ropeConfig(ref::RopeLayout::Interleaved)};
+  c.rope.scaling.kind = ref::RopeScaling::Kind::Yarn;
+  c.rope.scaling.factor = 4.0;
+  c.rope.scaling.originalMaxPosition = 16;
+  expectScaleGradient(c);
+  c = ScaleCase{"m-rope", "layout = half, theta = 10000.0, sections = [4, 6, 6], runtime_scale = true",
+                ropeConfig(ref::RopeLayout::Half)};
+  c.rope.sections = {4, 6, 6};
+  expectScaleGradient(c);
+}
+
+TEST(BackwardRopeScale, BitwiseIdenticalAcrossThreadCounts) {
+  ScaleCase c{"half, [b]", "layout = half, theta = 10000.0, runtime_scale = true",
+              ropeConfig(ref::RopeLayout::Half)};
+  c.perRow = true, c.seq = 90;
+  Expected<Spec> spec = Spec::fromText(forwardSource(c));
+  ASSERT_TRUE(spec) << spec.error();
+  Drawn x = draw(c, rng(nullptr));
+  x.o = randomTensor({c.batch, c.heads, c.seq, c.d}, rng(nullptr));
+  std::vector<std::vector<std::vector<float>>> runs;
+  for (int threads : {1, 2, 2}) {
+    RuntimeOptions options;
+    options.threads = threads;
+    Runtime runtime(options);
+    Expected<X86Kernel> kernel = runtime.getX86Backward(*spec);
+    ASSERT_TRUE(kernel) << kernel.error();
+    runs.push_back(runBackward(*kernel, c, x));
+  }
+  for (size_t r = 1; r < runs.size(); ++r)
+    for (size_t g = 0; g < 4; ++g)
+      EXPECT_EQ(std::memcmp(runs[r][g].data(), runs[0][g].data(), runs[0][g].size() * 4), 0)
+          << "gradient " << g << " of run " << r;
+}
+
+} // namespace
+} // namespace pejit::testing
