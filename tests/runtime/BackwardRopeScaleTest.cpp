@@ -55,11 +55,10 @@ std::string forwardSource(const ScaleCase &c) {
   idsShape.push_back(c.seq);
   std::string q = tensorText({c.batch, c.heads, c.seq, c.d}, "f32"),
               k = tensorText({c.batch, c.kvHeads, c.seq, c.d}, "f32"),
-              p = tensorText(idsShape, "i64"),
-              sc = tensorText({c.perRow ? c.batch : 1}, "f32");
+              p = tensorText(idsShape, "i64"), sc = tensorText({c.perRow ? c.batch : 1}, "f32");
   auto rope = [&](const std::string &x, const std::string &type) {
-    return " = pe.rope " + x + ", %p scale(%s : " + sc + ") <" + c.ropeAttr + "> : " + type +
-           ", " + p;
+    return " = pe.rope " + x + ", %p scale(%s : " + sc + ") <" + c.ropeAttr + "> : " + type + ", " +
+           p;
   };
   return "func.func @f(%q: " + q + ", %k: " + k + ", %v: " + k + ", %s: " + sc + ", %p: " + p +
          ") -> " + q + " {\n  %qr" + rope("%q", q) + "\n  %kr" + rope("%k", k) +
@@ -104,18 +103,15 @@ std::vector<std::vector<float>> runBackward(const X86Kernel &kernel, const Scale
   std::vector<float> scale(x.scale.begin(), x.scale.end());
   std::vector<int64_t> ids = x.ids.data;
   int64_t sizes[] = {static_cast<int64_t>(scale.size())};
-  std::vector<TensorView> inputs = {{qf.data(), DType::F32, x.q.shape, {}},
-                                    {kf.data(), DType::F32, x.k.shape, {}},
-                                    {vf.data(), DType::F32, x.v.shape, {}},
-                                    {scale.data(), DType::F32, {sizes[0]}, {}},
-                                    {of.data(), DType::F32, x.o.shape, {}},
-                                    {dOf.data(), DType::F32, x.dOut.shape, {}},
-                                    {ids.data(), DType::I64, x.ids.shape, {}}};
+  std::vector<TensorView> inputs = {
+      {qf.data(), DType::F32, x.q.shape, {}},   {kf.data(), DType::F32, x.k.shape, {}},
+      {vf.data(), DType::F32, x.v.shape, {}},   {scale.data(), DType::F32, {sizes[0]}, {}},
+      {of.data(), DType::F32, x.o.shape, {}},   {dOf.data(), DType::F32, x.dOut.shape, {}},
+      {ids.data(), DType::I64, x.ids.shape, {}}};
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<std::vector<float>> grads = {std::vector<float>(qf.size(), nan),
-                                           std::vector<float>(kf.size(), nan),
-                                           std::vector<float>(vf.size(), nan),
-                                           std::vector<float>(scale.size(), nan)};
+  std::vector<std::vector<float>> grads = {
+      std::vector<float>(qf.size(), nan), std::vector<float>(kf.size(), nan),
+      std::vector<float>(vf.size(), nan), std::vector<float>(scale.size(), nan)};
   Status status = kernel.runBackward(inputs, {{grads[0].data(), DType::F32, x.q.shape, {}},
                                               {grads[1].data(), DType::F32, x.k.shape, {}},
                                               {grads[2].data(), DType::F32, x.v.shape, {}},
@@ -142,8 +138,7 @@ void expectScaleGradient(const ScaleCase &c) {
   ref::AttentionGradients want = ref::attentionBackward(qr, kr, x.v, x.dOut, options);
   ref::RopeGradients fromQuery =
       ref::applyRopeBackward(c.rope, x.q, want.dq, x.ids, seqLen, x.scale);
-  ref::RopeGradients fromKey =
-      ref::applyRopeBackward(c.rope, x.k, want.dk, x.ids, seqLen, x.scale);
+  ref::RopeGradients fromKey = ref::applyRopeBackward(c.rope, x.k, want.dk, x.ids, seqLen, x.scale);
   std::vector<double> wantScale = fromQuery.dPositionScale;
   for (size_t n = 0; n < wantScale.size(); ++n)
     wantScale[n] += fromKey.dPositionScale[n];
@@ -182,7 +177,8 @@ TEST(BackwardRopeScale, SharedAndPerRowScalesInBothLayouts) {
 }
 
 TEST(BackwardRopeScale, PartialRotaryYarnAndMultimodal) {
-  ScaleCase c{"partial rotary", "layout = half, theta = 10000.0, rotary_dim = 16, runtime_scale = true",
+  ScaleCase c{"partial rotary",
+              "layout = half, theta = 10000.0, rotary_dim = 16, runtime_scale = true",
               ropeConfig(ref::RopeLayout::Half)};
   c.rope.rotaryDim = 16;
   expectScaleGradient(c);
@@ -194,7 +190,8 @@ TEST(BackwardRopeScale, PartialRotaryYarnAndMultimodal) {
   c.rope.scaling.factor = 4.0;
   c.rope.scaling.originalMaxPosition = 16;
   expectScaleGradient(c);
-  c = ScaleCase{"m-rope", "layout = half, theta = 10000.0, sections = [4, 6, 6], runtime_scale = true",
+  c = ScaleCase{"m-rope",
+                "layout = half, theta = 10000.0, sections = [4, 6, 6], runtime_scale = true",
                 ropeConfig(ref::RopeLayout::Half)};
   c.rope.sections = {4, 6, 6};
   expectScaleGradient(c);

@@ -24,9 +24,7 @@
 using namespace mlir;
 using namespace pejit::pe;
 
-bool RopeAttr::hasOperandAdjoint(unsigned index) const {
-  return getRuntimeScale() && index == 0;
-}
+bool RopeAttr::hasOperandAdjoint(unsigned index) const { return getRuntimeScale() && index == 0; }
 
 llvm::SmallVector<GradContribution>
 RopeAttr::emitQKTransformOperandAdjoint(OpBuilder &b, Location loc, const AttentionShape &shape,
@@ -51,8 +49,8 @@ RopeAttr::emitQKTransformOperandAdjoint(OpBuilder &b, Location loc, const Attent
     for (int64_t c = 0; c < layout.half; ++c)
       if (axisOf[c] == a)
         row[c] = invFreq[c];
-    Value constant = arith::ConstantOp::create(b, loc, rowType,
-                                               DenseElementsAttr::get(rowType, ArrayRef(row)));
+    Value constant =
+        arith::ConstantOp::create(b, loc, rowType, DenseElementsAttr::get(rowType, ArrayRef(row)));
     vector::StoreOp::create(b, loc, constant, weights, ValueRange{index(a), index(0)});
   }
   int64_t positionRows = args.isKey ? shape.keyPositionRows : shape.queryPositionRows;
@@ -91,7 +89,8 @@ RopeAttr::emitQKTransformOperandAdjoint(OpBuilder &b, Location loc, const Attent
     Value weight = zeroF64;
     for (int64_t a = 0; a < axes; ++a) {
       Value w = memref::LoadOp::create(b, loc, weights, ValueRange{index(a), c});
-      weight = arith::AddFOp::create(b, loc, weight, arith::MulFOp::create(b, loc, w, positions[a]));
+      weight =
+          arith::AddFOp::create(b, loc, weight, arith::MulFOp::create(b, loc, w, positions[a]));
     }
     Value sum = arith::AddFOp::create(b, loc, pairLoop.getRegionIterArgs()[0],
                                       arith::MulFOp::create(b, loc, weight, dAngle));
