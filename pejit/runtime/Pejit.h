@@ -65,6 +65,11 @@ struct AttentionSpec {
   /// rotated (a KV cache written with RoPE). Each rotated side takes its
   /// position ids.
   bool ropeOnQuery = true, ropeOnKey = true;
+  /// RoPE's runtime position scale (`runtime_scale = true`): run() takes
+  /// rope_position_scale, f32 [n] (n = 1: one scale for the batch; n = b:
+  /// one per batch row), after the encodings' operands. Its angle is
+  /// (position * scale) * inv_freq; the backward gives its gradient.
+  std::optional<int64_t> ropePositionScale;
   std::optional<AlibiSpec> alibi;
   bool causal = false;
   std::optional<int64_t> window;      ///< left window (unset: unbounded)

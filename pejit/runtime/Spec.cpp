@@ -64,7 +64,7 @@ std::string scalingText(const ref::RopeScaling &s) {
   return "";
 }
 
-std::string ropeText(const ref::RopeConfig &rope) {
+std::string ropeText(const ref::RopeConfig &rope, bool runtimeScale = false) {
   std::string text = std::string("<layout = ") +
                      (rope.layout == ref::RopeLayout::Half ? "half" : "interleaved") +
                      ", theta = " + literal(rope.theta);
@@ -83,6 +83,8 @@ std::string ropeText(const ref::RopeConfig &rope) {
     text += ", interleaved_sections = true";
   if (rope.axial)
     text += ", axial = true";
+  if (runtimeScale)
+    text += ", runtime_scale = true";
   return text + ">";
 }
 
@@ -148,6 +150,14 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     }
   }
   bool ropeQ = spec.rope && spec.ropeOnQuery, ropeK = spec.rope && spec.ropeOnKey;
+  // RoPE's runtime position scale: an argument after the encodings' operands.
+  std::string scaleType, ropeScale;
+  if (spec.rope && spec.ropePositionScale) {
+    scaleType = "tensor<" + std::to_string(*spec.ropePositionScale) + "xf32>";
+    out << ", %rope_scale: " << scaleType;
+    ropeScale = "scale(%rope_scale : " + scaleType + ") ";
+  }
+  bool runtimeScale = !ropeScale.empty();
   // A bias by position reads both position ids (the same a RoPE reads).
   bool byPosition = false;
   for (const EncodingSpec &encoding : spec.encodings)
@@ -167,13 +177,13 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
         << " -> " << v << "\n";
   std::string qIn = "%q", kIn = "%k";
   if (ropeQ) {
-    out << "  %q_rot = pe.rope %q, %q_pos " << ropeText(*spec.rope) << " : " << q << ", " << qp
-        << "\n";
+    out << "  %q_rot = pe.rope %q, %q_pos " << ropeScale << ropeText(*spec.rope, runtimeScale)
+        << " : " << q << ", " << qp << "\n";
     qIn = "%q_rot";
   }
   if (ropeK) {
-    out << "  %k_rot = pe.rope %k, %k_pos " << ropeText(*spec.rope) << " : " << k << ", " << kp
-        << "\n";
+    out << "  %k_rot = pe.rope %k, %k_pos " << ropeScale << ropeText(*spec.rope, runtimeScale)
+        << " : " << k << ", " << kp << "\n";
     kIn = "%k_rot";
   }
   std::string bias;

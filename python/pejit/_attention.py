@@ -114,14 +114,17 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
                      shaw: Optional[ShawConfig] = None, shaw_key_table=None,
                      shaw_value_table=None, causal: bool = False, window=None, softcap=None, scale=None,
                      positions_per_batch: bool = False, bias=None, packed: bool = False,
-                     key_lengths: bool = False, page_size: Optional[int] = None) -> str:
+                     key_lengths: bool = False, page_size: Optional[int] = None,
+                     rope_scale: Optional[int] = None) -> str:
     """The MLIR pejit.attention compiles for these shapes (lengths as `?`).
     shaw_key_table, shaw_value_table: (rank, dtype) of the Shaw tables.
     bias: (shape [b|1, hq|1, sq, skv], dtype) of a bias or mask tensor the
     kernel reads; the lengths are then sq and skv, not `?`. packed: the
     call takes cu_seqlens_q and cu_seqlens_k; key_lengths: per-row key
     counts; page_size: K and V are a paged cache (k_shape is then the
-    pages' [num_pages, page_size, hkv, d])."""
+    pages' [num_pages, page_size, hkv, d]). rope_scale: n of RoPE's runtime
+    position scale [n] (1, or b per batch row), an argument after the
+    encodings' tensors."""
     b, hq, _, d = q_shape
     hkv = k_shape[2] if page_size else k_shape[1]
     dv = v_shape[3]
@@ -135,6 +138,9 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     rope = as_rope(rope)
     if rope is not None:
         spec.rope = rope.native(d)
+        spec.rope_position_scale = rope_scale
+    elif rope_scale is not None:
+        raise Error("rope_scale: give rope= too (the scale multiplies RoPE's positions)")
     alibi = _as_alibi(alibi)
     if alibi is not None:
         spec.set_alibi(alibi.num_heads or hq, alibi.head_offset, alibi.symmetric)
@@ -174,7 +180,7 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
               window=None, softcap: Optional[float] = None, scale: Optional[float] = None,
               q_positions=None, k_positions=None, bias=None, cu_seqlens_q=None,
               cu_seqlens_k=None, key_lengths=None, block_table=None, out=None,
-              target: str = "host"):
+              target: str = "host", rope_scale=None):
     """Attention with its positional encoding fused into the kernel.
 
     q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]: NumPy arrays
@@ -200,6 +206,8 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
     [b, max_pages], with k and v a paged cache [num_pages, page_size, hkv,
     d] (vLLM's layout): row n's keys p * page_size ... are in page
     block_table[n, p]; usually with key_lengths (docs/shape-classes.md).
+    rope_scale: float32 [1] or [b], RoPE's position scale s (angle =
+    position * s * inv_freq), read at run time: a new s compiles nothing.
     out: [b, hq, sq, dv] of q's dtype, written in place; else allocated.
     Returns the output. Raises pejit.Error with pejit's message.
     """
@@ -218,7 +226,8 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
                None if shaw_value is None else (len(shaw_value.shape), shaw_value.dtype),
                None if bias is None else (tuple(bias.shape), bias.dtype),
                cu_seqlens_q is not None, cu_seqlens_k is not None, key_lengths is not None,
-               None if block_table is None else k.shape[1])
+               None if block_table is None else k.shape[1],
+               None if rope_scale is None else tuple(rope_scale.shape))
         plan = _plans.get(key)
     except (AttributeError, IndexError, TypeError):
         key, plan = None, None
@@ -227,14 +236,14 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
             or len(q.shape) != 4 or len(k.shape) != 4 or len(v.shape) != 4):
         plan = _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal,
                      window, softcap, scale, q_positions, k_positions, target, bias,
-                     cu_seqlens_q, cu_seqlens_k, key_lengths, block_table)
+                     cu_seqlens_q, cu_seqlens_k, key_lengths, block_table, rope_scale)
         if key is not None and plan.cacheable:
             _plans[key] = plan
     # The kernel's inputs after Q, K and V, in its argument order (the
-    # builder's source): the block table, the encodings' tensors, the
-    # segments, the key lengths.
-    extra = [x for x in (block_table, t5_table, shaw_key, shaw_value, bias, cu_seqlens_q,
-                         cu_seqlens_k, key_lengths) if x is not None]
+    # builder's source): the block table, the encodings' tensors, RoPE's
+    # position scale, the segments, the key lengths.
+    extra = [x for x in (block_table, t5_table, shaw_key, shaw_value, bias, rope_scale,
+                         cu_seqlens_q, cu_seqlens_k, key_lengths) if x is not None]
     return plan.run(q, k, v, extra, q_positions, k_positions, out)
 
 
@@ -361,7 +370,7 @@ _plans: dict = {}
 
 def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal, window,
           softcap, scale, q_positions, k_positions, target, bias=None, cu_seqlens_q=None,
-          cu_seqlens_k=None, key_lengths=None, block_table=None) -> _Plan:
+          cu_seqlens_k=None, key_lengths=None, block_table=None, rope_scale=None) -> _Plan:
     """Checks a call and gets its kernel: the slow path, once per kind."""
     for x, what in ((q, "q"), (k, "k"), (v, "v")):
         dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
@@ -427,15 +436,24 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
                         f"[{qs[0]} or 1, {qs[1]} or 1, {qs[2]}, {ks[2]}]")
         bias_type = (bs, dtype_name(bias, "bias"))
     page_size = int(k.shape[1]) if paged else None
+    scale_rows = None
+    if rope_scale is not None:
+        if rope is None:
+            raise Error("rope_scale: give rope= too (the scale multiplies RoPE's positions)")
+        if dtype_name(rope_scale, "rope_scale") != "float32" or len(rope_scale.shape) != 1 \
+                or int(rope_scale.shape[0]) not in (1, qs[0]):
+            raise Error(f"rope_scale: expected float32 [1] or [b] = [{qs[0]}], got "
+                        f"{dtype_name(rope_scale, 'rope_scale')} {list(rope_scale.shape)}")
+        scale_rows = int(rope_scale.shape[0])
     key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table,
            value_table, bool(causal), _window(window), softcap, scale, per_batch, bias_type,
-           packed, key_lengths is not None, page_size)
+           packed, key_lengths is not None, page_size, scale_rows)
     kernel = _kernel(key, lambda: attention_source(
         qs, (ks[0], ks[1], None, ks[3]) if not paged else tuple(k.shape), vs, dtype, rope=rope,
         alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
         shaw_value_table=value_table, causal=causal, window=window, softcap=softcap,
         scale=scale, positions_per_batch=per_batch, bias=bias_type, packed=packed,
-        key_lengths=key_lengths is not None, page_size=page_size))
+        key_lengths=key_lengths is not None, page_size=page_size, rope_scale=scale_rows))
     for x, what in ((t5_table, "t5_table"), (q_positions, "q_positions"),
                     (k_positions, "k_positions")):
         if x is not None:

@@ -82,13 +82,14 @@ def _as_t5(t5) -> Optional[T5Config]:
 def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
                  q_positions: Optional[torch.Tensor] = None,
                  k_positions: Optional[torch.Tensor] = None,
-                 t5_table: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 t5_table: Optional[torch.Tensor] = None,
+                 rope_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _attention(q, k, v, q_positions=q_positions, k_positions=k_positions,
-                      t5_table=t5_table, **_decode(options))
+                      t5_table=t5_table, rope_scale=rope_scale, **_decode(options))
 
 
 @attention_op.register_fake
-def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None):
+def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None, rope_scale=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
 
 
@@ -96,35 +97,43 @@ def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None):
 def attention_backward_op(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, grad: torch.Tensor,
         options: str, q_positions: Optional[torch.Tensor] = None,
-        k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None
-) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv and the T5 table's gradient (an empty tensor without one);
-    with RoPE, dq and dk rotated back inside the kernel."""
+        k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None,
+        rope_scale: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv, the T5 table's gradient and RoPE's position scale's (an
+    empty tensor for each one absent); with RoPE, dq and dk rotated back
+    inside the kernel."""
     kwargs = {name: value for name, value in _decode(options).items()
               if name in ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")}
-    grads = _attention_backward(q, k, v, o, grad, t5_table=t5_table, q_positions=q_positions,
-                                k_positions=k_positions, **kwargs)
-    return (*grads[:3], grads[3] if len(grads) > 3 else q.new_empty((0,)))
+    grads = list(_attention_backward(q, k, v, o, grad, t5_table=t5_table,
+                                     q_positions=q_positions, k_positions=k_positions,
+                                     rope_scale=rope_scale, **kwargs))
+    operands = [grads.pop(3) if x is not None else q.new_empty((0,))
+                for x in (t5_table, rope_scale)]
+    return (*grads[:3], *operands)
 
 
 @attention_backward_op.register_fake
-def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None):
-    table = q.new_empty((0,)) if t5_table is None else torch.empty_like(t5_table)
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), table
+def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None,
+      rope_scale=None):
+    operands = [q.new_empty((0,)) if x is None else torch.empty_like(x)
+                for x in (t5_table, rope_scale)]
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), *operands
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, options, q_positions, k_positions, t5_table = inputs
-    ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table)
+    q, k, v, options, q_positions, k_positions, t5_table, rope_scale = inputs
+    ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table, rope_scale)
     ctx.options = options
 
 
 def _backward(ctx, grad):
-    q, k, v, o, q_positions, k_positions, t5_table = ctx.saved_tensors
-    dq, dk, dv, dtable = torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options,
-                                                            q_positions, k_positions, t5_table)
+    q, k, v, o, q_positions, k_positions, t5_table, rope_scale = ctx.saved_tensors
+    dq, dk, dv, dtable, dscale = torch.ops.pejit.attention_backward(
+        q, k, v, o, grad, ctx.options, q_positions, k_positions, t5_table, rope_scale)
     # Position ids and the options string have no gradient.
-    return dq, dk, dv, None, None, None, None if t5_table is None else dtable
+    return (dq, dk, dv, None, None, None, None if t5_table is None else dtable,
+            None if rope_scale is None else dscale)
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -133,9 +142,11 @@ attention_op.register_autograd(_backward, setup_context=_setup_context)
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               q_positions: Optional[torch.Tensor] = None,
               k_positions: Optional[torch.Tensor] = None,
-              t5_table: Optional[torch.Tensor] = None) -> torch.Tensor:
+              t5_table: Optional[torch.Tensor] = None,
+              rope_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """torch.ops.pejit.attention: `options` from pejit.torch.options(...)."""
-    return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table)
+    return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table,
+                                     rope_scale)
 
 
 class Attention(torch.nn.Module):
@@ -167,3 +178,22 @@ class T5Attention(torch.nn.Module):
 
     def forward(self, q, k, v):
         return torch.ops.pejit.attention(q, k, v, self.options, None, None, self.table)
+
+
+class ScaledRoPEAttention(torch.nn.Module):
+    """Attention with RoPE whose positions are multiplied by a learned scale
+    s (angle = position * s * inv_freq; the seed's DynamicPositionEncoding's
+    dynamic_scale), an nn.Parameter of shape [1], initialised to
+    `initial_scale`: loss.backward() reaches q, k, v and s, whose gradient
+    the backward kernel sums over the rotated rows (docs/backward.md).
+    `rope` as for pejit.attention (default True: theta 10000, half
+    layout); the other keyword arguments are pejit.torch.options'."""
+
+    def __init__(self, rope=True, initial_scale: float = 1.0, **kwargs):
+        super().__init__()
+        self.options = options(rope=rope, **kwargs)
+        self.scale = torch.nn.Parameter(torch.full((1,), float(initial_scale)))
+
+    def forward(self, q, k, v, q_positions=None, k_positions=None):
+        return torch.ops.pejit.attention(q, k, v, self.options, q_positions, k_positions, None,
+                                         self.scale)

@@ -222,6 +222,19 @@ NB_MODULE(_pejit, m) {
                        out.append(signatureDict(a));
                      return out;
                    })
+      .def_prop_ro("operand_gradients",
+                   [](const Kernel &k) {
+                     // A backward's operand gradients after dq, dk, dv: the
+                     // name of each one's operand, in that order.
+                     nb::list out;
+                     for (unsigned slot : k.signature().operandGradients)
+                       for (const KernelArgument &a : k.signature().arguments)
+                         if (std::find(a.slots.begin(), a.slots.end(), slot) != a.slots.end()) {
+                           out.append(a.name);
+                           break;
+                         }
+                     return out;
+                   })
       .def_prop_ro("required_inputs",
                    [](const Kernel &k) { return k.signature().requiredInputs(); })
       .def_prop_ro(

@@ -123,11 +123,17 @@ def test_alibi_autograd_matches_float64():
         assert relative_error(got.grad, want.grad) < TOLERANCE, name
 
 
-def hf_rope(x, positions, theta=10000.0):
-    """HF's rotate_half RoPE in float64: x [b, h, s, d], positions [s] or [b, s]."""
+def hf_rope(x, positions, theta=10000.0, scale=None):
+    """HF's rotate_half RoPE: x [b, h, s, d], positions [s] or [b, s]; a
+    position scale [1] or [b] (a tensor, so autograd reaches it) multiplies
+    the positions."""
     d = x.shape[-1]
     inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
-    angles = positions.double()[..., None] * inv_freq  # [(b,) s, d/2]
+    positions = positions.to(x.dtype)
+    if scale is not None:
+        positions = positions * (scale if positions.dim() == 1 and scale.numel() == 1
+                                 else scale.reshape(-1, 1))
+    angles = positions[..., None] * inv_freq.to(x.dtype)  # [(b,) s, d/2]
     emb = torch.cat([angles, angles], dim=-1)
     if emb.dim() == 3:
         emb = emb[:, None]
@@ -176,6 +182,12 @@ def test_opcheck_including_autograd():
     t5 = pejit.torch.options(t5={"num_buckets": 32}, causal=True)
     table = torch.randn(32, 4, generator=generator()).requires_grad_()
     torch.library.opcheck(torch.ops.pejit.attention.default, (q, k, v, t5, None, None, table))
+    # RoPE with a learnable position scale, beside the table, with ids.
+    both = pejit.torch.options(rope=True, t5={"num_buckets": 32}, causal=True)
+    scale = torch.tensor([0.7]).requires_grad_()
+    ids = torch.arange(16)
+    torch.library.opcheck(torch.ops.pejit.attention.default,
+                          (q, k, v, both, ids, ids, table, scale))
 
 
 class Block(torch.nn.Module):
@@ -326,3 +338,118 @@ def test_t5_table_gradient_from_numpy():
     (reference * torch.from_numpy(do).double()).sum().backward()
     for got, leaf, name in zip((dq, dk, dv, dtable), leaves, ("dq", "dk", "dv", "dtable")):
         assert relative_error(torch.from_numpy(got), leaf.grad) < TOLERANCE, name
+
+
+@pytest.mark.parametrize("rows", [1, 2], ids=["shared scale", "scale per batch row"])
+def test_rope_position_scale_gradient_matches_float64(rows):
+    # RoPE's runtime position scale s is an input the backward differentiates:
+    # dL/ds summed over the rotated rows inside the kernel.
+    b, sq, skv = 2, 23, 31
+    q, k, v = inputs(b=b, sq=sq, skv=skv)
+    g = generator()
+    scale = (torch.rand(rows, generator=g) + 0.5).requires_grad_()
+    # A scale per batch row rotates ids per batch row ([b, s]): the tables are per id row.
+    qp, kp = torch.arange(skv - sq, skv), torch.arange(skv)
+    if rows == b:
+        qp, kp = qp.expand(b, sq).contiguous(), kp.expand(b, skv).contiguous()
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = torch.ops.pejit.attention(*leaves, pejit.torch.options(rope=True, causal=True),
+                                  qp if rows == b else None, kp if rows == b else None, None,
+                                  scale)
+    do = torch.randn(o.shape, generator=g)
+    (o * do).sum().backward()
+    expected = [x.detach().double().requires_grad_() for x in (q, k, v, scale)]
+    reference = reference_attention(hf_rope(expected[0], qp, scale=expected[3]),
+                                    hf_rope(expected[1], kp, scale=expected[3]), expected[2],
+                                    causal=True)
+    (reference * do.double()).sum().backward()
+    for got, want, name in zip(leaves + [scale], expected, ("dq", "dk", "dv", "dscale")):
+        assert relative_error(got.grad, want.grad) < TOLERANCE, name
+
+
+class RopeT5Block(torch.nn.Module):
+    """An attention block with a learned T5 table and RoPE with a learned
+    position scale, both in one attention: through pejit (the table and the
+    scale passed to the op), or in plain torch (HF's rotate_half RoPE at
+    scaled positions, T5's [h, s, s] bias through SDPA's attn_mask)."""
+
+    def __init__(self, width=64, heads=4, use_pejit=True):
+        super().__init__()
+        self.heads, self.use_pejit = heads, use_pejit
+        self.norm = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.out = torch.nn.Linear(width, width)
+        self.table = torch.nn.Parameter(torch.randn(32, heads) * 0.5)
+        self.scale = torch.nn.Parameter(torch.full((1,), 0.8))
+        self.options = pejit.torch.options(
+            rope=True, t5={"num_buckets": 32, "max_distance": 128, "bidirectional": True})
+
+    def forward(self, x):
+        import reference as ref
+        b, s, width = x.shape
+        q, k, v = self.qkv(self.norm(x)).view(b, s, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+        if self.use_pejit:
+            o = torch.ops.pejit.attention(q, k, v, self.options, None, None, self.table,
+                                          self.scale)
+        else:
+            positions = torch.arange(s)
+            q, k = hf_rope(q, positions, scale=self.scale), hf_rope(k, positions, scale=self.scale)
+            rel = positions[None, :] - positions[:, None]
+            buckets = torch.from_numpy(ref.t5_buckets(rel.numpy(), True, 32, 128)).long()
+            bias = self.table[buckets].permute(2, 0, 1)[None]  # [1, h, s, s]
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return x + self.out(o.transpose(1, 2).reshape(b, s, width))
+
+
+def test_t5_table_and_position_scale_train_like_plain_torch_for_twenty_sgd_steps():
+    # Issue 37's training test: 2 layers, each with a learnable T5 table and
+    # a learnable RoPE position scale; 20 SGD steps through pejit match the
+    # same model in plain torch step for step (loss and every parameter,
+    # 1e-4 relative).
+    nets = []
+    for use_pejit in (True, False):
+        torch.manual_seed(4)
+        nets.append(torch.nn.Sequential(RopeT5Block(use_pejit=use_pejit),
+                                        RopeT5Block(use_pejit=use_pejit)))
+    optimizers = [torch.optim.SGD(net.parameters(), lr=0.1) for net in nets]
+    g = generator()
+    x, target = torch.randn(2, 40, 64, generator=g), torch.randn(2, 40, 64, generator=g)
+    for step in range(20):
+        losses = []
+        for net, optimizer in zip(nets, optimizers):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    for layer in nets[0]:
+        assert layer.scale.grad is not None and layer.scale.grad.abs().max() > 0
+        assert layer.table.grad is not None and layer.table.grad.abs().max() > 0
+    assert abs(nets[0][0].scale.item() - 0.8) > 1e-6, "the position scale did not move"
+    for (name, a), b in zip(nets[0].named_parameters(), nets[1].parameters()):
+        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
+
+
+def test_scaled_rope_attention_module_learns_its_scale():
+    layer = pejit.torch.ScaledRoPEAttention(causal=True, initial_scale=1.0)
+    q, k, v = (x.requires_grad_() for x in inputs(sq=16, skv=16))
+    layer(q, k, v).square().sum().backward()
+    assert layer.scale.grad is not None and torch.isfinite(layer.scale.grad).all()
+    assert layer.scale.grad.abs().item() > 0
+
+
+def test_torch_compile_fullgraph_with_table_and_position_scale():
+    # A training step over blocks with a learnable T5 table and RoPE
+    # position scale compiles as one forward graph; the scale moves.
+    torch.manual_seed(5)
+    net = torch.nn.Sequential(RopeT5Block(), RopeT5Block())
+    compiled = torch.compile(net, fullgraph=True, backend="aot_eager")
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    g = generator()
+    x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
+    for _ in range(3):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(compiled(x), target).backward()
+        optimizer.step()
+    assert abs(net[0].scale.item() - 0.8) > 1e-6
