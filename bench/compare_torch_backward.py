@@ -6,12 +6,16 @@ process of its own for its peak memory (RSS high-water mark):
   torch eager   F.scaled_dot_product_attention (torch's CPU flash backward)
   torch.compile the same under torch.compile (inductor)
   pejit         torch.ops.pejit.attention (its backward kernel)
+with RoPE (theta 10000, half layout, positions 0..s-1):
+  torch RoPE    HF's apply_rotary_pos_emb (rotate_half) on q and k, then SDPA
+  torch.compile RoPE  the same under torch.compile
+  pejit RoPE    torch.ops.pejit.attention with rope (rotation and its adjoint fused)
 and with T5's learned relative bias (32 buckets):
   torch T5      HF's way: the [h, s, s] bias gathered from the table, SDPA's
                 attn_mask, the table's gradient through the gather
   pejit T5      pejit.torch.T5Attention (the table an nn.Parameter)
 
-    python bench/compare_torch_backward.py [--lengths 2048,8192] [--repeats 3]
+    python bench/compare_torch_backward.py [--lengths 2048,8192] [--repeats 3] [--only pejit,...]
 
 Prints a Markdown table: median ms of forward + backward, and peak RSS.
 """
@@ -45,12 +49,26 @@ def child(kind: str, s: int, repeats: int) -> dict:
         buckets = base + torch.where(r < exact, r, large.clamp(max=n - 1))
         return table[buckets].permute(2, 0, 1)[None]
 
+    def hf_rope(x):
+        inv_freq = 1.0 / 10000.0 ** (torch.arange(0, d, 2).float() / d)
+        angles = torch.arange(s).float()[:, None] * inv_freq
+        emb = torch.cat([angles, angles], dim=-1)
+        rotated = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)
+        return x * emb.cos() + rotated * emb.sin()
+
+    def torch_rope():
+        return sdpa(hf_rope(q), hf_rope(k), v, is_causal=True)
+
+    rope_options = pejit.torch.options(rope=True, causal=True)
     causal = pejit.torch.options(causal=True)
     t5_options = pejit.torch.options(t5={"num_buckets": 32}, causal=True)
     steps = {
         "torch eager": lambda: sdpa(q, k, v, is_causal=True),
         "torch.compile": torch.compile(lambda: sdpa(q, k, v, is_causal=True)),
         "pejit": lambda: torch.ops.pejit.attention(q, k, v, causal),
+        "torch RoPE": torch_rope,
+        "torch.compile RoPE": torch.compile(torch_rope),
+        "pejit RoPE": lambda: torch.ops.pejit.attention(q, k, v, rope_options),
         "torch T5": lambda: sdpa(q, k, v, attn_mask=t5_bias().masked_fill(
             torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))),
         "pejit T5": lambda: torch.ops.pejit.attention(q, k, v, t5_options, None, None, table),
@@ -74,6 +92,7 @@ def main() -> None:
     parser.add_argument("--lengths", default="2048")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--child", nargs=2)
+    parser.add_argument("--only", default="", help="comma-separated implementations to time")
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]), args.repeats)))
@@ -83,7 +102,10 @@ def main() -> None:
           "causal, forward + backward\n")
     print("| s | implementation | fwd + bwd ms | peak RSS MiB |\n| ---: | --- | ---: | ---: |")
     for s in (int(n) for n in args.lengths.split(",")):
-        for kind in ("torch eager", "torch.compile", "pejit", "torch T5", "pejit T5"):
+        for kind in ("torch eager", "torch.compile", "pejit", "torch RoPE", "torch.compile RoPE",
+                     "pejit RoPE", "torch T5", "pejit T5"):
+            if args.only and kind not in args.only.split(","):
+                continue
             out = subprocess.run([sys.executable, __file__, "--child", kind, str(s),
                                   "--repeats", str(args.repeats)],
                                  capture_output=True, text=True)

@@ -20,6 +20,17 @@ EncodingSpec relativeToPosition(EncodingSpec spec) {
   return spec;
 }
 
+EncodingSpec alibiLearnedSlopes(int64_t numHeads, int64_t headOffset, bool symmetric,
+                                int64_t queryHeads) {
+  EncodingSpec spec;
+  spec.attribute = "#pe.alibi<num_heads = " + std::to_string(numHeads) +
+                   ", head_offset = " + std::to_string(headOffset) +
+                   ", form = " + (symmetric ? "symmetric" : "causal") + ", learned_slopes = true>";
+  spec.operandShapes = {{queryHeads}};
+  spec.operandDtype = DType::F32;
+  return spec;
+}
+
 EncodingSpec t5Bias(int64_t numBuckets, int64_t maxDistance, bool bidirectional, int64_t queryHeads,
                     DType tableDtype) {
   EncodingSpec spec;

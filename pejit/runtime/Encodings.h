@@ -14,6 +14,11 @@ namespace pejit::encodings {
 /// ALiBi as a fused encoding (AttentionSpec::alibi goes through pe.alibi
 /// and fusion instead; both give the same kernel).
 EncodingSpec alibi(int64_t numHeads, int64_t headOffset, bool symmetric);
+/// ALiBi whose slopes are an input (learned_slopes): run() takes
+/// alibi_slopes, f32 [queryHeads], head h's slope at h; the backward gives
+/// its gradient.
+EncodingSpec alibiLearnedSlopes(int64_t numHeads, int64_t headOffset, bool symmetric,
+                                int64_t queryHeads);
 
 /// `spec` (ALiBi, T5 or Shaw) measuring distance by the attention's position
 /// ids, key_pos - query_pos, instead of by sequence index (relative_to =

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from typing import Optional, Tuple
 
 import torch
@@ -83,13 +84,16 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
                  q_positions: Optional[torch.Tensor] = None,
                  k_positions: Optional[torch.Tensor] = None,
                  t5_table: Optional[torch.Tensor] = None,
-                 rope_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 rope_scale: Optional[torch.Tensor] = None,
+                 alibi_slopes: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _attention(q, k, v, q_positions=q_positions, k_positions=k_positions,
-                      t5_table=t5_table, rope_scale=rope_scale, **_decode(options))
+                      t5_table=t5_table, rope_scale=rope_scale, alibi_slopes=alibi_slopes,
+                      **_decode(options))
 
 
 @attention_op.register_fake
-def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None, rope_scale=None):
+def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None, rope_scale=None,
+      alibi_slopes=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
 
 
@@ -98,42 +102,48 @@ def attention_backward_op(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, grad: torch.Tensor,
         options: str, q_positions: Optional[torch.Tensor] = None,
         k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None,
-        rope_scale: Optional[torch.Tensor] = None
-) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv, the T5 table's gradient and RoPE's position scale's (an
-    empty tensor for each one absent); with RoPE, dq and dk rotated back
-    inside the kernel."""
+        rope_scale: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dq, dk, dv, then the gradients of the T5 table, RoPE's position scale
+    and ALiBi's slopes (an empty tensor for each one absent); with RoPE, dq
+    and dk rotated back inside the kernel."""
     kwargs = {name: value for name, value in _decode(options).items()
               if name in ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")}
     grads = list(_attention_backward(q, k, v, o, grad, t5_table=t5_table,
                                      q_positions=q_positions, k_positions=k_positions,
-                                     rope_scale=rope_scale, **kwargs))
-    operands = [grads.pop(3) if x is not None else q.new_empty((0,))
-                for x in (t5_table, rope_scale)]
-    return (*grads[:3], *operands)
+                                     rope_scale=rope_scale, alibi_slopes=alibi_slopes, **kwargs))
+    # attention_backward returns them as t5_table, alibi_slopes, rope_scale.
+    given = {name: grads.pop(3) for name, x in (("t5_table", t5_table),
+                                                ("alibi_slopes", alibi_slopes),
+                                                ("rope_scale", rope_scale)) if x is not None}
+    # An absent one is an empty tensor of its own (returns may not alias).
+    return (*grads[:3], *(given[name] if name in given else q.new_empty((0,))
+                          for name in ("t5_table", "rope_scale", "alibi_slopes")))
 
 
 @attention_backward_op.register_fake
 def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None,
-      rope_scale=None):
+      rope_scale=None, alibi_slopes=None):
     operands = [q.new_empty((0,)) if x is None else torch.empty_like(x)
-                for x in (t5_table, rope_scale)]
+                for x in (t5_table, rope_scale, alibi_slopes)]
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), *operands
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, options, q_positions, k_positions, t5_table, rope_scale = inputs
-    ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table, rope_scale)
+    q, k, v, options, q_positions, k_positions, t5_table, rope_scale, alibi_slopes = inputs
+    ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table, rope_scale,
+                          alibi_slopes)
     ctx.options = options
 
 
 def _backward(ctx, grad):
-    q, k, v, o, q_positions, k_positions, t5_table, rope_scale = ctx.saved_tensors
-    dq, dk, dv, dtable, dscale = torch.ops.pejit.attention_backward(
-        q, k, v, o, grad, ctx.options, q_positions, k_positions, t5_table, rope_scale)
+    q, k, v, o, q_positions, k_positions, t5_table, rope_scale, alibi_slopes = ctx.saved_tensors
+    dq, dk, dv, dtable, dscale, dslopes = torch.ops.pejit.attention_backward(
+        q, k, v, o, grad, ctx.options, q_positions, k_positions, t5_table, rope_scale,
+        alibi_slopes)
     # Position ids and the options string have no gradient.
     return (dq, dk, dv, None, None, None, None if t5_table is None else dtable,
-            None if rope_scale is None else dscale)
+            None if rope_scale is None else dscale, None if alibi_slopes is None else dslopes)
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -143,10 +153,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               q_positions: Optional[torch.Tensor] = None,
               k_positions: Optional[torch.Tensor] = None,
               t5_table: Optional[torch.Tensor] = None,
-              rope_scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+              rope_scale: Optional[torch.Tensor] = None,
+              alibi_slopes: Optional[torch.Tensor] = None) -> torch.Tensor:
     """torch.ops.pejit.attention: `options` from pejit.torch.options(...)."""
     return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table,
-                                     rope_scale)
+                                     rope_scale, alibi_slopes)
 
 
 class Attention(torch.nn.Module):
@@ -197,3 +208,36 @@ class ScaledRoPEAttention(torch.nn.Module):
     def forward(self, q, k, v, q_positions=None, k_positions=None):
         return torch.ops.pejit.attention(q, k, v, self.options, q_positions, k_positions, None,
                                          self.scale)
+
+
+class ALiBiAttention(torch.nn.Module):
+    """Attention with ALiBi whose per-head slopes are an nn.Parameter [hq],
+    initialised to the paper's get_slopes(num_heads) (heads head_offset ..
+    head_offset + hq of them): loss.backward() reaches q, k, v and the
+    slopes, d slope_h = sum of dS times the distance (docs/backward.md).
+    symmetric: -slope |i - j| instead of the causal form. The other keyword
+    arguments are pejit.torch.options' (causal, window, softcap, scale)."""
+
+    def __init__(self, num_heads: int, heads: Optional[int] = None, head_offset: int = 0,
+                 symmetric: bool = False, **kwargs):
+        super().__init__()
+        heads = num_heads if heads is None else heads
+        self.options = options(alibi={"num_heads": num_heads, "head_offset": head_offset,
+                                      "symmetric": symmetric}, **kwargs)
+        slopes = _paper_slopes(num_heads)[head_offset:head_offset + heads]
+        self.slopes = torch.nn.Parameter(torch.tensor(slopes, dtype=torch.float32))
+
+    def forward(self, q, k, v):
+        return torch.ops.pejit.attention(q, k, v, self.options, None, None, None, None,
+                                         self.slopes)
+
+
+def _paper_slopes(n: int):
+    """The ALiBi paper's get_slopes(n), non-powers of two included."""
+    def power_of_2(m):
+        start = 2 ** (-(2 ** -(math.log2(m) - 3)))
+        return [start * start ** i for i in range(m)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + _paper_slopes(2 * closest)[0::2][:n - closest]

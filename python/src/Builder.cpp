@@ -104,6 +104,10 @@ void bindBuilder(nb::module_ &m) {
                           const std::string &dtype) {
     return encodings::t5Bias(buckets, maxDistance, bidirectional, heads, floatDtype(dtype));
   });
+  m.def("alibi_learned_encoding",
+        [](int64_t numHeads, int64_t headOffset, bool symmetric, int64_t heads) {
+          return encodings::alibiLearnedSlopes(numHeads, headOffset, symmetric, heads);
+        });
   m.def("shaw_key_encoding", [](int64_t clip, int64_t d, const std::string &dtype, int64_t heads) {
     return encodings::shawKey(clip, d, floatDtype(dtype), heads);
   });

@@ -453,3 +453,43 @@ def test_torch_compile_fullgraph_with_table_and_position_scale():
         torch.nn.functional.mse_loss(compiled(x), target).backward()
         optimizer.step()
     assert abs(net[0].scale.item() - 0.8) > 1e-6
+
+
+@pytest.mark.parametrize("symmetric", [False, True], ids=["causal form", "symmetric form"])
+def test_alibi_learned_slopes_gradient_matches_float64(symmetric):
+    # ALiBi's slopes as an input (learned_slopes): d slope_h = sum dS * distance.
+    import reference as ref
+    heads, s = 12, 30
+    q, k, v = inputs(hq=heads, hkv=4, sq=s, skv=s)
+    g = generator()
+    slopes = (torch.tensor(ref.alibi_slopes(heads), dtype=torch.float32)
+              * (torch.rand(heads, generator=g) + 0.5)).requires_grad_()
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    options = pejit.torch.options(alibi={"num_heads": heads, "symmetric": symmetric},
+                                  causal=not symmetric)
+    o = torch.ops.pejit.attention(*leaves, options, None, None, None, None, slopes)
+    do = torch.randn(o.shape, generator=g)
+    (o * do).sum().backward()
+    expected = [x.detach().double().requires_grad_() for x in (q, k, v, slopes)]
+    i, j = torch.arange(s)[:, None], torch.arange(s)[None, :]
+    distance = -(i - j).abs() if symmetric else (j - i)
+    bias = expected[3][:, None, None] * distance
+    kk, vv = (x.repeat_interleave(3, dim=1) for x in expected[1:3])
+    scores = torch.einsum("bhid,bhjd->bhij", expected[0], kk) * 32 ** -0.5 + bias
+    if not symmetric:
+        scores = scores.masked_fill(j > i, float("-inf"))
+    reference = torch.einsum("bhij,bhjd->bhid", torch.softmax(scores, -1), vv)
+    (reference * do.double()).sum().backward()
+    for got, want, name in zip(leaves + [slopes], expected, ("dq", "dk", "dv", "dslopes")):
+        assert relative_error(got.grad, want.grad) < TOLERANCE, name
+
+
+def test_alibi_attention_module_starts_at_the_paper_slopes_and_learns_them():
+    import reference as ref
+    layer = pejit.torch.ALiBiAttention(num_heads=8, causal=True)
+    assert np.allclose(layer.slopes.detach().numpy(), ref.alibi_slopes(8))
+    q, k, v = (x.requires_grad_() for x in inputs(hq=8, hkv=8, sq=20, skv=20))
+    layer(q, k, v).square().sum().backward()
+    assert layer.slopes.grad is not None and layer.slopes.grad.abs().max() > 0
+    torch.library.opcheck(torch.ops.pejit.attention.default,
+                          (q, k, v, layer.options, None, None, None, None, layer.slopes))

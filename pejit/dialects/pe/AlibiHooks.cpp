@@ -6,12 +6,16 @@
 //   bias(h, i, j) = slope[head_offset + h] * j                       (bloom)
 // and, with relative_to = position, d = query_pos[i] - key_pos[j].
 // Slopes are the ALiBi paper's get_slopes(num_heads) (float64 reference),
-// baked in as constants. Pointwise: one FMA per lane once d is known.
+// baked in as constants, or (learned_slopes) read from the operand
+// alibi_slopes [hq]. Pointwise: one FMA per lane once d is known. The
+// adjoint: d slope_h += dS * distance (causal: key - query; symmetric:
+// -|key - query|; bloom: the key).
 #include "pejit/dialects/pe/PEAttrs.h"
 #include "pejit/dialects/pe/PEOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "pejit/reference/ScoreBias.h"
 
 using namespace mlir;
@@ -33,8 +37,60 @@ pejit::ref::AlibiForm referenceForm(AlibiForm form) {
 
 } // namespace
 
+unsigned AlibiAttr::getNumEncodingOperands() const { return getLearnedSlopes() ? 1 : 0; }
+std::string AlibiAttr::getEncodingOperandName(unsigned) const { return "alibi_slopes"; }
+// docs/backward.md: d slope_h = sum of dS * the form's distance.
+bool AlibiAttr::isDifferentiableOperand(unsigned) const { return true; }
+bool AlibiAttr::hasOperandAdjoint(unsigned) const { return getLearnedSlopes(); }
+
+LogicalResult AlibiAttr::verifyEncodingOperand(unsigned, RankedTensorType type,
+                                               const AttentionShape &shape,
+                                               function_ref<InFlightDiagnostic()> emitError) const {
+  if (type.getRank() != 1 || type.getDimSize(0) != shape.queryHeads ||
+      !type.getElementType().isF32())
+    return emitError() << "alibi_slopes must be f32 [hq = " << shape.queryHeads << "], got "
+                       << type;
+  return success();
+}
+
+namespace {
+
+/// The distance the slope multiplies at `point` (f32, the point's shape):
+/// key - query (causal), -|key - query| (symmetric), the key index or id
+/// (bloom); bias = slope * it.
+Value slopeDistance(OpBuilder &b, Location loc, AlibiAttr attr, const AttentionShape &shape,
+                    const ScorePoint &point) {
+  if (attr.getForm() == AlibiForm::Bloom) {
+    Value key = attr.readsPositions() ? point.keyPosition : point.keyIndex;
+    return arith::SIToFPOp::create(b, loc, typeLike(key, b.getF32Type()), key);
+  }
+  Value distance = relativeDistance(b, loc, shape, point, attr.readsPositions(), /*asFloat=*/true);
+  if (attr.getForm() == AlibiForm::Symmetric)
+    distance = arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, distance));
+  return distance;
+}
+
+} // namespace
+
+// The adjoint (docs/backward.md): bias = slope_h * distance, so
+// d slope_h += dS * distance.
+SmallVector<GradContribution> AlibiAttr::emitScoreModAdjoint(OpBuilder &b, Location loc,
+                                                             const AttentionShape &shape,
+                                                             const ScorePoint &point,
+                                                             Value dScore) const {
+  if (!getLearnedSlopes())
+    return {};
+  Value distance = slopeDistance(b, loc, *this, shape, point);
+  return {{0, point.head, arith::MulFOp::create(b, loc, dScore, distance)}};
+}
+
 Value AlibiAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionShape &shape,
                               const ScorePoint &point) const {
+  if (getLearnedSlopes()) { // slope_h from the operand, times the distance: one FMA
+    Value slope = memref::LoadOp::create(b, loc, point.operands[0], ValueRange{point.head});
+    return math::FmaOp::create(b, loc, slopeDistance(b, loc, *this, shape, point),
+                               broadcastLike(b, loc, point.score, slope), point.score);
+  }
   std::vector<double> slopes = getSlopes().empty()
                                    ? pejit::ref::alibiSlopes(getNumHeads())
                                    : std::vector<double>(getSlopes().begin(), getSlopes().end());
@@ -77,6 +133,10 @@ bool AlibiAttr::isDistanceOnly() const {
 }
 
 pejit::ref::Tensor AlibiAttr::referenceScoreBias(const ReferenceAttention &attention) const {
+  if (getLearnedSlopes()) // this attention's hq slopes, head h's at h
+    return pejit::ref::alibiBias(attention.queryHeads, 0, attention.queryHeads,
+                                 referenceForm(getForm()), attention.distance(readsPositions()),
+                                 attention.operands[0]->data);
   std::vector<double> slopes(getSlopes().begin(), getSlopes().end());
   return pejit::ref::alibiBias(getNumHeads(), getHeadOffset(), attention.queryHeads,
                                referenceForm(getForm()), attention.distance(readsPositions()),

@@ -313,7 +313,11 @@ bool DynamicNtkScalingAttr::followsCallLength() const { return true; }
 bool LongRopeScalingAttr::followsCallLength() const { return true; }
 
 LogicalResult AlibiAttr::verify(EmitErrorFn emitError, int64_t numHeads, int64_t headOffset,
-                                AlibiForm form, llvm::ArrayRef<F64> slopes, RelativeTo) {
+                                AlibiForm form, llvm::ArrayRef<F64> slopes, RelativeTo,
+                                bool learnedSlopes) {
+  if (learnedSlopes && !slopes.empty())
+    return emitError() << "alibi learned_slopes reads the slopes from its operand alibi_slopes: "
+                          "leave `slopes` out";
   if (failed(requireInRange(emitError, "alibi num_heads", numHeads, limits::kMaxHeads,
                             "the most heads an attention has")))
     return failure();

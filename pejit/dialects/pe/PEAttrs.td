@@ -192,7 +192,9 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",
-    "emitScoreMod", "referenceScoreBias", "readsPositions", "isDistanceOnly"]> {
+    "emitScoreMod", "referenceScoreBias", "readsPositions", "isDistanceOnly",
+    "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand",
+    "hasOperandAdjoint", "emitScoreModAdjoint", "verifyEncodingOperand"]> {
   let summary = "attention with linear biases (Press et al. 2022)";
   let description = [{
     bias(h, i, j) = -slope[head_offset + h] * d with d = (i + skv - sq) - j
@@ -204,13 +206,18 @@ def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isF
     `relative_to = position` (fused form only) measures the distance by the
     attention's position ids instead, key_pos[j] - query_pos[i] (packed or
     left-padded batches, HF position_ids); the default is the index.
+    `learned_slopes = true` (fused form only) reads this attention's hq
+    slopes from its encoding operand `alibi_slopes` (f32 [hq], head h's at
+    h) instead of constants, so that they can be trained: the backward
+    gives d slope_h = sum of dS times the form's distance (docs/backward.md).
   }];
   let parameters = (ins
     "int64_t":$num_heads,
     DefaultValuedParameter<"int64_t", "0", "first head of this shard">:$head_offset,
     EnumParameter<PE_AlibiForm>:$form,
     PE_OptionalF64ArrayParameter<"explicit slopes, one per head">:$slopes,
-    PE_RelativeToParameter:$relative_to);
+    PE_RelativeToParameter:$relative_to,
+    DefaultValuedParameter<"bool", "false", "slopes from the operand alibi_slopes">:$learned_slopes);
 }
 
 def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPositions",

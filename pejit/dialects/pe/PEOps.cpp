@@ -112,6 +112,9 @@ LogicalResult AlibiOp::verify() {
   Operation *op = getOperation();
   if (failed(rejectPositionDistances(op, getEncoding())))
     return failure();
+  if (getEncoding().getLearnedSlopes())
+    return emitOpError() << "learned_slopes is for ALiBi fused into attn.attention (its slopes "
+                            "are an encoding operand there); pe.alibi takes constant slopes";
   if (failed(verifyBiasResult(op, getResult())))
     return failure();
   auto emitError = [&]() { return emitOpError(); };

@@ -313,6 +313,14 @@ func.func @t5_table_heads(%q: tensor<1x4x8x64xf32>, %t: tensor<32x8xf32>) {
 
 // -----
 
+func.func @alibi_slopes_shape(%q: tensor<1x4x8x64xf32>, %s: tensor<8xf32>) {
+  // expected-error @+1 {{'attn.attention' op encoding_operands #0 (alibi_slopes of encodings[0]): alibi_slopes must be f32 [hq = 4], got 'tensor<8xf32>'}}
+  %o = attn.attention %q, %q, %q encodings([#pe.alibi<num_heads = 8, form = causal, learned_slopes = true>]) encoding_operands(%s : tensor<8xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
 func.func @extra_encoding_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
   // expected-error @+1 {{'attn.attention' op has 2 encoding_operands but its encodings read 1}}
   %o = attn.attention %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t, %t : tensor<32x4xf32>, tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>

@@ -63,6 +63,14 @@ func.func @fused(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tenso
   return %o : tensor<1x4x16x64xf32>
 }
 
+// ALiBi with learned slopes: the slopes are the attention's encoding operand.
+// CHECK-LABEL: func.func @alibi_learned_slopes
+// CHECK: encodings([#pe.alibi<num_heads = 8, head_offset = 4, form = causal, learned_slopes = true>]) encoding_operands(%{{.*}} : tensor<4xf32>)
+func.func @alibi_learned_slopes(%q: tensor<1x4x16x64xf32>, %s: tensor<4xf32>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %q, %q causal encodings([#pe.alibi<num_heads = 8, head_offset = 4, form = causal, learned_slopes = true>]) encoding_operands(%s : tensor<4xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
 // The template hook ops, as kernel templates write them: the prologue (all
 // rows, or a GPU thread's share), the QK transform in place and from the Q/K
 // rows themselves (f16 rows into an f32 tile), and the score modifier.

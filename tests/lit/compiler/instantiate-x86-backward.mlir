@@ -136,3 +136,30 @@ func.func @rope_scale(%q: tensor<1x2x24x16xf32>, %k: tensor<1x2x24x16xf32>, %v: 
       -> tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1xf32>
   return %dq, %dk, %dv, %ds : tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1x2x24x16xf32>, tensor<1xf32>
 }
+
+// -----
+
+// ALiBi with learned slopes and their gradient (grad_operands([0])): the
+// score hook reads slope_h from the operand (one load, one FMA); its
+// adjoint adds dS * distance to slope_h's entry of the kv item's partial
+// buffer:  d slope_h += dS_ij ((j) - (i + skv - sq)).
+// CHECK: module attributes {pejit.kernel = {arguments = "operand_grads=0 query:f32:1x4x16x16 key:f32:1x4x16x16 value:f32:1x4x16x16 encoding_operand=alibi_slopes:f32:4 output:f32:1x4x16x16 output_grad:f32:1x4x16x16"
+// CHECK-LABEL: func.func private @score8
+// CHECK: memref.load %{{.*}} : memref<4xf32>
+// CHECK: math.fma
+// CHECK-LABEL: func.func @pejit_backward_kv
+// CHECK: arith.sitofp %{{.*}} : i32 to f32
+// CHECK: %[[CONTRIBUTION:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}} : memref<?xf32>
+// CHECK: arith.addf %[[OLD]], %[[CONTRIBUTION]] : f32
+// CHECK-NOT: attn.score_grad
+func.func @alibi_slopes(%q: tensor<1x4x16x16xf32>, %k: tensor<1x4x16x16xf32>, %v: tensor<1x4x16x16xf32>, %s: tensor<4xf32>,
+                        %o: tensor<1x4x16x16xf32>, %do: tensor<1x4x16x16xf32>)
+    -> (tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<4xf32>) {
+  %dq, %dk, %dv, %ds = attn.attention_backward %q, %k, %v, %o, %do causal
+      encodings([#pe.alibi<num_heads = 4, form = causal, learned_slopes = true>])
+      encoding_operands(%s : tensor<4xf32>) grad_operands([0])
+      : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>
+      -> tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<4xf32>
+  return %dq, %dk, %dv, %ds : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<4xf32>
+}

@@ -254,6 +254,22 @@ func.func @alibi_head_offset() {
 
 // -----
 
+func.func @alibi_learned_and_constant_slopes() {
+  // expected-error @+1 {{alibi learned_slopes reads the slopes from its operand alibi_slopes: leave `slopes` out}}
+  %0 = pe.alibi <num_heads = 2, form = causal, slopes = [0.5, 0.25], learned_slopes = true> : tensor<1x2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @alibi_learned_slopes_materialized() {
+  // expected-error @+1 {{'pe.alibi' op learned_slopes is for ALiBi fused into attn.attention (its slopes are an encoding operand there); pe.alibi takes constant slopes}}
+  %0 = pe.alibi <num_heads = 8, form = causal, learned_slopes = true> : tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
 func.func @alibi_shard_overflow() {
   // expected-error @+1 {{'pe.alibi' op head_offset (8) + heads (8) exceeds num_heads (12)}}
   %0 = pe.alibi <num_heads = 12, head_offset = 8, form = causal> : tensor<1x8x8x8xf32>
