@@ -63,8 +63,8 @@ struct SlopeRun {
 
 /// The forward, then the backward with the slopes' gradient, on one draw.
 SlopeRun runBoth(Runtime &runtime, const SlopeCase &c, const std::vector<float> &q,
-            const std::vector<float> &k, const std::vector<float> &v, const std::vector<float> &dO,
-            const std::vector<float> &slopes) {
+                 const std::vector<float> &k, const std::vector<float> &v,
+                 const std::vector<float> &dO, const std::vector<float> &slopes) {
   Spec spec = forwardSpec(c);
   Expected<X86Kernel> forward = runtime.getX86(spec);
   Expected<X86Kernel> backward = runtime.getX86Backward(spec);
@@ -115,23 +115,21 @@ void expectSlopeGradient(const SlopeCase &c) {
     qr = ref::applyRope(ref::RopeConfig{}, q, queryIds, c.skv);
     kr = ref::applyRope(ref::RopeConfig{}, k, keyIds, c.skv);
   }
-  ref::Tensor bias =
-      ref::alibiBias(c.heads, 0, c.heads, c.referenceForm, c.sq, c.skv, slopes);
+  ref::Tensor bias = ref::alibiBias(c.heads, 0, c.heads, c.referenceForm, c.sq, c.skv, slopes);
   ref::AttentionOptions options;
   options.causal = c.causal;
   options.bias = &bias;
   ref::Tensor o = ref::attention(qr, kr, v, options);
   ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dOut, options);
-  std::vector<double> wantSlopes = ref::alibiSlopeGradient(
-      want.dScores, c.referenceForm, ref::RelativeDistance{c.sq, c.skv});
-  ref::Tensor wantDq = c.rope ? ref::applyRopeBackward(ref::RopeConfig{}, q, want.dq, queryIds,
-                                                       c.skv).dx
-                              : want.dq;
-  ref::Tensor wantDk = c.rope ? ref::applyRopeBackward(ref::RopeConfig{}, k, want.dk, keyIds,
-                                                       c.skv).dx
-                              : want.dk;
+  std::vector<double> wantSlopes =
+      ref::alibiSlopeGradient(want.dScores, c.referenceForm, ref::RelativeDistance{c.sq, c.skv});
+  ref::Tensor wantDq =
+      c.rope ? ref::applyRopeBackward(ref::RopeConfig{}, q, want.dq, queryIds, c.skv).dx : want.dq;
+  ref::Tensor wantDk =
+      c.rope ? ref::applyRopeBackward(ref::RopeConfig{}, k, want.dk, keyIds, c.skv).dx : want.dk;
   std::vector<float> slopesF(slopes.begin(), slopes.end());
-  SlopeRun run = runBoth(suiteRuntime(), c, toFloat(q), toFloat(k), toFloat(v), toFloat(dOut), slopesF);
+  SlopeRun run =
+      runBoth(suiteRuntime(), c, toFloat(q), toFloat(k), toFloat(v), toFloat(dOut), slopesF);
   ASSERT_EQ(run.dslopes.size(), slopes.size());
   EXPECT_LE(relativeError(run.o, o.data), 1e-4) << "forward output";
   EXPECT_LE(relativeError(run.dq, wantDq.data), 1e-4) << "dq";
