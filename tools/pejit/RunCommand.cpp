@@ -3,6 +3,7 @@
 // repeated runs.
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
+#include "tools/pejit/RunBackward.h"
 #include "tools/pejit/RunNvidia.h"
 #include "tools/pejit/TensorIO.h"
 
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <random>
 
 namespace pejit::cli {
 
@@ -43,6 +45,9 @@ struct RunOptions {
   int64_t repeat = 0;
   bool check = false;
   Target target = Target::host();
+  /// --backward: the gradients (RunBackward.cpp).
+  bool backward = false;
+  std::string gradOutput, gradsDir;
 };
 
 /// Fills `options` from the command line; "" or a usage message.
@@ -76,6 +81,14 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
     options.repeat = *n;
   }
   options.check = args.has("check");
+  options.backward = args.has("backward");
+  if (std::optional<std::string> gradOutput = args.value("grad-output"))
+    options.gradOutput = filePath(*gradOutput);
+  options.gradsDir = args.value("grads").value_or("");
+  if (options.backward && options.gradOutput.empty())
+    return "--backward needs --grad-output=@FILE.npy (dO, float32 of the output's shape)";
+  if (!options.backward && (!options.gradOutput.empty() || !options.gradsDir.empty()))
+    return "--grad-output and --grads go with --backward";
   std::string targetError;
   std::optional<Target> target = Target::parse(args.value("target").value_or("host"), &targetError);
   if (!target)
@@ -88,9 +101,16 @@ std::string parseRunOptions(const Args &args, RunOptions &options) {
 
 int runCommand(int argc, char **argv) {
   Args args;
-  std::vector<FlagSpec> specs = {
-      {"input", true, true}, {"output"}, {"tile"}, {"threads"}, {"repeat"},
-      {"check", false},      {"target"}};
+  std::vector<FlagSpec> specs = {{"input", true, true},
+                                 {"output"},
+                                 {"tile"},
+                                 {"threads"},
+                                 {"repeat"},
+                                 {"check", false},
+                                 {"target"},
+                                 {"backward", false},
+                                 {"grad-output"},
+                                 {"grads"}};
   if (std::string error = parseArgs(argc, argv, 2, specs, args); !error.empty())
     return usageError("run: " + error);
   if (args.has("help")) {
@@ -130,6 +150,15 @@ int runCommand(int argc, char **argv) {
       return fail(error);
     if (!note.empty())
       std::fprintf(stderr, "%s\n", note.c_str());
+  }
+  if (options.backward) {
+    if (options.target.kind == Target::Kind::Nvidia || options.output || options.repeat > 0)
+      return usageError("run: --backward runs on the host and writes --grads=DIR (not "
+                        "--output, --repeat or --target=nvidia)");
+    uint32_t seed = std::random_device{}();
+    return runBackward(
+        {options.file, options.gradOutput, options.gradsDir, options.threads, options.check, seed},
+        *spec, inputs);
   }
 
   Runtime runtime(RuntimeOptions{options.threads});

@@ -67,6 +67,15 @@ const char *kRunUsage = R"(  run FILE.mlir --input=@FILE.npy ... [--output=@FILE
       --target=nvidia[:sm_XX]  run on an NVIDIA GPU through the CUDA driver:
                            f16 .npy, or bf16 stored as uint16; output
                            float32; --check at tolerance 1e-2
+      --backward --grad-output=@dO.npy [--grads=DIR]
+                           run the forward, then its backward
+                           (docs/backward.md) for the output's gradient dO:
+                           writes DIR/dq.npy, dk.npy, dv.npy and d_<operand>
+                           .npy for each differentiable encoding operand.
+                           With --check, each gradient's directional
+                           derivative along a random direction must match
+                           the float64 reference's central difference to
+                           1e-4
       Compile and run times go to stderr.
 )";
 

@@ -1,0 +1,142 @@
+// pejit run --backward (docs/backward.md) as a user runs it: the forward's
+// gradients from .npy inputs and dO, written to a directory, with --check
+// (each gradient's directional derivative against the float64 reference
+// interpreter's central difference). Fresh random inputs; the written
+// gradients are also compared with the float64 reference gradients
+// (pejit/reference/AttentionGrad.h) at 1e-4, and errors name the flag.
+#include "tests/cli/CliTestSupport.h"
+
+#include "pejit/reference/AttentionGrad.h"
+#include "pejit/reference/ScoreBiasGrad.h"
+
+#include "gtest/gtest.h"
+
+using namespace pejit;
+using namespace pejit::clitest;
+
+namespace {
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+ref::Tensor readTensor(const std::string &path) {
+  npy::Expected<npy::Array> array = npy::readNpy(path);
+  EXPECT_TRUE(array) << path << ": " << array.error;
+  if (!array)
+    return {};
+  std::vector<float> values = npy::toFloat32(*array);
+  return ref::Tensor(array->shape, std::vector<double>(values.begin(), values.end()));
+}
+
+double relativeError(const ref::Tensor &got, const ref::Tensor &want) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t n = 0; n < want.data.size() && n < got.data.size(); ++n) {
+    maxRef = std::max(maxRef, std::fabs(want.data[n]));
+    maxErr = std::max(maxErr,
+                      std::isnan(got.data[n]) ? INFINITY : std::fabs(got.data[n] - want.data[n]));
+  }
+  return got.data.size() != want.data.size() ? INFINITY : maxErr / std::max(maxRef, 1e-300);
+}
+
+TEST(PejitRunBackward, RopeAndAlibiGradientsWrittenAndChecked) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  ref::Tensor q = randomTensor({1, 4, 48, 64}), k = randomTensor({1, 2, 64, 64}),
+              v = randomTensor({1, 2, 64, 64}), dO = randomTensor({1, 4, 48, 64});
+  ref::PositionIds qIds = consecutiveIds(1016, 48), kIds = consecutiveIds(1000, 64);
+  writeText(dir.file("attn.mlir"), kRopeAlibiSource);
+  writeTensor(dir.file("q.npy"), q);
+  writeTensor(dir.file("k.npy"), k);
+  writeTensor(dir.file("v.npy"), v);
+  writeTensor(dir.file("do.npy"), dO);
+  writeIds(dir.file("qpos.npy"), qIds, npy::DType::I32);
+  writeIds(dir.file("kpos.npy"), kIds, npy::DType::I64);
+  Result r = runPejit(dir, {"run", dir.file("attn.mlir"), "--input=@" + dir.file("q.npy"),
+                            "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"),
+                            "--input=@" + dir.file("qpos.npy"), "--input=@" + dir.file("kpos.npy"),
+                            "--backward", "--grad-output=@" + dir.file("do.npy"),
+                            "--grads=" + dir.path(), "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  for (const char *name : {"dq", "dk", "dv"})
+    EXPECT_TRUE(contains(r.out, std::string(name) + ": directional derivative")) << r.out;
+  EXPECT_TRUE(contains(r.out, "check seed")) << r.out;
+
+  // The written gradients against the float64 reference gradients.
+  ref::RopeConfig rope;
+  int64_t seqLen = ref::maxPositionPlusOne(qIds, kIds);
+  ref::Tensor qr = ref::applyRope(rope, q, qIds, seqLen),
+              kr = ref::applyRope(rope, k, kIds, seqLen);
+  ref::Tensor bias = ref::alibiBias(4, 0, 4, ref::AlibiForm::Causal, 48, 64);
+  ref::AttentionOptions options;
+  options.causal = true;
+  options.bias = &bias;
+  ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dO, options);
+  EXPECT_LE(relativeError(readTensor(dir.file("dq.npy")),
+                          ref::applyRopeBackward(rope, q, want.dq, qIds, seqLen).dx),
+            1e-4);
+  EXPECT_LE(relativeError(readTensor(dir.file("dk.npy")),
+                          ref::applyRopeBackward(rope, k, want.dk, kIds, seqLen).dx),
+            1e-4);
+  EXPECT_LE(relativeError(readTensor(dir.file("dv.npy")), want.dv), 1e-4);
+}
+
+TEST(PejitRunBackward, AnEncodingTableGetsItsGradientFile) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  const char *source = R"mlir(
+func.func @t5(%q: tensor<1x4x40x32xf32>, %k: tensor<1x4x40x32xf32>, %v: tensor<1x4x40x32xf32>,
+              %table: tensor<32x4xf32>) -> tensor<1x4x40x32xf32> {
+  %o = attn.attention %q, %k, %v causal
+      encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>])
+      encoding_operands(%table : tensor<32x4xf32>)
+      : tensor<1x4x40x32xf32>, tensor<1x4x40x32xf32>, tensor<1x4x40x32xf32> -> tensor<1x4x40x32xf32>
+  return %o : tensor<1x4x40x32xf32>
+}
+)mlir";
+  writeText(dir.file("t5.mlir"), source);
+  ref::Tensor q = randomTensor({1, 4, 40, 32}), k = randomTensor({1, 4, 40, 32}),
+              v = randomTensor({1, 4, 40, 32}), table = randomTensor({32, 4}),
+              dO = randomTensor({1, 4, 40, 32});
+  for (auto [name, t] : {std::pair<const char *, ref::Tensor *>{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"table", &table},
+                         {"do", &dO}})
+    writeTensor(dir.file(std::string(name) + ".npy"), *t);
+  std::vector<std::string> args = {"run",
+                                   dir.file("t5.mlir"),
+                                   "--input=@" + dir.file("q.npy"),
+                                   "--input=@" + dir.file("k.npy"),
+                                   "--input=@" + dir.file("v.npy"),
+                                   "--input=@" + dir.file("table.npy"),
+                                   "--backward",
+                                   "--grad-output=@" + dir.file("do.npy"),
+                                   "--grads=" + dir.path(),
+                                   "--check"};
+  Result r = runPejit(dir, args);
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "d_t5_table: directional derivative")) << r.out;
+  ref::Tensor bias = ref::t5Bias(table, false, 32, 128, 40, 40);
+  ref::AttentionOptions options;
+  options.causal = true;
+  options.bias = &bias;
+  ref::AttentionGradients want = ref::attentionBackward(q, k, v, dO, options);
+  ref::Tensor wantTable =
+      ref::t5TableGradient(want.dScores, false, 32, 128, ref::RelativeDistance{40, 40});
+  EXPECT_LE(relativeError(readTensor(dir.file("d_t5_table.npy")), wantTable), 1e-4);
+
+  // dO of the wrong shape, and --backward without dO: errors that say so.
+  writeTensor(dir.file("bad.npy"), randomTensor({1, 4, 40, 16}));
+  args[7] = "--grad-output=@" + dir.file("bad.npy");
+  Result wrong = runPejit(dir, args);
+  EXPECT_NE(wrong.exitCode, 0);
+  EXPECT_TRUE(contains(wrong.err, "is not the output's [1, 4, 40, 32]")) << wrong.err;
+  args.erase(args.begin() + 7);
+  Result missing = runPejit(dir, args);
+  EXPECT_NE(missing.exitCode, 0);
+  EXPECT_TRUE(contains(missing.err, "--backward needs --grad-output")) << missing.err;
+}
+
+} // namespace
