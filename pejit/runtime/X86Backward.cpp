@@ -41,7 +41,9 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
       keyDims{s.batch, s.kvHeads, s.keySeq, s.headDim},
       valueDims{s.batch, s.kvHeads, s.keySeq, s.valueDim},
       outputDims{s.batch, s.queryHeads, s.querySeq, s.valueDim};
-  const std::vector<DType> f32{DType::F32};
+  // q, k, v, o, dO and dq, dk, dv: the kernel's element type (f32, f16,
+  // bf16); the operand gradients f32.
+  const std::vector<DType> f32{DType::F32}, io{inputDtype};
   std::pair<const TensorView *, std::pair<const char *, const std::vector<int64_t> *>> views[] = {
       {bound.query, {"query", &queryDims}},
       {bound.key, {"key", &keyDims}},
@@ -49,7 +51,7 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
       {bound.output, {"output", &outputDims}},
       {bound.outputGradient, {"output_grad", &outputDims}}};
   for (auto [view, what] : views)
-    if (Status st = checkView(*view, what.first, *what.second, f32); !st)
+    if (Status st = checkView(*view, what.first, *what.second, io); !st)
       return st;
   const std::vector<unsigned> &operandGradients = signature.operandGradients;
   if (gradients.size() != 3 + operandGradients.size()) {
@@ -62,7 +64,7 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   const char *gradientNames[] = {"dq", "dk", "dv"};
   const std::vector<int64_t> *gradientDims[] = {&queryDims, &keyDims, &valueDims};
   for (size_t n = 0; n < 3; ++n)
-    if (Status st = checkView(gradients[n], gradientNames[n], *gradientDims[n], f32); !st)
+    if (Status st = checkView(gradients[n], gradientNames[n], *gradientDims[n], io); !st)
       return st;
   // Each operand gradient: f32, dense, the shape of its operand; and its
   // place in the kv items' partial buffers (the sizes before it, as the
@@ -138,8 +140,16 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   const int64_t tablesAt = aligned(2 * rowFloats + gradItems * gradFloats);
   const int64_t queryAt = tablesAt + aligned(tableFloats);
   const int64_t keyAt = queryAt + (transformed ? aligned(rowFloats * s.headDim) : 0);
+  // 16-bit tensors: f32 copies of q, k, v, o, dO and f32 dq, dk, dv.
+  const bool narrow = inputDtype != DType::F32;
+  const int64_t queryFloats = rowFloats * s.headDim, outputFloats = rowFloats * s.valueDim;
+  const int64_t keyFloats = s.batch * s.kvHeads * s.keySeq * s.headDim,
+                valueFloats = s.batch * s.kvHeads * s.keySeq * s.valueDim;
+  const int64_t widenAt = keyAt + (transformed ? aligned(keyFloats) : 0);
   const int64_t scratchFloats =
-      keyAt + (transformed ? s.batch * s.kvHeads * s.keySeq * s.headDim : 0);
+      widenAt + (narrow ? 2 * (aligned(queryFloats) + aligned(keyFloats) + aligned(valueFloats)) +
+                              2 * aligned(outputFloats)
+                        : 0);
   ScratchBuffer scratch = takeScratch(scratchFloats);
   if (!scratch.data)
     return Status::error("out of memory: the backward's scratch of " +
@@ -159,6 +169,39 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   MemRefDescriptor<float, 4> tq = dense(base + queryAt, s.batch, s.queryHeads, s.querySeq,
                                         s.headDim),
                              tk = dense(base + keyAt, s.batch, s.kvHeads, s.keySeq, s.headDim);
+  // 16-bit: the phases read f32 copies and write f32 gradients, converted
+  // 64 rows an item (the template's @pejit_backward_widen / _narrow).
+  std::array<MemRefDescriptor<float, 4>, 3> userGradients = {dq, dk, dv};
+  auto items64 = [](const MemRefDescriptor<float, 4> &d) {
+    return (d.sizes[0] * d.sizes[1] * d.sizes[2] + 63) / 64;
+  };
+  if (narrow) {
+    float *at = base + widenAt;
+    auto take = [&](int64_t h, int64_t seq, int64_t c) {
+      MemRefDescriptor<float, 4> d = dense(at, s.batch, h, seq, c);
+      at += aligned(s.batch * h * seq * c);
+      return d;
+    };
+    std::array<std::pair<MemRefDescriptor<float, 4>, MemRefDescriptor<float, 4>>, 5> widen = {
+        std::pair{q, take(s.queryHeads, s.querySeq, s.headDim)},
+        {k, take(s.kvHeads, s.keySeq, s.headDim)},
+        {v, take(s.kvHeads, s.keySeq, s.valueDim)},
+        {o, take(s.queryHeads, s.querySeq, s.valueDim)},
+        {dO, take(s.queryHeads, s.querySeq, s.valueDim)}};
+    std::vector<int64_t> first{0};
+    for (auto &pair : widen)
+      first.push_back(first.back() + items64(pair.first));
+    pool_->parallelFor(first.back(), [&](int64_t item) {
+      size_t n = std::upper_bound(first.begin(), first.end(), item) - first.begin() - 1;
+      MemRefDescriptor<float, 4> from = widen[n].first, to = widen[n].second;
+      backwardWiden_(&from, &to, item - first[n]);
+    });
+    q = widen[0].second, k = widen[1].second, v = widen[2].second, o = widen[3].second,
+    dO = widen[4].second;
+    dq = take(s.queryHeads, s.querySeq, s.headDim);
+    dk = take(s.kvHeads, s.keySeq, s.headDim);
+    dv = take(s.kvHeads, s.keySeq, s.valueDim);
+  }
   // The encodings' tensors (a T5 table, ALiBi has none), slot by slot.
   std::array<std::vector<int64_t>, kEncodingOperandSlots> slots;
   for (size_t n = 0; n < kEncodingOperandSlots; ++n)
@@ -213,6 +256,17 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     backwardQuery_(&qc, &kc, &vc, &dOc, &dqc, &sc, &tc, &qpc, &kpc, e[0].data(), e[1].data(),
                    e[2].data(), e[3].data(), item);
   });
+  if (narrow) { // dq, dk, dv back to the caller's 16-bit tensors
+    std::array<MemRefDescriptor<float, 4>, 3> computed = {dq, dk, dv};
+    std::vector<int64_t> first{0};
+    for (const MemRefDescriptor<float, 4> &d : computed)
+      first.push_back(first.back() + items64(d));
+    pool_->parallelFor(first.back(), [&](int64_t item) {
+      size_t n = std::upper_bound(first.begin(), first.end(), item) - first.begin() - 1;
+      MemRefDescriptor<float, 4> from = computed[n], to = userGradients[n];
+      backwardNarrow_(&from, &to, item - first[n]);
+    });
+  }
   // The operand gradients: each element the sum of the items' partials,
   // in item order (so the bits do not depend on the thread count), in f64
   // (a position scale's partials are large and cancel).

@@ -105,6 +105,10 @@ using BackwardQueryFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
 /// or key tile; its tables come from a PrologueFn (pejit_backward_prologue).
 using BackwardTransformFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                                      MemRefDescriptor<float, 1> *, int64_t);
+/// 16-bit tensors: (source, destination, item), 64 rows of a [b, h, s, c]
+/// tensor widened to f32 or narrowed from it (descriptors of either type
+/// share the float one's layout).
+using BackwardConvertFn = void (*)(Desc4 *, Desc4 *, int64_t);
 
 class LoadedObject;
 struct BoundInputs;
@@ -157,6 +161,7 @@ private:
   BackwardQueryFn backwardQuery_ = nullptr;
   PrologueFn backwardPrologue_ = nullptr;
   BackwardTransformFn backwardTransform_ = nullptr;
+  BackwardConvertFn backwardWiden_ = nullptr, backwardNarrow_ = nullptr;
   Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most

@@ -15,7 +15,8 @@ from ._tensors import dtype_name, is_torch
 
 _kernels: dict = {}
 
-_NUMPY_CODES = {np.dtype(np.float32): 0, np.dtype(np.int32): 3, np.dtype(np.int64): 4}
+_NUMPY_CODES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 3,
+                np.dtype(np.int64): 4}
 
 
 def _raw_any(x, what):
@@ -24,8 +25,8 @@ def _raw_any(x, what):
     if is_torch(x):
         return _raw(x, what)
     if not isinstance(x, np.ndarray) or x.dtype not in _NUMPY_CODES:
-        raise Error(f"{what}: expected a NumPy array or torch CPU tensor (float32; int32 or "
-                    "int64 position ids)")
+        raise Error(f"{what}: expected a NumPy array (float32, float16; int32 or int64 position "
+                    "ids) or a torch CPU tensor")
     return (x.ctypes.data, _NUMPY_CODES[x.dtype], x.shape,
             tuple(s // x.itemsize for s in x.strides))
 
@@ -45,8 +46,10 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
     with t5 and its float32 t5_table, the table's gradient as a fourth.
-    float32 NumPy arrays or torch CPU tensors; returns new arrays of the
-    kind and shapes of q, k, v (and the table). With rope, dq and dk are
+    NumPy arrays or torch CPU tensors (q, k, v, o, do of one dtype: float32,
+    float16, or torch bfloat16, computed in f32; the encodings' tensors
+    float32); returns new arrays of the kind, shapes and dtypes of q, k, v
+    (and float32 ones for the table, slopes, scale). With rope, dq and dk are
     rotated back inside the kernel; q_positions, k_positions as for the
     forward (defaults: keys 0..skv-1, queries skv-sq..skv-1); with
     rope_scale (float32 [1] or [b]) and alibi_slopes (float32 [hq], with
@@ -86,18 +89,26 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
             raise Error(f"alibi_slopes: expected [hq] = [{qs[1]}], got "
                         f"{list(alibi_slopes.shape)}")
         tensors.append((alibi_slopes, "alibi_slopes"))
+    # q, k, v, o, do of one dtype (16-bit ones give 16-bit gradients,
+    # computed in f32); the encodings' tensors float32.
+    dtype = dtype_name(q, "q")
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise Error(f"q: the backward takes float32, float16 or bfloat16, got {dtype}")
     for x, what in tensors:
-        if dtype_name(x, what) != "float32":
-            raise Error(f"{what}: the backward takes float32 so far, got {dtype_name(x, what)}")
+        wanted = dtype if what in ("q", "k", "v", "o", "do") else "float32"
+        if dtype_name(x, what) != wanted:
+            raise Error(f"{what}: expected {wanted} (as q), got {dtype_name(x, what)}"
+                        if wanted == dtype else
+                        f"{what}: expected float32, got {dtype_name(x, what)}")
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
     key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal), _window(window),
            softcap, scale, per_batch, None if rope_scale is None else int(rope_scale.shape[0]),
-           alibi_slopes is not None)
+           alibi_slopes is not None, dtype)
     kernel = _kernels.get(key)
     if kernel is None:
-        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, "float32", rope=rope,
+        source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, dtype, rope=rope,
                                   alibi=alibi, t5=t5, causal=causal, window=window,
                                   softcap=softcap, scale=scale, positions_per_batch=per_batch,
                                   rope_scale=None if rope_scale is None else int(rope_scale.shape[0]),
@@ -125,9 +136,11 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     like = [q, k, v] + [by_name[name] for name in names]
     if torch_inputs:
         import torch
-        grads = tuple(torch.empty(tuple(x.shape), dtype=torch.float32) for x in like)
+        grads = tuple(torch.empty(tuple(x.shape), dtype=x.dtype if n < 3 else torch.float32)
+                      for n, x in enumerate(like))
     else:
-        grads = tuple(np.empty(x.shape, dtype=np.float32) for x in like)
+        grads = tuple(np.empty(x.shape, dtype=x.dtype if n < 3 else np.float32)
+                      for n, x in enumerate(like))
     kernel._native.run_backward_raw(
         [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do] + ids],
         [_raw_any(g, "gradient") for g in grads])

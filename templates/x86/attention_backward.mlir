@@ -34,6 +34,9 @@
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots (an
 //   unused slot is memref<1xf32>)
 //   ${QPB} ${KPB}: rows of the position ids (axes x batch rows, or 1)
+//   ${T}: the element type of q, k, v, o, dO and of dq, dk, dv (f32, f16,
+//   bf16); WIDEN8 and NARROW8 (each a $-brace parameter): the bodies of
+//   @widen8 and @narrow8
 //   ${HAS_GRADS} ${GRAD_FLOATS} ${GRAD_OFFSETS}: the encoding operand
 //   gradients asked for. Each kv item, then each q item, adds its
 //   contributions (attn.score_grad, attn.qk_transform_grad) into a partial
@@ -64,6 +67,10 @@
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !TILE = memref<?x${D}xf32, strided<[?, 1], offset: ?>>
+// A [b, h, s, c] tensor of the caller's element type (16-bit: widened to
+// f32 scratch before the phases, the gradients narrowed after).
+!IN = memref<?x?x?x?x${T}, strided<[?, ?, ?, 1], offset: ?>>
+!V8T = vector<8x${T}>
 
 // The helpers (mask, ranges, transposed tiles, dot products, chunked
 // accumulation) live in attention_backward_blocks.mlir, put in place of
@@ -79,6 +86,79 @@
 // and the phases hand dQ' and dK' rows to the transform's adjoint as they
 // write them (RoPE: dq = m R(-angle) dQ', the inverse rotation), 8 rows at
 // a time while they are in cache: no pass of its own.
+// 16-bit tensors: the phases run in f32 on dense copies in scratch. Item n
+// converts rows [64 n, 64 n + 64) of the flattened [b h s] rows, 8
+// channels a vector; rounding to 16 bits is to nearest even (@narrow8).
+func.func private @widen8(%x: !V8T) -> !V8 {
+  ${WIDEN8}
+}
+
+func.func private @narrow8(%x: !V8) -> !V8T {
+  ${NARROW8}
+}
+
+func.func @pejit_backward_widen(%src: !IN, %dst: !ROWS, %item: index)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %B = memref.dim %src, %c0 : !IN
+  %H = memref.dim %src, %c1 : !IN
+  %S = memref.dim %src, %c2 : !IN
+  %C = memref.dim %src, %c3 : !IN
+  %bh = arith.muli %B, %H : index
+  %rows = arith.muli %bh, %S : index
+  %r0 = arith.muli %item, %c64 : index
+  %r1a = arith.addi %r0, %c64 : index
+  %r1 = arith.minui %r1a, %rows : index
+  scf.for %r = %r0 to %r1 step %c1 {
+    %i = arith.remui %r, %S : index
+    %rh = arith.divui %r, %S : index
+    %h = arith.remui %rh, %H : index
+    %b = arith.divui %rh, %H : index
+    scf.for %c = %c0 to %C step %c8 {
+      %x = vector.load %src[%b, %h, %i, %c] : !IN, !V8T
+      %w = func.call @widen8(%x) : (!V8T) -> !V8
+      vector.store %w, %dst[%b, %h, %i, %c] : !ROWS, !V8
+    }
+  }
+  return
+}
+
+func.func @pejit_backward_narrow(%src: !ROWS, %dst: !IN, %item: index)
+    attributes {llvm.emit_c_interface} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %B = memref.dim %dst, %c0 : !IN
+  %H = memref.dim %dst, %c1 : !IN
+  %S = memref.dim %dst, %c2 : !IN
+  %C = memref.dim %dst, %c3 : !IN
+  %bh = arith.muli %B, %H : index
+  %rows = arith.muli %bh, %S : index
+  %r0 = arith.muli %item, %c64 : index
+  %r1a = arith.addi %r0, %c64 : index
+  %r1 = arith.minui %r1a, %rows : index
+  scf.for %r = %r0 to %r1 step %c1 {
+    %i = arith.remui %r, %S : index
+    %rh = arith.divui %r, %S : index
+    %h = arith.remui %rh, %H : index
+    %b = arith.divui %rh, %H : index
+    scf.for %c = %c0 to %C step %c8 {
+      %x = vector.load %src[%b, %h, %i, %c] : !ROWS, !V8
+      %n = func.call @narrow8(%x) : (!V8) -> !V8T
+      vector.store %n, %dst[%b, %h, %i, %c] : !IN, !V8T
+    }
+  }
+  return
+}
+
 func.func @pejit_backward_prologue(%qpos: !QPOS, %kpos: !KPOS, %tables: !SCRATCH, %first: index,
                                    %step: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3)
     attributes {llvm.emit_c_interface, pejit.cold} {

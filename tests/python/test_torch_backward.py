@@ -493,3 +493,22 @@ def test_alibi_attention_module_starts_at_the_paper_slopes_and_learns_them():
     assert layer.slopes.grad is not None and layer.slopes.grad.abs().max() > 0
     torch.library.opcheck(torch.ops.pejit.attention.default,
                           (q, k, v, layer.options, None, None, None, None, layer.slopes))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+def test_half_precision_autograd_gives_half_gradients(dtype):
+    # 16-bit q, k, v give 16-bit gradients, computed in f32 (docs/backward.md);
+    # 2e-2 max-norm relative to float64 gradients of the rounded inputs.
+    q, k, v = (x.to(dtype) for x in inputs(sq=40, skv=40))
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = torch.ops.pejit.attention(*leaves, pejit.torch.options(rope=True, causal=True))
+    do = torch.randn(o.shape, generator=generator()).to(dtype)
+    (o * do).float().sum().backward()
+    positions = torch.arange(40)
+    expected = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    reference = reference_attention(hf_rope(expected[0], positions),
+                                    hf_rope(expected[1], positions), expected[2], causal=True)
+    (reference * do.double()).sum().backward()
+    for got, want, name in zip(leaves, expected, ("dq", "dk", "dv")):
+        assert got.grad.dtype == dtype, name
+        assert relative_error(got.grad, want.grad) < 2e-2, name

@@ -7,7 +7,8 @@
 //   dS = P (dO V^T - D);  dE = scale softcap' dS
 //   dQ = dE K;  dK = dE^T Q;  dV = P^T dO   (dK, dV summed over a KV head's group)
 //
-// This first form takes f32 tensors, masks, windows, GQA, softcap, a QK
+// This form takes f32, f16 or bf16 tensors (16-bit ones widened into f32
+// scratch, the gradients narrowed back), masks, windows, GQA, softcap, a QK
 // transform with an adjoint (RoPE: the phases read Q' and K', and dQ', dK'
 // rows go through its adjoint as written) and the score biases by index
 // (ALiBi, T5, a bias tensor: dS passes through an additive bias
@@ -122,10 +123,15 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
     gradFloats += type.getNumElements();
     operandGradients.push_back(static_cast<unsigned>(slot));
   }
+  // 16-bit q, k, v, o, dO: widened to f32 in scratch, the phases in f32,
+  // dq, dk, dv narrowed back (@pejit_backward_widen / _narrow).
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  if (!qType.getElementType().isF32())
-    return op.emitError() << "the x86 backward takes f32 tensors so far, got "
-                          << qType.getElementType();
+  const char *elementType = kernelElementTypeName(qType.getElementType());
+  for (Value value : {op.getKey(), op.getValue(), op.getOutput(), op.getOutputGrad()})
+    if (cast<RankedTensorType>(value.getType()).getElementType() != qType.getElementType())
+      return op.emitError() << "the x86 backward takes q, k, v, o and dO of one element type, got "
+                            << qType.getElementType() << " and "
+                            << cast<RankedTensorType>(value.getType()).getElementType();
   pe::AttentionShape shape =
       attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
                      op.getKeyPositions(), qkTransform, 8);
@@ -226,6 +232,9 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"E1", (*slots)[1]},
       {"E2", (*slots)[2]},
       {"E3", (*slots)[3]},
+      {"T", elementType},
+      {"WIDEN8", x86WidenBody(elementType)},
+      {"NARROW8", x86NarrowBody(elementType)},
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
@@ -280,6 +289,6 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kKeysPerItem));
-  spliceX86Kernel(module, func, signature, *kernel, info, "f32", "f32");
+  spliceX86Kernel(module, func, signature, *kernel, info, elementType, elementType);
   return success();
 }

@@ -18,9 +18,9 @@ func.func @bias_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v:
 
 // -----
 
-func.func @half_inputs(%q: tensor<1x4x8x64xbf16>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) {
-  // expected-error @+1 {{the x86 backward takes f32 tensors so far, got 'bf16'}}
-  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
+func.func @mixed_element_types(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) {
+  // expected-error @+1 {{the x86 backward takes q, k, v, o and dO of one element type, got 'bf16' and 'f32'}}
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
   return %dq, %dk, %dv : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
 }
 

@@ -163,3 +163,27 @@ func.func @alibi_slopes(%q: tensor<1x4x16x16xf32>, %k: tensor<1x4x16x16xf32>, %v
       -> tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<4xf32>
   return %dq, %dk, %dv, %ds : tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<1x4x16x16xf32>, tensor<4xf32>
 }
+
+// -----
+
+// bf16 tensors: @pejit_backward_widen turns 8 bf16 lanes into f32 (a
+// shift into the high half), the phases run in f32, and
+// @pejit_backward_narrow rounds dq, dk, dv to nearest even.
+// CHECK: module attributes {pejit.kernel = {arguments = "query:bf16:1x2x16x16 key:bf16:1x2x16x16 value:bf16:1x2x16x16 output:bf16:1x2x16x16 output_grad:bf16:1x2x16x16"
+// CHECK-SAME: dtype = "bf16"
+// CHECK-LABEL: func.func private @narrow8
+// CHECK: arith.shrui
+// CHECK-LABEL: func.func @pejit_backward_widen
+// CHECK: vector.load %{{.*}} : memref<?x?x?x?xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} : memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, vector<8xf32>
+// CHECK-LABEL: func.func @pejit_backward_narrow
+// CHECK: func.call @narrow8
+// CHECK: vector.store %{{.*}} : memref<?x?x?x?xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+func.func @bf16(%q: tensor<1x2x16x16xbf16>, %k: tensor<1x2x16x16xbf16>, %v: tensor<1x2x16x16xbf16>,
+                %o: tensor<1x2x16x16xbf16>, %do: tensor<1x2x16x16xbf16>)
+    -> (tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do causal
+      : tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>
+      -> tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>
+  return %dq, %dk, %dv : tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>
+}
