@@ -95,6 +95,17 @@ TensorView positionsOf(const TensorView &view, int64_t first, int64_t count) {
   return part;
 }
 
+TensorView sliceRows(const TensorView &view, int64_t row, int64_t first, int64_t count) {
+  TensorView part = view;
+  part.strides = stridesOf(view);
+  int64_t offset = (row < 0 ? 0 : row * part.strides[0]) + first * part.strides[2];
+  part.data = static_cast<char *>(view.data) + offset * dtypeBytes(view.dtype);
+  if (row >= 0)
+    part.shape[0] = 1;
+  part.shape[2] = count;
+  return part;
+}
+
 void zeroRows(const TensorView &out, int64_t n, int64_t first, int64_t count) {
   std::vector<int64_t> strides = stridesOf(out);
   size_t bytes = dtypeBytes(out.dtype);

@@ -40,6 +40,10 @@ bool partsSliceIds(const KernelSignature &signature);
 /// Entries [first, first + count) of a position-id view's last dim.
 TensorView positionsOf(const TensorView &view, int64_t first, int64_t count);
 
+/// Rows [first, first + count) (dim 2) of batch row `row` (-1: every row)
+/// of a [b, h, s, c] view: a view of the same data, strides kept.
+TensorView sliceRows(const TensorView &view, int64_t row, int64_t first, int64_t count);
+
 /// Zeros rows [first, first + count) of every head of batch row n of a
 /// [b, h, s, dv] output: a part with no keys sees none (docs/semantics.md).
 void zeroRows(const TensorView &out, int64_t n, int64_t first, int64_t count);

@@ -163,6 +163,24 @@ private:
   BackwardTransformFn backwardTransform_ = nullptr;
   BackwardConvertFn backwardWiden_ = nullptr, backwardNarrow_ = nullptr;
   Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// One call of a backward kernel (X86BackwardCall.cpp): the run, or one
+  /// sequence or batch row of it, on its slices; its position ids (null:
+  /// the defaults for its lengths).
+  struct BackwardCall {
+    Shape shape;
+    TensorView q, k, v, o, dO, dq, dk, dv;
+    const TensorView *queryIds = nullptr, *keyIds = nullptr;
+  };
+  /// The operand gradients asked for: each one's floats and offset in a
+  /// work item's partial buffer of `floats` floats.
+  struct BackwardOperandGrads {
+    std::vector<int64_t> offsets, sizes;
+    int64_t floats = 0;
+  };
+  /// Runs `call`, adding each operand gradient's sum to `sums` (f64).
+  Status runBackwardCall(const BackwardCall &call, const BoundInputs &bound,
+                         const BackwardOperandGrads &grads,
+                         std::vector<std::vector<double>> &sums) const;
   std::shared_ptr<ThreadPool> pool_;
   /// The scratch buffer of an earlier run, kept for the next one (at most
   /// one): the key cache makes scratch as big as K, and fresh pages per call

@@ -44,10 +44,12 @@
 //   scratch (kv items' first), each operand at its offset; the runtime sums
 //   the buffers in that order.
 
-!Q = memref<${B}x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
-!K = memref<${B}x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
-!V = memref<${B}x${HKV}x${SKV}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
-!O = memref<${B}x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
+// The batch is read from the call (memref.dim): a packed batch's or a
+// key-lengths row's call is one row of a kernel compiled for b.
+!Q = memref<?x${HQ}x${SQ}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!K = memref<?x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!V = memref<?x${HKV}x${SKV}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
+!O = memref<?x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !SCRATCH = memref<?xf32>
 !V8 = vector<8xf32>
 !I8 = vector<8xi32>

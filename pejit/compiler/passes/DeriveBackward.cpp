@@ -49,9 +49,6 @@ FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
   if (op.getBias() || op.getKeyTerm() || op.getValueTerm())
     return op.emitError() << "the backward takes fused encodings, not a bias, key_term or "
                              "value_term operand (run pe-fuse-into-attention first)";
-  if (op.getQuerySegments() || op.getKeyLengths())
-    return op.emitError() << "the backward of a packed batch (segments) or of key_lengths is not "
-                             "built yet";
   for (auto [value, name] : {std::pair<Value, StringRef>{op.getQuery(), "query"},
                              {op.getKey(), "key"},
                              {op.getValue(), "value"}})
@@ -121,6 +118,7 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
       builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()), mapped(op.getValue()),
       body->getArgument(idsAt), body->getArgument(idsAt + 1),
       /*lse=*/Value(), mapped(op.getQueryPositions()), mapped(op.getKeyPositions()),
+      mapped(op.getQuerySegments()), mapped(op.getKeySegments()), mapped(op.getKeyLengths()),
       op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(), op.getWindowRightAttr(),
       op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,
       gradOperands.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(gradOperands));

@@ -12,9 +12,12 @@
 // transform with an adjoint (RoPE: the phases read Q' and K', and dQ', dK'
 // rows go through its adjoint as written) and the score biases by index
 // (ALiBi, T5, a bias tensor: dS passes through an additive bias
-// unchanged), with the gradients of the operands whose encoding gives a
-// score adjoint (T5's table). Other encodings and operand
-// gradients, a given lse and 16-bit tensors are errors that say so.
+// unchanged), with the gradients of the operands whose encoding gives an
+// adjoint for them (T5's table, ALiBi's learned slopes, RoPE's position
+// scale). Packed sequences (segments) and per-row key lengths are the
+// runtime's: it runs each sequence or row as a call of its own, as the
+// forward does. Other encodings, other operand gradients and a given lse
+// are errors that say so.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
 #include "pejit/dialects/ShapeChecks.h"
@@ -160,7 +163,10 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
                                             {op.getOutputGrad(), ArgumentRole::OutputGradient}};
   std::pair<Value, ArgumentRole> positionRoles[] = {
       {op.getQueryPositions(), ArgumentRole::QueryPositions},
-      {op.getKeyPositions(), ArgumentRole::KeyPositions}};
+      {op.getKeyPositions(), ArgumentRole::KeyPositions},
+      {op.getQuerySegments(), ArgumentRole::QuerySegments},
+      {op.getKeySegments(), ArgumentRole::KeySegments},
+      {op.getKeyLengths(), ArgumentRole::KeyLengths}};
   for (auto [value, role] : roles)
     if (!isa<BlockArgument>(value))
       return op.emitError() << "operand '" << argumentRoleName(role)

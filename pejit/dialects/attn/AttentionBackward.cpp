@@ -63,6 +63,10 @@ LogicalResult AttentionBackwardOp::verify() {
   int64_t axes = transform ? transform.getPositionAxes() : 0;
   if (failed(verifyQueryKeyPositions(op, getQueryPositions(), getKeyPositions(), b, sq, skv, axes)))
     return failure();
+  if (failed(verifySegmentsAndLengths(op, q, k, getQuerySegments(), getKeySegments(),
+                                      getKeyLengths(), /*paged=*/false, getQueryPositions(),
+                                      getKeyPositions(), getEncodingsAttr())))
+    return failure();
   if (failed(verifyScaleWindowSoftcap(op, getScaleAttr(), d, getWindow(), getWindowRight(),
                                       getSoftcapAttr())) ||
       failed(verifyFusedEncodings(op, getEncodingsAttr(), getEncodingOperands(), q, k, v,

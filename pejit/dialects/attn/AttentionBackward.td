@@ -24,6 +24,9 @@ def Attn_AttentionBackwardOp
     ```
     GQA sums dk and dv over each KV head's query heads. Masked keys and rows
     that see no key contribute nothing (zero gradients, never NaN).
+    `segments(%cu_q, %cu_k)` and `key_lengths(%lens)` are the forward's
+    packed sequences and per-row key lengths (each sequence or row is its
+    own attention; keys past a row's length get zero gradients).
     `lse(%lse)` is the training forward's row log-sum-exp (f32 [b, hq, sq]);
     without it the kernel recomputes it. Users write the forward; the
     compiler derives this op (attn-derive-backward).
@@ -41,6 +44,9 @@ def Attn_AttentionBackwardOp
     Optional<TensorRankOf<[F32], [3]>>:$lse,
     Optional<AnyRankedTensor>:$query_positions,
     Optional<AnyRankedTensor>:$key_positions,
+    Optional<TensorRankOf<[I32], [1]>>:$query_segments,
+    Optional<TensorRankOf<[I32], [1]>>:$key_segments,
+    Optional<TensorRankOf<[I32], [1]>>:$key_lengths,
     OptionalAttr<F64Attr>:$scale,
     UnitAttr:$causal,
     OptionalAttr<I64Attr>:$window,
@@ -57,6 +63,9 @@ def Attn_AttentionBackwardOp
     (`lse` `(` $lse^ `:` type($lse) `)`)?
     (`query_positions` `(` $query_positions^ `:` type($query_positions) `)`)?
     (`key_positions` `(` $key_positions^ `:` type($key_positions) `)`)?
+    (`segments` `(` $query_segments^ `,` $key_segments `:` type($query_segments) `,`
+       type($key_segments) `)`)?
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
     (`causal` $causal^)?
     (`window` `(` $window^ `)`)?
     (`window_right` `(` $window_right^ `)`)?

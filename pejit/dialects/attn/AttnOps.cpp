@@ -188,34 +188,42 @@ LogicalResult AttentionOp::verify() {
 // Packed sequences: one batch row holds them all, and each sequence's
 // lengths are its own, so the kernel's must be `?`.
 LogicalResult AttentionOp::verifySegments() {
-  Value cuQ = getQuerySegments(), cuK = getKeySegments();
-  if (Value lengths = getKeyLengths()) {
+  bool paged = getKey().getDefiningOp<PagedKvOp>() || getValue().getDefiningOp<PagedKvOp>();
+  return verifySegmentsAndLengths(getOperation(), getQuery(), getKey(), getQuerySegments(),
+                                  getKeySegments(), getKeyLengths(), paged, getQueryPositions(),
+                                  getKeyPositions(), getEncodingsAttr());
+}
+
+LogicalResult pejit::attn::verifySegmentsAndLengths(Operation *op, Value q, Value k, Value cuQ,
+                                                    Value cuK, Value lengths, bool paged,
+                                                    Value queryPositions, Value keyPositions,
+                                                    ArrayAttr encodings) {
+  auto emitOpError = [&]() { return op->emitOpError(); };
+  if (lengths) {
     if (cuQ)
       return emitOpError() << "takes segments or key_lengths, not both: a packed sequence's "
                               "key length is already its segment's";
-    int64_t b = dim(getQuery(), 0), n = dim(lengths, 0);
+    int64_t b = dim(q, 0), n = dim(lengths, 0);
     if (!ShapedType::isDynamic(b) && !ShapedType::isDynamic(n) && b != n)
       return emitOpError() << "key_lengths has " << n << " entries but the batch b is " << b
                            << ": one per batch row";
     // Each row runs at its own length: a kernel of one skv would not.
-    if (!ShapedType::isDynamic(dim(getKey(), 2)))
+    if (!ShapedType::isDynamic(dim(k, 2)))
       return emitOpError() << "key_lengths: the key's skv (dim 2) must be ? (each row's length is "
                               "its own, at most the capacity the call's K has), got "
-                           << dim(getKey(), 2);
+                           << dim(k, 2);
   }
   // Each row runs alone (key_lengths, or a paged K that the runtime reads
   // row by row): the position ids are the batch's, one set for every row.
-  bool paged = getKey().getDefiningOp<PagedKvOp>() || getValue().getDefiningOp<PagedKvOp>();
-  if (getKeyLengths() || paged)
-    for (auto [name, positions] :
-         {std::pair<StringRef, Value>{"query_positions", getQueryPositions()},
-          {"key_positions", getKeyPositions()}}) {
+  if (lengths || paged)
+    for (auto [name, positions] : {std::pair<StringRef, Value>{"query_positions", queryPositions},
+                                   {"key_positions", keyPositions}}) {
       // [s] ids, or [A, s] with a leading axis per section.
-      pe::PositionalEncodingAttrInterface transform = getFusedQKTransform();
+      pe::PositionalEncodingAttrInterface transform = fusedQKTransform(encodings);
       int64_t sharedRank = transform && transform.getPositionAxes() > 0 ? 2 : 1;
       if (positions && cast<RankedTensorType>(positions.getType()).getRank() != sharedRank)
-        return emitOpError() << "with " << (getKeyLengths() ? "key_lengths" : "a paged K or V")
-                             << ", " << name
+        return emitOpError() << "with " << (lengths ? "key_lengths" : "a paged K or V") << ", "
+                             << name
                              << " must be shared by the batch (per-row ids are not supported "
                                 "yet), got "
                              << positions.getType();
@@ -231,7 +239,6 @@ LogicalResult AttentionOp::verifySegments() {
   if (!ShapedType::isDynamic(nq) && !ShapedType::isDynamic(nk) && nq != nk)
     return emitOpError() << "segments: " << nq << " query offsets but " << nk
                          << " key offsets (both are n + 1 for n sequences)";
-  Value q = getQuery(), k = getKey();
   if (dim(q, 0) != 1)
     return emitOpError() << "segments pack the sequences into one batch row: the query's b "
                             "(dim 0) must be 1, got "

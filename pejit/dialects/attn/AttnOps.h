@@ -54,6 +54,17 @@ namespace pejit::attn {
 std::pair<::pejit::pe::PositionalEncodingAttrInterface, unsigned>
 encodingOfOperand(::mlir::ArrayAttr encodings, unsigned index);
 
+/// Packed sequences (`segments(cuQ, cuK)`) and per-row key lengths
+/// (`key_lengths(lengths)`) of an attention-shaped op: not both, their
+/// sizes, `?` lengths, ids shared by the batch where each row runs alone
+/// (key lengths, or a paged K/V).
+::llvm::LogicalResult verifySegmentsAndLengths(::mlir::Operation *op, ::mlir::Value query,
+                                               ::mlir::Value key, ::mlir::Value querySegments,
+                                               ::mlir::Value keySegments, ::mlir::Value keyLengths,
+                                               bool paged, ::mlir::Value queryPositions,
+                                               ::mlir::Value keyPositions,
+                                               ::mlir::ArrayAttr encodings);
+
 /// The QK transform among `encodings` (at most one), or null.
 ::pejit::pe::PositionalEncodingAttrInterface fusedQKTransform(::mlir::ArrayAttr encodings);
 

@@ -88,3 +88,19 @@ func.func @score_grad_partial_type(%ds: f32, %n: index, %i: i32, %p: memref<?xi3
   "attn.score_grad"(%ds, %n, %n, %i, %i, %p, %n) <{offsets = array<i64>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 1, 0, 0>}> : (f32, index, index, i32, i32, memref<?xi32>, index) -> ()
   return
 }
+
+// -----
+
+func.func @key_lengths_static_skv(%q: tensor<2x4x8x64xf32>, %lens: tensor<2xi32>) {
+  // expected-error @+1 {{'attn.attention_backward' op key_lengths: the key's skv (dim 2) must be ? (each row's length is its own, at most the capacity the call's K has), got 8}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q key_lengths(%lens : tensor<2xi32>) : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @segments_batch(%q: tensor<2x4x?x64xf32>, %cu: tensor<3xi32>) {
+  // expected-error @+1 {{'attn.attention_backward' op segments pack the sequences into one batch row: the query's b (dim 0) must be 1, got 2}}
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q segments(%cu, %cu : tensor<3xi32>, tensor<3xi32>) : tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>
+  return
+}

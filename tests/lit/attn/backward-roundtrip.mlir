@@ -41,6 +41,21 @@ func.func @t5_table_gradient(%q: tensor<1x4x16x64xbf16>, %o: tensor<1x4x16x64xbf
   return %dt : tensor<32x4xf32>
 }
 
+// A packed batch (segments) and per-row key lengths, as the forward's.
+// CHECK-LABEL: func.func @packed_and_key_lengths
+// CHECK: attn.attention_backward {{.*}} segments(%{{.*}}, %{{.*}} : tensor<3xi32>, tensor<3xi32>) causal
+// CHECK: attn.attention_backward {{.*}} key_lengths(%{{.*}} : tensor<2xi32>) :
+func.func @packed_and_key_lengths(%q: tensor<1x4x?x64xf32>, %cu: tensor<3xi32>, %q2: tensor<2x4x8x64xf32>,
+                                  %k2: tensor<2x4x?x64xf32>, %lens: tensor<2xi32>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q segments(%cu, %cu : tensor<3xi32>, tensor<3xi32>) causal
+      : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>
+      -> tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>
+  %dq2, %dk2, %dv2 = attn.attention_backward %q2, %k2, %k2, %q2, %q2 key_lengths(%lens : tensor<2xi32>)
+      : tensor<2x4x8x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>
+      -> tensor<2x4x8x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>
+  return
+}
+
 // The template hook attn.score_grad (the score biases' adjoint into a
 // partial buffer at each operand's offset).
 // CHECK-LABEL: func.func @score_grad_hook

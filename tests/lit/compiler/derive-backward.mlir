@@ -47,6 +47,18 @@ func.func @rope_trailing_ids(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32
 
 // -----
 
+// A packed batch: the segments pass through, before o and dO's place
+// (only position ids trail).
+// CHECK-LABEL: func.func @packed_backward(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<1x4x?x64xf32>, %{{[a-z0-9]+}}: tensor<1x4x?x64xf32>, %{{[a-z0-9]+}}: tensor<1x4x?x64xf32>, %[[CU:[a-z0-9]+]]: tensor<3xi32>, %[[O:[a-z0-9]+]]: tensor<1x4x?x64xf32>, %[[DO:[a-z0-9]+]]: tensor<1x4x?x64xf32>)
+// CHECK: attn.attention_backward %[[Q]], %{{.*}}, %{{.*}}, %[[O]], %[[DO]] segments(%[[CU]], %[[CU]] : tensor<3xi32>, tensor<3xi32>) causal
+func.func @packed(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>, %cu: tensor<3xi32>) -> tensor<1x4x?x64xf32> {
+  %o = attn.attention %q, %k, %v segments(%cu, %cu : tensor<3xi32>, tensor<3xi32>) causal : tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32> -> tensor<1x4x?x64xf32>
+  return %o : tensor<1x4x?x64xf32>
+}
+
+// -----
+
 // A function without attention is left alone.
 // CHECK-LABEL: func.func @no_attention
 // CHECK-NOT: no_attention_backward

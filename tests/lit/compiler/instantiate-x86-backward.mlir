@@ -35,12 +35,14 @@ func.func @causal_gqa_softcap(%q: tensor<1x4x40x16xf32>, %k: tensor<1x2x40x16xf3
 
 // -----
 
-// A shape class: the call plans items and scratch (0 here).
+// A shape class: the call plans items and scratch (0 here). The batch is
+// the call's in every kernel (`?`): a packed batch's sequence or a
+// key-lengths row runs as a call of one row.
 // CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x2x?x16 key:f32:1x2x?x16 value:f32:1x2x?x16 output:f32:1x2x?x16 output_grad:f32:1x2x?x16"
 // CHECK-SAME: items = 0 : i64
 // CHECK-SAME: scratch_floats = 0 : i64
 // CHECK-LABEL: func.func @pejit_backward_rows
-// CHECK-SAME: memref<1x2x?x16xf32
+// CHECK-SAME: memref<?x2x?x16xf32
 func.func @shape_class(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x16xf32>,
                        %o: tensor<1x2x?x16xf32>, %do: tensor<1x2x?x16xf32>)
     -> (tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>) {
