@@ -18,39 +18,39 @@ namespace pejit {
 Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInputs &bound,
                                       const BackwardOperandGrads &grads,
                                       std::vector<std::vector<double>> &sums) const {
-  // A QK transform (RoPE): the position ids, as the forward builds them
-  // (queries from skv - sq, keys from 0 when not given), and its tables'
-  // size at these lengths.
+  // The position ids, as the forward builds them (queries from skv - sq,
+  // keys from 0 when not given): RoPE's tables and the encodings that
+  // measure distance by position (relative_to = position) read them.
   const Shape &s = call.shape;
   const bool transformed = tableFloatsPerQueryPosition + tableFloatsPerKeyPosition > 0;
   std::vector<int64_t> queryIds, keyIds;
-  MemRefDescriptor<int64_t, 2> qp{}, kp{};
-  int64_t tableFloats = 0;
-  if (transformed) {
-    if (Status st =
-            buildPositionTable(call.queryIds, bound.queryPositionsName, queryPositionRows,
-                               s.querySeq, s.batch, s.keySeq - s.querySeq, queryIds, positionAxes,
-                               0, "position", !signature.declaresQueryPositions());
-        !st)
-      return st;
-    if (Status st = buildPositionTable(call.keyIds, bound.keyPositionsName, keyPositionRows,
-                                       s.keySeq, s.batch, 0, keyIds, positionAxes, 0, "position",
-                                       !signature.declaresKeyPositions());
-        !st)
-      return st;
-    if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
-      return st;
-    qp = {queryIds.data(),
-          queryIds.data(),
-          0,
-          {positionAxes * queryPositionRows, s.querySeq},
-          {s.querySeq, 1}};
-    kp = {
-        keyIds.data(), keyIds.data(), 0, {positionAxes * keyPositionRows, s.keySeq}, {s.keySeq, 1}};
-    auto rows = [&](int64_t positionRows) { return positionRows == 1 ? 1 : s.batch; };
-    tableFloats = tableFloatsPerQueryPosition * rows(queryPositionRows) * s.querySeq +
-                  tableFloatsPerKeyPosition * rows(keyPositionRows) * s.keySeq;
-  }
+  if (Status st =
+          buildPositionTable(call.queryIds, bound.queryPositionsName, queryPositionRows, s.querySeq,
+                             s.batch, s.keySeq - s.querySeq, queryIds, positionAxes, 0, "position",
+                             !signature.declaresQueryPositions());
+      !st)
+    return st;
+  if (Status st = buildPositionTable(call.keyIds, bound.keyPositionsName, keyPositionRows, s.keySeq,
+                                     s.batch, 0, keyIds, positionAxes, 0, "position",
+                                     !signature.declaresKeyPositions());
+      !st)
+    return st;
+  if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
+    return st;
+  MemRefDescriptor<int64_t, 2> qp = {queryIds.data(),
+                                     queryIds.data(),
+                                     0,
+                                     {positionAxes * queryPositionRows, s.querySeq},
+                                     {s.querySeq, 1}},
+                               kp = {keyIds.data(),
+                                     keyIds.data(),
+                                     0,
+                                     {positionAxes * keyPositionRows, s.keySeq},
+                                     {s.keySeq, 1}};
+  auto positionRows = [&](int64_t rows) { return rows == 1 ? 1 : s.batch; };
+  const int64_t tableFloats =
+      tableFloatsPerQueryPosition * positionRows(queryPositionRows) * s.querySeq +
+      tableFloatsPerKeyPosition * positionRows(keyPositionRows) * s.keySeq;
 
   // Scratch: D then lse, b hq sq floats each, then each kv and q item's
   // partial operand gradients; with a QK transform, its tables and Q', K' (the
@@ -130,10 +130,6 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
   for (size_t n = 0; n < kEncodingOperandSlots; ++n)
     slots[n] =
         operandSlotWords(n < bound.encodingOperands.size() ? bound.encodingOperands[n] : nullptr);
-  if (!transformed) { // ids no hook reads, of the kernel's ranks
-    qp = {nullptr, nullptr, 0, {positionAxes * queryPositionRows, s.querySeq}, {s.querySeq, 1}};
-    kp = {nullptr, nullptr, 0, {positionAxes * keyPositionRows, s.keySeq}, {s.keySeq, 1}};
-  }
   if (transformed) {
     // The tables on all cores (part p fills position rows p, p + threads,
     // ...), then Q' and K' by query and key tiles; the phases read those.
@@ -158,8 +154,9 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO;
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
-    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &sc, e[0].data(), e[1].data(), e[2].data(), e[3].data(),
-                  item);
+    Ids2 qpc = qp, kpc = kp;
+    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &sc, &qpc, &kpc, e[0].data(), e[1].data(), e[2].data(),
+                  e[3].data(), item);
   });
   pool_->parallelFor(keyItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv;

@@ -86,15 +86,16 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
                             int64_t);
 
 /// A backward kernel's phases (templates/x86/attention_backward.mlir):
-/// (q, k, v, o, dO, scratch, e0..e3, item), (q, k, v, dO, dk, dv, scratch,
+/// (q, k, v, o, dO, scratch, query ids, key ids, e0..e3, item), (q, k, v,
+/// dO, dk, dv, scratch,
 /// tables, query ids, key ids, e0..e3, item) and (q, k, v, dO, dq, scratch,
 /// tables, query ids, key ids, e0..e3, item); the encoding operand slots
 /// as for ItemFn.
 using Desc4 = MemRefDescriptor<float, 4>;
-using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
-                                MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
-                                int64_t);
 using Ids2 = MemRefDescriptor<int64_t, 2>;
+using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+                                MemRefDescriptor<float, 1> *, Ids2 *, Ids2 *, void *, void *,
+                                void *, void *, int64_t);
 using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                               MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, Ids2 *,
                               Ids2 *, void *, void *, void *, void *, int64_t);

@@ -218,7 +218,8 @@ func.func @pejit_backward_transform(%q: !Q, %k: !K, %tq: !Q, %tk: !K, %tables: !
 }
 
 func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch: !SCRATCH,
-                               %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
+                               %qpos: !QPOS, %kpos: !KPOS, %e0: !E0, %e1: !E1, %e2: !E2,
+                               %e3: !E3, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -282,8 +283,10 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
           : (!TD, !ROWS, index, index, index, index) -> !V8
       %ji = arith.index_cast %j : index to i32
       %kj = vector.broadcast %ji : i32 to !I8
-      %s0, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
-          : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
+      %s0, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
+                                  %kpos)
+          : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
+          -> (!V8, !V8)
       %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
           : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
       %s = arith.select %vis, %s0, %ninfv : vector<8xi1>, !V8
@@ -420,8 +423,10 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
           %qi = vector.broadcast %ii : i32 to !I8
           %dot = func.call @tile_dot(%Kt, %qa, %D, %b, %h, %i)
           : (!TD, !ROWS, index, index, index, index) -> !V8
-          %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
-              : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
+          %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3,
+                                     %qpos, %kpos)
+              : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
+              -> (!V8, !V8)
           %vis0 = func.call @visible8(%qi, %kj, %OFF, %valid)
               : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
           // A row whose every score is -inf (a -inf bias) has lse = -inf: P 0.
@@ -449,7 +454,7 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
                 attn.score_grad %dsl, batch %b, head %h, query %ii, key %kji
                     operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
                     partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS}
-                    lengths(%SQ, %SKV)
+                    positions(%qpos, %kpos : !QPOS, !KPOS) lengths(%SQ, %SKV)
               }
             }
           }
@@ -585,8 +590,10 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
           : (!TD, !ROWS, index, index, index, index) -> !V8
         %ji = arith.index_cast %j : index to i32
         %kj = vector.broadcast %ji : i32 to !I8
-        %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3)
-            : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3) -> (!V8, !V8)
+        %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
+                                   %kpos)
+            : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
+            -> (!V8, !V8)
         %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
             : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
         %sl = arith.subf %s, %lse : !V8

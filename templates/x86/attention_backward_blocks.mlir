@@ -48,7 +48,8 @@ func.func private @exp_v8(%x: !V8) -> !V8 {
 // bias (the fused score biases, attn.score_mod), and softcap' = 1 - tanh^2
 // (1 without a softcap).
 func.func private @score8(%dot: !V8, %b: index, %h: index, %qi: !I8, %kj: !I8, %SQ: index,
-                          %SKV: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3)
+                          %SKV: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %qpos: !QPOS,
+                          %kpos: !KPOS)
     -> (!V8, !V8) {
   %scale = arith.constant dense<${SCALE}> : !V8
   %one = arith.constant dense<1.0> : !V8
@@ -66,7 +67,8 @@ func.func private @score8(%dot: !V8, %b: index, %h: index, %qi: !I8, %kj: !I8, %
     scf.yield %s0, %one : !V8, !V8
   }
   %biased = attn.score_mod %r#0, batch %b, head %h, query %qi, key %kj
-      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) lengths(%SQ, %SKV) : !V8, !I8
+      operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
+      lengths(%SQ, %SKV) : !V8, !I8
   return %biased, %r#1 : !V8, !V8
 }
 

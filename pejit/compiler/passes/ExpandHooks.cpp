@@ -285,6 +285,8 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         point.querySeq = lengths->first;
         point.keySeq = lengths->second;
         point.operands = operandsOf(bias, grad.getEncodingOperands());
+        setPositions(b, loc, shape, bias.encoding, grad.getQueryPositions(), grad.getKeyPositions(),
+                     point);
         for (const pe::GradContribution &c :
              bias.encoding.emitScoreModAdjoint(b, loc, shape, point, grad.getScoreGrad()))
           addToPartial(loc, grad.getPartial(), grad.getPartialStart(), offsets,

@@ -86,27 +86,29 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   // parameters' gradients and the other kinds come next.
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
   pe::PositionalEncodingAttrInterface qkTransform;
+  bool readsPositions = false; // relative_to = position
   if (ArrayAttr attrs = op.getEncodingsAttr())
     for (Attribute attr : attrs) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
       bool scoreBiasByIndex = encoding.getEncodingKind() == pe::EncodingKind::ScoreBias &&
-                              !encoding.isKeyTerm() && encoding.getValueTermBuckets() == 0 &&
-                              !encoding.readsPositions();
+                              !encoding.isKeyTerm() && encoding.getValueTermBuckets() == 0;
       bool transformWithAdjoint = encoding.getEncodingKind() == pe::EncodingKind::QKTransform &&
                                   encoding.hasQKTransformAdjoint();
       if (!scoreBiasByIndex && !transformWithAdjoint)
         return op.emitError() << "the x86 backward does not take " << attr
-                              << " yet (it takes RoPE and the score biases by index: ALiBi, T5, "
-                                 "a bias tensor); docs/status.md lists what it takes";
+                              << " yet (it takes RoPE and the score biases: ALiBi, T5, a bias "
+                                 "tensor); docs/status.md lists what it takes";
       if (transformWithAdjoint)
         qkTransform = encoding;
+      readsPositions = readsPositions || encoding.readsPositions();
       encodings.push_back(encoding);
     }
   if (op.getLse())
     return op.emitError() << "the x86 backward recomputes lse; a given lse(...) is not taken yet";
-  if (!qkTransform && (op.getQueryPositions() || op.getKeyPositions()))
-    return op.emitError() << "the x86 backward reads position ids only for a QK transform "
-                             "(RoPE); no encoding here reads them";
+  if (!qkTransform && !readsPositions && (op.getQueryPositions() || op.getKeyPositions()))
+    return op.emitError() << "the x86 backward reads position ids for a QK transform (RoPE) or "
+                             "an encoding with relative_to = position; no encoding here reads "
+                             "them";
   // The encoding operand gradients asked for: each operand's encoding must
   // give its adjoint; its place in the kv items' partial buffers is the
   // sum of the sizes before it (the runtime's rule too, X86Backward.cpp).

@@ -329,6 +329,8 @@ def Attn_ScoreGradOp : Attn_Op<"score_grad", [AttrSizedOperandSegments]> {
     `partial[start + offsets[operand] + index]`, where `offsets` gives each
     encoding operand's place in the partial buffer (-1: no gradient asked).
     The template owns the buffer: one per work item, summed in a fixed order.
+    `positions(%qpos, %kpos)`: the attention's position ids, as for
+    attn.score_mod (encodings with relative_to = position read them).
 
     ```mlir
     attn.score_grad %ds, batch %b, head %h, query %qi, key %kj
@@ -339,6 +341,8 @@ def Attn_ScoreGradOp : Attn_Op<"score_grad", [AttrSizedOperandSegments]> {
   let arguments = (ins F32:$score_grad, Index:$batch, Index:$head, I32:$query_index,
                        I32:$key_index, Variadic<AnyMemRef>:$encoding_operands,
                        MemRefRankOf<[F32], [1]>:$partial, Index:$partial_start,
+                       Optional<MemRefRankOf<[I64], [2]>>:$query_positions,
+                       Optional<MemRefRankOf<[I64], [2]>>:$key_positions,
                        Optional<Index>:$query_length, Optional<Index>:$key_length,
                        DenseI64ArrayAttr:$offsets);
   let assemblyFormat = [{
@@ -346,6 +350,8 @@ def Attn_ScoreGradOp : Attn_Op<"score_grad", [AttrSizedOperandSegments]> {
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     `partial` `(` $partial `:` type($partial) `,` $partial_start `)`
     `offsets` $offsets
+    (`positions` `(` $query_positions^ `,` $key_positions `:` type($query_positions) `,`
+       type($key_positions) `)`)?
     (`lengths` `(` $query_length^ `,` $key_length `)`)?
     attr-dict
   }];

@@ -85,7 +85,7 @@ func.func @negative_window(%q: tensor<1x4x8x64xf32>) {
 
 func.func @score_grad_partial_type(%ds: f32, %n: index, %i: i32, %p: memref<?xi32>) {
   // expected-error @+1 {{'attn.score_grad' op operand #5 must be 1D memref of 32-bit float values, but got 'memref<?xi32>'}}
-  "attn.score_grad"(%ds, %n, %n, %i, %i, %p, %n) <{offsets = array<i64>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 1, 0, 0>}> : (f32, index, index, i32, i32, memref<?xi32>, index) -> ()
+  "attn.score_grad"(%ds, %n, %n, %i, %i, %p, %n) <{offsets = array<i64>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0>}> : (f32, index, index, i32, i32, memref<?xi32>, index) -> ()
   return
 }
 

@@ -3,7 +3,7 @@
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
 
 func.func @shaw(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %ak: tensor<9x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{the x86 backward does not take #pe.relative_key<clip = 4> yet (it takes RoPE and the score biases by index: ALiBi, T5, a bias tensor); docs/status.md lists what it takes}}
+  // expected-error @+1 {{the x86 backward does not take #pe.relative_key<clip = 4> yet (it takes RoPE and the score biases: ALiBi, T5, a bias tensor); docs/status.md lists what it takes}}
   %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.relative_key<clip = 4>]) encoding_operands(%ak : tensor<9x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
   return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
 }
