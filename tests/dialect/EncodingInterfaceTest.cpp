@@ -131,7 +131,7 @@ TEST_F(EncodingInterfaceTest, EveryPeOpReportsItsKindThroughTheInterface) {
 TEST_F(EncodingInterfaceTest, BuilderAttributesAreUniquedAndPrintLikeParsedOnes) {
   auto scaling = Llama3ScalingAttr::get(&context, 8.0, 1.0, 4.0, 8192);
   auto rope = RopeAttr::get(&context, RopeLayout::Half, 500000.0, std::nullopt, scaling, {}, false,
-                            false, RopeSides::Both, false);
+                            false, RopeSides::Both, false, false);
   auto parsed = parseAttribute(
       "#pe.rope<layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, "
       "low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_position = 8192>>",
@@ -139,7 +139,7 @@ TEST_F(EncodingInterfaceTest, BuilderAttributesAreUniquedAndPrintLikeParsedOnes)
   EXPECT_EQ(Attribute(rope), parsed);
   // A different theta is a different encoding.
   auto other = RopeAttr::get(&context, RopeLayout::Half, 10000.0, std::nullopt, scaling, {}, false,
-                             false, RopeSides::Both, false);
+                             false, RopeSides::Both, false, false);
   EXPECT_NE(Attribute(rope), Attribute(other));
 }
 
@@ -158,9 +158,10 @@ TEST_F(EncodingInterfaceTest, CheckedBuilderRejectsBadParametersWithAMessage) {
   EXPECT_FALSE(bad);
   EXPECT_EQ(message, "yarn beta_fast (1.0) must be greater than beta_slow (32.0)");
 
-  auto odd = RopeAttr::getChecked(emitError, &context, RopeLayout::Interleaved, F64(10000.0),
-                                  std::optional<int64_t>(7), RopeScalingAttrInterface(),
-                                  llvm::ArrayRef<int64_t>(), false, false, RopeSides::Both, false);
+  auto odd =
+      RopeAttr::getChecked(emitError, &context, RopeLayout::Interleaved, F64(10000.0),
+                           std::optional<int64_t>(7), RopeScalingAttrInterface(),
+                           llvm::ArrayRef<int64_t>(), false, false, RopeSides::Both, false, false);
   EXPECT_FALSE(odd);
   EXPECT_EQ(message, "rope rotary_dim must be even, got 7");
 }

@@ -222,3 +222,119 @@ TEST(BackwardRopeScale, BitwiseIdenticalAcrossThreadCounts) {
 
 } // namespace
 } // namespace pejit::testing
+
+namespace pejit::testing {
+namespace {
+
+/// Fused RoPE with learned inverse frequencies (learned_inv_freq = true),
+/// with or without a runtime scale, over ids [s]: q, k, v, [scale], w, ids.
+std::string learnedSource(bool withScale, const std::string &layout, int64_t s, int64_t d,
+                          int64_t half) {
+  std::string q = tensorText({2, 4, s, d}, "f32"), k = tensorText({2, 2, s, d}, "f32"),
+              ids = tensorText({s}, "i64"), w = tensorText({half}, "f32"),
+              sc = tensorText({1}, "f32");
+  std::string attr = "#pe.rope<layout = " + layout + ", theta = 10000.0" +
+                     (half * 2 != d ? ", rotary_dim = " + std::to_string(half * 2) : "") +
+                     (withScale ? ", runtime_scale = true" : "") + ", learned_inv_freq = true>";
+  std::string operands = withScale ? "%s, %w : " + sc + ", " + w : "%w : " + w;
+  return "func.func @f(%q: " + q + ", %k: " + k + ", %v: " + k + (withScale ? ", %s: " + sc : "") +
+         ", %w: " + w + ", %p: " + ids + ") -> " + q +
+         " {\n  %o = attn.attention %q, %k, %v query_positions(%p : " + ids +
+         ") key_positions(%p : " + ids + ") causal encodings([" + attr + "]) encoding_operands(" +
+         operands + ") : " + q + ", " + k + ", " + k + " -> " + q + "\n  return %o : " + q +
+         "\n}\n";
+}
+
+void expectLearnedFrequencies(bool withScale, ref::RopeLayout layout, int64_t rotary) {
+  uint32_t seed = 0;
+  std::mt19937 &engine = rng(&seed);
+  const int64_t s = 33, d = 32, half = rotary / 2;
+  SCOPED_TRACE("seed " + std::to_string(seed) + (withScale ? ", with scale" : "") + ", rotary " +
+               std::to_string(rotary));
+  Expected<Spec> spec = Spec::fromText(learnedSource(
+      withScale, layout == ref::RopeLayout::Half ? "half" : "interleaved", s, d, half));
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> forward = suiteRuntime().getX86(*spec);
+  ASSERT_TRUE(forward) << forward.error();
+  Expected<X86Kernel> backward = suiteRuntime().getX86Backward(*spec);
+  ASSERT_TRUE(backward) << backward.error();
+  ref::RopeConfig config;
+  config.layout = layout;
+  config.rotaryDim = rotary;
+  ref::Tensor q = randomTensor({2, 4, s, d}, engine), k = randomTensor({2, 2, s, d}, engine),
+              v = randomTensor({2, 2, s, d}, engine), dOut = randomTensor({2, 4, s, d}, engine);
+  // Frequencies a training run has moved away from theta's.
+  ref::RopeFrequencies frequencies = ref::computeRopeFrequencies(config, d, 0);
+  std::uniform_real_distribution<double> jitter(0.7, 1.3);
+  for (double &f : frequencies.invFreq)
+    f = static_cast<float>(f * jitter(engine));
+  std::vector<double> scale;
+  if (withScale)
+    scale.push_back(static_cast<float>(jitter(engine)));
+  std::vector<int64_t> idData(s);
+  std::uniform_int_distribution<int64_t> id(0, 3 * s);
+  for (int64_t &n : idData)
+    n = id(engine);
+  ref::PositionIds ids = ref::PositionIds::shared(idData);
+  int64_t seqLen = ref::maxPositionPlusOne(ids);
+  ref::Tensor qr = ref::applyRope(config, q, ids, seqLen, scale, &frequencies),
+              kr = ref::applyRope(config, k, ids, seqLen, scale, &frequencies);
+  ref::AttentionOptions options;
+  options.causal = true;
+  ref::Tensor o = ref::attention(qr, kr, v, options);
+  ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dOut, options);
+  ref::RopeGradients fromQ =
+      ref::applyRopeBackward(config, q, want.dq, ids, seqLen, scale, &frequencies);
+  ref::RopeGradients fromK =
+      ref::applyRopeBackward(config, k, want.dk, ids, seqLen, scale, &frequencies);
+  std::vector<double> wantFreq = fromQ.dInvFreq, wantScale;
+  for (size_t c = 0; c < wantFreq.size(); ++c)
+    wantFreq[c] += fromK.dInvFreq[c];
+  if (withScale)
+    wantScale = {fromQ.dPositionScale[0] + fromK.dPositionScale[0]};
+
+  std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v), dOf = toFloat(dOut),
+                     wf(frequencies.invFreq.begin(), frequencies.invFreq.end()),
+                     sf(scale.begin(), scale.end());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> out(qf.size(), nan);
+  std::vector<TensorView> inputs = {{qf.data(), DType::F32, q.shape, {}},
+                                    {kf.data(), DType::F32, k.shape, {}},
+                                    {vf.data(), DType::F32, v.shape, {}}};
+  if (withScale)
+    inputs.push_back({sf.data(), DType::F32, {1}, {}});
+  inputs.push_back({wf.data(), DType::F32, {half}, {}});
+  std::vector<TensorView> forwardInputs = inputs;
+  forwardInputs.push_back({idData.data(), DType::I64, {s}, {}});
+  Status ran = forward->run(forwardInputs, {out.data(), DType::F32, q.shape, {}});
+  ASSERT_TRUE(ran) << ran.message();
+  EXPECT_LE(relativeError(out, o.data), 1e-4) << "forward output";
+  inputs.push_back({out.data(), DType::F32, q.shape, {}});
+  inputs.push_back({dOf.data(), DType::F32, dOut.shape, {}});
+  inputs.push_back({idData.data(), DType::I64, {s}, {}});
+  std::vector<float> dq(qf.size(), nan), dk(kf.size(), nan), dv(vf.size(), nan), dscale(1, nan),
+      dfreq(half, nan);
+  std::vector<TensorView> grads = {{dq.data(), DType::F32, q.shape, {}},
+                                   {dk.data(), DType::F32, k.shape, {}},
+                                   {dv.data(), DType::F32, v.shape, {}}};
+  if (withScale)
+    grads.push_back({dscale.data(), DType::F32, {1}, {}});
+  grads.push_back({dfreq.data(), DType::F32, {half}, {}});
+  Status status = backward->runBackward(inputs, grads);
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_LE(relativeError(dq, fromQ.dx.data), 1e-4) << "dq";
+  EXPECT_LE(relativeError(dk, fromK.dx.data), 1e-4) << "dk";
+  EXPECT_LE(relativeError(dv, want.dv.data), 1e-4) << "dv";
+  EXPECT_LE(relativeError(dfreq, wantFreq), 1e-4) << "d rope_inv_freq";
+  if (withScale)
+    EXPECT_LE(relativeError(dscale, wantScale), 1e-4) << "d rope_position_scale";
+}
+
+TEST(BackwardRopeInvFreq, LearnedFrequenciesAloneAndWithAScale) {
+  expectLearnedFrequencies(false, ref::RopeLayout::Half, 32);
+  expectLearnedFrequencies(true, ref::RopeLayout::Interleaved, 32);
+  expectLearnedFrequencies(true, ref::RopeLayout::Half, 16); // partial rotary
+}
+
+} // namespace
+} // namespace pejit::testing

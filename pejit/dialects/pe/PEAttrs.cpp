@@ -255,7 +255,8 @@ LogicalResult LongRopeScalingAttr::verifyRotaryDim(int64_t rotaryDim, EmitErrorF
 LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 theta,
                                std::optional<int64_t> rotaryDim, RopeScalingAttrInterface scaling,
                                llvm::ArrayRef<int64_t> sections, bool interleavedSections,
-                               bool axial, RopeSides applyTo, bool runtimeScale) {
+                               bool axial, RopeSides applyTo, bool runtimeScale,
+                               bool learnedInvFreq) {
   if (failed(requirePositive(emitError, "rope theta", theta)))
     return failure();
   if (rotaryDim) {
@@ -288,6 +289,11 @@ LogicalResult RopeAttr::verify(EmitErrorFn emitError, RopeLayout layout, F64 the
                        << *rotaryDim;
   if (failed(verifyOneSidedScaling(applyTo, scaling, emitError)))
     return failure();
+  if (learnedInvFreq && scaling && scaling.followsCallLength())
+    return emitError() << "rope learned_inv_freq with " << scaling
+                       << ": its frequencies follow the call's length; learned frequencies are "
+                          "one set (use no scaling, or linear, ntk, yarn, llama3 for the "
+                          "attention factor)";
   if (runtimeScale && scaling && scaling.followsCallLength())
     return emitError() << "rope runtime_scale with " << scaling
                        << ": its frequencies follow the call's length, so a scaled position "

@@ -176,6 +176,13 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     row, with [b, s] position ids); the cos/sin tables are recomputed each
     call, so a new s compiles nothing. A scaling whose frequencies follow
     the call's length (dynamic_ntk, longrope) does not take it.
+
+    `learned_inv_freq = true` (fused form only) reads the rotary_dim/2
+    inverse frequencies from an operand (`rope_inv_freq`, f32, after the
+    operand `rope_position_scale` if any) instead of computing them from
+    theta and the scaling, so that training can move them (seed 001 §8,
+    "learnable frequencies"); the scaling's attention factor still applies.
+    Not with dynamic_ntk or longrope (their frequencies follow the call).
   }];
   let parameters = (ins
     EnumParameter<PE_RopeLayout>:$layout,
@@ -188,7 +195,14 @@ def PE_RopeAttr : PE_EncodingAttr<"Rope", "rope", ["verifyForAttention", "isFusa
     PE_BoolParameter<"2-D axial RoPE, [2, s] positions", "false">:$axial,
     PE_DefaultEnumParameter<PE_RopeSides, "::pejit::pe::RopeSides::Both",
                             "sides a fused RoPE rotates">:$apply_to,
-    PE_BoolParameter<"positions times a runtime f32 scale", "false">:$runtime_scale);
+    PE_BoolParameter<"positions times a runtime f32 scale", "false">:$runtime_scale,
+    PE_BoolParameter<"inverse frequencies from the operand rope_inv_freq", "false">:$learned_inv_freq);
+  let extraClassDeclaration = [{
+    /// Where the operands rope_position_scale and rope_inv_freq are among
+    /// the encoding's own (none: not an operand of this RoPE).
+    std::optional<unsigned> scaleOperand() const;
+    std::optional<unsigned> invFreqOperand() const;
+  }];
 }
 
 def PE_AlibiAttr : PE_EncodingAttr<"Alibi", "alibi", ["verifyForAttention", "isFusable",

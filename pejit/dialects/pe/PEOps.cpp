@@ -61,6 +61,10 @@ LogicalResult RopeOp::verify() {
     return emitOpError() << "apply_to = " << stringifyRopeSides(encoding.getApplyTo())
                          << " is for a RoPE fused into attn.attention; pe.rope rotates its "
                             "input, so leave apply_to out";
+  if (encoding.getLearnedInvFreq())
+    return emitOpError() << "learned_inv_freq is for a RoPE fused into attn.attention (its "
+                            "frequencies are an encoding operand there); pe.rope computes them "
+                            "from theta";
   auto emitError = [&]() { return emitOpError(); };
   if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3), emitError)))
     return failure();

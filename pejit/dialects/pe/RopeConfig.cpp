@@ -100,16 +100,36 @@ pejit::pe::verifyRopeFrequencies(RopeAttr rope, int64_t headDim,
 
 namespace pejit::pe {
 
-unsigned RopeAttr::getNumEncodingOperands() const { return getRuntimeScale() ? 1 : 0; }
-std::string RopeAttr::getEncodingOperandName(unsigned) const { return "rope_position_scale"; }
-// docs/backward.md: the runtime position scale: dL/ds.
+// Operands: the runtime position scale, then the learned inverse
+// frequencies (each only when the attribute asks for it).
+unsigned RopeAttr::getNumEncodingOperands() const {
+  return (getRuntimeScale() ? 1 : 0) + (getLearnedInvFreq() ? 1 : 0);
+}
+std::optional<unsigned> RopeAttr::scaleOperand() const {
+  return getRuntimeScale() ? std::optional<unsigned>(0) : std::nullopt;
+}
+std::optional<unsigned> RopeAttr::invFreqOperand() const {
+  return getLearnedInvFreq() ? std::optional<unsigned>(getRuntimeScale() ? 1 : 0) : std::nullopt;
+}
+std::string RopeAttr::getEncodingOperandName(unsigned index) const {
+  return index == invFreqOperand() ? "rope_inv_freq" : "rope_position_scale";
+}
+// docs/backward.md: dL/ds and dL/d inv_freq[c].
 bool RopeAttr::isDifferentiableOperand(unsigned) const { return true; }
 
 /// The runtime scale: f32 [1], or [b] when every side it rotates has [b, s]
 /// ids (its cos/sin tables are per id row, so a row's scale is its own).
 mlir::LogicalResult
-RopeAttr::verifyEncodingOperand(unsigned, mlir::RankedTensorType type, const AttentionShape &shape,
+RopeAttr::verifyEncodingOperand(unsigned index, mlir::RankedTensorType type,
+                                const AttentionShape &shape,
                                 llvm::function_ref<mlir::InFlightDiagnostic()> emitError) const {
+  if (index == invFreqOperand()) {
+    int64_t half = getRotaryDim().value_or(shape.headDim) / 2;
+    if (type.getRank() != 1 || !type.getElementType().isF32() || type.getDimSize(0) != half)
+      return emitError() << "rope_inv_freq must be f32 [rotary_dim / 2 = " << half << "], got "
+                         << type;
+    return mlir::success();
+  }
   if (type.getRank() != 1 || !type.getElementType().isF32() || type.isDynamicDim(0))
     return emitError() << "the RoPE position scale must be f32 [1] or [b] with a static size, got "
                        << type;
@@ -135,7 +155,8 @@ bool RopeAttr::transformsKey() const { return getApplyTo() != RopeSides::Query; 
 mlir::Attribute RopeAttr::onOneSide(bool query) const {
   return RopeAttr::get(getContext(), getLayout(), getTheta(), getRotaryDim(), getScaling(),
                        getSections(), getInterleavedSections(), getAxial(),
-                       query ? RopeSides::Query : RopeSides::Key, getRuntimeScale());
+                       query ? RopeSides::Query : RopeSides::Key, getRuntimeScale(),
+                       getLearnedInvFreq());
 }
 
 bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
@@ -148,12 +169,23 @@ bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds 
     return false;
   }
   std::vector<double> positionScale;
-  if (getRuntimeScale()) {
-    if (operands.empty() || !operands[0]) {
+  if (std::optional<unsigned> at = scaleOperand()) {
+    if (operands.size() <= *at || !operands[*at]) {
       error = "RoPE with runtime_scale needs its position scale";
       return false;
     }
-    positionScale = operands[0]->data;
+    positionScale = operands[*at]->data;
+  }
+  if (std::optional<unsigned> at = invFreqOperand()) {
+    if (operands.size() <= *at || !operands[*at]) {
+      error = "RoPE with learned_inv_freq needs its inverse frequencies";
+      return false;
+    }
+    ref::RopeFrequencies frequencies =
+        ref::computeRopeFrequencies(config, x.shape[3], seqLen); // the attention factor
+    frequencies.invFreq = operands[*at]->data;
+    x = ref::applyRope(config, x, positions, seqLen, positionScale, &frequencies);
+    return true;
   }
   x = ref::applyRope(config, x, positions, seqLen, positionScale);
   return true;

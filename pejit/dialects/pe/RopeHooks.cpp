@@ -113,6 +113,18 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
   auto store = [&](llvm::ArrayRef<double> values) {
     vector::StoreOp::create(b, loc, f64VectorConst(b, loc, values), invFreq, ValueRange{zero});
   };
+  // learned_inv_freq: this call's frequencies are the operand's, widened.
+  if (std::optional<unsigned> at = rope.invFreqOperand();
+      at && *at < args.operands.size() && args.operands[*at]) {
+    int64_t half = cast<MemRefType>(invFreq.getType()).getDimSize(0);
+    for (int64_t c = 0; c < half; ++c) {
+      Value f =
+          memref::LoadOp::create(b, loc, args.operands[*at], ValueRange{indexConst(b, loc, c)});
+      Value wide = arith::ExtFOp::create(b, loc, b.getF64Type(), f);
+      memref::StoreOp::create(b, loc, wide, invFreq, ValueRange{indexConst(b, loc, c)});
+    }
+    return;
+  }
   int64_t original = config.scaling.originalMaxPosition;
   // Frequencies when max(position) + 1 <= original (seqLen = 0 selects them).
   std::vector<double> base = pejit::ref::computeRopeFrequencies(config, shape.headDim, 0).invFreq;
@@ -184,7 +196,8 @@ void RopeAttr::emitQKPrologue(OpBuilder &b, Location loc, const AttentionShape &
       transformsKey() ? positionPairs(b, loc, args.keyPositions, getPositionAxes()) : none;
   TableBases bases(b, loc, layout, queryPairs, keyPairs);
   // runtime_scale: the scale is the encoding's one operand.
-  Value scale = getRuntimeScale() && !args.operands.empty() ? args.operands[0] : Value();
+  std::optional<unsigned> scaleAt = scaleOperand();
+  Value scale = scaleAt && *scaleAt < args.operands.size() ? args.operands[*scaleAt] : Value();
   if (transformsQuery())
     emitRopeTables(b, loc, layout, args.queryPositions, invFreq, attentionFactor, bases.cos(false),
                    bases.sin(false), args.scratch, args.rowBegin, args.rowStep, getPositionAxes(),

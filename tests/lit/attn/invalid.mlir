@@ -321,6 +321,14 @@ func.func @alibi_slopes_shape(%q: tensor<1x4x8x64xf32>, %s: tensor<8xf32>) {
 
 // -----
 
+func.func @rope_inv_freq_shape(%q: tensor<1x4x8x64xf32>, %w: tensor<64xf32>) {
+  // expected-error @+1 {{'attn.attention' op encoding_operands #0 (rope_inv_freq of encodings[0]): rope_inv_freq must be f32 [rotary_dim / 2 = 32], got 'tensor<64xf32>'}}
+  %o = attn.attention %q, %q, %q encodings([#pe.rope<layout = half, theta = 10000.0, learned_inv_freq = true>]) encoding_operands(%w : tensor<64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
 func.func @extra_encoding_operand(%q: tensor<1x4x8x64xf32>, %t: tensor<32x4xf32>) {
   // expected-error @+1 {{'attn.attention' op has 2 encoding_operands but its encodings read 1}}
   %o = attn.attention %q, %q, %q encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t, %t : tensor<32x4xf32>, tensor<32x4xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>

@@ -71,6 +71,14 @@ func.func @alibi_learned_slopes(%q: tensor<1x4x16x64xf32>, %s: tensor<4xf32>) ->
   return %o : tensor<1x4x16x64xf32>
 }
 
+// RoPE with learned inverse frequencies and a runtime scale: two operands.
+// CHECK-LABEL: func.func @rope_learned_inv_freq
+// CHECK: encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true, learned_inv_freq = true>]) encoding_operands(%{{.*}}, %{{.*}} : tensor<1xf32>, tensor<32xf32>)
+func.func @rope_learned_inv_freq(%q: tensor<1x4x16x64xf32>, %s: tensor<1xf32>, %w: tensor<32xf32>) -> tensor<1x4x16x64xf32> {
+  %o = attn.attention %q, %q, %q causal encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true, learned_inv_freq = true>]) encoding_operands(%s, %w : tensor<1xf32>, tensor<32xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
 // The template hook ops, as kernel templates write them: the prologue (all
 // rows, or a GPU thread's share), the QK transform in place and from the Q/K
 // rows themselves (f16 rows into an f32 tile), and the score modifier.

@@ -637,3 +637,19 @@ func.func @rope_scale_wrong_type(%x: tensor<2x4x8x64xf32>, %pos: tensor<2x8xi64>
   %0 = pe.rope %x, %pos scale(%s : tensor<3xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x4x8x64xf32>, tensor<2x8xi64>
   return
 }
+
+// -----
+
+func.func @rope_learned_inv_freq_standalone(%x: tensor<1x4x8x64xf32>, %p: tensor<8xi64>) {
+  // expected-error @+1 {{'pe.rope' op learned_inv_freq is for a RoPE fused into attn.attention (its frequencies are an encoding operand there); pe.rope computes them from theta}}
+  %r = pe.rope %x, %p <layout = half, theta = 10000.0, learned_inv_freq = true> : tensor<1x4x8x64xf32>, tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @rope_learned_inv_freq_dynamic_ntk(%x: tensor<1x4x8x64xf32>, %pos: tensor<8xi32>) {
+  // expected-error @+1 {{rope learned_inv_freq with #pe.dynamic_ntk<factor = 2.0, original_max_position = 64>: its frequencies follow the call's length}}
+  %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 64>, learned_inv_freq = true> : tensor<1x4x8x64xf32>, tensor<8xi32>
+  return
+}
