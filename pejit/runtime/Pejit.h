@@ -70,6 +70,11 @@ struct AttentionSpec {
   /// one per batch row), after the encodings' operands. Its angle is
   /// (position * scale) * inv_freq; the backward gives its gradient.
   std::optional<int64_t> ropePositionScale;
+  /// RoPE's inverse frequencies as an input (`learned_inv_freq = true`):
+  /// run() takes rope_inv_freq, f32 [rotary_dim / 2], after the position
+  /// scale. The RoPE is then written fused into attn.attention (pe.rope
+  /// computes its frequencies from theta); both sides rotate.
+  bool ropeLearnedInvFreq = false;
   std::optional<AlibiSpec> alibi;
   bool causal = false;
   std::optional<int64_t> window;      ///< left window (unset: unbounded)

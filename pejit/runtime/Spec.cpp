@@ -64,7 +64,8 @@ std::string scalingText(const ref::RopeScaling &s) {
   return "";
 }
 
-std::string ropeText(const ref::RopeConfig &rope, bool runtimeScale = false) {
+std::string ropeText(const ref::RopeConfig &rope, bool runtimeScale = false,
+                     bool learnedInvFreq = false) {
   std::string text = std::string("<layout = ") +
                      (rope.layout == ref::RopeLayout::Half ? "half" : "interleaved") +
                      ", theta = " + literal(rope.theta);
@@ -85,6 +86,8 @@ std::string ropeText(const ref::RopeConfig &rope, bool runtimeScale = false) {
     text += ", axial = true";
   if (runtimeScale)
     text += ", runtime_scale = true";
+  if (learnedInvFreq)
+    text += ", learned_inv_freq = true";
   return text + ">";
 }
 
@@ -158,8 +161,23 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     ropeScale = "scale(%rope_scale : " + scaleType + ") ";
   }
   bool runtimeScale = !ropeScale.empty();
+  // Learned inverse frequencies: the RoPE is fused in the attention's
+  // encodings (first, its operands first), reading the ids as operands.
+  const bool fusedRope = spec.rope && spec.ropeLearnedInvFreq;
+  std::string freqType;
+  if (fusedRope) {
+    int64_t rotary = spec.rope->rotaryDim ? spec.rope->rotaryDim : s.headDim;
+    freqType = "tensor<" + std::to_string(rotary / 2) + "xf32>";
+    out << ", %rope_inv_freq: " << freqType;
+    std::string attr = "#pe.rope" + ropeText(*spec.rope, runtimeScale, true);
+    encodingAttrs = attr + (encodingAttrs.empty() ? "" : ", " + encodingAttrs);
+    std::string names = runtimeScale ? "%rope_scale, %rope_inv_freq" : "%rope_inv_freq";
+    std::string types = runtimeScale ? scaleType + ", " + freqType : freqType;
+    operandNames = names + (operandNames.empty() ? "" : ", " + operandNames);
+    operandTypes = types + (operandTypes.empty() ? "" : ", " + operandTypes);
+  }
   // A bias by position reads both position ids (the same a RoPE reads).
-  bool byPosition = false;
+  bool byPosition = fusedRope;
   for (const EncodingSpec &encoding : spec.encodings)
     byPosition = byPosition || encoding.readsPositions;
   if (spec.packed)
@@ -176,12 +194,12 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
         << k << "\n  %v = attn.paged_kv %v_pages, %block_table : " << vPages << ", " << table
         << " -> " << v << "\n";
   std::string qIn = "%q", kIn = "%k";
-  if (ropeQ) {
+  if (ropeQ && !fusedRope) {
     out << "  %q_rot = pe.rope %q, %q_pos " << ropeScale << ropeText(*spec.rope, runtimeScale)
         << " : " << q << ", " << qp << "\n";
     qIn = "%q_rot";
   }
-  if (ropeK) {
+  if (ropeK && !fusedRope) {
     out << "  %k_rot = pe.rope %k, %k_pos " << ropeScale << ropeText(*spec.rope, runtimeScale)
         << " : " << k << ", " << kp << "\n";
     kIn = "%k_rot";

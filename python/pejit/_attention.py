@@ -115,7 +115,8 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
                      shaw_value_table=None, causal: bool = False, window=None, softcap=None, scale=None,
                      positions_per_batch: bool = False, bias=None, packed: bool = False,
                      key_lengths: bool = False, page_size: Optional[int] = None,
-                     rope_scale: Optional[int] = None, alibi_slopes: bool = False) -> str:
+                     rope_scale: Optional[int] = None, alibi_slopes: bool = False,
+                     rope_inv_freq: bool = False) -> str:
     """The MLIR pejit.attention compiles for these shapes (lengths as `?`).
     shaw_key_table, shaw_value_table: (rank, dtype) of the Shaw tables.
     bias: (shape [b|1, hq|1, sq, skv], dtype) of a bias or mask tensor the
@@ -125,7 +126,9 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     pages' [num_pages, page_size, hkv, d]). rope_scale: n of RoPE's runtime
     position scale [n] (1, or b per batch row), an argument after the
     encodings' tensors. alibi_slopes: ALiBi's slopes are an input (f32 [hq],
-    after the bias), learned_slopes."""
+    after the bias), learned_slopes. rope_inv_freq: RoPE's inverse
+    frequencies are an input (f32 [rotary_dim / 2], after the scale),
+    learned_inv_freq."""
     b, hq, _, d = q_shape
     hkv = k_shape[2] if page_size else k_shape[1]
     dv = v_shape[3]
@@ -140,7 +143,8 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     if rope is not None:
         spec.rope = rope.native(d)
         spec.rope_position_scale = rope_scale
-    elif rope_scale is not None:
+        spec.rope_learned_inv_freq = bool(rope_inv_freq)
+    elif rope_scale is not None or rope_inv_freq:
         raise Error("rope_scale: give rope= too (the scale multiplies RoPE's positions)")
     alibi = _as_alibi(alibi)
     if alibi_slopes and alibi is None:
@@ -186,7 +190,7 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
               window=None, softcap: Optional[float] = None, scale: Optional[float] = None,
               q_positions=None, k_positions=None, bias=None, cu_seqlens_q=None,
               cu_seqlens_k=None, key_lengths=None, block_table=None, out=None,
-              target: str = "host", rope_scale=None, alibi_slopes=None):
+              target: str = "host", rope_scale=None, alibi_slopes=None, rope_inv_freq=None):
     """Attention with its positional encoding fused into the kernel.
 
     q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]: NumPy arrays
@@ -216,6 +220,8 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
     position * s * inv_freq), read at run time: a new s compiles nothing.
     alibi_slopes: float32 [hq], ALiBi's slopes as an input (with alibi=,
     which gives the form): head h's at h, read at run time, so trainable.
+    rope_inv_freq: float32 [rotary_dim / 2], RoPE's inverse frequencies as
+    an input (with rope=; its scaling's attention factor still applies).
     out: [b, hq, sq, dv] of q's dtype, written in place; else allocated.
     Returns the output. Raises pejit.Error with pejit's message.
     """
@@ -236,7 +242,8 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
                cu_seqlens_q is not None, cu_seqlens_k is not None, key_lengths is not None,
                None if block_table is None else k.shape[1],
                None if rope_scale is None else tuple(rope_scale.shape),
-               None if alibi_slopes is None else tuple(alibi_slopes.shape))
+               None if alibi_slopes is None else tuple(alibi_slopes.shape),
+               None if rope_inv_freq is None else tuple(rope_inv_freq.shape))
         plan = _plans.get(key)
     except (AttributeError, IndexError, TypeError):
         key, plan = None, None
@@ -246,14 +253,15 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
         plan = _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal,
                      window, softcap, scale, q_positions, k_positions, target, bias,
                      cu_seqlens_q, cu_seqlens_k, key_lengths, block_table, rope_scale,
-                     alibi_slopes)
+                     alibi_slopes, rope_inv_freq)
         if key is not None and plan.cacheable:
             _plans[key] = plan
     # The kernel's inputs after Q, K and V, in its argument order (the
     # builder's source): the block table, the encodings' tensors (ALiBi's
     # slopes last), RoPE's position scale, the segments, the key lengths.
     extra = [x for x in (block_table, t5_table, shaw_key, shaw_value, bias, alibi_slopes,
-                         rope_scale, cu_seqlens_q, cu_seqlens_k, key_lengths) if x is not None]
+                         rope_scale, rope_inv_freq, cu_seqlens_q, cu_seqlens_k, key_lengths)
+             if x is not None]
     return plan.run(q, k, v, extra, q_positions, k_positions, out)
 
 
@@ -381,7 +389,7 @@ _plans: dict = {}
 def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal, window,
           softcap, scale, q_positions, k_positions, target, bias=None, cu_seqlens_q=None,
           cu_seqlens_k=None, key_lengths=None, block_table=None, rope_scale=None,
-          alibi_slopes=None) -> _Plan:
+          alibi_slopes=None, rope_inv_freq=None) -> _Plan:
     """Checks a call and gets its kernel: the slow path, once per kind."""
     for x, what in ((q, "q"), (k, "k"), (v, "v")):
         dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
@@ -456,6 +464,15 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
             raise Error(f"rope_scale: expected float32 [1] or [b] = [{qs[0]}], got "
                         f"{dtype_name(rope_scale, 'rope_scale')} {list(rope_scale.shape)}")
         scale_rows = int(rope_scale.shape[0])
+    if rope_inv_freq is not None:
+        if rope is None:
+            raise Error("rope_inv_freq: give rope= too (its layout and scaling)")
+        half = (rope.rotary_dim_for(qs[3]) or qs[3]) // 2
+        if dtype_name(rope_inv_freq, "rope_inv_freq") != "float32" \
+                or tuple(int(n) for n in rope_inv_freq.shape) != (half,):
+            raise Error(f"rope_inv_freq: expected float32 [rotary_dim / 2] = [{half}], got "
+                        f"{dtype_name(rope_inv_freq, 'rope_inv_freq')} "
+                        f"{list(rope_inv_freq.shape)}")
     if alibi_slopes is not None:
         if alibi is None:
             raise Error("alibi_slopes: give alibi= too (its form and heads)")
@@ -465,14 +482,15 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
                         f"{dtype_name(alibi_slopes, 'alibi_slopes')} {list(alibi_slopes.shape)}")
     key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table,
            value_table, bool(causal), _window(window), softcap, scale, per_batch, bias_type,
-           packed, key_lengths is not None, page_size, scale_rows, alibi_slopes is not None)
+           packed, key_lengths is not None, page_size, scale_rows, alibi_slopes is not None,
+           rope_inv_freq is not None)
     kernel = _kernel(key, lambda: attention_source(
         qs, (ks[0], ks[1], None, ks[3]) if not paged else tuple(k.shape), vs, dtype, rope=rope,
         alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
         shaw_value_table=value_table, causal=causal, window=window, softcap=softcap,
         scale=scale, positions_per_batch=per_batch, bias=bias_type, packed=packed,
         key_lengths=key_lengths is not None, page_size=page_size, rope_scale=scale_rows,
-        alibi_slopes=alibi_slopes is not None))
+        alibi_slopes=alibi_slopes is not None, rope_inv_freq=rope_inv_freq is not None))
     for x, what in ((t5_table, "t5_table"), (q_positions, "q_positions"),
                     (k_positions, "k_positions")):
         if x is not None:

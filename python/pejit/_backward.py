@@ -42,7 +42,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
                        t5_table=None, causal: bool = False, window=None,
                        softcap: Optional[float] = None, scale: Optional[float] = None,
                        q_positions=None, k_positions=None, rope_scale=None,
-                       alibi_slopes=None) -> Tuple:
+                       alibi_slopes=None, rope_inv_freq=None) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
     with t5 and its float32 t5_table, the table's gradient as a fourth.
@@ -52,9 +52,9 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     (and float32 ones for the table, slopes, scale). With rope, dq and dk are
     rotated back inside the kernel; q_positions, k_positions as for the
     forward (defaults: keys 0..skv-1, queries skv-sq..skv-1); with
-    rope_scale (float32 [1] or [b]) and alibi_slopes (float32 [hq], with
-    alibi=), their gradients follow, in the order t5_table, alibi_slopes,
-    rope_scale. Deterministic: the same inputs give the same bits at any
+    rope_scale (float32 [1] or [b]), alibi_slopes (float32 [hq], with
+    alibi=) and rope_inv_freq (float32 [rotary_dim / 2]), their gradients
+    follow, in the order t5_table, alibi_slopes, rope_scale, rope_inv_freq. Deterministic: the same inputs give the same bits at any
     thread count. RoPE's frequencies are constants here (docs/status.md)."""
     rope = as_rope(rope)
     positions = [p for p in (q_positions, k_positions) if p is not None]
@@ -89,6 +89,10 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
             raise Error(f"alibi_slopes: expected [hq] = [{qs[1]}], got "
                         f"{list(alibi_slopes.shape)}")
         tensors.append((alibi_slopes, "alibi_slopes"))
+    if rope_inv_freq is not None:
+        if rope is None:
+            raise Error("rope_inv_freq: give rope= too (its layout and scaling)")
+        tensors.append((rope_inv_freq, "rope_inv_freq"))
     # q, k, v, o, do of one dtype (16-bit ones give 16-bit gradients,
     # computed in f32); the encodings' tensors float32.
     dtype = dtype_name(q, "q")
@@ -105,21 +109,23 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
     key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal), _window(window),
            softcap, scale, per_batch, None if rope_scale is None else int(rope_scale.shape[0]),
-           alibi_slopes is not None, dtype)
+           alibi_slopes is not None, rope_inv_freq is not None, dtype)
     kernel = _kernels.get(key)
     if kernel is None:
         source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, dtype, rope=rope,
                                   alibi=alibi, t5=t5, causal=causal, window=window,
                                   softcap=softcap, scale=scale, positions_per_batch=per_batch,
                                   rope_scale=None if rope_scale is None else int(rope_scale.shape[0]),
-                                  alibi_slopes=alibi_slopes is not None)
+                                  alibi_slopes=alibi_slopes is not None,
+                                  rope_inv_freq=rope_inv_freq is not None)
         kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
     # The derived backward's arguments: the forward's (q, k, v, the table),
     # then o and dO, then the position ids (trailing, as in the forward);
     # its gradients dq, dk, dv, then the table's.
-    operands = [_contiguous_rows(x) for x in (t5_table, alibi_slopes, rope_scale) if x is not None]
+    operands = [_contiguous_rows(x) for x in (t5_table, alibi_slopes, rope_scale, rope_inv_freq)
+                if x is not None]
     if k_positions is not None and q_positions is None:
         q_positions = np.arange(ks[2] - qs[2], ks[2], dtype=np.int64)
         if per_batch:
@@ -131,7 +137,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     # The operand gradients come in the kernel's order; returned as the
     # table's, then the scale's.
     by_name = {"t5_table": t5_table, "alibi_slopes": alibi_slopes,
-               "rope_position_scale": rope_scale}
+               "rope_position_scale": rope_scale, "rope_inv_freq": rope_inv_freq}
     names = list(kernel._native.operand_gradients)
     like = [q, k, v] + [by_name[name] for name in names]
     if torch_inputs:
@@ -144,6 +150,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     kernel._native.run_backward_raw(
         [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do] + ids],
         [_raw_any(g, "gradient") for g in grads])
-    order = [names.index(name) for name in ("t5_table", "alibi_slopes", "rope_position_scale")
+    order = [names.index(name)
+             for name in ("t5_table", "alibi_slopes", "rope_position_scale", "rope_inv_freq")
              if name in names]
     return tuple(grads[:3]) + tuple(grads[3 + n] for n in order)

@@ -85,15 +85,16 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
                  k_positions: Optional[torch.Tensor] = None,
                  t5_table: Optional[torch.Tensor] = None,
                  rope_scale: Optional[torch.Tensor] = None,
-                 alibi_slopes: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 alibi_slopes: Optional[torch.Tensor] = None,
+                 rope_inv_freq: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _attention(q, k, v, q_positions=q_positions, k_positions=k_positions,
                       t5_table=t5_table, rope_scale=rope_scale, alibi_slopes=alibi_slopes,
-                      **_decode(options))
+                      rope_inv_freq=rope_inv_freq, **_decode(options))
 
 
 @attention_op.register_fake
 def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None, rope_scale=None,
-      alibi_slopes=None):
+      alibi_slopes=None, rope_inv_freq=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
 
 
@@ -102,48 +103,57 @@ def attention_backward_op(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, grad: torch.Tensor,
         options: str, q_positions: Optional[torch.Tensor] = None,
         k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None,
-        rope_scale: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None
-) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dq, dk, dv, then the gradients of the T5 table, RoPE's position scale
-    and ALiBi's slopes (an empty tensor for each one absent); with RoPE, dq
-    and dk rotated back inside the kernel."""
+        rope_scale: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
+        rope_inv_freq: Optional[torch.Tensor] = None
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+           torch.Tensor]:
+    """dq, dk, dv, then the gradients of the T5 table, RoPE's position scale,
+    ALiBi's slopes and RoPE's inverse frequencies (an empty tensor for each
+    one absent); with RoPE, dq and dk rotated back inside the kernel."""
     kwargs = {name: value for name, value in _decode(options).items()
               if name in ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")}
     grads = list(_attention_backward(q, k, v, o, grad, t5_table=t5_table,
                                      q_positions=q_positions, k_positions=k_positions,
-                                     rope_scale=rope_scale, alibi_slopes=alibi_slopes, **kwargs))
-    # attention_backward returns them as t5_table, alibi_slopes, rope_scale.
+                                     rope_scale=rope_scale, alibi_slopes=alibi_slopes,
+                                     rope_inv_freq=rope_inv_freq, **kwargs))
+    # attention_backward returns them as t5_table, alibi_slopes, rope_scale,
+    # rope_inv_freq.
     given = {name: grads.pop(3) for name, x in (("t5_table", t5_table),
                                                 ("alibi_slopes", alibi_slopes),
-                                                ("rope_scale", rope_scale)) if x is not None}
+                                                ("rope_scale", rope_scale),
+                                                ("rope_inv_freq", rope_inv_freq))
+             if x is not None}
     # An absent one is an empty tensor of its own (returns may not alias).
     return (*grads[:3], *(given[name] if name in given else q.new_empty((0,))
-                          for name in ("t5_table", "rope_scale", "alibi_slopes")))
+                          for name in ("t5_table", "rope_scale", "alibi_slopes",
+                                       "rope_inv_freq")))
 
 
 @attention_backward_op.register_fake
 def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None,
-      rope_scale=None, alibi_slopes=None):
+      rope_scale=None, alibi_slopes=None, rope_inv_freq=None):
     operands = [q.new_empty((0,)) if x is None else torch.empty_like(x)
-                for x in (t5_table, rope_scale, alibi_slopes)]
+                for x in (t5_table, rope_scale, alibi_slopes, rope_inv_freq)]
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), *operands
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, options, q_positions, k_positions, t5_table, rope_scale, alibi_slopes = inputs
+    q, k, v, options, q_positions, k_positions, t5_table, rope_scale, alibi_slopes, inv_freq = inputs
     ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table, rope_scale,
-                          alibi_slopes)
+                          alibi_slopes, inv_freq)
     ctx.options = options
 
 
 def _backward(ctx, grad):
-    q, k, v, o, q_positions, k_positions, t5_table, rope_scale, alibi_slopes = ctx.saved_tensors
-    dq, dk, dv, dtable, dscale, dslopes = torch.ops.pejit.attention_backward(
+    (q, k, v, o, q_positions, k_positions, t5_table, rope_scale, alibi_slopes,
+     inv_freq) = ctx.saved_tensors
+    dq, dk, dv, dtable, dscale, dslopes, dfreq = torch.ops.pejit.attention_backward(
         q, k, v, o, grad, ctx.options, q_positions, k_positions, t5_table, rope_scale,
-        alibi_slopes)
+        alibi_slopes, inv_freq)
     # Position ids and the options string have no gradient.
     return (dq, dk, dv, None, None, None, None if t5_table is None else dtable,
-            None if rope_scale is None else dscale, None if alibi_slopes is None else dslopes)
+            None if rope_scale is None else dscale, None if alibi_slopes is None else dslopes,
+            None if inv_freq is None else dfreq)
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -154,10 +164,11 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               k_positions: Optional[torch.Tensor] = None,
               t5_table: Optional[torch.Tensor] = None,
               rope_scale: Optional[torch.Tensor] = None,
-              alibi_slopes: Optional[torch.Tensor] = None) -> torch.Tensor:
+              alibi_slopes: Optional[torch.Tensor] = None,
+              rope_inv_freq: Optional[torch.Tensor] = None) -> torch.Tensor:
     """torch.ops.pejit.attention: `options` from pejit.torch.options(...)."""
     return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table,
-                                     rope_scale, alibi_slopes)
+                                     rope_scale, alibi_slopes, rope_inv_freq)
 
 
 class Attention(torch.nn.Module):
@@ -210,6 +221,29 @@ class ScaledRoPEAttention(torch.nn.Module):
                                          self.scale)
 
 
+class LearnedFrequencyRoPEAttention(torch.nn.Module):
+    """Attention with RoPE whose inverse frequencies are an nn.Parameter
+    [rotary_dim / 2] (seed 001 §8, "learnable frequencies"), initialised
+    to the config's theta^(-2c/rd) (after its scaling), and, with
+    learn_scale, a learned position scale [1] beside them (angle = position
+    * s * inv_freq[c]). loss.backward() reaches q, k, v and both.
+    `rope` as for pejit.attention (default True); the other keyword
+    arguments are pejit.torch.options'."""
+
+    def __init__(self, head_dim: int, rope=True, learn_scale: bool = False, **kwargs):
+        super().__init__()
+        from . import _pejit
+        config = as_rope(rope)
+        self.options = options(rope=rope, **kwargs)
+        inv_freq, _ = _pejit.rope_frequencies(config.native(head_dim), head_dim, 1)
+        self.inv_freq = torch.nn.Parameter(torch.tensor(inv_freq, dtype=torch.float32))
+        self.scale = torch.nn.Parameter(torch.ones(1)) if learn_scale else None
+
+    def forward(self, q, k, v, q_positions=None, k_positions=None):
+        return torch.ops.pejit.attention(q, k, v, self.options, q_positions, k_positions, None,
+                                         self.scale, None, self.inv_freq)
+
+
 class ALiBiAttention(torch.nn.Module):
     """Attention with ALiBi whose per-head slopes are an nn.Parameter [hq],
     initialised to the paper's get_slopes(num_heads) (heads head_offset ..
@@ -229,7 +263,7 @@ class ALiBiAttention(torch.nn.Module):
 
     def forward(self, q, k, v):
         return torch.ops.pejit.attention(q, k, v, self.options, None, None, None, None,
-                                         self.slopes)
+                                         self.slopes, None)
 
 
 def _paper_slopes(n: int):

@@ -126,6 +126,7 @@ void bindBuilder(nb::module_ &m) {
       .def_rw("rope", &AttentionSpec::rope)
       .def_rw("rope_on_query", &AttentionSpec::ropeOnQuery)
       .def_rw("rope_position_scale", &AttentionSpec::ropePositionScale)
+      .def_rw("rope_learned_inv_freq", &AttentionSpec::ropeLearnedInvFreq)
       .def_rw("rope_on_key", &AttentionSpec::ropeOnKey)
       .def(
           "set_alibi",

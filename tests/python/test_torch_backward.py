@@ -123,12 +123,13 @@ def test_alibi_autograd_matches_float64():
         assert relative_error(got.grad, want.grad) < TOLERANCE, name
 
 
-def hf_rope(x, positions, theta=10000.0, scale=None):
+def hf_rope(x, positions, theta=10000.0, scale=None, inv_freq=None):
     """HF's rotate_half RoPE: x [b, h, s, d], positions [s] or [b, s]; a
     position scale [1] or [b] (a tensor, so autograd reaches it) multiplies
     the positions."""
     d = x.shape[-1]
-    inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    if inv_freq is None:
+        inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
     positions = positions.to(x.dtype)
     if scale is not None:
         positions = positions * (scale if positions.dim() == 1 and scale.numel() == 1
@@ -512,3 +513,31 @@ def test_half_precision_autograd_gives_half_gradients(dtype):
     for got, want, name in zip(leaves, expected, ("dq", "dk", "dv")):
         assert got.grad.dtype == dtype, name
         assert relative_error(got.grad, want.grad) < 2e-2, name
+
+
+@pytest.mark.parametrize("learn_scale", [False, True], ids=["frequencies", "frequencies + scale"])
+def test_learned_rope_frequencies_gradient_matches_float64(learn_scale):
+    # RoPE's inverse frequencies as a parameter (learned_inv_freq): its
+    # gradient, with the position scale's beside it, through autograd.
+    layer = pejit.torch.LearnedFrequencyRoPEAttention(32, causal=True, learn_scale=learn_scale)
+    with torch.no_grad():  # moved away from theta's, as training would
+        layer.inv_freq.mul_(torch.rand(16, generator=generator()) + 0.5)
+        if learn_scale:
+            layer.scale.fill_(0.8)
+    q, k, v = inputs(sq=30, skv=30)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = layer(*leaves)
+    do = torch.randn(o.shape, generator=generator())
+    (o * do).sum().backward()
+    params = [layer.inv_freq] + ([layer.scale] if learn_scale else [])
+    expected = [x.detach().double().requires_grad_() for x in [q, k, v] + params]
+    positions = torch.arange(30)
+    scale = expected[4] if learn_scale else None
+    reference = reference_attention(
+        hf_rope(expected[0], positions, scale=scale, inv_freq=expected[3]),
+        hf_rope(expected[1], positions, scale=scale, inv_freq=expected[3]), expected[2],
+        causal=True)
+    (reference * do.double()).sum().backward()
+    names = ("dq", "dk", "dv", "dinv_freq", "dscale")
+    for got, want, name in zip(leaves + params, expected, names):
+        assert relative_error(got.grad, want.grad) < TOLERANCE, name
