@@ -32,8 +32,12 @@ def child(kind: str, s: int, repeats: int) -> dict:
     import pejit.torch  # noqa: F401  (registers torch.ops.pejit)
     torch.manual_seed(0)
     h, d = 16, 128
-    q, k, v = (torch.randn(1, h, s, d, requires_grad=True) for _ in range(3))
-    do = torch.randn(1, h, s, d)
+    # "... bf16": the same step in bfloat16 (pejit computes in f32 and
+    # rounds its gradients; torch's SDPA backward runs in bf16).
+    dtype = torch.bfloat16 if kind.endswith(" bf16") else torch.float32
+    kind = kind.removesuffix(" bf16")
+    q, k, v = (torch.randn(1, h, s, d, dtype=dtype, requires_grad=True) for _ in range(3))
+    do = torch.randn(1, h, s, d, dtype=dtype)
     table = torch.randn(32, h, requires_grad=True)
     sdpa = torch.nn.functional.scaled_dot_product_attention
 
@@ -52,7 +56,7 @@ def child(kind: str, s: int, repeats: int) -> dict:
     def hf_rope(x):
         inv_freq = 1.0 / 10000.0 ** (torch.arange(0, d, 2).float() / d)
         angles = torch.arange(s).float()[:, None] * inv_freq
-        emb = torch.cat([angles, angles], dim=-1)
+        emb = torch.cat([angles, angles], dim=-1).to(x.dtype)
         rotated = torch.cat([-x[..., d // 2:], x[..., :d // 2]], dim=-1)
         return x * emb.cos() + rotated * emb.sin()
 
@@ -103,7 +107,7 @@ def main() -> None:
     print("| s | implementation | fwd + bwd ms | peak RSS MiB |\n| ---: | --- | ---: | ---: |")
     for s in (int(n) for n in args.lengths.split(",")):
         for kind in ("torch eager", "torch.compile", "pejit", "torch RoPE", "torch.compile RoPE",
-                     "pejit RoPE", "torch T5", "pejit T5"):
+                     "pejit RoPE", "torch RoPE bf16", "pejit RoPE bf16", "torch T5", "pejit T5"):
             if args.only and kind not in args.only.split(","):
                 continue
             out = subprocess.run([sys.executable, __file__, "--child", kind, str(s),
