@@ -42,7 +42,8 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
                        t5_table=None, causal: bool = False, window=None,
                        softcap: Optional[float] = None, scale: Optional[float] = None,
                        q_positions=None, k_positions=None, rope_scale=None,
-                       alibi_slopes=None, rope_inv_freq=None) -> Tuple:
+                       alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
+                       cu_seqlens_k=None, key_lengths=None) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
     with t5 and its float32 t5_table, the table's gradient as a fourth.
@@ -54,8 +55,11 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     forward (defaults: keys 0..skv-1, queries skv-sq..skv-1); with
     rope_scale (float32 [1] or [b]), alibi_slopes (float32 [hq], with
     alibi=) and rope_inv_freq (float32 [rotary_dim / 2]), their gradients
-    follow, in the order t5_table, alibi_slopes, rope_scale, rope_inv_freq. Deterministic: the same inputs give the same bits at any
-    thread count. RoPE's frequencies are constants here (docs/status.md)."""
+    follow, in the order t5_table, alibi_slopes, rope_scale, rope_inv_freq.
+    cu_seqlens_q, cu_seqlens_k (a packed batch) and key_lengths (int32) as
+    for the forward: each sequence or row is its own attention, keys past a
+    row's length get zero gradients. Deterministic: the same inputs give
+    the same bits at any thread count."""
     rope = as_rope(rope)
     positions = [p for p in (q_positions, k_positions) if p is not None]
     if positions and rope is None:
@@ -104,12 +108,27 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
             raise Error(f"{what}: expected {wanted} (as q), got {dtype_name(x, what)}"
                         if wanted == dtype else
                         f"{what}: expected float32, got {dtype_name(x, what)}")
+    packed = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if packed and (cu_seqlens_q is None or cu_seqlens_k is None):
+        raise Error("cu_seqlens_q, cu_seqlens_k: give both (a packed batch's offsets)")
+    if packed and key_lengths is not None:
+        raise Error("cu_seqlens_q: a packed batch takes no key_lengths")
+    if packed and qs[0] != 1:
+        raise Error(f"cu_seqlens_q: a packed batch is q [1, hq, total, d], got b = {qs[0]}")
+    for x, what in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k"),
+                    (key_lengths, "key_lengths")):
+        if x is not None and dtype_name(x, what) != "int32":
+            raise Error(f"{what}: expected int32, got {dtype_name(x, what)}")
+    if (packed or key_lengths is not None) and k_positions is not None and q_positions is None:
+        raise Error("q_positions: give them with k_positions in a packed or key_lengths call "
+                    "(their defaults follow each sequence's lengths)")
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
     key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal), _window(window),
            softcap, scale, per_batch, None if rope_scale is None else int(rope_scale.shape[0]),
-           alibi_slopes is not None, rope_inv_freq is not None, dtype)
+           alibi_slopes is not None, rope_inv_freq is not None, dtype, packed,
+           key_lengths is not None)
     kernel = _kernels.get(key)
     if kernel is None:
         source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, dtype, rope=rope,
@@ -117,7 +136,8 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
                                   softcap=softcap, scale=scale, positions_per_batch=per_batch,
                                   rope_scale=None if rope_scale is None else int(rope_scale.shape[0]),
                                   alibi_slopes=alibi_slopes is not None,
-                                  rope_inv_freq=rope_inv_freq is not None)
+                                  rope_inv_freq=rope_inv_freq is not None, packed=packed,
+                                  key_lengths=key_lengths is not None)
         kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
@@ -126,6 +146,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     # its gradients dq, dk, dv, then the table's.
     operands = [_contiguous_rows(x) for x in (t5_table, alibi_slopes, rope_scale, rope_inv_freq)
                 if x is not None]
+    operands += [x for x in (cu_seqlens_q, cu_seqlens_k, key_lengths) if x is not None]
     if k_positions is not None and q_positions is None:
         q_positions = np.arange(ks[2] - qs[2], ks[2], dtype=np.int64)
         if per_batch:

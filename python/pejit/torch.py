@@ -86,15 +86,20 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
                  t5_table: Optional[torch.Tensor] = None,
                  rope_scale: Optional[torch.Tensor] = None,
                  alibi_slopes: Optional[torch.Tensor] = None,
-                 rope_inv_freq: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 rope_inv_freq: Optional[torch.Tensor] = None,
+                 cu_seqlens_q: Optional[torch.Tensor] = None,
+                 cu_seqlens_k: Optional[torch.Tensor] = None,
+                 key_lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _attention(q, k, v, q_positions=q_positions, k_positions=k_positions,
                       t5_table=t5_table, rope_scale=rope_scale, alibi_slopes=alibi_slopes,
-                      rope_inv_freq=rope_inv_freq, **_decode(options))
+                      rope_inv_freq=rope_inv_freq, cu_seqlens_q=cu_seqlens_q,
+                      cu_seqlens_k=cu_seqlens_k, key_lengths=key_lengths, **_decode(options))
 
 
 @attention_op.register_fake
 def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None, rope_scale=None,
-      alibi_slopes=None, rope_inv_freq=None):
+      alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None, cu_seqlens_k=None,
+      key_lengths=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
 
 
@@ -104,7 +109,8 @@ def attention_backward_op(
         options: str, q_positions: Optional[torch.Tensor] = None,
         k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None,
         rope_scale: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
-        rope_inv_freq: Optional[torch.Tensor] = None
+        rope_inv_freq: Optional[torch.Tensor] = None, cu_seqlens_q: Optional[torch.Tensor] = None,
+        cu_seqlens_k: Optional[torch.Tensor] = None, key_lengths: Optional[torch.Tensor] = None
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
            torch.Tensor]:
     """dq, dk, dv, then the gradients of the T5 table, RoPE's position scale,
@@ -115,7 +121,9 @@ def attention_backward_op(
     grads = list(_attention_backward(q, k, v, o, grad, t5_table=t5_table,
                                      q_positions=q_positions, k_positions=k_positions,
                                      rope_scale=rope_scale, alibi_slopes=alibi_slopes,
-                                     rope_inv_freq=rope_inv_freq, **kwargs))
+                                     rope_inv_freq=rope_inv_freq, cu_seqlens_q=cu_seqlens_q,
+                                     cu_seqlens_k=cu_seqlens_k, key_lengths=key_lengths,
+                                     **kwargs))
     # attention_backward returns them as t5_table, alibi_slopes, rope_scale,
     # rope_inv_freq.
     given = {name: grads.pop(3) for name, x in (("t5_table", t5_table),
@@ -131,29 +139,31 @@ def attention_backward_op(
 
 @attention_backward_op.register_fake
 def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None,
-      rope_scale=None, alibi_slopes=None, rope_inv_freq=None):
+      rope_scale=None, alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
+      cu_seqlens_k=None, key_lengths=None):
     operands = [q.new_empty((0,)) if x is None else torch.empty_like(x)
                 for x in (t5_table, rope_scale, alibi_slopes, rope_inv_freq)]
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), *operands
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, options, q_positions, k_positions, t5_table, rope_scale, alibi_slopes, inv_freq = inputs
+    (q, k, v, options, q_positions, k_positions, t5_table, rope_scale, alibi_slopes, inv_freq,
+     cu_q, cu_k, key_lengths) = inputs
     ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table, rope_scale,
-                          alibi_slopes, inv_freq)
+                          alibi_slopes, inv_freq, cu_q, cu_k, key_lengths)
     ctx.options = options
 
 
 def _backward(ctx, grad):
-    (q, k, v, o, q_positions, k_positions, t5_table, rope_scale, alibi_slopes,
-     inv_freq) = ctx.saved_tensors
+    (q, k, v, o, q_positions, k_positions, t5_table, rope_scale, alibi_slopes, inv_freq, cu_q,
+     cu_k, key_lengths) = ctx.saved_tensors
     dq, dk, dv, dtable, dscale, dslopes, dfreq = torch.ops.pejit.attention_backward(
         q, k, v, o, grad, ctx.options, q_positions, k_positions, t5_table, rope_scale,
-        alibi_slopes, inv_freq)
-    # Position ids and the options string have no gradient.
+        alibi_slopes, inv_freq, cu_q, cu_k, key_lengths)
+    # Position ids, offsets, lengths and the options string have no gradient.
     return (dq, dk, dv, None, None, None, None if t5_table is None else dtable,
             None if rope_scale is None else dscale, None if alibi_slopes is None else dslopes,
-            None if inv_freq is None else dfreq)
+            None if inv_freq is None else dfreq, None, None, None)
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -165,10 +175,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               t5_table: Optional[torch.Tensor] = None,
               rope_scale: Optional[torch.Tensor] = None,
               alibi_slopes: Optional[torch.Tensor] = None,
-              rope_inv_freq: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """torch.ops.pejit.attention: `options` from pejit.torch.options(...)."""
+              rope_inv_freq: Optional[torch.Tensor] = None,
+              cu_seqlens_q: Optional[torch.Tensor] = None,
+              cu_seqlens_k: Optional[torch.Tensor] = None,
+              key_lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """torch.ops.pejit.attention: `options` from pejit.torch.options(...);
+    cu_seqlens_q, cu_seqlens_k (int32, a packed batch) and key_lengths
+    (int32 [b]) as for pejit.attention, with autograd."""
     return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table,
-                                     rope_scale, alibi_slopes, rope_inv_freq)
+                                     rope_scale, alibi_slopes, rope_inv_freq, cu_seqlens_q,
+                                     cu_seqlens_k, key_lengths)
 
 
 class Attention(torch.nn.Module):

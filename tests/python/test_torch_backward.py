@@ -541,3 +541,51 @@ def test_learned_rope_frequencies_gradient_matches_float64(learn_scale):
     names = ("dq", "dk", "dv", "dinv_freq", "dscale")
     for got, want, name in zip(leaves + params, expected, names):
         assert relative_error(got.grad, want.grad) < TOLERANCE, name
+
+
+def test_packed_sequences_train_through_autograd():
+    # A packed batch (FlashAttention's varlen): each sequence its own causal
+    # attention with RoPE at positions 0 .. n - 1; the gradients of each
+    # sequence match float64 autograd on that sequence alone.
+    lengths = [7, 30, 1, 20]
+    cu = torch.tensor([0] + list(np.cumsum(lengths)), dtype=torch.int32)
+    total = int(cu[-1])
+    q, k, v = inputs(b=1, sq=total, skv=total)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = pejit.torch.attention(*leaves, pejit.torch.options(rope=True, causal=True),
+                              cu_seqlens_q=cu, cu_seqlens_k=cu)
+    do = torch.randn(o.shape, generator=generator())
+    (o * do).sum().backward()
+    # The reference gradients, sequence by sequence, placed in whole tensors
+    # (a one-token sequence's dq and dk are exactly 0: compared as part of
+    # the whole, by the whole's max-norm).
+    want = [torch.zeros(x.shape, dtype=torch.float64) for x in (q, k, v)]
+    for n, length in enumerate(lengths):
+        rows = slice(int(cu[n]), int(cu[n + 1]))
+        part = [x[:, :, rows].detach().double().requires_grad_() for x in (q, k, v)]
+        positions = torch.arange(length)
+        reference = reference_attention(hf_rope(part[0], positions), hf_rope(part[1], positions),
+                                        part[2], causal=True)
+        (reference * do[:, :, rows].double()).sum().backward()
+        for whole, p in zip(want, part):
+            whole[:, :, rows] = p.grad
+    for got, expected, name in zip(leaves, want, ("dq", "dk", "dv")):
+        assert relative_error(got.grad, expected) < TOLERANCE, name
+
+
+def test_key_lengths_leave_unused_keys_without_gradient():
+    q, k, v = inputs(b=2, sq=5, skv=24)
+    lengths = torch.tensor([24, 9], dtype=torch.int32)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    o = pejit.torch.attention(*leaves, pejit.torch.options(), key_lengths=lengths)
+    do = torch.randn(o.shape, generator=generator())
+    (o * do).sum().backward()
+    assert leaves[1].grad[1, :, 9:].abs().max() == 0 and leaves[2].grad[1, :, 9:].abs().max() == 0
+    for n, length in enumerate(lengths.tolist()):
+        part = [x[n:n + 1].detach().double().requires_grad_() for x in (q, k, v)]
+        part[1] = part[1][:, :, :length].detach().requires_grad_()
+        part[2] = part[2][:, :, :length].detach().requires_grad_()
+        (reference_attention(*part) * do[n:n + 1].double()).sum().backward()
+        assert relative_error(leaves[0].grad[n:n + 1], part[0].grad) < TOLERANCE
+        assert relative_error(leaves[1].grad[n:n + 1, :, :length], part[1].grad) < TOLERANCE
+        assert relative_error(leaves[2].grad[n:n + 1, :, :length], part[2].grad) < TOLERANCE
