@@ -1,0 +1,75 @@
+"""Helpers of the torch training tests (test_torch_backward.py,
+test_torch_learned_encodings.py): inputs, float64 attention in plain torch
+with docs/semantics.md's masks, HF's rotate_half RoPE, and the max-norm
+relative error they compare by."""
+import numpy as np
+import torch
+
+TOLERANCE = 1e-4
+
+
+def generator():
+    return torch.Generator().manual_seed(int(np.random.default_rng().integers(1 << 31)))
+
+
+def inputs(b=1, hq=4, hkv=2, sq=37, skv=37, d=32, dv=32, g=None):
+    g = g or generator()
+    make = lambda *s: torch.randn(*s, generator=g)  # noqa: E731
+    return make(b, hq, sq, d), make(b, hkv, skv, d), make(b, hkv, skv, dv)
+
+
+def reference_attention(q, k, v, causal=False, window=None, softcap=None, scale=None):
+    """Attention in plain torch (float64 when given float64), GQA by repeat:
+    docs/semantics.md's masks, bottom-right aligned."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    s = torch.einsum("bhid,bhjd->bhij", q, k) * scale
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
+    sq, skv = q.shape[2], k.shape[2]
+    i = torch.arange(sq)[:, None] + (skv - sq)
+    j = torch.arange(skv)[None, :]
+    visible = torch.ones(sq, skv, dtype=torch.bool)
+    if causal:
+        visible &= j <= i
+    if window is not None:
+        left, right = window if isinstance(window, tuple) else (window, None)
+        if left is not None:
+            visible &= j >= i - left
+        if right is not None:
+            visible &= j <= i + right
+    s = s.masked_fill(~visible, float("-inf"))
+    p = torch.softmax(s, dim=-1).nan_to_num(0.0)  # a row that sees no key: zeros
+    return torch.einsum("bhij,bhjd->bhid", p, v)
+
+
+def relative_error(got, want):
+    return ((got.double() - want).abs().max() / want.abs().max()).item()
+
+
+def float64_gradients(q, k, v, do, **options):
+    leaves = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    (reference_attention(*leaves, **options) * do.double()).sum().backward()
+    return [x.grad for x in leaves]
+
+
+def hf_rope(x, positions, theta=10000.0, scale=None, inv_freq=None):
+    """HF's rotate_half RoPE: x [b, h, s, d], positions [s] or [b, s]; a
+    position scale [1] or [b] (a tensor, so autograd reaches it) multiplies
+    the positions."""
+    d = x.shape[-1]
+    if inv_freq is None:
+        inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    positions = positions.to(x.dtype)
+    if scale is not None:
+        positions = positions * (scale if positions.dim() == 1 and scale.numel() == 1
+                                 else scale.reshape(-1, 1))
+    angles = positions[..., None] * inv_freq.to(x.dtype)  # [(b,) s, d/2]
+    emb = torch.cat([angles, angles], dim=-1)
+    if emb.dim() == 3:
+        emb = emb[:, None]
+    cos, sin = emb.cos(), emb.sin()
+    half = d // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
