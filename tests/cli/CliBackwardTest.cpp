@@ -139,4 +139,29 @@ func.func @t5(%q: tensor<1x4x40x32xf32>, %k: tensor<1x4x40x32xf32>, %v: tensor<1
   EXPECT_TRUE(contains(missing.err, "--backward needs --grad-output")) << missing.err;
 }
 
+TEST(PejitCompileBackward, EveryStageOfTheDerivedBackwardAndItsFusedStageCompilesAgain) {
+  TempDir dir;
+  std::string mlir = dir.file("attn.mlir");
+  writeText(mlir, kRopeAlibiSource);
+  Result all = runPejit(dir, {"compile", mlir, "--backward", "--emit=all"});
+  ASSERT_EQ(all.exitCode, 0) << all.err;
+  for (const char *stage : {"source", "fused", "tiled", "llvm", "llvm-ir", "asm"})
+    EXPECT_TRUE(contains(all.out, std::string("// ----- stage: ") + stage + " -----")) << stage;
+  EXPECT_TRUE(contains(all.out, "attn.attention_backward")) << "the derived source";
+  EXPECT_TRUE(contains(all.out, "func.func @pejit_backward_kv")) << "the tiled stage";
+  EXPECT_TRUE(contains(all.out, "define ")) << "llvm-ir holds LLVM IR functions";
+  // The fused stage's text is a source of its own: it compiles again.
+  Result fused = runPejit(dir, {"compile", mlir, "--backward", "--emit=fused"});
+  ASSERT_EQ(fused.exitCode, 0) << fused.err;
+  std::string again = dir.file("backward.mlir");
+  writeText(again, fused.out);
+  Result tiled = runPejit(dir, {"compile", again, "--emit=tiled"});
+  ASSERT_EQ(tiled.exitCode, 0) << tiled.err;
+  EXPECT_TRUE(contains(tiled.out, "func.func @pejit_backward_q")) << tiled.out;
+  // The NVIDIA backward is not built: a usage error that says so.
+  Result nvidia = runPejit(dir, {"compile", mlir, "--backward", "--target=nvidia"});
+  EXPECT_EQ(nvidia.exitCode, 2);
+  EXPECT_TRUE(contains(nvidia.err, "NVIDIA backward is not built yet")) << nvidia.err;
+}
+
 } // namespace

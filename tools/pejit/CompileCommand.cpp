@@ -1,4 +1,5 @@
-// pejit compile: compile a .mlir file and print one stage's IR (or all).
+// pejit compile: compile a .mlir file and print one stage's IR (or all);
+// with --backward, the backward derived from it (docs/backward.md).
 #include "tools/pejit/Args.h"
 #include "tools/pejit/Commands.h"
 
@@ -47,7 +48,8 @@ int printNvidiaStages(Runtime &runtime, const Spec &spec, const std::string &arc
 
 int compileCommand(int argc, char **argv) {
   Args args;
-  if (std::string error = parseArgs(argc, argv, 2, {{"emit"}, {"tile"}, {"target"}}, args);
+  if (std::string error =
+          parseArgs(argc, argv, 2, {{"emit"}, {"tile"}, {"target"}, {"backward", false}}, args);
       !error.empty())
     return usageError("compile: " + error);
   if (args.has("help")) {
@@ -84,6 +86,20 @@ int compileCommand(int argc, char **argv) {
   if (!spec) {
     std::fprintf(stderr, "pejit: %s\n", spec.error().c_str());
     return kExitError;
+  }
+  // --backward: the kernel of the backward derived from the forward, its
+  // stages from its own (derived) source on.
+  if (args.has("backward")) {
+    if (nvidia)
+      return usageError("compile: --backward compiles for the host (the NVIDIA backward is "
+                        "not built yet; docs/status.md)");
+    Expected<Spec> backward = Spec::backwardOf(*spec);
+    if (!backward) {
+      std::fprintf(stderr, "pejit: %s: --backward: %s\n", args.positional[0].c_str(),
+                   backward.error().c_str());
+      return kExitError;
+    }
+    spec = std::move(backward);
   }
   Runtime runtime(RuntimeOptions{1});
   if (nvidia)

@@ -29,8 +29,10 @@ std::string stageList(const Target &target) {
 }
 
 std::string compileUsage() {
-  return R"(  compile FILE.mlir [--emit=STAGE] [--tile=MxN] [--target=TARGET]
-      Compile FILE.mlir and print the IR of one stage.
+  return R"(  compile FILE.mlir [--emit=STAGE] [--tile=MxN] [--target=TARGET] [--backward]
+      Compile FILE.mlir and print the IR of one stage. With --backward, the
+      backward derived from it (attn.attention_backward, docs/backward.md):
+      its stages from its derived source on, each of which compiles again.
       --emit=STAGE         a stage (default: fused), or all (every stage,
                            each after a header line). host: )" +
          stageList(Target::host()) + R"(
