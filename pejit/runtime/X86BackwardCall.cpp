@@ -7,6 +7,7 @@
 // given the encodings' tensors. Every item writes outputs no other item
 // writes, in a fixed order, so the gradients are the same bit for bit at
 // any thread count.
+#include "pejit/core/CallPlan.h"
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/X86KernelImpl.h"
 
@@ -47,10 +48,8 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
                                      0,
                                      {positionAxes * keyPositionRows, s.keySeq},
                                      {s.keySeq, 1}};
-  auto positionRows = [&](int64_t rows) { return rows == 1 ? 1 : s.batch; };
-  const int64_t tableFloats =
-      tableFloatsPerQueryPosition * positionRows(queryPositionRows) * s.querySeq +
-      tableFloatsPerKeyPosition * positionRows(keyPositionRows) * s.keySeq;
+  // The tables' size by the forward's rule (CallPlan.h).
+  const int64_t tableFloats = planCall(*this, s).tableFloats;
 
   // Scratch: D then lse, b hq sq floats each, then each kv and q item's
   // partial operand gradients; with a QK transform, its tables and Q', K' (the

@@ -15,7 +15,7 @@ except Exception as e:  # not installed, or an install cut short (scripts/python
 import pejit  # noqa: E402
 import pejit.torch  # noqa: E402
 from training_support import (TOLERANCE, float64_gradients, generator, hf_rope,  # noqa: E402
-                              inputs, reference_attention, relative_error)
+                              inputs, reference_attention, relative_error, train_side_by_side)
 
 CASES = [dict(), dict(causal=True), dict(causal=True, softcap=0.8), dict(window=(6, 3)),
          dict(causal=True, window=5, scale=0.3)]
@@ -184,20 +184,7 @@ def test_torch_compile_fullgraph_captures_the_backward_op():
 
 def test_twenty_sgd_steps_match_plain_torch():
     through_pejit, plain = model(use_pejit=True, seed=2), model(use_pejit=False, seed=2)
-    optimizers = [torch.optim.SGD(m.parameters(), lr=0.05) for m in (through_pejit, plain)]
-    g = generator()
-    x, target = torch.randn(2, 32, 64, generator=g), torch.randn(2, 32, 64, generator=g)
-    for step in range(20):
-        losses = []
-        for net, optimizer in zip((through_pejit, plain), optimizers):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(x), target)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
-    for (name, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
-        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
+    train_side_by_side(through_pejit, plain, lr=0.05, length=32)
 
 
 class T5Block(torch.nn.Module):
@@ -233,22 +220,9 @@ def test_t5_table_trains_like_plain_torch_for_twenty_sgd_steps():
     for use_pejit in (True, False):
         torch.manual_seed(3)
         nets.append(torch.nn.Sequential(T5Block(use_pejit=use_pejit), T5Block(use_pejit=use_pejit)))
-    optimizers = [torch.optim.SGD(net.parameters(), lr=0.1) for net in nets]
-    g = generator()
-    x, target = torch.randn(2, 40, 64, generator=g), torch.randn(2, 40, 64, generator=g)
-    for step in range(20):
-        losses = []
-        for net, optimizer in zip(nets, optimizers):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(x), target)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    train_side_by_side(*nets, lr=0.1, length=40)
     tables = [net[0].attention.table for net in nets]
     assert tables[0].grad is not None and tables[0].grad.abs().max() > 0
-    for (name, a), b in zip(nets[0].named_parameters(), nets[1].parameters()):
-        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
 
 
 def test_t5_table_gradient_from_numpy():

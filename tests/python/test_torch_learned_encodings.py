@@ -17,7 +17,7 @@ except Exception as e:  # not installed, or an install cut short (scripts/python
 import pejit  # noqa: E402
 import pejit.torch  # noqa: E402
 from training_support import (TOLERANCE, generator, hf_rope, inputs,  # noqa: E402
-                              reference_attention, relative_error)
+                              reference_attention, relative_error, train_side_by_side)
 
 
 @pytest.mark.parametrize("rows", [1, 2], ids=["shared scale", "scale per batch row"])
@@ -91,24 +91,11 @@ def test_t5_table_and_position_scale_train_like_plain_torch_for_twenty_sgd_steps
         torch.manual_seed(4)
         nets.append(torch.nn.Sequential(RopeT5Block(use_pejit=use_pejit),
                                         RopeT5Block(use_pejit=use_pejit)))
-    optimizers = [torch.optim.SGD(net.parameters(), lr=0.1) for net in nets]
-    g = generator()
-    x, target = torch.randn(2, 40, 64, generator=g), torch.randn(2, 40, 64, generator=g)
-    for step in range(20):
-        losses = []
-        for net, optimizer in zip(nets, optimizers):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(x), target)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    train_side_by_side(*nets, lr=0.1, length=40)
     for layer in nets[0]:
         assert layer.scale.grad is not None and layer.scale.grad.abs().max() > 0
         assert layer.table.grad is not None and layer.table.grad.abs().max() > 0
     assert abs(nets[0][0].scale.item() - 0.8) > 1e-6, "the position scale did not move"
-    for (name, a), b in zip(nets[0].named_parameters(), nets[1].parameters()):
-        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
 
 
 def test_scaled_rope_attention_module_learns_its_scale():

@@ -73,3 +73,23 @@ def hf_rope(x, positions, theta=10000.0, scale=None, inv_freq=None):
     half = d // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos + rotated * sin
+
+
+def train_side_by_side(through_pejit, plain, lr, length, steps=20):
+    """SGD steps on the same data for a model through pejit and the same
+    model in plain torch: the losses must agree at every step and every
+    parameter at the end, to TOLERANCE relative."""
+    optimizers = [torch.optim.SGD(net.parameters(), lr=lr) for net in (through_pejit, plain)]
+    g = generator()
+    x, target = torch.randn(2, length, 64, generator=g), torch.randn(2, length, 64, generator=g)
+    for step in range(steps):
+        losses = []
+        for net, optimizer in zip((through_pejit, plain), optimizers):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    for (name, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
+        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name

@@ -9,6 +9,7 @@
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/Rope.h"
 #include "pejit/runtime/npy/Npy.h"
+#include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -41,16 +42,6 @@ std::vector<float> widen(DType dtype, const std::vector<uint16_t> &bits) {
   for (size_t n = 0; n < bits.size(); ++n)
     out[n] = dtype == DType::BF16 ? npy::bf16BitsToFloat(bits[n]) : npy::f16BitsToFloat(bits[n]);
   return out;
-}
-
-double relativeError(const std::vector<float> &got, const ref::Tensor &want) {
-  double maxRef = 0, maxErr = 0;
-  for (size_t n = 0; n < want.data.size(); ++n) {
-    maxRef = std::max(maxRef, std::fabs(want.data[n]));
-    maxErr = std::max(maxErr, std::isnan(got[n]) ? std::numeric_limits<double>::infinity()
-                                                 : std::fabs(got[n] - want.data[n]));
-  }
-  return maxRef == 0 ? maxErr : maxErr / maxRef;
 }
 
 struct HalfCase {
@@ -110,9 +101,9 @@ void expectHalfBackward(const HalfCase &c) {
                                                {dk.data(), c.dtype, k.shape, {}},
                                                {dv.data(), c.dtype, v.shape, {}}});
   ASSERT_TRUE(status) << status.message();
-  EXPECT_LE(relativeError(widen(c.dtype, dq), wantDq), kTolerance) << "dq";
-  EXPECT_LE(relativeError(widen(c.dtype, dk), wantDk), kTolerance) << "dk";
-  EXPECT_LE(relativeError(widen(c.dtype, dv), want.dv), kTolerance) << "dv";
+  EXPECT_LE(gradientError(widen(c.dtype, dq), wantDq), kTolerance) << "dq";
+  EXPECT_LE(gradientError(widen(c.dtype, dk), wantDk), kTolerance) << "dk";
+  EXPECT_LE(gradientError(widen(c.dtype, dv), want.dv), kTolerance) << "dv";
 
   // f32 gradients for 16-bit inputs: an error naming dq and the dtypes.
   std::vector<float> wide(qb.size());

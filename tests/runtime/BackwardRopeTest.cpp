@@ -11,6 +11,7 @@
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBiasGrad.h"
+#include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -44,16 +45,6 @@ struct RopeCase {
            (givenPositions ? " given ids" : "") + (shapeClass ? " (shape class)" : "");
   }
 };
-
-double relativeError(const std::vector<float> &got, const ref::Tensor &want) {
-  double maxRef = 0, maxErr = 0;
-  for (size_t n = 0; n < want.data.size(); ++n) {
-    maxRef = std::max(maxRef, std::fabs(want.data[n]));
-    maxErr = std::max(maxErr, std::isnan(got[n]) ? std::numeric_limits<double>::infinity()
-                                                 : std::fabs(got[n] - want.data[n]));
-  }
-  return maxRef == 0 ? maxErr : maxErr / maxRef;
-}
 
 /// Random ids in [0, 3 s) (repeats allowed), per axis and batch row.
 ref::PositionIds randomIds(int64_t axes, int64_t rows, int64_t seq, std::mt19937 &engine) {
@@ -143,9 +134,9 @@ void expectRopeBackward(const RopeCase &c) {
                                                {dk.data(), DType::F32, k.shape, {}},
                                                {dv.data(), DType::F32, v.shape, {}}});
   ASSERT_TRUE(status) << status.message();
-  EXPECT_LE(relativeError(dq, wantDq), 1e-4) << "dq";
-  EXPECT_LE(relativeError(dk, wantDk), 1e-4) << "dk";
-  EXPECT_LE(relativeError(dv, want.dv), 1e-4) << "dv";
+  EXPECT_LE(gradientError(dq, wantDq), 1e-4) << "dq";
+  EXPECT_LE(gradientError(dk, wantDk), 1e-4) << "dk";
+  EXPECT_LE(gradientError(dv, want.dv), 1e-4) << "dv";
 }
 
 ref::RopeConfig half() { return ref::RopeConfig{}; }

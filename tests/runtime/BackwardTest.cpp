@@ -6,6 +6,7 @@
 // gradients across runs and thread counts, and the run's errors.
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/ScoreBiasGrad.h"
+#include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -105,17 +106,6 @@ Status runKernel(const X86Kernel &kernel, Problem &p, Gradients &g) {
                                      {g.dv.data(), DType::F32, p.v.shape, {}}});
 }
 
-/// max |got - want| / max |want| (inf for a NaN).
-double relativeError(const std::vector<float> &got, const ref::Tensor &want) {
-  double maxRef = 0, maxErr = 0;
-  for (size_t n = 0; n < want.data.size(); ++n) {
-    maxRef = std::max(maxRef, std::fabs(want.data[n]));
-    maxErr = std::max(maxErr, std::isnan(got[n]) ? std::numeric_limits<double>::infinity()
-                                                 : std::fabs(got[n] - want.data[n]));
-  }
-  return maxRef == 0 ? maxErr : maxErr / maxRef;
-}
-
 void expectGradientsMatch(const BackwardCase &c, double tolerance = 1e-4) {
   uint32_t seed = 0;
   std::mt19937 &engine = rng(&seed);
@@ -129,9 +119,9 @@ void expectGradientsMatch(const BackwardCase &c, double tolerance = 1e-4) {
   Status status = runKernel(*kernel, p, g);
   ASSERT_TRUE(status) << status.message();
   const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
-  EXPECT_LE(relativeError(g.dq, want.dq), tolerance) << "dq";
-  EXPECT_LE(relativeError(g.dk, want.dk), tolerance) << "dk";
-  EXPECT_LE(relativeError(g.dv, want.dv), tolerance) << "dv";
+  EXPECT_LE(gradientError(g.dq, want.dq), tolerance) << "dq";
+  EXPECT_LE(gradientError(g.dk, want.dk), tolerance) << "dk";
+  EXPECT_LE(gradientError(g.dv, want.dv), tolerance) << "dv";
 }
 
 TEST(Backward, PlainAndCausalAtSeveralLengths) {
@@ -249,9 +239,9 @@ TEST(Backward, DerivedFromTheForwardSpecAfterTheForwardKernel) {
   Status status = runKernel(*backwardKernel, p, g);
   ASSERT_TRUE(status) << status.message();
   const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
-  EXPECT_LE(relativeError(g.dq, want.dq), 1e-4) << "dq";
-  EXPECT_LE(relativeError(g.dk, want.dk), 1e-4) << "dk";
-  EXPECT_LE(relativeError(g.dv, want.dv), 1e-4) << "dv";
+  EXPECT_LE(gradientError(g.dq, want.dq), 1e-4) << "dq";
+  EXPECT_LE(gradientError(g.dk, want.dk), 1e-4) << "dk";
+  EXPECT_LE(gradientError(g.dv, want.dv), 1e-4) << "dv";
 }
 
 /// A fused score bias's backward (dq, dk, dv; its tensor held fixed), from
@@ -286,9 +276,9 @@ void expectScoreBiasBackward(const std::string &forward, const BackwardCase &c,
                                                {g.dv.data(), DType::F32, p.v.shape, {}}});
   ASSERT_TRUE(status) << status.message();
   const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
-  EXPECT_LE(relativeError(g.dq, want.dq), 1e-4) << "dq";
-  EXPECT_LE(relativeError(g.dk, want.dk), 1e-4) << "dk";
-  EXPECT_LE(relativeError(g.dv, want.dv), 1e-4) << "dv";
+  EXPECT_LE(gradientError(g.dq, want.dq), 1e-4) << "dq";
+  EXPECT_LE(gradientError(g.dk, want.dk), 1e-4) << "dk";
+  EXPECT_LE(gradientError(g.dv, want.dv), 1e-4) << "dv";
 }
 
 std::string fusedSource(const BackwardCase &c, const std::string &attrs,
@@ -375,10 +365,10 @@ TEST(Backward, T5TableGradientSummedInItemOrder) {
     const ref::AttentionGradients want = ref::attentionBackward(p.q, p.k, p.v, p.dOut, p.options);
     const ref::Tensor wantTable = ref::t5TableGradient(want.dScores, bidirectional, 32, 128,
                                                        ref::RelativeDistance{c.sq, c.skv});
-    EXPECT_LE(relativeError(dq, want.dq), 1e-4) << "dq";
-    EXPECT_LE(relativeError(dk, want.dk), 1e-4) << "dk";
-    EXPECT_LE(relativeError(dv, want.dv), 1e-4) << "dv";
-    EXPECT_LE(relativeError(dtable, wantTable), 1e-4) << "d t5_table";
+    EXPECT_LE(gradientError(dq, want.dq), 1e-4) << "dq";
+    EXPECT_LE(gradientError(dk, want.dk), 1e-4) << "dk";
+    EXPECT_LE(gradientError(dv, want.dv), 1e-4) << "dv";
+    EXPECT_LE(gradientError(dtable, wantTable), 1e-4) << "d t5_table";
     // Three gradients where four are due: an error naming the table's.
     grads.pop_back();
     Status missing = kernel->runBackward(inputs, grads);

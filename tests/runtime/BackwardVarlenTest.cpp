@@ -10,6 +10,7 @@
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBiasGrad.h"
 #include "pejit/runtime/Encodings.h"
+#include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
@@ -43,16 +44,6 @@ std::vector<float> rowsOf(const std::vector<float> &x, const std::vector<int64_t
       for (int64_t c = 0; c < shape[3]; ++c)
         out.push_back(x[((row * shape[1] + h) * shape[2] + first + i) * shape[3] + c]);
   return out;
-}
-
-double relativeError(const std::vector<float> &got, const std::vector<double> &want) {
-  double maxRef = 0, maxErr = 0;
-  for (size_t n = 0; n < want.size(); ++n) {
-    maxRef = std::max(maxRef, std::fabs(want[n]));
-    maxErr = std::max(maxErr, std::isnan(got[n]) ? std::numeric_limits<double>::infinity()
-                                                 : std::fabs(got[n] - want[n]));
-  }
-  return maxRef == 0 ? maxErr : maxErr / maxRef;
 }
 
 struct PackedRun {
@@ -142,10 +133,10 @@ TEST(BackwardVarlen, PackedSequencesWithRopeAndATable) {
   };
   PackedRun got = run(suiteRuntime());
   ASSERT_EQ(got.dq.size(), qf.size());
-  EXPECT_LE(relativeError(got.dq, wantDq), 1e-4) << "dq";
-  EXPECT_LE(relativeError(got.dk, wantDk), 1e-4) << "dk";
-  EXPECT_LE(relativeError(got.dv, wantDv), 1e-4) << "dv";
-  EXPECT_LE(relativeError(got.dtable, wantTable), 1e-4) << "d t5_table";
+  EXPECT_LE(gradientError(got.dq, wantDq), 1e-4) << "dq";
+  EXPECT_LE(gradientError(got.dk, wantDk), 1e-4) << "dk";
+  EXPECT_LE(gradientError(got.dv, wantDv), 1e-4) << "dv";
+  EXPECT_LE(gradientError(got.dtable, wantTable), 1e-4) << "d t5_table";
   // The sequences run in order and the table's sums are f64: the same bits
   // at 1 and 2 threads.
   for (int threads : {1, 2}) {
@@ -223,9 +214,9 @@ TEST(BackwardVarlen, KeyLengthsLeaveUnusedKeysAtZero) {
           << "dq of a row that sees no key";
       continue;
     }
-    EXPECT_LE(relativeError(dqRow, want[n].dq.data), 1e-4) << "dq";
-    EXPECT_LE(relativeError(rowsOf(dk, k.shape, n, 0, length), want[n].dk.data), 1e-4) << "dk";
-    EXPECT_LE(relativeError(rowsOf(dv, v.shape, n, 0, length), want[n].dv.data), 1e-4) << "dv";
+    EXPECT_LE(gradientError(dqRow, want[n].dq.data), 1e-4) << "dq";
+    EXPECT_LE(gradientError(rowsOf(dk, k.shape, n, 0, length), want[n].dk.data), 1e-4) << "dk";
+    EXPECT_LE(gradientError(rowsOf(dv, v.shape, n, 0, length), want[n].dv.data), 1e-4) << "dv";
   }
 }
 

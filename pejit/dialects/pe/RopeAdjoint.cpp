@@ -52,23 +52,12 @@ RopeAttr::emitQKTransformOperandAdjoint(OpBuilder &b, Location loc, const Attent
   };
   Value zero = index(0), one = index(1), zeroF64 = f64Const(0.0);
 
-  // inv_freq[c] (f64): the operand's, or the constants.
+  // inv_freq[c] (f64): the operand's, or the static ones (the prologue's
+  // rule; runtime_scale and learned_inv_freq exclude the dynamic scalings).
   Value invFreq = memref::AllocaOp::create(b, loc, MemRefType::get({layout.half}, f64));
-  if (std::optional<unsigned> at = invFreqOperand(); at && *at < args.operands.size()) {
-    for (int64_t c = 0; c < layout.half; ++c) {
-      Value f = memref::LoadOp::create(b, loc, args.operands[*at], ValueRange{index(c)});
-      memref::StoreOp::create(b, loc, arith::ExtFOp::create(b, loc, f64, f), invFreq,
-                              ValueRange{index(c)});
-    }
-  } else {
-    std::vector<double> constants =
-        pejit::ref::computeRopeFrequencies(config, shape.headDim, 0).invFreq;
-    auto type = VectorType::get({layout.half}, f64);
-    vector::StoreOp::create(
-        b, loc,
-        arith::ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, ArrayRef(constants))),
-        invFreq, ValueRange{zero});
-  }
+  QKPrologueArgs frequencyArgs;
+  frequencyArgs.operands = args.operands;
+  emitInverseFrequencies(b, loc, *this, shape, frequencyArgs, invFreq);
   // axisMask[a, c] = 1 where frequency c takes axis a's position.
   auto maskType = MemRefType::get({axes, layout.half}, f64);
   Value axisMask = memref::AllocaOp::create(b, loc, maskType);

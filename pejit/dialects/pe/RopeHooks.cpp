@@ -105,9 +105,11 @@ Value emitSeqLen(OpBuilder &b, Location loc, RopeAttr rope, const QKPrologueArgs
   return arith::AddIOp::create(b, loc, maxPos, oneI64);
 }
 
-/// Fills invFreq (memref<half x f64>) for this call.
-void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const AttentionShape &shape,
-                            const QKPrologueArgs &args, Value invFreq) {
+} // namespace
+
+void pejit::pe::emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope,
+                                       const AttentionShape &shape, const QKPrologueArgs &args,
+                                       Value invFreq) {
   pejit::ref::RopeConfig config = toReferenceConfig(rope);
   Value zero = indexConst(b, loc, 0);
   auto store = [&](llvm::ArrayRef<double> values) {
@@ -165,8 +167,6 @@ void emitInverseFrequencies(OpBuilder &b, Location loc, RopeAttr rope, const Att
     memref::StoreOp::create(b, loc, freq, invFreq, ValueRange{indexConst(b, loc, c)});
   }
 }
-
-} // namespace
 
 int64_t RopeAttr::getScratchFloatsPerPosition(const AttentionShape &shape, bool isKey) const {
   // A cos and a sin entry per table column, for the positions of each side

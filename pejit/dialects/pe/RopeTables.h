@@ -27,6 +27,14 @@ struct RopeTableLayout {
   }
 };
 
+/// Fills invFreq (memref<half x f64>) with this call's inverse
+/// frequencies: the operand rope_inv_freq's (learned_inv_freq), the
+/// scaling's long-context ones when max(position) + 1 passes its original
+/// length (dynamic_ntk, longrope: args' ids), else the static ones.
+void emitInverseFrequencies(mlir::OpBuilder &b, mlir::Location loc, RopeAttr rope,
+                            const AttentionShape &shape, const QKPrologueArgs &args,
+                            mlir::Value invFreq);
+
 /// cos/sin tables of one position tensor into scratch. With position axes
 /// (M-RoPE sections, axial RoPE), positions holds one block of rows per axis
 /// ([axes * rows, seq]) and frequency c takes the position of its axis,
