@@ -213,6 +213,7 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.keyTile = kernelInfoInt(info, "tile_n");
   description.keyCacheTile = kernelInfoInt(info, "key_cache_tile");
   description.decodeGroup = kernelInfoInt(info, "decode_group");
+  description.rowScratchFloats = std::max<int64_t>(kernelInfoInt(info, "row_scratch_floats"), 2);
   description.tableFloatsPerQueryPosition = kernelInfoInt(info, "table_floats_per_query_position");
   description.tableFloatsPerKeyPosition = kernelInfoInt(info, "table_floats_per_key_position");
   description.queryPositionRows = kernelInfoInt(info, "query_position_rows");

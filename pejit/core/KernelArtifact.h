@@ -38,6 +38,10 @@ struct KernelDescription {
   /// GROUP when one-row calls (sq = 1) may take the grouped decode item
   /// (pejit_decode_item: one item per KV head), else 0.
   int64_t decodeGroup = 0;
+  /// A backward kernel's scratch floats per (batch, query head, row): D and
+  /// lse, plus its bucketed terms' table (docs/backward.md); 2 for older
+  /// entries, which had no such table.
+  int64_t rowScratchFloats = 2;
   DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
 };
 

@@ -51,7 +51,8 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
   // The tables' size by the forward's rule (CallPlan.h).
   const int64_t tableFloats = planCall(*this, s).tableFloats;
 
-  // Scratch: D then lse, b hq sq floats each, then each kv and q item's
+  // Scratch: D, lse and the bucketed terms' table (rowScratchFloats for
+  // each of the b hq sq rows), then each kv and q item's
   // partial operand gradients; with a QK transform, its tables and Q', K' (the
   // transformed Q and K the phases read), each 16-float aligned.
   auto aligned = [](int64_t floats) { return (floats + 15) / 16 * 16; };
@@ -59,7 +60,7 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
   const int64_t keyItems = s.batch * s.kvHeads * ((s.keySeq + keyTile - 1) / keyTile);
   const int64_t queryItems = s.batch * s.queryHeads * ((s.querySeq + queryTile - 1) / queryTile);
   const int64_t gradItems = keyItems + queryItems; // partial buffers: kv items', then q items'
-  const int64_t tablesAt = aligned(2 * rowFloats + gradItems * grads.floats);
+  const int64_t tablesAt = aligned(rowScratchFloats * rowFloats + gradItems * grads.floats);
   const int64_t queryAt = tablesAt + aligned(tableFloats);
   const int64_t keyAt = queryAt + (transformed ? aligned(rowFloats * s.headDim) : 0);
   // 16-bit tensors: f32 copies of q, k, v, o, dO and f32 dq, dk, dv.
@@ -192,7 +193,7 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
   constexpr int64_t kChunk = 256;
   for (size_t n = 0; n < grads.sizes.size(); ++n) {
     double *out = sums[n].data();
-    const float *partials = scratch.data.get() + 2 * rowFloats + grads.offsets[n];
+    const float *partials = scratch.data.get() + rowScratchFloats * rowFloats + grads.offsets[n];
     pool_->parallelFor((grads.sizes[n] + kChunk - 1) / kChunk, [&](int64_t chunk) {
       int64_t end = std::min(grads.sizes[n], (chunk + 1) * kChunk);
       for (int64_t e = chunk * kChunk; e < end; ++e) {

@@ -19,6 +19,13 @@
 // attn.score_mod, as in the forward; an additive bias passes dS through
 // unchanged. Rows that see no key get dq = 0 and add nothing to dk, dv.
 //
+// Bucketed terms (Shaw's a^K and a^V, docs/backward.md): the rows phase
+// first keeps QaK[i, m] = q_i . a^K[m] and dOaV[i, m] = dO_i . a^V[m] per
+// row in scratch; every phase adds QaK[i, mk_ij] to q_i . k_j (before the
+// scale) and dOaV[i, mv_ij] to dP_ij. The q phase sums, per row and bucket,
+// S_i[m] = sum dE_ij and T_i[m] = sum P_ij over the keys in bucket m; then
+// dq_i += sum_m S_i[m] a^K[m], d a^K[m] += S_i[m] q_i, d a^V[m] += T_i[m] dO_i.
+//
 // The vectors run along the rows (rows, q) or the keys (kv) of a tile kept
 // transposed on the item's stack ([D, 8]), so a score, dP and each
 // accumulator update are D (or DV) FMAs of 8 lanes with no horizontal sum,
@@ -43,6 +50,9 @@
 //   buffer of its own, GRAD_FLOATS floats each after the rows' 2 B HQ SQ in
 //   scratch (kv items' first), each operand at its offset; the runtime sums
 //   the buffers in that order.
+//   ${HAS_KEY_TERM} ${KEY_TERMS} ${HAS_VALUE_TERM} ${VALUE_TERMS}: the
+//   bucketed terms and their buckets (0 without); ${TERM_FLOATS} their sum,
+//   floats a row keeps after [D | lse], and ${ROW_FLOATS} = 2 + TERM_FLOATS.
 
 // The batch is read from the call (memref.dim): a packed batch's or a
 // key-lengths row's call is one row of a kernel compiled for b.
@@ -123,6 +133,10 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
       : (index, index) -> (index, index, index, index)
   %hk = arith.divui %h, %GROUP : index
   %head = func.call @row_index(%b, %h, %c0, %SQ) : (index, index, index, index) -> index
+  func.call @fill_row_terms(%qa, %doa, %scratch, %ROWS, %head, %b, %h, %i0, %i1, %e0, %e1, %e2,
+                            %e3)
+      : (!ROWS, !ROWS, !SCRATCH, index, index, index, index, index, index, !E0, !E1, !E2, !E3)
+      -> ()
   // D_i = dO_i . O_i, one row at a time.
   scf.for %i = %i0 to %i1 step %c1 {
     %acc = scf.for %c = %c0 to %DV step %c8 iter_args(%a = %zv) -> (!V8) {
@@ -157,7 +171,12 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
           : (!TD, !ROWS, index, index, index, index) -> !V8
       %ji = arith.index_cast %j : index to i32
       %kj = vector.broadcast %ji : i32 to !I8
-      %s0, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
+      %kterm, %vterm, %mk, %mv = func.call @terms8(%scratch, %ROWS, %head, %b, %h, %qi, %kj, %SQ, %SKV,
+                                             %e0, %e1, %e2, %e3, %qpos, %kpos)
+          : (!SCRATCH, index, index, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3,
+             !QPOS, !KPOS) -> (!V8, !V8, !I8, !I8)
+      %dotk = arith.addf %dot, %kterm : !V8
+      %s0, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
                                   %kpos)
           : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
           -> (!V8, !V8)
@@ -239,9 +258,10 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
   // This item's partial gradient buffer, zeroed.
   %has_grads = arith.constant ${HAS_GRADS}
   %PF = arith.constant ${GRAD_FLOATS} : index
-  %rows2 = arith.muli %ROWS, %c2 : index
+  %RF = arith.constant ${ROW_FLOATS} : index
+  %rowsf = arith.muli %ROWS, %RF : index
   %pitem = arith.muli %item, %PF : index
-  %pbase = arith.addi %rows2, %pitem : index
+  %pbase = arith.addi %rowsf, %pitem : index
   %pend = arith.addi %pbase, %PF : index
   %zero = arith.constant 0.0 : f32
   scf.for %e = %pbase to %pend step %c1 {
@@ -297,7 +317,12 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
           %qi = vector.broadcast %ii : i32 to !I8
           %dot = func.call @tile_dot(%Kt, %qa, %D, %b, %h, %i)
           : (!TD, !ROWS, index, index, index, index) -> !V8
-          %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3,
+          %kterm, %vterm, %mk, %mv = func.call @terms8(%scratch, %ROWS, %head, %b, %h, %qi, %kj, %SQ,
+                                                 %SKV, %e0, %e1, %e2, %e3, %qpos, %kpos)
+              : (!SCRATCH, index, index, index, index, !I8, !I8, index, index, !E0, !E1, !E2,
+                 !E3, !QPOS, !KPOS) -> (!V8, !V8, !I8, !I8)
+          %dotk = arith.addf %dot, %kterm : !V8
+          %s, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3,
                                      %qpos, %kpos)
               : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
               -> (!V8, !V8)
@@ -311,8 +336,9 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
           %sl = arith.subf %s, %lsev : !V8
           %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
           %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
-          %dp = func.call @tile_dot(%Vt, %doa, %DV, %b, %h, %i)
+          %dp0 = func.call @tile_dot(%Vt, %doa, %DV, %b, %h, %i)
           : (!TV, !ROWS, index, index, index, index) -> !V8
+          %dp = arith.addf %dp0, %vterm : !V8
           %drv = vector.broadcast %dr : f32 to !V8
           %dpd = arith.subf %dp, %drv : !V8
           %ds = arith.mulf %p, %dpd : !V8
@@ -414,10 +440,11 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
   %bhkv = arith.muli %B, %HKV : index
   %KITEMS = arith.muli %bhkv, %NKT : index
   %PF = arith.constant ${GRAD_FLOATS} : index
-  %rows2 = arith.muli %ROWS, %c2 : index
+  %RF = arith.constant ${ROW_FLOATS} : index
+  %rowsf = arith.muli %ROWS, %RF : index
   %pslot = arith.addi %KITEMS, %item : index
   %pitem = arith.muli %pslot, %PF : index
-  %pbase = arith.addi %rows2, %pitem : index
+  %pbase = arith.addi %rowsf, %pitem : index
   %pend = arith.addi %pbase, %PF : index
   scf.for %e = %pbase to %pend step %c1 {
     memref.store %zero, %scratch[%e] : !SCRATCH
@@ -427,6 +454,17 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
   %dQt = memref.alloca(%D) {alignment = 64 : i64} : !TD
   %DEw = memref.alloca() {alignment = 64 : i64} : !W
   %c64 = arith.constant 64 : index
+  // The bucketed terms' per-row sums S (dE by key bucket) and T (P by value
+  // bucket), [buckets, 8 rows].
+  %has_key = arith.constant ${HAS_KEY_TERM}
+  %has_value = arith.constant ${HAS_VALUE_TERM}
+  %has_grads = arith.constant ${HAS_GRADS}
+  %NK = arith.constant ${KEY_TERMS} : index
+  %NV = arith.constant ${VALUE_TERMS} : index
+  %NK1 = arith.maxui %NK, %c1 : index
+  %NV1 = arith.maxui %NV, %c1 : index
+  %Sk = memref.alloca(%NK1) {alignment = 64 : i64} : !TD
+  %Tv = memref.alloca(%NV1) {alignment = 64 : i64} : !TD
   // 8 rows per vector: rows r0 .. r0 + 7, transposed.
   scf.for %r0 = %i0 to %i1 step %c8 {
     func.call @rows_t(%qa, %Qt, %D, %b, %h, %r0, %i1)
@@ -435,6 +473,12 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
         : (!ROWS, !TV, index, index, index, index, index) -> ()
     scf.for %c = %c0 to %D step %c1 {
       vector.store %zv, %dQt[%c, %c0] : !TD, !V8
+    }
+    scf.for %m = %c0 to %NK1 step %c1 {
+      vector.store %zv, %Sk[%m, %c0] : !TD, !V8
+    }
+    scf.for %m = %c0 to %NV1 step %c1 {
+      vector.store %zv, %Tv[%m, %c0] : !TD, !V8
     }
     %dr = func.call @row_values(%scratch, %head, %r0, %i1, %zero)
         : (!SCRATCH, index, index, index, f32) -> !V8
@@ -464,7 +508,12 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
           : (!TD, !ROWS, index, index, index, index) -> !V8
         %ji = arith.index_cast %j : index to i32
         %kj = vector.broadcast %ji : i32 to !I8
-        %s, %f = func.call @score8(%dot, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
+        %kterm, %vterm, %mk, %mv = func.call @terms8(%scratch, %ROWS, %head, %b, %h, %qi, %kj, %SQ,
+                                               %SKV, %e0, %e1, %e2, %e3, %qpos, %kpos)
+            : (!SCRATCH, index, index, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3,
+               !QPOS, !KPOS) -> (!V8, !V8, !I8, !I8)
+        %dotk = arith.addf %dot, %kterm : !V8
+        %s, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
                                    %kpos)
             : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
             -> (!V8, !V8)
@@ -473,16 +522,44 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
         %sl = arith.subf %s, %lse : !V8
         %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
         %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
-        %dp = func.call @tile_dot(%dOt, %va, %DV, %b, %hk, %j)
+        %dp0 = func.call @tile_dot(%dOt, %va, %DV, %b, %hk, %j)
           : (!TV, !ROWS, index, index, index, index) -> !V8
+        %dp = arith.addf %dp0, %vterm : !V8
         %dpd = arith.subf %dp, %dr : !V8
         %ds = arith.mulf %p, %dpd : !V8
         %dsf = arith.mulf %ds, %f : !V8
         %de = arith.mulf %dsf, %scale : !V8
         vector.store %de, %DEw[%jj, %c0] : !W, !V8
+        scf.if %has_key {
+          func.call @bucket_add8(%Sk, %mk, %de) : (!TD, !I8, !V8) -> ()
+        }
+        scf.if %has_value {
+          func.call @bucket_add8(%Tv, %mv, %p) : (!TD, !I8, !V8) -> ()
+        }
       }
       func.call @accumulate(%dQt, %DEw, %nj, %ka, %D, %b, %hk, %jc)
           : (!TD, !W, index, !ROWS, index, index, index, index) -> ()
+    }
+    // The key term's part of dQ': dQ'^T[c, :] += S[m, :] a^K[m, c].
+    scf.if %has_key {
+      scf.for %m = %c0 to %NK step %c1 {
+        %sv = vector.load %Sk[%m, %c0] : !TD, !V8
+        scf.for %c = %c0 to %D step %c1 {
+          %a = attn.value_term_row key batch %b, head %h, bucket %m, channel %c
+              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : f32
+          %av = vector.broadcast %a : f32 to !V8
+          %old = vector.load %dQt[%c, %c0] : !TD, !V8
+          %new = math.fma %sv, %av, %old : !V8
+          vector.store %new, %dQt[%c, %c0] : !TD, !V8
+        }
+      }
+    }
+    // The tables' gradients: d a^K[m] += S_i[m] q_i, d a^V[m] += T_i[m] dO_i.
+    scf.if %has_grads {
+      func.call @term_row_grads(%qa, %doa, %Sk, %Tv, %scratch, %pbase, %b, %h, %r0, %i1, %e0, %e1,
+                                %e2, %e3)
+          : (!ROWS, !ROWS, !TD, !TD, !SCRATCH, index, index, index, index, index, !E0, !E1, !E2,
+             !E3) -> ()
     }
     scf.for %l = %c0 to %c8 step %c1 {
       %r = arith.addi %r0, %l : index

@@ -127,7 +127,7 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   pe::PositionalEncodingAttrInterface qkTransform;
   unsigned qkFirstOperand = 0;
   SmallVector<Placed> scoreBiases;
-  std::optional<Placed> valueTerm; // at most one (the verifier)
+  std::optional<Placed> valueTerm, keyTerm; // at most one each (the verifier)
   unsigned firstOperand = 0;
   int64_t tileOffset = 0;
   for (pe::PositionalEncodingAttrInterface encoding : encodings) {
@@ -138,9 +138,11 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         encoding.getEncodingKind() == pe::EncodingKind::Additive) {
       qkTransform = encoding;
       qkFirstOperand = firstOperand;
-    } else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias)
+    } else if (encoding.getEncodingKind() == pe::EncodingKind::ScoreBias) {
       scoreBiases.push_back({encoding, firstOperand, tileOffset, tileFloats});
-    else if (encoding.getValueTermBuckets() > 0)
+      if (encoding.getKeyTermBuckets() > 0)
+        keyTerm = scoreBiases.back();
+    } else if (encoding.getValueTermBuckets() > 0)
       valueTerm = Placed{encoding, firstOperand, tileOffset, tileFloats};
     firstOperand += encoding.getNumEncodingOperands();
     tileOffset += tileFloats;
@@ -162,7 +164,7 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
   kernel.walk([&](Operation *hook) {
     if (isa<attn::QKPrologueOp, attn::QKTransformOp, attn::QKTransformGradOp, attn::ScoreModOp,
             attn::ScoreGradOp, attn::QueryTilePrologueOp, attn::ValueTermBucketOp,
-            attn::ValueTermRowOp>(hook))
+            attn::ValueTermRowOp, attn::TermRowGradOp>(hook))
       hooks.push_back(hook);
   });
   // A prologue or transform hook that names its encoding ({encoding = k}:
@@ -185,6 +187,13 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
     Value base = arith::AddIOp::create(b, loc, partialStart,
                                        arith::ConstantIndexOp::create(b, loc, offsets[slot]));
     Value at = arith::AddIOp::create(b, loc, base, c.index);
+    // A vector value at a scalar index: consecutive elements from it.
+    if (auto lanes = dyn_cast<VectorType>(c.value.getType())) {
+      Value old = vector::LoadOp::create(b, loc, lanes, partial, ValueRange{at});
+      Value sum = arith::AddFOp::create(b, loc, old, c.value);
+      vector::StoreOp::create(b, loc, sum, partial, ValueRange{at});
+      return;
+    }
     Value old = memref::LoadOp::create(b, loc, partial, ValueRange{at});
     Value sum = arith::AddFOp::create(b, loc, old, c.value);
     memref::StoreOp::create(b, loc, sum, partial, ValueRange{at});
@@ -319,8 +328,10 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
       }
     } else if (auto bucket = dyn_cast<attn::ValueTermBucketOp>(hook)) {
       // No value term: every probability lands in bucket 0 of rows of zeros.
+      // With `key`, the key term's bucket (a backward's).
       Value result = pe::constantLike(b, loc, bucket.getQueryIndex(), 0.0);
-      if (valueTerm) {
+      std::optional<Placed> term = bucket.getKey() ? keyTerm : valueTerm;
+      if (term) {
         FailureOr<std::pair<Value, Value>> lengths =
             lengthsAt(b, hook, shape, bucket.getQueryLength(), bucket.getKeyLength());
         if (failed(lengths))
@@ -329,24 +340,45 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
                              bucket.getKeyIndex()};
         point.querySeq = lengths->first;
         point.keySeq = lengths->second;
-        point.operands = operandsOf(*valueTerm, bucket.getEncodingOperands());
-        setPositions(b, loc, shape, valueTerm->encoding, bucket.getQueryPositions(),
+        point.operands = operandsOf(*term, bucket.getEncodingOperands());
+        setPositions(b, loc, shape, term->encoding, bucket.getQueryPositions(),
                      bucket.getKeyPositions(), point);
-        result = valueTerm->encoding.emitValueTermBucket(b, loc, shape, point);
+        result = bucket.getKey() ? term->encoding.emitKeyTermBucket(b, loc, shape, point)
+                                 : term->encoding.emitValueTermBucket(b, loc, shape, point);
       }
       bucket.getResult().replaceAllUsesWith(result);
     } else if (auto row = dyn_cast<attn::ValueTermRowOp>(hook)) {
       auto vector = dyn_cast<VectorType>(row.getType());
+      std::optional<Placed> term = row.getKey() ? keyTerm : valueTerm;
       Value result;
-      if (valueTerm)
-        result = valueTerm->encoding.emitValueTermRow(
-            b, loc, shape,
-            {row.getBatch(), row.getHead(), row.getBucket(), row.getChannel(),
-             operandsOf(*valueTerm, row.getEncodingOperands()),
-             vector ? vector.getNumElements() : 1});
-      else
+      if (term) {
+        pe::ValueTermRowArgs args{row.getBatch(),
+                                  row.getHead(),
+                                  row.getBucket(),
+                                  row.getChannel(),
+                                  operandsOf(*term, row.getEncodingOperands()),
+                                  vector ? vector.getNumElements() : 1};
+        result = row.getKey() ? term->encoding.emitKeyTermRow(b, loc, shape, args)
+                              : term->encoding.emitValueTermRow(b, loc, shape, args);
+      } else
         result = arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(row.getType())));
       row.getResult().replaceAllUsesWith(result);
+    } else if (auto grad = dyn_cast<attn::TermRowGradOp>(hook)) {
+      // A bucketed term's row gradient (Shaw's tables): the term's adjoint.
+      std::optional<Placed> term = grad.getKey() ? keyTerm : valueTerm;
+      if (term) {
+        auto vector = dyn_cast<VectorType>(grad.getGrad().getType());
+        pe::ValueTermRowArgs args{grad.getBatch(),
+                                  grad.getHead(),
+                                  grad.getBucket(),
+                                  grad.getChannel(),
+                                  operandsOf(*term, grad.getEncodingOperands()),
+                                  vector ? vector.getNumElements() : 1};
+        for (const pe::GradContribution &c :
+             term->encoding.emitTermRowAdjoint(b, loc, shape, args, grad.getGrad()))
+          addToPartial(loc, grad.getPartial(), grad.getPartialStart(), grad.getOffsets(),
+                       term->firstOperand + c.operand, c);
+      }
     } else if (auto tile = dyn_cast<attn::QueryTilePrologueOp>(hook)) {
       for (const Placed &bias : scoreBiases)
         if (bias.tileFloats > 0)

@@ -12,12 +12,13 @@
 // transform with an adjoint (RoPE: the phases read Q' and K', and dQ', dK'
 // rows go through its adjoint as written) and the score biases by index
 // (ALiBi, T5, a bias tensor: dS passes through an additive bias
-// unchanged), with the gradients of the operands whose encoding gives an
-// adjoint for them (T5's table, ALiBi's learned slopes, RoPE's position
-// scale). Packed sequences (segments) and per-row key lengths are the
-// runtime's: it runs each sequence or row as a call of its own, as the
-// forward does. Other encodings, other operand gradients and a given lse
-// are errors that say so.
+// unchanged), bucketed key and value terms (Shaw's a^K and a^V: a table
+// of q_i . a^K[m] and dO_i . a^V[m] per row in scratch, per-bucket sums in
+// the q phase), with the gradients of the operands whose encoding gives an
+// adjoint for them (T5's table, ALiBi's learned slopes, Shaw's tables,
+// RoPE's position scale and inverse frequencies). Packed sequences (segments) and per-row key
+// lengths are the runtime's: it runs each sequence or row as a call of its own, as the forward
+// does. Other encodings, other operand gradients and a given lse are errors that say so.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
 #include "pejit/dialects/ShapeChecks.h"
@@ -87,18 +88,21 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   // parameters' gradients and the other kinds come next.
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
   pe::PositionalEncodingAttrInterface qkTransform;
-  bool readsPositions = false; // relative_to = position
+  bool readsPositions = false;          // relative_to = position
+  int64_t keyTerms = 0, valueTerms = 0; // buckets of the bucketed terms
   if (ArrayAttr attrs = op.getEncodingsAttr())
     for (Attribute attr : attrs) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
-      bool scoreBiasByIndex = encoding.getEncodingKind() == pe::EncodingKind::ScoreBias &&
-                              !encoding.isKeyTerm() && encoding.getValueTermBuckets() == 0;
+      bool scoreBias = encoding.getEncodingKind() == pe::EncodingKind::ScoreBias &&
+                       (!encoding.isKeyTerm() || encoding.getKeyTermBuckets() > 0);
       bool transformWithAdjoint = encoding.getEncodingKind() == pe::EncodingKind::QKTransform &&
                                   encoding.hasQKTransformAdjoint();
-      if (!scoreBiasByIndex && !transformWithAdjoint)
+      keyTerms += encoding.getKeyTermBuckets();
+      valueTerms += encoding.getValueTermBuckets();
+      if (!scoreBias && !transformWithAdjoint && encoding.getValueTermBuckets() == 0)
         return op.emitError() << "the x86 backward does not take " << attr
-                              << " yet (it takes RoPE and the score biases: ALiBi, T5, a bias "
-                                 "tensor); docs/status.md lists what it takes";
+                              << " yet (it takes RoPE, the score biases: ALiBi, T5, a bias "
+                                 "tensor, and Shaw's terms); docs/status.md lists what it takes";
       if (transformWithAdjoint)
         qkTransform = encoding;
       readsPositions = readsPositions || encoding.readsPositions();
@@ -247,6 +251,12 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
+      {"HAS_KEY_TERM", keyTerms > 0 ? "true" : "false"},
+      {"KEY_TERMS", std::to_string(keyTerms)},
+      {"HAS_VALUE_TERM", valueTerms > 0 ? "true" : "false"},
+      {"VALUE_TERMS", std::to_string(valueTerms)},
+      {"TERM_FLOATS", std::to_string(keyTerms + valueTerms)},
+      {"ROW_FLOATS", std::to_string(2 + keyTerms + valueTerms)},
       {"GRAD_FLOATS", std::to_string(gradFloats)},
       {"GRAD_OFFSETS", "[" + std::to_string(gradOffsets[0]) + ", " +
                            std::to_string(gradOffsets[1]) + ", " + std::to_string(gradOffsets[2]) +
@@ -271,7 +281,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
     return failure();
 
   // The plan of a call: rows and q items b hq ceil(sq / BM), kv items
-  // b hkv ceil(skv / BN); the scratch holds D and lse, b hq sq floats each.
+  // b hkv ceil(skv / BN); the scratch holds D, lse and the bucketed terms'
+  // table, 2 + terms floats for each of the b hq sq rows.
   // At a static shape here; the runtime plans a shape class's calls by the
   // same rule (pejit/runtime/X86Backward.cpp).
   bool staticShape = !ShapedType::isDynamic(shape.batch) &&
@@ -286,8 +297,10 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   Builder attrs(module.getContext());
   NamedAttrList info;
   info.append("items", attrs.getI64IntegerAttr(items));
+  int64_t rowScratch = 2 + keyTerms + valueTerms;
   info.append("scratch_floats",
-              attrs.getI64IntegerAttr(2 * rowFloats + (keyItems + items) * gradFloats));
+              attrs.getI64IntegerAttr(rowScratch * rowFloats + (keyItems + items) * gradFloats));
+  info.append("row_scratch_floats", attrs.getI64IntegerAttr(rowScratch));
   // A QK transform's tables, sized per call by the runtime as the
   // forward's: floats per position of each side, position rows and axes.
   int64_t perQuery = qkTransform ? qkTransform.getScratchFloatsPerPosition(shape, false) : 0;

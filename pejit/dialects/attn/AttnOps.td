@@ -369,6 +369,10 @@ def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure, AttrSizedOperan
     emitValueTermBucket, or to 0 when the attention has none.
     `positions(...)` and `lengths(...)` as for attn.score_mod.
 
+    With `key`, the key term's bucket instead (Shaw's a^K as a backward
+    kernel reads it: q_i . row(bucket), docs/backward.md): the key-term
+    encoding's emitKeyTermBucket, or 0 without one.
+
     ```mlir
     %m = attn.value_term_bucket batch %b, head %h, query %qi, key %kj : vector<8xi32>
     ```
@@ -379,10 +383,11 @@ def Attn_ValueTermBucketOp : Attn_Op<"value_term_bucket", [Pure, AttrSizedOperan
                        Variadic<AnyMemRef>:$encoding_operands,
                        Optional<MemRefRankOf<[I64], [2]>>:$query_positions,
                        Optional<MemRefRankOf<[I64], [2]>>:$key_positions,
-                       Optional<Index>:$query_length, Optional<Index>:$key_length);
+                       Optional<Index>:$query_length, Optional<Index>:$key_length,
+                       UnitAttr:$key);
   let results = (outs AnyTypeOf<[I32, VectorOfRankAndType<[1], [I32]>]>:$result);
   let assemblyFormat = [{
-    `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
+    (`key` $key^)? `batch` $batch `,` `head` $head `,` `query` $query_index `,` `key` $key_index
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     (`positions` `(` $query_positions^ `,` $key_positions `:` type($query_positions) `,`
        type($key_positions) `)`)?
@@ -399,18 +404,50 @@ def Attn_ValueTermRowOp : Attn_Op<"value_term_row", [Pure]> {
     The template adds acc[bucket] times it to the output row once per query
     tile, before dividing by the softmax sum. Expands to the value-term
     encoding's emitValueTermRow, or to zeros when the attention has none.
+    With `key`, the key term's row (emitKeyTermRow), as a backward reads it.
 
     ```mlir
     %r = attn.value_term_row batch %b, head %h, bucket %m, channel %c : vector<8xf32>
     ```
   }];
   let arguments = (ins Index:$batch, Index:$head, Index:$bucket, Index:$channel,
-                       Variadic<AnyMemRef>:$encoding_operands);
+                       Variadic<AnyMemRef>:$encoding_operands, UnitAttr:$key);
   let results = (outs AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$result);
   let assemblyFormat = [{
-    `batch` $batch `,` `head` $head `,` `bucket` $bucket `,` `channel` $channel
+    (`key` $key^)? `batch` $batch `,` `head` $head `,` `bucket` $bucket `,` `channel` $channel
     (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     attr-dict `:` type($result)
+  }];
+}
+
+def Attn_TermRowGradOp : Attn_Op<"term_row_grad"> {
+  let summary = "a bucketed term's row gradient, into a partial gradient buffer";
+  let description = [{
+    A backward template's seam for the gradient of a bucketed term's table
+    (docs/backward.md): `grad` is dL/d row(bucket)[channel, channel + N)
+    for query head `head` in `batch`, of the value term (Shaw's a^V) or,
+    with `key`, of the key term (a^K). Expands to that encoding's
+    emitTermRowAdjoint contributions, each added to
+    `partial[start + offsets[operand] + index]` as for attn.score_grad
+    (-1: not asked for); to nothing without such a term.
+
+    ```mlir
+    attn.term_row_grad key %g, batch %b, head %h, bucket %m, channel %c
+        operands(%e0 : memref<9x64xf32>) partial(%scratch : memref<?xf32>, %base)
+        offsets [0] : vector<8xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[F32, VectorOfRankAndType<[1], [F32]>]>:$grad, Index:$batch,
+                       Index:$head, Index:$bucket, Index:$channel,
+                       Variadic<AnyMemRef>:$encoding_operands,
+                       MemRefRankOf<[F32], [1]>:$partial, Index:$partial_start,
+                       DenseI64ArrayAttr:$offsets, UnitAttr:$key);
+  let assemblyFormat = [{
+    (`key` $key^)? $grad `,` `batch` $batch `,` `head` $head `,` `bucket` $bucket `,`
+    `channel` $channel
+    (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    `partial` `(` $partial `:` type($partial) `,` $partial_start `)`
+    `offsets` $offsets attr-dict `:` type($grad)
   }];
 }
 

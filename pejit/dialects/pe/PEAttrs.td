@@ -280,7 +280,8 @@ def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusa
     "readsPositions",
     "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand", "isKeyTerm",
     "requiresQueryTileScratch", "getQueryTileScratchFloats", "emitQueryTilePrologue",
-    "emitScoreMod", "referenceKeyTerm"]> {
+    "emitScoreMod", "referenceKeyTerm", "getKeyTermBuckets", "emitKeyTermBucket",
+    "emitKeyTermRow", "emitTermRowAdjoint", "hasOperandAdjoint"]> {
   let summary = "Shaw et al. 2018 key term q_i . a^K[clip(j - i) + k]";
   let description = [{
     e_ij = scale * (q_i . k_j + q_i . a^K[rel + k]), rel = clip(j - (i + skv -
@@ -298,7 +299,8 @@ def PE_RelativeKeyAttr : PE_EncodingAttr<"RelativeKey", "relative_key", ["isFusa
 def PE_RelativeValueAttr : PE_EncodingAttr<"RelativeValue", "relative_value", ["isFusable",
     "readsPositions",
     "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand",
-    "getValueTermBuckets", "emitValueTermBucket", "emitValueTermRow", "referenceValueTerm"]> {
+    "getValueTermBuckets", "emitValueTermBucket", "emitValueTermRow", "referenceValueTerm",
+    "emitTermRowAdjoint", "hasOperandAdjoint"]> {
   let summary = "Shaw et al. 2018 value term sum_j p_ij a^V[clip(j - i) + k]";
   let description = [{
     z_i = sum_j p_ij (v_j + a^V[rel + k]), rel = clip(j - (i + skv - sq), -k,

@@ -227,6 +227,43 @@ def PE_PositionalEncodingAttrInterface
            "const ::pejit::pe::AttentionShape &":$shape,
            "const ::pejit::pe::ValueTermRowArgs &":$args), "", "return {};">,
     InterfaceMethod<[{
+        A key term by buckets (Shaw's a^K) seen as a backward sees it:
+        term_ij = q_i . row(bucket(i, j)). The number of buckets B, 0 for
+        encodings without one. The forward fuses the term through its
+        query-tile prologue and score hook instead; the backward
+        (docs/backward.md) keeps q_i . row(m) per row and bucket in scratch.
+      }],
+      "int64_t", "getKeyTermBuckets", (ins), "", "return 0;">,
+    InterfaceMethod<[{
+        The key term's bucket of (queryIndex, keyIndex) at `point` (i32 of
+        the indices' shape, in [0, B)); point.score is null. Pointwise.
+      }],
+      "::mlir::Value", "emitKeyTermBucket",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ScorePoint &":$point), "", "return {};">,
+    InterfaceMethod<[{
+        Channels [channel, channel + lanes) of the key term's row for
+        `bucket` (attn.value_term_row key), as f32 (a scalar for lanes = 1).
+      }],
+      "::mlir::Value", "emitKeyTermRow",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ValueTermRowArgs &":$args), "", "return {};">,
+    InterfaceMethod<[{
+        The adjoint of a bucketed term's row (attn.term_row_grad, a key or a
+        value term): `rowGrad` (f32 of args.lanes lanes) is the gradient of
+        channels [channel, channel + lanes) of row `bucket` for `head`; the
+        contributions to the encoding's operands it reads that row from. A
+        contribution may give a scalar index with a vector value: the lanes
+        are then consecutive elements from that index.
+      }],
+      "::llvm::SmallVector<::pejit::pe::GradContribution>", "emitTermRowAdjoint",
+      (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
+           "const ::pejit::pe::AttentionShape &":$shape,
+           "const ::pejit::pe::ValueTermRowArgs &":$args, "::mlir::Value":$rowGrad), "",
+      "return {};">,
+    InterfaceMethod<[{
         The float64 reference of a value term: its bucket function and rows
         (docs/semantics.md); an empty term when the encoding has none.
       }],

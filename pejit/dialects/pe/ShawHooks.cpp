@@ -73,6 +73,39 @@ static SmallVector<Value> shawTableIndices(Value table, Value head, Value row, V
   return {row, channel};
 }
 
+/// attn.value_term_row (key or value): channels [channel, channel + lanes)
+/// of a Shaw table's row `bucket`, widened to f32.
+static Value shawTableRow(OpBuilder &b, Location loc, const ValueTermRowArgs &args) {
+  Value table = args.operands[0];
+  Type element = cast<MemRefType>(table.getType()).getElementType();
+  SmallVector<Value> at = shawTableIndices(table, args.head, args.bucket, args.channel);
+  if (args.lanes == 1) {
+    Value x = memref::LoadOp::create(b, loc, table, at);
+    return element.isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
+  }
+  Value x = vector::LoadOp::create(b, loc, VectorType::get({args.lanes}, element), table, at);
+  if (!element.isF32())
+    x = arith::ExtFOp::create(b, loc, VectorType::get({args.lanes}, b.getF32Type()), x);
+  return x;
+}
+
+/// The adjoint of shawTableRow (docs/backward.md): rowGrad goes to the
+/// table's elements [(head,) bucket, channel + l], consecutive in memory:
+/// flat index ((head (2k + 1)) + bucket) w + channel.
+static GradContribution shawRowGradient(OpBuilder &b, Location loc, const ValueTermRowArgs &args,
+                                        Value rowGrad) {
+  auto type = cast<MemRefType>(args.operands[0].getType());
+  int64_t rank = type.getRank();
+  auto idx = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value row = args.bucket;
+  if (rank == 3)
+    row = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, args.head, idx(type.getDimSize(1))), row);
+  Value flat = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, idx(type.getDimSize(rank - 1))), args.channel);
+  return {0, flat, rowGrad};
+}
+
 LogicalResult
 RelativeKeyAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,
                                        function_ref<InFlightDiagnostic()> emitError) const {
@@ -191,6 +224,29 @@ Value RelativeKeyAttr::emitScoreMod(OpBuilder &b, Location loc, const AttentionS
                              point.score);
 }
 
+// The key term as the backward reads it (docs/backward.md): its bucket
+// and rows, pointwise, and its rows' adjoint d a^K[r] += S_i[r] q_i.
+int64_t RelativeKeyAttr::getKeyTermBuckets() const { return 2 * getClip() + 1; }
+
+Value RelativeKeyAttr::emitKeyTermBucket(OpBuilder &b, Location loc, const AttentionShape &shape,
+                                         const ScorePoint &point) const {
+  return shawBucket(b, loc, shape, getClip(), point, readsPositions());
+}
+
+Value RelativeKeyAttr::emitKeyTermRow(OpBuilder &b, Location loc, const AttentionShape &,
+                                      const ValueTermRowArgs &args) const {
+  return shawTableRow(b, loc, args);
+}
+
+SmallVector<GradContribution> RelativeKeyAttr::emitTermRowAdjoint(OpBuilder &b, Location loc,
+                                                                  const AttentionShape &,
+                                                                  const ValueTermRowArgs &args,
+                                                                  Value rowGrad) const {
+  return {shawRowGradient(b, loc, args, rowGrad)};
+}
+
+bool RelativeKeyAttr::hasOperandAdjoint(unsigned) const { return true; }
+
 pejit::ref::Tensor RelativeKeyAttr::referenceKeyTerm(const ReferenceAttention &attention) const {
   return pejit::ref::relativeKeyTerm(*attention.query, *attention.operands[0], getClip(),
                                      attention.distance(readsPositions()));
@@ -227,19 +283,17 @@ Value RelativeValueAttr::emitValueTermBucket(OpBuilder &b, Location loc,
 
 Value RelativeValueAttr::emitValueTermRow(OpBuilder &b, Location loc, const AttentionShape &,
                                           const ValueTermRowArgs &args) const {
-  Value table = args.operands[0];
-  Type element = cast<MemRefType>(table.getType()).getElementType();
-  if (args.lanes == 1) {
-    Value x = memref::LoadOp::create(b, loc, table,
-                                     shawTableIndices(table, args.head, args.bucket, args.channel));
-    return element.isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x).getResult();
-  }
-  Value x = vector::LoadOp::create(b, loc, VectorType::get({args.lanes}, element), table,
-                                   shawTableIndices(table, args.head, args.bucket, args.channel));
-  if (!element.isF32())
-    x = arith::ExtFOp::create(b, loc, VectorType::get({args.lanes}, b.getF32Type()), x);
-  return x;
+  return shawTableRow(b, loc, args);
 }
+
+SmallVector<GradContribution> RelativeValueAttr::emitTermRowAdjoint(OpBuilder &b, Location loc,
+                                                                    const AttentionShape &,
+                                                                    const ValueTermRowArgs &args,
+                                                                    Value rowGrad) const {
+  return {shawRowGradient(b, loc, args, rowGrad)};
+}
+
+bool RelativeValueAttr::hasOperandAdjoint(unsigned) const { return true; }
 
 pejit::ref::BucketedValueTerm
 RelativeValueAttr::referenceValueTerm(const ReferenceAttention &attention) const {

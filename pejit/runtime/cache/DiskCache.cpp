@@ -317,6 +317,14 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
     discard(key, "meta's call-plan '" + meta->fields["call-plan"] + "' is malformed");
     return std::nullopt;
   }
+  // A backward's scratch floats per row; entries before Shaw's backward
+  // end the call-plan before it (2: D and lse).
+  if (!(planRule >> artifact.rowScratchFloats))
+    artifact.rowScratchFloats = 2;
+  if (artifact.rowScratchFloats < 2) {
+    discard(key, "meta's call-plan '" + meta->fields["call-plan"] + "' is malformed");
+    return std::nullopt;
+  }
   stages.erase("key");
   artifact.stages = std::move(stages);
   artifact.objects = std::move(objects);
@@ -360,7 +368,8 @@ void DiskCache::store(const std::string &key, const std::string &summary,
           std::to_string(artifact.keyTile) + " " + std::to_string(artifact.keyCacheTile) + " " +
           std::to_string(artifact.tableFloatsPerQueryPosition) + " " +
           std::to_string(artifact.tableFloatsPerKeyPosition) + " " +
-          std::to_string(artifact.decodeGroup) + "\n";
+          std::to_string(artifact.decodeGroup) + " " + std::to_string(artifact.rowScratchFloats) +
+          "\n";
   meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +

@@ -608,3 +608,19 @@ func.func @linear_rope_scale_missing(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x
   %o = attn.linear_attention %q, %k, %v feature_map(relu) encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) rope_placement(rope_before_feature_map) : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32> -> tensor<1x4x8x8xf32>
   return
 }
+
+// -----
+
+func.func @term_row_grad_type(%n: index, %g: vector<8xf16>, %p: memref<?xf32>) {
+  // expected-error @+1 {{'attn.term_row_grad' op operand #0 must be 32-bit float or vector of 32-bit float values of ranks 1, but got 'vector<8xf16>'}}
+  attn.term_row_grad key %g, batch %n, head %n, bucket %n, channel %n partial(%p : memref<?xf32>, %n) offsets [0] : vector<8xf16>
+  return
+}
+
+// -----
+
+func.func @term_row_grad_partial(%n: index, %g: vector<8xf32>, %p: memref<?x8xf32>) {
+  // expected-error @+1 {{'attn.term_row_grad' op operand #5 must be 1D memref of 32-bit float values, but got 'memref<?x8xf32>'}}
+  "attn.term_row_grad"(%g, %n, %n, %n, %n, %p, %n) <{offsets = array<i64: 0>}> : (vector<8xf32>, index, index, index, index, memref<?x8xf32>, index) -> ()
+  return
+}

@@ -120,6 +120,16 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   %row8 = attn.value_term_row batch %n, head %first, bucket %n, channel %step operands(%table : memref<32x8xf32>) : vector<8xf32>
   // CHECK: attn.value_term_row batch %{{.*}}, head %{{.*}}, bucket %{{.*}}, channel %{{.*}} : f32
   %row1 = attn.value_term_row batch %n, head %first, bucket %n, channel %step : f32
+  // A backward's key term (Shaw's a^K as q_i . row(bucket)): its bucket and rows.
+  // CHECK: attn.value_term_bucket key batch %{{.*}}, head %{{.*}}, query %{{.*}}, key %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : vector<8xi32>
+  %mk8 = attn.value_term_bucket key batch %n, head %first, query %qi8, key %kj8 operands(%table : memref<32x8xf32>) : vector<8xi32>
+  // CHECK: attn.value_term_row key batch %{{.*}}, head %{{.*}}, bucket %{{.*}}, channel %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : vector<8xf32>
+  %rowk = attn.value_term_row key batch %n, head %first, bucket %n, channel %step operands(%table : memref<32x8xf32>) : vector<8xf32>
+  // A bucketed term's row gradient, into a partial buffer (key and value).
+  // CHECK: attn.term_row_grad key %{{.*}}, batch %{{.*}}, head %{{.*}}, bucket %{{.*}}, channel %{{.*}} operands(%{{.*}} : memref<32x8xf32>) partial(%{{.*}} : memref<?xf32>, %{{.*}}) offsets [0] : vector<8xf32>
+  attn.term_row_grad key %rowk, batch %n, head %first, bucket %n, channel %step operands(%table : memref<32x8xf32>) partial(%scratch : memref<?xf32>, %first) offsets [0] : vector<8xf32>
+  // CHECK: attn.term_row_grad %{{.*}}, batch %{{.*}}, head %{{.*}}, bucket %{{.*}}, channel %{{.*}} partial(%{{.*}} : memref<?xf32>, %{{.*}}) offsets [-1] : f32
+  attn.term_row_grad %row1, batch %n, head %first, bucket %n, channel %step partial(%scratch : memref<?xf32>, %first) offsets [-1] : f32
   // CHECK: attn.query_tile_prologue %{{.*}}, batch %{{.*}}, head %{{.*}}, start %{{.*}}, rows %{{.*}} operands(%{{.*}} : memref<32x8xf32>) : memref<64xf32>
   attn.query_tile_prologue %ts, batch %n, head %first, start %n, rows %step operands(%table : memref<32x8xf32>) : memref<64xf32>
   // A GPU thread's share of the rows, from 16-bit Q rows.

@@ -2,14 +2,6 @@
 // (docs/status.md lists what it takes).
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
 
-func.func @shaw(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %ak: tensor<9x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{the x86 backward does not take #pe.relative_key<clip = 4> yet (it takes RoPE and the score biases: ALiBi, T5, a bias tensor); docs/status.md lists what it takes}}
-  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.relative_key<clip = 4>]) encoding_operands(%ak : tensor<9x64xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
-  return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
-}
-
-// -----
-
 func.func @bias_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %bias: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>) {
   // expected-error @+1 {{the x86 backward does not compute the gradient of bias yet (grad_operands); derive the backward without it}}
   %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x4x8x8xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>

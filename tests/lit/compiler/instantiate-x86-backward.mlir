@@ -189,3 +189,47 @@ func.func @bf16(%q: tensor<1x2x16x16xbf16>, %k: tensor<1x2x16x16xbf16>, %v: tens
       -> tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>
   return %dq, %dk, %dv : tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>, tensor<1x2x16x16xbf16>
 }
+
+// -----
+
+// Shaw's key and value terms (shared a^K, per-head a^V), both tables'
+// gradients (docs/backward.md): the rows phase keeps, per row, QaK[i, m] =
+// q_i . a^K[m] and dOaV[i, m] = dO_i . a^V[m] after [D | lse] (2 + 9 + 9
+// floats a row, 4 x 8 rows); every score gathers its entries by bucket;
+// the q phase sums dE and P per bucket and adds S_i[m] q_i and T_i[m] dO_i
+// to the tables' partials, 8 channels at a time. Scratch: 640 + 8 items x
+// (576 + 2304) partial floats.
+// CHECK: module attributes {pejit.kernel = {arguments = "operand_grads=0,1
+// CHECK-SAME: row_scratch_floats = 20 : i64, scratch_floats = 23680 : i64
+// CHECK-LABEL: func.func private @row_terms8
+// CHECK: vector.gather %{{.*}} : memref<?xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK-LABEL: func.func private @terms8
+// CHECK: call @row_terms8
+// CHECK: call @row_terms8
+// CHECK-LABEL: func.func private @fill_row_terms
+// CHECK: vector.load %{{.*}} : memref<9x64xf32>, vector<8xf32>
+// CHECK: vector.load %{{.*}} : memref<4x9x64xf32>, vector<8xf32>
+// CHECK-LABEL: func.func private @bucket_add8
+// CHECK: vector.scatter
+// CHECK-LABEL: func.func private @term_row_grads
+// CHECK: vector.load %{{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: vector.store %{{.*}} : memref<?xf32>, vector<8xf32>
+// CHECK-LABEL: func.func @pejit_backward_rows
+// CHECK: call @fill_row_terms
+// CHECK: call @terms8
+// CHECK-LABEL: func.func @pejit_backward_kv
+// CHECK: call @terms8
+// CHECK-LABEL: func.func @pejit_backward_q
+// CHECK: call @terms8
+// CHECK: call @bucket_add8
+// CHECK: call @bucket_add8
+// CHECK: call @term_row_grads
+func.func @shaw_key_value(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %ak: tensor<9x64xf32>, %av: tensor<4x9x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<4x9x64xf32>) {
+  %dq, %dk, %dv, %dak, %dav = attn.attention_backward %q, %k, %v, %o, %do causal
+      encodings([#pe.relative_key<clip = 4>, #pe.relative_value<clip = 4>])
+      encoding_operands(%ak, %av : tensor<9x64xf32>, tensor<4x9x64xf32>) grad_operands([0, 1])
+      : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+      -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<4x9x64xf32>
+  return %dq, %dk, %dv, %dak, %dav : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<4x9x64xf32>
+}
