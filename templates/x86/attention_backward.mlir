@@ -85,7 +85,8 @@
 !V8T = vector<8x${T}>
 
 // The helpers (mask, ranges, transposed tiles, dot products, chunked
-// accumulation) live in attention_backward_blocks.mlir, and the steps
+// accumulation) live in attention_backward_blocks.mlir, the bucketed
+// terms' in attention_backward_terms.mlir, and the steps
 // before the phases (16-bit widening and narrowing, a QK transform's tables
 // and Q', K') in attention_backward_prepare.mlir, put in place of this line
 // before substitution:

@@ -28,6 +28,7 @@
 #include "templates/X86AttentionBackward.inc"
 #include "templates/X86AttentionBackwardBlocks.inc"
 #include "templates/X86AttentionBackwardPrepare.inc"
+#include "templates/X86AttentionBackwardTerms.inc"
 #include "templates/X86Exp2.inc"
 
 using namespace mlir;
@@ -266,6 +267,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
                      {"x86/attention_backward.mlir", kX86AttentionBackwardTemplate},
                      {{"x86/attention_backward_blocks.mlir", kX86AttentionBackwardBlocksTemplate},
                       {"x86/attention_backward_prepare.mlir", kX86AttentionBackwardPrepareTemplate},
+                      {"x86/attention_backward_terms.mlir", kX86AttentionBackwardTermsTemplate},
                       {"x86/exp2.mlir", kX86Exp2Template}}),
                  params, op);
   if (failed(text))

@@ -199,7 +199,7 @@ func.func @bf16(%q: tensor<1x2x16x16xbf16>, %k: tensor<1x2x16x16xbf16>, %v: tens
 // the q phase sums dE and P per bucket and adds S_i[m] q_i and T_i[m] dO_i
 // to the tables' partials, 8 channels at a time. Scratch: 640 + 8 items x
 // (576 + 2304) partial floats.
-// CHECK: module attributes {pejit.kernel = {arguments = "operand_grads=0,1
+// CHECK-LABEL: module attributes {pejit.kernel = {arguments = "operand_grads=0,1
 // CHECK-SAME: row_scratch_floats = 20 : i64, scratch_floats = 23680 : i64
 // CHECK-LABEL: func.func private @row_terms8
 // CHECK: vector.gather %{{.*}} : memref<?xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
