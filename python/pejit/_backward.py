@@ -6,7 +6,8 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ._attention import T5Config, _as_alibi, _raw, _shape, _window, attention_source
+from ._attention import (ShawConfig, T5Config, _as_alibi, _raw, _shape, _window,
+                         attention_source)
 from ._checks import boolean, optional_number
 from ._kernel import Kernel, runtime
 from ._pejit import Error
@@ -39,14 +40,17 @@ def _contiguous_rows(x):
 
 
 def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5Config] = None,
-                       t5_table=None, causal: bool = False, window=None,
+                       t5_table=None, shaw: Optional[ShawConfig] = None, shaw_key=None,
+                       shaw_value=None, causal: bool = False, window=None,
                        softcap: Optional[float] = None, scale: Optional[float] = None,
                        q_positions=None, k_positions=None, rope_scale=None,
                        alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
                        cu_seqlens_k=None, key_lengths=None) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
-    with t5 and its float32 t5_table, the table's gradient as a fourth.
+    with t5 and its float32 t5_table, the table's gradient as a fourth;
+    with shaw and its float32 tables shaw_key, shaw_value (either or both,
+    shared or per head, as for the forward), their gradients.
     NumPy arrays or torch CPU tensors (q, k, v, o, do of one dtype: float32,
     float16, or torch bfloat16, computed in f32; the encodings' tensors
     float32); returns new arrays of the kind, shapes and dtypes of q, k, v
@@ -55,7 +59,8 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     forward (defaults: keys 0..skv-1, queries skv-sq..skv-1); with
     rope_scale (float32 [1] or [b]), alibi_slopes (float32 [hq], with
     alibi=) and rope_inv_freq (float32 [rotary_dim / 2]), their gradients
-    follow, in the order t5_table, alibi_slopes, rope_scale, rope_inv_freq.
+    follow, in the order t5_table, shaw_key, shaw_value, alibi_slopes,
+    rope_scale, rope_inv_freq.
     cu_seqlens_q, cu_seqlens_k (a packed batch) and key_lengths (int32) as
     for the forward: each sequence or row is its own attention, keys past a
     row's length get zero gradients. Deterministic: the same inputs give
@@ -72,6 +77,12 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
         raise Error("t5, t5_table: give both (the config and its [num_buckets, hq] table)")
     if t5 is not None and not isinstance(t5, T5Config):
         raise Error(f"t5: expected a pejit.T5Config, got {type(t5).__name__}")
+    if shaw is not None and not isinstance(shaw, ShawConfig):
+        raise Error(f"shaw: expected a pejit.ShawConfig, got {type(shaw).__name__}")
+    if shaw is not None and shaw_key is None and shaw_value is None:
+        raise Error("shaw: give shaw_key, shaw_value or both (the tables)")
+    if shaw is None and (shaw_key is not None or shaw_value is not None):
+        raise Error("shaw_key, shaw_value: give shaw= (its clip) too")
     boolean(causal, "causal")
     optional_number(scale, "scale")
     optional_number(softcap, "softcap", positive=True)
@@ -79,6 +90,9 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     tensors = [(q, "q"), (k, "k"), (v, "v"), (o, "o"), (do, "do")]
     if t5_table is not None:
         tensors.append((t5_table, "t5_table"))
+    for table, what in ((shaw_key, "shaw_key"), (shaw_value, "shaw_value")):
+        if table is not None:
+            tensors.append((table, what))
     if rope_scale is not None:
         if rope is None:
             raise Error("rope_scale: give rope= too (the scale multiplies RoPE's positions)")
@@ -125,14 +139,18 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
-    key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, bool(causal), _window(window),
+    key_table = None if shaw_key is None else (len(shaw_key.shape), "float32")
+    value_table = None if shaw_value is None else (len(shaw_value.shape), "float32")
+    key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table, value_table,
+           bool(causal), _window(window),
            softcap, scale, per_batch, None if rope_scale is None else int(rope_scale.shape[0]),
            alibi_slopes is not None, rope_inv_freq is not None, dtype, packed,
            key_lengths is not None)
     kernel = _kernels.get(key)
     if kernel is None:
         source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, dtype, rope=rope,
-                                  alibi=alibi, t5=t5, causal=causal, window=window,
+                                  alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
+                                  shaw_value_table=value_table, causal=causal, window=window,
                                   softcap=softcap, scale=scale, positions_per_batch=per_batch,
                                   rope_scale=None if rope_scale is None else int(rope_scale.shape[0]),
                                   alibi_slopes=alibi_slopes is not None,
@@ -144,7 +162,8 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     # The derived backward's arguments: the forward's (q, k, v, the table),
     # then o and dO, then the position ids (trailing, as in the forward);
     # its gradients dq, dk, dv, then the table's.
-    operands = [_contiguous_rows(x) for x in (t5_table, alibi_slopes, rope_scale, rope_inv_freq)
+    operands = [_contiguous_rows(x)
+                for x in (t5_table, shaw_key, shaw_value, alibi_slopes, rope_scale, rope_inv_freq)
                 if x is not None]
     operands += [x for x in (cu_seqlens_q, cu_seqlens_k, key_lengths) if x is not None]
     if k_positions is not None and q_positions is None:
@@ -157,7 +176,8 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     ids = [_contiguous_rows(p) for p in (q_positions, k_positions) if p is not None]
     # The operand gradients come in the kernel's order; returned as the
     # table's, then the scale's.
-    by_name = {"t5_table": t5_table, "alibi_slopes": alibi_slopes,
+    by_name = {"t5_table": t5_table, "shaw_key_table": shaw_key, "shaw_value_table": shaw_value,
+               "alibi_slopes": alibi_slopes,
                "rope_position_scale": rope_scale, "rope_inv_freq": rope_inv_freq}
     names = list(kernel._native.operand_gradients)
     like = [q, k, v] + [by_name[name] for name in names]
@@ -172,6 +192,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
         [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do] + ids],
         [_raw_any(g, "gradient") for g in grads])
     order = [names.index(name)
-             for name in ("t5_table", "alibi_slopes", "rope_position_scale", "rope_inv_freq")
+             for name in ("t5_table", "shaw_key_table", "shaw_value_table", "alibi_slopes",
+                          "rope_position_scale", "rope_inv_freq")
              if name in names]
     return tuple(grads[:3]) + tuple(grads[3 + n] for n in order)

@@ -21,19 +21,21 @@ from typing import Optional, Tuple
 
 import torch
 
-from ._attention import T5Config, _as_alibi, _window, attention as _attention
+from ._attention import ShawConfig, T5Config, _as_alibi, _window, attention as _attention
 from ._backward import attention_backward as _attention_backward
 from ._checks import boolean, optional_number
 from ._pejit import Error
 from ._rope import as_rope
 
-_OPTIONS = ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")
+_OPTIONS = ("rope", "alibi", "t5", "shaw", "causal", "window", "softcap", "scale")
 
 
 def options(**kwargs) -> str:
     """The op's options string: pejit.attention's keyword arguments (rope,
-    alibi, t5, causal, window, softcap, scale), checked and normalized. With
-    t5, the op takes the table as its t5_table argument."""
+    alibi, t5, shaw, causal, window, softcap, scale), checked and
+    normalized. With t5, the op takes the table as its t5_table argument;
+    with shaw (a ShawConfig, a dict {"clip": k} or k), its tables as
+    shaw_key_table and shaw_value_table."""
     unknown = set(kwargs) - set(_OPTIONS)
     if unknown:
         raise Error(f"pejit.torch.options: unknown option '{sorted(unknown)[0]}' "
@@ -45,6 +47,8 @@ def options(**kwargs) -> str:
     normalized["alibi"] = None if alibi is None else dataclasses.asdict(alibi)
     t5 = _as_t5(kwargs.get("t5"))
     normalized["t5"] = None if t5 is None else dataclasses.asdict(t5)
+    shaw = _as_shaw(kwargs.get("shaw"))
+    normalized["shaw"] = None if shaw is None else dataclasses.asdict(shaw)
     optional_number(kwargs.get("scale"), "scale")
     optional_number(kwargs.get("softcap"), "softcap", positive=True)
     if "causal" in kwargs:
@@ -63,7 +67,23 @@ def _decode(text: str) -> dict:
         kwargs["rope"] = as_rope(kwargs["rope"])
     if kwargs.get("t5") is not None:
         kwargs["t5"] = T5Config(**kwargs["t5"])
+    if kwargs.get("shaw") is not None:
+        kwargs["shaw"] = ShawConfig(**kwargs["shaw"])
     return kwargs
+
+
+def _as_shaw(shaw) -> Optional[ShawConfig]:
+    """A ShawConfig from a config, a dict {"clip": k} or the clip k."""
+    if shaw is None or isinstance(shaw, ShawConfig):
+        return shaw
+    if isinstance(shaw, dict):
+        unknown = set(shaw) - {"clip"}
+        if unknown:
+            raise Error(f"shaw: unknown field '{sorted(unknown)[0]}'")
+        return ShawConfig(**shaw)
+    if isinstance(shaw, int) and not isinstance(shaw, bool):
+        return ShawConfig(shaw)
+    raise Error(f"shaw: expected a pejit.ShawConfig, a dict or the clip, got {type(shaw).__name__}")
 
 
 def _as_t5(t5) -> Optional[T5Config]:
@@ -89,17 +109,20 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
                  rope_inv_freq: Optional[torch.Tensor] = None,
                  cu_seqlens_q: Optional[torch.Tensor] = None,
                  cu_seqlens_k: Optional[torch.Tensor] = None,
-                 key_lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 key_lengths: Optional[torch.Tensor] = None,
+                 shaw_key_table: Optional[torch.Tensor] = None,
+                 shaw_value_table: Optional[torch.Tensor] = None) -> torch.Tensor:
     return _attention(q, k, v, q_positions=q_positions, k_positions=k_positions,
                       t5_table=t5_table, rope_scale=rope_scale, alibi_slopes=alibi_slopes,
                       rope_inv_freq=rope_inv_freq, cu_seqlens_q=cu_seqlens_q,
-                      cu_seqlens_k=cu_seqlens_k, key_lengths=key_lengths, **_decode(options))
+                      cu_seqlens_k=cu_seqlens_k, key_lengths=key_lengths,
+                      shaw_key=shaw_key_table, shaw_value=shaw_value_table, **_decode(options))
 
 
 @attention_op.register_fake
 def _(q, k, v, options, q_positions=None, k_positions=None, t5_table=None, rope_scale=None,
       alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None, cu_seqlens_k=None,
-      key_lengths=None):
+      key_lengths=None, shaw_key_table=None, shaw_value_table=None):
     return q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))
 
 
@@ -110,60 +133,73 @@ def attention_backward_op(
         k_positions: Optional[torch.Tensor] = None, t5_table: Optional[torch.Tensor] = None,
         rope_scale: Optional[torch.Tensor] = None, alibi_slopes: Optional[torch.Tensor] = None,
         rope_inv_freq: Optional[torch.Tensor] = None, cu_seqlens_q: Optional[torch.Tensor] = None,
-        cu_seqlens_k: Optional[torch.Tensor] = None, key_lengths: Optional[torch.Tensor] = None
+        cu_seqlens_k: Optional[torch.Tensor] = None, key_lengths: Optional[torch.Tensor] = None,
+        shaw_key_table: Optional[torch.Tensor] = None,
+        shaw_value_table: Optional[torch.Tensor] = None
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-           torch.Tensor]:
+           torch.Tensor, torch.Tensor, torch.Tensor]:
     """dq, dk, dv, then the gradients of the T5 table, RoPE's position scale,
-    ALiBi's slopes and RoPE's inverse frequencies (an empty tensor for each
-    one absent); with RoPE, dq and dk rotated back inside the kernel."""
-    kwargs = {name: value for name, value in _decode(options).items()
-              if name in ("rope", "alibi", "t5", "causal", "window", "softcap", "scale")}
+    ALiBi's slopes, RoPE's inverse frequencies and Shaw's key and value
+    tables (an empty tensor for each one absent); with RoPE, dq and dk
+    rotated back inside the kernel."""
+    kwargs = {name: value for name, value in _decode(options).items() if name in _OPTIONS}
     grads = list(_attention_backward(q, k, v, o, grad, t5_table=t5_table,
+                                     shaw_key=shaw_key_table, shaw_value=shaw_value_table,
                                      q_positions=q_positions, k_positions=k_positions,
                                      rope_scale=rope_scale, alibi_slopes=alibi_slopes,
                                      rope_inv_freq=rope_inv_freq, cu_seqlens_q=cu_seqlens_q,
                                      cu_seqlens_k=cu_seqlens_k, key_lengths=key_lengths,
                                      **kwargs))
-    # attention_backward returns them as t5_table, alibi_slopes, rope_scale,
-    # rope_inv_freq.
+    # attention_backward returns them as t5_table, shaw_key, shaw_value,
+    # alibi_slopes, rope_scale, rope_inv_freq.
     given = {name: grads.pop(3) for name, x in (("t5_table", t5_table),
+                                                ("shaw_key_table", shaw_key_table),
+                                                ("shaw_value_table", shaw_value_table),
                                                 ("alibi_slopes", alibi_slopes),
                                                 ("rope_scale", rope_scale),
                                                 ("rope_inv_freq", rope_inv_freq))
              if x is not None}
     # An absent one is an empty tensor of its own (returns may not alias).
     return (*grads[:3], *(given[name] if name in given else q.new_empty((0,))
-                          for name in ("t5_table", "rope_scale", "alibi_slopes",
-                                       "rope_inv_freq")))
+                          for name in _OPERAND_GRADIENTS))
+
+
+# The operand gradients the backward op returns after dq, dk, dv, in order.
+_OPERAND_GRADIENTS = ("t5_table", "rope_scale", "alibi_slopes", "rope_inv_freq",
+                      "shaw_key_table", "shaw_value_table")
 
 
 @attention_backward_op.register_fake
 def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None,
       rope_scale=None, alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
-      cu_seqlens_k=None, key_lengths=None):
+      cu_seqlens_k=None, key_lengths=None, shaw_key_table=None, shaw_value_table=None):
     operands = [q.new_empty((0,)) if x is None else torch.empty_like(x)
-                for x in (t5_table, rope_scale, alibi_slopes, rope_inv_freq)]
+                for x in (t5_table, rope_scale, alibi_slopes, rope_inv_freq, shaw_key_table,
+                          shaw_value_table)]
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), *operands
 
 
 def _setup_context(ctx, inputs, output):
     (q, k, v, options, q_positions, k_positions, t5_table, rope_scale, alibi_slopes, inv_freq,
-     cu_q, cu_k, key_lengths) = inputs
+     cu_q, cu_k, key_lengths, shaw_key, shaw_value) = inputs
     ctx.save_for_backward(q, k, v, output, q_positions, k_positions, t5_table, rope_scale,
-                          alibi_slopes, inv_freq, cu_q, cu_k, key_lengths)
+                          alibi_slopes, inv_freq, cu_q, cu_k, key_lengths, shaw_key, shaw_value)
     ctx.options = options
 
 
 def _backward(ctx, grad):
     (q, k, v, o, q_positions, k_positions, t5_table, rope_scale, alibi_slopes, inv_freq, cu_q,
-     cu_k, key_lengths) = ctx.saved_tensors
-    dq, dk, dv, dtable, dscale, dslopes, dfreq = torch.ops.pejit.attention_backward(
-        q, k, v, o, grad, ctx.options, q_positions, k_positions, t5_table, rope_scale,
-        alibi_slopes, inv_freq, cu_q, cu_k, key_lengths)
+     cu_k, key_lengths, shaw_key, shaw_value) = ctx.saved_tensors
+    dq, dk, dv, dtable, dscale, dslopes, dfreq, dkey, dvalue = (
+        torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options, q_positions,
+                                           k_positions, t5_table, rope_scale, alibi_slopes,
+                                           inv_freq, cu_q, cu_k, key_lengths, shaw_key,
+                                           shaw_value))
     # Position ids, offsets, lengths and the options string have no gradient.
     return (dq, dk, dv, None, None, None, None if t5_table is None else dtable,
             None if rope_scale is None else dscale, None if alibi_slopes is None else dslopes,
-            None if inv_freq is None else dfreq, None, None, None)
+            None if inv_freq is None else dfreq, None, None, None,
+            None if shaw_key is None else dkey, None if shaw_value is None else dvalue)
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -178,13 +214,16 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               rope_inv_freq: Optional[torch.Tensor] = None,
               cu_seqlens_q: Optional[torch.Tensor] = None,
               cu_seqlens_k: Optional[torch.Tensor] = None,
-              key_lengths: Optional[torch.Tensor] = None) -> torch.Tensor:
+              key_lengths: Optional[torch.Tensor] = None,
+              shaw_key_table: Optional[torch.Tensor] = None,
+              shaw_value_table: Optional[torch.Tensor] = None) -> torch.Tensor:
     """torch.ops.pejit.attention: `options` from pejit.torch.options(...);
     cu_seqlens_q, cu_seqlens_k (int32, a packed batch) and key_lengths
-    (int32 [b]) as for pejit.attention, with autograd."""
+    (int32 [b]) as for pejit.attention, with autograd; Shaw's tables with
+    options(shaw=...)."""
     return torch.ops.pejit.attention(q, k, v, options, q_positions, k_positions, t5_table,
                                      rope_scale, alibi_slopes, rope_inv_freq, cu_seqlens_q,
-                                     cu_seqlens_k, key_lengths)
+                                     cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table)
 
 
 class Attention(torch.nn.Module):
@@ -280,6 +319,35 @@ class ALiBiAttention(torch.nn.Module):
     def forward(self, q, k, v):
         return torch.ops.pejit.attention(q, k, v, self.options, None, None, None, None,
                                          self.slopes, None)
+
+
+class ShawAttention(torch.nn.Module):
+    """Attention with Shaw et al.'s relative key and value terms (distances
+    clipped to [-clip, clip]): learned tables a^K [2 clip + 1, head_dim]
+    and a^V [2 clip + 1, head_dim] (per head with per_head: [num_heads,
+    ...]) as nn.Parameters, s_ij = scale q_i . (k_j + a^K[r_ij]) and o_i =
+    sum_j p_ij (v_j + a^V[r_ij]). key / value: which terms to learn.
+    loss.backward() reaches q, k, v and both tables (docs/backward.md). The
+    other keyword arguments are pejit.torch.options' (causal, window,
+    softcap, scale, rope)."""
+
+    def __init__(self, head_dim: int, clip: int = 16, num_heads: Optional[int] = None,
+                 key: bool = True, value: bool = True, per_head: bool = False, **kwargs):
+        super().__init__()
+        if not key and not value:
+            raise Error("ShawAttention: key=False and value=False leave no term to learn")
+        if per_head and num_heads is None:
+            raise Error("ShawAttention: per_head tables need num_heads")
+        self.options = options(shaw={"clip": clip}, **kwargs)
+        lead = (num_heads,) if per_head else ()
+        shape = lead + (2 * clip + 1, head_dim)
+        self.key_table = torch.nn.Parameter(torch.randn(shape) * 0.02) if key else None
+        self.value_table = torch.nn.Parameter(torch.randn(shape) * 0.02) if value else None
+
+    def forward(self, q, k, v, q_positions=None, k_positions=None):
+        return torch.ops.pejit.attention(q, k, v, self.options, q_positions, k_positions, None,
+                                         None, None, None, None, None, None, self.key_table,
+                                         self.value_table)
 
 
 def _paper_slopes(n: int):
