@@ -5,9 +5,12 @@
 // float64 forward rounded as a 16-bit forward hands it over: max-norm
 // relative error <= 2e-2 (a 16-bit gradient alone is off by up to 2^-8
 // relative for bf16, 2^-11 for f16). NaN-poisoned outputs; plain, GQA,
-// RoPE, a shape class; a dtype mismatch is an error naming it.
+// RoPE, a shape class, Shaw's terms with their (f32) tables' gradients; a
+// dtype mismatch is an error naming it.
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/Rope.h"
+#include "pejit/reference/ScoreBiasGrad.h"
+#include "pejit/runtime/Encodings.h"
 #include "pejit/runtime/npy/Npy.h"
 #include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
@@ -47,8 +50,10 @@ std::vector<float> widen(DType dtype, const std::vector<uint16_t> &bits) {
 struct HalfCase {
   DType dtype = DType::BF16;
   int64_t heads = 4, kvHeads = 2, sq = 37, skv = 37, d = 32;
-  bool rope = false, shapeClass = false;
+  bool rope = false, shapeClass = false, shaw = false;
 };
+
+constexpr int64_t kShawClip = 4;
 
 void expectHalfBackward(const HalfCase &c) {
   uint32_t seed = 0;
@@ -61,6 +66,10 @@ void expectHalfBackward(const HalfCase &c) {
   attention.dtype = c.dtype;
   if (c.rope)
     attention.rope = ref::RopeConfig{};
+  if (c.shaw) {
+    attention.encodings.push_back(encodings::shawKey(kShawClip, c.d));
+    attention.encodings.push_back(encodings::shawValue(kShawClip, c.d));
+  }
   Shape shape{2,
               c.heads,
               c.kvHeads,
@@ -82,34 +91,69 @@ void expectHalfBackward(const HalfCase &c) {
   ref::Tensor kr = c.rope ? ref::applyRope(ref::RopeConfig{}, k, keyIds, c.skv) : k;
   ref::AttentionOptions options;
   options.causal = true;
+  // Shaw's tables (f32): the key term q_i . a^K[r], the value term by bucket.
+  ref::Tensor keyTable = randomTensor({2 * kShawClip + 1, c.d}, engine),
+              valueTable = randomTensor({2 * kShawClip + 1, c.d}, engine), keyTerm;
+  const ref::RelativeDistance distance{c.sq, c.skv};
+  if (c.shaw) {
+    keyTerm = ref::relativeKeyTerm(qr, keyTable, kShawClip, distance);
+    options.keyTerm = &keyTerm;
+    options.bucketedValueTerm.rows = &valueTable;
+    options.bucketedValueTerm.bucket = [&](int64_t, int64_t i, int64_t j) {
+      return ref::shawRelativeIndex(i, j, kShawClip, c.sq, c.skv) + kShawClip;
+    };
+  }
   ref::Tensor o = ref::attention(qr, kr, v, options);
   std::vector<uint16_t> ob = roundTo(c.dtype, o);
   ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dOut, options);
+  ref::Tensor dKeyTable;
+  if (c.shaw) {
+    ref::RelativeKeyTermGradients keyGrads =
+        ref::relativeKeyTermBackward(qr, keyTable, kShawClip, distance, want.dKeyTerm);
+    for (size_t n = 0; n < want.dq.data.size(); ++n)
+      want.dq.data[n] += keyGrads.dq.data[n];
+    dKeyTable = keyGrads.dKeyTable;
+  }
   ref::Tensor wantDq =
       c.rope ? ref::applyRopeBackward(ref::RopeConfig{}, q, want.dq, queryIds, c.skv).dx : want.dq;
   ref::Tensor wantDk =
       c.rope ? ref::applyRopeBackward(ref::RopeConfig{}, k, want.dk, keyIds, c.skv).dx : want.dk;
 
+  std::vector<float> keyTableF = toFloat(keyTable), valueTableF = toFloat(valueTable);
   std::vector<TensorView> inputs = {{qb.data(), c.dtype, q.shape, {}},
                                     {kb.data(), c.dtype, k.shape, {}},
-                                    {vb.data(), c.dtype, v.shape, {}},
-                                    {ob.data(), c.dtype, o.shape, {}},
-                                    {dOb.data(), c.dtype, dOut.shape, {}}};
+                                    {vb.data(), c.dtype, v.shape, {}}};
+  if (c.shaw) {
+    inputs.push_back({keyTableF.data(), DType::F32, keyTable.shape, {}});
+    inputs.push_back({valueTableF.data(), DType::F32, valueTable.shape, {}});
+  }
+  inputs.push_back({ob.data(), c.dtype, o.shape, {}});
+  inputs.push_back({dOb.data(), c.dtype, dOut.shape, {}});
   // 0xffff is a NaN in f16 and bf16: a gradient the run does not write fails.
   std::vector<uint16_t> dq(qb.size(), 0xffff), dk(kb.size(), 0xffff), dv(vb.size(), 0xffff);
-  Status status = kernel->runBackward(inputs, {{dq.data(), c.dtype, q.shape, {}},
-                                               {dk.data(), c.dtype, k.shape, {}},
-                                               {dv.data(), c.dtype, v.shape, {}}});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> dKey(keyTableF.size(), nan), dValue(valueTableF.size(), nan);
+  std::vector<TensorView> gradients = {{dq.data(), c.dtype, q.shape, {}},
+                                       {dk.data(), c.dtype, k.shape, {}},
+                                       {dv.data(), c.dtype, v.shape, {}}};
+  if (c.shaw) {
+    gradients.push_back({dKey.data(), DType::F32, keyTable.shape, {}});
+    gradients.push_back({dValue.data(), DType::F32, valueTable.shape, {}});
+  }
+  Status status = kernel->runBackward(inputs, gradients);
   ASSERT_TRUE(status) << status.message();
   EXPECT_LE(gradientError(widen(c.dtype, dq), wantDq), kTolerance) << "dq";
   EXPECT_LE(gradientError(widen(c.dtype, dk), wantDk), kTolerance) << "dk";
   EXPECT_LE(gradientError(widen(c.dtype, dv), want.dv), kTolerance) << "dv";
+  if (c.shaw) {
+    EXPECT_LE(gradientError(dKey, dKeyTable), kTolerance) << "d shaw_key_table";
+    EXPECT_LE(gradientError(dValue, want.dValueRows), kTolerance) << "d shaw_value_table";
+  }
 
   // f32 gradients for 16-bit inputs: an error naming dq and the dtypes.
   std::vector<float> wide(qb.size());
-  Status mismatch = kernel->runBackward(inputs, {{wide.data(), DType::F32, q.shape, {}},
-                                                 {dk.data(), c.dtype, k.shape, {}},
-                                                 {dv.data(), c.dtype, v.shape, {}}});
+  gradients[0] = {wide.data(), DType::F32, q.shape, {}};
+  Status mismatch = kernel->runBackward(inputs, gradients);
   EXPECT_FALSE(mismatch);
   EXPECT_NE(mismatch.message().find("dq"), std::string::npos) << mismatch.message();
 }
@@ -133,6 +177,15 @@ TEST(BackwardHalf, Bf16WithRopeAndAShapeClass) {
   c.shapeClass = true;
   for (auto [sq, skv] : {std::pair<int64_t, int64_t>{1, 1}, {20, 90}}) {
     c.sq = sq, c.skv = skv;
+    expectHalfBackward(c);
+  }
+}
+
+TEST(BackwardHalf, Bf16AndF16WithShawTerms) {
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    HalfCase c;
+    c.dtype = dtype;
+    c.shaw = true;
     expectHalfBackward(c);
   }
 }
