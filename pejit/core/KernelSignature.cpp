@@ -27,7 +27,8 @@ constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,
                                    ArgumentRole::EmbedTable,
                                    ArgumentRole::LinearState,
                                    ArgumentRole::Output,
-                                   ArgumentRole::OutputGradient};
+                                   ArgumentRole::OutputGradient,
+                                   ArgumentRole::LogSumExp};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -89,6 +90,8 @@ const char *argumentRoleName(ArgumentRole role) {
     return "output";
   case ArgumentRole::OutputGradient:
     return "output_grad";
+  case ArgumentRole::LogSumExp:
+    return "lse";
   }
   return "?";
 }
@@ -206,6 +209,8 @@ std::vector<std::string> KernelSignature::labels() const {
 
 std::string KernelSignature::str() const {
   std::string text = materializedBias ? "materialized_bias" : "";
+  if (writesLse)
+    text += std::string(text.empty() ? "" : " ") + "lse";
   if (!operandGradients.empty()) {
     text += std::string(text.empty() ? "" : " ") + "operand_grads=";
     for (size_t n = 0; n < operandGradients.size(); ++n)
@@ -238,6 +243,10 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
   for (std::string token; tokens >> token;) {
     if (token == "materialized_bias") {
       signature.materializedBias = true;
+      continue;
+    }
+    if (token == "lse") {
+      signature.writesLse = true;
       continue;
     }
     if (token.rfind("operand_grads=", 0) == 0) {

@@ -60,6 +60,9 @@ enum class ArgumentRole {
   /// ([b, hq, sq, dv]): a backward kernel (docs/backward.md).
   Output,
   OutputGradient,
+  /// A training forward's lse [b, hq, sq] (f32), which a backward derived
+  /// from it reads instead of recomputing.
+  LogSumExp,
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -96,6 +99,10 @@ struct KernelSignature {
   /// slots whose gradient it writes after dq, dk, dv, in that order. In
   /// str() as the token "operand_grads=S,S,...".
   std::vector<unsigned> operandGradients;
+  /// A training forward (attn.attention with an lse result): the kernel
+  /// also writes each row's log-sum-exp [b, hq, sq] when a run asks for it.
+  /// In str() as the token "lse".
+  bool writesLse = false;
 
   /// Arguments a run must be given (all but trailing position ids).
   size_t requiredInputs() const;

@@ -180,7 +180,8 @@ bool Interpreter::evaluate(mlir::Operation &op, int64_t seqLen) {
                 .Default([&](mlir::Operation *other) {
                   return fail(other, "this op is not supported by the reference interpreter");
                 });
-  if (ok && op.getNumResults() == 1)
+  // A training forward's second result (lse) is the kernel's alone.
+  if (ok && op.getNumResults() >= 1)
     values[op.getResult(0)].tensor = std::move(result);
   else if (ok && mlir::isa<mlir::func::ReturnOp>(op))
     returned = std::move(result);

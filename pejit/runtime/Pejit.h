@@ -102,6 +102,10 @@ struct AttentionSpec {
   /// block_table (i32 [b, max_pages]) in place of K and V; the shape's skv
   /// must be `?` (max_pages * page_size). Usually with keyLengths.
   std::optional<int64_t> pageSize;
+  /// A training forward (docs/backward.md): the attention also returns each
+  /// row's log-sum-exp, which X86Kernel::runTraining writes and the backward
+  /// (Runtime::getX86Backward of this spec) reads instead of recomputing.
+  bool training = false;
 };
 
 /// A compilable description: MLIR source text (pe + attn dialects) with
@@ -151,6 +155,12 @@ public:
   /// compiled kernel keeps one for later runs (as long as its Runtime or a
   /// copy of this X86Kernel holds it).
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A training forward's run (attn.attention with an lse result,
+  /// AttentionSpec::training): run() that also writes each row's
+  /// log-sum-exp to `lse` (f32 [b, hq, sq], natural log, -inf for a row
+  /// that sees no key), which the backward then reads (docs/backward.md).
+  Status runTraining(const std::vector<TensorView> &inputs, const TensorView &out,
+                     const TensorView &lse) const;
   /// A backward kernel's run (a source with attn.attention_backward,
   /// docs/backward.md): inputs bound as for run() (query, key, value, the
   /// forward's output o and its gradient dO), `gradients` = {dq, dk, dv} of

@@ -188,7 +188,13 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     out << ", %q_pos: " << qp;
   if (ropeK || byPosition)
     out << ", %k_pos: " << kp;
-  out << ") -> " << o << " {\n";
+  // A training forward returns the rows' lse [b, hq, sq] after o.
+  std::string lse = "tensor<" + dimText(s.batch) + "x" + std::to_string(s.queryHeads) + "x" +
+                    dimText(s.querySeq) + "xf32>";
+  if (spec.training)
+    out << ") -> (" << o << ", " << lse << ") {\n";
+  else
+    out << ") -> " << o << " {\n";
   if (spec.pageSize)
     out << "  %k = attn.paged_kv %k_pages, %block_table : " << kPages << ", " << table << " -> "
         << k << "\n  %v = attn.paged_kv %v_pages, %block_table : " << vPages << ", " << table
@@ -213,7 +219,8 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
         << "\n";
     bias = " bias(%bias : " + biasType + ")";
   }
-  out << "  %o = attn.attention " << qIn << ", " << kIn << ", %v";
+  out << (spec.training ? "  %o, %lse = attn.attention " : "  %o = attn.attention ") << qIn << ", "
+      << kIn << ", %v";
   if (byPosition)
     out << " query_positions(%q_pos : " << qp << ") key_positions(%k_pos : " << kp << ")";
   out << bias;
@@ -235,8 +242,12 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
     out << " encodings([" << encodingAttrs << "])";
   if (!operandNames.empty())
     out << " encoding_operands(" << operandNames << " : " << operandTypes << ")";
-  out << " : " << q << ", " << k << ", " << v << " -> " << o << "\n";
-  out << "  return %o : " << o << "\n}\n";
+  out << " : " << q << ", " << k << ", " << v << " -> " << o << (spec.training ? ", " + lse : "")
+      << "\n";
+  if (spec.training)
+    out << "  return %o, %lse : " << o << ", " << lse << "\n}\n";
+  else
+    out << "  return %o : " << o << "\n}\n";
   return Spec(out.str(), "<builder>");
 }
 

@@ -268,6 +268,9 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
     case ArgumentRole::OutputGradient:
       bound.outputGradient = &inputs[i];
       break;
+    case ArgumentRole::LogSumExp:
+      bound.logSumExp = &inputs[i];
+      break;
     default:
       break;
     }

@@ -114,7 +114,7 @@ struct BoundInputs {
   std::string linearStateName = "linear_state";
   /// A backward's forward output o and its gradient dO (checked by the
   /// run); null without.
-  const TensorView *output = nullptr, *outputGradient = nullptr;
+  const TensorView *output = nullptr, *outputGradient = nullptr, *logSumExp = nullptr;
 };
 
 /// A packed batch's sequences: query rows [query[i], query[i + 1]) against

@@ -54,6 +54,19 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   for (auto [view, what] : views)
     if (Status st = checkView(*view, what.first, *what.second, io); !st)
       return st;
+  // A training forward's lse [b, hq, sq] (f32), seen as [b, hq, sq, 1] so
+  // that a part's rows slice it as they slice o.
+  TensorView lse4;
+  if (bound.logSumExp) {
+    if (Status st = checkView(*bound.logSumExp, "lse", {s.batch, s.queryHeads, s.querySeq}, f32);
+        !st)
+      return st;
+    std::vector<int64_t> strides = stridesOf(*bound.logSumExp);
+    lse4 = {bound.logSumExp->data,
+            DType::F32,
+            {s.batch, s.queryHeads, s.querySeq, 1},
+            {strides[0], strides[1], strides[2], 1}};
+  }
   const std::vector<unsigned> &operandGradients = signature.operandGradients;
   if (gradients.size() != 3 + operandGradients.size()) {
     std::string names = "dq, dk, dv";
@@ -118,7 +131,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                       gradients[1],
                       gradients[2],
                       bound.queryPositions,
-                      bound.keyPositions};
+                      bound.keyPositions,
+                      lse4};
     if (Status st = runBackwardCall(call, bound, grads, sums); !st)
       return st;
   } else {
@@ -153,7 +167,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                         rows(gradients[1], part.k0, part.nk),
                         rows(gradients[2], part.k0, part.nk),
                         queryIds ? &*queryIds : nullptr,
-                        keyIds ? &*keyIds : nullptr};
+                        keyIds ? &*keyIds : nullptr,
+                        lse4.data ? rows(lse4, part.q0, part.nq) : TensorView{}};
       if (Status st = runBackwardCall(call, bound, grads, sums); !st)
         return st;
     }

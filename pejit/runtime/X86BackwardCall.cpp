@@ -150,13 +150,17 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
     k = tk;
   }
   // Each phase reads what the one before wrote: three pool round trips.
+  // A training forward's lse, or a descriptor of 0 rows: recomputed.
+  MemRefDescriptor<float, 4> lse{};
+  if (call.lse.data)
+    lse = describe4(call.lse);
   pool_->parallelFor(queryItems, [&](int64_t item) {
-    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO;
+    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, oc = o, dOc = dO, lc = lse;
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
     Ids2 qpc = qp, kpc = kp;
-    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &sc, &qpc, &kpc, e[0].data(), e[1].data(), e[2].data(),
-                  e[3].data(), item);
+    backwardRows_(&qc, &kc, &vc, &oc, &dOc, &lc, &sc, &qpc, &kpc, e[0].data(), e[1].data(),
+                  e[2].data(), e[3].data(), item);
   });
   pool_->parallelFor(keyItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -64,7 +65,7 @@ MemRefDescriptor<float, 4> batchRowOf(MemRefDescriptor<float, 4> desc, DType dty
 struct SubCall {
   Shape shape;
   CallPlan plan;
-  MemRefDescriptor<float, 4> q{}, k{}, v{}, o{};
+  MemRefDescriptor<float, 4> q{}, k{}, v{}, o{}, lse{};
   std::vector<int64_t> queryPositions, keyPositions;
   MemRefDescriptor<int64_t, 2> qp{}, kp{};
   int64_t scratchOffset = 0, cacheOffset = 0; ///< floats into the call's scratch
@@ -89,7 +90,8 @@ size_t subCallOf(const std::vector<int64_t> &first, int64_t index) {
 
 } // namespace
 
-Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
+Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out,
+                          const TensorView *lse) const {
   if (transformItem_)
     return runTransform(inputs, out);
   if (embedItem_)
@@ -139,6 +141,22 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       return st;
   if (Status st = checkView(out, "output", oShape, {outputDtype}); !st)
     return st;
+  // A training forward's lse, [b, hq, sq] f32, seen by the kernel as
+  // [b, hq, sq, 1]; without one, a descriptor of 0 rows.
+  MemRefDescriptor<float, 4> lseDesc{};
+  if (lse) {
+    if (!signature.writesLse)
+      return Status::error("lse: this kernel does not write it: compile a training forward "
+                           "(attn.attention with an lse result; AttentionSpec::training)");
+    if (Status st = checkView(*lse, "lse", {s.batch, s.queryHeads, s.querySeq}, {DType::F32}); !st)
+      return st;
+    std::vector<int64_t> strides = stridesOf(*lse);
+    lseDesc.allocated = lseDesc.aligned = static_cast<float *>(lse->data);
+    int64_t sizes[4] = {s.batch, s.queryHeads, s.querySeq, 1},
+            lseStrides[4] = {strides[0], strides[1], strides[2], 1};
+    std::copy(sizes, sizes + 4, lseDesc.sizes);
+    std::copy(lseStrides, lseStrides + 4, lseDesc.strides);
+  }
   // Linear attention's carried state [b, hq, d, dv + 2], updated in place.
   if (bound.linearState)
     if (Status st = checkView(*bound.linearState, bound.linearStateName,
@@ -149,6 +167,9 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   // nothing it reads.
   if (Status st = checkWrites(signature, inputs, out, false); !st)
     return st;
+  if (lse)
+    if (Status st = checkWrites(signature, inputs, {{&out, "output"}, {lse, "lse"}}, false); !st)
+      return st;
 
   // The sub-calls: the call itself, one per sequence of a packed batch, or
   // one per batch row with its key length or its pages.
@@ -201,10 +222,16 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     int64_t q0 = part.q0, nq = part.nq, k0 = part.k0, nk = part.nk;
     if (nq == 0)
       continue;
-    if (nk == 0) { // its rows see no key
+    if (nk == 0) { // its rows see no key: o = 0, lse = -inf
       for (int64_t n = part.row < 0 ? 0 : part.row; n < (part.row < 0 ? s.batch : part.row + 1);
-           ++n)
+           ++n) {
         zeroRows(out, n, q0, nq);
+        if (lse)
+          for (int64_t h = 0; h < s.queryHeads; ++h)
+            for (int64_t i = q0; i < q0 + nq; ++i)
+              lseDesc.aligned[n * lseDesc.strides[0] + h * lseDesc.strides[1] +
+                              i * lseDesc.strides[2]] = -std::numeric_limits<float>::infinity();
+      }
       continue;
     }
     SubCall call;
@@ -215,7 +242,10 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     call.k = rowsOf(k, inputDtype, k0, nk);
     call.v = rowsOf(v, inputDtype, k0, nk);
     call.o = rowsOf(o, outputDtype, q0, nq);
+    call.lse = lse ? rowsOf(lseDesc, DType::F32, q0, nq) : lseDesc;
     if (part.row >= 0) {
+      if (lse)
+        call.lse = batchRowOf(call.lse, DType::F32, part.row);
       call.shape.batch = 1;
       call.q = batchRowOf(call.q, inputDtype, part.row);
       call.k = batchRowOf(call.k, inputDtype, part.row);
@@ -393,7 +423,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     const SubCall &call = calls[c];
     // Each call gets its own descriptor copies: the kernel may not write
     // them, but nothing is shared between threads but the buffers.
-    MemRefDescriptor<float, 4> qc = call.q, kc = call.k, vc = call.v, oc = call.o;
+    MemRefDescriptor<float, 4> qc = call.q, kc = call.k, vc = call.v, oc = call.o, lc = call.lse;
     MemRefDescriptor<float, 1> scc = call.sd, kcc = call.kcd, pc = call.partials;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> ec = operandWords;
     MemRefDescriptor<int64_t, 2> qpc = call.qp, kpc = call.kp;
@@ -402,8 +432,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
       decodeItem(&qc, &kc, &vc, &oc, &scc, &pc, ec[0].data(), ec[1].data(), ec[2].data(),
                  ec[3].data(), &qpc, &kpc, local, call.plan.parts);
     else
-      item(&qc, &kc, &vc, &oc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(), ec[3].data(),
-           &qpc, &kpc, local);
+      item(&qc, &kc, &vc, &oc, &lc, &scc, &kcc, ec[0].data(), ec[1].data(), ec[2].data(),
+           ec[3].data(), &qpc, &kpc, local);
   };
   forEachJob(firstItem.back(), runItem);
   // A split decode's parts merged, one item per (b, hk).

@@ -117,6 +117,11 @@ Status X86Kernel::run(const std::vector<TensorView> &inputs, const TensorView &o
   return impl_->run(inputs, out);
 }
 
+Status X86Kernel::runTraining(const std::vector<TensorView> &inputs, const TensorView &out,
+                              const TensorView &lse) const {
+  return impl_->run(inputs, out, &lse);
+}
+
 Status X86Kernel::runBackward(const std::vector<TensorView> &inputs,
                               const std::vector<TensorView> &gradients) const {
   return impl_->runBackward(inputs, gradients);

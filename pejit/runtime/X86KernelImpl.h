@@ -38,15 +38,16 @@ using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int
 /// (pejit_prepare).
 using PrepareFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
                            MemRefDescriptor<float, 1> *, int64_t, int64_t, int64_t);
-/// (q, k, v, o, scratch, key cache, encoding operand slots 0..3, query and
-/// key positions, item): each slot a memref descriptor of its operand's
-/// rank; a key cache of 0 floats means none (pejit_item in the template).
+/// (q, k, v, o, lse, scratch, key cache, encoding operand slots 0..3, query
+/// and key positions, item): each slot a memref descriptor of its operand's
+/// rank; a key cache of 0 floats means none, an lse [b, hq, sq, 1] of 0
+/// rows that the run asks for none (pejit_item in the template).
 constexpr size_t kEncodingOperandSlots = 4;
 using ItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
                         MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
-                        MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, void *, void *,
-                        void *, void *, MemRefDescriptor<int64_t, 2> *,
-                        MemRefDescriptor<int64_t, 2> *, int64_t);
+                        MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 1> *,
+                        MemRefDescriptor<float, 1> *, void *, void *, void *, void *,
+                        MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *, int64_t);
 
 /// (q, k, v, o, scratch, partials, encoding operand slots 0..3, query and
 /// key positions, item, parts): pejit_decode_item, one item per (b, hk,
@@ -86,14 +87,15 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
                             int64_t);
 
 /// A backward kernel's phases (templates/x86/attention_backward.mlir):
-/// (q, k, v, o, dO, scratch, query ids, key ids, e0..e3, item), (q, k, v,
+/// (q, k, v, o, dO, lse, scratch, query ids, key ids, e0..e3, item; lse a
+/// training forward's [b, hq, sq, 1], or 0 rows to recompute it), (q, k, v,
 /// dO, dk, dv, scratch,
 /// tables, query ids, key ids, e0..e3, item) and (q, k, v, dO, dq, scratch,
 /// tables, query ids, key ids, e0..e3, item); the encoding operand slots
 /// as for ItemFn.
 using Desc4 = MemRefDescriptor<float, 4>;
 using Ids2 = MemRefDescriptor<int64_t, 2>;
-using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                                 MemRefDescriptor<float, 1> *, Ids2 *, Ids2 *, void *, void *,
                                 void *, void *, int64_t);
 using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
@@ -124,7 +126,8 @@ public:
                                                        std::shared_ptr<ThreadPool> pool);
   ~X86KernelImpl();
 
-  Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  Status run(const std::vector<TensorView> &inputs, const TensorView &out,
+             const TensorView *lse = nullptr) const;
   /// A backward kernel's run (pejit/runtime/X86Backward.cpp).
   Status runBackward(const std::vector<TensorView> &inputs,
                      const std::vector<TensorView> &gradients) const;
@@ -171,6 +174,8 @@ private:
     Shape shape;
     TensorView q, k, v, o, dO, dq, dk, dv;
     const TensorView *queryIds = nullptr, *keyIds = nullptr;
+    /// A training forward's lse as [b, hq, sq, 1]; no data: recomputed.
+    TensorView lse = {};
   };
   /// The operand gradients asked for: each one's floats and offset in a
   /// work item's partial buffer of `floats` floats.

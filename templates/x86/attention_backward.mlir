@@ -5,7 +5,8 @@
 //
 //   rows  item (b, h, query tile of BM rows), 8 rows per vector:
 //           D_i = dO_i . O_i;  lse_i = log sum_j exp(s_ij) over the keys i sees
-//           (-inf when none), both into scratch [D | lse], B HQ SQ floats each
+//           (-inf when none), both into scratch [D | lse], B HQ SQ floats each;
+//           a training forward's lse, when given, is copied instead
 //   kv    item (b, hk, key tile of BN keys), 8 keys per vector: for each
 //         query head h of the group and each row i that sees a key of them:
 //             p = exp(s_ij - lse_i); dP = dO_i . v_j; dS = p (dP - D_i)
@@ -50,6 +51,8 @@
 //   buffer of its own, GRAD_FLOATS floats each after the rows' 2 B HQ SQ in
 //   scratch (kv items' first), each operand at its offset; the runtime sums
 //   the buffers in that order.
+//   ${HAS_LSE}: the backward takes the training forward's lse (its rows
+//   phase copies it instead of recomputing it).
 //   ${HAS_KEY_TERM} ${KEY_TERMS} ${HAS_VALUE_TERM} ${VALUE_TERMS}: the
 //   bucketed terms and their buckets (0 without); ${TERM_FLOATS} their sum,
 //   floats a row keeps after [D | lse], and ${ROW_FLOATS} = 2 + TERM_FLOATS.
@@ -60,6 +63,8 @@
 !K = memref<?x${HKV}x${SKV}x${D}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !V = memref<?x${HKV}x${SKV}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
 !O = memref<?x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
+// A training forward's lse [b, hq, sq] as [b, hq, sq, 1] (0 rows: none).
+!LSE = memref<?x${HQ}x?x1xf32, strided<[?, ?, ?, 1], offset: ?>>
 !SCRATCH = memref<?xf32>
 !V8 = vector<8xf32>
 !I8 = vector<8xi32>
@@ -102,9 +107,9 @@
 // and the phases hand dQ' and dK' rows to the transform's adjoint as they
 // write them (RoPE: dq = m R(-angle) dQ', the inverse rotation), 8 rows at
 // a time while they are in cache: no pass of its own.
-func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch: !SCRATCH,
-                               %qpos: !QPOS, %kpos: !KPOS, %e0: !E0, %e1: !E1, %e2: !E2,
-                               %e3: !E3, %item: index)
+func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in: !LSE,
+                               %scratch: !SCRATCH, %qpos: !QPOS, %kpos: !KPOS, %e0: !E0,
+                               %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
     attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -120,6 +125,7 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
   %ninfv = arith.constant dense<0xFF800000> : !V8
   %zv = arith.constant dense<0.0> : !V8
   %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : !I8
+  %true = arith.constant true
   %B = memref.dim %q, %c0 : !Q
   %SQ = memref.dim %q, %c2 : !Q
   %SKV = memref.dim %k, %c2 : !K
@@ -150,10 +156,22 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %scratch
     %row = arith.addi %head, %i : index
     memref.store %d, %scratch[%row] : !SCRATCH
   }
+  // A training forward's lse, given: copied (the phases read scratch).
+  %has_lse = arith.constant ${HAS_LSE}
+  scf.if %has_lse {
+    scf.for %i = %i0 to %i1 step %c1 {
+      %x = memref.load %lse_in[%b, %h, %i, %c0] : !LSE
+      %row = arith.addi %head, %i : index
+      %lrow = arith.addi %ROWS, %row : index
+      memref.store %x, %scratch[%lrow] : !SCRATCH
+    }
+  }
+  %recompute = arith.xori %has_lse, %true : i1
   // lse of 8 rows per vector, by the online rule over the keys any of them
   // sees: m' = max(m, s), l' = l e^(m - m') + e^(s - m').
   %Qt = memref.alloca(%D) {alignment = 64 : i64} : !TD
-  scf.for %r0 = %i0 to %i1 step %c8 {
+  %r_end = arith.select %recompute, %i1, %i0 : index
+  scf.for %r0 = %i0 to %r_end step %c8 {
     func.call @rows_t(%qa, %Qt, %D, %b, %h, %r0, %i1)
         : (!ROWS, !TD, index, index, index, index, index) -> ()
     %last0 = arith.addi %r0, %c7 : index

@@ -65,6 +65,9 @@
 !QPOS = memref<${QPB}x${SQ}xi64>
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
+// A training forward's lse [b, hq, sq] as [b, hq, sq, 1]; a run that does
+// not ask for it passes 0 rows.
+!LSE = memref<?x${HQ}x?x1xf32, strided<[?, ?, ?, 1], offset: ?>>
 // The key cache (K rotated once per call), [B, HKV, ceil(skv / BN), BN, D]
 // floats: ${KCACHE} of them, or `?` where the call's lengths size it.
 !KCACHE = memref<${KCACHE}xf32>
@@ -100,7 +103,8 @@ func.func @pejit_prologue(%qpos: !QPOS, %kpos: !KPOS, %scratch: !SCRATCH, %first
 // The position ids (as the prologue gets them) are for encodings that
 // measure distance by position (relative_to = position): the hook
 // expansion reads them only for those.
-func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcache: !KCACHE,
+func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCRATCH,
+                      %kcache: !KCACHE,
                       %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %qpos: !QPOS, %kpos: !KPOS,
                       %item: index)
     attributes {llvm.emit_c_interface} {
@@ -479,6 +483,23 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcach
       %y = arith.mulf %x, %invv : !V8
       %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
       vector.store %yt, %o[%b, %h, %i, %d] : !O, !OUT8
+    }
+  }
+  // A training forward's lse_i = m_i + log l_i (-inf for a row that saw no
+  // key), when the run asks for it.
+  %lse_rows = memref.dim %lse, %c0 : !LSE
+  %want_lse = arith.cmpi ugt, %lse_rows, %c0 : index
+  scf.if %want_lse {
+    %ninf_row = arith.constant 0xFF800000 : f32
+    scf.for %r = %c0 to %nq step %c1 {
+      %m = memref.load %M[%r] : memref<${BM}xf32>
+      %l = memref.load %L[%r] : memref<${BM}xf32>
+      %empty = arith.cmpf oeq, %l, %zero : f32
+      %log_l = math.log %l : f32
+      %sum = arith.addf %m, %log_l : f32
+      %x = arith.select %empty, %ninf_row, %sum : f32
+      %i = arith.addi %i0, %r : index
+      memref.store %x, %lse[%b, %h, %i, %c0] : !LSE
     }
   }
   return

@@ -57,6 +57,7 @@
 !KPOS = memref<${KPB}x${SKV}xi64>
 !SCRATCH = memref<?xf32>
 !UNUSED = memref<1xf32>
+!LSE = memref<?x?x?x1xf32, strided<[?, ?, ?, 1], offset: ?>>
 !E0 = ${E0}
 !E3 = ${E3}
 !ROWS = memref<?x${D}x${T}, strided<[?, 1], offset: ?>>
@@ -135,7 +136,8 @@ func.func private @load_key_chunk(%k: !K, %v: !V, %b: index, %kh: index, %j0: in
 }
 
 // Item = b HQ + h.
-func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH, %kcache: !UNUSED,
+func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %unused_lse: !LSE, %scratch: !SCRATCH,
+                      %kcache: !UNUSED,
                       %e0: !E0, %e1: !UNUSED, %e2: !UNUSED, %e3: !E3, %qpos: !QPOS,
                       %kpos: !KPOS, %item: index) attributes {llvm.emit_c_interface} {
   %c0 = arith.constant 0 : index

@@ -139,6 +139,38 @@ func.func @t5(%q: tensor<1x4x40x32xf32>, %k: tensor<1x4x40x32xf32>, %v: tensor<1
   EXPECT_TRUE(contains(missing.err, "--backward needs --grad-output")) << missing.err;
 }
 
+TEST(PejitRunBackward, ATrainingForwardHandsItsLseToTheBackward) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  const char *source = R"mlir(
+func.func @train(%q: tensor<1x4x24x32xf32>, %k: tensor<1x2x24x32xf32>, %v: tensor<1x2x24x32xf32>)
+    -> (tensor<1x4x24x32xf32>, tensor<1x4x24xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal
+      : tensor<1x4x24x32xf32>, tensor<1x2x24x32xf32>, tensor<1x2x24x32xf32>
+      -> tensor<1x4x24x32xf32>, tensor<1x4x24xf32>
+  return %o, %lse : tensor<1x4x24x32xf32>, tensor<1x4x24xf32>
+}
+)mlir";
+  writeText(dir.file("train.mlir"), source);
+  ref::Tensor q = randomTensor({1, 4, 24, 32}), k = randomTensor({1, 2, 24, 32}),
+              v = randomTensor({1, 2, 24, 32}), dO = randomTensor({1, 4, 24, 32});
+  for (auto [name, t] :
+       {std::pair<const char *, ref::Tensor *>{"q", &q}, {"k", &k}, {"v", &v}, {"do", &dO}})
+    writeTensor(dir.file(std::string(name) + ".npy"), *t);
+  Result r =
+      runPejit(dir, {"run", dir.file("train.mlir"), "--input=@" + dir.file("q.npy"),
+                     "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"), "--backward",
+                     "--grad-output=@" + dir.file("do.npy"), "--grads=" + dir.path(), "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "dq: directional derivative")) << r.out;
+  ref::AttentionOptions options;
+  options.causal = true;
+  ref::AttentionGradients want = ref::attentionBackward(q, k, v, dO, options);
+  EXPECT_LE(relativeError(readTensor(dir.file("dq.npy")), want.dq), 1e-4);
+  EXPECT_LE(relativeError(readTensor(dir.file("dk.npy")), want.dk), 1e-4);
+  EXPECT_LE(relativeError(readTensor(dir.file("dv.npy")), want.dv), 1e-4);
+}
+
 TEST(PejitCompileBackward, EveryStageOfTheDerivedBackwardAndItsFusedStageCompilesAgain) {
   TempDir dir;
   std::string mlir = dir.file("attn.mlir");

@@ -91,8 +91,17 @@ int runBackward(const BackwardRunOptions &options, const Spec &spec,
   const std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
   std::vector<float> o(s.batch * s.queryHeads * s.querySeq * s.valueDim,
                        std::numeric_limits<float>::quiet_NaN());
-  if (Status status = forward->run(views, {o.data(), DType::F32, outShape, {}}); !status)
-    return fail(options.file + ": " + status.message());
+  // A training forward (an lse result) also writes lse, which its
+  // backward reads.
+  const bool training = forward->signature().writesLse;
+  const std::vector<int64_t> lseShape = {s.batch, s.queryHeads, s.querySeq};
+  std::vector<float> lse(s.batch * s.queryHeads * s.querySeq,
+                         std::numeric_limits<float>::quiet_NaN());
+  Status ran = training ? forward->runTraining(views, {o.data(), DType::F32, outShape, {}},
+                                               {lse.data(), DType::F32, lseShape, {}})
+                        : forward->run(views, {o.data(), DType::F32, outShape, {}});
+  if (!ran)
+    return fail(options.file + ": " + ran.message());
 
   // dO: float32 of the output's shape.
   npy::Expected<npy::Array> dOArray = npy::readNpy(options.gradOutput);
@@ -113,8 +122,11 @@ int runBackward(const BackwardRunOptions &options, const Spec &spec,
     ++outputAt;
   std::vector<TensorView> backwardInputs(views.begin(), views.end());
   size_t insertAt = std::min(outputAt, backwardInputs.size());
-  backwardInputs.insert(backwardInputs.begin() + insertAt, {{o.data(), DType::F32, outShape, {}},
-                                                            {dO.data(), DType::F32, outShape, {}}});
+  std::vector<TensorView> added = {{o.data(), DType::F32, outShape, {}},
+                                   {dO.data(), DType::F32, outShape, {}}};
+  if (training)
+    added.push_back({lse.data(), DType::F32, lseShape, {}});
+  backwardInputs.insert(backwardInputs.begin() + insertAt, added.begin(), added.end());
 
   // The gradients: dq, dk, dv, then each operand's asked for, each the
   // shape of its forward input (found by role, or by the operand's slot).

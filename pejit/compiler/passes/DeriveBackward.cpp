@@ -1,11 +1,12 @@
 // attn-derive-backward (Passes.td): the backward function of each function
 // computing one fused attn.attention on its arguments (docs/backward.md).
 //
-//   func @f(q, k, v, ops..., ids...) -> o
-//   func @f_backward(q, k, v, ops..., o, dO, ids...) -> (dq, dk, dv, d ops...)
+//   func @f(q, k, v, ops..., ids...) -> o  [, lse]
+//   func @f_backward(q, k, v, ops..., o, dO, [lse,] ids...) -> (dq, dk, dv, d ops...)
 //
-// o and dO go before the forward's trailing position ids, so that those
-// stay trailing, and optional at a run, as in the forward.
+// o and dO (and a training forward's lse, which the backward then reads
+// instead of recomputing) go before the forward's trailing position ids,
+// so that those stay trailing, and optional at a run, as in the forward.
 // The backward carries the forward's operands and attributes; its
 // grad_operands are the encoding operands their encoding differentiates.
 #include "pejit/compiler/passes/Passes.h"
@@ -65,9 +66,10 @@ FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
       return op.emitError() << "an encoding operand is computed in the function: the backward "
                                "reads each from an argument";
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
-  if (returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
-    return func.emitError() << "the function must return the attention's result (and nothing "
-                               "else) to have a backward";
+  bool returnsResults = returnOp.getOperands() == op.getResults();
+  if (!returnsResults)
+    return func.emitError() << "the function must return the attention's result (and its lse, "
+                               "if it has one; nothing else) to have a backward";
   return op;
 }
 
@@ -84,7 +86,10 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   while (idsAt > 0 && isIds(func.getArgument(idsAt - 1)))
     --idsAt;
   SmallVector<Type> argumentTypes(func.getArgumentTypes());
-  argumentTypes.insert(argumentTypes.begin() + idsAt, {outputType, outputType}); // o, dO
+  SmallVector<Type> added = {outputType, outputType}; // o, dO
+  if (Value lse = op.getLse())
+    added.push_back(lse.getType());
+  argumentTypes.insert(argumentTypes.begin() + idsAt, added.begin(), added.end());
   // Results: dq, dk, dv, then the differentiable encoding operands' (f32).
   SmallVector<Type> resultTypes = {op.getQuery().getType(), op.getKey().getType(),
                                    op.getValue().getType()};
@@ -104,12 +109,13 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
                                        builder.getFunctionType(argumentTypes, resultTypes));
   Block *body = backward.addEntryBlock();
   builder.setInsertionPointToStart(body);
-  // The forward's arguments map to the backward's, past o and dO from idsAt.
+  // The forward's arguments map to the backward's, past o, dO (and lse)
+  // from idsAt.
   auto mapped = [&](Value value) -> Value {
     if (!value)
       return Value();
     unsigned number = cast<BlockArgument>(value).getArgNumber();
-    return body->getArgument(number < idsAt ? number : number + 2);
+    return body->getArgument(number < idsAt ? number : number + added.size());
   };
   SmallVector<Value> encodingOperands;
   for (Value operand : op.getEncodingOperands())
@@ -117,10 +123,10 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   auto grad = attn::AttentionBackwardOp::create(
       builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()), mapped(op.getValue()),
       body->getArgument(idsAt), body->getArgument(idsAt + 1),
-      /*lse=*/Value(), mapped(op.getQueryPositions()), mapped(op.getKeyPositions()),
-      mapped(op.getQuerySegments()), mapped(op.getKeySegments()), mapped(op.getKeyLengths()),
-      op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(), op.getWindowRightAttr(),
-      op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,
+      op.getLse() ? body->getArgument(idsAt + 2) : Value(), mapped(op.getQueryPositions()),
+      mapped(op.getKeyPositions()), mapped(op.getQuerySegments()), mapped(op.getKeySegments()),
+      mapped(op.getKeyLengths()), op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
+      op.getWindowRightAttr(), op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,
       gradOperands.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(gradOperands));
   func::ReturnOp::create(builder, loc, grad.getResults());
   return success();

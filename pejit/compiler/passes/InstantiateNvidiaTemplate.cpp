@@ -42,6 +42,9 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (failed(found))
     return failure();
   attn::AttentionOp op = found->op;
+  if (op.getLse())
+    return op.emitError() << "the nvidia kernel does not write lse yet (a training forward): "
+                             "compile it for x86, or drop the lse result";
   // segments, key_lengths and a paged cache need nothing of the kernel: the
   // runtime runs the `?` kernel once per sequence or row (runtime/
   // CallParts.h), as on x86.

@@ -16,9 +16,12 @@
 // of q_i . a^K[m] and dO_i . a^V[m] per row in scratch, per-bucket sums in
 // the q phase), with the gradients of the operands whose encoding gives an
 // adjoint for them (T5's table, ALiBi's learned slopes, Shaw's tables,
-// RoPE's position scale and inverse frequencies). Packed sequences (segments) and per-row key
-// lengths are the runtime's: it runs each sequence or row as a call of its own, as the forward
-// does. Other encodings, other operand gradients and a given lse are errors that say so.
+// RoPE's position scale and inverse frequencies). Packed sequences
+// (segments) and per-row key lengths are the runtime's: it runs each
+// sequence or row as a call of its own, as the forward does. A training
+// forward's lse, given, is read instead of recomputed (the rows phase
+// copies it). Other encodings and other operand gradients are errors that
+// say so.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
 #include "pejit/dialects/ShapeChecks.h"
@@ -109,8 +112,6 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       readsPositions = readsPositions || encoding.readsPositions();
       encodings.push_back(encoding);
     }
-  if (op.getLse())
-    return op.emitError() << "the x86 backward recomputes lse; a given lse(...) is not taken yet";
   if (!qkTransform && !readsPositions && (op.getQueryPositions() || op.getKeyPositions()))
     return op.emitError() << "the x86 backward reads position ids for a QK transform (RoPE) or "
                              "an encoding with relative_to = position; no encoding here reads "
@@ -174,7 +175,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {op.getKeyPositions(), ArgumentRole::KeyPositions},
       {op.getQuerySegments(), ArgumentRole::QuerySegments},
       {op.getKeySegments(), ArgumentRole::KeySegments},
-      {op.getKeyLengths(), ArgumentRole::KeyLengths}};
+      {op.getKeyLengths(), ArgumentRole::KeyLengths},
+      {op.getLse(), ArgumentRole::LogSumExp}};
   for (auto [value, role] : roles)
     if (!isa<BlockArgument>(value))
       return op.emitError() << "operand '" << argumentRoleName(role)
@@ -252,6 +254,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
+      {"HAS_LSE", op.getLse() ? "true" : "false"},
       {"HAS_KEY_TERM", keyTerms > 0 ? "true" : "false"},
       {"KEY_TERMS", std::to_string(keyTerms)},
       {"HAS_VALUE_TERM", valueTerms > 0 ? "true" : "false"},

@@ -230,7 +230,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   bool perHeadState = valueTermBuckets > 0 || queryTileScratchFloats(encodings, shape) > 0;
   for (pe::PositionalEncodingAttrInterface encoding : encodings)
     perHeadState = perHeadState || encoding.isKeyTerm();
-  rule.decodeGroup = group > 1 && group <= 8 && !perHeadState ? group : 0;
+  // A training forward writes lse from @pejit_item only: no grouped decode.
+  rule.decodeGroup = group > 1 && group <= 8 && !perHeadState && !op.getLse() ? group : 0;
   rule.keyPositionRows = shape.keyPositionRows;
   CallPlan plan;
   if (!lengthsAreCalls)

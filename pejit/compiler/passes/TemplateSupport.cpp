@@ -65,10 +65,13 @@ FailureOr<FusedAttention> findFusedAttention(ModuleOp module) {
   attn::AttentionOp op = fused.op;
   // The kernel writes the attention's result to the caller's output: a
   // function that does not return it computes nothing a caller can see.
+  // A training forward returns its lse too: the kernel's second output.
   auto returnOp = dyn_cast<func::ReturnOp>(fused.func.getBody().back().getTerminator());
-  if (!returnOp || returnOp.getNumOperands() != 1 || returnOp.getOperand(0) != op.getResult())
+  if (!returnOp || returnOp.getOperands() != op.getResults())
     return fused.func.emitError() << "the function must return the attn.attention's result "
-                                     "(and nothing else): that is the kernel's output";
+                                     "(and its lse, if it has one; nothing else): that is the "
+                                     "kernel's output";
+  fused.signature.writesLse = bool(op.getLse());
   if (op.getBias())
     return op.emitError() << "the kernel reads a bias tensor as an encoding operand: run "
                              "pe-fuse-into-attention first (it makes it #pe.bias_tensor)";

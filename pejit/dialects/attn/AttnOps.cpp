@@ -177,6 +177,17 @@ LogicalResult AttentionOp::verify() {
       return failure();
   }
 
+  // The training forward's row log-sum-exp: [b, hq, sq] f32.
+  if (Value lse = getLse()) {
+    if (failed(requireRank(op, "lse", lse.getType(), 3, "[b, hq, sq]")))
+      return failure();
+    int64_t expected[] = {b, hq, sq};
+    const char *names[] = {"b", "hq", "sq"};
+    for (unsigned i = 0; i < 3; ++i)
+      if (failed(requireDim(op, "lse", lse.getType(), i, names[i], expected[i], "the query's")))
+        return failure();
+  }
+
   if (failed(verifyScaleWindowSoftcap(op, getScaleAttr(), d, getWindow(), getWindowRight(),
                                       getSoftcapAttr())))
     return failure();

@@ -23,7 +23,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
                     && (!window_right || j <= i + off + window_right)
     p_i = softmax over visible j;  o_i = sum_j p_ij (v_j + value_term_ij)
     ```
-    A row that sees no key outputs zeros. `key_term` ([b, hq, sq, skv], Shaw
+    A row that sees no key outputs zeros. The training forward has a second
+    result, `lse` (f32 [b, hq, sq]): lse_i = log sum_j exp(s_ij) over the
+    visible j, natural log, -inf for a row that sees no key; the backward
+    (attn.attention_backward, docs/backward.md) reads it instead of
+    recomputing it. `key_term` ([b, hq, sq, skv], Shaw
     key) comes from pe.relative_key and `value_term` ([sq, skv, dv], Shaw
     value) from pe.relative_value. Position ids ([s] or [b, s], i32/i64) are
     used by encodings fused into the op; masks never read them.
@@ -79,7 +83,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     OptionalAttr<F64Attr>:$softcap,
     OptionalAttr<ArrayAttr>:$encodings,
     Variadic<Attn_FloatTensor>:$encoding_operands);
-  let results = (outs Attn_FloatTensor:$result);
+  let results = (outs Attn_FloatTensor:$result, Optional<TensorOf<[F32]>>:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`query_positions` `(` $query_positions^ `:` type($query_positions) `)`)?
@@ -98,6 +102,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     (`encodings` `(` $encodings^ `)`)?
     (`encoding_operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+    (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -624,3 +624,19 @@ func.func @term_row_grad_partial(%n: index, %g: vector<8xf32>, %p: memref<?x8xf3
   "attn.term_row_grad"(%g, %n, %n, %n, %n, %p, %n) <{offsets = array<i64: 0>}> : (vector<8xf32>, index, index, index, index, memref<?x8xf32>, index) -> ()
   return
 }
+
+// -----
+
+func.func @lse_shape(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x7xf32> {
+  // expected-error @+1 {{lse}}
+  %o, %lse = attn.attention %q, %q, %q : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x7xf32>
+  return %lse : tensor<1x4x7xf32>
+}
+
+// -----
+
+func.func @lse_type(%q: tensor<1x4x8x16xf32>) -> tensor<1x4x8xf16> {
+  // expected-error @+1 {{result #1 must be tensor of 32-bit float values, but got 'tensor<1x4x8xf16>'}}
+  %o, %lse = attn.attention %q, %q, %q : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32> -> tensor<1x4x8x16xf32>, tensor<1x4x8xf16>
+  return %lse : tensor<1x4x8xf16>
+}

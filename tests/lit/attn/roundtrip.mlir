@@ -211,3 +211,11 @@ func.func @linear_attention_state(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16x
   %0 = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) query_positions(%p : tensor<1xi64>) key_positions(%p : tensor<1xi64>) causal state(%st : tensor<1x4x16x10xf32>) encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x4x1x16xf32>, tensor<1x2x1x16xf32>, tensor<1x2x1x8xf32> -> tensor<1x4x1x8xf32>
   return
 }
+
+// The training forward: a second result, each row's lse.
+// CHECK-LABEL: func.func @training
+// CHECK: %{{.*}}, %{{.*}} = attn.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x4x?x32xf32>, tensor<2x2x?x32xf32>, tensor<2x2x?x32xf32> -> tensor<2x4x?x32xf32>, tensor<2x4x?xf32>
+func.func @training(%q: tensor<2x4x?x32xf32>, %k: tensor<2x2x?x32xf32>, %v: tensor<2x2x?x32xf32>) -> (tensor<2x4x?x32xf32>, tensor<2x4x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<2x4x?x32xf32>, tensor<2x2x?x32xf32>, tensor<2x2x?x32xf32> -> tensor<2x4x?x32xf32>, tensor<2x4x?xf32>
+  return %o, %lse : tensor<2x4x?x32xf32>, tensor<2x4x?xf32>
+}

@@ -59,6 +59,18 @@ func.func @packed(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor
 
 // -----
 
+// A training forward returns its lse: the backward takes it after o and dO
+// (before trailing ids) and reads it instead of recomputing it.
+// CHECK-LABEL: func.func @training_backward(
+// CHECK-SAME: %[[Q:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %{{[a-z0-9]+}}: tensor<1x4x16x64xf32>, %{{[a-z0-9]+}}: tensor<1x4x16x64xf32>, %[[O:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[DO:[a-z0-9]+]]: tensor<1x4x16x64xf32>, %[[LSE:[a-z0-9]+]]: tensor<1x4x16xf32>, %[[IDS:[a-z0-9]+]]: tensor<16xi64>)
+// CHECK: attn.attention_backward %[[Q]], %{{.*}}, %{{.*}}, %[[O]], %[[DO]] lse(%[[LSE]] : tensor<1x4x16xf32>) query_positions(%[[IDS]]
+func.func @training(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %ids: tensor<16xi64>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16xf32>) {
+  %o, %lse = attn.attention %q, %k, %v query_positions(%ids : tensor<16xi64>) key_positions(%ids : tensor<16xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>, tensor<1x4x16xf32>
+  return %o, %lse : tensor<1x4x16x64xf32>, tensor<1x4x16xf32>
+}
+
+// -----
+
 // A function without attention is left alone.
 // CHECK-LABEL: func.func @no_attention
 // CHECK-NOT: no_attention_backward

@@ -63,3 +63,11 @@ func.func @linear_state_too_big(%q: tensor<1x2x8x256xf32>, %k: tensor<1x2x8x256x
   %o = attn.linear_attention %q, %k, %v feature_map(relu) : tensor<1x2x8x256xf32>, tensor<1x2x8x256xf32>, tensor<1x2x8x256xf32> -> tensor<1x2x8x256xf32>
   return %o : tensor<1x2x8x256xf32>
 }
+
+// -----
+
+func.func @training(%q: tensor<1x4x16x64xf16>, %k: tensor<1x4x16x64xf16>, %v: tensor<1x4x16x64xf16>) -> (tensor<1x4x16x64xf16>, tensor<1x4x16xf32>) {
+  // expected-error @+1 {{the nvidia kernel does not write lse yet (a training forward): compile it for x86, or drop the lse result}}
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16> -> tensor<1x4x16x64xf16>, tensor<1x4x16xf32>
+  return %o, %lse : tensor<1x4x16x64xf16>, tensor<1x4x16xf32>
+}

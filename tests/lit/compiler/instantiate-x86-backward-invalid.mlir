@@ -18,14 +18,6 @@ func.func @mixed_element_types(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf
 
 // -----
 
-func.func @given_lse(%q: tensor<1x4x8x64xf32>, %lse: tensor<1x4x8xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) {
-  // expected-error @+1 {{the x86 backward recomputes lse; a given lse(...) is not taken yet}}
-  %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q lse(%lse : tensor<1x4x8xf32>) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
-  return %dq, %dk, %dv : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
-}
-
-// -----
-
 // expected-error @+1 {{the function must return dq, dk and dv of the attn.attention_backward, in that order: they are the kernel's outputs}}
 func.func @partial_return(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
   %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>

@@ -233,3 +233,22 @@ func.func @shaw_key_value(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v
       -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<4x9x64xf32>
   return %dq, %dk, %dv, %dak, %dav : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<4x9x64xf32>
 }
+
+// -----
+
+// A backward reading the training forward's lse (role `lse`): the rows
+// phase copies it into scratch (its recomputing loop runs no rows: folded
+// away later).
+// CHECK-LABEL: module attributes {pejit.kernel = {arguments = "query:f32:1x2x16x16 key:f32:1x2x16x16 value:f32:1x2x16x16 output:f32:1x2x16x16 output_grad:f32:1x2x16x16 lse:f32:1x2x16"
+// CHECK-LABEL: func.func @pejit_backward_rows
+// CHECK-SAME: %arg5: memref<?x2x?x1xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: memref.load %arg5[
+// CHECK-LABEL: func.func @pejit_backward_kv
+func.func @given_lse(%q: tensor<1x2x16x16xf32>, %k: tensor<1x2x16x16xf32>, %v: tensor<1x2x16x16xf32>,
+                     %o: tensor<1x2x16x16xf32>, %do: tensor<1x2x16x16xf32>, %lse: tensor<1x2x16xf32>)
+    -> (tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do lse(%lse : tensor<1x2x16xf32>) causal
+      : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>
+      -> tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>
+  return %dq, %dk, %dv : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>
+}

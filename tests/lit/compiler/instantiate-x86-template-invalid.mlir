@@ -54,7 +54,7 @@ func.func @head_dim(%q: tensor<1x2x8x36xf32>, %k: tensor<1x2x8x36xf32>, %v: tens
 
 // Found by the fuzz lane: a function that drops the attention's result
 // compiled into a kernel writing an output nobody asked for.
-// expected-error @+1 {{the function must return the attn.attention's result (and nothing else): that is the kernel's output}}
+// expected-error @+1 {{the function must return the attn.attention's result (and its lse, if it has one; nothing else): that is the kernel's output}}
 func.func @result_not_returned(%q: tensor<1x2x8x64xf32>, %k: tensor<1x2x8x64xf32>, %v: tensor<1x2x8x64xf32>) {
   %o = attn.attention %q, %k, %v : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return

@@ -37,7 +37,7 @@
 // CHECK: call @pejit_query_tile(%arg0,
 // K tile: the same from K[b, h / GROUP] (@load_key_tile, below), into Ks.
 // CHECK: %[[KS:.*]] = memref.cast %{{.*}} : memref<96x64xf32> to memref<96x64xf32, strided<[64, 1], offset: ?>>
-// CHECK: func.call @load_key_tile(%arg1, %[[KS]], %arg4,
+// CHECK: func.call @load_key_tile(%arg1, %[[KS]], %arg5,
 // CHECK: %[[VROWS:.*]] = func.call @kv_value_rows(%arg2,
 // S = Ks . Qt in a function of its own (below).
 // CHECK: func.call @pejit_s_tile(
@@ -107,13 +107,13 @@ func.func @rope_alibi(%q: tensor<1x4x100x64xf32>, %k: tensor<1x4x100x64xf32>, %v
 // key cache instead of once per Q tile. @pejit_prepare has one job per
 // (b, hk, key tile): b * hkv * ceil(300 / 96) = 4. The tables take
 // 2 * (300 + 300) * 32 = 38400 floats of scratch; the cache is a buffer of
-// its own (the item's %arg5) of 4 tiles of 96 x 64 floats = 24576, tile
+// its own (the item's %arg6) of 4 tiles of 96 x 64 floats = 24576, tile
 // ((b hkv + hk) nkt + jt) at that times 6144. Items read the cached tile.
 // CHECK: pejit.kernel = {{{.*}}prepare_jobs = 4 : i64, {{.*}}scratch_floats = 38400 : i64
 // CHECK-LABEL: func.func @pejit_item
-// CHECK-SAME: %arg5: memref<24576xf32>
+// CHECK-SAME: %arg6: memref<24576xf32>
 // CHECK: %[[KT:.*]] = scf.if %{{.*}} -> (memref<96x64xf32, strided<[64, 1], offset: ?>>)
-// CHECK-NEXT: func.call @key_cache_tile(%arg5,
+// CHECK-NEXT: func.call @key_cache_tile(%arg6,
 // CHECK: func.call @pejit_s_tile(%{{.*}}, %{{.*}}, %[[KT]],
 // CHECK-LABEL: func.func private @key_cache_tile
 // CHECK: %[[OFF:.*]] = arith.muli %{{.*}}, %c6144 : index
@@ -398,4 +398,21 @@ func.func @shape_class(%q: tensor<1x2x?x64xf32>, %k: tensor<1x1x?x64xf32>, %v: t
 func.func @runtime_scale(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %p: tensor<16xi64>, %s: tensor<1xf32>) -> tensor<1x4x16x64xf32> {
   %o = attn.attention %q, %k, %v query_positions(%p : tensor<16xi64>) key_positions(%p : tensor<16xi64>) encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>]) encoding_operands(%s : tensor<1xf32>) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
   return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
+// A training forward (an lse result): the signature says `lse`, there is no
+// grouped decode item, and @pejit_item writes lse_i = m_i + log l_i (-inf
+// for a row that saw no key) when the run passes rows of it.
+// CHECK: pejit.kernel = {arguments = "lse query:f32:1x4x?x64
+// CHECK-SAME: decode_group = 0 : i64
+// CHECK-LABEL: func.func @pejit_item
+// CHECK-SAME: %arg4: memref<?x4x?x1xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: memref.dim %arg4, %{{.*}} : memref<?x4x?x1xf32
+// CHECK: math.log %{{.*}} : f32
+// CHECK: memref.store %{{.*}}, %arg4[
+func.func @training(%q: tensor<1x4x?x64xf32>, %k: tensor<1x2x?x64xf32>, %v: tensor<1x2x?x64xf32>) -> (tensor<1x4x?x64xf32>, tensor<1x4x?xf32>) {
+  %o, %lse = attn.attention %q, %k, %v causal : tensor<1x4x?x64xf32>, tensor<1x2x?x64xf32>, tensor<1x2x?x64xf32> -> tensor<1x4x?x64xf32>, tensor<1x4x?xf32>
+  return %o, %lse : tensor<1x4x?x64xf32>, tensor<1x4x?xf32>
 }
