@@ -116,7 +116,7 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
                      positions_per_batch: bool = False, bias=None, packed: bool = False,
                      key_lengths: bool = False, page_size: Optional[int] = None,
                      rope_scale: Optional[int] = None, alibi_slopes: bool = False,
-                     rope_inv_freq: bool = False) -> str:
+                     rope_inv_freq: bool = False, training: bool = False) -> str:
     """The MLIR pejit.attention compiles for these shapes (lengths as `?`).
     shaw_key_table, shaw_value_table: (rank, dtype) of the Shaw tables.
     bias: (shape [b|1, hq|1, sq, skv], dtype) of a bias or mask tensor the
@@ -128,7 +128,8 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     encodings' tensors. alibi_slopes: ALiBi's slopes are an input (f32 [hq],
     after the bias), learned_slopes. rope_inv_freq: RoPE's inverse
     frequencies are an input (f32 [rotary_dim / 2], after the scale),
-    learned_inv_freq."""
+    learned_inv_freq. training: a training forward, which also returns each
+    row's lse [b, hq, sq] (docs/backward.md)."""
     b, hq, _, d = q_shape
     hkv = k_shape[2] if page_size else k_shape[1]
     dv = v_shape[3]
@@ -180,6 +181,7 @@ def attention_source(q_shape, k_shape, v_shape, dtype: str = "float32", *, rope=
     spec.packed = bool(packed)
     spec.key_lengths = bool(key_lengths)
     spec.page_size = page_size
+    spec.training = bool(training)
     return _pejit.attention_source(spec, [b, hq, hkv, lengths[0], lengths[1], d, dv])
 
 
@@ -190,7 +192,8 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
               window=None, softcap: Optional[float] = None, scale: Optional[float] = None,
               q_positions=None, k_positions=None, bias=None, cu_seqlens_q=None,
               cu_seqlens_k=None, key_lengths=None, block_table=None, out=None,
-              target: str = "host", rope_scale=None, alibi_slopes=None, rope_inv_freq=None):
+              target: str = "host", rope_scale=None, alibi_slopes=None, rope_inv_freq=None,
+              return_lse: bool = False):
     """Attention with its positional encoding fused into the kernel.
 
     q [b, hq, sq, d], k [b, hkv, skv, d], v [b, hkv, skv, dv]: NumPy arrays
@@ -223,7 +226,10 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
     rope_inv_freq: float32 [rotary_dim / 2], RoPE's inverse frequencies as
     an input (with rope=; its scaling's attention factor still applies).
     out: [b, hq, sq, dv] of q's dtype, written in place; else allocated.
-    Returns the output. Raises pejit.Error with pejit's message.
+    return_lse: also return each row's log-sum-exp (float32 [b, hq, sq],
+    -inf for a row that sees no key), the training forward's, which
+    pejit.attention_backward(..., lse=) reads instead of recomputing.
+    Returns the output (and lse). Raises pejit.Error with pejit's message.
     """
     if bias is not None:
         bias = _as_bias(bias)
@@ -243,7 +249,7 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
                None if block_table is None else k.shape[1],
                None if rope_scale is None else tuple(rope_scale.shape),
                None if alibi_slopes is None else tuple(alibi_slopes.shape),
-               None if rope_inv_freq is None else tuple(rope_inv_freq.shape))
+               None if rope_inv_freq is None else tuple(rope_inv_freq.shape), bool(return_lse))
         plan = _plans.get(key)
     except (AttributeError, IndexError, TypeError):
         key, plan = None, None
@@ -253,7 +259,7 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
         plan = _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal,
                      window, softcap, scale, q_positions, k_positions, target, bias,
                      cu_seqlens_q, cu_seqlens_k, key_lengths, block_table, rope_scale,
-                     alibi_slopes, rope_inv_freq)
+                     alibi_slopes, rope_inv_freq, bool(return_lse))
         if key is not None and plan.cacheable:
             _plans[key] = plan
     # The kernel's inputs after Q, K and V, in its argument order (the
@@ -262,7 +268,7 @@ def attention(q, k, v, *, rope: Union[RopeConfig, Mapping[str, Any], bool, None]
     extra = [x for x in (block_table, t5_table, shaw_key, shaw_value, bias, alibi_slopes,
                          rope_scale, rope_inv_freq, cu_seqlens_q, cu_seqlens_k, key_lengths)
              if x is not None]
-    return plan.run(q, k, v, extra, q_positions, k_positions, out)
+    return plan.run(q, k, v, extra, q_positions, k_positions, out, bool(return_lse))
 
 
 class _Plan:
@@ -274,7 +280,7 @@ class _Plan:
         self.axes, self.per_batch, self.cacheable = axes, per_batch, cacheable
         self.default_query_ids = default_query_ids
 
-    def run(self, q, k, v, extra, q_positions, k_positions, out):
+    def run(self, q, k, v, extra, q_positions, k_positions, out, lse=False):
         b, hq, sq, _ = q.shape
         if out is None:
             out = empty_like_kind(q, (b, hq, sq, v.shape[3]), self.dtype)
@@ -288,6 +294,12 @@ class _Plan:
             inputs.append(q_positions)
         if k_positions is not None:
             inputs.append(k_positions)
+        if lse:  # the training forward: o and each row's lse
+            from ._backward import _raw_any
+            rows = empty_like_kind(q, (b, hq, sq), "float32")
+            self.native.run_training_raw([_raw_any(x, "input") for x in inputs],
+                                         _raw_any(out, "out"), _raw_any(rows, "lse"))
+            return out, rows
         if self.torch and is_torch(out) and all(is_torch(x) for x in inputs):
             # Pointers, shapes and strides straight from the tensors (their
             # DLPack export costs microseconds each). A resolved copy (_raw)
@@ -389,7 +401,7 @@ _plans: dict = {}
 def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal, window,
           softcap, scale, q_positions, k_positions, target, bias=None, cu_seqlens_q=None,
           cu_seqlens_k=None, key_lengths=None, block_table=None, rope_scale=None,
-          alibi_slopes=None, rope_inv_freq=None) -> _Plan:
+          alibi_slopes=None, rope_inv_freq=None, training=False) -> _Plan:
     """Checks a call and gets its kernel: the slow path, once per kind."""
     for x, what in ((q, "q"), (k, "k"), (v, "v")):
         dtype_name(x, what)  # a NumPy array or torch tensor of a dtype pejit reads
@@ -483,14 +495,15 @@ def _plan(q, k, v, rope, alibi, t5, t5_table, shaw, shaw_key, shaw_value, causal
     key = (target, dtype, qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table,
            value_table, bool(causal), _window(window), softcap, scale, per_batch, bias_type,
            packed, key_lengths is not None, page_size, scale_rows, alibi_slopes is not None,
-           rope_inv_freq is not None)
+           rope_inv_freq is not None, training)
     kernel = _kernel(key, lambda: attention_source(
         qs, (ks[0], ks[1], None, ks[3]) if not paged else tuple(k.shape), vs, dtype, rope=rope,
         alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
         shaw_value_table=value_table, causal=causal, window=window, softcap=softcap,
         scale=scale, positions_per_batch=per_batch, bias=bias_type, packed=packed,
         key_lengths=key_lengths is not None, page_size=page_size, rope_scale=scale_rows,
-        alibi_slopes=alibi_slopes is not None, rope_inv_freq=rope_inv_freq is not None))
+        alibi_slopes=alibi_slopes is not None, rope_inv_freq=rope_inv_freq is not None,
+        training=training))
     for x, what in ((t5_table, "t5_table"), (q_positions, "q_positions"),
                     (k_positions, "k_positions")):
         if x is not None:

@@ -18,6 +18,11 @@ _kernels: dict = {}
 
 _NUMPY_CODES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 3,
                 np.dtype(np.int64): 4}
+try:  # NumPy's bfloat16 arrays (ml_dtypes), where installed
+    import ml_dtypes
+    _NUMPY_CODES[np.dtype(ml_dtypes.bfloat16)] = 2
+except ImportError:
+    pass
 
 
 def _raw_any(x, what):
@@ -26,8 +31,8 @@ def _raw_any(x, what):
     if is_torch(x):
         return _raw(x, what)
     if not isinstance(x, np.ndarray) or x.dtype not in _NUMPY_CODES:
-        raise Error(f"{what}: expected a NumPy array (float32, float16; int32 or int64 position "
-                    "ids) or a torch CPU tensor")
+        raise Error(f"{what}: expected a NumPy array (float32, float16, bfloat16; int32 or "
+                    "int64 position ids) or a torch CPU tensor")
     return (x.ctypes.data, _NUMPY_CODES[x.dtype], x.shape,
             tuple(s // x.itemsize for s in x.strides))
 
@@ -45,7 +50,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
                        softcap: Optional[float] = None, scale: Optional[float] = None,
                        q_positions=None, k_positions=None, rope_scale=None,
                        alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
-                       cu_seqlens_k=None, key_lengths=None) -> Tuple:
+                       cu_seqlens_k=None, key_lengths=None, lse=None) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
     with t5 and its float32 t5_table, the table's gradient as a fourth;
@@ -63,8 +68,10 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     rope_scale, rope_inv_freq.
     cu_seqlens_q, cu_seqlens_k (a packed batch) and key_lengths (int32) as
     for the forward: each sequence or row is its own attention, keys past a
-    row's length get zero gradients. Deterministic: the same inputs give
-    the same bits at any thread count."""
+    row's length get zero gradients. lse: the training forward's (float32
+    [b, hq, sq], pejit.attention(..., return_lse=True)), read instead of
+    recomputed. Deterministic: the same inputs give the same bits at any
+    thread count."""
     rope = as_rope(rope)
     positions = [p for p in (q_positions, k_positions) if p is not None]
     if positions and rope is None:
@@ -136,6 +143,11 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     if (packed or key_lengths is not None) and k_positions is not None and q_positions is None:
         raise Error("q_positions: give them with k_positions in a packed or key_lengths call "
                     "(their defaults follow each sequence's lengths)")
+    if lse is not None:
+        if dtype_name(lse, "lse") != "float32" or tuple(int(n) for n in lse.shape) != \
+                (qs[0], qs[1], qs[2]):
+            raise Error(f"lse: expected float32 [b, hq, sq] = [{qs[0]}, {qs[1]}, {qs[2]}], got "
+                        f"{dtype_name(lse, 'lse')} {list(lse.shape)}")
     torch_inputs = is_torch(q)
     if any(is_torch(x) != torch_inputs for x in (k, v, o, do)):
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
@@ -145,7 +157,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
            bool(causal), _window(window),
            softcap, scale, per_batch, None if rope_scale is None else int(rope_scale.shape[0]),
            alibi_slopes is not None, rope_inv_freq is not None, dtype, packed,
-           key_lengths is not None)
+           key_lengths is not None, lse is not None)
     kernel = _kernels.get(key)
     if kernel is None:
         source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, dtype, rope=rope,
@@ -155,7 +167,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
                                   rope_scale=None if rope_scale is None else int(rope_scale.shape[0]),
                                   alibi_slopes=alibi_slopes is not None,
                                   rope_inv_freq=rope_inv_freq is not None, packed=packed,
-                                  key_lengths=key_lengths is not None)
+                                  key_lengths=key_lengths is not None, training=lse is not None)
         kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
@@ -189,7 +201,8 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
         grads = tuple(np.empty(x.shape, dtype=x.dtype if n < 3 else np.float32)
                       for n, x in enumerate(like))
     kernel._native.run_backward_raw(
-        [_raw_any(x, "input") for x in [q, k, v] + operands + [o, do] + ids],
+        [_raw_any(x, "input")
+         for x in [q, k, v] + operands + [o, do] + ([] if lse is None else [lse]) + ids],
         [_raw_any(g, "gradient") for g in grads])
     order = [names.index(name)
              for name in ("t5_table", "shaw_key_table", "shaw_value_table", "alibi_slopes",

@@ -143,6 +143,7 @@ void bindBuilder(nb::module_ &m) {
       .def_rw("packed", &AttentionSpec::packed)
       .def_rw("key_lengths", &AttentionSpec::keyLengths)
       .def_rw("page_size", &AttentionSpec::pageSize)
+      .def_rw("training", &AttentionSpec::training)
       .def_prop_rw(
           "dtype", [](const AttentionSpec &s) { return std::string(dtypeName(s.dtype)); },
           [](AttentionSpec &s, const std::string &name) { s.dtype = floatDtype(name); });

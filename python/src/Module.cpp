@@ -120,6 +120,24 @@ struct Kernel {
       throw Error(status.message());
   }
 
+  /// A training forward's run (docs/backward.md): run_raw that also writes
+  /// each row's lse to `lse` (f32 [b, hq, sq]).
+  void runTrainingRaw(const std::vector<Raw> &inputs, const Raw &out, const Raw &lse) const {
+    if (!x86)
+      throw Error("run_training: the training forward runs on the host (x86) so far");
+    std::vector<TensorView> views;
+    for (const Raw &raw : inputs)
+      views.push_back(rawView(raw));
+    TensorView outView = rawView(out), lseView = rawView(lse);
+    Status status;
+    {
+      nb::gil_scoped_release release;
+      status = x86->runTraining(views, outView, lseView);
+    }
+    if (!status)
+      throw Error(status.message());
+  }
+
   /// A backward kernel's run (docs/backward.md): raw inputs (q, k, v, o,
   /// dO) and raw gradients (dq, dk, dv), written in place.
   void runBackwardRaw(const std::vector<Raw> &inputs, const std::vector<Raw> &gradients) const {
@@ -205,6 +223,7 @@ NB_MODULE(_pejit, m) {
       .def("run", &Kernel::run, "inputs"_a, "out"_a, "bf16"_a)
       .def("run_raw", &Kernel::runRaw, "inputs"_a, "out"_a)
       .def("run_backward_raw", &Kernel::runBackwardRaw, "inputs"_a, "gradients"_a)
+      .def("run_training_raw", &Kernel::runTrainingRaw, "inputs"_a, "out"_a, "lse"_a)
       .def("time_run", &Kernel::timeRun, "inputs"_a, "out"_a, "bf16"_a, "repeats"_a)
       .def("ir",
            [](const Kernel &k, const std::string &stage) {
