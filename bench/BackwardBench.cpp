@@ -3,7 +3,9 @@
 // issue's s = 2048 case), with the forward timed in the same run; plain,
 // and with RoPE fused (its rotation of Q and K and its adjoint on dQ, dK
 // are O(s d) beside the O(s^2 d) products: it should cost a few percent),
-// and at s = 2048 in bf16 too (widened to f32 scratch, the phases in f32).
+// and at s = 2048 in bf16 too (widened to f32 scratch, the phases in f32);
+// at s = 2048 also from a training forward, whose lse the backward reads
+// instead of recomputing (column "lse": given or recomputed).
 // FLOPs as FlashAttention counts them: forward 4 hq sq skv d / 2 (causal),
 // backward 2.5x that (5 matmuls to the forward's 2), so GFLOP/s and the
 // fraction of the FMA peak (sampled between the runs) compare the two.
@@ -32,27 +34,33 @@ int runBackwardBench(int argc, char **argv) {
               "%.1f GFLOP/s (%s) at start\n\n",
               (long long)heads, (long long)d, threads,
               measurePeakFmaGflops(threads, detectFmaIsa()), fmaIsaName(detectFmaIsa()));
-  std::printf("| s | dtype | encoding | pass | ms | GFLOP/s | %% of peak |\n"
-              "| ---: | --- | --- | --- | ---: | ---: | ---: |\n");
+  std::printf("| s | dtype | encoding | lse | pass | ms | GFLOP/s | %% of peak |\n"
+              "| ---: | --- | --- | --- | --- | ---: | ---: | ---: |\n");
   Runtime runtime({threads});
   std::mt19937 engine(13);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  // training: the training forward writes lse and the backward reads it
+  // (docs/backward.md); else the backward recomputes it.
   struct Case {
     int64_t s;
     DType dtype;
-    bool rope;
+    bool rope, training;
   };
   std::vector<Case> cases;
   for (int64_t s : {512, 1024, 2048})
     for (bool rope : {false, true})
-      cases.push_back({s, DType::F32, rope});
+      cases.push_back({s, DType::F32, rope, false});
   for (bool rope : {false, true})
-    cases.push_back({2048, DType::BF16, rope});
+    cases.push_back({2048, DType::BF16, rope, false});
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (bool rope : {false, true})
+      cases.push_back({2048, dtype, rope, true});
   for (const Case &c : cases) {
     const int64_t s = c.s;
     AttentionSpec attention;
     attention.causal = true;
     attention.dtype = c.dtype;
+    attention.training = c.training;
     if (c.rope)
       attention.rope = ref::RopeConfig{};
     Spec forward = Spec::fromBuilder(attention, Shape{1, heads, heads, s, s, d, d});
@@ -83,15 +91,25 @@ int runBackwardBench(int argc, char **argv) {
     std::vector<TensorView> qkv = {view(q), view(k), view(v)};
     std::vector<TensorView> inputs = {view(q), view(k), view(v), view(o), view(dO)};
     std::vector<TensorView> grads = {view(dq), view(dk), view(dv)};
-    Interleaved fwd =
-        medianWithPeak(repeats, threads, [&] { (void)forwardKernel->run(qkv, view(o)); });
+    std::vector<float> lse(heads * s);
+    TensorView lseView{lse.data(), DType::F32, {1, heads, s}, {}};
+    if (c.training)
+      inputs.push_back(lseView);
+    auto runForward = [&] {
+      if (c.training)
+        (void)forwardKernel->runTraining(qkv, view(o), lseView);
+      else
+        (void)forwardKernel->run(qkv, view(o));
+    };
+    Interleaved fwd = medianWithPeak(repeats, threads, runForward);
     Interleaved bwd =
         medianWithPeak(repeats, threads, [&] { (void)backwardKernel->runBackward(inputs, grads); });
     double forwardGflop = 4.0 * heads * double(s) * s * d * 0.5 / 1e9;
     for (auto [name, runs, gflop] : {std::tuple{"forward", fwd, forwardGflop},
                                      std::tuple{"backward", bwd, 2.5 * forwardGflop}})
-      std::printf("| %lld | %s | %s | %s | %.1f | %.1f | %.1f%% |\n", (long long)s,
-                  c.dtype == DType::BF16 ? "bf16" : "f32", c.rope ? "rope" : "none", name,
+      std::printf("| %lld | %s | %s | %s | %s | %.1f | %.1f | %.1f%% |\n", (long long)s,
+                  c.dtype == DType::BF16 ? "bf16" : "f32", c.rope ? "rope" : "none",
+                  c.training ? "given" : "recomputed", name,
                   runs.kernelMs, gflop / runs.kernelMs * 1e3,
                   100.0 * gflop / runs.kernelMs * 1e3 / runs.peakGflops);
     std::fflush(stdout);

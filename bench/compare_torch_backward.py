@@ -5,7 +5,9 @@ process of its own for its peak memory (RSS high-water mark):
 
   torch eager   F.scaled_dot_product_attention (torch's CPU flash backward)
   torch.compile the same under torch.compile (inductor)
-  pejit         torch.ops.pejit.attention (its backward kernel)
+  pejit         pejit.torch.attention: the training forward (it also writes
+                lse) and the backward kernel that reads it
+  pejit recompute  torch.ops.pejit.attention: the backward recomputes lse
 with RoPE (theta 10000, half layout, positions 0..s-1):
   torch RoPE    HF's apply_rotary_pos_emb (rotate_half) on q and k, then SDPA
   torch.compile RoPE  the same under torch.compile
@@ -69,13 +71,15 @@ def child(kind: str, s: int, repeats: int) -> dict:
     steps = {
         "torch eager": lambda: sdpa(q, k, v, is_causal=True),
         "torch.compile": torch.compile(lambda: sdpa(q, k, v, is_causal=True)),
-        "pejit": lambda: torch.ops.pejit.attention(q, k, v, causal),
+        "pejit": lambda: pejit.torch.attention(q, k, v, causal),
+        "pejit recompute": lambda: torch.ops.pejit.attention(q, k, v, causal),
         "torch RoPE": torch_rope,
         "torch.compile RoPE": torch.compile(torch_rope),
-        "pejit RoPE": lambda: torch.ops.pejit.attention(q, k, v, rope_options),
+        "pejit RoPE": lambda: pejit.torch.attention(q, k, v, rope_options),
+        "pejit RoPE recompute": lambda: torch.ops.pejit.attention(q, k, v, rope_options),
         "torch T5": lambda: sdpa(q, k, v, attn_mask=t5_bias().masked_fill(
             torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))),
-        "pejit T5": lambda: torch.ops.pejit.attention(q, k, v, t5_options, None, None, table),
+        "pejit T5": lambda: pejit.torch.attention(q, k, v, t5_options, t5_table=table),
     }
     step = steps[kind]
     times = []
@@ -106,8 +110,9 @@ def main() -> None:
           "causal, forward + backward\n")
     print("| s | implementation | fwd + bwd ms | peak RSS MiB |\n| ---: | --- | ---: | ---: |")
     for s in (int(n) for n in args.lengths.split(",")):
-        for kind in ("torch eager", "torch.compile", "pejit", "torch RoPE", "torch.compile RoPE",
-                     "pejit RoPE", "torch RoPE bf16", "pejit RoPE bf16", "torch T5", "pejit T5"):
+        for kind in ("torch eager", "torch.compile", "pejit", "pejit recompute", "torch RoPE",
+                     "torch.compile RoPE", "pejit RoPE", "pejit RoPE recompute",
+                     "torch RoPE bf16", "pejit RoPE bf16", "torch T5", "pejit T5"):
             if args.only and kind not in args.only.split(","):
                 continue
             out = subprocess.run([sys.executable, __file__, "--child", kind, str(s),
