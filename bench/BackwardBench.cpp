@@ -109,8 +109,8 @@ int runBackwardBench(int argc, char **argv) {
                                      std::tuple{"backward", bwd, 2.5 * forwardGflop}})
       std::printf("| %lld | %s | %s | %s | %s | %.1f | %.1f | %.1f%% |\n", (long long)s,
                   c.dtype == DType::BF16 ? "bf16" : "f32", c.rope ? "rope" : "none",
-                  c.training ? "given" : "recomputed", name,
-                  runs.kernelMs, gflop / runs.kernelMs * 1e3,
+                  c.training ? "given" : "recomputed", name, runs.kernelMs,
+                  gflop / runs.kernelMs * 1e3,
                   100.0 * gflop / runs.kernelMs * 1e3 / runs.peakGflops);
     std::fflush(stdout);
   }

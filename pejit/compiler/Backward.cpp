@@ -10,7 +10,7 @@
 namespace pejit {
 
 Expected<std::string> deriveBackwardSource(const std::string &source, const std::string &name,
-                                           bool operandGradients) {
+                                           bool operandGradients, bool scoreShapedGradients) {
   using Result = Expected<std::string>;
   initializeCompilerOnce();
   std::unique_ptr<mlir::MLIRContext> context = makeCompilerContext(/*parallelPasses=*/false);
@@ -23,6 +23,7 @@ Expected<std::string> deriveBackwardSource(const std::string &source, const std:
   passes.addNestedPass<mlir::func::FuncOp>(createFuseIntoAttention());
   DeriveBackwardOptions options;
   options.operandGradients = operandGradients;
+  options.scoreShapedGradients = scoreShapedGradients;
   passes.addPass(createDeriveBackward(options));
   if (mlir::failed(passes.run(*module)))
     return Result::error(diagnostics.take("backward"));

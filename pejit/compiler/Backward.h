@@ -17,7 +17,8 @@ namespace pejit {
 /// (the encodings' tensors held fixed). An error carries the compiler's
 /// diagnostics.
 Expected<std::string> deriveBackwardSource(const std::string &source, const std::string &name,
-                                           bool operandGradients = true);
+                                           bool operandGradients = true,
+                                           bool scoreShapedGradients = true);
 
 } // namespace pejit
 

@@ -211,6 +211,9 @@ std::string KernelSignature::str() const {
   std::string text = materializedBias ? "materialized_bias" : "";
   if (writesLse)
     text += std::string(text.empty() ? "" : " ") + "lse";
+  if (scoreShapedGradient)
+    text +=
+        std::string(text.empty() ? "" : " ") + "score_grad=" + std::to_string(*scoreShapedGradient);
   if (!operandGradients.empty()) {
     text += std::string(text.empty() ? "" : " ") + "operand_grads=";
     for (size_t n = 0; n < operandGradients.size(); ++n)
@@ -247,6 +250,15 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
     }
     if (token == "lse") {
       signature.writesLse = true;
+      continue;
+    }
+    if (token.rfind("score_grad=", 0) == 0) {
+      std::string slot = token.substr(11);
+      if (slot.empty() || slot.size() > 6 ||
+          slot.find_first_not_of("0123456789") != std::string::npos)
+        return Result::error("kernel signature token '" + token +
+                             "': malformed encoding operand slot '" + slot + "'");
+      signature.scoreShapedGradient = static_cast<unsigned>(std::stoul(slot));
       continue;
     }
     if (token.rfind("operand_grads=", 0) == 0) {

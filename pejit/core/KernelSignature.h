@@ -26,6 +26,7 @@
 #include "pejit/core/Types.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,11 @@ struct KernelSignature {
   /// slots whose gradient it writes after dq, dk, dv, in that order. In
   /// str() as the token "operand_grads=S,S,...".
   std::vector<unsigned> operandGradients;
+  /// Among operandGradients, the slot whose gradient is the score gradient
+  /// summed over the operand's broadcast dims (a bias tensor's): the kernel
+  /// writes dS per score, the runtime reduces it. In str() as the token
+  /// "score_grad=S".
+  std::optional<unsigned> scoreShapedGradient;
   /// A training forward (attn.attention with an lse result): the kernel
   /// also writes each row's log-sum-exp [b, hq, sq] when a run asks for it.
   /// In str() as the token "lse".

@@ -128,7 +128,10 @@ public:
   /// dq, dk, dv (and the gradients of the differentiable encoding
   /// operands; without `operandGradients`, dq, dk, dv only: the encodings'
   /// tensors held fixed). An error names what cannot be differentiated.
-  static Expected<Spec> backwardOf(const Spec &forward, bool operandGradients = true);
+  /// Without `scoreShapedGradients`, a bias tensor is held fixed (a mask):
+  /// its s x s gradient is neither computed nor returned.
+  static Expected<Spec> backwardOf(const Spec &forward, bool operandGradients = true,
+                                   bool scoreShapedGradients = true);
   /// A source file of at most kMaxSourceBytes (a larger one, or a device
   /// such as /dev/zero, is an error naming the path).
   static Expected<Spec> fromFile(const std::string &path);
@@ -331,7 +334,8 @@ public:
   Expected<X86Kernel> getX86(const Spec &spec, std::optional<X86TileConfig> tiles = std::nullopt);
   /// The backward kernel of a forward spec: getX86(Spec::backwardOf(spec)),
   /// from the same caches. Run it with X86Kernel::runBackward.
-  Expected<X86Kernel> getX86Backward(const Spec &forward, bool operandGradients = true);
+  Expected<X86Kernel> getX86Backward(const Spec &forward, bool operandGradients = true,
+                                     bool scoreShapedGradients = true);
   /// Number of compilations done (misses of both caches).
   int64_t compileCount() const;
   RuntimeStats stats() const;

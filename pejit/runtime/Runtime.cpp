@@ -180,8 +180,9 @@ std::string tuneKey(const Spec &spec) {
 }
 } // namespace
 
-Expected<X86Kernel> Runtime::getX86Backward(const Spec &forward, bool operandGradients) {
-  Expected<Spec> backward = Spec::backwardOf(forward, operandGradients);
+Expected<X86Kernel> Runtime::getX86Backward(const Spec &forward, bool operandGradients,
+                                            bool scoreShapedGradients) {
+  Expected<Spec> backward = Spec::backwardOf(forward, operandGradients, scoreShapedGradients);
   if (!backward)
     return Expected<X86Kernel>::error(backward.error());
   return getX86(*backward);

@@ -281,9 +281,10 @@ Expected<Spec> Spec::fromText(std::string mlirText, std::string name) {
   return Spec(std::move(mlirText), std::move(name));
 }
 
-Expected<Spec> Spec::backwardOf(const Spec &forward, bool operandGradients) {
-  Expected<std::string> text =
-      deriveBackwardSource(forward.source(), forward.name(), operandGradients);
+Expected<Spec> Spec::backwardOf(const Spec &forward, bool operandGradients,
+                                bool scoreShapedGradients) {
+  Expected<std::string> text = deriveBackwardSource(forward.source(), forward.name(),
+                                                    operandGradients, scoreShapedGradients);
   if (!text)
     return Expected<Spec>::error(text.error());
   return fromText(std::move(*text), forward.name() + " (backward)");

@@ -86,6 +86,7 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   std::vector<std::pair<const TensorView *, std::string>> written = {
       {&gradients[0], "dq"}, {&gradients[1], "dk"}, {&gradients[2], "dv"}};
   BackwardOperandGrads grads;
+  TensorView scoreGradient;
   for (size_t n = 0; n < operandGradients.size(); ++n) {
     unsigned slot = operandGradients[n];
     const TensorView *operand =
@@ -98,13 +99,18 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
       return st;
     if (!isDenseRowMajor(grad))
       return Status::error(name + " must be contiguous (row-major): the run writes it whole");
+    written.push_back({&grad, name});
+    if (signature.scoreShapedGradient == slot) { // dS summed by the call itself
+      scoreGradient = grad;
+      continue;
+    }
     int64_t size = 1;
     for (int64_t dim : operand->shape)
       size *= dim;
     grads.offsets.push_back(grads.floats);
     grads.sizes.push_back(size);
     grads.floats += size;
-    written.push_back({&grad, name});
+    grads.outputs.push_back(3 + n);
   }
   if (Status st = checkWrites(signature, inputs, written, /*inPlaceAllowed=*/false); !st)
     return st;
@@ -120,6 +126,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     sums.emplace_back(size, 0.0);
   const bool whole = parts.size() == 1 && parts[0].row < 0 && parts[0].q0 == 0 &&
                      parts[0].nq == s.querySeq && parts[0].k0 == 0 && parts[0].nk == s.keySeq;
+  if (scoreGradient.data && !whole)
+    return Status::error("a bias tensor's gradient with segments or key lengths is not built yet");
   if (whole) {
     BackwardCall call{s,
                       *bound.query,
@@ -132,7 +140,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                       gradients[2],
                       bound.queryPositions,
                       bound.keyPositions,
-                      lse4};
+                      lse4,
+                      scoreGradient};
     if (Status st = runBackwardCall(call, bound, grads, sums); !st)
       return st;
   } else {
@@ -174,7 +183,7 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
     }
   }
   for (size_t n = 0; n < sums.size(); ++n) {
-    float *out = static_cast<float *>(gradients[3 + n].data);
+    float *out = static_cast<float *>(gradients[grads.outputs[n]].data);
     for (size_t e = 0; e < sums[n].size(); ++e)
       out[e] = static_cast<float>(sums[n][e]);
   }

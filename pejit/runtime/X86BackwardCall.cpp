@@ -69,10 +69,14 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
   const int64_t keyFloats = s.batch * s.kvHeads * s.keySeq * s.headDim,
                 valueFloats = s.batch * s.kvHeads * s.keySeq * s.valueDim;
   const int64_t widenAt = keyAt + (transformed ? aligned(keyFloats) : 0);
-  const int64_t scratchFloats =
+  // A bias tensor's gradient: dS [b, hq, sq, skv], written by the kv phase.
+  const int64_t scoreFloats =
+      call.scoreGradient.data ? s.batch * s.queryHeads * s.querySeq * s.keySeq : 0;
+  const int64_t scoreAt =
       widenAt + (narrow ? 2 * (aligned(queryFloats) + aligned(keyFloats) + aligned(valueFloats)) +
                               2 * aligned(outputFloats)
                         : 0);
+  const int64_t scratchFloats = scoreAt + aligned(scoreFloats);
   ScratchBuffer scratch = takeScratch(scratchFloats);
   if (!scratch.data)
     return Status::error("out of memory: the backward's scratch of " +
@@ -150,6 +154,14 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
     k = tk;
   }
   // Each phase reads what the one before wrote: three pool round trips.
+  // dS for a bias tensor's gradient (zeroed: the scores a mask hides are
+  // never written), or 0 rows.
+  MemRefDescriptor<float, 4> dScore{};
+  if (scoreFloats > 0) {
+    float *at = base + scoreAt;
+    std::fill(at, at + scoreFloats, 0.0f);
+    dScore = dense(at, s.batch, s.queryHeads, s.querySeq, s.keySeq);
+  }
   // A training forward's lse, or a descriptor of 0 rows: recomputed.
   MemRefDescriptor<float, 4> lse{};
   if (call.lse.data)
@@ -163,13 +175,13 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
                   e[2].data(), e[3].data(), item);
   });
   pool_->parallelFor(keyItems, [&](int64_t item) {
-    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv;
+    MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dkc = dk, dvc = dv, dsc = dScore;
     MemRefDescriptor<float, 1> sc = rows;
     std::array<std::vector<int64_t>, kEncodingOperandSlots> e = slots;
     MemRefDescriptor<float, 1> tc = tables;
     Ids2 qpc = qp, kpc = kp;
-    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &sc, &tc, &qpc, &kpc, e[0].data(), e[1].data(),
-                e[2].data(), e[3].data(), item);
+    backwardKv_(&qc, &kc, &vc, &dOc, &dkc, &dvc, &dsc, &sc, &tc, &qpc, &kpc, e[0].data(),
+                e[1].data(), e[2].data(), e[3].data(), item);
   });
   pool_->parallelFor(queryItems, [&](int64_t item) {
     MemRefDescriptor<float, 4> qc = q, kc = k, vc = v, dOc = dO, dqc = dq;
@@ -205,6 +217,24 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
         for (int64_t item = 0; item < gradItems; ++item)
           sum += partials[item * grads.floats + e];
         out[e] += sum;
+      }
+    });
+  }
+  // A bias tensor's gradient: dS summed over the bias's broadcast dims (b,
+  // then h, in order, in f64), one job per row of the gradient.
+  if (scoreFloats > 0) {
+    const TensorView &grad = call.scoreGradient;
+    const int64_t gb = grad.shape[0], gh = grad.shape[1], sq = s.querySeq, skv = s.keySeq;
+    const float *dS = base + scoreAt;
+    float *out = static_cast<float *>(grad.data);
+    pool_->parallelFor(gb * gh * sq, [&](int64_t row) {
+      const int64_t i = row % sq, h0 = (row / sq) % gh, b0 = row / (sq * gh);
+      for (int64_t j = 0; j < skv; ++j) {
+        double sum = 0.0;
+        for (int64_t b = (gb == 1 ? 0 : b0); b < (gb == 1 ? s.batch : b0 + 1); ++b)
+          for (int64_t h = (gh == 1 ? 0 : h0); h < (gh == 1 ? s.queryHeads : h0 + 1); ++h)
+            sum += dS[((b * s.queryHeads + h) * sq + i) * skv + j];
+        out[row * skv + j] = static_cast<float>(sum);
       }
     });
   }

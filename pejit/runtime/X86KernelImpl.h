@@ -89,7 +89,8 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
 /// A backward kernel's phases (templates/x86/attention_backward.mlir):
 /// (q, k, v, o, dO, lse, scratch, query ids, key ids, e0..e3, item; lse a
 /// training forward's [b, hq, sq, 1], or 0 rows to recompute it), (q, k, v,
-/// dO, dk, dv, scratch,
+/// dO, dk, dv, dS (a bias tensor's gradient, [b, hq, sq, skv]; 0 rows: not
+/// asked for), scratch,
 /// tables, query ids, key ids, e0..e3, item) and (q, k, v, dO, dq, scratch,
 /// tables, query ids, key ids, e0..e3, item); the encoding operand slots
 /// as for ItemFn.
@@ -98,7 +99,7 @@ using Ids2 = MemRefDescriptor<int64_t, 2>;
 using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                                 MemRefDescriptor<float, 1> *, Ids2 *, Ids2 *, void *, void *,
                                 void *, void *, int64_t);
-using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+using BackwardKvFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                               MemRefDescriptor<float, 1> *, MemRefDescriptor<float, 1> *, Ids2 *,
                               Ids2 *, void *, void *, void *, void *, int64_t);
 using BackwardQueryFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
@@ -176,12 +177,17 @@ private:
     const TensorView *queryIds = nullptr, *keyIds = nullptr;
     /// A training forward's lse as [b, hq, sq, 1]; no data: recomputed.
     TensorView lse = {};
+    /// A bias tensor's gradient [1|b, 1|hq, sq, skv] (f32, dense): dS
+    /// summed over its broadcast dims; no data: not asked for.
+    TensorView scoreGradient = {};
   };
   /// The operand gradients asked for: each one's floats and offset in a
   /// work item's partial buffer of `floats` floats.
   struct BackwardOperandGrads {
     std::vector<int64_t> offsets, sizes;
     int64_t floats = 0;
+    /// Each one's index among the run's gradients (after dq, dk, dv).
+    std::vector<size_t> outputs;
   };
   /// Runs `call`, adding each operand gradient's sum to `sums` (f64).
   Status runBackwardCall(const BackwardCall &call, const BoundInputs &bound,

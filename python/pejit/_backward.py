@@ -6,7 +6,7 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-from ._attention import (ShawConfig, T5Config, _as_alibi, _raw, _shape, _window,
+from ._attention import (ShawConfig, T5Config, _as_alibi, _as_bias, _raw, _shape, _window,
                          attention_source)
 from ._checks import boolean, optional_number
 from ._kernel import Kernel, runtime
@@ -50,12 +50,16 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
                        softcap: Optional[float] = None, scale: Optional[float] = None,
                        q_positions=None, k_positions=None, rope_scale=None,
                        alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
-                       cu_seqlens_k=None, key_lengths=None, lse=None) -> Tuple:
+                       cu_seqlens_k=None, key_lengths=None, lse=None, bias=None,
+                       bias_grad: bool = True) -> Tuple:
     """dq, dk, dv of o = pejit.attention(q, k, v, ...) for the output's
     gradient `do` (the same options as the forward; `o` is its output), and
     with t5 and its float32 t5_table, the table's gradient as a fourth;
     with shaw and its float32 tables shaw_key, shaw_value (either or both,
-    shared or per head, as for the forward), their gradients.
+    shared or per head, as for the forward), their gradients; with a float32
+    bias ([sq, skv] or [b|1, hq|1, sq, skv]), its gradient: dS summed over
+    its broadcast dims, of the bias's shape (s x s: with bias_grad=False the
+    bias is a fixed mask and gets none).
     NumPy arrays or torch CPU tensors (q, k, v, o, do of one dtype: float32,
     float16, or torch bfloat16, computed in f32; the encodings' tensors
     float32); returns new arrays of the kind, shapes and dtypes of q, k, v
@@ -64,7 +68,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     forward (defaults: keys 0..skv-1, queries skv-sq..skv-1); with
     rope_scale (float32 [1] or [b]), alibi_slopes (float32 [hq], with
     alibi=) and rope_inv_freq (float32 [rotary_dim / 2]), their gradients
-    follow, in the order t5_table, shaw_key, shaw_value, alibi_slopes,
+    follow, in the order t5_table, shaw_key, shaw_value, bias, alibi_slopes,
     rope_scale, rope_inv_freq.
     cu_seqlens_q, cu_seqlens_k (a packed batch) and key_lengths (int32) as
     for the forward: each sequence or row is its own attention, keys past a
@@ -100,6 +104,10 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     for table, what in ((shaw_key, "shaw_key"), (shaw_value, "shaw_value")):
         if table is not None:
             tensors.append((table, what))
+    bias_shape = None if bias is None else tuple(int(n) for n in bias.shape)
+    if bias is not None:
+        bias = _as_bias(bias)
+        tensors.append((bias, "bias"))
     if rope_scale is not None:
         if rope is None:
             raise Error("rope_scale: give rope= too (the scale multiplies RoPE's positions)")
@@ -153,7 +161,10 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
         raise Error("q, k, v, o, do: mix NumPy arrays and torch tensors")
     key_table = None if shaw_key is None else (len(shaw_key.shape), "float32")
     value_table = None if shaw_value is None else (len(shaw_value.shape), "float32")
+    bias_type = None if bias is None else (tuple(int(n) for n in bias.shape), "float32")
+    boolean(bias_grad, "bias_grad")
     key = (qs[0], qs[1], ks[1], qs[3], vs[3], rope, alibi, t5, shaw, key_table, value_table,
+           bias_type, bool(bias_grad),
            bool(causal), _window(window),
            softcap, scale, per_batch, None if rope_scale is None else int(rope_scale.shape[0]),
            alibi_slopes is not None, rope_inv_freq is not None, dtype, packed,
@@ -162,20 +173,23 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     if kernel is None:
         source = attention_source(qs, (ks[0], ks[1], None, ks[3]), vs, dtype, rope=rope,
                                   alibi=alibi, t5=t5, shaw=shaw, shaw_key_table=key_table,
-                                  shaw_value_table=value_table, causal=causal, window=window,
+                                  shaw_value_table=value_table, bias=bias_type, causal=causal,
+                                  window=window,
                                   softcap=softcap, scale=scale, positions_per_batch=per_batch,
                                   rope_scale=None if rope_scale is None else int(rope_scale.shape[0]),
                                   alibi_slopes=alibi_slopes is not None,
                                   rope_inv_freq=rope_inv_freq is not None, packed=packed,
                                   key_lengths=key_lengths is not None, training=lse is not None)
-        kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>"), source)
+        kernel = Kernel(runtime().get_backward(source, "<pejit.attention_backward>",
+                                               bias_gradient=bool(bias_grad)), source)
         _kernels[key] = kernel
     q, k, v, o, do = (_contiguous_rows(x) for x in (q, k, v, o, do))
     # The derived backward's arguments: the forward's (q, k, v, the table),
     # then o and dO, then the position ids (trailing, as in the forward);
     # its gradients dq, dk, dv, then the table's.
     operands = [_contiguous_rows(x)
-                for x in (t5_table, shaw_key, shaw_value, alibi_slopes, rope_scale, rope_inv_freq)
+                for x in (t5_table, shaw_key, shaw_value, bias, alibi_slopes, rope_scale,
+                          rope_inv_freq)
                 if x is not None]
     operands += [x for x in (cu_seqlens_q, cu_seqlens_k, key_lengths) if x is not None]
     if k_positions is not None and q_positions is None:
@@ -189,7 +203,7 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
     # The operand gradients come in the kernel's order; returned as the
     # table's, then the scale's.
     by_name = {"t5_table": t5_table, "shaw_key_table": shaw_key, "shaw_value_table": shaw_value,
-               "alibi_slopes": alibi_slopes,
+               "bias": bias, "alibi_slopes": alibi_slopes,
                "rope_position_scale": rope_scale, "rope_inv_freq": rope_inv_freq}
     names = list(kernel._native.operand_gradients)
     like = [q, k, v] + [by_name[name] for name in names]
@@ -205,7 +219,10 @@ def attention_backward(q, k, v, o, do, *, rope=None, alibi=None, t5: Optional[T5
          for x in [q, k, v] + operands + [o, do] + ([] if lse is None else [lse]) + ids],
         [_raw_any(g, "gradient") for g in grads])
     order = [names.index(name)
-             for name in ("t5_table", "shaw_key_table", "shaw_value_table", "alibi_slopes",
-                          "rope_position_scale", "rope_inv_freq")
+             for name in ("t5_table", "shaw_key_table", "shaw_value_table", "bias",
+                          "alibi_slopes", "rope_position_scale", "rope_inv_freq")
              if name in names]
-    return tuple(grads[:3]) + tuple(grads[3 + n] for n in order)
+    # The bias's gradient in the shape it was given ([sq, skv] or 4-D).
+    out = [grads[3 + n].reshape(bias_shape) if names[n] == "bias" else grads[3 + n]
+           for n in order]
+    return tuple(grads[:3]) + tuple(out)

@@ -102,11 +102,11 @@ def _as_t5(t5) -> Optional[T5Config]:
 # backward op takes them after (q, k, v, o, grad, options), then lse.
 _TENSOR_ARGS = ("q_positions", "k_positions", "t5_table", "rope_scale", "alibi_slopes",
                 "rope_inv_freq", "cu_seqlens_q", "cu_seqlens_k", "key_lengths",
-                "shaw_key_table", "shaw_value_table")
+                "shaw_key_table", "shaw_value_table", "bias")
 # Those with a gradient, in the order the backward op returns them after dq,
 # dk, dv; position ids, offsets and lengths have none.
 _OPERAND_GRADIENTS = ("t5_table", "rope_scale", "alibi_slopes", "rope_inv_freq",
-                      "shaw_key_table", "shaw_value_table")
+                      "shaw_key_table", "shaw_value_table", "bias")
 
 
 def _keywords(tensors) -> dict:
@@ -129,9 +129,10 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
                  cu_seqlens_k: Optional[torch.Tensor] = None,
                  key_lengths: Optional[torch.Tensor] = None,
                  shaw_key_table: Optional[torch.Tensor] = None,
-                 shaw_value_table: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 shaw_value_table: Optional[torch.Tensor] = None,
+                 bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table)
+               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
     return _attention(q, k, v, **_keywords(tensors), **_decode(options))
 
 
@@ -148,12 +149,13 @@ def attention_with_lse_op(
         alibi_slopes: Optional[torch.Tensor] = None, rope_inv_freq: Optional[torch.Tensor] = None,
         cu_seqlens_q: Optional[torch.Tensor] = None, cu_seqlens_k: Optional[torch.Tensor] = None,
         key_lengths: Optional[torch.Tensor] = None, shaw_key_table: Optional[torch.Tensor] = None,
-        shaw_value_table: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+        shaw_value_table: Optional[torch.Tensor] = None,
+        bias: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """The training forward: pejit::attention's output and each row's lse
     (float32 [b, hq, sq]), which its backward reads instead of recomputing
     (docs/backward.md). lse itself has no gradient."""
     tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table)
+               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
     return _attention(q, k, v, return_lse=True, **_keywords(tensors), **_decode(options))
 
 
@@ -172,31 +174,43 @@ def attention_backward_op(
         rope_inv_freq: Optional[torch.Tensor] = None, cu_seqlens_q: Optional[torch.Tensor] = None,
         cu_seqlens_k: Optional[torch.Tensor] = None, key_lengths: Optional[torch.Tensor] = None,
         shaw_key_table: Optional[torch.Tensor] = None,
-        shaw_value_table: Optional[torch.Tensor] = None, lse: Optional[torch.Tensor] = None
+        shaw_value_table: Optional[torch.Tensor] = None, bias: Optional[torch.Tensor] = None,
+        lse: Optional[torch.Tensor] = None, bias_grad: bool = False
 ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
-           torch.Tensor, torch.Tensor, torch.Tensor]:
+           torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """dq, dk, dv, then the gradients of _OPERAND_GRADIENTS (an empty tensor
     for each one absent); with RoPE, dq and dk rotated back inside the
-    kernel; with lse (the training forward's), it is read, not recomputed."""
+    kernel; with lse (the training forward's), it is read, not recomputed.
+    The bias's gradient (s x s) only with bias_grad; else it is a mask."""
     tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table)
+               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
     kwargs = {name: value for name, value in _decode(options).items() if name in _OPTIONS}
-    grads = list(_attention_backward(q, k, v, o, grad, lse=lse, **_keywords(tensors), **kwargs))
+    # A bias that needs no gradient is a mask: its s x s gradient is skipped.
+    grads = list(_attention_backward(q, k, v, o, grad, lse=lse, bias_grad=bias_grad,
+                                     **_keywords(tensors), **kwargs))
     # attention_backward returns them as t5_table, shaw_key, shaw_value,
-    # alibi_slopes, rope_scale, rope_inv_freq.
+    # bias, alibi_slopes, rope_scale, rope_inv_freq.
     named = dict(zip(_TENSOR_ARGS, tensors))
+    wants = {name: named[name] is not None for name in named}
+    wants["bias"] = bias is not None and bias_grad
     given = {name: grads.pop(3) for name in ("t5_table", "shaw_key_table", "shaw_value_table",
-                                             "alibi_slopes", "rope_scale", "rope_inv_freq")
-             if named[name] is not None}
+                                             "bias", "alibi_slopes", "rope_scale",
+                                             "rope_inv_freq")
+             if wants[name]}
     # An absent one is an empty tensor of its own (returns may not alias).
     return (*grads[:3], *(given[name] if name in given else q.new_empty((0,))
                           for name in _OPERAND_GRADIENTS))
 
 
 @attention_backward_op.register_fake
-def _(q, k, v, o, grad, options, *tensors):
-    named = dict(zip(_TENSOR_ARGS, tensors))
-    operands = [q.new_empty((0,)) if named.get(name) is None else torch.empty_like(named[name])
+def _(q, k, v, o, grad, options, q_positions=None, k_positions=None, t5_table=None,
+      rope_scale=None, alibi_slopes=None, rope_inv_freq=None, cu_seqlens_q=None,
+      cu_seqlens_k=None, key_lengths=None, shaw_key_table=None, shaw_value_table=None, bias=None,
+      lse=None, bias_grad=False):
+    named = {"t5_table": t5_table, "rope_scale": rope_scale, "alibi_slopes": alibi_slopes,
+             "rope_inv_freq": rope_inv_freq, "shaw_key_table": shaw_key_table,
+             "shaw_value_table": shaw_value_table, "bias": bias if bias_grad else None}
+    operands = [q.new_empty((0,)) if named[name] is None else torch.empty_like(named[name])
                 for name in _OPERAND_GRADIENTS]
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), *operands
 
@@ -209,16 +223,20 @@ def _setup_context(ctx, inputs, output):
         ctx.mark_non_differentiable(lse)
     ctx.save_for_backward(q, k, v, o, lse, *tensors)
     ctx.options = options
+    bias = dict(zip(_TENSOR_ARGS, tensors)).get("bias")
+    ctx.bias_grad = bias is not None and bias.requires_grad
 
 
 def _backward(ctx, grad, grad_lse=None):
     q, k, v, o, lse, *tensors = ctx.saved_tensors
     dq, dk, dv, *operands = torch.ops.pejit.attention_backward(q, k, v, o, grad, ctx.options,
-                                                               *tensors, lse)
+                                                               *tensors, lse, ctx.bias_grad)
     by_name = dict(zip(_OPERAND_GRADIENTS, operands))
-    # Position ids, offsets, lengths and the options string have no gradient.
-    return (dq, dk, dv, None, *(by_name[name] if name in by_name and x is not None else None
-                                for name, x in zip(_TENSOR_ARGS, tensors)))
+    # Position ids, offsets, lengths, a bool mask and the options string
+    # have no gradient.
+    return (dq, dk, dv, None,
+            *(by_name[name] if name in by_name and x is not None and x.is_floating_point()
+              else None for name, x in zip(_TENSOR_ARGS, tensors)))
 
 
 attention_op.register_autograd(_backward, setup_context=_setup_context)
@@ -241,15 +259,18 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
               cu_seqlens_k: Optional[torch.Tensor] = None,
               key_lengths: Optional[torch.Tensor] = None,
               shaw_key_table: Optional[torch.Tensor] = None,
-              shaw_value_table: Optional[torch.Tensor] = None) -> torch.Tensor:
+              shaw_value_table: Optional[torch.Tensor] = None,
+              bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Fused attention with autograd: `options` from pejit.torch.options(...);
     cu_seqlens_q, cu_seqlens_k (int32, a packed batch) and key_lengths
     (int32 [b]) as for pejit.attention; Shaw's tables with
-    options(shaw=...). When a gradient will be taken, it runs the training
+    options(shaw=...); bias ([sq, skv] or [b|1, hq|1, sq, skv], float32 or a
+    bool mask), whose gradient (dS summed over its broadcast dims) is
+    computed only when it requires grad. When a gradient will be taken, it runs the training
     forward (torch.ops.pejit.attention_with_lse), whose lse the backward
     reads; else torch.ops.pejit.attention."""
     tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table)
+               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
     if _needs_grad((q, k, v) + tensors):
         return torch.ops.pejit.attention_with_lse(q, k, v, options, *tensors)[0]
     return torch.ops.pejit.attention(q, k, v, options, *tensors)

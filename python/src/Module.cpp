@@ -326,19 +326,19 @@ NB_MODULE(_pejit, m) {
           "key_tile"_a = nb::none())
       .def(
           "get_backward",
-          [](Runtime &rt, const std::string &source, const std::string &name,
-             bool operandGradients) {
+          [](Runtime &rt, const std::string &source, const std::string &name, bool operandGradients,
+             bool biasGradient) {
             Spec spec = take(Spec::fromText(source, name));
             Kernel kernel;
             kernel.target = "host";
             Expected<X86Kernel> compiled = [&] {
               nb::gil_scoped_release release;
-              return rt.getX86Backward(spec, operandGradients);
+              return rt.getX86Backward(spec, operandGradients, biasGradient);
             }();
             kernel.x86 = take(std::move(compiled));
             return kernel;
           },
-          "source"_a, "name"_a, "operand_gradients"_a = true)
+          "source"_a, "name"_a, "operand_gradients"_a = true, "bias_gradient"_a = true)
       .def(
           "tune",
           [](Runtime &rt, const std::string &source, const std::string &name, int repeats,

@@ -13,6 +13,7 @@
 //             dE = scale * softcap' * dS
 //             dv_j += p dO_i;  dk_j += dE q_i
 //             partial += the score biases' adjoints of dS (a T5 table's)
+//             dscore[b, h, i, j] = dS (a bias tensor's gradient, when asked)
 //   q     item (b, h, query tile), 8 rows per vector, for each key j they see:
 //           dq_i += dE_ij k_j      (P, dP and dS recomputed)
 // with s_ij = softcap(scale q_i . k_j) + bias_ij and softcap' = 1 - tanh^2
@@ -51,6 +52,9 @@
 //   buffer of its own, GRAD_FLOATS floats each after the rows' 2 B HQ SQ in
 //   scratch (kv items' first), each operand at its offset; the runtime sums
 //   the buffers in that order.
+//   ${HAS_SCORE_GRAD}: a bias tensor's gradient is asked: the kv phase
+//   writes dS into %dscore ([b, hq, sq, skv], zeroed by the runtime, which
+//   then sums it over the bias's broadcast dims).
 //   ${HAS_LSE}: the backward takes the training forward's lse (its rows
 //   phase copies it instead of recomputing it).
 //   ${HAS_KEY_TERM} ${KEY_TERMS} ${HAS_VALUE_TERM} ${VALUE_TERMS}: the
@@ -65,6 +69,8 @@
 !O = memref<?x${HQ}x${SQ}x${DV}xf32, strided<[?, ?, ?, 1], offset: ?>>
 // A training forward's lse [b, hq, sq] as [b, hq, sq, 1] (0 rows: none).
 !LSE = memref<?x${HQ}x?x1xf32, strided<[?, ?, ?, 1], offset: ?>>
+// The scores' gradient dS [b, hq, sq, skv] (0 rows: not asked for).
+!DS = memref<?x${HQ}x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>
 !SCRATCH = memref<?xf32>
 !V8 = vector<8xf32>
 !I8 = vector<8xi32>
@@ -233,7 +239,7 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in:
   return
 }
 
-func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
+func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, %dscore: !DS,
                              %scratch: !SCRATCH, %tables: !SCRATCH, %qpos: !QPOS, %kpos: !KPOS,
                              %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %item: index)
     attributes {llvm.emit_c_interface} {
@@ -276,6 +282,7 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
   %h0 = arith.muli %hk, %GROUP : index
   // This item's partial gradient buffer, zeroed.
   %has_grads = arith.constant ${HAS_GRADS}
+  %has_score_grad = arith.constant ${HAS_SCORE_GRAD}
   %PF = arith.constant ${GRAD_FLOATS} : index
   %RF = arith.constant ${ROW_FLOATS} : index
   %rowsf = arith.muli %ROWS, %RF : index
@@ -363,6 +370,11 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V,
           %ds = arith.mulf %p, %dpd : !V8
           %dsf = arith.mulf %ds, %f : !V8
           %de = arith.mulf %dsf, %scale : !V8
+          // A bias tensor's gradient: dS of the tile's keys of row i.
+          scf.if %has_score_grad {
+            vector.maskedstore %dscore[%b, %h, %i, %g0], %valid, %ds
+                : !DS, vector<8xi1>, !V8
+          }
           scf.if %has_grads {
             scf.for %l = %c0 to %c8 step %c1 {
               %jl = arith.addi %g0, %l : index

@@ -416,16 +416,9 @@ TEST(Backward, T5TableGradientBitwiseIdenticalAcrossThreadCounts) {
         << "d t5_table of run " << r;
 }
 
-TEST(Backward, BiasGradientIsRefusedByName) {
+TEST(Backward, ShawKeyTermWithoutItsTableGradient) {
   BackwardCase c;
   c.sq = c.skv = 16;
-  Expected<Spec> withBias =
-      Spec::fromText(fusedSource(c, " encodings([#pe.bias_tensor])", "tensor<1x2x16x16xf32>"));
-  ASSERT_TRUE(withBias) << withBias.error();
-  Expected<X86Kernel> biasGrad = suiteRuntime().getX86Backward(*withBias);
-  ASSERT_FALSE(biasGrad);
-  EXPECT_NE(biasGrad.error().find("does not compute the gradient of bias yet"), std::string::npos)
-      << biasGrad.error();
   // Shaw's key term without its table's gradient: a backward of dq, dk, dv
   // (BackwardShawTest.cpp checks its numbers).
   Expected<Spec> shaw = Spec::fromText(

@@ -73,7 +73,8 @@ FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
   return op;
 }
 
-LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool operandGradients) {
+LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool operandGradients,
+                             bool scoreShapedGradients) {
   OpBuilder builder(func);
   builder.setInsertionPointAfter(func);
   Location loc = op.getLoc();
@@ -96,7 +97,8 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   SmallVector<int64_t> gradOperands;
   for (auto [index, operand] : llvm::enumerate(op.getEncodingOperands())) {
     auto [encoding, local] = attn::encodingOfOperand(op.getEncodingsAttr(), index);
-    if (!operandGradients || !encoding || !encoding.isDifferentiableOperand(local))
+    if (!operandGradients || !encoding || !encoding.isDifferentiableOperand(local) ||
+        (!scoreShapedGradients && encoding.hasScoreShapedGradient(local)))
       continue;
     gradOperands.push_back(index);
     auto type = cast<RankedTensorType>(operand.getType());
@@ -137,7 +139,8 @@ struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> 
   void runOnOperation() override {
     for (func::FuncOp func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       FailureOr<attn::AttentionOp> op = attentionOf(func);
-      if (failed(op) || (*op && failed(deriveBackward(func, *op, operandGradients)))) {
+      if (failed(op) ||
+          (*op && failed(deriveBackward(func, *op, operandGradients, scoreShapedGradients)))) {
         signalPassFailure();
         return;
       }

@@ -122,6 +122,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   SmallVector<int64_t> gradOffsets(4, -1);
   int64_t gradFloats = 0;
   std::vector<unsigned> operandGradients;
+  std::optional<unsigned> scoreShapedGradient;
   for (int64_t slot : op.getGradOperands() ? *op.getGradOperands() : ArrayRef<int64_t>()) {
     auto [encoding, local] = op.encodingOfOperand(slot);
     if (!encoding.isDifferentiableOperand(local) || !encoding.hasOperandAdjoint(local))
@@ -130,10 +131,22 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
                             << " yet (grad_operands); derive the backward without it";
     if (slot >= 4)
       return op.emitError() << "grad_operands: slot " << slot << " is past the kernel's 4";
+    operandGradients.push_back(static_cast<unsigned>(slot));
+    // A bias tensor's gradient is dS itself: the kv phase writes it per
+    // score (no partial buffer), the runtime sums its broadcast dims.
+    if (encoding.hasScoreShapedGradient(local)) {
+      if (scoreShapedGradient)
+        return op.emitError() << "grad_operands: two score-shaped gradients (bias tensors); the "
+                                 "x86 backward writes one";
+      if (op.getQuerySegments() || op.getKeyLengths())
+        return op.emitError() << "the gradient of " << encoding.getEncodingOperandName(local)
+                              << " with segments or key_lengths is not built yet";
+      scoreShapedGradient = static_cast<unsigned>(slot);
+      continue;
+    }
     auto type = cast<RankedTensorType>(op.getEncodingOperands()[slot].getType());
     gradOffsets[slot] = gradFloats;
     gradFloats += type.getNumElements();
-    operandGradients.push_back(static_cast<unsigned>(slot));
   }
   // 16-bit q, k, v, o, dO: widened to f32 in scratch, the phases in f32,
   // dq, dk, dv narrowed back (@pejit_backward_widen / _narrow).
@@ -165,6 +178,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
 
   KernelSignature signature;
   signature.operandGradients = operandGradients;
+  signature.scoreShapedGradient = scoreShapedGradient;
   std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
                                             {op.getKey(), ArgumentRole::Key},
                                             {op.getValue(), ArgumentRole::Value},
@@ -255,6 +269,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
       {"HAS_LSE", op.getLse() ? "true" : "false"},
+      {"HAS_SCORE_GRAD", scoreShapedGradient ? "true" : "false"},
       {"HAS_KEY_TERM", keyTerms > 0 ? "true" : "false"},
       {"KEY_TERMS", std::to_string(keyTerms)},
       {"HAS_VALUE_TERM", valueTerms > 0 ? "true" : "false"},

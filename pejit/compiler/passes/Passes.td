@@ -45,11 +45,15 @@ def DeriveBackward : Pass<"attn-derive-backward", "::mlir::ModuleOp"> {
     (`isDifferentiableOperand`), in argument order (`grad_operands`).
     Position ids get none. Run it after pe-fuse-into-attention: the
     backward of an unfused pe op on Q or K would need its own adjoint
-    kernel. Attention with segments or key_lengths is refused for now.
+    kernel. With score-shaped-gradients=false, a bias tensor (an operand
+    whose gradient is score-shaped, s x s) is held fixed: a mask.
   }];
   let options = [
     Option<"operandGradients", "operand-gradients", "bool", /*default=*/"true",
            "also return the differentiable encoding operands' gradients">,
+    Option<"scoreShapedGradients", "score-shaped-gradients", "bool", /*default=*/"true",
+           "with operand-gradients, also those of score-shaped operands (a bias "
+           "tensor's, s x s by nature)">,
   ];
   let dependentDialects = ["::pejit::attn::AttnDialect", "::mlir::func::FuncDialect"];
 }

@@ -21,8 +21,11 @@ EncodingKind BiasTensorAttr::getEncodingKind() const { return EncodingKind::Scor
 bool BiasTensorAttr::isFusable() const { return true; }
 unsigned BiasTensorAttr::getNumEncodingOperands() const { return 1; }
 std::string BiasTensorAttr::getEncodingOperandName(unsigned) const { return "bias"; }
-// docs/backward.md: a bias tensor's gradient is dS summed over its broadcast dims.
+// docs/backward.md: a bias tensor's gradient is dS summed over its broadcast
+// dims; the backward writes dS per score and the runtime sums it.
 bool BiasTensorAttr::isDifferentiableOperand(unsigned) const { return true; }
+bool BiasTensorAttr::hasOperandAdjoint(unsigned) const { return true; }
+bool BiasTensorAttr::hasScoreShapedGradient(unsigned) const { return true; }
 
 LogicalResult
 BiasTensorAttr::verifyEncodingOperand(unsigned, RankedTensorType type, const AttentionShape &shape,

@@ -261,7 +261,7 @@ def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPos
 
 def PE_BiasTensorAttr : PE_EncodingAttr<"BiasTensor", "bias_tensor", ["isFusable",
     "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "verifyEncodingOperand",
-    "emitScoreMod", "referenceScoreBias"]> {
+    "emitScoreMod", "referenceScoreBias", "hasOperandAdjoint", "hasScoreShapedGradient"]> {
   let summary = "a user's additive bias or mask tensor, read by the kernel";
   let description = [{
     bias(b, h, i, j) = bias_tensor[b or 0, h or 0, i, j]: the attention's one

@@ -277,6 +277,15 @@ def PE_PositionalEncodingAttrInterface
       }],
       "bool", "hasOperandAdjoint", (ins "unsigned":$index), "", "return false;">,
     InterfaceMethod<[{
+        Whether operand `index`'s gradient is the score gradient dS itself,
+        summed over the operand's broadcast dims (a bias tensor [1|b, 1|hq,
+        sq, skv]): s x s by nature, so the template writes dS once per
+        score into a buffer of the scores' shape and the runtime sums it
+        over the broadcast dims, instead of per-item partial buffers
+        (docs/backward.md). Implies hasOperandAdjoint(index).
+      }],
+      "bool", "hasScoreShapedGradient", (ins "unsigned":$index), "", "return false;">,
+    InterfaceMethod<[{
         The score hook's adjoint (attn.score_grad, docs/backward.md): given
         dScore, the gradient of the hook's output score at `point` (scalars),
         the contributions to the encoding's differentiable operands, which

@@ -6,6 +6,7 @@
 // with the forward's operands and attributes; grad_operands are the
 // encoding operands their encoding differentiates.
 // RUN: pejit-opt %s --split-input-file --attn-derive-backward | FileCheck %s
+// RUN: pejit-opt %s --split-input-file --attn-derive-backward=score-shaped-gradients=false | FileCheck %s --check-prefix=MASK
 
 // CHECK-LABEL: func.func @plain(
 // CHECK-LABEL: func.func @plain_backward(
@@ -67,6 +68,20 @@ func.func @packed(%q: tensor<1x4x?x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor
 func.func @training(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %ids: tensor<16xi64>) -> (tensor<1x4x16x64xf32>, tensor<1x4x16xf32>) {
   %o, %lse = attn.attention %q, %k, %v query_positions(%ids : tensor<16xi64>) key_positions(%ids : tensor<16xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>, tensor<1x4x16xf32>
   return %o, %lse : tensor<1x4x16x64xf32>, tensor<1x4x16xf32>
+}
+
+// -----
+
+// A bias tensor's gradient is asked for by default (grad_operands [0]); with
+// score-shaped-gradients=false the bias is a fixed mask: dq, dk, dv only.
+// CHECK-LABEL: func.func @biased_backward(
+// CHECK: attn.attention_backward {{.*}} grad_operands([0])
+// MASK-LABEL: func.func @biased_backward(
+// MASK-SAME: -> (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>)
+// MASK-NOT: grad_operands
+func.func @biased(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>, %bias: tensor<1x1x8x8xf32>) -> tensor<1x2x8x16xf32> {
+  %o = attn.attention %q, %k, %v encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x1x8x8xf32>) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
 }
 
 // -----

@@ -2,10 +2,10 @@
 // (docs/status.md lists what it takes).
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template --verify-diagnostics
 
-func.func @bias_gradient(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %bias: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>) {
-  // expected-error @+1 {{the x86 backward does not compute the gradient of bias yet (grad_operands); derive the backward without it}}
-  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x4x8x8xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>
-  return %dq, %dk, %dv, %db : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xf32>
+func.func @bias_gradient_key_lengths(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x?x64xf32>, %v: tensor<1x4x?x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %bias: tensor<1x4x8x?xf32>, %lens: tensor<1xi32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x8x?xf32>) {
+  // expected-error @+1 {{the gradient of bias with segments or key_lengths is not built yet}}
+  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do key_lengths(%lens : tensor<1xi32>) encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x4x8x?xf32>) grad_operands([0]) : tensor<1x4x8x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x8x?xf32>
+  return %dq, %dk, %dv, %db : tensor<1x4x8x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x?x64xf32>, tensor<1x4x8x?xf32>
 }
 
 // -----

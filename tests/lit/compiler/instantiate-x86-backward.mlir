@@ -252,3 +252,24 @@ func.func @given_lse(%q: tensor<1x2x16x16xf32>, %k: tensor<1x2x16x16xf32>, %v: t
       -> tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>
   return %dq, %dk, %dv : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>
 }
+
+// -----
+
+// A bias tensor's gradient (score_grad=0 in the signature): the kv phase
+// writes dS of each row's 8 keys into %dscore with a masked store (lanes
+// past the tile write nothing); the runtime sums it over the bias's
+// broadcast dims. No partial buffer for it: scratch is [D | lse] only.
+// CHECK-LABEL: module attributes {pejit.kernel = {arguments = "score_grad=0 operand_grads=0
+// CHECK-SAME: scratch_floats = 64 : i64
+// CHECK-LABEL: func.func @pejit_backward_kv
+// CHECK-SAME: %arg6: memref<?x2x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: vector.maskedstore %arg6[
+func.func @bias_gradient(%q: tensor<1x2x16x16xf32>, %k: tensor<1x2x16x16xf32>, %v: tensor<1x2x16x16xf32>,
+                         %o: tensor<1x2x16x16xf32>, %do: tensor<1x2x16x16xf32>, %bias: tensor<1x1x16x16xf32>)
+    -> (tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x1x16x16xf32>) {
+  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do causal
+      encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x1x16x16xf32>) grad_operands([0])
+      : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>
+      -> tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x1x16x16xf32>
+  return %dq, %dk, %dv, %db : tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>, tensor<1x1x16x16xf32>
+}
