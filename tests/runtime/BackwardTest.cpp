@@ -125,7 +125,7 @@ void expectGradientsMatch(const BackwardCase &c, double tolerance = 1e-4) {
 }
 
 TEST(Backward, PlainAndCausalAtSeveralLengths) {
-  for (int64_t length : {1, 7, 65, 300})
+  for (int64_t length : {1, 7, 65, 300, 1000})
     for (bool causal : {false, true}) {
       BackwardCase c;
       c.sq = c.skv = length;
