@@ -28,6 +28,14 @@ std::vector<int64_t> stridesOf(const TensorView &view) {
   return strides;
 }
 
+TensorView lseAsRows(const TensorView &lse) {
+  std::vector<int64_t> strides = stridesOf(lse);
+  return {lse.data,
+          DType::F32,
+          {lse.shape[0], lse.shape[1], lse.shape[2], 1},
+          {strides[0], strides[1], strides[2], 1}};
+}
+
 bool isDenseRowMajor(const TensorView &view) {
   std::vector<int64_t> strides = stridesOf(view);
   if (strides.size() != view.shape.size())

@@ -18,6 +18,10 @@ std::string dimsText(const std::vector<int64_t> &shape);
 /// The view's strides, or the row-major strides of its shape.
 std::vector<int64_t> stridesOf(const TensorView &view);
 
+/// A training forward's lse [b, hq, sq] (checked) seen as [b, hq, sq, 1],
+/// so that a call's rows slice it as they slice o (docs/backward.md).
+TensorView lseAsRows(const TensorView &lse);
+
 /// Whether the view is dense and row-major: every dim of more than one
 /// element has the stride of the dims inside it (a dim of one element may
 /// have any stride: NumPy gives a new axis stride 0).

@@ -54,18 +54,13 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   for (auto [view, what] : views)
     if (Status st = checkView(*view, what.first, *what.second, io); !st)
       return st;
-  // A training forward's lse [b, hq, sq] (f32), seen as [b, hq, sq, 1] so
-  // that a part's rows slice it as they slice o.
+  // A training forward's lse [b, hq, sq] (f32).
   TensorView lse4;
   if (bound.logSumExp) {
     if (Status st = checkView(*bound.logSumExp, "lse", {s.batch, s.queryHeads, s.querySeq}, f32);
         !st)
       return st;
-    std::vector<int64_t> strides = stridesOf(*bound.logSumExp);
-    lse4 = {bound.logSumExp->data,
-            DType::F32,
-            {s.batch, s.queryHeads, s.querySeq, 1},
-            {strides[0], strides[1], strides[2], 1}};
+    lse4 = lseAsRows(*bound.logSumExp);
   }
   const std::vector<unsigned> &operandGradients = signature.operandGradients;
   if (gradients.size() != 3 + operandGradients.size()) {

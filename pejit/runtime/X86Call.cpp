@@ -150,12 +150,7 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
                            "(attn.attention with an lse result; AttentionSpec::training)");
     if (Status st = checkView(*lse, "lse", {s.batch, s.queryHeads, s.querySeq}, {DType::F32}); !st)
       return st;
-    std::vector<int64_t> strides = stridesOf(*lse);
-    lseDesc.allocated = lseDesc.aligned = static_cast<float *>(lse->data);
-    int64_t sizes[4] = {s.batch, s.queryHeads, s.querySeq, 1},
-            lseStrides[4] = {strides[0], strides[1], strides[2], 1};
-    std::copy(sizes, sizes + 4, lseDesc.sizes);
-    std::copy(lseStrides, lseStrides + 4, lseDesc.strides);
+    lseDesc = describe4(lseAsRows(*lse));
   }
   // Linear attention's carried state [b, hq, d, dv + 2], updated in place.
   if (bound.linearState)

@@ -109,6 +109,12 @@ _OPERAND_GRADIENTS = ("t5_table", "rope_scale", "alibi_slopes", "rope_inv_freq",
                       "shaw_key_table", "shaw_value_table", "bias")
 
 
+def _tensors(arguments: dict) -> tuple:
+    """The op's optional tensor arguments, in _TENSOR_ARGS' order, from a
+    function's locals() taken before it binds any name of its own."""
+    return tuple(arguments[name] for name in _TENSOR_ARGS)
+
+
 def _keywords(tensors) -> dict:
     """pejit.attention's keyword arguments for the op's optional tensors."""
     named = dict(zip(_TENSOR_ARGS, tensors))
@@ -131,8 +137,7 @@ def attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str
                  shaw_key_table: Optional[torch.Tensor] = None,
                  shaw_value_table: Optional[torch.Tensor] = None,
                  bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
+    tensors = _tensors(locals())
     return _attention(q, k, v, **_keywords(tensors), **_decode(options))
 
 
@@ -154,8 +159,7 @@ def attention_with_lse_op(
     """The training forward: pejit::attention's output and each row's lse
     (float32 [b, hq, sq]), which its backward reads instead of recomputing
     (docs/backward.md). lse itself has no gradient."""
-    tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
+    tensors = _tensors(locals())
     return _attention(q, k, v, return_lse=True, **_keywords(tensors), **_decode(options))
 
 
@@ -182,8 +186,7 @@ def attention_backward_op(
     for each one absent); with RoPE, dq and dk rotated back inside the
     kernel; with lse (the training forward's), it is read, not recomputed.
     The bias's gradient (s x s) only with bias_grad; else it is a mask."""
-    tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
+    tensors = _tensors(locals())
     kwargs = {name: value for name, value in _decode(options).items() if name in _OPTIONS}
     # A bias that needs no gradient is a mask: its s x s gradient is skipped.
     grads = list(_attention_backward(q, k, v, o, grad, lse=lse, bias_grad=bias_grad,
@@ -269,8 +272,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
     computed only when it requires grad. When a gradient will be taken, it runs the training
     forward (torch.ops.pejit.attention_with_lse), whose lse the backward
     reads; else torch.ops.pejit.attention."""
-    tensors = (q_positions, k_positions, t5_table, rope_scale, alibi_slopes, rope_inv_freq,
-               cu_seqlens_q, cu_seqlens_k, key_lengths, shaw_key_table, shaw_value_table, bias)
+    tensors = _tensors(locals())
     if _needs_grad((q, k, v) + tensors):
         return torch.ops.pejit.attention_with_lse(q, k, v, options, *tensors)[0]
     return torch.ops.pejit.attention(q, k, v, options, *tensors)

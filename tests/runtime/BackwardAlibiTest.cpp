@@ -13,6 +13,7 @@
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBiasGrad.h"
 #include "pejit/runtime/Encodings.h"
+#include "tests/runtime/ForwardBackwardRun.h"
 #include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
@@ -56,34 +57,12 @@ struct SlopeRun {
 SlopeRun runBoth(Runtime &runtime, const SlopeCase &c, const std::vector<float> &q,
                  const std::vector<float> &k, const std::vector<float> &v,
                  const std::vector<float> &dO, const std::vector<float> &slopes) {
-  Spec spec = forwardSpec(c);
-  Expected<X86Kernel> forward = runtime.getX86(spec);
-  Expected<X86Kernel> backward = runtime.getX86Backward(spec);
-  EXPECT_TRUE(forward) << forward.error();
-  EXPECT_TRUE(backward) << backward.error();
-  SlopeRun run;
-  if (!forward || !backward)
-    return run;
-  std::vector<int64_t> qDims{2, c.heads, c.sq, c.d}, kDims{2, c.kvHeads, c.skv, c.d},
-      sDims{c.heads};
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  run.o.assign(q.size(), nan);
-  std::vector<TensorView> inputs = {{(void *)q.data(), DType::F32, qDims, {}},
-                                    {(void *)k.data(), DType::F32, kDims, {}},
-                                    {(void *)v.data(), DType::F32, kDims, {}},
-                                    {(void *)slopes.data(), DType::F32, sDims, {}}};
-  Status ran = forward->run(inputs, {run.o.data(), DType::F32, qDims, {}});
-  EXPECT_TRUE(ran) << ran.message();
-  inputs.push_back({run.o.data(), DType::F32, qDims, {}});
-  inputs.push_back({(void *)dO.data(), DType::F32, qDims, {}});
-  run.dq.assign(q.size(), nan), run.dk.assign(k.size(), nan), run.dv.assign(v.size(), nan);
-  run.dslopes.assign(slopes.size(), nan);
-  Status status = backward->runBackward(inputs, {{run.dq.data(), DType::F32, qDims, {}},
-                                                 {run.dk.data(), DType::F32, kDims, {}},
-                                                 {run.dv.data(), DType::F32, kDims, {}},
-                                                 {run.dslopes.data(), DType::F32, sDims, {}}});
-  EXPECT_TRUE(status) << status.message();
-  return run;
+  ForwardBackwardRun run = runForwardBackward(runtime, forwardSpec(c), {2, c.heads, c.sq, c.d},
+                                              {2, c.kvHeads, c.skv, c.d}, q, k, v, dO,
+                                              {{(void *)slopes.data(), DType::F32, {c.heads}, {}}});
+  if (run.operandGrads.empty())
+    return {};
+  return {run.o, run.dq, run.dk, run.dv, run.operandGrads[0]};
 }
 
 void expectSlopeGradient(const SlopeCase &c) {

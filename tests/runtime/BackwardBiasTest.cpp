@@ -10,6 +10,7 @@
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/Rope.h"
 #include "pejit/runtime/Encodings.h"
+#include "tests/runtime/ForwardBackwardRun.h"
 #include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
@@ -37,39 +38,19 @@ struct BiasRun {
 BiasRun runBoth(Runtime &runtime, const BiasCase &c, const std::vector<float> &q,
                 const std::vector<float> &k, const std::vector<float> &v,
                 const std::vector<float> &dO, const std::vector<float> &bias) {
-  std::vector<int64_t> qDims{2, c.heads, c.sq, c.d}, kDims{2, c.kvHeads, c.skv, c.d},
-      bDims{c.biasBatch, c.biasHeads, c.sq, c.skv};
+  std::vector<int64_t> bDims{c.biasBatch, c.biasHeads, c.sq, c.skv};
   AttentionSpec attention;
   attention.causal = c.causal;
   attention.encodings.push_back(encodings::biasTensor(bDims));
   if (c.rope)
     attention.rope = ref::RopeConfig{};
   Spec spec = Spec::fromBuilder(attention, Shape{2, c.heads, c.kvHeads, c.sq, c.skv, c.d, c.d});
-  Expected<X86Kernel> forward = runtime.getX86(spec);
-  Expected<X86Kernel> backward = runtime.getX86Backward(spec);
-  EXPECT_TRUE(forward) << forward.error();
-  EXPECT_TRUE(backward) << backward.error();
-  BiasRun run;
-  if (!forward || !backward)
-    return run;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> o(q.size(), nan);
-  std::vector<TensorView> inputs = {{(void *)q.data(), DType::F32, qDims, {}},
-                                    {(void *)k.data(), DType::F32, kDims, {}},
-                                    {(void *)v.data(), DType::F32, kDims, {}},
-                                    {(void *)bias.data(), DType::F32, bDims, {}}};
-  Status ran = forward->run(inputs, {o.data(), DType::F32, qDims, {}});
-  EXPECT_TRUE(ran) << ran.message();
-  inputs.push_back({o.data(), DType::F32, qDims, {}});
-  inputs.push_back({(void *)dO.data(), DType::F32, qDims, {}});
-  run.dq.assign(q.size(), nan), run.dk.assign(k.size(), nan), run.dv.assign(v.size(), nan);
-  run.dBias.assign(bias.size(), nan);
-  Status status = backward->runBackward(inputs, {{run.dq.data(), DType::F32, qDims, {}},
-                                                 {run.dk.data(), DType::F32, kDims, {}},
-                                                 {run.dv.data(), DType::F32, kDims, {}},
-                                                 {run.dBias.data(), DType::F32, bDims, {}}});
-  EXPECT_TRUE(status) << status.message();
-  return run;
+  ForwardBackwardRun run =
+      runForwardBackward(runtime, spec, {2, c.heads, c.sq, c.d}, {2, c.kvHeads, c.skv, c.d}, q, k,
+                         v, dO, {{(void *)bias.data(), DType::F32, bDims, {}}});
+  if (run.operandGrads.empty())
+    return {};
+  return {run.dq, run.dk, run.dv, run.operandGrads[0]};
 }
 
 /// A random bias; row 3 of each (batch, head) slice is -inf throughout (it

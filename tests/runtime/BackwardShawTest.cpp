@@ -11,6 +11,7 @@
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBiasGrad.h"
 #include "pejit/runtime/Encodings.h"
+#include "tests/runtime/ForwardBackwardRun.h"
 #include "tests/runtime/GradientError.h"
 #include "tests/runtime/SuiteRuntime.h"
 
@@ -63,44 +64,21 @@ ShawRun runBoth(Runtime &runtime, const ShawCase &c, const std::vector<float> &q
                 const std::vector<float> &k, const std::vector<float> &v,
                 const std::vector<float> &dO, const std::vector<float> &keyTable,
                 const std::vector<float> &valueTable) {
-  Spec spec = forwardSpec(c);
-  Expected<X86Kernel> forward = runtime.getX86(spec);
-  Expected<X86Kernel> backward = runtime.getX86Backward(spec);
-  EXPECT_TRUE(forward) << forward.error();
-  EXPECT_TRUE(backward) << backward.error();
-  ShawRun run;
-  if (!forward || !backward)
-    return run;
-  std::vector<int64_t> qDims{2, c.heads, c.sq, c.d}, kDims{2, c.kvHeads, c.skv, c.d},
-      tDims = tableDims(c);
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  run.o.assign(q.size(), nan);
-  std::vector<TensorView> inputs = {{(void *)q.data(), DType::F32, qDims, {}},
-                                    {(void *)k.data(), DType::F32, kDims, {}},
-                                    {(void *)v.data(), DType::F32, kDims, {}}};
+  std::vector<TensorView> tables;
   if (c.key)
-    inputs.push_back({(void *)keyTable.data(), DType::F32, tDims, {}});
+    tables.push_back({(void *)keyTable.data(), DType::F32, tableDims(c), {}});
   if (c.value)
-    inputs.push_back({(void *)valueTable.data(), DType::F32, tDims, {}});
-  Status ran = forward->run(inputs, {run.o.data(), DType::F32, qDims, {}});
-  EXPECT_TRUE(ran) << ran.message();
-  inputs.push_back({run.o.data(), DType::F32, qDims, {}});
-  inputs.push_back({(void *)dO.data(), DType::F32, qDims, {}});
-  run.dq.assign(q.size(), nan), run.dk.assign(k.size(), nan), run.dv.assign(v.size(), nan);
-  std::vector<TensorView> outputs = {{run.dq.data(), DType::F32, qDims, {}},
-                                     {run.dk.data(), DType::F32, kDims, {}},
-                                     {run.dv.data(), DType::F32, kDims, {}}};
-  if (c.key) {
-    run.dKeyTable.assign(keyTable.size(), nan);
-    outputs.push_back({run.dKeyTable.data(), DType::F32, tDims, {}});
-  }
-  if (c.value) {
-    run.dValueTable.assign(valueTable.size(), nan);
-    outputs.push_back({run.dValueTable.data(), DType::F32, tDims, {}});
-  }
-  Status status = backward->runBackward(inputs, outputs);
-  EXPECT_TRUE(status) << status.message();
-  return run;
+    tables.push_back({(void *)valueTable.data(), DType::F32, tableDims(c), {}});
+  ForwardBackwardRun run = runForwardBackward(runtime, forwardSpec(c), {2, c.heads, c.sq, c.d},
+                                              {2, c.kvHeads, c.skv, c.d}, q, k, v, dO, tables);
+  if (run.operandGrads.size() != tables.size())
+    return {};
+  ShawRun shaw{run.o, run.dq, run.dk, run.dv, {}, {}};
+  if (c.key)
+    shaw.dKeyTable = run.operandGrads.front();
+  if (c.value)
+    shaw.dValueTable = run.operandGrads.back();
+  return shaw;
 }
 
 void expectShawGradients(const ShawCase &c) {
