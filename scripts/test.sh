@@ -71,7 +71,7 @@ done < <(find "$BUILD_DIR" -type f -name '*-tests' -perm -u+x | sort)
 if [ "${PEJIT_SKIP_PYTHON:-0}" != 1 ]; then
   py_log=$(mktemp)
   if python=$(scripts/python.sh 2>"$py_log" | tail -1) && [ -x "$python" ]; then
-    "$python" -m pytest -q -rs -p no:cacheprovider tests/python >"$py_log" 2>&1
+    "$python" -m pytest -q -rfEs -p no:cacheprovider tests/python >"$py_log" 2>&1
     grep -E "^(FAILED|ERROR|SKIPPED)" "$py_log" | head -40
     # The summary line: "3 passed, 1 skipped in 4.2s" (-q drops the ='s).
     tally() { grep -E "[0-9]+ (passed|failed|skipped|errors?).* in [0-9.]+s" "$py_log" | tail -1 |
