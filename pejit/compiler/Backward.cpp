@@ -33,9 +33,12 @@ Expected<std::string> deriveBackwardSource(const std::string &source, const std:
     (func.getSymName().ends_with("_backward") ? backwards : forwards).push_back(func);
   if (backwards.size() != 1)
     return Result::error(name +
-                         ": expected one function computing one attn.attention to derive "
-                         "a backward from, found " +
-                         std::to_string(backwards.size()));
+                         ": expected one function computing one attn.attention, or a chain "
+                         "of pe ops with a pe.rope on an argument, to derive a backward from, "
+                         "found " +
+                         std::to_string(backwards.size()) +
+                         " (pe.sinusoidal and pe.learned alone need none: their input "
+                         "gradient is the output gradient)");
   for (mlir::func::FuncOp func : forwards)
     func.erase();
   return Result(printOperation(*module));

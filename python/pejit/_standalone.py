@@ -16,11 +16,16 @@ from ._tensors import dtype_name, empty_like_kind
 _kernels: dict = {}
 
 
-def _kernel(key, build) -> Kernel:
+def _kernel(key, build, backward: bool = False) -> Kernel:
+    """The cached kernel of `key`: the source build() returns, or (backward)
+    the backward the compiler derives from it (pe.rope adjoint)."""
     kernel = _kernels.get(key)
     if kernel is None:
         source = build()
-        kernel = Kernel(runtime().get(source, "<pejit." + key[0] + ">", key[1]), source)
+        name = "<pejit." + key[0] + ">"
+        native = (runtime().get_backward(source, name) if backward else
+                  runtime().get(source, name, key[1]))
+        kernel = Kernel(native, source)
         _kernels[key] = kernel
     return kernel
 
@@ -34,14 +39,28 @@ def rope(x, positions, rope=True, *, out=None, target: str = "host"):
     of x's dtype, e.g. rows [t, t + s) of a K cache: the KV-append step of a
     decode loop, which rotates new K rows as it writes them into the cache.
     Returns out. Raises pejit.Error naming what is wrong."""
+    return _rope(x, positions, rope, out, target, backward=False)
+
+
+def rope_backward(grad, positions, rope=True, *, out=None):
+    """The gradient of pejit.rope's input from its output's: grad [b, h, s,
+    d] rotated back (the transpose of the rotation, with the scaling's
+    attention factor), at the forward's positions and RoPE. One fused pass,
+    the kernel the compiler derives from the forward (pe.rope adjoint;
+    docs/backward.md). out as for pejit.rope (grad itself: in place). x86
+    only so far."""
+    return _rope(grad, positions, rope, out, "host", backward=True)
+
+
+def _rope(x, positions, rope, out, target: str, backward: bool):
+    what = "grad" if backward else "x"
     config = as_rope(rope)
     if config is None:
         raise Error("rope: give the RoPE to apply (a RopeConfig, a dict or True)")
-    dtype_name(x, "x")
     shape = tuple(x.shape)
     if len(shape) != 4:
-        raise Error(f"x: expected rank 4 [b, h, s, d], got shape {list(shape)}")
-    dtype = dtype_name(x, "x")
+        raise Error(f"{what}: expected rank 4 [b, h, s, d], got shape {list(shape)}")
+    dtype = dtype_name(x, what)
     dtype_name(positions, "positions")
     axes = config.position_axes()
     rank = np.ndim(positions) if not hasattr(positions, "dim") else positions.dim()
@@ -51,9 +70,10 @@ def rope(x, positions, rope=True, *, out=None, target: str = "host"):
                     f"or {per_batch} ({'[A, b, s]' if axes else '[b, s]'}), got rank {rank}")
     b, h, _, d = shape
     by_row = rank == per_batch
-    key = ("rope", target, dtype, h, d, config, by_row, b if by_row else None)
+    key = ("rope_backward" if backward else "rope", target, dtype, h, d, config, by_row,
+           b if by_row else None)
     kernel = _kernel(key, lambda: _pejit.rope_source(config.native(d), b if by_row else None, h,
-                                                     None, d, dtype, by_row))
+                                                     None, d, dtype, by_row), backward)
     if out is None:
         out = empty_like_kind(x, shape, dtype)
     return kernel.run(x, positions, out=out)

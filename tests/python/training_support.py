@@ -93,3 +93,46 @@ def train_side_by_side(through_pejit, plain, lr, length, steps=20):
         assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
     for (name, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
         assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
+
+
+def fullgraph_sgd_steps(make_model, x, target, op_name, steps=2, lr=0.1):
+    """SGD steps of make_model() under torch.compile(fullgraph=True) (the
+    forward, the loss, torch.autograd.grad and the update in one graph, no
+    break) beside the same steps run eagerly on a second make_model(): each
+    graph must call `op_name` and autograd.grad, and the parameters must
+    agree at the end to 1e-5. Skips when torch cannot trace the backward."""
+    import torch._dynamo
+    import pytest
+    if not hasattr(torch._dynamo.config, "trace_autograd_ops"):
+        pytest.skip(f"torch {torch.__version__} cannot trace the backward in a graph")
+    models = [make_model(), make_model()]
+
+    def step(model):
+        params = list(model.parameters())
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, grad in zip(params, grads):
+                p -= lr * grad
+        return loss.detach()
+
+    graphs = []
+
+    def recorder(gm, example_inputs):
+        graphs.append(gm.code)
+        return gm.forward
+
+    torch._dynamo.reset()
+    torch._dynamo.config.trace_autograd_ops = True
+    try:
+        compiled = torch.compile(step, fullgraph=True, backend=recorder)
+        for _ in range(steps):
+            compiled(models[0])
+            step(models[1])
+    finally:
+        torch._dynamo.config.trace_autograd_ops = False
+    assert graphs
+    for code in graphs:
+        assert op_name in code and "autograd.grad" in code, code
+    for (name, got), want in zip(models[0].named_parameters(), models[1].parameters()):
+        assert torch.allclose(got, want, rtol=1e-5, atol=1e-6), name

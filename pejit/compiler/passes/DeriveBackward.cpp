@@ -9,10 +9,23 @@
 // so that those stay trailing, and optional at a run, as in the forward.
 // The backward carries the forward's operands and attributes; its
 // grad_operands are the encoding operands their encoding differentiates.
+//
+// A standalone chain of pe ops on an argument x (docs/standalone-kernels.md)
+// gets the chain's input gradient:
+//
+//   func @f(x, ids, ops...) -> y = op_n(... op_0(x))
+//   func @f_backward(dy, ids, ops...) -> dx = op_0^T(... op_n^T(dy))
+//
+// each QK transform turned into its adjoint (pe.rope adjoint: the rotation
+// transposed); an additive op (pe.sinusoidal, pe.learned) passes the
+// gradient through. A chain of additive ops alone gets no backward: dx is
+// dy. The encodings' own tensors get no gradient here yet.
 #include "pejit/compiler/passes/Passes.h"
+#include "pejit/compiler/passes/StandaloneChain.h"
 #include "pejit/dialects/attn/AttnOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace pejit {
@@ -134,13 +147,67 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   return success();
 }
 
+/// Whether `func` is a chain the pass derives a backward for: pe ops only
+/// (no pe.embed), one of them a QK transform with an adjoint.
+bool isDifferentiableChain(func::FuncOp func) {
+  bool anyAdjoint = false;
+  for (Operation &inner : func.getBody().getOps()) {
+    if (isa<func::ReturnOp>(inner))
+      continue;
+    auto op = dyn_cast<pe::PositionalEncodingOpInterface>(inner);
+    if (!op)
+      return false;
+    pe::PositionalEncodingAttrInterface encoding = op.getPositionalEncoding();
+    if (!encoding.hasStandaloneKernel())
+      return false;
+    anyAdjoint |=
+        op.getEncodingKind() == pe::EncodingKind::QKTransform && encoding.hasQKTransformAdjoint();
+  }
+  return anyAdjoint;
+}
+
+LogicalResult deriveChainBackward(func::FuncOp func) {
+  FailureOr<StandaloneChain> chain = readStandaloneChain(func);
+  if (failed(chain))
+    return failure();
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  std::string name = (func.getSymName() + "_backward").str();
+  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
+    return func.emitError() << "a function named '" << name << "' exists already";
+  // The forward's arguments, dy in x's place (the same type: each op's
+  // result has its input's).
+  Type inputType = chain->input.getType();
+  auto backward =
+      func::FuncOp::create(builder, func.getLoc(), name,
+                           builder.getFunctionType(func.getArgumentTypes(), TypeRange{inputType}));
+  Block *body = backward.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  IRMapping mapping;
+  for (auto [forward, derived] : llvm::zip(func.getArguments(), body->getArguments()))
+    mapping.map(forward, derived);
+  Value gradient = body->getArgument(cast<BlockArgument>(chain->input).getArgNumber());
+  for (pe::PositionalEncodingOpInterface op : llvm::reverse(chain->ops)) {
+    if (op.getEncodingKind() != pe::EncodingKind::QKTransform)
+      continue; // additive: d input = d output
+    Value input = op.getTransformedInput();
+    mapping.map(input, gradient);
+    auto adjoint = cast<pe::PositionalEncodingOpInterface>(builder.clone(*op, mapping));
+    adjoint.makeAdjoint(!op.isAdjoint());
+    gradient = adjoint->getResult(0);
+  }
+  func::ReturnOp::create(builder, func.getLoc(), gradient);
+  return success();
+}
+
 struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> {
   using DeriveBackwardBase::DeriveBackwardBase;
   void runOnOperation() override {
     for (func::FuncOp func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       FailureOr<attn::AttentionOp> op = attentionOf(func);
       if (failed(op) ||
-          (*op && failed(deriveBackward(func, *op, operandGradients, scoreShapedGradients)))) {
+          (*op && failed(deriveBackward(func, *op, operandGradients, scoreShapedGradients))) ||
+          (!*op && isDifferentiableChain(func) && failed(deriveChainBackward(func)))) {
         signalPassFailure();
         return;
       }

@@ -240,8 +240,13 @@ LogicalResult expandHooks(ModuleOp kernel, const pe::AttentionShape &shape,
         if (applies && !transformer.hasQKTransformAdjoint())
           return hook->emitError() << "the QK transform " << transformer
                                    << " has no adjoint (a backward cannot take it)";
+        // From a source, the adjoint reads the gradient rows there, as the
+        // forward reads its rows; with none to apply, they are only copied.
         if (applies)
           transformer.emitQKTileTransformAdjoint(b, loc, shape, tileArgs);
+        else if (transform.getSource())
+          pe::emitTileRowCopy(b, loc, transform.getSource(), transform.getTile(),
+                              transform.getRows(), 0, shape.headDim, shape.vectorWidth);
       } else if (applies)
         transformer.emitQKTileTransform(b, loc, shape, tileArgs);
       else if (transform.getSource()) // no transform: the rows are only copied

@@ -28,7 +28,8 @@ namespace {
 /// result has no other user.
 pe::PositionalEncodingOpInterface fusableProducer(Value value, pe::EncodingKind kind) {
   auto producer = value.getDefiningOp<pe::PositionalEncodingOpInterface>();
-  if (!producer || producer.getEncodingKind() != kind ||
+  // An adjoint (a backward's pe.rope adjoint) is not an encoding of Q or K.
+  if (!producer || producer.isAdjoint() || producer.getEncodingKind() != kind ||
       !producer.getPositionalEncoding().isFusable() || !value.hasOneUse())
     return nullptr;
   return producer;

@@ -47,6 +47,17 @@ def DeriveBackward : Pass<"attn-derive-backward", "::mlir::ModuleOp"> {
     backward of an unfused pe op on Q or K would need its own adjoint
     kernel. With score-shaped-gradients=false, a bias tensor (an operand
     whose gradient is score-shaped, s x s) is held fixed: a mask.
+
+    A function that is a standalone chain of pe ops with a QK transform
+    (pe.rope on an argument, docs/standalone-kernels.md) gets its input
+    gradient, the chain reversed with each QK transform's adjoint:
+
+    ```
+    func @f(x, ids, ops...) -> y = pe.rope x, ids
+    func @f_backward(dy, ids, ops...) -> dx = pe.rope adjoint dy, ids
+    ```
+    Additive ops (pe.sinusoidal, pe.learned) pass the gradient through;
+    a chain of those alone gets no backward (dx = dy).
   }];
   let options = [
     Option<"operandGradients", "operand-gradients", "bool", /*default=*/"true",

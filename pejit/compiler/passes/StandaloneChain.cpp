@@ -126,6 +126,11 @@ FailureOr<StandaloneKernel> describeStandalone(const StandaloneChain &read, int6
   StandaloneKernel out;
   out.first = chain.embed ? chain.embed.getOperation() : chain.ops.front().getOperation();
   Operation *first = out.first;
+  if (target != "x86")
+    for (pe::PositionalEncodingOpInterface op : chain.ops)
+      if (op.isAdjoint())
+        return op->emitError() << "an adjoint (the backward of " << op->getName()
+                               << ") compiles for x86 only so far, not " << target;
   // The rows: x's type, or the embedding's (the gather's result).
   out.rowsType = cast<RankedTensorType>(chain.embed ? chain.embed.getResult().getType()
                                                     : chain.input.getType());
@@ -234,9 +239,13 @@ ChainHookText chainHookText(const StandaloneChain &chain, const pe::AttentionSha
                       " rows(%first, %step) operands(%e0 : !E0)" + index + " : !POS, !NOPOS, " +
                       partType + "\n";
     bool reads = fromRows && k == 0;
-    text.transforms += "  attn.qk_transform %tile" + std::string(reads ? " from %rows" : "") +
-                       ", %nr, %i0, %b, " + part + " lengths(%S, %c0)" + index + " : !TILE" +
-                       (reads ? " from !ROWS" : "") + ", " + partType + "\n";
+    // An adjoint op turns the gradient rows back (pe.rope adjoint).
+    pe::PositionalEncodingOpInterface op = chain.ops[k];
+    std::string adjoint = op.isAdjoint() ? " adjoint" : "";
+    text.transforms += "  attn.qk_transform" + adjoint + " %tile" +
+                       std::string(reads ? " from %rows" : "") + ", %nr, %i0, %b, " + part +
+                       " lengths(%S, %c0)" + index + " : !TILE" + (reads ? " from !ROWS" : "") +
+                       ", " + partType + "\n";
     before += perPosition;
   }
   return text;

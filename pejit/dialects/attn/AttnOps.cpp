@@ -389,8 +389,6 @@ LogicalResult pejit::attn::QKTransformOp::verify() {
     return emitOpError("tile must be a 2-D memref [rows, d], got ") << tile;
   if (static_cast<bool>(getQueryLength()) != static_cast<bool>(getKeyLength()))
     return emitOpError("lengths(query, key) needs both operands");
-  if (getAdjoint() && getSource())
-    return emitOpError("adjoint transforms the tile in place: it takes no `from` source");
   if (!getSource())
     return success();
   auto source = cast<MemRefType>(getSource().getType());

@@ -216,8 +216,9 @@ def Attn_QKTransformOp : Attn_Op<"qk_transform", [AttrSizedOperandSegments]> {
 
     `adjoint` (a backward kernel's, docs/backward.md): `tile` holds the
     gradient of transformed rows and becomes, in place, the gradient of the
-    rows before the transform (RoPE: the inverse rotation). In place only:
-    no `from`. Without a QK transform, nothing.
+    rows before the transform (RoPE: the inverse rotation). With `from`,
+    the source rows (gradients) are first copied into the tile, widened.
+    Without a QK transform, nothing (or that copy alone).
   }];
   let arguments = (ins AnyMemRef:$tile, Optional<AnyMemRef>:$source, Index:$rows,
                        Index:$seq_start, Index:$batch, AnyMemRef:$scratch,

@@ -150,7 +150,9 @@ def PE_PositionalEncodingAttrInterface
         docs/backward.md): rows [0, rows) of `tile` hold the gradient of the
         transformed rows, and become, in place, the gradient of the rows
         before it (RoPE: the inverse rotation with the same attention
-        factor). Same tables, same arguments; never a source.
+        factor). Same tables, same arguments; with a source (a standalone
+        backward's dy rows, `from`), the gradient rows are read there, as
+        emitQKTileTransform reads its rows.
       }],
       "void", "emitQKTileTransformAdjoint",
       (ins "::mlir::OpBuilder &":$builder, "::mlir::Location":$loc,
@@ -384,6 +386,19 @@ def PE_PositionalEncodingOpInterface
       "bool", "evaluateReference",
       (ins "const ::pejit::pe::ReferenceOpArgs &":$args, "::pejit::ref::Tensor &":$result,
            "std::string &":$error)>,
+    InterfaceMethod<[{
+        Whether the op computes its input's gradient (the transpose of its
+        transform: `pe.rope adjoint`) instead of the forward. Such an op
+        is a backward: it does not fuse into attention.
+      }],
+      "bool", "isAdjoint", (ins), "", [{ return false; }]>,
+    InterfaceMethod<[{
+        Makes the op its adjoint form (`adjoint`) or its forward: for ops
+        with one (a QK transform whose encoding hasQKTransformAdjoint).
+        The derived backward of a standalone chain clones each such op and
+        flips it (attn-derive-backward).
+      }],
+      "void", "makeAdjoint", (ins "bool":$adjoint), "", [{ (void)adjoint; }]>,
     InterfaceMethod<[{
         What operand `index` is, for messages and argument roles ("table").
       }],

@@ -20,7 +20,7 @@ class PE_EncodingOp<string mnemonic, list<Trait> traits = [],
 
 def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>],
                               ["getTransformedInput", "getPositionIds", "getEncodingOperands",
-                               "getOperandRoleName"]> {
+                               "getOperandRoleName", "isAdjoint", "makeAdjoint"]> {
   let summary = "rotate Q or K by position (RoPE)";
   let description = [{
     `input` is [b, h, s, d]; `positions` is [s] or [b, s] (or [A, s] /
@@ -33,20 +33,29 @@ def PE_RopeOp : PE_EncodingOp<"rope", [AllTypesMatch<["input", "result"]>],
     the rotation: a runtime value (a learned or per-call scale), so a new
     s compiles nothing.
 
+    `adjoint` (the backward of pe.rope, docs/backward.md): `input` is the
+    gradient of a rotated tensor and the result the gradient of the tensor
+    before the rotation, the transpose: (g_a cos + g_b sin,
+    g_b cos - g_a sin), cos and sin as the forward's (with its attention
+    factor). The derived backward of a standalone pe.rope is this op; it
+    does not fuse into attn.attention.
+
     ```mlir
     %q_rot = pe.rope %q, %pos <layout = half, theta = 500000.0>
         : tensor<1x32x128x128xf32>, tensor<128xi32>
     %k_rot = pe.rope %k, %pos scale(%s : tensor<1xf32>)
         <layout = half, theta = 10000.0, runtime_scale = true>
         : tensor<1x8x128x128xf32>, tensor<128xi32>
+    %dq = pe.rope adjoint %dq_rot, %pos <layout = half, theta = 500000.0>
+        : tensor<1x32x128x128xf32>, tensor<128xi32>
     ```
   }];
   let arguments = (ins PE_FloatTensor:$input, PE_PositionTensor:$positions,
                        Optional<RankedTensorOf<[F32]>>:$position_scale,
-                       PE_RopeAttr:$encoding);
+                       PE_RopeAttr:$encoding, UnitAttr:$adjoint);
   let results = (outs PE_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $positions (`scale` `(` $position_scale^ `:` type($position_scale) `)`)?
+    (`adjoint` $adjoint^)? $input `,` $positions (`scale` `(` $position_scale^ `:` type($position_scale) `)`)?
     $encoding attr-dict `:` type($input) `,` type($positions)
   }];
 }

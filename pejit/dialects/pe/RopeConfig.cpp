@@ -159,36 +159,49 @@ mlir::Attribute RopeAttr::onOneSide(bool query) const {
                        getLearnedInvFreq());
 }
 
-bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
-                                         bool omitted, int64_t seqLen,
-                                         llvm::ArrayRef<const ref::Tensor *> operands,
-                                         std::string &error) const {
-  ref::RopeConfig config = toReferenceConfig(*this);
+namespace {
+
+/// x rotated (or, `adjoint`, rotated back: the transpose of the rotation,
+/// applyRopeBackward's dx) by the float64 reference.
+bool applyReferenceRope(RopeAttr rope, ref::Tensor &x, const ref::PositionIds &positions,
+                        bool omitted, int64_t seqLen, llvm::ArrayRef<const ref::Tensor *> operands,
+                        bool adjoint, std::string &error) {
+  ref::RopeConfig config = toReferenceConfig(rope);
   if (ref::ropePositionAxes(config) > 0 && omitted) {
     error = "RoPE with position axes (M-RoPE sections, axial) needs explicit position ids";
     return false;
   }
   std::vector<double> positionScale;
-  if (std::optional<unsigned> at = scaleOperand()) {
+  if (std::optional<unsigned> at = rope.scaleOperand()) {
     if (operands.size() <= *at || !operands[*at]) {
       error = "RoPE with runtime_scale needs its position scale";
       return false;
     }
     positionScale = operands[*at]->data;
   }
-  if (std::optional<unsigned> at = invFreqOperand()) {
+  std::optional<ref::RopeFrequencies> frequencies;
+  if (std::optional<unsigned> at = rope.invFreqOperand()) {
     if (operands.size() <= *at || !operands[*at]) {
       error = "RoPE with learned_inv_freq needs its inverse frequencies";
       return false;
     }
-    ref::RopeFrequencies frequencies =
-        ref::computeRopeFrequencies(config, x.shape[3], seqLen); // the attention factor
-    frequencies.invFreq = operands[*at]->data;
-    x = ref::applyRope(config, x, positions, seqLen, positionScale, &frequencies);
-    return true;
+    frequencies = ref::computeRopeFrequencies(config, x.shape[3], seqLen); // the attention factor
+    frequencies->invFreq = operands[*at]->data;
   }
-  x = ref::applyRope(config, x, positions, seqLen, positionScale);
+  const ref::RopeFrequencies *given = frequencies ? &*frequencies : nullptr;
+  x = adjoint ? ref::applyRopeBackward(config, x, x, positions, seqLen, positionScale, given).dx
+              : ref::applyRope(config, x, positions, seqLen, positionScale, given);
   return true;
+}
+
+} // namespace
+
+bool RopeAttr::applyReferenceQKTransform(ref::Tensor &x, const ref::PositionIds &positions,
+                                         bool omitted, int64_t seqLen,
+                                         llvm::ArrayRef<const ref::Tensor *> operands,
+                                         std::string &error) const {
+  return applyReferenceRope(*this, x, positions, omitted, seqLen, operands, /*adjoint=*/false,
+                            error);
 }
 
 } // namespace pejit::pe
@@ -200,14 +213,17 @@ std::string RopeOp::getOperandRoleName(unsigned index) {
   return index == 0 ? "input" : index == 1 ? "positions" : "scale";
 }
 
+bool RopeOp::isAdjoint() { return getAdjoint(); }
+void RopeOp::makeAdjoint(bool adjoint) { setAdjoint(adjoint); }
+
 bool RopeOp::evaluateReference(const ReferenceOpArgs &args, ref::Tensor &result,
                                std::string &error) {
   result = *args.tensors[0];
   llvm::SmallVector<const ref::Tensor *> operands;
   if (getPositionScale())
     operands.push_back(args.tensors[2]);
-  return getEncoding().applyReferenceQKTransform(result, *args.ids[1], args.idsOmitted, args.seqLen,
-                                                 operands, error);
+  return applyReferenceRope(getEncoding(), result, *args.ids[1], args.idsOmitted, args.seqLen,
+                            operands, getAdjoint(), error);
 }
 
 } // namespace pejit::pe

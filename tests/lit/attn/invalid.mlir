@@ -233,14 +233,6 @@ func.func @qk_transform_source_rank(%tile: memref<16x64xf32>, %rows: memref<1x16
 
 // -----
 
-func.func @qk_transform_adjoint_from(%tile: memref<16x64xf32>, %rows: memref<16x64xf32>, %scratch: memref<?xf32>, %n: index) {
-  // expected-error @+1 {{'attn.qk_transform' op adjoint transforms the tile in place: it takes no `from` source}}
-  attn.qk_transform adjoint %tile from %rows, %n, %n, %n, %scratch : memref<16x64xf32> from memref<16x64xf32>, memref<?xf32>
-  return
-}
-
-// -----
-
 func.func @qk_transform_grad_f16(%tile: memref<16x64xf16>, %rows: memref<16x64xf32>, %ids: memref<1x16xi64>, %scratch: memref<?xf32>, %n: index) {
   // expected-error @+1 {{'attn.qk_transform_grad' op grad must be a 2-D f32 memref [rows, d], got 'memref<16x64xf16>'}}
   attn.qk_transform_grad %tile, %rows, %n, %n, %n positions(%ids : memref<1x16xi64>) partial(%scratch : memref<?xf32>, %n) offsets [0] : memref<16x64xf16>, memref<16x64xf32>

@@ -98,6 +98,9 @@ func.func @hooks(%qpos: memref<1x16xi64>, %kpos: memref<1x16xi64>, %scratch: mem
   // The adjoint (a backward's dQ'/dK' rows, in place).
   // CHECK: attn.qk_transform adjoint %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key : memref<16x64xf32>, memref<?xf32>
   attn.qk_transform adjoint %tile, %n, %first, %first, %scratch key : memref<16x64xf32>, memref<?xf32>
+  // The adjoint from gradient rows (a standalone backward: copied, then turned back).
+  // CHECK: attn.qk_transform adjoint %{{.*}} from %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
+  attn.qk_transform adjoint %tile from %rows, %n, %first, %first, %scratch : memref<16x64xf32> from memref<?x64xf16, strided<[?, 1], offset: ?>>, memref<?xf32>
   // A QK transform's operand gradients from dK' and K' rows.
   // CHECK: attn.qk_transform_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} key positions(%{{.*}} : memref<1x16xi64>) partial(%{{.*}} : memref<?xf32>, %{{.*}}) offsets [0] : memref<16x64xf32>, memref<16x64xf32>
   attn.qk_transform_grad %tile, %tile, %n, %first, %first key positions(%kpos : memref<1x16xi64>) partial(%scratch : memref<?xf32>, %first) offsets [0] : memref<16x64xf32>, memref<16x64xf32>

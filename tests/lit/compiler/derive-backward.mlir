@@ -92,3 +92,53 @@ func.func @biased(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor
 func.func @no_attention(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A standalone pe.rope (docs/standalone-kernels.md): the backward is its
+// adjoint on dy, the forward's other arguments (ids, scale) as they were:
+//   dx = R(theta)^T dy = (g_a cos + g_b sin, g_b cos - g_a sin)
+// CHECK-LABEL: func.func @standalone_rope(
+// CHECK-LABEL: func.func @standalone_rope_backward(
+// CHECK-SAME: %[[DY:.*]]: tensor<?x4x?x64xbf16>, %[[IDS:.*]]: tensor<?xi64>, %[[S:.*]]: tensor<1xf32>) -> tensor<?x4x?x64xbf16>
+// CHECK: %[[DX:.*]] = pe.rope adjoint %[[DY]], %[[IDS]] scale(%[[S]] : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true>
+// CHECK: return %[[DX]]
+func.func @standalone_rope(%x: tensor<?x4x?x64xbf16>, %ids: tensor<?xi64>, %s: tensor<1xf32>) -> tensor<?x4x?x64xbf16> {
+  %y = pe.rope %x, %ids scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<?x4x?x64xbf16>, tensor<?xi64>
+  return %y : tensor<?x4x?x64xbf16>
+}
+
+// -----
+
+// A chain of two rotations: their adjoints in reverse order.
+// CHECK-LABEL: func.func @rope_chain_backward(
+// CHECK: %[[G1:.*]] = pe.rope adjoint %{{.*}}, %{{.*}} <layout = interleaved, theta = 500000.0>
+// CHECK: %[[G0:.*]] = pe.rope adjoint %[[G1]], %{{.*}} <layout = half, theta = 10000.0>
+// CHECK: return %[[G0]]
+func.func @rope_chain(%x: tensor<1x2x8x32xf32>, %ids: tensor<8xi64>) -> tensor<1x2x8x32xf32> {
+  %a = pe.rope %x, %ids <layout = half, theta = 10000.0> : tensor<1x2x8x32xf32>, tensor<8xi64>
+  %b = pe.rope %a, %ids <layout = interleaved, theta = 500000.0> : tensor<1x2x8x32xf32>, tensor<8xi64>
+  return %b : tensor<1x2x8x32xf32>
+}
+
+// -----
+
+// The backward of an adjoint is the forward again.
+// CHECK-LABEL: func.func @adjoint_backward(
+// CHECK: pe.rope %{{.*}}, %{{.*}} <layout = half
+// CHECK-NOT: adjoint
+// CHECK: return
+func.func @adjoint(%g: tensor<1x2x8x32xf32>, %ids: tensor<8xi64>) -> tensor<1x2x8x32xf32> {
+  %a = pe.rope adjoint %g, %ids <layout = half, theta = 10000.0> : tensor<1x2x8x32xf32>, tensor<8xi64>
+  return %a : tensor<1x2x8x32xf32>
+}
+
+// -----
+
+// Additive embeddings alone: dx = dy, no backward function.
+// CHECK-LABEL: func.func @sinusoidal(
+// CHECK-NOT: func.func @sinusoidal_backward
+func.func @sinusoidal(%x: tensor<?x?x64xf32>, %ids: tensor<?xi64>) -> tensor<?x?x64xf32> {
+  %e = pe.sinusoidal %x, %ids <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>
+  return %e : tensor<?x?x64xf32>
+}

@@ -76,6 +76,21 @@ func.func @only_key_rotated(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>
 
 // -----
 
+// An adjoint rotation (a backward's pe.rope adjoint) is not an encoding of
+// Q and K: it stays a pe op of its own.
+// CHECK-LABEL: func.func @adjoint_does_not_fuse
+// CHECK: pe.rope adjoint
+// CHECK: pe.rope adjoint
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}} :
+func.func @adjoint_does_not_fuse(%q: tensor<1x4x16x64xf32>, %k: tensor<1x4x16x64xf32>, %v: tensor<1x4x16x64xf32>, %pos: tensor<16xi32>) -> tensor<1x4x16x64xf32> {
+  %qr = pe.rope adjoint %q, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %kr = pe.rope adjoint %k, %pos <layout = half, theta = 10000.0> : tensor<1x4x16x64xf32>, tensor<16xi32>
+  %o = attn.attention %qr, %kr, %v : tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32>, tensor<1x4x16x64xf32> -> tensor<1x4x16x64xf32>
+  return %o : tensor<1x4x16x64xf32>
+}
+
+// -----
+
 // The ALiBi bias is also returned: it stays a tensor, which the kernel
 // reads (#pe.bias_tensor, the fallback); the rope still fuses.
 // CHECK-LABEL: func.func @bias_has_another_user

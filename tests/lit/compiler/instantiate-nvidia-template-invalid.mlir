@@ -71,3 +71,11 @@ func.func @training(%q: tensor<1x4x16x64xf16>, %k: tensor<1x4x16x64xf16>, %v: te
   %o, %lse = attn.attention %q, %k, %v causal : tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16>, tensor<1x4x16x64xf16> -> tensor<1x4x16x64xf16>, tensor<1x4x16xf32>
   return %o, %lse : tensor<1x4x16x64xf16>, tensor<1x4x16xf32>
 }
+
+// -----
+
+func.func @rope_adjoint(%dy: tensor<?x8x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<?x8x?x64xbf16> {
+  // expected-error @+1 {{an adjoint (the backward of pe.rope) compiles for x86 only so far, not nvidia}}
+  %r = pe.rope adjoint %dy, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xbf16>, tensor<?xi64>
+  return %r : tensor<?x8x?x64xbf16>
+}

@@ -156,3 +156,23 @@ func.func @bert_embeddings(%tok: tensor<?x?xi64>, %words: tensor<100x64xf32>, %p
   %e = pe.learned %s, %pos, %table <max_positions = 16> : tensor<?x?x64xf32>, tensor<?xi64>, tensor<16x64xf32>
   return %e : tensor<?x?x64xf32>
 }
+
+// -----
+
+// The standalone backward, pe.rope adjoint (attn-derive-backward's): the
+// same kernel with the rotation transposed, read from the dy rows:
+//   pair (a, b): dx_a = g_a cos + g_b sin, dx_b = g_b cos - g_a sin
+// i.e. the forward's formula with sin negated.
+// CHECK: module attributes {pejit.kernel = {arguments = "transform_input:bf16:?x8x?x64 transform_positions:i64:?", dtype = "bf16", function = "rotate_back"
+// CHECK-LABEL: func.func @pejit_transform_item
+// CHECK-SAME: (%[[DY:[a-z0-9]+]]: memref<?x8x?x64xbf16
+// CHECK: %[[ROWS:[a-z0-9_]+]] = memref.subview %[[DY]]
+// CHECK: %[[SIN:.*]] = arith.negf %{{.*}} : vector<8xf32>
+// CHECK: vector.load %[[ROWS]]
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: vector.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<8xf32>
+func.func @rotate_back(%dy: tensor<?x8x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<?x8x?x64xbf16> {
+  %r = pe.rope adjoint %dy, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xbf16>, tensor<?xi64>
+  return %r : tensor<?x8x?x64xbf16>
+}

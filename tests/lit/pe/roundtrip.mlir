@@ -10,6 +10,14 @@ func.func @rope_half(%x: tensor<1x32x128x128xf32>, %pos: tensor<128xi32>) -> ten
   return %0 : tensor<1x32x128x128xf32>
 }
 
+// The adjoint (pe.rope's backward: the rotation transposed).
+// CHECK-LABEL: func.func @rope_adjoint
+func.func @rope_adjoint(%dy: tensor<1x32x128x128xf32>, %pos: tensor<128xi32>) -> tensor<1x32x128x128xf32> {
+  // CHECK: pe.rope adjoint %{{.*}}, %{{.*}} <layout = half, theta = 500000.0> : tensor<1x32x128x128xf32>, tensor<128xi32>
+  %0 = pe.rope adjoint %dy, %pos <layout = half, theta = 500000.0> : tensor<1x32x128x128xf32>, tensor<128xi32>
+  return %0 : tensor<1x32x128x128xf32>
+}
+
 // CHECK-LABEL: func.func @rope_interleaved_partial_batched_positions
 func.func @rope_interleaved_partial_batched_positions(%x: tensor<2x8x16x64xbf16>, %pos: tensor<2x16xi64>) -> tensor<2x8x16x64xbf16> {
   // CHECK: pe.rope %{{.*}}, %{{.*}} <layout = interleaved, theta = 10000.0, rotary_dim = 32> : tensor<2x8x16x64xbf16>, tensor<2x16xi64>

@@ -1,0 +1,243 @@
+// The backward of a standalone pe.rope (docs/backward.md, "Standalone
+// kernels"): Runtime::getX86Backward of the forward derives pe.rope adjoint
+// and compiles it as a standalone kernel, dx = R(theta)^T dy. Checked two
+// ways, on fresh random dy, x and ids with the output poisoned:
+//  - elementwise against the float64 interpreter on the derived source
+//    (ref::applyRopeBackward): f32 max |dx - ref| <= 1e-4 max |ref|, 16-bit
+//    1e-2 against the reference on the rounded inputs;
+//  - the adjoint identity against the forward's own float64 reference,
+//    independent of the backward's code: sum(y_ref . dy) = sum(x . dx),
+//    y_ref = pe.rope(x) in float64, to 1e-5 of sum |y_ref . dy|.
+// Every scaling (dynamic_ntk and longrope at lengths on both sides of their
+// switch), layouts, partial rotary, M-RoPE, per-row ids, a runtime scale;
+// one compile serves every length of a `?` class; in place.
+#include "tests/runtime/StandaloneHarness.h"
+#include "tests/runtime/SuiteRuntime.h"
+
+#include "gtest/gtest.h"
+
+using namespace pejit;
+using namespace pejit::testing;
+
+namespace {
+
+std::string ropeSource(const std::string &rope, const std::string &x, const std::string &ids,
+                       const std::string &scale = "") {
+  std::string args = "%x: " + x + ", %pos: " + ids + (scale.empty() ? "" : ", %s: " + scale);
+  std::string operand = scale.empty() ? "" : " scale(%s : " + scale + ")";
+  return "func.func @rotate(" + args + ") -> " + x + " {\n  %r = pe.rope %x, %pos" + operand +
+         " <" + rope + "> : " + x + ", " + ids + "\n  return %r : " + x + "\n}\n";
+}
+
+struct Derived {
+  std::string source;
+  X86Kernel kernel;
+};
+
+/// The backward of `forward`, its source and its kernel.
+std::optional<Derived> backwardOf(const std::string &forward, std::string &error) {
+  Expected<Spec> spec = Spec::fromText(forward);
+  if (!spec) {
+    error = spec.error();
+    return std::nullopt;
+  }
+  Expected<Spec> derived = Spec::backwardOf(*spec);
+  Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*spec);
+  if (!derived || !kernel) {
+    error = derived ? kernel.error() : derived.error();
+    return std::nullopt;
+  }
+  return Derived{derived->source(), *kernel};
+}
+
+struct Case {
+  std::string name, rope;
+  int64_t headDim = 64;
+  int64_t maxPosition = 5000;
+};
+
+TEST(StandaloneRopeBackward, EveryScalingMatchesTheReferenceAtEveryLengthWithOneCompile) {
+  const Case cases[] = {
+      {"plain", "layout = half, theta = 500000.0", 128},
+      {"interleaved", "layout = interleaved, theta = 10000.0"},
+      {"partial", "layout = half, theta = 10000.0, rotary_dim = 32"},
+      {"linear", "layout = half, theta = 10000.0, scaling = #pe.linear<factor = 4.0>"},
+      {"ntk", "layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 4.0>"},
+      {"yarn",
+       "layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position "
+       "= 2048>"},
+      {"llama3",
+       "layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = "
+       "1.0, high_freq_factor = 4.0, original_max_position = 8192>",
+       128, 100000},
+      {"dynamic_ntk",
+       "layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, "
+       "original_max_position = 2048>",
+       64, 4000},
+      {"longrope",
+       "layout = half, theta = 10000.0, rotary_dim = 8, scaling = #pe.longrope<short_factor = "
+       "[1.0, 1.5, 2.0, 2.5], long_factor = [2.0, 3.0, 4.0, 5.0], original_max_position = 2048>",
+       64, 4000},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string x = "tensor<?x4x?x" + std::to_string(c.headDim) + "xf32>";
+    std::string error;
+    int64_t compilesBefore = suiteRuntime().stats().compiles;
+    std::optional<Derived> backward = backwardOf(ropeSource(c.rope, x, "tensor<?xi64>"), error);
+    ASSERT_TRUE(backward) << error;
+    for (int64_t s : {1, 7, 64, 65, 300}) {
+      SCOPED_TRACE("s = " + std::to_string(s));
+      double rel =
+          runAndCompare(backward->kernel, backward->source, {s == 1 ? 3 : 1, 4, s, c.headDim}, {s},
+                        DType::F32, c.maxPosition, false, error);
+      ASSERT_EQ(error, "");
+      EXPECT_LE(rel, 1e-4);
+    }
+    EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1);
+  }
+}
+
+TEST(StandaloneRopeBackward, PerRowAndMropeIdsSixteenBitAndInPlace) {
+  struct Form {
+    std::string name, rope, x, ids;
+    std::vector<int64_t> shape, idsShape;
+    DType dtype;
+    bool inPlace;
+  };
+  const Form forms[] = {
+      {"per-row ids",
+       "layout = half, theta = 10000.0",
+       "tensor<2x4x33x64xf32>",
+       "tensor<2x33xi32>",
+       {2, 4, 33, 64},
+       {2, 33},
+       DType::F32,
+       false},
+      {"mrope",
+       "layout = half, theta = 10000.0, sections = [8, 12, 12]",
+       "tensor<1x4x40x64xf32>",
+       "tensor<3x40xi64>",
+       {1, 4, 40, 64},
+       {3, 40},
+       DType::F32,
+       false},
+      {"axial",
+       "layout = half, theta = 100.0, axial = true",
+       "tensor<1x2x40x64xf32>",
+       "tensor<2x40xi64>",
+       {1, 2, 40, 64},
+       {2, 40},
+       DType::F32,
+       false},
+      {"f16",
+       "layout = half, theta = 10000.0",
+       "tensor<1x4x?x128xf16>",
+       "tensor<?xi64>",
+       {1, 4, 50, 128},
+       {50},
+       DType::F16,
+       false},
+      {"bf16 interleaved",
+       "layout = interleaved, theta = 10000.0",
+       "tensor<1x4x?x64xbf16>",
+       "tensor<?xi64>",
+       {1, 4, 70, 64},
+       {70},
+       DType::BF16,
+       false},
+      {"in place",
+       "layout = half, theta = 10000.0",
+       "tensor<1x8x?x128xf32>",
+       "tensor<?xi64>",
+       {1, 8, 300, 128},
+       {300},
+       DType::F32,
+       true},
+  };
+  for (const Form &f : forms) {
+    SCOPED_TRACE(f.name);
+    std::string error;
+    std::optional<Derived> backward = backwardOf(ropeSource(f.rope, f.x, f.ids), error);
+    ASSERT_TRUE(backward) << error;
+    double rel = runAndCompare(backward->kernel, backward->source, f.shape, f.idsShape, f.dtype,
+                               9000, f.inPlace, error);
+    ASSERT_EQ(error, "");
+    EXPECT_LE(rel, f.dtype == DType::F32 ? 1e-4 : 1e-2);
+  }
+}
+
+// <R x, dy> = <x, R^T dy>: the kernel's dx against the forward's float64
+// reference, with a runtime position scale ([1] and per batch row [b]).
+TEST(StandaloneRopeBackward, AdjointIdentityHoldsAgainstTheForwardsReference) {
+  struct Form {
+    std::string name, rope;
+    std::vector<int64_t> idsShape;
+    std::vector<float> scale; // empty: no runtime scale
+  };
+  const Form forms[] = {
+      {"plain", "layout = half, theta = 10000.0", {48}, {}},
+      {"yarn",
+       "layout = interleaved, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, "
+       "original_max_position = 64>",
+       {48},
+       {}},
+      {"scale [1]", "layout = half, theta = 10000.0, runtime_scale = true", {48}, {0.75f}},
+      {"scale [b]", "layout = half, theta = 10000.0, runtime_scale = true", {2, 48}, {1.5f, 0.3f}},
+  };
+  std::mt19937 &engine = rng(nullptr);
+  const std::vector<int64_t> shape = {2, 3, 48, 64};
+  for (const Form &f : forms) {
+    SCOPED_TRACE(f.name);
+    std::string scaleType =
+        f.scale.empty() ? "" : tensorText({static_cast<int64_t>(f.scale.size())}, "f32");
+    std::string forward =
+        ropeSource(f.rope, tensorText(shape, "f32"), tensorText(f.idsShape, "i64"), scaleType);
+    std::string error;
+    std::optional<Derived> backward = backwardOf(forward, error);
+    ASSERT_TRUE(backward) << error;
+    ref::Tensor x = randomTensor(shape, engine), dy = randomTensor(shape, engine);
+    std::vector<int64_t> ids(f.idsShape.size() == 1 ? 48 : 96);
+    std::uniform_int_distribution<int64_t> position(0, 3000);
+    for (int64_t &p : ids)
+      p = position(engine);
+    std::vector<ReferenceArgument> referenceInputs = {x, ref::PositionIds(f.idsShape, ids)};
+    if (!f.scale.empty())
+      referenceInputs.push_back(ref::Tensor({static_cast<int64_t>(f.scale.size())},
+                                            std::vector<double>(f.scale.begin(), f.scale.end())));
+    Expected<ref::Tensor> y = interpretReference(forward, referenceInputs);
+    ASSERT_TRUE(y) << y.error();
+    std::vector<float> dyFloats = toFloat(dy);
+    std::vector<float> dx(dy.data.size(), std::numeric_limits<float>::quiet_NaN());
+    std::vector<TensorView> inputs = {{dyFloats.data(), DType::F32, shape, {}},
+                                      {ids.data(), DType::I64, f.idsShape, {}}};
+    std::vector<float> scale = f.scale;
+    if (!scale.empty())
+      inputs.push_back({scale.data(), DType::F32, {static_cast<int64_t>(scale.size())}, {}});
+    Status status = backward->kernel.run(inputs, {dx.data(), DType::F32, shape, {}});
+    ASSERT_TRUE(status) << status.message();
+    double forwardSide = 0, backwardSide = 0, magnitude = 0;
+    for (size_t e = 0; e < dx.size(); ++e) {
+      forwardSide += y->data[e] * double(dyFloats[e]);
+      magnitude += std::fabs(y->data[e] * double(dyFloats[e]));
+      backwardSide += x.data[e] * double(dx[e]);
+    }
+    EXPECT_LE(std::fabs(forwardSide - backwardSide), 1e-5 * magnitude)
+        << "<R x, dy> = " << forwardSide << ", <x, R^T dy> = " << backwardSide;
+  }
+}
+
+TEST(StandaloneRopeBackward, AdditiveEmbeddingsAloneHaveNoBackwardKernelAndSaySo) {
+  std::string source =
+      "func.func @e(%x: tensor<?x?x64xf32>, %p: tensor<?xi64>) -> tensor<?x?x64xf32> {\n"
+      "  %e = pe.sinusoidal %x, %p <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>\n"
+      "  return %e : tensor<?x?x64xf32>\n}\n";
+  Expected<Spec> spec = Spec::fromText(source);
+  ASSERT_TRUE(spec) << spec.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*spec);
+  ASSERT_FALSE(kernel);
+  EXPECT_NE(kernel.error().find("their input gradient is the output gradient"), std::string::npos)
+      << kernel.error();
+}
+
+} // namespace
