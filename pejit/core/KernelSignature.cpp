@@ -28,7 +28,9 @@ constexpr ArgumentRole kRoles[] = {ArgumentRole::Query,
                                    ArgumentRole::LinearState,
                                    ArgumentRole::Output,
                                    ArgumentRole::OutputGradient,
-                                   ArgumentRole::LogSumExp};
+                                   ArgumentRole::LogSumExp,
+                                   ArgumentRole::GradRows,
+                                   ArgumentRole::GradIds};
 
 const char *shortDtype(DType dtype) {
   switch (dtype) {
@@ -92,6 +94,10 @@ const char *argumentRoleName(ArgumentRole role) {
     return "output_grad";
   case ArgumentRole::LogSumExp:
     return "lse";
+  case ArgumentRole::GradRows:
+    return "grad_rows";
+  case ArgumentRole::GradIds:
+    return "grad_ids";
   }
   return "?";
 }
@@ -189,6 +195,13 @@ bool KernelSignature::embeddingTransform() const {
 bool KernelSignature::tokenEmbedding() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::EmbedTokens)
+      return true;
+  return false;
+}
+
+bool KernelSignature::embeddingGradient() const {
+  for (const KernelArgument &argument : arguments)
+    if (argument.role == ArgumentRole::GradRows)
       return true;
   return false;
 }

@@ -13,7 +13,8 @@
 // (a packed batch's cu_seqlens), key_lengths (per-row key counts),
 // key_pages, value_pages or block_table (a paged KV cache),
 // transform_input or transform_positions (a standalone pe.rope), output or
-// output_grad (a backward's o and dO, docs/backward.md); DTYPE
+// output_grad (a backward's o and dO, docs/backward.md), grad_rows or
+// grad_ids (pe.embed_grad's); DTYPE
 // f32, f16, bf16, i32 or
 // i64; SHAPE the dims joined by 'x', '?' for one the call gives
 // ("query:f32:1x32x?x128", docs/shape-classes.md). An encoding operand's
@@ -64,6 +65,10 @@ enum class ArgumentRole {
   /// A training forward's lse [b, hq, sq] (f32), which a backward derived
   /// from it reads instead of recomputing.
   LogSumExp,
+  /// pe.embed_grad's gradient rows [b, s, d] and their table ids ([b, s] or
+  /// [s]): a kernel that sums the rows into a table's gradient.
+  GradRows,
+  GradIds,
 };
 
 /// "query", "key", ..., "encoding_operand".
@@ -140,6 +145,8 @@ struct KernelSignature {
   bool embeddingTransform() const;
   /// A standalone kernel that starts with pe.embed: it takes tokens.
   bool tokenEmbedding() const;
+  /// A table gradient kernel (pe.embed_grad): it takes grad_rows.
+  bool embeddingGradient() const;
   /// A backward kernel (attn.attention_backward): it takes output_grad and
   /// writes dq, dk, dv (docs/backward.md).
   bool backward() const;

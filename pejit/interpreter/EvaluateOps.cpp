@@ -192,4 +192,22 @@ bool Interpreter::embed(pe::EmbedOp op, ref::Tensor &result) {
   return true;
 }
 
+/// pe.embed_grad: rows of grad summed by id into the table's shape; an id
+/// outside the table is the caller's error.
+bool Interpreter::embedGrad(pe::EmbedGradOp op, ref::Tensor &result) {
+  auto ids = values.find(op.getIds());
+  if (ids == values.end() || ids->second.kind != Val::Ids)
+    return fail(op, "its ids must be an argument of the function");
+  int64_t rows = mlir::cast<mlir::RankedTensorType>(op.getResult().getType()).getDimSize(0);
+  for (size_t i = 0; i < ids->second.ids.data.size(); ++i) {
+    int64_t id = ids->second.ids.data[i];
+    if (id < 0 || id >= rows)
+      return fail(op, "id " + std::to_string(id) + " at flat index " + std::to_string(i) +
+                          " is outside the table's " + std::to_string(rows) + " rows");
+  }
+  result = ref::embeddingGradient(tensor(op.getGrad()), ids->second.ids, rows,
+                                  op.getScale().convertToDouble());
+  return true;
+}
+
 } // namespace pejit::interp

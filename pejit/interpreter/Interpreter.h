@@ -80,6 +80,7 @@ public:
   /// pe.embed: rows of the table at the tokens, scaled; a token outside
   /// the table is the caller's error.
   bool embed(pe::EmbedOp op, ref::Tensor &result);
+  bool embedGrad(pe::EmbedGradOp op, ref::Tensor &result);
 
   /// Evaluates one op into `values`; false (with `error`) if it cannot.
   bool evaluate(mlir::Operation &op, int64_t seqLen);

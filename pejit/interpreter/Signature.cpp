@@ -151,6 +151,8 @@ std::string useRole(mlir::OpOperand &use) {
   }
   if (mlir::isa<pe::EmbedOp>(user))
     return n == 0 ? "tokens" : "token_table";
+  if (mlir::isa<pe::EmbedGradOp>(user))
+    return n == 0 ? "grad_rows" : "grad_ids";
   std::string name = user->getName().getStringRef().str();
   auto encodingOp = mlir::dyn_cast<pe::PositionalEncodingOpInterface>(user);
   if (!encodingOp)
@@ -212,9 +214,11 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     info.type = str(type);
     info.valueTerm = !info.isInteger && isValueTermArgument(arg);
     // Position ids may be omitted (they have defaults); a packed batch's
-    // offsets, key lengths and block tables may not.
+    // offsets, key lengths, block tables, tokens and a table gradient's ids
+    // may not.
     if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments" ||
-        info.role == "key_lengths" || info.role == "block_table" || info.role == "tokens")
+        info.role == "key_lengths" || info.role == "block_table" || info.role == "tokens" ||
+        info.role == "grad_ids")
       sig.requiredArguments = sig.arguments.size() + 1;
     sig.arguments.push_back(std::move(info));
   }

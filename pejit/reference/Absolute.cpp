@@ -78,4 +78,22 @@ Tensor tokenEmbedding(const PositionIds &tokens, const Tensor &table, double sca
   return out;
 }
 
+Tensor embeddingGradient(const Tensor &grad, const PositionIds &ids, int64_t rows, double scale) {
+  PEJIT_REF_CHECK(grad.rank() == 3, "grad must be [b, s, d], got " + shapeToString(grad.shape));
+  const int64_t batch = grad.shape[0], length = grad.shape[1], dim = grad.shape[2];
+  PEJIT_REF_CHECK(ids.rank() == 1 || ids.rank() == 2,
+                  "ids must be [s] or [b, s], got " + shapeToString(ids.shape));
+  const bool shared = ids.rank() == 1;
+  Tensor out({rows, dim});
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < length; ++t) {
+      int64_t id = ids.data[shared ? t : b * length + t];
+      PEJIT_REF_CHECK(id >= 0 && id < rows, "id " + std::to_string(id) + " outside the table's " +
+                                                std::to_string(rows) + " rows");
+      for (int64_t c = 0; c < dim; ++c)
+        out.at(id, c) += grad.at(b, t, c) * scale;
+    }
+  return out;
+}
+
 } // namespace pejit::ref

@@ -23,6 +23,11 @@ Tensor learnedEmbedding(const Tensor &x, const PositionIds &positions, const Ten
 /// row (b, t) = table[tokens[b, t]] * scale.
 Tensor tokenEmbedding(const PositionIds &tokens, const Tensor &table, double scale);
 
+/// The gradient of a table read by rows at `ids` (pe.embed_grad): grad
+/// [b, s, d]; ids [b, s] or [s] (shared by the batch), each in [0, rows).
+/// Returns [rows, d] with row v = scale * sum of grad[b, t] over ids = v.
+Tensor embeddingGradient(const Tensor &grad, const PositionIds &ids, int64_t rows, double scale);
+
 } // namespace pejit::ref
 
 #endif // PEJIT_RUNTIME_REFERENCE_ABSOLUTE_H

@@ -26,6 +26,12 @@ Expected<Shape> callShapeOf(const KernelDescription &kernel,
                            "view: call run with the output (its shape is [b, h, sq, skv])");
     return s;
   }
+  if (kernel.signature.embeddingGradient()) { // out [rows, d], as [1, 1, rows, d]
+    Shape s = kernel.shape;
+    s.batch = s.queryHeads = s.kvHeads = 1;
+    s.querySeq = s.keySeq = kernel.positionLimit;
+    return s;
+  }
   if (kernel.signature.tokenEmbedding()) { // tokens [b, s]: rows [b, 1, s, d]
     const TensorView &tokens = *bound.embedTokens;
     if (tokens.shape.size() != 2)

@@ -251,8 +251,12 @@ Status bindInputs(const KernelSignature &signature, const std::vector<TensorView
       bound.query = &inputs[i];
       break;
     case ArgumentRole::TransformPositions:
+    case ArgumentRole::GradIds:
       bound.queryPositions = &inputs[i];
       bound.queryPositionsName = name;
+      break;
+    case ArgumentRole::GradRows: // a table gradient's rows: read as the query
+      bound.query = &inputs[i];
       break;
     case ArgumentRole::EmbedTokens:
       bound.embedTokens = &inputs[i];

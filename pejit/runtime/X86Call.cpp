@@ -98,6 +98,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return runEmbedding(inputs, out);
   if (biasItem_)
     return runBias(inputs, out);
+  if (embedGradItem_)
+    return runEmbeddingGradient(inputs, out);
   if (backwardQuery_)
     return Status::error("this is a backward kernel (attn.attention_backward): call runBackward "
                          "with its gradients dq, dk, dv");

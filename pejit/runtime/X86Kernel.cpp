@@ -51,6 +51,9 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
         reinterpret_cast<BackwardConvertFn>(lookup("_mlir_ciface_pejit_backward_widen"));
     kernel->backwardNarrow_ =
         reinterpret_cast<BackwardConvertFn>(lookup("_mlir_ciface_pejit_backward_narrow"));
+  } else if (artifact.signature.embeddingGradient()) { // pe.embed_grad: one item function
+    kernel->embedGradItem_ =
+        reinterpret_cast<EmbedGradItemFn>(lookup("_mlir_ciface_pejit_embed_grad_item"));
   } else if (artifact.signature.materializedBias) { // a score bias written out: one item function
     kernel->biasItem_ = reinterpret_cast<BiasItemFn>(lookup("_mlir_ciface_pejit_bias_item"));
   } else if (artifact.signature.standaloneTransform()) { // a pe op on its own

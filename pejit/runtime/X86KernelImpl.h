@@ -81,6 +81,13 @@ using TransformItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<
 using EmbedItemFn = void (*)(MemRefDescriptor<int64_t, 2> *, void *, MemRefDescriptor<float, 4> *,
                              MemRefDescriptor<float, 1> *, int64_t);
 
+/// (grad rows [b, 1, s, d], rows sorted by id, each id's start, out
+/// [rows, d], item): pejit_embed_grad_item of a table's gradient
+/// (templates/x86/embed_grad.mlir).
+using EmbedGradItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<int64_t, 1> *,
+                                 MemRefDescriptor<int64_t, 1> *, MemRefDescriptor<float, 2> *,
+                                 int64_t);
+
 /// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
 /// score bias (templates/x86/score_bias.mlir).
 using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *, void *,
@@ -158,6 +165,9 @@ private:
   /// A token embedding's item, and its run (pejit/runtime/X86Embed.cpp).
   EmbedItemFn embedItem_ = nullptr;
   Status runEmbedding(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A table gradient's item, and its run (pejit/runtime/X86EmbedGrad.cpp).
+  EmbedGradItemFn embedGradItem_ = nullptr;
+  Status runEmbeddingGradient(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// A materialized score bias's item, and its run (pejit/runtime/X86Bias.cpp).
   BiasItemFn biasItem_ = nullptr;
   /// A backward kernel's phases (docs/backward.md).

@@ -155,3 +155,85 @@ def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
     if learned:
         inputs.append(position_table)
     return kernel.run(*inputs, out=out)
+
+
+def _source_embed_grad(rows: int, d: int, dtype: str, scale: float, per_row: bool) -> str:
+    element = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    grad, ids = f"tensor<?x?x{d}x{element}>", "tensor<?x?xi64>" if per_row else "tensor<?xi64>"
+    out = f"tensor<{rows}x{d}xf32>"
+    return (f"func.func @table_grad(%dy: {grad}, %ids: {ids}) -> {out} {{\n"
+            f"  %g = pe.embed_grad %dy, %ids {{scale = {float(scale)!r} : f64}} : {grad}, {ids} "
+            f"-> {out}\n  return %g : {out}\n}}\n")
+
+
+def embedding_backward(grad, ids, rows: int, *, scale: float = 1.0, out=None):
+    """The gradient of a table read by rows at `ids` (nn.Embedding's
+    backward; pejit.embed's token table with its scale, or a learned
+    position table): out[v] = scale * sum of grad[b, t] over ids[b, t] = v.
+    grad [b, s, d] (float32, float16 or bfloat16); ids int32/int64 [b, s],
+    or [s] shared by the batch; rows the table's. Returns float32 [rows, d].
+    No atomics: each row sums its entries in ascending (b, t) order, the
+    same bits at any thread count (pe.embed_grad, docs/backward.md). An id
+    outside [0, rows) is an error naming it."""
+    if len(tuple(grad.shape)) != 3:
+        raise Error(f"grad: expected rank 3 [b, s, d], got shape {list(grad.shape)}")
+    dtype = dtype_name(grad, "grad")
+    dtype_name(ids, "ids")
+    rank = len(tuple(ids.shape))
+    if rank not in (1, 2):
+        raise Error(f"ids: expected [s] or [b, s], got shape {list(ids.shape)}")
+    if not isinstance(rows, int) or isinstance(rows, bool) or rows <= 0:
+        raise Error(f"rows: expected a positive int (the table's rows), got {rows!r}")
+    optional_number(scale, "scale")
+    d = int(grad.shape[2])
+    key = ("embed_grad", "host", dtype, d, rows, float(scale), rank == 2)
+    kernel = _kernel(key, lambda: _source_embed_grad(rows, d, dtype, scale, rank == 2))
+    if out is None:
+        out = empty_like_kind(grad, (rows, d), "float32")
+    return kernel.run(grad, ids, out=out)
+
+
+def _source_positions(d: int, dtype: str, learned: int, sinusoidal: Optional[float]) -> str:
+    element = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    x = f"tensor<?x?x{d}x{element}>"
+    if learned:
+        table = f"tensor<{learned}x{d}x{element}>"
+        args = f"%x: {x}, %positions: tensor<?xi64>, %table: {table}"
+        op = (f"pe.learned %x, %positions, %table <max_positions = {learned}> : {x}, "
+              f"tensor<?xi64>, {table}")
+    else:
+        args = f"%x: {x}, %positions: tensor<?xi64>"
+        op = f"pe.sinusoidal %x, %positions <base = {float(sinusoidal)!r}> : {x}, tensor<?xi64>"
+    return f"func.func @positions({args}) -> {x} {{\n  %e = {op}\n  return %e : {x}\n}}\n"
+
+
+def add_positions(x, positions, *, position_table=None, sinusoidal_base: Optional[float] = None,
+                  out=None):
+    """x [b, s, d] plus its absolute position embedding in one pass:
+    position_table[positions[t]] (a learned table [max_positions, d] of x's
+    dtype) or the sinusoidal encoding with sinusoidal_base (the
+    Transformer's 10000). positions int [s], shared by the batch. Returns
+    out [b, s, d] of x's dtype (x itself: in place)."""
+    if (position_table is None) == (sinusoidal_base is None):
+        raise Error("position_table, sinusoidal_base: give one positional encoding")
+    if len(tuple(x.shape)) != 3:
+        raise Error(f"x: expected rank 3 [b, s, d], got shape {list(x.shape)}")
+    dtype = dtype_name(x, "x")
+    dtype_name(positions, "positions")
+    d = int(x.shape[2])
+    learned = 0
+    if position_table is not None:
+        if len(tuple(position_table.shape)) != 2 or int(position_table.shape[1]) != d:
+            raise Error(f"position_table: expected [max_positions, {d}], got "
+                        f"{list(position_table.shape)}")
+        if dtype_name(position_table, "position_table") != dtype:
+            raise Error(f"position_table: dtype differs from x's {dtype}")
+        learned = int(position_table.shape[0])
+    optional_number(sinusoidal_base, "sinusoidal_base", positive=True)
+    key = ("positions", "host", dtype, d, learned,
+           None if sinusoidal_base is None else float(sinusoidal_base))
+    kernel = _kernel(key, lambda: _source_positions(d, dtype, learned, sinusoidal_base))
+    if out is None:
+        out = empty_like_kind(x, tuple(x.shape), dtype)
+    inputs = [x, positions] + ([position_table] if learned else [])
+    return kernel.run(*inputs, out=out)

@@ -46,3 +46,87 @@ class RotaryPositionEmbedding(torch.nn.Module):
         rows = x if heads else x.unsqueeze(1)
         out = torch.ops.pejit.rope(rows, _positions(positions, rows.shape[2]), self.options)
         return out if heads else out.squeeze(1)
+
+
+class LearnablePositionalEmbedding(torch.nn.Module):
+    """The seed's LearnablePositionalEmbedding (BERT's, GPT-2's): a learned
+    table of max_len rows, one per position, added to the input,
+
+        out[b, t] = x[b, t] + position_embeddings.weight[t]
+
+    the table an nn.Embedding (its weight initialised N(0, 1), as
+    nn.Embedding's, so a seed state_dict loads). forward(x, positions=None):
+    x [b, s, d_model], positions int64 [s] (default 0 .. s-1; a position
+    past the table is an error naming it). One pejit kernel adds the rows
+    (torch.ops.pejit.learned_positions); the table's gradient is the
+    deterministic scatter-add by position (torch.ops.pejit.embedding_backward),
+    x's passes through."""
+
+    def __init__(self, d_model: int, max_len: int = 512):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.position_embeddings = torch.nn.Embedding(max_len, d_model)
+
+    def forward(self, x: torch.Tensor, positions: Optional[torch.Tensor] = None):
+        return torch.ops.pejit.learned_positions(x, _positions(positions, x.shape[1]),
+                                                 self.position_embeddings.weight)
+
+
+class SinusoidalPositionalEncoding(torch.nn.Module):
+    """The seed's SinusoidalPositionalEncoding (the Transformer's, Vaswani et
+    al. 2017): for position p and i < d_model / 2,
+
+        out[b, t, 2i]     = x[b, t, 2i]     + sin(p / base^(2i / d_model))
+        out[b, t, 2i + 1] = x[b, t, 2i + 1] + cos(p / base^(2i / d_model))
+
+    forward(x, positions=None): x [b, s, d_model], positions int64 [s]
+    (default 0 .. s-1). The angles are computed per call in float64, so
+    max_len is kept for the seed's signature only. One pejit kernel
+    (torch.ops.pejit.sinusoidal_positions); the gradient passes through. No
+    parameters."""
+
+    def __init__(self, d_model: int, max_len: int = 5000, base: float = 10000.0):
+        super().__init__()
+        if d_model <= 0 or d_model % 2:
+            raise Error(f"d_model: expected a positive even width, got {d_model}")
+        self.d_model, self.max_len, self.base = d_model, max_len, float(base)
+
+    def forward(self, x: torch.Tensor, positions: Optional[torch.Tensor] = None):
+        return torch.ops.pejit.sinusoidal_positions(x, _positions(positions, x.shape[1]),
+                                                    self.base)
+
+
+class HybridPositionEncoding(torch.nn.Module):
+    """The seed's HybridPositionEncoding: a learned absolute table, then RoPE
+    over the same positions,
+
+        out = RoPE(x + table[positions])
+
+    (LearnablePositionalEmbedding, then RotaryPositionEmbedding on x as one
+    head of width d_model). forward(x, positions=None): x [b, s, d_model].
+    Two pejit kernels, not one: the learned add works on [b, s, d] rows and
+    RoPE on heads [b, h, s, d], which no chain of pe ops spans yet."""
+
+    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0):
+        super().__init__()
+        self.learned = LearnablePositionalEmbedding(d_model, max_len)
+        self.rotary = RotaryPositionEmbedding(d_model, max_len, base)
+
+    def forward(self, x: torch.Tensor, positions: Optional[torch.Tensor] = None):
+        return self.rotary(self.learned(x, positions), positions)
+
+
+class Embedding(torch.nn.Module):
+    """nn.Embedding through pejit, with the embedding scale some models use
+    (sqrt(d) in the Transformer, Gemma): out[b, t] = weight[tokens[b, t]] *
+    scale. forward(tokens): int64 [b, s]. The gather is one pejit kernel
+    (torch.ops.pejit.embed); weight's gradient the deterministic
+    scatter-add by token, scaled (torch.ops.pejit.embedding_backward)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, scale: float = 1.0):
+        super().__init__()
+        self.scale = float(scale)
+        self.weight = torch.nn.Parameter(torch.randn(num_embeddings, embedding_dim))
+
+    def forward(self, tokens: torch.Tensor):
+        return torch.ops.pejit.embed(tokens, self.weight, self.scale)

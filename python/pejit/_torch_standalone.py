@@ -1,8 +1,16 @@
-"""pejit.torch's standalone ops (docs/standalone-kernels.md): RoPE on its
-own as the custom op `pejit::rope`, whose autograd formula is the op
-`pejit::rope_backward` (the kernel of pe.rope adjoint, docs/backward.md).
+"""pejit.torch's standalone ops (docs/standalone-kernels.md), each with its
+autograd formula (docs/backward.md, "Standalone kernels"):
+
+- `pejit::rope`: RoPE on its own; its backward the op `pejit::rope_backward`
+  (the kernel of pe.rope adjoint);
+- `pejit::learned_positions` (x + table[positions]) and `pejit::embed`
+  (table[tokens] * scale): their tables' gradients by the op
+  `pejit::embedding_backward` (pe.embed_grad);
+- `pejit::sinusoidal_positions`: x plus the sinusoidal encoding; the
+  gradient passes through.
+
 Fakes are registered, so torch.compile(fullgraph=True) traces through
-both. The RoPE travels as one JSON string (rope_options(...)), a constant
+them. The RoPE travels as one JSON string (rope_options(...)), a constant
 of the traced graph."""
 from __future__ import annotations
 
@@ -14,7 +22,9 @@ import torch
 
 from ._pejit import Error
 from ._rope import as_rope
-from ._standalone import rope as _rope, rope_backward as _rope_backward
+from ._standalone import (add_positions as _add_positions, embed as _embed,
+                          embedding_backward as _embedding_backward, rope as _rope,
+                          rope_backward as _rope_backward)
 
 
 def rope_options(rope=True) -> str:
@@ -76,3 +86,89 @@ def _rope_backward_grad(ctx, grad):
 
 rope_op.register_autograd(_rope_grad, setup_context=_setup_rope)
 rope_backward_op.register_autograd(_rope_backward_grad, setup_context=_setup_rope_backward)
+
+
+@torch.library.custom_op("pejit::embedding_backward", mutates_args=(), device_types="cpu")
+def embedding_backward_op(grad: torch.Tensor, ids: torch.Tensor, rows: int,
+                          scale: float) -> torch.Tensor:
+    """A table's gradient: rows of grad [b, s, d] summed by id, float32 [rows, d]."""
+    return _embedding_backward(grad.contiguous(), ids.contiguous(), rows, scale=scale)
+
+
+@embedding_backward_op.register_fake
+def _(grad, ids, rows, scale):
+    return grad.new_empty((rows, grad.shape[2]), dtype=torch.float32)
+
+
+@torch.library.custom_op("pejit::learned_positions", mutates_args=(), device_types="cpu")
+def learned_positions_op(x: torch.Tensor, positions: torch.Tensor,
+                         table: torch.Tensor) -> torch.Tensor:
+    """x [b, s, d] + table[positions[t]] (positions [s])."""
+    return _add_positions(x.contiguous(), positions.contiguous(),
+                          position_table=table.contiguous())
+
+
+@learned_positions_op.register_fake
+def _(x, positions, table):
+    return torch.empty_like(x)
+
+
+def _setup_learned(ctx, inputs, output):
+    _, positions, table = inputs
+    ctx.save_for_backward(positions)
+    ctx.rows, ctx.table_dtype = table.shape[0], table.dtype
+
+
+def _learned_grad(ctx, grad):
+    (positions,) = ctx.saved_tensors
+    table = torch.ops.pejit.embedding_backward(grad, positions, ctx.rows, 1.0)
+    return grad, None, table.to(ctx.table_dtype)
+
+
+learned_positions_op.register_autograd(_learned_grad, setup_context=_setup_learned)
+
+
+@torch.library.custom_op("pejit::sinusoidal_positions", mutates_args=(), device_types="cpu")
+def sinusoidal_positions_op(x: torch.Tensor, positions: torch.Tensor,
+                            base: float) -> torch.Tensor:
+    """x [b, s, d] + the sinusoidal encoding of positions[t] (positions [s])."""
+    return _add_positions(x.contiguous(), positions.contiguous(), sinusoidal_base=base)
+
+
+@sinusoidal_positions_op.register_fake
+def _(x, positions, base):
+    return torch.empty_like(x)
+
+
+def _sinusoidal_grad(ctx, grad):
+    return grad, None, None
+
+
+sinusoidal_positions_op.register_autograd(_sinusoidal_grad,
+                                          setup_context=lambda ctx, inputs, output: None)
+
+
+@torch.library.custom_op("pejit::embed", mutates_args=(), device_types="cpu")
+def embed_op(tokens: torch.Tensor, table: torch.Tensor, scale: float) -> torch.Tensor:
+    """table[tokens[b, t]] * scale: [b, s, d] of the table's dtype."""
+    return _embed(tokens.contiguous(), table.contiguous(), scale=scale)
+
+
+@embed_op.register_fake
+def _(tokens, table, scale):
+    return table.new_empty((tokens.shape[0], tokens.shape[1], table.shape[1]))
+
+
+def _setup_embed(ctx, inputs, output):
+    tokens, table, scale = inputs
+    ctx.save_for_backward(tokens)
+    ctx.rows, ctx.table_dtype, ctx.scale = table.shape[0], table.dtype, scale
+
+
+def _embed_grad(ctx, grad):
+    (tokens,) = ctx.saved_tensors
+    table = torch.ops.pejit.embedding_backward(grad, tokens, ctx.rows, ctx.scale)
+    return None, table.to(ctx.table_dtype), None
+
+
+embed_op.register_autograd(_embed_grad, setup_context=_setup_embed)

@@ -196,4 +196,30 @@ TEST(PejitCompileBackward, EveryStageOfTheDerivedBackwardAndItsFusedStageCompile
   EXPECT_TRUE(contains(nvidia.err, "NVIDIA backward is not built yet")) << nvidia.err;
 }
 
+// A table's gradient (pe.embed_grad) runs and checks like any kernel: its
+// [rows, d] output against the float64 interpreter; a bad id is named.
+TEST(PejitRunBackward, ATableGradientRunsAndChecks) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  writeText(dir.file("grad.mlir"),
+            "func.func @table_grad(%dy: tensor<2x16x64xf32>, %ids: tensor<16xi64>) -> "
+            "tensor<32x64xf32> {\n  %g = pe.embed_grad %dy, %ids {scale = 2.0} : "
+            "tensor<2x16x64xf32>, tensor<16xi64> -> tensor<32x64xf32>\n  return %g : "
+            "tensor<32x64xf32>\n}\n");
+  writeTensor(dir.file("dy.npy"), randomTensor({2, 16, 64}));
+  ref::PositionIds ids({16}, std::vector<int64_t>{3, 3, 0, 31, 7, 7, 7, 1, 2, 3, 4, 5, 6, 7, 8, 3});
+  writeIds(dir.file("ids.npy"), ids, npy::DType::I64);
+  Result r = runPejit(dir, {"run", dir.file("grad.mlir"), "--input=@" + dir.file("dy.npy"),
+                            "--input=@" + dir.file("ids.npy"), "--check",
+                            "--output=@" + dir.file("g.npy")});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_EQ(readTensor(dir.file("g.npy")).shape, (std::vector<int64_t>{32, 64}));
+  writeIds(dir.file("bad.npy"), ref::PositionIds({16}, std::vector<int64_t>(16, 32)),
+           npy::DType::I64);
+  Result bad = runPejit(dir, {"run", dir.file("grad.mlir"), "--input=@" + dir.file("dy.npy"),
+                              "--input=@" + dir.file("bad.npy")});
+  EXPECT_NE(bad.exitCode, 0);
+  EXPECT_TRUE(contains(bad.err, "id 32 at [0] is outside the table's 32 rows")) << bad.err;
+}
+
 } // namespace

@@ -116,3 +116,160 @@ def test_rotary_training_step_compiles_fullgraph():
     x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
     fullgraph_sgd_steps(lambda: _Rotated(pejit.torch.RotaryPositionEmbedding(16)), x, target,
                         "pejit.rope")
+
+
+# --- The absolute embeddings: the seed's modules against their formulas in plain torch.
+
+class SeedLearned(torch.nn.Module):
+    """The seed's LearnablePositionalEmbedding, in plain torch."""
+
+    def __init__(self, d_model, max_len):
+        super().__init__()
+        self.position_embeddings = torch.nn.Embedding(max_len, d_model)
+
+    def forward(self, x, positions=None):
+        positions = torch.arange(x.shape[1]) if positions is None else positions
+        return x + self.position_embeddings(positions)
+
+
+class SeedSinusoidal(torch.nn.Module):
+    """The seed's SinusoidalPositionalEncoding, in plain torch (float64 table)."""
+
+    def __init__(self, d_model, max_len=5000, base=10000.0):
+        super().__init__()
+        position = torch.arange(max_len, dtype=torch.float64)[:, None]
+        div = base ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+        table = torch.zeros(max_len, d_model, dtype=torch.float64)
+        table[:, 0::2], table[:, 1::2] = torch.sin(position / div), torch.cos(position / div)
+        self.register_buffer("table", table)
+
+    def forward(self, x, positions=None):
+        positions = torch.arange(x.shape[1]) if positions is None else positions
+        return x + self.table[positions].to(x.dtype)
+
+
+class SeedHybrid(torch.nn.Module):
+    def __init__(self, d_model, max_len):
+        super().__init__()
+        self.learned = SeedLearned(d_model, max_len)
+
+    def forward(self, x, positions=None):
+        positions = torch.arange(x.shape[1]) if positions is None else positions
+        return seed_rotary(self.learned(x, positions).unsqueeze(1), positions).squeeze(1)
+
+
+def module_pairs():
+    """(name, the pejit module, the seed's in plain torch with the same weights)."""
+    pairs = []
+    for name, ours, seed in (
+            ("learned", lambda: pejit.torch.LearnablePositionalEmbedding(64, max_len=96),
+             lambda: SeedLearned(64, 96)),
+            ("sinusoidal", lambda: pejit.torch.SinusoidalPositionalEncoding(64),
+             lambda: SeedSinusoidal(64)),
+            ("hybrid", lambda: pejit.torch.HybridPositionEncoding(64, max_len=96),
+             lambda: SeedHybrid(64, 96))):
+        torch.manual_seed(5)
+        a = ours()
+        b = seed()
+        b.load_state_dict(a.state_dict(), strict=False)
+        for (pa, pb) in zip(a.parameters(), b.parameters()):
+            with torch.no_grad():
+                pb.copy_(pa)
+        pairs.append((name, a, b))
+    return pairs
+
+
+@pytest.mark.parametrize("index", range(3), ids=["learned", "sinusoidal", "hybrid"])
+def test_position_modules_match_the_seed_forward_and_gradients(index):
+    name, ours, seed = module_pairs()[index]
+    g = generator()
+    x = torch.randn(3, 40, 64, generator=g)
+    # Repeated positions: the table's rows sum several gradient rows.
+    positions = torch.randint(0, 12, (40,), generator=g)
+    dy = torch.randn(3, 40, 64, generator=g)
+    leaf = x.clone().requires_grad_()
+    y = ours(leaf, positions)
+    (y * dy).sum().backward()
+    want = x.double().requires_grad_()
+    seed64 = seed.double()
+    y64 = seed64(want, positions)
+    (y64 * dy.double()).sum().backward()
+    assert relative_error(y.detach(), y64.detach()) < 1e-5
+    assert relative_error(leaf.grad, want.grad) < TOLERANCE
+    for (pname, p), q in zip(ours.named_parameters(), seed64.parameters()):
+        assert relative_error(p.grad, q.grad) < TOLERANCE, pname
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_embedding_gradient_is_a_scaled_scatter_add_by_token(dtype):
+    g = generator()
+    tokens = torch.randint(0, 30, (4, 50), generator=g)  # every token repeats
+    module = pejit.torch.Embedding(100, 64, scale=8.0).to(dtype)
+    out = module(tokens)
+    dy = torch.randn(4, 50, 64, generator=g)
+    (out.float() * dy).sum().backward()
+    weight = module.weight.detach().double().requires_grad_()
+    ((weight[tokens] * 8.0) * dy.to(dtype).double()).sum().backward()
+    assert module.weight.grad.dtype == dtype
+    tolerance = TOLERANCE if dtype == torch.float32 else 2e-2
+    assert relative_error(out.float(), (weight[tokens] * 8.0).detach()) < tolerance
+    assert relative_error(module.weight.grad.float(), weight.grad) < tolerance
+
+
+def test_table_ops_pass_opcheck():
+    g = generator()
+    x = torch.randn(2, 9, 32, generator=g, requires_grad=True)
+    table = torch.randn(16, 32, generator=g, requires_grad=True)
+    positions = torch.arange(9)
+    torch.library.opcheck(torch.ops.pejit.learned_positions.default, (x, positions, table))
+    torch.library.opcheck(torch.ops.pejit.sinusoidal_positions.default, (x, positions, 10000.0))
+    torch.library.opcheck(torch.ops.pejit.embed.default,
+                          (torch.randint(0, 16, (2, 9), generator=g), table, 2.0))
+    torch.library.opcheck(torch.ops.pejit.embedding_backward.default,
+                          (x.detach(), positions, 16, 1.0))
+
+
+class _Around(torch.nn.Module):
+    """Linear, the position module, linear: a model whose weights reach the
+    loss through the module (its own table too, when it has one)."""
+
+    def __init__(self, module):
+        super().__init__()
+        torch.manual_seed(3)
+        self.before, self.after = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)
+        self.module = module
+
+    def forward(self, x):
+        return self.after(self.module(self.before(x)))
+
+
+@pytest.mark.parametrize("index", range(3), ids=["learned", "sinusoidal", "hybrid"])
+def test_position_modules_train_like_the_seed_for_ten_sgd_steps(index):
+    name, ours, seed = module_pairs()[index]
+    through_pejit, plain = _Around(ours), _Around(seed)
+    plain.load_state_dict(through_pejit.state_dict(), strict=False)
+    optimizers = [torch.optim.SGD(net.parameters(), lr=0.05) for net in (through_pejit, plain)]
+    g = generator()
+    x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
+    for step in range(10):
+        losses = []
+        for net, optimizer in zip((through_pejit, plain), optimizers):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(net(x), target)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
+    for (pname, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
+        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, pname
+
+
+@pytest.mark.parametrize("make,op", [
+    (lambda: pejit.torch.LearnablePositionalEmbedding(64, max_len=32), "pejit.learned_positions"),
+    (lambda: pejit.torch.SinusoidalPositionalEncoding(64), "pejit.sinusoidal_positions"),
+    (lambda: pejit.torch.HybridPositionEncoding(64, max_len=32), "pejit.rope"),
+], ids=["learned", "sinusoidal", "hybrid"])
+def test_position_module_training_step_compiles_fullgraph(make, op):
+    g = generator()
+    x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
+    fullgraph_sgd_steps(lambda: _Around(make()), x, target, op)

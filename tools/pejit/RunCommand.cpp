@@ -197,6 +197,8 @@ int runCommand(int argc, char **argv) {
   std::vector<int64_t> outShape = {shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim};
   if (kernel->signature().embeddingTransform()) // [b, s, d]: one head
     outShape = {shape.batch, shape.querySeq, shape.valueDim};
+  if (kernel->signature().embeddingGradient()) // a table's [rows, d]
+    outShape = {shape.querySeq, shape.valueDim};
   std::vector<float> out(shape.batch * shape.queryHeads * shape.querySeq * shape.valueDim,
                          std::numeric_limits<float>::quiet_NaN());
   // A 16-bit output is poisoned with 0xffff (NaN), then widened for --output.
@@ -214,11 +216,12 @@ int runCommand(int argc, char **argv) {
   if (narrowOut)
     out = npy::toFloat32(npy::Array{npyDtype(kernel->outputDtype()), outShape, out16});
   // Tiles are an attention kernel's; a standalone kernel has none.
-  std::string tiles =
-      kernel->signature().standaloneTransform() || kernel->signature().materializedBias
-          ? std::string("standalone kernel")
-          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
-                std::to_string(kernel->tiles().keyTile);
+  std::string tiles = kernel->signature().standaloneTransform() ||
+                              kernel->signature().materializedBias ||
+                              kernel->signature().embeddingGradient()
+                          ? std::string("standalone kernel")
+                          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
+                                std::to_string(kernel->tiles().keyTile);
   std::fprintf(stderr, "pejit: %s %.1f ms (%s), run %.3f ms\n",
                kernel->loadedFromDisk() ? "loaded from the disk cache in" : "compile",
                kernel->compileMilliseconds(), tiles.c_str(), runMs);

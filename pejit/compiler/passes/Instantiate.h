@@ -46,6 +46,14 @@ bool isMaterializedBias(mlir::ModuleOp module);
 /// row per item (docs/standalone-kernels.md).
 mlir::LogicalResult instantiateX86ScoreBias(mlir::ModuleOp module);
 
+/// Whether the module's one function is one pe.embed_grad returned: a
+/// table's gradient (docs/backward.md, "Standalone kernels").
+bool isEmbeddingGradient(mlir::ModuleOp module);
+
+/// The table gradient form of instantiateX86Template: @pejit_embed_grad_item
+/// of templates/x86/embed_grad.mlir, a block of table rows per item.
+mlir::LogicalResult instantiateX86EmbedGrad(mlir::ModuleOp module);
+
 /// Whether the module computes attn.attention_backward.
 bool isAttentionBackward(mlir::ModuleOp module);
 

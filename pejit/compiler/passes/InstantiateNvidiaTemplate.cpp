@@ -36,6 +36,8 @@ constexpr int64_t kStaticSharedBytes = 48 * 1024;
 LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTileConfig &tiles) {
   if (isStandaloneTransform(module))
     return instantiateNvidiaTransform(module);
+  if (isEmbeddingGradient(module))
+    return module.emitError() << "pe.embed_grad (a table's gradient) compiles for x86 only so far";
   if (isLinearAttention(module))
     return instantiateNvidiaLinearAttention(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);

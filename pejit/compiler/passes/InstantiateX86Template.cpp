@@ -142,6 +142,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   // A pe.rope on its own: the standalone transform kernel.
   if (isMaterializedBias(module))
     return instantiateX86ScoreBias(module);
+  if (isEmbeddingGradient(module))
+    return instantiateX86EmbedGrad(module);
   if (isStandaloneTransform(module))
     return instantiateX86Transform(module);
   if (isLinearAttention(module))

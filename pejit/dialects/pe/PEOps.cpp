@@ -265,5 +265,32 @@ LogicalResult EmbedOp::verify() {
   return success();
 }
 
+LogicalResult EmbedGradOp::verify() {
+  Operation *op = getOperation();
+  Type idsType = getIds().getType();
+  auto idElement = dyn_cast<IntegerType>(cast<RankedTensorType>(idsType).getElementType());
+  if (!idElement || (idElement.getWidth() != 32 && idElement.getWidth() != 64))
+    return emitOpError() << "ids must be i32 or i64, got " << idsType;
+  if (failed(verifyEmbeddingInput(op, getGrad(), "grad")) ||
+      failed(requireRank(op, "result", getResult().getType(), 2, "[rows, d]")) ||
+      failed(verifyTableSizes(op, getResult())))
+    return failure();
+  int64_t idsRank = cast<RankedTensorType>(idsType).getRank();
+  if (idsRank != 1 && idsRank != 2)
+    return emitOpError() << "ids must be [s] (shared by the batch) or [b, s], got " << idsType;
+  if (failed(requireDim(op, "ids", idsType, idsRank - 1, "s", dim(getGrad(), 1), "grad's s")) ||
+      (idsRank == 2 &&
+       failed(requireDim(op, "ids", idsType, 0, "b", dim(getGrad(), 0), "grad's b"))) ||
+      failed(
+          requireDim(op, "result", getResult().getType(), 1, "d", dim(getGrad(), 2), "grad's d")))
+    return failure();
+  if (cast<RankedTensorType>(getResult().getType()).isDynamicDim(0))
+    return emitOpError() << "the result's rows (the table's) must be static, got "
+                         << getResult().getType();
+  if (!std::isfinite(getScale().convertToDouble()))
+    return emitOpError() << "scale must be finite, got " << getScale().convertToDouble();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "pejit/dialects/pe/PEOps.cpp.inc"

@@ -192,4 +192,30 @@ def PE_EmbedOp : PE_Op<"embed", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PE_EmbedGradOp : PE_Op<"embed_grad", [Pure]> {
+  let summary = "a table's gradient: rows of dy summed by id (pe.embed's, pe.learned's backward)";
+  let description = [{
+    `out[v, :] = scale * sum over (b, t) with ids[b, t] = v of grad[b, t, :]`
+    (ids [s] shared by the batch: ids[t]): nn.Embedding's backward, the
+    gradient of a token table (pe.embed, `scale` its embed scale) or of a
+    learned position table (pe.learned, scale 1). Rows no id reaches are 0.
+    `grad` is [b, s, d] (f32, f16 or bf16), `ids` i32 or i64 [b, s] or [s];
+    the result is the table's [rows, d] in f32. An id outside [0, rows) is
+    an error at run naming it. Deterministic: each row sums its entries in
+    ascending (b, t) order, in f32, then scales (docs/backward.md).
+
+    ```mlir
+    %dtable = pe.embed_grad %dy, %tokens {scale = 27.7128}
+        : tensor<?x?x768xf32>, tensor<?x?xi64> -> tensor<32000x768xf32>
+    ```
+  }];
+  let arguments = (ins PE_FloatTensor:$grad, PE_PositionTensor:$ids,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // PEJIT_PE_OPS_TD

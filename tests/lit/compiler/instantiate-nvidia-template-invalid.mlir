@@ -79,3 +79,13 @@ func.func @rope_adjoint(%dy: tensor<?x8x?x64xbf16>, %pos: tensor<?xi64>) -> tens
   %r = pe.rope adjoint %dy, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xbf16>, tensor<?xi64>
   return %r : tensor<?x8x?x64xbf16>
 }
+
+// -----
+
+// expected-error @+1 {{pe.embed_grad (a table's gradient) compiles for x86 only so far}}
+module {
+  func.func @table_grad(%dy: tensor<?x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<512x64xf32> {
+    %g = pe.embed_grad %dy, %pos : tensor<?x?x64xbf16>, tensor<?xi64> -> tensor<512x64xf32>
+    return %g : tensor<512x64xf32>
+  }
+}

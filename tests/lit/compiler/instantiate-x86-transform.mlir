@@ -176,3 +176,23 @@ func.func @rotate_back(%dy: tensor<?x8x?x64xbf16>, %pos: tensor<?xi64>) -> tenso
   %r = pe.rope adjoint %dy, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xbf16>, tensor<?xi64>
   return %r : tensor<?x8x?x64xbf16>
 }
+
+// -----
+
+// A table's gradient, pe.embed_grad: one item per 16 table rows, each row
+// summed over its entries (the rows the runtime sorted by id) in order:
+//   out[v, :] = scale * sum over (b, t) with id(b, t) = v of dy[b, t, :]
+// CHECK: module attributes {pejit.kernel = {arguments = "grad_rows:bf16:?x?x64 grad_ids:i64:?", dtype = "bf16", function = "table_grad", items = 32 : i64, out_dtype = "f32", position_limit = 512 : i64
+// CHECK-LABEL: func.func @pejit_embed_grad_item
+// CHECK-SAME: memref<?x1x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<512x64xf32, strided<[?, 1], offset: ?>>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: func.call @widen8
+// CHECK: arith.addf %{{.*}} : vector<8xf32>
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK-LABEL: func.func private @widen8
+// CHECK: arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+func.func @table_grad(%dy: tensor<?x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<512x64xf32> {
+  %g = pe.embed_grad %dy, %pos {scale = 2.0} : tensor<?x?x64xbf16>, tensor<?xi64> -> tensor<512x64xf32>
+  return %g : tensor<512x64xf32>
+}

@@ -653,3 +653,51 @@ func.func @rope_learned_inv_freq_dynamic_ntk(%x: tensor<1x4x8x64xf32>, %pos: ten
   %0 = pe.rope %x, %pos <layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, original_max_position = 64>, learned_inv_freq = true> : tensor<1x4x8x64xf32>, tensor<8xi32>
   return
 }
+
+// -----
+
+func.func @embed_grad_float_ids(%dy: tensor<2x16x64xf32>, %ids: tensor<16xf32>) {
+  // expected-error @+1 {{'pe.embed_grad' op ids must be i32 or i64, got 'tensor<16xf32>'}}
+  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf32>, tensor<16xf32> -> tensor<100x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_grad_rank(%dy: tensor<16x64xf32>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{'pe.embed_grad' op grad must be [b, s, d] (rank 3), got 'tensor<16x64xf32>'}}
+  %0 = pe.embed_grad %dy, %ids : tensor<16x64xf32>, tensor<16xi64> -> tensor<100x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_grad_ids_length(%dy: tensor<2x16x64xf32>, %ids: tensor<2x15xi64>) {
+  // expected-error @+1 {{'pe.embed_grad' op ids s (dim 1) is 15 but grad's s is 16}}
+  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf32>, tensor<2x15xi64> -> tensor<100x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_grad_width(%dy: tensor<2x16x64xf32>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{'pe.embed_grad' op result d (dim 1) is 32 but grad's d is 64}}
+  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf32>, tensor<16xi64> -> tensor<100x32xf32>
+  return
+}
+
+// -----
+
+func.func @embed_grad_dynamic_rows(%dy: tensor<2x16x64xf32>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{'pe.embed_grad' op the result's rows (the table's) must be static, got 'tensor<?x64xf32>'}}
+  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf32>, tensor<16xi64> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @embed_grad_result_f16(%dy: tensor<2x16x64xf16>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{'pe.embed_grad' op result #0 must be ranked tensor of 32-bit float values}}
+  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf16>, tensor<16xi64> -> tensor<100x64xf16>
+  return
+}

@@ -161,3 +161,13 @@ func.func @alibi_bloom() {
   %0 = pe.alibi <num_heads = 8, form = bloom> : tensor<1x8x16x16xf32>
   return
 }
+
+// A table's gradient (pe.embed's and pe.learned's backward): rows summed by id.
+// CHECK-LABEL: func.func @embed_grad
+func.func @embed_grad(%dy: tensor<?x?x64xbf16>, %tok: tensor<?x?xi64>, %pos: tensor<?xi32>) -> (tensor<32000x64xf32>, tensor<512x64xf32>) {
+  // CHECK: pe.embed_grad %{{.*}}, %{{.*}} {scale = 8.000000e+00 : f64} : tensor<?x?x64xbf16>, tensor<?x?xi64> -> tensor<32000x64xf32>
+  %0 = pe.embed_grad %dy, %tok {scale = 8.0} : tensor<?x?x64xbf16>, tensor<?x?xi64> -> tensor<32000x64xf32>
+  // CHECK: pe.embed_grad %{{.*}}, %{{.*}} : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xf32>
+  %1 = pe.embed_grad %dy, %pos : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xf32>
+  return %0, %1 : tensor<32000x64xf32>, tensor<512x64xf32>
+}
