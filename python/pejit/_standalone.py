@@ -57,10 +57,10 @@ def _rope(x, positions, rope, out, target: str, backward: bool):
     config = as_rope(rope)
     if config is None:
         raise Error("rope: give the RoPE to apply (a RopeConfig, a dict or True)")
+    dtype = dtype_name(x, what)
     shape = tuple(x.shape)
     if len(shape) != 4:
         raise Error(f"{what}: expected rank 4 [b, h, s, d], got shape {list(shape)}")
-    dtype = dtype_name(x, what)
     dtype_name(positions, "positions")
     axes = config.position_axes()
     rank = np.ndim(positions) if not hasattr(positions, "dim") else positions.dim()
@@ -175,10 +175,10 @@ def embedding_backward(grad, ids, rows: int, *, scale: float = 1.0, out=None):
     No atomics: each row sums its entries in ascending (b, t) order, the
     same bits at any thread count (pe.embed_grad, docs/backward.md). An id
     outside [0, rows) is an error naming it."""
-    if len(tuple(grad.shape)) != 3:
-        raise Error(f"grad: expected rank 3 [b, s, d], got shape {list(grad.shape)}")
     dtype = dtype_name(grad, "grad")
     dtype_name(ids, "ids")
+    if len(tuple(grad.shape)) != 3:
+        raise Error(f"grad: expected rank 3 [b, s, d], got shape {list(grad.shape)}")
     rank = len(tuple(ids.shape))
     if rank not in (1, 2):
         raise Error(f"ids: expected [s] or [b, s], got shape {list(ids.shape)}")
@@ -216,10 +216,10 @@ def add_positions(x, positions, *, position_table=None, sinusoidal_base: Optiona
     out [b, s, d] of x's dtype (x itself: in place)."""
     if (position_table is None) == (sinusoidal_base is None):
         raise Error("position_table, sinusoidal_base: give one positional encoding")
-    if len(tuple(x.shape)) != 3:
-        raise Error(f"x: expected rank 3 [b, s, d], got shape {list(x.shape)}")
     dtype = dtype_name(x, "x")
     dtype_name(positions, "positions")
+    if len(tuple(x.shape)) != 3:
+        raise Error(f"x: expected rank 3 [b, s, d], got shape {list(x.shape)}")
     d = int(x.shape[2])
     learned = 0
     if position_table is not None:

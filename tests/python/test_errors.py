@@ -219,6 +219,14 @@ def _bad_calls():
         "hf attn_config": lambda: pejit.from_hf_config(
             {"model_type": "mpt", "n_heads": 8, "d_model": 512, "attn_config": [1]}),
         "rope x": lambda: pejit.rope([1.0], np.arange(3)),
+        "rope_backward grad": lambda: pejit.rope_backward([1.0], np.arange(3)),
+        "embedding_backward rows": lambda: pejit.embedding_backward(
+            np.zeros((1, 2, 8), np.float32), np.zeros(2, np.int64), 0),
+        "embedding_backward id": lambda: pejit.embedding_backward(
+            np.zeros((1, 2, 8), np.float32), np.array([0, 9]), 4),
+        "add_positions both": lambda: pejit.add_positions(
+            np.zeros((1, 2, 8), np.float32), np.arange(2),
+            position_table=np.zeros((4, 8), np.float32), sinusoidal_base=10000.0),
         "embed scale": lambda: pejit.embed(np.zeros((1, 2), np.int64),
                                            np.zeros((4, 8), np.float32), scale=float("nan")),
     }
