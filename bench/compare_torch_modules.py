@@ -16,6 +16,9 @@ Each row: median ms of forward + backward (loss = sum(y * dy), dy fixed),
 and the backward alone (its input's and its parameters' gradients), with
 the backward's bytes (the gradient read, each gradient written) per
 second against the read bandwidth measured in this run (a large f32 sum).
+Through autograd every gradient is a fresh tensor, whose first touch
+(page faults) both sides pay; a second table times pejit's backward
+kernels alone, writing into preallocated buffers.
 
     python bench/compare_torch_modules.py [--repeats 10] [--only rope,learned]
 """
@@ -25,6 +28,7 @@ import time
 
 import torch
 
+import pejit
 import pejit.torch
 from bench_timing import median_ms
 
@@ -87,13 +91,13 @@ def cases(dtype):
          2 * size(1, 32, 4096, 128)),
         ("learned [8, 512, 768]", lambda: torch.randn(8, 512, 768).to(dtype),
          pejit.torch.LearnablePositionalEmbedding(768, 1024).to(dtype),
-         TorchLearned(768, 1024).to(dtype), size(8, 512, 768) + 1024 * 768 * 4),
+         TorchLearned(768, 1024).to(dtype), size(8, 512, 768) + size(1024, 768)),
         ("sinusoidal [8, 512, 768]", lambda: torch.randn(8, 512, 768).to(dtype),
          pejit.torch.SinusoidalPositionalEncoding(768), TorchSinusoidal(768),
          0),
         ("embedding [8, 512] of [32000, 768]", lambda: torch.randint(0, 32000, (8, 512)),
          pejit.torch.Embedding(32000, 768).to(dtype), torch.nn.Embedding(32000, 768).to(dtype),
-         size(8, 512, 768) + 32000 * 768 * 4),
+         size(8, 512, 768) + size(32000, 768)),
     ]
 
 
@@ -148,6 +152,34 @@ def main():
                     if nbytes else "pass-through")
             print(f"| {name} | {str(dtype).split('.')[-1]} | {p_total:.2f} | {t_total:.2f} | "
                   f"{p_backward:.2f} | {t_backward:.2f} | {rate} |", flush=True)
+    kernels_alone(bandwidth, args.repeats)
+
+
+def kernels_alone(bandwidth, repeats):
+    """pejit's backward kernels writing into preallocated buffers."""
+    print("\n| backward kernel, preallocated output | dtype | ms | GB/s (% of read bw) |")
+    print("| --- | --- | --- | --- |")
+    for dtype in (torch.float32, torch.bfloat16):
+        size = torch.empty((), dtype=dtype).element_size()
+        x = torch.randn(1, 32, 4096, 128).to(dtype)
+        out = torch.empty_like(x)
+        positions = torch.arange(4096)
+        grad = torch.randn(8, 512, 768).to(dtype)
+        tokens = torch.randint(0, 32000, (8, 512))
+        tables = {1024: torch.empty(1024, 768, dtype=dtype), 32000: torch.empty(32000, 768, dtype=dtype)}
+        rows = [("pejit.rope_backward [1, 32, 4096, 128]",
+                 lambda: pejit.rope_backward(x, positions, True, out=out), 2 * x.numel() * size),
+                ("pejit.embedding_backward [8, 512, 768] by position, 1024 rows",
+                 lambda: pejit.embedding_backward(grad, torch.arange(512), 1024, out=tables[1024]),
+                 (grad.numel() + 1024 * 768) * size),
+                ("pejit.embedding_backward [8, 512, 768] by token, 32000 rows",
+                 lambda: pejit.embedding_backward(grad, tokens, 32000, out=tables[32000]),
+                 (grad.numel() + 32000 * 768) * size)]
+        for name, fn, nbytes in rows:
+            ms = median_ms(fn, repeats)
+            gbs = nbytes / ms / 1e6
+            print(f"| {name} | {str(dtype).split('.')[-1]} | {ms:.2f} | {gbs:.1f} "
+                  f"({100 * gbs / bandwidth:.0f}%) |", flush=True)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ Status X86KernelImpl::runEmbeddingGradient(const std::vector<TensorView> &inputs
                             shape.querySeq == kDynamicDim ? seq : shape.querySeq, shape.headDim};
   if (Status st = checkView(grad, "input 0 (grad_rows)", dims, {inputDtype}); !st)
     return st;
-  if (Status st = checkView(out, "output", {rows, shape.headDim}, {DType::F32}); !st)
+  if (Status st = checkView(out, "output", {rows, shape.headDim}, {outputDtype}); !st)
     return st;
   if (Status st = checkWrites(signature, inputs, out, false); !st)
     return st;

@@ -157,26 +157,33 @@ def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
     return kernel.run(*inputs, out=out)
 
 
-def _source_embed_grad(rows: int, d: int, dtype: str, scale: float, per_row: bool) -> str:
-    element = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
-    grad, ids = f"tensor<?x?x{d}x{element}>", "tensor<?x?xi64>" if per_row else "tensor<?xi64>"
-    out = f"tensor<{rows}x{d}xf32>"
+def _source_embed_grad(rows: int, d: int, dtype: str, out_dtype: str, scale: float,
+                       per_row: bool) -> str:
+    names = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+    grad, ids = f"tensor<?x?x{d}x{names[dtype]}>", "tensor<?x?xi64>" if per_row else "tensor<?xi64>"
+    out = f"tensor<{rows}x{d}x{names[out_dtype]}>"
     return (f"func.func @table_grad(%dy: {grad}, %ids: {ids}) -> {out} {{\n"
             f"  %g = pe.embed_grad %dy, %ids {{scale = {float(scale)!r} : f64}} : {grad}, {ids} "
             f"-> {out}\n  return %g : {out}\n}}\n")
 
 
-def embedding_backward(grad, ids, rows: int, *, scale: float = 1.0, out=None):
+def embedding_backward(grad, ids, rows: int, *, scale: float = 1.0, dtype: Optional[str] = None,
+                       out=None):
     """The gradient of a table read by rows at `ids` (nn.Embedding's
     backward; pejit.embed's token table with its scale, or a learned
     position table): out[v] = scale * sum of grad[b, t] over ids[b, t] = v.
     grad [b, s, d] (float32, float16 or bfloat16); ids int32/int64 [b, s],
-    or [s] shared by the batch; rows the table's. Returns float32 [rows, d].
+    or [s] shared by the batch; rows the table's. Returns [rows, d] of
+    `dtype`: grad's (the default: a 16-bit table's gradient is 16-bit,
+    accumulated in float32 and rounded once) or "float32".
     No atomics: each row sums its entries in ascending (b, t) order, the
     same bits at any thread count (pe.embed_grad, docs/backward.md). An id
     outside [0, rows) is an error naming it."""
-    dtype = dtype_name(grad, "grad")
+    grad_dtype = dtype_name(grad, "grad")
     dtype_name(ids, "ids")
+    out_dtype = grad_dtype if dtype is None else dtype
+    if out_dtype not in ("float32", grad_dtype):
+        raise Error(f"dtype: expected None, 'float32' or grad's '{grad_dtype}', got {dtype!r}")
     if len(tuple(grad.shape)) != 3:
         raise Error(f"grad: expected rank 3 [b, s, d], got shape {list(grad.shape)}")
     rank = len(tuple(ids.shape))
@@ -186,10 +193,11 @@ def embedding_backward(grad, ids, rows: int, *, scale: float = 1.0, out=None):
         raise Error(f"rows: expected a positive int (the table's rows), got {rows!r}")
     optional_number(scale, "scale")
     d = int(grad.shape[2])
-    key = ("embed_grad", "host", dtype, d, rows, float(scale), rank == 2)
-    kernel = _kernel(key, lambda: _source_embed_grad(rows, d, dtype, scale, rank == 2))
+    key = ("embed_grad", "host", grad_dtype, out_dtype, d, rows, float(scale), rank == 2)
+    kernel = _kernel(key, lambda: _source_embed_grad(rows, d, grad_dtype, out_dtype, scale,
+                                                     rank == 2))
     if out is None:
-        out = empty_like_kind(grad, (rows, d), "float32")
+        out = empty_like_kind(grad, (rows, d), out_dtype)
     return kernel.run(grad, ids, out=out)
 
 

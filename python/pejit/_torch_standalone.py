@@ -91,13 +91,14 @@ rope_backward_op.register_autograd(_rope_backward_grad, setup_context=_setup_rop
 @torch.library.custom_op("pejit::embedding_backward", mutates_args=(), device_types="cpu")
 def embedding_backward_op(grad: torch.Tensor, ids: torch.Tensor, rows: int,
                           scale: float) -> torch.Tensor:
-    """A table's gradient: rows of grad [b, s, d] summed by id, float32 [rows, d]."""
+    """A table's gradient: rows of grad [b, s, d] summed by id, [rows, d] of
+    grad's dtype (accumulated in float32)."""
     return _embedding_backward(grad.contiguous(), ids.contiguous(), rows, scale=scale)
 
 
 @embedding_backward_op.register_fake
 def _(grad, ids, rows, scale):
-    return grad.new_empty((rows, grad.shape[2]), dtype=torch.float32)
+    return grad.new_empty((rows, grad.shape[2]))
 
 
 @torch.library.custom_op("pejit::learned_positions", mutates_args=(), device_types="cpu")

@@ -8,23 +8,28 @@
 // stable counting sort), so rows[starts[v] : starts[v + 1]] are table row
 // v's entries in ascending r. One work item = table rows [R n, R n + R):
 // each row sums its entries in that order into an f32 accumulator on the
-// item's stack, then scales and stores. Each table row is written by one
-// item in one fixed order: bitwise the same at any thread count. A row no
-// id reaches is written 0.
+// item's stack, then scales and stores, rounded to the table's type (a
+// 16-bit table gets a 16-bit gradient, accumulated in f32). Each table row
+// is written by one item in one fixed order: bitwise the same at any
+// thread count. A row no id reaches is written 0. A gradient of more than
+// STREAM_MIN elements (docs/standalone-kernels.md) is written with
+// non-temporal stores: each line is written whole and not read again soon.
 //
 // Parameters, substituted as text before parsing
 // (attn-instantiate-x86-template, pejit/compiler/passes/InstantiateX86EmbedGrad.cpp):
 //   ${B} ${S}: grad's batch and length, or `?` where the call gives them
 //   ${D} (D % 8 == 0) ${V} the table's rows ${R} table rows per item
-//   T: grad's element type (f32, f16, bf16); SCALE: the scale (f32)
-//   WIDEN8: the body of @widen8 (a plain return for f32)
+//   T, OT: grad's and the gradient's element types (f32, f16, bf16)
+//   SCALE: the scale (f32); STORE_ATTRS: {nontemporal = true} or nothing
+//   WIDEN8, NARROW8: the bodies of @widen8 and @narrow8 (a plain return for f32)
 
 !G = memref<${B}x1x${S}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
 !ORDER = memref<?xi64>
-!OUT = memref<${V}x${D}xf32, strided<[?, 1], offset: ?>>
+!OUT = memref<${V}x${D}x${OT}, strided<[?, 1], offset: ?>>
 !ACC = memref<${D}xf32>
 !V8 = vector<8xf32>
 !V8T = vector<8x${T}>
+!OUT8 = vector<8x${OT}>
 
 // Item n = table rows [R n, min(R n + R, V)).
 func.func @pejit_embed_grad_item(%grad: !G, %rows: !ORDER, %starts: !ORDER, %out: !OUT,
@@ -69,13 +74,18 @@ func.func @pejit_embed_grad_item(%grad: !G, %rows: !ORDER, %starts: !ORDER, %out
     scf.for %c = %c0 to %D step %c8 {
       %a = vector.load %acc[%c] : !ACC, !V8
       %scaled = arith.mulf %a, %scales : !V8
-      vector.store %scaled, %out[%v, %c] : !OUT, !V8
+      %n = func.call @narrow8(%scaled) : (!V8) -> !OUT8
+      vector.store %n, %out[%v, %c] ${STORE_ATTRS} : !OUT, !OUT8
     }
   }
   return
 }
 
-// 8 lanes of grad's type as f32.
+// 8 lanes of grad's type as f32, and 8 f32 lanes as the gradient's type.
 func.func private @widen8(%x: !V8T) -> !V8 {
   ${WIDEN8}
+}
+
+func.func private @narrow8(%x: !V8) -> !OUT8 {
+  ${NARROW8}
 }

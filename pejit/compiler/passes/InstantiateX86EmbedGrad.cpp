@@ -64,23 +64,29 @@ LogicalResult pejit::instantiateX86EmbedGrad(ModuleOp module) {
   auto gradType = cast<RankedTensorType>(op.getGrad().getType());
   auto outType = cast<RankedTensorType>(op.getResult().getType());
   const char *gradName = kernelElementTypeName(gradType.getElementType());
-  if (!gradName)
-    return op.emitError() << "grad element type " << gradType.getElementType()
-                          << " is not supported by the x86 kernel (f32, f16 or bf16)";
+  const char *outName = kernelElementTypeName(outType.getElementType());
+  if (!gradName || !outName)
+    return op.emitError() << "element types " << gradType.getElementType() << " (grad) and "
+                          << outType.getElementType()
+                          << " (result) must be f32, f16 or bf16 for the x86 kernel";
   int64_t dim = gradType.getDimSize(2), rows = outType.getDimSize(0);
   if (ShapedType::isDynamic(dim) || dim % 8 != 0)
     return op.emitError() << "the x86 kernel needs a static d with d % 8 == 0, got d = "
                           << dimToString(dim);
   char scale[64];
   std::snprintf(scale, sizeof(scale), "%.9e", op.getScale().convertToDouble());
-  std::map<std::string, std::string> params = {{"B", dimToString(gradType.getDimSize(0))},
-                                               {"S", dimToString(gradType.getDimSize(1))},
-                                               {"D", std::to_string(dim)},
-                                               {"V", std::to_string(rows)},
-                                               {"R", std::to_string(kTableRowsPerItem)},
-                                               {"T", gradName},
-                                               {"SCALE", scale},
-                                               {"WIDEN8", x86WidenBody(gradName)}};
+  std::map<std::string, std::string> params = {
+      {"B", dimToString(gradType.getDimSize(0))},
+      {"S", dimToString(gradType.getDimSize(1))},
+      {"D", std::to_string(dim)},
+      {"V", std::to_string(rows)},
+      {"R", std::to_string(kTableRowsPerItem)},
+      {"T", gradName},
+      {"OT", outName},
+      {"SCALE", scale},
+      {"STORE_ATTRS", rows * dim > kX86StreamMinElements ? "{nontemporal = true}" : ""},
+      {"WIDEN8", x86WidenBody(gradName)},
+      {"NARROW8", x86NarrowBody(outName)}};
   FailureOr<std::string> text =
       substitute(loadTemplate("x86/embed_grad.mlir", kX86EmbedGradTemplate), params, op);
   if (failed(text))
@@ -107,6 +113,6 @@ LogicalResult pejit::instantiateX86EmbedGrad(ModuleOp module) {
   info.append("position_limit", attrs.getI64IntegerAttr(rows));
   info.append("tile_m", attrs.getI64IntegerAttr(kTableRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kTableRowsPerItem));
-  spliceX86Kernel(module, func, signature, *kernel, info, gradName, "f32");
+  spliceX86Kernel(module, func, signature, *kernel, info, gradName, outName);
   return success();
 }

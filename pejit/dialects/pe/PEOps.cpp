@@ -284,6 +284,11 @@ LogicalResult EmbedGradOp::verify() {
       failed(
           requireDim(op, "result", getResult().getType(), 1, "d", dim(getGrad(), 2), "grad's d")))
     return failure();
+  Type resultElement = cast<RankedTensorType>(getResult().getType()).getElementType();
+  if (!resultElement.isF32() &&
+      resultElement != cast<RankedTensorType>(getGrad().getType()).getElementType())
+    return emitOpError() << "the result's element type must be f32 or grad's, got "
+                         << resultElement;
   if (cast<RankedTensorType>(getResult().getType()).isDynamicDim(0))
     return emitOpError() << "the result's rows (the table's) must be static, got "
                          << getResult().getType();

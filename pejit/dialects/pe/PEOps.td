@@ -200,9 +200,11 @@ def PE_EmbedGradOp : PE_Op<"embed_grad", [Pure]> {
     gradient of a token table (pe.embed, `scale` its embed scale) or of a
     learned position table (pe.learned, scale 1). Rows no id reaches are 0.
     `grad` is [b, s, d] (f32, f16 or bf16), `ids` i32 or i64 [b, s] or [s];
-    the result is the table's [rows, d] in f32. An id outside [0, rows) is
-    an error at run naming it. Deterministic: each row sums its entries in
-    ascending (b, t) order, in f32, then scales (docs/backward.md).
+    the result is the table's [rows, d], in f32 or grad's element type (a
+    16-bit table's gradient is 16-bit, accumulated in f32). An id outside
+    [0, rows) is an error at run naming it. Deterministic: each row sums
+    its entries in ascending (b, t) order, in f32, then scales and rounds
+    once (docs/backward.md).
 
     ```mlir
     %dtable = pe.embed_grad %dy, %tokens {scale = 27.7128}
@@ -211,7 +213,7 @@ def PE_EmbedGradOp : PE_Op<"embed_grad", [Pure]> {
   }];
   let arguments = (ins PE_FloatTensor:$grad, PE_PositionTensor:$ids,
                        DefaultValuedAttr<F64Attr, "1.0">:$scale);
-  let results = (outs RankedTensorOf<[F32]>:$result);
+  let results = (outs PE_FloatTensor:$result);
   let assemblyFormat = [{
     $grad `,` $ids attr-dict `:` type($grad) `,` type($ids) `->` type($result)
   }];

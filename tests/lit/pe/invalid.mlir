@@ -696,8 +696,8 @@ func.func @embed_grad_dynamic_rows(%dy: tensor<2x16x64xf32>, %ids: tensor<16xi64
 
 // -----
 
-func.func @embed_grad_result_f16(%dy: tensor<2x16x64xf16>, %ids: tensor<16xi64>) {
-  // expected-error @+1 {{'pe.embed_grad' op result #0 must be ranked tensor of 32-bit float values}}
-  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf16>, tensor<16xi64> -> tensor<100x64xf16>
+func.func @embed_grad_result_bf16(%dy: tensor<2x16x64xf16>, %ids: tensor<16xi64>) {
+  // expected-error @+1 {{'pe.embed_grad' op the result's element type must be f32 or grad's, got 'bf16'}}
+  %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf16>, tensor<16xi64> -> tensor<100x64xbf16>
   return
 }

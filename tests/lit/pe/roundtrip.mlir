@@ -169,5 +169,8 @@ func.func @embed_grad(%dy: tensor<?x?x64xbf16>, %tok: tensor<?x?xi64>, %pos: ten
   %0 = pe.embed_grad %dy, %tok {scale = 8.0} : tensor<?x?x64xbf16>, tensor<?x?xi64> -> tensor<32000x64xf32>
   // CHECK: pe.embed_grad %{{.*}}, %{{.*}} : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xf32>
   %1 = pe.embed_grad %dy, %pos : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xf32>
+  // A 16-bit table's gradient in its own type (accumulated in f32).
+  // CHECK: pe.embed_grad %{{.*}}, %{{.*}} : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xbf16>
+  %2 = pe.embed_grad %dy, %pos : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xbf16>
   return %0, %1 : tensor<32000x64xf32>, tensor<512x64xf32>
 }
