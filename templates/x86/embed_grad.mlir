@@ -11,16 +11,18 @@
 // item's stack, then scales and stores, rounded to the table's type (a
 // 16-bit table gets a 16-bit gradient, accumulated in f32). Each table row
 // is written by one item in one fixed order: bitwise the same at any
-// thread count. A row no id reaches is written 0. A gradient of more than
-// STREAM_MIN elements (docs/standalone-kernels.md) is written with
-// non-temporal stores: each line is written whole and not read again soon.
+// thread count. A row no id reaches is written 0. Plain stores, not
+// non-temporal ones: a training step writes each gradient into a freshly
+// mapped tensor, where non-temporal stores measured 40% slower (their
+// halved time on a written-before buffer aside; bench/RESULTS.md, session
+// 26).
 //
 // Parameters, substituted as text before parsing
 // (attn-instantiate-x86-template, pejit/compiler/passes/InstantiateX86EmbedGrad.cpp):
 //   ${B} ${S}: grad's batch and length, or `?` where the call gives them
 //   ${D} (D % 8 == 0) ${V} the table's rows ${R} table rows per item
 //   T, OT: grad's and the gradient's element types (f32, f16, bf16)
-//   SCALE: the scale (f32); STORE_ATTRS: {nontemporal = true} or nothing
+//   SCALE: the scale (f32)
 //   WIDEN8, NARROW8: the bodies of @widen8 and @narrow8 (a plain return for f32)
 
 !G = memref<${B}x1x${S}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -75,7 +77,7 @@ func.func @pejit_embed_grad_item(%grad: !G, %rows: !ORDER, %starts: !ORDER, %out
       %a = vector.load %acc[%c] : !ACC, !V8
       %scaled = arith.mulf %a, %scales : !V8
       %n = func.call @narrow8(%scaled) : (!V8) -> !OUT8
-      vector.store %n, %out[%v, %c] ${STORE_ATTRS} : !OUT, !OUT8
+      vector.store %n, %out[%v, %c] : !OUT, !OUT8
     }
   }
   return

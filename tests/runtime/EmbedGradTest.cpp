@@ -88,7 +88,7 @@ TEST(EmbedGrad, TokenAndPositionTablesEveryDtypeMatchTheReference) {
       {"f16 rows, wide", {2, 16, 768}, {16}, 64, 5, DType::F16, 0.5},
       // A 16-bit table's gradient in its own type: rounded once (2^-8).
       {"bf16 rows into a bf16 table", {2, 70, 64}, {2, 70}, 300, 10, DType::BF16, 1.0, true},
-      // Over 2^22 elements: non-temporal stores.
+      // A large table (past the 2^22 elements where other kernels stream).
       {"large token table", {2, 64, 256}, {2, 64}, 20000, 20000, DType::F32, 1.0},
   };
   for (const Form &f : forms) {

@@ -75,18 +75,16 @@ LogicalResult pejit::instantiateX86EmbedGrad(ModuleOp module) {
                           << dimToString(dim);
   char scale[64];
   std::snprintf(scale, sizeof(scale), "%.9e", op.getScale().convertToDouble());
-  std::map<std::string, std::string> params = {
-      {"B", dimToString(gradType.getDimSize(0))},
-      {"S", dimToString(gradType.getDimSize(1))},
-      {"D", std::to_string(dim)},
-      {"V", std::to_string(rows)},
-      {"R", std::to_string(kTableRowsPerItem)},
-      {"T", gradName},
-      {"OT", outName},
-      {"SCALE", scale},
-      {"STORE_ATTRS", rows * dim > kX86StreamMinElements ? "{nontemporal = true}" : ""},
-      {"WIDEN8", x86WidenBody(gradName)},
-      {"NARROW8", x86NarrowBody(outName)}};
+  std::map<std::string, std::string> params = {{"B", dimToString(gradType.getDimSize(0))},
+                                               {"S", dimToString(gradType.getDimSize(1))},
+                                               {"D", std::to_string(dim)},
+                                               {"V", std::to_string(rows)},
+                                               {"R", std::to_string(kTableRowsPerItem)},
+                                               {"T", gradName},
+                                               {"OT", outName},
+                                               {"SCALE", scale},
+                                               {"WIDEN8", x86WidenBody(gradName)},
+                                               {"NARROW8", x86NarrowBody(outName)}};
   FailureOr<std::string> text =
       substitute(loadTemplate("x86/embed_grad.mlir", kX86EmbedGradTemplate), params, op);
   if (failed(text))
