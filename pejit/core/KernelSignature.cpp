@@ -199,6 +199,15 @@ bool KernelSignature::tokenEmbedding() const {
   return false;
 }
 
+bool KernelSignature::ropeScaleGradient() const {
+  bool input = false, grad = false;
+  for (const KernelArgument &argument : arguments) {
+    input |= argument.role == ArgumentRole::TransformInput;
+    grad |= argument.role == ArgumentRole::OutputGradient;
+  }
+  return input && grad;
+}
+
 bool KernelSignature::embeddingGradient() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::GradRows)

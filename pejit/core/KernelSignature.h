@@ -145,6 +145,9 @@ struct KernelSignature {
   bool embeddingTransform() const;
   /// A standalone kernel that starts with pe.embed: it takes tokens.
   bool tokenEmbedding() const;
+  /// A position scale gradient kernel (pe.rope_scale_grad): it takes
+  /// transform_input and output_grad.
+  bool ropeScaleGradient() const;
   /// A table gradient kernel (pe.embed_grad): it takes grad_rows.
   bool embeddingGradient() const;
   /// A backward kernel (attn.attention_backward): it takes output_grad and

@@ -210,4 +210,16 @@ bool Interpreter::embedGrad(pe::EmbedGradOp op, ref::Tensor &result) {
   return true;
 }
 
+/// pe.rope_scale_grad: the op's own reference (its rope's files).
+bool Interpreter::ropeScaleGrad(pe::RopeScaleGradOp op, int64_t seqLen, ref::Tensor &result) {
+  auto ids = values.find(op.getPositions());
+  if (ids == values.end() || ids->second.kind != Val::Ids)
+    return fail(op, "its positions must be an argument of the function");
+  std::string problem;
+  if (!op.evaluateReference(tensor(op.getGrad()), tensor(op.getInput()), ids->second.ids,
+                            tensor(op.getPositionScale()), seqLen, result, problem))
+    return fail(op, problem);
+  return true;
+}
+
 } // namespace pejit::interp

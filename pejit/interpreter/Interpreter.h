@@ -81,6 +81,7 @@ public:
   /// the table is the caller's error.
   bool embed(pe::EmbedOp op, ref::Tensor &result);
   bool embedGrad(pe::EmbedGradOp op, ref::Tensor &result);
+  bool ropeScaleGrad(pe::RopeScaleGradOp op, int64_t seqLen, ref::Tensor &result);
 
   /// Evaluates one op into `values`; false (with `error`) if it cannot.
   bool evaluate(mlir::Operation &op, int64_t seqLen);

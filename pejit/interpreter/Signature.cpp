@@ -153,6 +153,11 @@ std::string useRole(mlir::OpOperand &use) {
     return n == 0 ? "tokens" : "token_table";
   if (mlir::isa<pe::EmbedGradOp>(user))
     return n == 0 ? "grad_rows" : "grad_ids";
+  if (mlir::isa<pe::RopeScaleGradOp>(user))
+    return n == 0   ? "output_grad"
+           : n == 1 ? "transform_input"
+           : n == 2 ? "transform_positions"
+                    : "rope_position_scale";
   std::string name = user->getName().getStringRef().str();
   auto encodingOp = mlir::dyn_cast<pe::PositionalEncodingOpInterface>(user);
   if (!encodingOp)
@@ -218,7 +223,7 @@ Expected<FunctionSignature> signatureOf(mlir::func::FuncOp func) {
     // may not.
     if (!info.isInteger || info.role == "query_segments" || info.role == "key_segments" ||
         info.role == "key_lengths" || info.role == "block_table" || info.role == "tokens" ||
-        info.role == "grad_ids")
+        info.role == "grad_ids" || info.role == "transform_positions")
       sig.requiredArguments = sig.arguments.size() + 1;
     sig.arguments.push_back(std::move(info));
   }

@@ -118,9 +118,18 @@ public:
   /// with `positionsPerBatch` [b, s] or [A, b, s], which needs a static b),
   /// out = rotated x. b and s may be kDynamicDim. Its output may be a
   /// strided view: rows [t, t + s) of a K cache (KV-append).
+  /// With `scaleRows` > 0, the RoPE takes a runtime position scale
+  /// (runtime_scale): a third argument, f32 [scaleRows] (1, or b with
+  /// per-batch ids).
   static Spec standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
                              int64_t headDim, DType dtype = DType::F32,
-                             bool positionsPerBatch = false);
+                             bool positionsPerBatch = false, int64_t scaleRows = 0);
+  /// The position scale's gradient of standaloneRope(..., scaleRows) (a
+  /// pe.rope_scale_grad, docs/backward.md): arguments dy, x, ids, scale;
+  /// the result f32 [scaleRows].
+  static Spec standaloneRopeScaleGradient(const ref::RopeConfig &rope, int64_t batch, int64_t heads,
+                                          int64_t seq, int64_t headDim, DType dtype,
+                                          bool positionsPerBatch, int64_t scaleRows);
   static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
   /// The backward of a forward spec (docs/backward.md): its pe ops fused,
   /// then attn.attention_backward derived from the fused attention. Its

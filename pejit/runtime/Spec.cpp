@@ -251,20 +251,56 @@ Spec Spec::fromBuilder(const AttentionSpec &spec, const Shape &s) {
   return Spec(out.str(), "<builder>");
 }
 
-Spec Spec::standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
-                          int64_t headDim, DType dtype, bool positionsPerBatch) {
-  const char *element = elementText(dtype);
-  std::string x = tensor({batch, heads, seq, headDim}, element);
-  int64_t axes = ref::ropePositionAxes(rope);
+namespace {
+
+/// A standalone RoPE's argument types: x, the ids, and the scale's (empty
+/// without a runtime scale).
+struct StandaloneRopeTypes {
+  std::string x, ids, scale;
+};
+
+StandaloneRopeTypes standaloneRopeTypes(const ref::RopeConfig &rope, int64_t batch, int64_t heads,
+                                        int64_t seq, int64_t headDim, DType dtype,
+                                        bool positionsPerBatch, int64_t scaleRows) {
+  StandaloneRopeTypes types;
+  types.x = tensor({batch, heads, seq, headDim}, elementText(dtype));
   std::vector<int64_t> idsShape =
       positionsPerBatch ? std::vector<int64_t>{batch, seq} : std::vector<int64_t>{seq};
-  if (axes > 0)
+  if (int64_t axes = ref::ropePositionAxes(rope); axes > 0)
     idsShape.insert(idsShape.begin(), axes);
-  std::string ids = tensor(idsShape, "i64");
+  types.ids = tensor(idsShape, "i64");
+  if (scaleRows > 0)
+    types.scale = tensor({scaleRows}, "f32");
+  return types;
+}
+
+} // namespace
+
+Spec Spec::standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t heads, int64_t seq,
+                          int64_t headDim, DType dtype, bool positionsPerBatch, int64_t scaleRows) {
+  StandaloneRopeTypes t =
+      standaloneRopeTypes(rope, batch, heads, seq, headDim, dtype, positionsPerBatch, scaleRows);
+  bool scaled = !t.scale.empty();
   std::ostringstream out;
-  out << "func.func @rope(%x: " << x << ", %positions: " << ids << ") -> " << x << " {\n"
-      << "  %r = pe.rope %x, %positions " << ropeText(rope) << " : " << x << ", " << ids << "\n"
-      << "  return %r : " << x << "\n}\n";
+  out << "func.func @rope(%x: " << t.x << ", %positions: " << t.ids
+      << (scaled ? ", %scale: " + t.scale : "") << ") -> " << t.x << " {\n"
+      << "  %r = pe.rope %x, %positions " << (scaled ? "scale(%scale : " + t.scale + ") " : "")
+      << ropeText(rope, scaled) << " : " << t.x << ", " << t.ids << "\n"
+      << "  return %r : " << t.x << "\n}\n";
+  return Spec(out.str(), "<builder>");
+}
+
+Spec Spec::standaloneRopeScaleGradient(const ref::RopeConfig &rope, int64_t batch, int64_t heads,
+                                       int64_t seq, int64_t headDim, DType dtype,
+                                       bool positionsPerBatch, int64_t scaleRows) {
+  StandaloneRopeTypes t = standaloneRopeTypes(rope, batch, heads, seq, headDim, dtype,
+                                              positionsPerBatch, std::max<int64_t>(scaleRows, 1));
+  std::ostringstream out;
+  out << "func.func @rope_scale_grad(%dy: " << t.x << ", %x: " << t.x << ", %positions: " << t.ids
+      << ", %scale: " << t.scale << ") -> " << t.scale << " {\n"
+      << "  %g = pe.rope_scale_grad %dy, %x, %positions scale(%scale : " << t.scale << ") "
+      << ropeText(rope, true) << " : " << t.x << ", " << t.ids << " -> " << t.scale << "\n"
+      << "  return %g : " << t.scale << "\n}\n";
   return Spec(out.str(), "<builder>");
 }
 

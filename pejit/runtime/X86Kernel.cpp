@@ -37,7 +37,12 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
       missing = found.error();
     return found ? *found : nullptr;
   };
-  if (artifact.signature.backward()) { // attn.attention_backward: three phases
+  if (artifact.signature.ropeScaleGradient()) { // pe.rope_scale_grad: a prologue and items
+    kernel->transformPrologue_ =
+        reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
+    kernel->scaleGradItem_ =
+        reinterpret_cast<ScaleGradItemFn>(lookup("_mlir_ciface_pejit_scale_grad_item"));
+  } else if (artifact.signature.backward()) { // attn.attention_backward: three phases
     kernel->backwardRows_ =
         reinterpret_cast<BackwardRowsFn>(lookup("_mlir_ciface_pejit_backward_rows"));
     kernel->backwardKv_ = reinterpret_cast<BackwardKvFn>(lookup("_mlir_ciface_pejit_backward_kv"));

@@ -88,6 +88,13 @@ using EmbedGradItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<
                                  MemRefDescriptor<int64_t, 1> *, MemRefDescriptor<float, 2> *,
                                  int64_t);
 
+/// (x, dy, ids, tables, partial, the scale as a descriptor's words, item):
+/// pejit_scale_grad_item of pe.rope_scale_grad
+/// (templates/x86/rope_scale_grad.mlir).
+using ScaleGradItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                 MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<float, 1> *,
+                                 MemRefDescriptor<float, 1> *, void *, int64_t);
+
 /// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
 /// score bias (templates/x86/score_bias.mlir).
 using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *, void *,
@@ -168,6 +175,9 @@ private:
   /// A table gradient's item, and its run (pejit/runtime/X86EmbedGrad.cpp).
   EmbedGradItemFn embedGradItem_ = nullptr;
   Status runEmbeddingGradient(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A position scale gradient's item, and its run (X86RopeScaleGrad.cpp).
+  ScaleGradItemFn scaleGradItem_ = nullptr;
+  Status runRopeScaleGradient(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// A materialized score bias's item, and its run (pejit/runtime/X86Bias.cpp).
   BiasItemFn biasItem_ = nullptr;
   /// A backward kernel's phases (docs/backward.md).
@@ -220,9 +230,11 @@ private:
   /// A standalone call's per-position tables: checks and builds its ids
   /// (bound.queryPositions, [rows, seq] of `batch`), takes scratch and runs
   /// the prologue on it (on the calling thread when onCaller). `tables`
-  /// describes the filled scratch (one float when there is none).
+  /// describes the filled scratch (one float when there is none); `ids`,
+  /// when given, receives the i64 id table ([axes * rows, seq]).
   Status fillStandaloneTables(const BoundInputs &bound, int64_t batch, int64_t seq, bool onCaller,
-                              ScratchBuffer &scratch, MemRefDescriptor<float, 1> &tables) const;
+                              ScratchBuffer &scratch, MemRefDescriptor<float, 1> &tables,
+                              std::vector<int64_t> *ids = nullptr) const;
   mutable std::mutex scratchMutex_;
   mutable ScratchBuffer spareScratch_; // data null: none kept
 };

@@ -61,11 +61,13 @@ Status X86KernelImpl::runTransform(const std::vector<TensorView> &inputs,
 
 Status X86KernelImpl::fillStandaloneTables(const BoundInputs &bound, int64_t batch, int64_t seq,
                                            bool onCaller, ScratchBuffer &scratch,
-                                           MemRefDescriptor<float, 1> &tables) const {
+                                           MemRefDescriptor<float, 1> &tables,
+                                           std::vector<int64_t> *idsOut) const {
   // i64 ids [axes * rows, s], checked (an error names the index, and an id
   // outside a learned table's rows).
   int64_t rows = queryPositionRows, axes = positionAxes;
-  std::vector<int64_t> ids;
+  std::vector<int64_t> local;
+  std::vector<int64_t> &ids = idsOut ? *idsOut : local;
   if (tableFloatsPerQueryPosition > 0)
     if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName, rows, seq,
                                        batch, 0, ids, axes, positionLimit);

@@ -30,7 +30,7 @@ def _kernel(key, build, backward: bool = False) -> Kernel:
     return kernel
 
 
-def rope(x, positions, rope=True, *, out=None, target: str = "host"):
+def rope(x, positions, rope=True, *, scale=None, out=None, target: str = "host"):
     """x [b, h, s, d] rotated by RoPE at `positions`: ids [s] shared by the
     batch or [b, s] per row (M-RoPE / axial: [A, s] or [A, b, s]), int32 or
     int64. rope: RopeConfig, a dict or True, as pejit.attention's.
@@ -38,21 +38,67 @@ def rope(x, positions, rope=True, *, out=None, target: str = "host"):
     out: None (a new array), x itself (in place), or any [b, h, s, d] view
     of x's dtype, e.g. rows [t, t + s) of a K cache: the KV-append step of a
     decode loop, which rotates new K rows as it writes them into the cache.
+    scale: a runtime position scale, float32 [1] (or [b] with ids per row):
+    angle = (position * scale) * inv_freq; a new value compiles nothing.
     Returns out. Raises pejit.Error naming what is wrong."""
-    return _rope(x, positions, rope, out, target, backward=False)
+    return _rope(x, positions, rope, scale, out, target, backward=False)
 
 
-def rope_backward(grad, positions, rope=True, *, out=None):
+def rope_backward(grad, positions, rope=True, *, scale=None, out=None):
     """The gradient of pejit.rope's input from its output's: grad [b, h, s,
     d] rotated back (the transpose of the rotation, with the scaling's
     attention factor), at the forward's positions and RoPE. One fused pass,
     the kernel the compiler derives from the forward (pe.rope adjoint;
-    docs/backward.md). out as for pejit.rope (grad itself: in place). x86
-    only so far."""
-    return _rope(grad, positions, rope, out, "host", backward=True)
+    docs/backward.md). scale and out as for pejit.rope (grad itself: in
+    place). x86 only so far."""
+    return _rope(grad, positions, rope, scale, out, "host", backward=True)
 
 
-def _rope(x, positions, rope, out, target: str, backward: bool):
+def rope_scale_gradient(grad, x, positions, scale, rope=True):
+    """The gradient of pejit.rope's runtime position scale: grad is the
+    gradient of pejit.rope(x, positions, rope, scale=scale)'s output.
+    Returns float32 of the scale's shape ([1] or [b]): the sum over the
+    rotated rows and pairs of position * inv_freq * (g_b y_a - g_a y_b),
+    y the rotated x, in one pass over grad and x (pe.rope_scale_grad,
+    docs/backward.md), summed in a fixed order. x86 only so far."""
+    config = as_rope(rope)
+    if config is None:
+        raise Error("rope: give the RoPE to apply (a RopeConfig, a dict or True)")
+    dtype = dtype_name(grad, "grad")
+    if dtype_name(x, "x") != dtype or tuple(x.shape) != tuple(grad.shape):
+        raise Error(f"x: expected grad's shape {list(grad.shape)} and dtype {dtype}, got "
+                    f"{list(x.shape)} {dtype_name(x, 'x')}")
+    if len(tuple(grad.shape)) != 4:
+        raise Error(f"grad: expected rank 4 [b, h, s, d], got shape {list(grad.shape)}")
+    b, h, _, d = (int(n) for n in grad.shape)
+    by_row, rows = _rope_ids(config, positions, scale)
+    key = ("rope_scale_grad", "host", dtype, h, d, config, by_row, b if by_row else None, rows)
+    kernel = _kernel(key, lambda: _pejit.rope_scale_grad_source(
+        config.native(d), b if by_row else None, h, None, d, dtype, by_row, rows))
+    out = empty_like_kind(grad, (rows,), "float32")
+    return kernel.run(grad, x, positions, scale, out=out)
+
+
+def _rope_ids(config, positions, scale):
+    """(ids per batch row, the scale's length or 0): positions' rank checked
+    against the RoPE's axes, the scale's shape and dtype."""
+    dtype_name(positions, "positions")
+    axes = config.position_axes()
+    rank = np.ndim(positions) if not hasattr(positions, "dim") else positions.dim()
+    shared, per_batch = (2, 3) if axes else (1, 2)
+    if rank not in (shared, per_batch):
+        raise Error(f"positions: expected ids of rank {shared} ({'[A, s]' if axes else '[s]'}) "
+                    f"or {per_batch} ({'[A, b, s]' if axes else '[b, s]'}), got rank {rank}")
+    rows = 0
+    if scale is not None:
+        if dtype_name(scale, "scale") != "float32" or len(tuple(scale.shape)) != 1:
+            raise Error(f"scale: expected float32 [1] or [b], got {list(scale.shape)} "
+                        f"{dtype_name(scale, 'scale')}")
+        rows = int(scale.shape[0])
+    return rank == per_batch, rows
+
+
+def _rope(x, positions, rope, scale, out, target: str, backward: bool):
     what = "grad" if backward else "x"
     config = as_rope(rope)
     if config is None:
@@ -61,22 +107,16 @@ def _rope(x, positions, rope, out, target: str, backward: bool):
     shape = tuple(x.shape)
     if len(shape) != 4:
         raise Error(f"{what}: expected rank 4 [b, h, s, d], got shape {list(shape)}")
-    dtype_name(positions, "positions")
-    axes = config.position_axes()
-    rank = np.ndim(positions) if not hasattr(positions, "dim") else positions.dim()
-    shared, per_batch = (2, 3) if axes else (1, 2)
-    if rank not in (shared, per_batch):
-        raise Error(f"positions: expected ids of rank {shared} ({'[A, s]' if axes else '[s]'}) "
-                    f"or {per_batch} ({'[A, b, s]' if axes else '[b, s]'}), got rank {rank}")
+    by_row, rows = _rope_ids(config, positions, scale)
     b, h, _, d = shape
-    by_row = rank == per_batch
     key = ("rope_backward" if backward else "rope", target, dtype, h, d, config, by_row,
-           b if by_row else None)
+           b if by_row else None, rows)
     kernel = _kernel(key, lambda: _pejit.rope_source(config.native(d), b if by_row else None, h,
-                                                     None, d, dtype, by_row), backward)
+                                                     None, d, dtype, by_row, rows), backward)
     if out is None:
         out = empty_like_kind(x, shape, dtype)
-    return kernel.run(x, positions, out=out)
+    inputs = [x, positions] + ([] if scale is None else [scale])
+    return kernel.run(*inputs, out=out)
 
 
 def _source_embed(vocab: int, d: int, dtype: str, scale: Optional[float], learned: int,

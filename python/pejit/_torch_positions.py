@@ -130,3 +130,38 @@ class Embedding(torch.nn.Module):
 
     def forward(self, tokens: torch.Tensor):
         return torch.ops.pejit.embed(tokens, self.weight, self.scale)
+
+
+class DynamicPositionEncoding(torch.nn.Module):
+    """The seed's DynamicPositionEncoding: a base rotation and a rotation at
+    positions scaled by a learnable `dynamic_scale` s, blended,
+
+        out = 0.7 * RoPE(x, positions) + 0.3 * RoPE(x, s * positions)
+
+    (`weights` (base, dynamic), fixed by default; learn_weights=True makes
+    them an nn.Parameter). forward(x, positions=None): x [b, h, s, d_model]
+    or [b, s, d_model]. Two pejit kernels and torch's blend, not one fused
+    kernel: a pe op that blends two rotations of one input is not built.
+    dynamic_scale's gradient is pe.rope_scale_grad's (one pass over the
+    output's gradient and x)."""
+
+    def __init__(self, d_model: int, max_len: int = 2048, base: float = 10000.0,
+                 initial_scale: float = 1.0, weights=(0.7, 0.3), learn_weights: bool = False):
+        super().__init__()
+        self.rotary = RotaryPositionEmbedding(d_model, max_len, base)
+        self.dynamic_scale = torch.nn.Parameter(torch.full((1,), float(initial_scale)))
+        blend = torch.tensor([float(w) for w in weights])
+        if learn_weights:
+            self.weights = torch.nn.Parameter(blend)
+        else:
+            self.register_buffer("weights", blend)
+
+    def forward(self, x: torch.Tensor, positions: Optional[torch.Tensor] = None):
+        heads = x.dim() == 4
+        rows = x if heads else x.unsqueeze(1)
+        ids = _positions(positions, rows.shape[2])
+        options = self.rotary.options
+        base = torch.ops.pejit.rope(rows, ids, options)
+        scaled = torch.ops.pejit.rope(rows, ids, options, self.dynamic_scale)
+        out = self.weights[0] * base + self.weights[1] * scaled
+        return out if heads else out.squeeze(1)

@@ -1,8 +1,9 @@
 """pejit.torch's standalone ops (docs/standalone-kernels.md), each with its
 autograd formula (docs/backward.md, "Standalone kernels"):
 
-- `pejit::rope`: RoPE on its own; its backward the op `pejit::rope_backward`
-  (the kernel of pe.rope adjoint);
+- `pejit::rope`: RoPE on its own, with an optional runtime position scale;
+  its backward the ops `pejit::rope_backward` (the kernel of pe.rope
+  adjoint) and, for the scale, `pejit::rope_scale_grad`;
 - `pejit::learned_positions` (x + table[positions]) and `pejit::embed`
   (table[tokens] * scale): their tables' gradients by the op
   `pejit::embedding_backward` (pe.embed_grad);
@@ -18,13 +19,16 @@ import dataclasses
 import functools
 import json
 
+from typing import Optional
+
 import torch
 
 from ._pejit import Error
 from ._rope import as_rope
 from ._standalone import (add_positions as _add_positions, embed as _embed,
                           embedding_backward as _embedding_backward, rope as _rope,
-                          rope_backward as _rope_backward)
+                          rope_backward as _rope_backward,
+                          rope_scale_gradient as _rope_scale_gradient)
 
 
 def rope_options(rope=True) -> str:
@@ -42,46 +46,71 @@ def _decode_rope(text: str):
 
 
 @torch.library.custom_op("pejit::rope", mutates_args=(), device_types="cpu")
-def rope_op(x: torch.Tensor, positions: torch.Tensor, options: str) -> torch.Tensor:
-    """x [b, h, s, d] rotated at positions ([s] or [b, s]; M-RoPE [A, ...])."""
-    return _rope(x.contiguous(), positions.contiguous(), _decode_rope(options))
+def rope_op(x: torch.Tensor, positions: torch.Tensor, options: str,
+            scale: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """x [b, h, s, d] rotated at positions ([s] or [b, s]; M-RoPE [A, ...]),
+    the positions times scale (float32 [1] or [b]) when given."""
+    return _rope(x.contiguous(), positions.contiguous(), _decode_rope(options),
+                 scale=None if scale is None else scale.contiguous())
 
 
 @rope_op.register_fake
-def _(x, positions, options):
+def _(x, positions, options, scale=None):
     return torch.empty_like(x)
 
 
 @torch.library.custom_op("pejit::rope_backward", mutates_args=(), device_types="cpu")
-def rope_backward_op(grad: torch.Tensor, positions: torch.Tensor, options: str) -> torch.Tensor:
+def rope_backward_op(grad: torch.Tensor, positions: torch.Tensor, options: str,
+                     scale: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The gradient of pejit::rope's input: grad rotated back."""
-    return _rope_backward(grad.contiguous(), positions.contiguous(), _decode_rope(options))
+    return _rope_backward(grad.contiguous(), positions.contiguous(), _decode_rope(options),
+                          scale=None if scale is None else scale.contiguous())
 
 
 @rope_backward_op.register_fake
-def _(grad, positions, options):
+def _(grad, positions, options, scale=None):
     return torch.empty_like(grad)
 
 
+@torch.library.custom_op("pejit::rope_scale_grad", mutates_args=(), device_types="cpu")
+def rope_scale_grad_op(grad: torch.Tensor, x: torch.Tensor, positions: torch.Tensor,
+                       options: str, scale: torch.Tensor) -> torch.Tensor:
+    """The gradient of pejit::rope's scale, float32 of the scale's shape."""
+    return _rope_scale_gradient(grad.contiguous(), x.contiguous(), positions.contiguous(),
+                                scale.contiguous(), _decode_rope(options))
+
+
+@rope_scale_grad_op.register_fake
+def _(grad, x, positions, options, scale):
+    return torch.empty_like(scale)
+
+
 def _setup_rope(ctx, inputs, output):
-    _, positions, options = inputs
-    ctx.save_for_backward(positions)
+    x, positions, options, *rest = inputs
+    scale = rest[0] if rest else None
+    wants_scale = scale is not None and scale.requires_grad
+    ctx.save_for_backward(positions, scale, x if wants_scale else None)
     ctx.options = options
 
 
 def _rope_grad(ctx, grad):
-    (positions,) = ctx.saved_tensors
-    return torch.ops.pejit.rope_backward(grad, positions, ctx.options), None, None
-
-
-def _setup_rope_backward(ctx, inputs, output):
-    _setup_rope(ctx, inputs, output)
+    positions, scale, x = ctx.saved_tensors
+    dx = torch.ops.pejit.rope_backward(grad, positions, ctx.options, scale)
+    dscale = (torch.ops.pejit.rope_scale_grad(grad, x, positions, ctx.options, scale)
+              if x is not None else None)
+    return dx, None, None, dscale
 
 
 def _rope_backward_grad(ctx, grad):
-    # The adjoint's adjoint is the rotation itself.
-    (positions,) = ctx.saved_tensors
-    return torch.ops.pejit.rope(grad, positions, ctx.options), None, None
+    # The adjoint's adjoint is the rotation itself (the scale held fixed).
+    positions, scale, _ = ctx.saved_tensors
+    return torch.ops.pejit.rope(grad, positions, ctx.options, scale), None, None, None
+
+
+def _setup_rope_backward(ctx, inputs, output):
+    _, positions, options, *rest = inputs
+    ctx.save_for_backward(positions, rest[0] if rest else None, None)
+    ctx.options = options
 
 
 rope_op.register_autograd(_rope_grad, setup_context=_setup_rope)

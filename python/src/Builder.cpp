@@ -158,14 +158,26 @@ void bindBuilder(nb::module_ &m) {
       "rope_source",
       [](const ref::RopeConfig &rope, std::optional<int64_t> batch, int64_t heads,
          std::optional<int64_t> seq, int64_t headDim, const std::string &dtype,
-         bool positionsPerBatch) {
+         bool positionsPerBatch, int64_t scaleRows) {
         return Spec::standaloneRope(rope, batch.value_or(kDynamicDim), heads,
                                     seq.value_or(kDynamicDim), headDim, floatDtype(dtype),
-                                    positionsPerBatch)
+                                    positionsPerBatch, scaleRows)
             .source();
       },
       "rope"_a, "batch"_a, "heads"_a, "seq"_a, "head_dim"_a, "dtype"_a,
-      "positions_per_batch"_a = false);
+      "positions_per_batch"_a = false, "scale_rows"_a = 0);
+  m.def(
+      "rope_scale_grad_source",
+      [](const ref::RopeConfig &rope, std::optional<int64_t> batch, int64_t heads,
+         std::optional<int64_t> seq, int64_t headDim, const std::string &dtype,
+         bool positionsPerBatch, int64_t scaleRows) {
+        return Spec::standaloneRopeScaleGradient(rope, batch.value_or(kDynamicDim), heads,
+                                                 seq.value_or(kDynamicDim), headDim,
+                                                 floatDtype(dtype), positionsPerBatch, scaleRows)
+            .source();
+      },
+      "rope"_a, "batch"_a, "heads"_a, "seq"_a, "head_dim"_a, "dtype"_a, "positions_per_batch"_a,
+      "scale_rows"_a);
 }
 
 } // namespace pejit::python

@@ -158,6 +158,22 @@ class SeedHybrid(torch.nn.Module):
         return seed_rotary(self.learned(x, positions).unsqueeze(1), positions).squeeze(1)
 
 
+class SeedDynamic(torch.nn.Module):
+    """The seed's DynamicPositionEncoding, in plain torch: 0.7 base + 0.3 a
+    rotation at positions scaled by the learnable dynamic_scale."""
+
+    def __init__(self, initial_scale):
+        super().__init__()
+        self.dynamic_scale = torch.nn.Parameter(torch.full((1,), initial_scale))
+
+    def forward(self, x, positions=None):
+        positions = torch.arange(x.shape[1]) if positions is None else positions
+        rows = x.unsqueeze(1)
+        out = 0.7 * seed_rotary(rows, positions) + 0.3 * hf_rope(rows, positions,
+                                                                scale=self.dynamic_scale)
+        return out.squeeze(1)
+
+
 def module_pairs():
     """(name, the pejit module, the seed's in plain torch with the same weights)."""
     pairs = []
@@ -167,7 +183,9 @@ def module_pairs():
             ("sinusoidal", lambda: pejit.torch.SinusoidalPositionalEncoding(64),
              lambda: SeedSinusoidal(64)),
             ("hybrid", lambda: pejit.torch.HybridPositionEncoding(64, max_len=96),
-             lambda: SeedHybrid(64, 96))):
+             lambda: SeedHybrid(64, 96)),
+            ("dynamic", lambda: pejit.torch.DynamicPositionEncoding(64, initial_scale=1.3),
+             lambda: SeedDynamic(1.3))):
         torch.manual_seed(5)
         a = ours()
         b = seed()
@@ -179,7 +197,7 @@ def module_pairs():
     return pairs
 
 
-@pytest.mark.parametrize("index", range(3), ids=["learned", "sinusoidal", "hybrid"])
+@pytest.mark.parametrize("index", range(4), ids=["learned", "sinusoidal", "hybrid", "dynamic"])
 def test_position_modules_match_the_seed_forward_and_gradients(index):
     name, ours, seed = module_pairs()[index]
     g = generator()
@@ -243,7 +261,7 @@ class _Around(torch.nn.Module):
         return self.after(self.module(self.before(x)))
 
 
-@pytest.mark.parametrize("index", range(3), ids=["learned", "sinusoidal", "hybrid"])
+@pytest.mark.parametrize("index", range(4), ids=["learned", "sinusoidal", "hybrid", "dynamic"])
 def test_position_modules_train_like_the_seed_for_ten_sgd_steps(index):
     name, ours, seed = module_pairs()[index]
     through_pejit, plain = _Around(ours), _Around(seed)
@@ -268,8 +286,29 @@ def test_position_modules_train_like_the_seed_for_ten_sgd_steps(index):
     (lambda: pejit.torch.LearnablePositionalEmbedding(64, max_len=32), "pejit.learned_positions"),
     (lambda: pejit.torch.SinusoidalPositionalEncoding(64), "pejit.sinusoidal_positions"),
     (lambda: pejit.torch.HybridPositionEncoding(64, max_len=32), "pejit.rope"),
-], ids=["learned", "sinusoidal", "hybrid"])
+    (lambda: pejit.torch.DynamicPositionEncoding(64, initial_scale=1.3), "pejit.rope"),
+], ids=["learned", "sinusoidal", "hybrid", "dynamic"])
 def test_position_module_training_step_compiles_fullgraph(make, op):
     g = generator()
     x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
     fullgraph_sgd_steps(lambda: _Around(make()), x, target, op)
+
+
+@pytest.mark.parametrize("rows", [1, 2], ids=["scale [1]", "scale [b], ids per row"])
+def test_rope_scale_gradient_matches_float64(rows):
+    g = generator()
+    b, h, s, d = 2, 3, 29, 64
+    x = torch.randn(b, h, s, d, generator=g)
+    positions = torch.randint(0, 2000, (b, s) if rows == 2 else (s,), generator=g)
+    scale = (torch.rand(rows, generator=g) + 0.5).requires_grad_()
+    dy = torch.randn(b, h, s, d, generator=g)
+    leaf = x.clone().requires_grad_()
+    options = pejit.torch.rope_options(True)
+    (torch.ops.pejit.rope(leaf, positions, options, scale) * dy).sum().backward()
+    want_x = x.double().requires_grad_()
+    want_scale = scale.detach().double().requires_grad_()
+    (hf_rope(want_x, positions, scale=want_scale) * dy.double()).sum().backward()
+    assert relative_error(leaf.grad, want_x.grad) < TOLERANCE
+    assert relative_error(scale.grad, want_scale.grad) < TOLERANCE
+    torch.library.opcheck(torch.ops.pejit.rope_scale_grad.default,
+                          (dy, x, positions, options, scale.detach()))

@@ -241,3 +241,98 @@ TEST(StandaloneRopeBackward, AdditiveEmbeddingsAloneHaveNoBackwardKernelAndSaySo
 }
 
 } // namespace
+
+namespace {
+
+// pe.rope_scale_grad: the runtime position scale's gradient of a standalone
+// pe.rope, against the float64 reference (ref::applyRopeBackward's, checked
+// by finite differences in tests/unit/AttentionGradTest.cpp). The sum
+// cancels (terms pos * inv_freq * g y), so |got - want| is bounded by 1e-5
+// of the terms' magnitude, as for the fused backward's scale gradient
+// (BackwardRopeScale). Shared [1] and per-row [b] scales, half and
+// interleaved layouts, f32 and bf16, a `?` class at three lengths with one
+// compile.
+struct ScaleGradCase {
+  std::string name, layout;
+  std::vector<float> scale;
+  DType dtype;
+};
+
+std::string scaleGradSource(const ScaleGradCase &c, int64_t batch, const std::string &ids) {
+  std::string x = tensorText({batch, 3, -1, 64}, elementName(c.dtype)),
+              s = tensorText({static_cast<int64_t>(c.scale.size())}, "f32");
+  return "func.func @sg(%dy: " + x + ", %x: " + x + ", %pos: " + ids + ", %s: " + s + ") -> " + s +
+         " {\n  %g = pe.rope_scale_grad %dy, %x, %pos scale(%s : " + s + ") <layout = " + c.layout +
+         ", theta = 10000.0, runtime_scale = true> : " + x + ", " + ids + " -> " + s +
+         "\n  return %g : " + s + "\n}\n";
+}
+
+TEST(StandaloneRopeBackward, PositionScaleGradientMatchesTheReference) {
+  const ScaleGradCase cases[] = {
+      {"[1], half, f32", "half", {0.75f}, DType::F32},
+      {"[b], interleaved, f32", "interleaved", {1.5f, 0.4f}, DType::F32},
+      {"[1], half, bf16", "half", {1.25f}, DType::BF16},
+  };
+  std::mt19937 &engine = rng(nullptr);
+  const int64_t batch = 2;
+  for (const ScaleGradCase &c : cases) {
+    SCOPED_TRACE(c.name);
+    bool perRow = c.scale.size() > 1;
+    std::string source = scaleGradSource(c, batch, perRow ? "tensor<2x?xi64>" : "tensor<?xi64>");
+    int64_t compilesBefore = suiteRuntime().stats().compiles;
+    for (int64_t s : {1, 37, 300}) {
+      SCOPED_TRACE("s = " + std::to_string(s));
+      Expected<X86Kernel> kernel = suiteKernel(source);
+      ASSERT_TRUE(kernel) << kernel.error();
+      std::vector<int64_t> shape = {batch, 3, s, 64};
+      auto [dyBytes, dy] = randomInput(shape, c.dtype);
+      auto [xBytes, x] = randomInput(shape, c.dtype);
+      std::vector<int64_t> idsShape =
+          perRow ? std::vector<int64_t>{batch, s} : std::vector<int64_t>{s};
+      std::vector<int64_t> ids(perRow ? batch * s : s);
+      std::uniform_int_distribution<int64_t> position(0, 2000);
+      for (int64_t &p : ids)
+        p = position(engine);
+      ref::Tensor scale({static_cast<int64_t>(c.scale.size())},
+                        std::vector<double>(c.scale.begin(), c.scale.end()));
+      Expected<ref::Tensor> want =
+          interpretReference(source, {dy, x, ref::PositionIds(idsShape, ids), scale});
+      ASSERT_TRUE(want) << want.error();
+      std::vector<float> scaleCopy = c.scale;
+      std::vector<float> got(c.scale.size(), std::numeric_limits<float>::quiet_NaN());
+      Status status =
+          kernel->run({{dyBytes.bytes.data(), c.dtype, shape, {}},
+                       {xBytes.bytes.data(), c.dtype, shape, {}},
+                       {ids.data(), DType::I64, idsShape, {}},
+                       {scaleCopy.data(), DType::F32, {static_cast<int64_t>(c.scale.size())}, {}}},
+                      {got.data(), DType::F32, {static_cast<int64_t>(got.size())}, {}});
+      ASSERT_TRUE(status) << status.message();
+      // The terms' magnitude: sum of |pos s inv_freq| (|g_b y_a| + |g_a y_b|)
+      // over y = R x, bounded here by |pos inv_freq| |g| |x| per pair (|y|
+      // <= |x| pair by pair); 1e-5 of it.
+      double magnitude[2] = {0, 0};
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < 3; ++h)
+          for (int64_t i = 0; i < s; ++i) {
+            double pos = static_cast<double>(ids[perRow ? b * s + i : i]);
+            for (int64_t k = 0; k < 32; ++k) {
+              double invFreq = std::pow(10000.0, -2.0 * k / 64);
+              double g2 = 0, x2 = 0;
+              for (int64_t e :
+                   {c.layout == "half" ? k : 2 * k, c.layout == "half" ? k + 32 : 2 * k + 1}) {
+                g2 += dy.at(b, h, i, e) * dy.at(b, h, i, e);
+                x2 += x.at(b, h, i, e) * x.at(b, h, i, e);
+              }
+              magnitude[perRow ? b : 0] += std::fabs(pos * invFreq) * 2 * std::sqrt(g2 * x2);
+            }
+          }
+      for (size_t n = 0; n < got.size(); ++n)
+        EXPECT_LE(std::fabs(got[n] - want->data[n]), 1e-5 * magnitude[n] + 1e-10)
+            << "d scale[" << n << "]: got " << got[n] << ", want " << want->data[n]
+            << ", terms' magnitude " << magnitude[n];
+    }
+    EXPECT_EQ(suiteRuntime().stats().compiles - compilesBefore, 1);
+  }
+}
+
+} // namespace

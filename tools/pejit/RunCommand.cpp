@@ -199,8 +199,14 @@ int runCommand(int argc, char **argv) {
     outShape = {shape.batch, shape.querySeq, shape.valueDim};
   if (kernel->signature().embeddingGradient()) // a table's [rows, d]
     outShape = {shape.querySeq, shape.valueDim};
-  std::vector<float> out(shape.batch * shape.queryHeads * shape.querySeq * shape.valueDim,
-                         std::numeric_limits<float>::quiet_NaN());
+  if (kernel->signature().ropeScaleGradient()) // the scale's [1] or [b]
+    for (const KernelArgument &argument : kernel->signature().arguments)
+      if (argument.role == ArgumentRole::EncodingOperand)
+        outShape = argument.shape;
+  int64_t outElements = 1;
+  for (int64_t extent : outShape)
+    outElements *= extent;
+  std::vector<float> out(outElements, std::numeric_limits<float>::quiet_NaN());
   // A 16-bit output is poisoned with 0xffff (NaN), then widened for --output.
   bool narrowOut = kernel->outputDtype() != DType::F32;
   std::vector<uint8_t> out16(narrowOut ? out.size() * 2 : 0, 0xff);

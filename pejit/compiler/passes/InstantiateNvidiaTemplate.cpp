@@ -38,6 +38,9 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
     return instantiateNvidiaTransform(module);
   if (isEmbeddingGradient(module))
     return module.emitError() << "pe.embed_grad (a table's gradient) compiles for x86 only so far";
+  if (isRopeScaleGradient(module))
+    return module.emitError()
+           << "pe.rope_scale_grad (a position scale's gradient) compiles for x86 only so far";
   if (isLinearAttention(module))
     return instantiateNvidiaLinearAttention(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);

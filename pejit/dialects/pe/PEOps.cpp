@@ -49,46 +49,62 @@ LogicalResult verifyTableSizes(Operation *op, Value table) {
 }
 } // namespace
 
-LogicalResult RopeOp::verify() {
-  Operation *op = getOperation();
+namespace {
+
+/// pe.rope's rules, shared by pe.rope_scale_grad: the input [b, h, s, d],
+/// the encoding's standalone form, the ids, and the scale operand present
+/// exactly when runtime_scale is.
+LogicalResult verifyStandaloneRope(Operation *op, Value input, Value positions, Value scale,
+                                   RopeAttr encoding) {
   const DimLimit inputLimits[] = {
       {"b", kMaxLength}, {"h", kMaxHeads}, {"s", kMaxLength}, {"d", kMaxHeadDim}};
-  if (failed(requireRank(op, "input", getInput().getType(), 4, "[b, h, s, d]")) ||
-      failed(requireSizesWithinLimits(op, "input", getInput().getType(), inputLimits)))
+  if (failed(requireRank(op, "input", input.getType(), 4, "[b, h, s, d]")) ||
+      failed(requireSizesWithinLimits(op, "input", input.getType(), inputLimits)))
     return failure();
-  RopeAttr encoding = getEncoding();
   if (encoding.getApplyTo() != RopeSides::Both)
-    return emitOpError() << "apply_to = " << stringifyRopeSides(encoding.getApplyTo())
-                         << " is for a RoPE fused into attn.attention; pe.rope rotates its "
-                            "input, so leave apply_to out";
+    return op->emitOpError() << "apply_to = " << stringifyRopeSides(encoding.getApplyTo())
+                             << " is for a RoPE fused into attn.attention; pe.rope rotates its "
+                                "input, so leave apply_to out";
   if (encoding.getLearnedInvFreq())
-    return emitOpError() << "learned_inv_freq is for a RoPE fused into attn.attention (its "
-                            "frequencies are an encoding operand there); pe.rope computes them "
-                            "from theta";
-  auto emitError = [&]() { return emitOpError(); };
-  if (failed(encoding.verifyForAttention(dim(getInput(), 1), dim(getInput(), 3), emitError)))
+    return op->emitOpError() << "learned_inv_freq is for a RoPE fused into attn.attention (its "
+                                "frequencies are an encoding operand there); pe.rope computes them "
+                                "from theta";
+  auto emitError = [&]() { return op->emitOpError(); };
+  if (failed(encoding.verifyForAttention(dim(input, 1), dim(input, 3), emitError)))
     return failure();
-  if (failed(verifyPositionIds(op, "positions", getPositions().getType(), dim(getInput(), 0),
-                               dim(getInput(), 2), encoding.getPositionAxes())))
+  if (failed(verifyPositionIds(op, "positions", positions.getType(), dim(input, 0), dim(input, 2),
+                               encoding.getPositionAxes())))
     return failure();
-  if (static_cast<bool>(getPositionScale()) != encoding.getRuntimeScale())
-    return emitOpError() << (encoding.getRuntimeScale()
-                                 ? "has runtime_scale = true but no scale(%s : tensor<1xf32>) "
-                                   "operand"
-                                 : "has a scale(...) operand but its encoding lacks "
-                                   "runtime_scale = true");
-  if (!getPositionScale())
+  if (static_cast<bool>(scale) != encoding.getRuntimeScale())
+    return op->emitOpError() << (encoding.getRuntimeScale()
+                                     ? "has runtime_scale = true but no scale(%s : tensor<1xf32>) "
+                                       "operand"
+                                     : "has a scale(...) operand but its encoding lacks "
+                                       "runtime_scale = true");
+  if (!scale)
     return success();
   // The scale is checked as the fused attention checks it: [1], or [b]
   // with per-batch ids.
   AttentionShape shape;
-  shape.batch = dim(getInput(), 0);
-  auto ids = cast<RankedTensorType>(getPositions().getType());
+  shape.batch = dim(input, 0);
+  auto ids = cast<RankedTensorType>(positions.getType());
   int64_t batchRank = encoding.getPositionAxes() > 0 ? 3 : 2;
   shape.queryPositionRows = shape.keyPositionRows =
       ids.getRank() == batchRank ? ids.getDimSize(batchRank - 2) : 1;
-  return encoding.verifyEncodingOperand(0, cast<RankedTensorType>(getPositionScale().getType()),
-                                        shape, [&]() { return emitOpError() << "scale: "; });
+  return encoding.verifyEncodingOperand(0, cast<RankedTensorType>(scale.getType()), shape,
+                                        [&]() { return op->emitOpError() << "scale: "; });
+}
+
+} // namespace
+
+LogicalResult RopeOp::verify() {
+  return verifyStandaloneRope(getOperation(), getInput(), getPositions(), getPositionScale(),
+                              getEncoding());
+}
+
+LogicalResult RopeScaleGradOp::verify() {
+  return verifyStandaloneRope(getOperation(), getInput(), getPositions(), getPositionScale(),
+                              getEncoding());
 }
 
 SmallVector<Value> RopeOp::getEncodingOperands() {

@@ -192,6 +192,45 @@ def PE_EmbedOp : PE_Op<"embed", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PE_RopeScaleGradOp : PE_Op<"rope_scale_grad", [Pure, AllTypesMatch<["grad", "input"]>,
+                                                    AllTypesMatch<["position_scale", "result"]>]> {
+  let summary = "the position scale's gradient of a standalone pe.rope";
+  let description = [{
+    For `y = pe.rope %x, %positions scale(%s) <rope>` (runtime_scale) and
+    the gradient `grad` of y: dL/ds, summed over the rows the scale rotates
+    (a [1] scale: every row; [b] with [b, s] ids: batch row n's into entry
+    n). With angle = (position * s) * inv_freq[c] and, per rotated pair
+    (a, b) of frequency c, t_c = g_b y_a - g_a y_b:
+
+      dL/ds = sum over rows and pairs of pos_axis(c) * inv_freq[c] * t_c
+
+    (docs/backward.md, "Standalone kernels"). `grad` and `input` are the
+    forward's [b, h, s, d] type; the result has the scale's type.
+
+    ```mlir
+    %ds = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<1xf32>)
+        <layout = half, theta = 10000.0, runtime_scale = true>
+        : tensor<2x8x?x64xf32>, tensor<?xi64> -> tensor<1xf32>
+    ```
+  }];
+  let arguments = (ins PE_FloatTensor:$grad, PE_FloatTensor:$input,
+                       PE_PositionTensor:$positions, RankedTensorOf<[F32]>:$position_scale,
+                       PE_RopeAttr:$encoding);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $positions `scale` `(` $position_scale `:` type($position_scale) `)`
+    $encoding attr-dict `:` type($input) `,` type($positions) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The float64 reference (ref::applyRopeBackward's scale gradient).
+    bool evaluateReference(const ::pejit::ref::Tensor &grad, const ::pejit::ref::Tensor &input,
+                           const ::pejit::ref::PositionIds &positions,
+                           const ::pejit::ref::Tensor &scale, int64_t seqLen,
+                           ::pejit::ref::Tensor &result, std::string &error);
+  }];
+}
+
 def PE_EmbedGradOp : PE_Op<"embed_grad", [Pure]> {
   let summary = "a table's gradient: rows of dy summed by id (pe.embed's, pe.learned's backward)";
   let description = [{

@@ -213,6 +213,22 @@ std::string RopeOp::getOperandRoleName(unsigned index) {
   return index == 0 ? "input" : index == 1 ? "positions" : "scale";
 }
 
+// pe.rope_scale_grad: the scale's gradient of pe.rope from its input and
+// its output's gradient, by the float64 reference's adjoint.
+bool RopeScaleGradOp::evaluateReference(const ref::Tensor &grad, const ref::Tensor &input,
+                                        const ref::PositionIds &positions, const ref::Tensor &scale,
+                                        int64_t seqLen, ref::Tensor &result, std::string &error) {
+  ref::RopeConfig config = toReferenceConfig(getEncoding());
+  if (positions.shape.empty()) {
+    error = "pe.rope_scale_grad needs explicit position ids";
+    return false;
+  }
+  ref::RopeGradients gradients =
+      ref::applyRopeBackward(config, input, grad, positions, seqLen, scale.data);
+  result = ref::Tensor(scale.shape, gradients.dPositionScale);
+  return true;
+}
+
 bool RopeOp::isAdjoint() { return getAdjoint(); }
 void RopeOp::makeAdjoint(bool adjoint) { setAdjoint(adjoint); }
 

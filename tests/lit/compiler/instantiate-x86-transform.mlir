@@ -211,3 +211,25 @@ func.func @token_grad(%dy: tensor<?x?x768xbf16>, %tokens: tensor<?x?xi64>) -> te
   %g = pe.embed_grad %dy, %tokens : tensor<?x?x768xbf16>, tensor<?x?xi64> -> tensor<32000x768xbf16>
   return %g : tensor<32000x768xbf16>
 }
+
+// -----
+
+// A standalone RoPE's position scale gradient, pe.rope_scale_grad: the
+// forward's prologue (cos/sin of s * pos * inv_freq) and items; each item
+// rotates its x rows (y), widens its dy rows (g) and adds
+//   sum over rows and pairs of pos * inv_freq[c] * (g_b y_a - g_a y_b)
+// (summed in f64 within the tile) to its own entry of the partial buffer.
+// CHECK: module attributes {pejit.kernel = {arguments = "output_grad:f32:2x4x?x64 transform_input:f32:2x4x?x64 transform_positions:i64:? encoding_operand=rope_position_scale:f32:1", dtype = "f32", function = "scale_grad"
+// CHECK-LABEL: func.func @pejit_prologue
+// CHECK-NOT: attn.qk_prologue
+// CHECK-LABEL: func.func @pejit_scale_grad_item
+// CHECK-NOT: attn.qk_transform
+// CHECK: vector.fma
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f64)
+// CHECK: arith.mulf {{.*}} : f64
+// CHECK: arith.truncf {{.*}} : f64 to f32
+// CHECK: memref.store {{.*}} : memref<?xf32>
+func.func @scale_grad(%dy: tensor<2x4x?x64xf32>, %x: tensor<2x4x?x64xf32>, %pos: tensor<?xi64>, %s: tensor<1xf32>) -> tensor<1xf32> {
+  %g = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x4x?x64xf32>, tensor<?xi64> -> tensor<1xf32>
+  return %g : tensor<1xf32>
+}

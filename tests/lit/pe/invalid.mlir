@@ -701,3 +701,19 @@ func.func @embed_grad_result_bf16(%dy: tensor<2x16x64xf16>, %ids: tensor<16xi64>
   %0 = pe.embed_grad %dy, %ids : tensor<2x16x64xf16>, tensor<16xi64> -> tensor<100x64xbf16>
   return
 }
+
+// -----
+
+func.func @rope_scale_grad_without_runtime_scale(%dy: tensor<1x2x8x64xf32>, %x: tensor<1x2x8x64xf32>, %pos: tensor<8xi64>, %s: tensor<1xf32>) {
+  // expected-error @+1 {{'pe.rope_scale_grad' op has a scale(...) operand but its encoding lacks runtime_scale = true}}
+  %0 = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<1xf32>) <layout = half, theta = 10000.0> : tensor<1x2x8x64xf32>, tensor<8xi64> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @rope_scale_grad_per_row_scale_shared_ids(%dy: tensor<2x2x8x64xf32>, %x: tensor<2x2x8x64xf32>, %pos: tensor<8xi64>, %s: tensor<2xf32>) {
+  // expected-error @+1 {{'pe.rope_scale_grad' op scale:}}
+  %0 = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x2x8x64xf32>, tensor<8xi64> -> tensor<2xf32>
+  return
+}

@@ -174,3 +174,11 @@ func.func @embed_grad(%dy: tensor<?x?x64xbf16>, %tok: tensor<?x?xi64>, %pos: ten
   %2 = pe.embed_grad %dy, %pos : tensor<?x?x64xbf16>, tensor<?xi32> -> tensor<512x64xbf16>
   return %0, %1 : tensor<32000x64xf32>, tensor<512x64xf32>
 }
+
+// A standalone RoPE's position scale gradient, from dy and x.
+// CHECK-LABEL: func.func @rope_scale_grad
+func.func @rope_scale_grad(%dy: tensor<2x8x?x64xf32>, %x: tensor<2x8x?x64xf32>, %pos: tensor<2x?xi64>, %s: tensor<2xf32>) -> tensor<2xf32> {
+  // CHECK: pe.rope_scale_grad %{{.*}}, %{{.*}}, %{{.*}} scale(%{{.*}} : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x8x?x64xf32>, tensor<2x?xi64> -> tensor<2xf32>
+  %0 = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x8x?x64xf32>, tensor<2x?xi64> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

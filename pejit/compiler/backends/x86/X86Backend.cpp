@@ -53,6 +53,10 @@ Stage tiledStage(X86TileConfig tiles) {
       int64_t headDim = readsQuery ? dim(q, 3) : dim(o, 3);
       state.artifact.shape =
           Shape{dim(o, 0), dim(o, 1), dim(o, 1), dim(o, 2), dim(o, 3), headDim, dim(o, 3)};
+    } else if (auto scaleGrad =
+                   state.module->lookupSymbol<mlir::func::FuncOp>("pejit_scale_grad_item")) {
+      mlir::Type x = scaleGrad.getArgumentTypes()[0]; // x [b, h, s, d], as the forward's
+      state.artifact.shape = kernelShape({x, x, x});
     } else if (auto grad =
                    state.module->lookupSymbol<mlir::func::FuncOp>("pejit_embed_grad_item")) {
       mlir::Type rows = grad.getArgumentTypes()[0]; // grad [b, 1, s, d]
