@@ -209,6 +209,14 @@ inline std::vector<GpuSourceCase> gpuSourceCases() {
        "tensor<1x4x40x128xbf16> {\n"
        "  %r = pe.rope %x, %p <layout = half, theta = 1000000.0, sections = [16, 24, 24]> : "
        "tensor<1x4x40x128xbf16>, tensor<3x40xi64>\n  return %r : tensor<1x4x40x128xbf16>\n}\n"},
+      // The backward of a standalone RoPE (docs/backward.md): its adjoint
+      // on a bf16 gradient, a class at 300 rows.
+      {"rope_adjoint_class_bf16",
+       "func.func @rope_adjoint_class_bf16(%dy: tensor<?x8x?x128xbf16>, %p: tensor<?xi64>) -> "
+       "tensor<?x8x?x128xbf16> {\n"
+       "  %r = pe.rope adjoint %dy, %p <layout = half, theta = 500000.0> : "
+       "tensor<?x8x?x128xbf16>, tensor<?xi64>\n  return %r : tensor<?x8x?x128xbf16>\n}\n",
+       {2, 300, 300}},
       {"bert_embed_class_bf16",
        "func.func @bert_embed_class_bf16(%tokens: tensor<?x?xi64>, %words: tensor<100x64xbf16>, "
        "%p: tensor<?xi64>, %table: tensor<64x64xbf16>) -> tensor<?x?x64xbf16> {\n"

@@ -1,5 +1,6 @@
 // NVIDIA standalone kernels (docs/standalone-kernels.md): pe.rope on its own
-// and pe.embed with its absolute embeddings compile to PTX that ptxas
+// (and its adjoint, a standalone RoPE's backward) and pe.embed with its
+// absolute embeddings compile to PTX that ptxas
 // accepts for sm_80 and sm_90 (no stack frame and no spills in the row
 // kernels), and run through NvidiaKernel::run.
 //
@@ -42,6 +43,14 @@ const char *kPartialPerRow =
     "  %r = pe.rope %x, %pos <layout = interleaved, theta = 10000.0, rotary_dim = 32> : "
     "tensor<2x3x50x64xf16>, tensor<2x50xi64>\n  return %r : tensor<2x3x50x64xf16>\n}\n";
 
+// The backward of a standalone pe.rope (docs/backward.md): its adjoint,
+// the rotation transposed, on a bf16 gradient.
+const char *kRopeAdjoint =
+    "func.func @rope_backward(%dy: tensor<?x8x?x128xbf16>, %pos: tensor<?xi64>) -> "
+    "tensor<?x8x?x128xbf16> {\n"
+    "  %r = pe.rope adjoint %dy, %pos <layout = half, theta = 500000.0> : "
+    "tensor<?x8x?x128xbf16>, tensor<?xi64>\n  return %r : tensor<?x8x?x128xbf16>\n}\n";
+
 const char *kBert =
     "func.func @bert(%tokens: tensor<?x?xi64>, %words: tensor<100x64xbf16>, %pos: tensor<?xi64>, "
     "%table: tensor<32x64xbf16>) -> tensor<?x?x64xbf16> {\n"
@@ -75,6 +84,7 @@ TEST(NvidiaStandalone, EveryKernelGivesPtxThatPtxasAcceptsWithoutSpills) {
   const Source sources[] = {{kKvAppend, "pejit_transform", {}},
                             {kMrope, "pejit_transform", {2, 4, 1}},
                             {kPartialPerRow, "pejit_transform", {1, 3, 2}},
+                            {kRopeAdjoint, "pejit_transform", {}},
                             {kBert, "pejit_embed", {}},
                             {kTransformer, "pejit_embed", {2, 1, 2}}};
   Runtime runtime;
@@ -339,6 +349,14 @@ TEST(NvidiaStandalone, KernelsMatchTheReferenceOnTheGpu) {
     call.addInts({s}, 0, 100000);
     call.setOutput({2, 8, s, 128}, DType::F32);
     check(kKvAppend, call, 1e-4);
+  }
+  for (int64_t s : {1, 300}) {
+    SCOPED_TRACE("rope adjoint s=" + std::to_string(s));
+    Call call;
+    call.addFloats({2, 8, s, 128}, DType::BF16);
+    call.addInts({s}, 0, 100000);
+    call.setOutput({2, 8, s, 128}, DType::BF16);
+    check(kRopeAdjoint, call, 1e-2);
   }
   Call mrope, partial, bertCall, transformerCall;
   mrope.addFloats({1, 4, 40, 128}, DType::BF16);

@@ -126,11 +126,6 @@ FailureOr<StandaloneKernel> describeStandalone(const StandaloneChain &read, int6
   StandaloneKernel out;
   out.first = chain.embed ? chain.embed.getOperation() : chain.ops.front().getOperation();
   Operation *first = out.first;
-  if (target != "x86")
-    for (pe::PositionalEncodingOpInterface op : chain.ops)
-      if (op.isAdjoint())
-        return op->emitError() << "an adjoint (the backward of " << op->getName()
-                               << ") compiles for x86 only so far, not " << target;
   // The rows: x's type, or the embedding's (the gather's result).
   out.rowsType = cast<RankedTensorType>(chain.embed ? chain.embed.getResult().getType()
                                                     : chain.input.getType());

@@ -74,14 +74,6 @@ func.func @training(%q: tensor<1x4x16x64xf16>, %k: tensor<1x4x16x64xf16>, %v: te
 
 // -----
 
-func.func @rope_adjoint(%dy: tensor<?x8x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<?x8x?x64xbf16> {
-  // expected-error @+1 {{an adjoint (the backward of pe.rope) compiles for x86 only so far, not nvidia}}
-  %r = pe.rope adjoint %dy, %pos <layout = half, theta = 10000.0> : tensor<?x8x?x64xbf16>, tensor<?xi64>
-  return %r : tensor<?x8x?x64xbf16>
-}
-
-// -----
-
 // expected-error @+1 {{pe.embed_grad (a table's gradient) compiles for x86 only so far}}
 module {
   func.func @table_grad(%dy: tensor<?x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<512x64xf32> {

@@ -1,6 +1,7 @@
 // ptxas -v on the standalone kernels (docs/standalone-kernels.md): a
-// Llama 3 KV-append RoPE (a shape class, f32) and a BERT embedding with its
-// learned positions (bf16) assemble for sm_80 and sm_90 with no stack frame
+// Llama 3 KV-append RoPE (a shape class, f32), its adjoint (a standalone
+// RoPE's backward, bf16) and a BERT embedding with its learned positions
+// (bf16) assemble for sm_80 and sm_90 with no stack frame
 // and no spills in the row kernels. The prologues spill nothing either
 // (their constant frequency tables sit in a stack frame).
 // REQUIRES: ptxas, libdevice
@@ -9,6 +10,8 @@
 // RUN: %pejit compile %t/rope.mlir --target=nvidia:sm_90 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefixes=ROPE,SM90
 // RUN: %pejit compile %t/embed.mlir --target=nvidia:sm_80 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefixes=EMBED,SM80
 // RUN: %pejit compile %t/embed.mlir --target=nvidia:sm_90 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefixes=EMBED,SM90
+// RUN: %pejit compile %t/adjoint.mlir --target=nvidia:sm_80 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefixes=ROPE,SM80
+// RUN: %pejit compile %t/adjoint.mlir --target=nvidia:sm_90 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefixes=ROPE,SM90
 
 // ROPE: Compiling entry function 'pejit_transform' for
 // EMBED: Compiling entry function 'pejit_embed' for
@@ -41,4 +44,12 @@ func.func @bert(%tokens: tensor<?x?xi64>, %words: tensor<30522x768xbf16>,
   %x = pe.learned %t, %positions, %position_table <max_positions = 512>
       : tensor<?x?x768xbf16>, tensor<?xi64>, tensor<512x768xbf16>
   return %x : tensor<?x?x768xbf16>
+}
+
+//--- adjoint.mlir
+func.func @rope_backward(%dy: tensor<?x8x?x128xbf16>, %positions: tensor<?xi64>)
+    -> tensor<?x8x?x128xbf16> {
+  %dx = pe.rope adjoint %dy, %positions <layout = half, theta = 500000.0>
+      : tensor<?x8x?x128xbf16>, tensor<?xi64>
+  return %dx : tensor<?x8x?x128xbf16>
 }
