@@ -196,6 +196,29 @@ TEST(PejitCompileBackward, EveryStageOfTheDerivedBackwardAndItsFusedStageCompile
   EXPECT_TRUE(contains(nvidia.err, "NVIDIA backward is not built yet")) << nvidia.err;
 }
 
+// A standalone pe.rope's backward (its adjoint): dO in x's place, dx
+// written, and --check's directional derivative against the float64
+// reference of the forward.
+TEST(PejitRunBackward, AStandaloneRopeWritesAndChecksItsInputsGradient) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  writeText(dir.file("rope.mlir"),
+            "func.func @rotate(%x: tensor<1x4x24x64xf32>, %pos: tensor<24xi64>) -> "
+            "tensor<1x4x24x64xf32> {\n  %r = pe.rope %x, %pos <layout = interleaved, theta = "
+            "10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position = 16>> : "
+            "tensor<1x4x24x64xf32>, tensor<24xi64>\n  return %r : tensor<1x4x24x64xf32>\n}\n");
+  writeTensor(dir.file("x.npy"), randomTensor({1, 4, 24, 64}));
+  writeIds(dir.file("pos.npy"), consecutiveIds(100, 24), npy::DType::I64);
+  writeTensor(dir.file("dy.npy"), randomTensor({1, 4, 24, 64}));
+  std::string grads = dir.path();
+  Result r = runPejit(dir, {"run", dir.file("rope.mlir"), "--input=@" + dir.file("x.npy"),
+                            "--input=@" + dir.file("pos.npy"), "--backward",
+                            "--grad-output=@" + dir.file("dy.npy"), "--grads=" + grads, "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "dx: directional derivative")) << r.out;
+  EXPECT_EQ(readTensor(grads + "/dx.npy").shape, (std::vector<int64_t>{1, 4, 24, 64}));
+}
+
 // A table's gradient (pe.embed_grad) runs and checks like any kernel: its
 // [rows, d] output against the float64 interpreter; a bad id is named.
 TEST(PejitRunBackward, ATableGradientRunsAndChecks) {

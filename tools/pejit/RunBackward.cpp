@@ -2,7 +2,8 @@
 // (docs/backward.md). The forward kernel gives o; the backward the runtime
 // derives from the same spec takes the inputs, o and --grad-output's dO,
 // and writes dq, dk, dv and each differentiable encoding operand's
-// gradient to --grads=DIR as .npy files.
+// gradient to --grads=DIR as .npy files. A standalone pe.rope's backward
+// (its adjoint) takes dO in x's place and writes dx.
 //
 // --check: the float64 reference interpreter has no backward, so each
 // gradient g of an input x is checked through its directional derivative:
@@ -113,52 +114,75 @@ int runBackward(const BackwardRunOptions &options, const Spec &spec,
                 ref::shapeToString(outShape));
   std::vector<float> dO = npy::toFloat32(*dOArray);
 
-  // The backward's inputs: the forward's, with o and dO where its
-  // signature has them (before the trailing position ids).
-  const KernelSignature &signature = backward->signature();
-  size_t outputAt = 0;
-  while (outputAt < signature.arguments.size() &&
-         signature.arguments[outputAt].role != ArgumentRole::Output)
-    ++outputAt;
-  std::vector<TensorView> backwardInputs(views.begin(), views.end());
-  size_t insertAt = std::min(outputAt, backwardInputs.size());
-  std::vector<TensorView> added = {{o.data(), DType::F32, outShape, {}},
-                                   {dO.data(), DType::F32, outShape, {}}};
-  if (training)
-    added.push_back({lse.data(), DType::F32, lseShape, {}});
-  backwardInputs.insert(backwardInputs.begin() + insertAt, added.begin(), added.end());
-
-  // The gradients: dq, dk, dv, then each operand's asked for, each the
-  // shape of its forward input (found by role, or by the operand's slot).
   std::vector<Gradient> gradients;
-  for (auto [role, name] : {std::pair{ArgumentRole::Query, "dq"},
-                            {ArgumentRole::Key, "dk"},
-                            {ArgumentRole::Value, "dv"}})
-    for (size_t i = 0; i < signature.arguments.size() && i < inputs.size(); ++i)
-      if (signature.arguments[i].role == role)
-        gradients.push_back({name, i, {}});
-  for (unsigned slot : signature.operandGradients)
-    for (size_t i = 0; i < signature.arguments.size() && i < inputs.size(); ++i) {
-      const std::vector<unsigned> &slots = signature.arguments[i].slots;
-      if (signature.arguments[i].role == ArgumentRole::EncodingOperand &&
-          std::find(slots.begin(), slots.end(), slot) != slots.end()) {
-        gradients.push_back({"d_" + signature.arguments[i].name, i, {}});
-        break;
+  double backwardMs = 0;
+  const KernelSignature &signature = backward->signature();
+  if (signature.standaloneTransform()) {
+    // A standalone chain's backward (pe.rope adjoint): its input's gradient
+    // from dO in x's place, the other inputs as the forward's.
+    size_t xAt = 0;
+    while (xAt < signature.arguments.size() &&
+           signature.arguments[xAt].role != ArgumentRole::TransformInput)
+      ++xAt;
+    if (xAt >= views.size())
+      return fail(options.file + ": --backward: the kernel's input was not found");
+    std::vector<TensorView> adjointInputs(views.begin(), views.end());
+    adjointInputs[xAt] = {dO.data(), DType::F32, inputs[xAt].shape, {}};
+    gradients.push_back({"dx", xAt, {}});
+    gradients[0].data.assign(inputs[xAt].floats.size(), std::numeric_limits<float>::quiet_NaN());
+    auto start = std::chrono::steady_clock::now();
+    if (Status status = backward->run(
+            adjointInputs, {gradients[0].data.data(), DType::F32, inputs[xAt].shape, {}});
+        !status)
+      return fail(options.file + ": --backward: " + status.message());
+    backwardMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    // The backward's inputs: the forward's, with o and dO where its
+    // signature has them (before the trailing position ids).
+    size_t outputAt = 0;
+    while (outputAt < signature.arguments.size() &&
+           signature.arguments[outputAt].role != ArgumentRole::Output)
+      ++outputAt;
+    std::vector<TensorView> backwardInputs(views.begin(), views.end());
+    size_t insertAt = std::min(outputAt, backwardInputs.size());
+    std::vector<TensorView> added = {{o.data(), DType::F32, outShape, {}},
+                                     {dO.data(), DType::F32, outShape, {}}};
+    if (training)
+      added.push_back({lse.data(), DType::F32, lseShape, {}});
+    backwardInputs.insert(backwardInputs.begin() + insertAt, added.begin(), added.end());
+
+    // The gradients: dq, dk, dv, then each operand's asked for, each the
+    // shape of its forward input (found by role, or by the operand's slot).
+    for (auto [role, name] : {std::pair{ArgumentRole::Query, "dq"},
+                              {ArgumentRole::Key, "dk"},
+                              {ArgumentRole::Value, "dv"}})
+      for (size_t i = 0; i < signature.arguments.size() && i < inputs.size(); ++i)
+        if (signature.arguments[i].role == role)
+          gradients.push_back({name, i, {}});
+    for (unsigned slot : signature.operandGradients)
+      for (size_t i = 0; i < signature.arguments.size() && i < inputs.size(); ++i) {
+        const std::vector<unsigned> &slots = signature.arguments[i].slots;
+        if (signature.arguments[i].role == ArgumentRole::EncodingOperand &&
+            std::find(slots.begin(), slots.end(), slot) != slots.end()) {
+          gradients.push_back({"d_" + signature.arguments[i].name, i, {}});
+          break;
+        }
       }
+    if (gradients.size() != 3 + signature.operandGradients.size())
+      return fail(options.file + ": --backward: the gradients' inputs were not all found");
+    std::vector<TensorView> gradientViews;
+    for (Gradient &gradient : gradients) {
+      gradient.data.assign(inputs[gradient.input].floats.size(),
+                           std::numeric_limits<float>::quiet_NaN());
+      gradientViews.push_back({gradient.data.data(), DType::F32, inputs[gradient.input].shape, {}});
     }
-  if (gradients.size() != 3 + signature.operandGradients.size())
-    return fail(options.file + ": --backward: the gradients' inputs were not all found");
-  std::vector<TensorView> gradientViews;
-  for (Gradient &gradient : gradients) {
-    gradient.data.assign(inputs[gradient.input].floats.size(),
-                         std::numeric_limits<float>::quiet_NaN());
-    gradientViews.push_back({gradient.data.data(), DType::F32, inputs[gradient.input].shape, {}});
+    auto start = std::chrono::steady_clock::now();
+    if (Status status = backward->runBackward(backwardInputs, gradientViews); !status)
+      return fail(options.file + ": --backward: " + status.message());
+    backwardMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   }
-  auto start = std::chrono::steady_clock::now();
-  if (Status status = backward->runBackward(backwardInputs, gradientViews); !status)
-    return fail(options.file + ": --backward: " + status.message());
-  double backwardMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "pejit: backward %s in %.1f ms, run %.3f ms\n",
                backward->loadedFromDisk() ? "loaded from the disk cache" : "compiled",
                backward->compileMilliseconds(), backwardMs);
