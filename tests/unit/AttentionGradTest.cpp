@@ -8,6 +8,7 @@
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBiasGrad.h"
 
+#include "FiniteDifferences.h"
 #include "RandomInputs.h"
 
 #include <cmath>
@@ -22,56 +23,6 @@ namespace {
 
 using ref::AttentionGradients;
 using ref::AttentionOptions;
-
-constexpr double kTolerance = 1e-6;
-constexpr double kStep = 1e-4;
-
-double lossOf(const Tensor &out, const Tensor &dOut) {
-  double sum = 0.0;
-  for (size_t n = 0; n < out.data.size(); ++n)
-    sum += out.data[n] * dOut.data[n];
-  return sum;
-}
-
-/// Central differences of `loss` in every finite entry of `param` against
-/// `analytic` (same length): max |fd − analytic| ≤ kTolerance · max |analytic|.
-::testing::AssertionResult matchesFiniteDifferences(std::vector<double> &param,
-                                                    const std::function<double()> &loss,
-                                                    const std::vector<double> &analytic) {
-  if (param.size() != analytic.size())
-    return ::testing::AssertionFailure() << "gradient has " << analytic.size() << " entries, "
-                                         << "the parameter " << param.size();
-  double worst = 0.0, largest = 0.0;
-  size_t worstAt = 0;
-  double worstFd = 0.0;
-  for (size_t n = 0; n < param.size(); ++n) {
-    if (!std::isfinite(analytic[n]))
-      return ::testing::AssertionFailure() << "entry " << n << " is " << analytic[n];
-    largest = std::max(largest, std::fabs(analytic[n]));
-    if (!std::isfinite(param[n]))
-      continue; // a −inf bias entry has no derivative
-    // The five-point central difference: its error is O(step^4) (the
-    // three-point one's O(step^2) exceeded 1e-6 of a gradient that
-    // cancelled down to 3e-4, a RoPE position scale's).
-    const double saved = param[n];
-    auto at = [&](double offset) {
-      param[n] = saved + offset;
-      return loss();
-    };
-    const double fd =
-        (8 * (at(kStep) - at(-kStep)) - (at(2 * kStep) - at(-2 * kStep))) / (12 * kStep);
-    param[n] = saved;
-    if (std::fabs(fd - analytic[n]) > worst)
-      worst = std::fabs(fd - analytic[n]), worstAt = n, worstFd = fd;
-  }
-  if (largest == 0.0)
-    return ::testing::AssertionFailure() << "the gradient is all zeros: nothing was checked";
-  if (worst > kTolerance * largest)
-    return ::testing::AssertionFailure()
-           << "entry " << worstAt << ": analytic " << analytic[worstAt] << ", finite difference "
-           << worstFd << " (relative error " << worst / largest << " > " << kTolerance << ")";
-  return ::testing::AssertionSuccess();
-}
 
 struct Inputs {
   Tensor q, k, v, dOut;
