@@ -12,6 +12,8 @@
 #include "FiniteDifferences.h"
 #include "RandomInputs.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 
@@ -35,10 +37,49 @@ TEST(LinearAttentionGrad, EveryMapMaskAndRopePlacementMatchesFiniteDifferences) 
                      (placement == 0   ? ""
                       : placement == 1 ? ", rope before the feature map"
                                        : ", rope on the numerator"));
-        Tensor q = rng.tensor({2, 4, 5, 6}), k = rng.tensor({2, 2, 7, 6}),
-               v = rng.tensor({2, 2, 7, 3}), dOut = rng.tensor({2, 4, 5, 3});
         const PositionIds queryPositions = rng.positions({5}, 0, 40);
         const PositionIds keyPositions = rng.positions({7}, 0, 40);
+        // relu has a kink at 0 (and elu + 1 a jump in its second
+        // derivative): a five-point difference of step 1e-4 across it is
+        // not the derivative, so Q and K are drawn until every value the
+        // map reads (rotated first when RoPE comes before it) is 1e-3 from 0.
+        auto awayFromKink = [&](std::vector<int64_t> shape, const PositionIds &ids) {
+          Tensor x = rng.tensor(shape);
+          while (map != FeatureMap::Identity) {
+            Tensor read = placement == 1 ? ref::applyRope(rope, x, ids, 40) : x;
+            if (std::all_of(read.data.begin(), read.data.end(),
+                            [](double value) { return std::fabs(value) >= 1e-3; }))
+              break;
+            x = rng.tensor(shape);
+          }
+          return x;
+        };
+        // A denominator near 0 (relu features that barely overlap) makes
+        // the gradient huge and the difference's higher terms with it:
+        // draws where some row's is under 0.05 are redrawn.
+        auto smallestDenominator = [&](const Tensor &q, const Tensor &k) {
+          Tensor fq = placement == 1 ? ref::applyRope(rope, q, queryPositions, 40) : q;
+          Tensor fk = placement == 1 ? ref::applyRope(rope, k, keyPositions, 40) : k;
+          double smallest = INFINITY;
+          for (int64_t b = 0; b < 2; ++b)
+            for (int64_t h = 0; h < 4; ++h)
+              for (int64_t i = 0; i < 5; ++i) {
+                int64_t visible = causal ? std::clamp<int64_t>(i + 3, 0, 7) : 7;
+                double den = 0;
+                for (int64_t j = 0; j < visible; ++j)
+                  for (int64_t c = 0; c < 6; ++c)
+                    den += ref::featureMap(map, fq.at(b, h, i, c)) *
+                           ref::featureMap(map, fk.at(b, h / 2, j, c));
+                smallest = std::min(smallest, den);
+              }
+          return smallest;
+        };
+        Tensor q, k;
+        do {
+          q = awayFromKink({2, 4, 5, 6}, queryPositions);
+          k = awayFromKink({2, 2, 7, 6}, keyPositions);
+        } while (map != FeatureMap::Identity && smallestDenominator(q, k) < 0.05);
+        Tensor v = rng.tensor({2, 2, 7, 3}), dOut = rng.tensor({2, 4, 5, 3});
         LinearAttentionOptions options;
         options.map = map;
         options.causal = causal;
@@ -70,6 +111,11 @@ TEST(LinearAttentionGrad, EmptyRowsAndZeroDenominatorsGiveZeroGradients) {
          dOut = rng.tensor({1, 1, 6, 3});
   for (int64_t c = 0; c < 4; ++c)
     q.at(0, 0, 5, c) = -1.0 - c; // relu(q_5) = 0: a zero denominator
+  // Rows 2 to 4 see keys through channel 0 (a denominator > 0).
+  for (int64_t i = 2; i < 5; ++i)
+    q.at(0, 0, i, 0) = 0.5;
+  for (int64_t j = 0; j < 4; ++j)
+    k.at(0, 0, j, 0) = 0.5;
   LinearAttentionOptions options;
   options.map = FeatureMap::Relu;
   options.causal = true; // rows 0 and 1 see no key (sq - skv = 2)
