@@ -47,6 +47,53 @@ inline std::pair<npy::Array, ref::Tensor> randomInput(const std::vector<int64_t>
   return {std::move(bytes), std::move(x)};
 }
 
+/// A one-op source: x [B, H, S, D] (`x`, e.g. "?x4x?x64xf32") rotated by
+/// `<rope>` at ids of type `ids` ("?xi64"); with `scale` ("1xf32"), the
+/// runtime position scale as a third argument.
+inline std::string ropeSource(const std::string &rope, const std::string &x, const std::string &ids,
+                              const std::string &scale = "") {
+  std::string xt = "tensor<" + x + ">", it = "tensor<" + ids + ">", st = "tensor<" + scale + ">";
+  std::string args = "%x: " + xt + ", %pos: " + it + (scale.empty() ? "" : ", %s: " + st);
+  std::string operand = scale.empty() ? "" : " scale(%s : " + st + ")";
+  return "func.func @rotate(" + args + ") -> " + xt + " {\n  %r = pe.rope %x, %pos" + operand +
+         " <" + rope + "> : " + xt + ", " + it + "\n  return %r : " + xt + "\n}\n";
+}
+
+/// A RoPE of every scaling and layout, its head dim and the largest
+/// position to draw (the forward's and the backward's standalone tests).
+struct RopeCase {
+  std::string name, rope;
+  int64_t headDim = 128;
+  int64_t maxPosition = 5000;
+};
+
+inline std::vector<RopeCase> ropeScalingCases() {
+  return {
+      {"plain", "layout = half, theta = 500000.0"},
+      {"interleaved", "layout = interleaved, theta = 10000.0", 64},
+      {"partial", "layout = half, theta = 10000.0, rotary_dim = 32", 64},
+      {"linear", "layout = half, theta = 10000.0, scaling = #pe.linear<factor = 4.0>"},
+      {"ntk", "layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 4.0>"},
+      {"yarn",
+       "layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position "
+       "= 2048>"},
+      {"llama3",
+       "layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = "
+       "1.0, high_freq_factor = 4.0, original_max_position = 8192>",
+       128, 100000},
+      // The length picks the frequencies: max(position) + 1 over the call,
+      // which crosses 2048 at some lengths of the tests' loops and not others.
+      {"dynamic_ntk",
+       "layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, "
+       "original_max_position = 2048>",
+       64, 4000},
+      {"longrope",
+       "layout = half, theta = 10000.0, rotary_dim = 8, scaling = #pe.longrope<short_factor = "
+       "[1.0, 1.5, 2.0, 2.5], long_factor = [2.0, 3.0, 4.0, 5.0], original_max_position = 2048>",
+       64, 4000},
+  };
+}
+
 /// `source` compiled on the suite's runtime (an error says why not).
 inline Expected<X86Kernel> suiteKernel(const std::string &source) {
   Expected<Spec> spec = Spec::fromText(source);

@@ -21,14 +21,6 @@ using namespace pejit::testing;
 
 namespace {
 
-std::string ropeSource(const std::string &rope, const std::string &x, const std::string &ids,
-                       const std::string &scale = "") {
-  std::string args = "%x: " + x + ", %pos: " + ids + (scale.empty() ? "" : ", %s: " + scale);
-  std::string operand = scale.empty() ? "" : " scale(%s : " + scale + ")";
-  return "func.func @rotate(" + args + ") -> " + x + " {\n  %r = pe.rope %x, %pos" + operand +
-         " <" + rope + "> : " + x + ", " + ids + "\n  return %r : " + x + "\n}\n";
-}
-
 struct Derived {
   std::string source;
   X86Kernel kernel;
@@ -50,41 +42,13 @@ std::optional<Derived> backwardOf(const std::string &forward, std::string &error
   return Derived{derived->source(), *kernel};
 }
 
-struct Case {
-  std::string name, rope;
-  int64_t headDim = 64;
-  int64_t maxPosition = 5000;
-};
-
 TEST(StandaloneRopeBackward, EveryScalingMatchesTheReferenceAtEveryLengthWithOneCompile) {
-  const Case cases[] = {
-      {"plain", "layout = half, theta = 500000.0", 128},
-      {"interleaved", "layout = interleaved, theta = 10000.0"},
-      {"partial", "layout = half, theta = 10000.0, rotary_dim = 32"},
-      {"linear", "layout = half, theta = 10000.0, scaling = #pe.linear<factor = 4.0>"},
-      {"ntk", "layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 4.0>"},
-      {"yarn",
-       "layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position "
-       "= 2048>"},
-      {"llama3",
-       "layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = "
-       "1.0, high_freq_factor = 4.0, original_max_position = 8192>",
-       128, 100000},
-      {"dynamic_ntk",
-       "layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, "
-       "original_max_position = 2048>",
-       64, 4000},
-      {"longrope",
-       "layout = half, theta = 10000.0, rotary_dim = 8, scaling = #pe.longrope<short_factor = "
-       "[1.0, 1.5, 2.0, 2.5], long_factor = [2.0, 3.0, 4.0, 5.0], original_max_position = 2048>",
-       64, 4000},
-  };
-  for (const Case &c : cases) {
+  for (const RopeCase &c : ropeScalingCases()) {
     SCOPED_TRACE(c.name);
-    std::string x = "tensor<?x4x?x" + std::to_string(c.headDim) + "xf32>";
+    std::string x = "?x4x?x" + std::to_string(c.headDim) + "xf32";
     std::string error;
     int64_t compilesBefore = suiteRuntime().stats().compiles;
-    std::optional<Derived> backward = backwardOf(ropeSource(c.rope, x, "tensor<?xi64>"), error);
+    std::optional<Derived> backward = backwardOf(ropeSource(c.rope, x, "?xi64"), error);
     ASSERT_TRUE(backward) << error;
     for (int64_t s : {1, 7, 64, 65, 300}) {
       SCOPED_TRACE("s = " + std::to_string(s));
@@ -108,48 +72,48 @@ TEST(StandaloneRopeBackward, PerRowAndMropeIdsSixteenBitAndInPlace) {
   const Form forms[] = {
       {"per-row ids",
        "layout = half, theta = 10000.0",
-       "tensor<2x4x33x64xf32>",
-       "tensor<2x33xi32>",
+       "2x4x33x64xf32",
+       "2x33xi32",
        {2, 4, 33, 64},
        {2, 33},
        DType::F32,
        false},
       {"mrope",
        "layout = half, theta = 10000.0, sections = [8, 12, 12]",
-       "tensor<1x4x40x64xf32>",
-       "tensor<3x40xi64>",
+       "1x4x40x64xf32",
+       "3x40xi64",
        {1, 4, 40, 64},
        {3, 40},
        DType::F32,
        false},
       {"axial",
        "layout = half, theta = 100.0, axial = true",
-       "tensor<1x2x40x64xf32>",
-       "tensor<2x40xi64>",
+       "1x2x40x64xf32",
+       "2x40xi64",
        {1, 2, 40, 64},
        {2, 40},
        DType::F32,
        false},
       {"f16",
        "layout = half, theta = 10000.0",
-       "tensor<1x4x?x128xf16>",
-       "tensor<?xi64>",
+       "1x4x?x128xf16",
+       "?xi64",
        {1, 4, 50, 128},
        {50},
        DType::F16,
        false},
       {"bf16 interleaved",
        "layout = interleaved, theta = 10000.0",
-       "tensor<1x4x?x64xbf16>",
-       "tensor<?xi64>",
+       "1x4x?x64xbf16",
+       "?xi64",
        {1, 4, 70, 64},
        {70},
        DType::BF16,
        false},
       {"in place",
        "layout = half, theta = 10000.0",
-       "tensor<1x8x?x128xf32>",
-       "tensor<?xi64>",
+       "1x8x?x128xf32",
+       "?xi64",
        {1, 8, 300, 128},
        {300},
        DType::F32,
@@ -189,10 +153,9 @@ TEST(StandaloneRopeBackward, AdjointIdentityHoldsAgainstTheForwardsReference) {
   const std::vector<int64_t> shape = {2, 3, 48, 64};
   for (const Form &f : forms) {
     SCOPED_TRACE(f.name);
-    std::string scaleType =
-        f.scale.empty() ? "" : tensorText({static_cast<int64_t>(f.scale.size())}, "f32");
-    std::string forward =
-        ropeSource(f.rope, tensorText(shape, "f32"), tensorText(f.idsShape, "i64"), scaleType);
+    std::string scaleType = f.scale.empty() ? "" : std::to_string(f.scale.size()) + "xf32";
+    std::string forward = ropeSource(f.rope, "2x3x48x64xf32",
+                                     f.idsShape.size() == 1 ? "48xi64" : "2x48xi64", scaleType);
     std::string error;
     std::optional<Derived> backward = backwardOf(forward, error);
     ASSERT_TRUE(backward) << error;

@@ -18,46 +18,8 @@ using namespace pejit::testing;
 
 namespace {
 
-/// A one-op source: x [B, H, S, D] of element type `t`, rotated by
-/// `<rope>` at ids of type `idsType`.
-std::string ropeSource(const std::string &rope, const std::string &x, const std::string &idsType) {
-  return "func.func @rotate(%x: tensor<" + x + ">, %pos: tensor<" + idsType + ">) -> tensor<" + x +
-         "> {\n  %r = pe.rope %x, %pos <" + rope + "> : tensor<" + x + ">, tensor<" + idsType +
-         ">\n  return %r : tensor<" + x + ">\n}\n";
-}
-
-struct RopeCase {
-  std::string name, rope;
-  int64_t headDim = 128;
-  int64_t maxPosition = 5000;
-};
-
 TEST(StandaloneRope, EveryScalingMatchesTheReferenceAtEveryLengthWithOneCompile) {
-  const RopeCase cases[] = {
-      {"plain", "layout = half, theta = 500000.0"},
-      {"interleaved", "layout = interleaved, theta = 10000.0", 64},
-      {"partial", "layout = half, theta = 10000.0, rotary_dim = 32", 64},
-      {"linear", "layout = half, theta = 10000.0, scaling = #pe.linear<factor = 4.0>"},
-      {"ntk", "layout = half, theta = 10000.0, scaling = #pe.ntk<factor = 4.0>"},
-      {"yarn",
-       "layout = half, theta = 10000.0, scaling = #pe.yarn<factor = 4.0, original_max_position "
-       "= 2048>"},
-      {"llama3",
-       "layout = half, theta = 500000.0, scaling = #pe.llama3<factor = 8.0, low_freq_factor = "
-       "1.0, high_freq_factor = 4.0, original_max_position = 8192>",
-       128, 100000},
-      // The length picks the frequencies: max(position) + 1 over the call,
-      // which crosses 2048 at some calls of the loop below and not others.
-      {"dynamic_ntk",
-       "layout = half, theta = 10000.0, scaling = #pe.dynamic_ntk<factor = 2.0, "
-       "original_max_position = 2048>",
-       64, 4000},
-      {"longrope",
-       "layout = half, theta = 10000.0, rotary_dim = 8, scaling = #pe.longrope<short_factor = "
-       "[1.0, 1.5, 2.0, 2.5], long_factor = [2.0, 3.0, 4.0, 5.0], original_max_position = 2048>",
-       64, 4000},
-  };
-  for (const RopeCase &c : cases) {
+  for (const RopeCase &c : ropeScalingCases()) {
     SCOPED_TRACE(c.name);
     std::string x = "?x4x?x" + std::to_string(c.headDim) + "xf32";
     std::string source = ropeSource(c.rope, x, "?xi64");
