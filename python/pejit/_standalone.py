@@ -119,25 +119,50 @@ def _rope(x, positions, rope, scale, out, target: str, backward: bool):
     return kernel.run(*inputs, out=out)
 
 
+_ELEMENT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+def _positions_op(rows: str, x: str, d: int, element: str, learned: int,
+                  sinusoidal: Optional[float]):
+    """(its arguments, the op) of the absolute embedding added to `rows` (an
+    SSA name of type x): pe.learned with a table of `learned` rows, or
+    pe.sinusoidal."""
+    if learned:
+        table = f"tensor<{learned}x{d}x{element}>"
+        return (["%positions: tensor<?xi64>", f"%position_table: {table}"],
+                f"pe.learned {rows}, %positions, %position_table <max_positions = {learned}> : "
+                f"{x}, tensor<?xi64>, {table}")
+    return (["%positions: tensor<?xi64>"],
+            f"pe.sinusoidal {rows}, %positions <base = {float(sinusoidal)!r}> : {x}, "
+            "tensor<?xi64>")
+
+
+def _position_table_rows(position_table, d: int, dtype: str, owner: str) -> int:
+    """A learned position table's rows (0 without one), checked: [rows, d] of
+    `owner`'s dtype."""
+    if position_table is None:
+        return 0
+    if len(tuple(position_table.shape)) != 2 or int(position_table.shape[1]) != d:
+        raise Error(f"position_table: expected [max_positions, {d}], got "
+                    f"{list(position_table.shape)}")
+    if dtype_name(position_table, "position_table") != dtype:
+        raise Error(f"position_table: dtype differs from {owner}'s {dtype}")
+    return int(position_table.shape[0])
+
+
 def _source_embed(vocab: int, d: int, dtype: str, scale: Optional[float], learned: int,
                   sinusoidal: Optional[float]) -> str:
-    element = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    element = _ELEMENT[dtype]
     table = f"tensor<{vocab}x{d}x{element}>"
     x = f"tensor<?x?x{d}x{element}>"
     args = [f"%tokens: tensor<?x?xi64>", f"%table: {table}"]
     attr = "" if scale is None else f" {{scale = {float(scale)!r} : f64}}"
     body = [f"  %x0 = pe.embed %tokens, %table{attr} : tensor<?x?xi64>, {table} -> {x}"]
     result = "%x0"
-    if learned:
-        ptable = f"tensor<{learned}x{d}x{element}>"
-        args += ["%positions: tensor<?xi64>", f"%position_table: {ptable}"]
-        body.append(f"  %x1 = pe.learned %x0, %positions, %position_table <max_positions = "
-                    f"{learned}> : {x}, tensor<?xi64>, {ptable}")
-        result = "%x1"
-    elif sinusoidal is not None:
-        args.append("%positions: tensor<?xi64>")
-        body.append(f"  %x1 = pe.sinusoidal %x0, %positions <base = {float(sinusoidal)!r}> : {x}, "
-                    "tensor<?xi64>")
+    if learned or sinusoidal is not None:
+        more, op = _positions_op("%x0", x, d, element, learned, sinusoidal)
+        args += more
+        body.append(f"  %x1 = {op}")
         result = "%x1"
     return (f"func.func @embed({', '.join(args)}) -> {x} {{\n" + "\n".join(body) +
             f"\n  return {result} : {x}\n}}\n")
@@ -167,14 +192,7 @@ def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
     dtype = dtype_name(table, "table")
     optional_number(scale, "scale")
     vocab, d = (int(n) for n in table.shape)
-    learned = 0
-    if position_table is not None:
-        if len(tuple(position_table.shape)) != 2 or int(position_table.shape[1]) != d:
-            raise Error(f"position_table: expected [max_positions, {d}], got "
-                        f"{list(position_table.shape)}")
-        if dtype_name(position_table, "position_table") != dtype:
-            raise Error(f"position_table: dtype differs from table's {dtype}")
-        learned = int(position_table.shape[0])
+    learned = _position_table_rows(position_table, d, dtype, "table")
     optional_number(sinusoidal_base, "sinusoidal_base", positive=True)
     encoded = learned or sinusoidal_base is not None
     if positions is not None and not encoded:
@@ -199,9 +217,9 @@ def embed(tokens, table, *, scale: Optional[float] = None, positions=None,
 
 def _source_embed_grad(rows: int, d: int, dtype: str, out_dtype: str, scale: float,
                        per_row: bool) -> str:
-    names = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
-    grad, ids = f"tensor<?x?x{d}x{names[dtype]}>", "tensor<?x?xi64>" if per_row else "tensor<?xi64>"
-    out = f"tensor<{rows}x{d}x{names[out_dtype]}>"
+    grad = f"tensor<?x?x{d}x{_ELEMENT[dtype]}>"
+    ids = "tensor<?x?xi64>" if per_row else "tensor<?xi64>"
+    out = f"tensor<{rows}x{d}x{_ELEMENT[out_dtype]}>"
     return (f"func.func @table_grad(%dy: {grad}, %ids: {ids}) -> {out} {{\n"
             f"  %g = pe.embed_grad %dy, %ids {{scale = {float(scale)!r} : f64}} : {grad}, {ids} "
             f"-> {out}\n  return %g : {out}\n}}\n")
@@ -242,17 +260,11 @@ def embedding_backward(grad, ids, rows: int, *, scale: float = 1.0, dtype: Optio
 
 
 def _source_positions(d: int, dtype: str, learned: int, sinusoidal: Optional[float]) -> str:
-    element = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}[dtype]
+    element = _ELEMENT[dtype]
     x = f"tensor<?x?x{d}x{element}>"
-    if learned:
-        table = f"tensor<{learned}x{d}x{element}>"
-        args = f"%x: {x}, %positions: tensor<?xi64>, %table: {table}"
-        op = (f"pe.learned %x, %positions, %table <max_positions = {learned}> : {x}, "
-              f"tensor<?xi64>, {table}")
-    else:
-        args = f"%x: {x}, %positions: tensor<?xi64>"
-        op = f"pe.sinusoidal %x, %positions <base = {float(sinusoidal)!r}> : {x}, tensor<?xi64>"
-    return f"func.func @positions({args}) -> {x} {{\n  %e = {op}\n  return %e : {x}\n}}\n"
+    args, op = _positions_op("%x", x, d, element, learned, sinusoidal)
+    return (f"func.func @positions({', '.join([f'%x: {x}'] + args)}) -> {x} {{\n  %e = {op}\n"
+            f"  return %e : {x}\n}}\n")
 
 
 def add_positions(x, positions, *, position_table=None, sinusoidal_base: Optional[float] = None,
@@ -269,14 +281,7 @@ def add_positions(x, positions, *, position_table=None, sinusoidal_base: Optiona
     if len(tuple(x.shape)) != 3:
         raise Error(f"x: expected rank 3 [b, s, d], got shape {list(x.shape)}")
     d = int(x.shape[2])
-    learned = 0
-    if position_table is not None:
-        if len(tuple(position_table.shape)) != 2 or int(position_table.shape[1]) != d:
-            raise Error(f"position_table: expected [max_positions, {d}], got "
-                        f"{list(position_table.shape)}")
-        if dtype_name(position_table, "position_table") != dtype:
-            raise Error(f"position_table: dtype differs from x's {dtype}")
-        learned = int(position_table.shape[0])
+    learned = _position_table_rows(position_table, d, dtype, "x")
     optional_number(sinusoidal_base, "sinusoidal_base", positive=True)
     key = ("positions", "host", dtype, d, learned,
            None if sinusoidal_base is None else float(sinusoidal_base))

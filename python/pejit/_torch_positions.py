@@ -18,6 +18,15 @@ def _positions(positions: Optional[torch.Tensor], length: int) -> torch.Tensor:
     return positions
 
 
+def _on_heads(x: torch.Tensor, positions: Optional[torch.Tensor], rotate) -> torch.Tensor:
+    """rotate(rows [b, h, s, d], ids) of x [b, h, s, d], or of x [b, s, d] as
+    one head (the result then [b, s, d] again)."""
+    heads = x.dim() == 4
+    rows = x if heads else x.unsqueeze(1)
+    out = rotate(rows, _positions(positions, rows.shape[2]))
+    return out if heads else out.squeeze(1)
+
+
 class RotaryPositionEmbedding(torch.nn.Module):
     """The seed's RotaryPositionEmbedding: x rotated by RoPE,
 
@@ -42,10 +51,8 @@ class RotaryPositionEmbedding(torch.nn.Module):
         if x.shape[-1] != self.dim:
             raise Error(f"x: expected last dim {self.dim} (the module's dim), got "
                         f"{list(x.shape)}")
-        heads = x.dim() == 4
-        rows = x if heads else x.unsqueeze(1)
-        out = torch.ops.pejit.rope(rows, _positions(positions, rows.shape[2]), self.options)
-        return out if heads else out.squeeze(1)
+        return _on_heads(x, positions,
+                         lambda rows, ids: torch.ops.pejit.rope(rows, ids, self.options))
 
 
 class LearnablePositionalEmbedding(torch.nn.Module):
@@ -157,11 +164,10 @@ class DynamicPositionEncoding(torch.nn.Module):
             self.register_buffer("weights", blend)
 
     def forward(self, x: torch.Tensor, positions: Optional[torch.Tensor] = None):
-        heads = x.dim() == 4
-        rows = x if heads else x.unsqueeze(1)
-        ids = _positions(positions, rows.shape[2])
-        options = self.rotary.options
-        base = torch.ops.pejit.rope(rows, ids, options)
-        scaled = torch.ops.pejit.rope(rows, ids, options, self.dynamic_scale)
-        out = self.weights[0] * base + self.weights[1] * scaled
-        return out if heads else out.squeeze(1)
+        def blend(rows, ids):
+            options = self.rotary.options
+            base = torch.ops.pejit.rope(rows, ids, options)
+            scaled = torch.ops.pejit.rope(rows, ids, options, self.dynamic_scale)
+            return self.weights[0] * base + self.weights[1] * scaled
+
+        return _on_heads(x, positions, blend)

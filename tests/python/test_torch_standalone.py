@@ -16,7 +16,7 @@ except Exception as e:  # not installed, or an install cut short (scripts/python
 import pejit  # noqa: E402
 import pejit.torch  # noqa: E402
 from training_support import (TOLERANCE, fullgraph_sgd_steps, generator, hf_rope,  # noqa: E402
-                              relative_error)
+                              relative_error, train_side_by_side)
 
 
 def seed_rotary(x, positions, base=10000.0):
@@ -95,20 +95,7 @@ def test_rotary_model_trains_like_plain_torch_for_ten_sgd_steps():
     through_pejit = _Rotated(pejit.torch.RotaryPositionEmbedding(16))
     plain = _Rotated(_SeedRotary())
     plain.load_state_dict(through_pejit.state_dict())
-    optimizers = [torch.optim.SGD(net.parameters(), lr=0.05) for net in (through_pejit, plain)]
-    g = generator()
-    x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
-    for step in range(10):
-        losses = []
-        for net, optimizer in zip((through_pejit, plain), optimizers):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(x), target)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
-    for (name, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
-        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, name
+    train_side_by_side(through_pejit, plain, lr=0.05, length=24, steps=10)
 
 
 def test_rotary_training_step_compiles_fullgraph():
@@ -266,20 +253,7 @@ def test_position_modules_train_like_the_seed_for_ten_sgd_steps(index):
     name, ours, seed = module_pairs()[index]
     through_pejit, plain = _Around(ours), _Around(seed)
     plain.load_state_dict(through_pejit.state_dict(), strict=False)
-    optimizers = [torch.optim.SGD(net.parameters(), lr=0.05) for net in (through_pejit, plain)]
-    g = generator()
-    x, target = torch.randn(2, 24, 64, generator=g), torch.randn(2, 24, 64, generator=g)
-    for step in range(10):
-        losses = []
-        for net, optimizer in zip((through_pejit, plain), optimizers):
-            optimizer.zero_grad()
-            loss = torch.nn.functional.mse_loss(net(x), target)
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= TOLERANCE * abs(losses[1]), f"step {step}: {losses}"
-    for (pname, a), b in zip(through_pejit.named_parameters(), plain.parameters()):
-        assert relative_error(a.detach(), b.detach().double()) < TOLERANCE, pname
+    train_side_by_side(through_pejit, plain, lr=0.05, length=24, steps=10)
 
 
 @pytest.mark.parametrize("make,op", [
