@@ -27,29 +27,14 @@ namespace {
 /// call.
 constexpr int64_t kTableRowsPerItem = 16;
 
-/// The module's one function when its body is one pe.embed_grad; else null.
-pe::EmbedGradOp embedGradOf(ModuleOp module) {
-  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (funcs.size() != 1)
-    return nullptr;
-  pe::EmbedGradOp found;
-  for (Operation &op : funcs[0].getBody().getOps()) {
-    if (isa<func::ReturnOp>(op))
-      continue;
-    auto grad = dyn_cast<pe::EmbedGradOp>(op);
-    if (!grad || found)
-      return nullptr;
-    found = grad;
-  }
-  return found;
-}
-
 } // namespace
 
-bool pejit::isEmbeddingGradient(ModuleOp module) { return static_cast<bool>(embedGradOf(module)); }
+bool pejit::isEmbeddingGradient(ModuleOp module) {
+  return static_cast<bool>(soleOpOf<pe::EmbedGradOp>(module));
+}
 
 LogicalResult pejit::instantiateX86EmbedGrad(ModuleOp module) {
-  pe::EmbedGradOp op = embedGradOf(module);
+  pe::EmbedGradOp op = soleOpOf<pe::EmbedGradOp>(module);
   if (!op)
     return module.emitError() << "expected one function computing one pe.embed_grad";
   auto func = op->getParentOfType<func::FuncOp>();

@@ -22,34 +22,12 @@
 using namespace mlir;
 using namespace pejit;
 
-namespace {
-
-/// Rows per work item, as the forward's: 16 rows of d <= 256 f32 per tile.
-int64_t rowsPerItem(int64_t dim) { return std::clamp<int64_t>(16384 / dim, 1, 16); }
-
-/// The module's one function when its body is one pe.rope_scale_grad.
-pe::RopeScaleGradOp scaleGradOf(ModuleOp module) {
-  auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
-  if (funcs.size() != 1)
-    return nullptr;
-  pe::RopeScaleGradOp found;
-  for (Operation &op : funcs[0].getBody().getOps()) {
-    if (isa<func::ReturnOp>(op))
-      continue;
-    auto grad = dyn_cast<pe::RopeScaleGradOp>(op);
-    if (!grad || found)
-      return nullptr;
-    found = grad;
-  }
-  return found;
+bool pejit::isRopeScaleGradient(ModuleOp module) {
+  return static_cast<bool>(soleOpOf<pe::RopeScaleGradOp>(module));
 }
 
-} // namespace
-
-bool pejit::isRopeScaleGradient(ModuleOp module) { return static_cast<bool>(scaleGradOf(module)); }
-
 LogicalResult pejit::instantiateX86RopeScaleGrad(ModuleOp module) {
-  pe::RopeScaleGradOp op = scaleGradOf(module);
+  pe::RopeScaleGradOp op = soleOpOf<pe::RopeScaleGradOp>(module);
   if (!op)
     return module.emitError() << "expected one function computing one pe.rope_scale_grad";
   auto func = op->getParentOfType<func::FuncOp>();
@@ -84,7 +62,7 @@ LogicalResult pejit::instantiateX86RopeScaleGrad(ModuleOp module) {
   auto idsType = cast<RankedTensorType>(op.getPositions().getType());
   if (idsType.getRank() == (axes > 0 ? 3 : 2))
     shape.queryPositionRows = shape.keyPositionRows = idsType.getDimSize(axes > 0 ? 1 : 0);
-  const int64_t rows = rowsPerItem(shape.headDim);
+  const int64_t rows = x86StandaloneRowsPerItem(shape.headDim);
   shape.queryTileRows = rows;
   int64_t perPosition = rope.getScratchFloatsPerPosition(shape, false);
   auto scaleType = cast<RankedTensorType>(op.getPositionScale().getType());

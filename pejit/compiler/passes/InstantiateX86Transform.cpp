@@ -27,11 +27,6 @@ using namespace pejit;
 
 namespace {
 
-/// Rows per work item: 16 rows of d <= 256 f32 are a tile of <= 16 KB on
-/// the item's stack, and a long call still has thousands of items. A wider
-/// row (an embedding's model dim) takes fewer rows: the tile stays <= 64 KB.
-int64_t rowsPerItem(int64_t dim) { return std::clamp<int64_t>(16384 / dim, 1, 16); }
-
 /// A float64 as an MLIR f32 literal (rounded to f32 by the parser).
 std::string floatLiteral(double value) {
   char text[64];
@@ -59,7 +54,7 @@ LogicalResult pejit::instantiateX86Transform(ModuleOp module) {
   StandaloneKernel &kernelInfo = *described;
   Operation *first = kernelInfo.first;
   pe::AttentionShape &shape = kernelInfo.shape;
-  const int64_t kRowsPerItem = rowsPerItem(shape.headDim);
+  const int64_t kRowsPerItem = x86StandaloneRowsPerItem(shape.headDim);
   shape.queryTileRows = kRowsPerItem;
   if (shape.headDim % 8 != 0)
     return first->emitError() << "the AVX2 kernel needs d % 8 == 0, got d = " << shape.headDim;

@@ -12,11 +12,39 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/ArrayRef.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
 
 namespace pejit {
+
+/// Rows per work item of the x86 standalone kernels (qk_transform.mlir and
+/// rope_scale_grad.mlir): 16 rows of d <= 256 f32 are a tile of <= 16 KB on
+/// the item's stack, and a long call still has thousands of items. A wider
+/// row (an embedding's model dim) takes fewer rows: the tile stays <= 64 KB.
+inline int64_t x86StandaloneRowsPerItem(int64_t dim) {
+  return std::clamp<int64_t>(16384 / dim, 1, 16);
+}
+
+/// The op of type OpT when the module's one function holds that op alone
+/// (besides its return); else null. How an instantiation recognizes a
+/// one-op kernel (pe.embed_grad, pe.rope_scale_grad).
+template <typename OpT> OpT soleOpOf(mlir::ModuleOp module) {
+  auto funcs = llvm::to_vector(module.getOps<mlir::func::FuncOp>());
+  if (funcs.size() != 1)
+    return nullptr;
+  OpT found;
+  for (mlir::Operation &op : funcs[0].getBody().getOps()) {
+    if (mlir::isa<mlir::func::ReturnOp>(op))
+      continue;
+    auto match = mlir::dyn_cast<OpT>(op);
+    if (!match || found)
+      return nullptr;
+    found = match;
+  }
+  return found;
+}
 
 std::string formatFloat(double value);
 
