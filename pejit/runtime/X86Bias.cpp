@@ -58,11 +58,7 @@ Status X86KernelImpl::runBias(const std::vector<TensorView> &inputs, const Tenso
     std::vector<int64_t> e0 = table;
     biasItem_(&oc, &qc, e0.data(), index);
   };
-  if (dims[0] * dims[1] * dims[2] * dims[3] <= kInlineStandaloneElements)
-    for (int64_t index = 0; index < items; ++index)
-      item(index);
-  else
-    pool_->parallelFor(items, item);
+  runItems(items, dims[0] * dims[1] * dims[2] * dims[3] <= kInlineStandaloneElements, item);
   return Status();
 }
 

@@ -53,11 +53,7 @@ Status X86KernelImpl::runEmbedding(const std::vector<TensorView> &inputs,
     MemRefDescriptor<float, 1> sd = tables;
     embedItem_(&tc, ec.data(), &oc, &sd, index);
   };
-  if (onCaller)
-    for (int64_t index = 0; index < items; ++index)
-      item(index);
-  else
-    pool_->parallelFor(items, item);
+  runItems(items, onCaller, item);
   returnScratch(std::move(scratch));
   return Status();
 }

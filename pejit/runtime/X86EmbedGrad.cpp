@@ -70,11 +70,7 @@ Status X86KernelImpl::runEmbeddingGradient(const std::vector<TensorView> &inputs
     embedGradItem_(&gc, &sc, &bc, &oc, index);
   };
   bool onCaller = (batch * seq + rows) * shape.headDim <= kInlineStandaloneElements;
-  if (onCaller)
-    for (int64_t index = 0; index < items; ++index)
-      item(index);
-  else
-    pool_->parallelFor(items, item);
+  runItems(items, onCaller, item);
   return Status();
 }
 

@@ -97,6 +97,15 @@ Expected<std::string> X86KernelImpl::stage(const std::string &name) const {
   return stageText(table, stages_, name, derivedStages_);
 }
 
+void X86KernelImpl::runItems(int64_t count, bool onCaller,
+                             const std::function<void(int64_t)> &item) const {
+  if (onCaller)
+    for (int64_t index = 0; index < count; ++index)
+      item(index);
+  else
+    pool_->parallelFor(count, item);
+}
+
 X86KernelImpl::ScratchBuffer X86KernelImpl::takeScratch(int64_t floats) const {
   size_t need = static_cast<size_t>(std::max<int64_t>(floats, 1));
   {

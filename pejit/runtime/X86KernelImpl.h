@@ -9,6 +9,7 @@
 #include "pejit/runtime/ThreadPool.h"
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -225,6 +226,9 @@ private:
     std::unique_ptr<float, FreeScratch> data;
     size_t floats = 0;
   };
+  /// items(0 .. count - 1): on the calling thread when `onCaller` (a call
+  /// too small for two pool round trips), else spread over the pool.
+  void runItems(int64_t count, bool onCaller, const std::function<void(int64_t)> &item) const;
   ScratchBuffer takeScratch(int64_t floats) const;
   void returnScratch(ScratchBuffer buffer) const;
   /// A standalone call's per-position tables: checks and builds its ids

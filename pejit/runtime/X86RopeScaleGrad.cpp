@@ -56,11 +56,7 @@ Status X86KernelImpl::runRopeScaleGradient(const std::vector<TensorView> &inputs
     std::vector<int64_t> words = scaleWords;
     scaleGradItem_(&xc, &dc, &pc, &tc, &partc, words.data(), index);
   };
-  if (onCaller)
-    for (int64_t index = 0; index < items; ++index)
-      item(index);
-  else
-    pool_->parallelFor(items, item);
+  runItems(items, onCaller, item);
   returnScratch(std::move(scratch));
   std::vector<int64_t> outStrides = stridesOf(out);
   for (int64_t l = 0; l < length; ++l) {
