@@ -233,6 +233,8 @@ std::string KernelSignature::str() const {
   std::string text = materializedBias ? "materialized_bias" : "";
   if (writesLse)
     text += std::string(text.empty() ? "" : " ") + "lse";
+  if (linearBackward)
+    text += std::string(text.empty() ? "" : " ") + "linear_backward";
   if (scoreShapedGradient)
     text +=
         std::string(text.empty() ? "" : " ") + "score_grad=" + std::to_string(*scoreShapedGradient);
@@ -272,6 +274,10 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
     }
     if (token == "lse") {
       signature.writesLse = true;
+      continue;
+    }
+    if (token == "linear_backward") {
+      signature.linearBackward = true;
       continue;
     }
     if (token.rfind("score_grad=", 0) == 0) {

@@ -114,6 +114,10 @@ struct KernelSignature {
   /// also writes each row's log-sum-exp [b, hq, sq] when a run asks for it.
   /// In str() as the token "lse".
   bool writesLse = false;
+  /// A linear attention backward (attn.linear_attention_backward): one
+  /// item per (b, hkv) writes dq, dk, dv (docs/backward.md). In str() as
+  /// the token "linear_backward".
+  bool linearBackward = false;
 
   /// Arguments a run must be given (all but trailing position ids).
   size_t requiredInputs() const;

@@ -70,6 +70,64 @@ Tensor chain(const Features &f, Tensor dTilde, const Tensor &dHat, bool isKey,
   return dx;
 }
 
+/// softmax_keys: out_i = sum_c q_ic sum_j w_jc v_j with w_jc = e_jc / Z_c,
+/// e_jc = exp(k_jc - max_j k_jc) over row i's visible keys (R applied to q
+/// and k first when rotating). With dw_jc = q_ic (v_j . dO_i):
+///   dq_ic = sum_j w_jc (v_j . dO_i)
+///   dk_jc += w_jc (dw_jc - sum_j' w_j'c dw_j'c)   (the softmax's backward)
+///   dv_j  += (sum_c q_ic w_jc) dO_i
+LinearAttentionGradients
+softmaxKeysBackward(const Tensor &q, const Tensor &k, const Tensor &v, const Tensor &dOut,
+                    const LinearAttentionOptions &options,
+                    const std::function<void(Tensor &, bool)> &rotate,
+                    const std::function<void(Tensor &, bool)> &rotateBack) {
+  const int64_t batch = q.dim(0), hq = q.dim(1), sq = q.dim(2), d = q.dim(3);
+  const int64_t hkv = k.dim(1), skv = k.dim(2), dv = v.dim(3);
+  Tensor rq = q, rk = k;
+  if (rotate) {
+    rotate(rq, false);
+    rotate(rk, true);
+  }
+  Tensor dq(q.shape), dk(k.shape), dvOut(v.shape);
+  std::vector<double> weight(skv), vdo(skv);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < hq; ++h) {
+      const int64_t kh = h / (hq / hkv);
+      for (int64_t i = 0; i < sq; ++i) {
+        const int64_t visible =
+            options.causal ? std::clamp<int64_t>(i + skv - sq + 1, 0, skv) : skv;
+        for (int64_t j = 0; j < visible; ++j) {
+          vdo[j] = 0;
+          for (int64_t e = 0; e < dv; ++e)
+            vdo[j] += v.at(b, kh, j, e) * dOut.at(b, h, i, e);
+        }
+        for (int64_t c = 0; c < d && visible > 0; ++c) {
+          double top = -INFINITY, z = 0, mean = 0; // mean: sum_j w_jc (v_j . dO_i)
+          for (int64_t j = 0; j < visible; ++j)
+            top = std::max(top, rk.at(b, kh, j, c));
+          for (int64_t j = 0; j < visible; ++j)
+            z += weight[j] = std::exp(rk.at(b, kh, j, c) - top);
+          for (int64_t j = 0; j < visible; ++j) {
+            weight[j] /= z;
+            mean += weight[j] * vdo[j];
+          }
+          const double qc = rq.at(b, h, i, c);
+          dq.at(b, h, i, c) = mean;
+          for (int64_t j = 0; j < visible; ++j) {
+            dk.at(b, kh, j, c) += weight[j] * qc * (vdo[j] - mean);
+            for (int64_t e = 0; e < dv; ++e)
+              dvOut.at(b, kh, j, e) += qc * weight[j] * dOut.at(b, h, i, e);
+          }
+        }
+      }
+    }
+  if (rotateBack) {
+    rotateBack(dq, false);
+    rotateBack(dk, true);
+  }
+  return {dq, dk, dvOut};
+}
+
 } // namespace
 
 LinearAttentionGradients
@@ -78,8 +136,8 @@ linearAttentionBackward(const Tensor &q, const Tensor &k, const Tensor &v, const
                         const std::function<void(Tensor &, bool isKey)> &rotate,
                         const std::function<void(Tensor &, bool isKey)> &rotateBack) {
   PEJIT_REF_CHECK(q.rank() == 4 && k.rank() == 4 && v.rank() == 4, "q, k, v must be rank 4");
-  PEJIT_REF_CHECK(options.map != FeatureMap::SoftmaxKeys,
-                  "the backward of softmax_keys is not built");
+  PEJIT_REF_CHECK(!(options.map == FeatureMap::SoftmaxKeys && options.ropeOnNumerator),
+                  "softmax_keys takes rope_before_feature_map only");
   PEJIT_REF_CHECK(!options.state, "the backward of a carried state is not built");
   PEJIT_REF_CHECK(static_cast<bool>(rotate) == static_cast<bool>(rotateBack),
                   "rotate and rotateBack come together");
@@ -88,6 +146,8 @@ linearAttentionBackward(const Tensor &q, const Tensor &k, const Tensor &v, const
   PEJIT_REF_CHECK(hkv > 0 && hq % hkv == 0, "hq must be a multiple of hkv");
   PEJIT_REF_CHECK(dOut.shape == std::vector<int64_t>({batch, hq, sq, dv}),
                   "dOut must be [b, hq, sq, dv], got " + shapeToString(dOut.shape));
+  if (options.map == FeatureMap::SoftmaxKeys)
+    return softmaxKeysBackward(q, k, v, dOut, options, rotate, rotateBack);
   const bool normalized = options.map != FeatureMap::Identity;
   const Features fq = features(q, false, options, rotate), fk = features(k, true, options, rotate);
   Tensor dqTilde(q.shape), dqHat(q.shape), dkTilde(k.shape), dkHat(k.shape), dvOut(v.shape);

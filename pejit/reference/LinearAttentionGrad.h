@@ -15,8 +15,9 @@
 // before the feature map dq = R^T (phi'(R q) * (dq~ + dq^)); on the
 // numerator dq = phi'(q) * (R^T dq~ + dq^). GQA sums dk and dv over a
 // group's query heads. A row with a zero denominator or no visible key
-// gives nothing (no epsilon). softmax_keys and a carried state are not
-// differentiated (an error says so).
+// gives nothing (no epsilon). softmax_keys differentiates K's per-channel
+// softmax over each row's visible keys (q as it is, the rotation before
+// it); a carried state is not differentiated (an error says so).
 //
 //===----------------------------------------------------------------------===//
 #ifndef PEJIT_REFERENCE_LINEARATTENTIONGRAD_H

@@ -18,7 +18,7 @@ namespace pejit {
 
 Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                                   const std::vector<TensorView> &gradients) const {
-  if (!backwardQuery_)
+  if (!backwardQuery_ && !linearBackwardItem_)
     return Status::error("runBackward needs a backward kernel (a source with "
                          "attn.attention_backward); this one is a forward: call run");
   BoundInputs bound;
@@ -109,6 +109,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
   }
   if (Status st = checkWrites(signature, inputs, written, /*inPlaceAllowed=*/false); !st)
     return st;
+  if (linearBackwardItem_) // linear attention: no segments, no operand gradients
+    return runLinearBackwardCall(s, bound, gradients);
 
   // The calls: the run itself, one per sequence of a packed batch, or one
   // per batch row with its key length.

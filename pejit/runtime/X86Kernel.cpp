@@ -42,6 +42,10 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
         reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->scaleGradItem_ =
         reinterpret_cast<ScaleGradItemFn>(lookup("_mlir_ciface_pejit_scale_grad_item"));
+  } else if (artifact.signature.linearBackward) { // a prologue and one item per (b, hkv)
+    kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
+    kernel->linearBackwardItem_ =
+        reinterpret_cast<LinearBackwardItemFn>(lookup("_mlir_ciface_pejit_linear_backward_item"));
   } else if (artifact.signature.backward()) { // attn.attention_backward: three phases
     kernel->backwardRows_ =
         reinterpret_cast<BackwardRowsFn>(lookup("_mlir_ciface_pejit_backward_rows"));

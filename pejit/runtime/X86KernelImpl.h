@@ -128,6 +128,13 @@ using BackwardTransformFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *,
 /// tensor widened to f32 or narrowed from it (descriptors of either type
 /// share the float one's layout).
 using BackwardConvertFn = void (*)(Desc4 *, Desc4 *, int64_t);
+/// A linear attention backward's item (q, k, v, o, dO, dq, dk, dv, tables,
+/// rows scratch, encoding operand slot 0, query ids, key ids, item):
+/// pejit_linear_backward_item (templates/x86/linear_attention_backward.mlir).
+using LinearBackwardItemFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
+                                      Desc4 *, MemRefDescriptor<float, 1> *,
+                                      MemRefDescriptor<float, 1> *, void *, Ids2 *, Ids2 *,
+                                      int64_t);
 
 class LoadedObject;
 struct BoundInputs;
@@ -188,6 +195,12 @@ private:
   PrologueFn backwardPrologue_ = nullptr;
   BackwardTransformFn backwardTransform_ = nullptr;
   BackwardConvertFn backwardWiden_ = nullptr, backwardNarrow_ = nullptr;
+  /// A linear attention backward's item (its tables come from prologue_),
+  /// and its run once runBackward has checked the views
+  /// (pejit/runtime/X86LinearBackward.cpp).
+  LinearBackwardItemFn linearBackwardItem_ = nullptr;
+  Status runLinearBackwardCall(const Shape &s, const BoundInputs &bound,
+                               const std::vector<TensorView> &gradients) const;
   Status runBias(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// One call of a backward kernel (X86BackwardCall.cpp): the run, or one
   /// sequence or batch row of it, on its slices; its position ids (null:

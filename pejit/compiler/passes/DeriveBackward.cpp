@@ -10,6 +10,10 @@
 // The backward carries the forward's operands and attributes; its
 // grad_operands are the encoding operands their encoding differentiates.
 //
+// A function computing one attn.linear_attention gets
+// attn.linear_attention_backward the same way (o and dO before the ids;
+// results dq, dk, dv); a carried state has no backward.
+//
 // A standalone chain of pe ops on an argument x (docs/standalone-kernels.md)
 // gets the chain's input gradient:
 //
@@ -147,6 +151,84 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   return success();
 }
 
+/// The one attn.linear_attention of `func`, when the function is that
+/// linear attention on its arguments (null when it is not one; failure,
+/// with the error emitted, when the backward cannot take it).
+FailureOr<attn::LinearAttentionOp> linearAttentionOf(func::FuncOp func) {
+  auto ops = llvm::to_vector(func.getBody().getOps<attn::LinearAttentionOp>());
+  if (ops.empty())
+    return attn::LinearAttentionOp();
+  if (ops.size() > 1)
+    return ops[1].emitError() << "attn-derive-backward takes one attn.linear_attention per "
+                                 "function";
+  attn::LinearAttentionOp op = ops[0];
+  for (Operation &inner : func.getBody().getOps())
+    if (!isa<func::ReturnOp, attn::LinearAttentionOp>(inner))
+      return inner.emitError() << "'" << inner.getName()
+                               << "' is not fused into the linear attention: the backward "
+                                  "needs every operand to be a function argument";
+  if (op.getState())
+    return op.emitError() << "a carried state(...) has no backward: train with the whole "
+                             "sequence in one call (docs/backward.md)";
+  SmallVector<Value> read = {op.getQuery(), op.getKey(), op.getValue()};
+  llvm::append_range(read, op.getEncodingOperands());
+  for (Value value : read)
+    if (!isa<BlockArgument>(value))
+      return op.emitError() << "an operand is computed in the function: the backward "
+                               "differentiates function arguments";
+  if (op.getQuery() == op.getKey() || op.getQuery() == op.getValue() ||
+      op.getKey() == op.getValue())
+    return op.emitError() << "query, key and value are not three arguments: the backward "
+                             "writes a gradient for each";
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  if (returnOp.getOperands() != op->getResults())
+    return func.emitError() << "the function must return the linear attention's result (and "
+                               "nothing else) to have a backward";
+  return op;
+}
+
+/// func @f(q, k, v, ops..., ids...) -> o becomes
+/// func @f_backward(q, k, v, ops..., o, dO, ids...) -> (dq, dk, dv); a
+/// RoPE's runtime scale gets no gradient here yet.
+LogicalResult deriveLinearBackward(func::FuncOp func, attn::LinearAttentionOp op) {
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  unsigned idsAt = func.getNumArguments();
+  auto isIds = [&](Value arg) {
+    return arg == op.getQueryPositions() || arg == op.getKeyPositions();
+  };
+  while (idsAt > 0 && isIds(func.getArgument(idsAt - 1)))
+    --idsAt;
+  Type outputType = op.getResult().getType();
+  SmallVector<Type> argumentTypes(func.getArgumentTypes());
+  argumentTypes.insert(argumentTypes.begin() + idsAt, {outputType, outputType});
+  SmallVector<Type> resultTypes = {op.getQuery().getType(), op.getKey().getType(),
+                                   op.getValue().getType()};
+  std::string name = (func.getSymName() + "_backward").str();
+  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
+    return func.emitError() << "a function named '" << name << "' exists already";
+  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
+                                       builder.getFunctionType(argumentTypes, resultTypes));
+  Block *body = backward.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  auto mapped = [&](Value value) -> Value {
+    if (!value)
+      return Value();
+    unsigned number = cast<BlockArgument>(value).getArgNumber();
+    return body->getArgument(number < idsAt ? number : number + 2);
+  };
+  SmallVector<Value> encodingOperands;
+  for (Value operand : op.getEncodingOperands())
+    encodingOperands.push_back(mapped(operand));
+  auto grad = attn::LinearAttentionBackwardOp::create(
+      builder, op.getLoc(), resultTypes, mapped(op.getQuery()), mapped(op.getKey()),
+      mapped(op.getValue()), body->getArgument(idsAt), body->getArgument(idsAt + 1),
+      mapped(op.getQueryPositions()), mapped(op.getKeyPositions()), encodingOperands,
+      op.getFeatureMapAttr(), op.getCausalAttr(), op.getEncodingsAttr(), op.getRopePlacementAttr());
+  func::ReturnOp::create(builder, op.getLoc(), grad.getResults());
+  return success();
+}
+
 /// Whether `func` is a chain the pass derives a backward for: pe ops only
 /// (no pe.embed), one of them a QK transform with an adjoint.
 bool isDifferentiableChain(func::FuncOp func) {
@@ -204,6 +286,13 @@ struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> 
   using DeriveBackwardBase::DeriveBackwardBase;
   void runOnOperation() override {
     for (func::FuncOp func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
+      FailureOr<attn::LinearAttentionOp> linear = linearAttentionOf(func);
+      if (failed(linear) || (*linear && failed(deriveLinearBackward(func, *linear)))) {
+        signalPassFailure();
+        return;
+      }
+      if (*linear)
+        continue;
       FailureOr<attn::AttentionOp> op = attentionOf(func);
       if (failed(op) ||
           (*op && failed(deriveBackward(func, *op, operandGradients, scoreShapedGradients))) ||

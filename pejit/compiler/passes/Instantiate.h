@@ -81,6 +81,14 @@ bool isLinearAttention(mlir::ModuleOp module);
 /// calling convention (docs/linear-attention.md).
 mlir::LogicalResult instantiateX86LinearAttention(mlir::ModuleOp module);
 
+/// Whether the module computes attn.linear_attention_backward.
+bool isLinearAttentionBackward(mlir::ModuleOp module);
+
+/// Its form of instantiateX86Template: @pejit_prologue and
+/// @pejit_linear_backward_item of templates/x86/linear_attention_backward.mlir,
+/// one item per (b, hkv) (docs/backward.md).
+mlir::LogicalResult instantiateX86LinearBackward(mlir::ModuleOp module);
+
 /// The nvidia (tensor-core, f16/bf16) template: a gpu.module with
 /// pejit_prologue, pejit_attention and (split-KV) pejit_combine.
 mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module,

@@ -37,9 +37,9 @@ int64_t rowsPerTile(attn::LinearAttentionOp op) {
 /// The state S [d, dv] lives on the item's stack: at most 256 KB.
 constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
 
-/// The body of @phi8: the feature map on 8 lanes (e^x as 2^(x log2 e),
-/// templates/x86/exp2.mlir).
-std::string phiBody(attn::FeatureMap map) {
+} // namespace
+
+std::string pejit::x86FeatureMapBody(attn::FeatureMap map) {
   switch (map) {
   case attn::FeatureMap::EluPlusOne:
     return "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
@@ -61,8 +61,6 @@ std::string phiBody(attn::FeatureMap map) {
   }
   return "return %x : vector<8xf32>";
 }
-
-} // namespace
 
 bool pejit::isLinearAttention(ModuleOp module) {
   bool found = false;
@@ -187,7 +185,7 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
       {"STATE_VIEW", stateViewText(op.getState() != nullptr, shape)},
       {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
       {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
-      {"PHI8", phiBody(map)},
+      {"PHI8", x86FeatureMapBody(map)},
       {"WIDEN8", x86WidenBody(inName)},
       {"NARROW8", x86NarrowBody(outName)}};
   FailureOr<std::string> text =

@@ -148,6 +148,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return instantiateX86RopeScaleGrad(module);
   if (isStandaloneTransform(module))
     return instantiateX86Transform(module);
+  if (isLinearAttentionBackward(module))
+    return instantiateX86LinearBackward(module);
   if (isLinearAttention(module))
     return instantiateX86LinearAttention(module);
   if (isAttentionBackward(module))

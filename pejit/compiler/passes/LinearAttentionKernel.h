@@ -29,6 +29,22 @@ struct LinearAttentionKernel {
 /// its arguments, returned. Anything else is an error naming it.
 mlir::FailureOr<LinearAttentionKernel> readLinearAttention(mlir::ModuleOp module);
 
+struct LinearAttentionBackwardKernel {
+  mlir::func::FuncOp func;
+  attn::LinearAttentionBackwardOp op;
+  /// query, key, value, output, output_grad, their ids, the RoPE's scale.
+  KernelSignature signature;
+  pe::PositionalEncodingAttrInterface rope; ///< null: no RoPE
+};
+
+/// The module's one function, whose body is one
+/// attn.linear_attention_backward on its arguments returning dq, dk, dv.
+mlir::FailureOr<LinearAttentionBackwardKernel> readLinearAttentionBackward(mlir::ModuleOp module);
+
+/// The body of the x86 templates' @phi8 (the feature map on 8 lanes;
+/// identity for softmax_keys).
+std::string x86FeatureMapBody(attn::FeatureMap map);
+
 } // namespace pejit
 
 #endif // PEJIT_COMPILER_PASSES_LINEARATTENTIONKERNEL_H

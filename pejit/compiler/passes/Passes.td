@@ -58,6 +58,10 @@ def DeriveBackward : Pass<"attn-derive-backward", "::mlir::ModuleOp"> {
     ```
     Additive ops (pe.sinusoidal, pe.learned) pass the gradient through;
     a chain of those alone gets no backward (dx = dy).
+
+    A function whose body is one attn.linear_attention gets
+    `attn.linear_attention_backward` (o and dO before the ids, results dq,
+    dk, dv); a carried `state(...)` is an error (it has no backward).
   }];
   let options = [
     Option<"operandGradients", "operand-gradients", "bool", /*default=*/"true",

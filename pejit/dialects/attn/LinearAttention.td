@@ -1,5 +1,5 @@
 // attn.linear_attention (docs/linear-attention.md): its feature maps, its
-// RoPE placements and the op. Included by AttnOps.td (one dialect, one
+// RoPE placements, the op and its backward. Included by AttnOps.td (one dialect, one
 // generated op list).
 #ifndef PEJIT_ATTN_LINEAR_ATTENTION_TD
 #define PEJIT_ATTN_LINEAR_ATTENTION_TD
@@ -95,6 +95,69 @@ def Attn_LinearAttentionOp : Attn_Op<"linear_attention", [Pure, AttrSizedOperand
     (`encoding_operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
     (`rope_placement` `(` $rope_placement^ `)`)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The fused RoPE (`encodings`, at most one QK transform), or null.
+    ::pejit::pe::PositionalEncodingAttrInterface getFusedQKTransform();
+  }];
+}
+
+def Attn_LinearAttentionBackwardOp
+    : Attn_Op<"linear_attention_backward", [Pure, AttrSizedOperandSegments]> {
+  let summary = "dq, dk, dv of attn.linear_attention";
+  let description = [{
+    The backward of `attn.linear_attention` with the same operands and
+    attributes (feature map, causal, the fused RoPE and its placement):
+    given the forward's output `o` and its gradient `dO` ([b, hq, sq, dv]
+    both), the results are dq, dk and dv, the types of q, k and v
+    (docs/backward.md, "Linear attention"). With q~ / k~ the numerator's
+    feature rows, q^ / k^ the denominator's and S_i, z_i the state of the
+    keys row i sees:
+
+    ```
+    g_i = dO_i / den_i       dden_i = -(g_i . o_i)    (identity: den 1, dden 0)
+    dq~_i = S_i g_i          dq^_i = dden_i z_i
+    dk~_j = sum_{i sees j} q~_i (g_i . v_j)    dk^_j = sum_{i sees j} dden_i q^_i
+    dv_j  = sum_{i sees j} (q~_i . k~_j) g_i
+    ```
+    then the chain through the feature map's derivative and the RoPE's
+    adjoint. `softmax_keys` differentiates K's per-channel softmax. GQA
+    sums dk and dv over each KV head's query heads. A carried state has no
+    backward: the forward must not take one. Users write the forward; the
+    compiler derives this op (attn-derive-backward).
+
+    ```mlir
+    %dq, %dk, %dv = attn.linear_attention_backward %q, %k, %v, %o, %do
+        feature_map(elu_plus_one) causal
+        : tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>,
+          tensor<1x4x64x32xf32>, tensor<1x4x64x32xf32>
+        -> tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x32xf32>
+    ```
+  }];
+  let arguments = (ins
+    Attn_FloatTensor:$query, Attn_FloatTensor:$key, Attn_FloatTensor:$value,
+    Attn_FloatTensor:$output, Attn_FloatTensor:$output_grad,
+    Optional<AnyRankedTensor>:$query_positions,
+    Optional<AnyRankedTensor>:$key_positions,
+    Variadic<Attn_FloatTensor>:$encoding_operands,
+    Attn_FeatureMap:$feature_map,
+    UnitAttr:$causal,
+    OptionalAttr<ArrayAttr>:$encodings,
+    OptionalAttr<Attn_RopePlacement>:$rope_placement);
+  let results = (outs Attn_FloatTensor:$query_grad, Attn_FloatTensor:$key_grad,
+                      Attn_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $output_grad
+    `feature_map` `(` $feature_map `)`
+    (`query_positions` `(` $query_positions^ `:` type($query_positions) `)`)?
+    (`key_positions` `(` $key_positions^ `:` type($key_positions) `)`)?
+    (`causal` $causal^)?
+    (`encodings` `(` $encodings^ `)`)?
+    (`encoding_operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    (`rope_placement` `(` $rope_placement^ `)`)?
+    attr-dict `:` type($query) `,` type($key) `,` type($value) `,` type($output) `,`
+    type($output_grad) `->` type($query_grad) `,` type($key_grad) `,` type($value_grad)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -104,3 +104,27 @@ func.func @segments_batch(%q: tensor<2x4x?x64xf32>, %cu: tensor<3xi32>) {
   %dq, %dk, %dv = attn.attention_backward %q, %q, %q, %q, %q segments(%cu, %cu : tensor<3xi32>, tensor<3xi32>) : tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32> -> tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>
   return
 }
+
+// -----
+
+func.func @linear_output_grad_type(%q: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x32xf32>) {
+  // expected-error @+1 {{'attn.linear_attention_backward' op output_grad must have the output's type 'tensor<1x4x8x64xf32>', got 'tensor<1x4x8x32xf32>'}}
+  %dq, %dk, %dv = attn.linear_attention_backward %q, %q, %q, %o, %do feature_map(relu) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x32xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_key_grad_type(%q: tensor<1x4x8x64xf32>, %k: tensor<1x2x8x64xf32>) {
+  // expected-error @+1 {{'attn.linear_attention_backward' op the key gradient must have the key's type 'tensor<1x2x8x64xf32>', got 'tensor<1x4x8x64xf32>'}}
+  %dq, %dk, %dv = attn.linear_attention_backward %q, %k, %k, %q, %q feature_map(relu) : tensor<1x4x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @linear_softmax_on_numerator(%q: tensor<1x4x8x64xf32>) {
+  // expected-error @+1 {{'attn.linear_attention_backward' op softmax_keys has no denominator, so rope_on_numerator does not apply: use rope_before_feature_map}}
+  %dq, %dk, %dv = attn.linear_attention_backward %q, %q, %q, %q, %q feature_map(softmax_keys) encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>
+  return
+}

@@ -65,3 +65,18 @@ func.func @score_grad_hook(%ds: f32, %n: index, %i: i32, %t: memref<32x4xf32>, %
       partial(%p : memref<?xf32>, %n) offsets [0] lengths(%n, %n)
   return
 }
+
+// attn.linear_attention_backward: the forward's feature map, mask and RoPE
+// with its placement and ids; dq, dk, dv of the types of q, k, v.
+// CHECK-LABEL: func.func @linear
+func.func @linear(%q: tensor<1x4x64x32xf32>, %k: tensor<1x2x64x32xf32>, %v: tensor<1x2x64x16xf32>,
+                  %o: tensor<1x4x64x16xf32>, %do: tensor<1x4x64x16xf32>, %ids: tensor<64xi64>)
+    -> (tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x16xf32>) {
+  // CHECK: attn.linear_attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} feature_map(softmax_keys) query_positions(%{{.*}} : tensor<64xi64>) key_positions(%{{.*}} : tensor<64xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_before_feature_map)
+  %dq, %dk, %dv = attn.linear_attention_backward %q, %k, %v, %o, %do feature_map(softmax_keys)
+      query_positions(%ids : tensor<64xi64>) key_positions(%ids : tensor<64xi64>) causal
+      encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_before_feature_map)
+      : tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x16xf32>, tensor<1x4x64x16xf32>, tensor<1x4x64x16xf32>
+      -> tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x16xf32>
+  return %dq, %dk, %dv : tensor<1x4x64x32xf32>, tensor<1x2x64x32xf32>, tensor<1x2x64x16xf32>
+}

@@ -23,3 +23,11 @@ func.func @self_attention(%x: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
   %o = attn.attention %x, %x, %x scale(0.125) : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32> -> tensor<1x2x8x64xf32>
   return %o : tensor<1x2x8x64xf32>
 }
+
+// -----
+
+func.func @linear_state(%q: tensor<1x2x8x16xf32>, %st: tensor<1x2x16x18xf32>) -> tensor<1x2x8x16xf32> {
+  // expected-error @+1 {{a carried state(...) has no backward: train with the whole sequence in one call (docs/backward.md)}}
+  %o = attn.linear_attention %q, %q, %q feature_map(relu) causal state(%st : tensor<1x2x16x18xf32>) : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}

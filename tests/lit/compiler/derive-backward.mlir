@@ -142,3 +142,16 @@ func.func @sinusoidal(%x: tensor<?x?x64xf32>, %ids: tensor<?xi64>) -> tensor<?x?
   %e = pe.sinusoidal %x, %ids <base = 10000.0> : tensor<?x?x64xf32>, tensor<?xi64>
   return %e : tensor<?x?x64xf32>
 }
+
+// -----
+
+// Linear attention: attn.linear_attention_backward with the forward's
+// feature map, mask, RoPE and placement; o and dO before the trailing ids.
+// CHECK-LABEL: func.func @linear_backward(
+// CHECK-SAME: %[[Q:.*]]: tensor<1x4x32x16xf32>, %[[K:.*]]: tensor<1x2x32x16xf32>, %[[V:.*]]: tensor<1x2x32x8xf32>, %[[O:.*]]: tensor<1x4x32x8xf32>, %[[DO:.*]]: tensor<1x4x32x8xf32>, %[[IDS:.*]]: tensor<32xi64>)
+// CHECK-SAME: -> (tensor<1x4x32x16xf32>, tensor<1x2x32x16xf32>, tensor<1x2x32x8xf32>)
+// CHECK: attn.linear_attention_backward %[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]] feature_map(elu_plus_one) query_positions(%[[IDS]] : tensor<32xi64>) key_positions(%[[IDS]] : tensor<32xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator)
+func.func @linear(%q: tensor<1x4x32x16xf32>, %k: tensor<1x2x32x16xf32>, %v: tensor<1x2x32x8xf32>, %ids: tensor<32xi64>) -> tensor<1x4x32x8xf32> {
+  %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) query_positions(%ids : tensor<32xi64>) key_positions(%ids : tensor<32xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x4x32x16xf32>, tensor<1x2x32x16xf32>, tensor<1x2x32x8xf32> -> tensor<1x4x32x8xf32>
+  return %o : tensor<1x4x32x8xf32>
+}

@@ -36,6 +36,9 @@ Stage tiledStage(X86TileConfig tiles) {
       state.artifact.shape = kernelShape(item.getArgumentTypes());
     } else if (auto backward = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_backward_q")) {
       state.artifact.shape = kernelShape(backward.getArgumentTypes()); // (q, k, v, ...)
+    } else if (auto linear =
+                   state.module->lookupSymbol<mlir::func::FuncOp>("pejit_linear_backward_item")) {
+      state.artifact.shape = kernelShape(linear.getArgumentTypes()); // (q, k, v, ...)
     } else if (auto bias = state.module->lookupSymbol<mlir::func::FuncOp>("pejit_bias_item")) {
       // A materialized term's O [o0, o1, o2, o3] ([b, h, sq, skv] or a value
       // term's [1|h, sq, skv, dv]): Shape{o0, o1, o1, o2, o3, d, o3}, so

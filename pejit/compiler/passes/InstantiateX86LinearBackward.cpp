@@ -1,0 +1,167 @@
+// attn-instantiate-x86-template, linear attention backward form: a function
+// whose body is one attn.linear_attention_backward on its arguments becomes
+// the kernel of templates/x86/linear_attention_backward.mlir
+// (docs/backward.md, "Linear attention"): @pejit_prologue (the fused RoPE's
+// tables) and @pejit_linear_backward_item, one item per (b, hkv). The
+// RoPE's hooks are the forward's (its transform on Q and K rows) and its
+// adjoint; this file names no concrete encoding.
+#include "pejit/compiler/passes/Instantiate.h"
+#include "pejit/compiler/passes/LinearAttentionKernel.h"
+#include "pejit/compiler/passes/TemplateSupport.h"
+#include "pejit/dialects/ShapeChecks.h"
+#include "pejit/dialects/attn/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include "templates/X86Exp2.inc"
+#include "templates/X86LinearBackward.inc"
+#include "templates/X86LinearBlocks.inc"
+#include "templates/X86LinearGemm.inc"
+
+using namespace mlir;
+using namespace pejit;
+
+namespace {
+
+/// Rows of Q (and keys) read into f32 at once.
+constexpr int64_t kRows = 16;
+
+/// S and T [d, dv] both live on the item's stack: at most 256 KB each.
+constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
+
+/// The body of @query_factor8 (key = false) or @key_factor8: the feature
+/// map's derivative read from its value y (elu + 1: min(y, 1), since
+/// phi(x) = e^x <= 1 exactly where x <= 0; relu: y > 0; identity: 1); for
+/// softmax_keys 1 on the query side and the weight e itself on the key side.
+std::string factorBody(attn::FeatureMap map, bool key) {
+  const std::string one = "%one = arith.constant dense<1.0> : vector<8xf32>\n  ";
+  switch (map) {
+  case attn::FeatureMap::EluPlusOne:
+    return one + "%f = arith.minimumf %y, %one : vector<8xf32>\n  return %f : vector<8xf32>";
+  case attn::FeatureMap::Relu:
+    return one + "%zero = arith.constant dense<0.0> : vector<8xf32>\n"
+                 "  %positive = arith.cmpf ogt, %y, %zero : vector<8xf32>\n"
+                 "  %f = arith.select %positive, %one, %zero : vector<8xi1>, vector<8xf32>\n"
+                 "  return %f : vector<8xf32>";
+  case attn::FeatureMap::SoftmaxKeys:
+    if (key)
+      return "return %y : vector<8xf32>";
+    [[fallthrough]];
+  case attn::FeatureMap::Identity:
+    return one + "return %one : vector<8xf32>";
+  }
+  return one + "return %one : vector<8xf32>";
+}
+
+} // namespace
+
+bool pejit::isLinearAttentionBackward(ModuleOp module) {
+  bool found = false;
+  module.walk([&](attn::LinearAttentionBackwardOp) { found = true; });
+  return found;
+}
+
+LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
+  FailureOr<LinearAttentionBackwardKernel> read = readLinearAttentionBackward(module);
+  if (failed(read))
+    return failure();
+  attn::LinearAttentionBackwardOp op = read->op;
+  pe::PositionalEncodingAttrInterface rope = read->rope;
+  if (failed(
+          requireX86QueryKeyValue(op, op.getQuery(), op.getKey(), op.getValue(), op.getOutput())))
+    return failure();
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto oType = cast<RankedTensorType>(op.getOutput().getType());
+  if (oType.getElementType() != qType.getElementType())
+    return op.emitError() << "the x86 backward takes o and dO of q's element type "
+                          << qType.getElementType() << ", got " << oType.getElementType();
+  pe::AttentionShape shape =
+      attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
+                     op.getKeyPositions(), rope, /*vectorWidth=*/8);
+  shape.queryTileRows = kRows;
+  if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
+    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
+                          << shape.headDim << ", dv = " << shape.valueDim;
+  if (shape.headDim * shape.valueDim > kMaxStateFloats)
+    return op.emitError() << "the state d x dv = " << shape.headDim * shape.valueDim
+                          << " floats exceeds the item's stack bound of " << kMaxStateFloats
+                          << " (docs/limits.md)";
+  if (ShapedType::isDynamic(shape.queryPositionRows) ||
+      ShapedType::isDynamic(shape.keyPositionRows))
+    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
+                             "built yet: pass ids shared by the batch ([s]) or a static batch";
+  SmallVector<Value> operands(op.getEncodingOperands());
+  FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, operands, 1);
+  if (failed(slots))
+    return failure();
+  std::string scaleSlot = operands.empty() ? "!UNUSED" : (*slots)[0];
+
+  const char *typeName = kernelElementTypeName(qType.getElementType());
+  attn::FeatureMap map = op.getFeatureMap();
+  bool onNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
+  std::map<std::string, std::string> params = {
+      {"B", dimToString(shape.batch)},
+      {"HQ", std::to_string(shape.queryHeads)},
+      {"HKV", std::to_string(shape.kvHeads)},
+      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
+      {"SQ", dimToString(shape.querySeq)},
+      {"SKV", dimToString(shape.keySeq)},
+      {"D", std::to_string(shape.headDim)},
+      {"DV", std::to_string(shape.valueDim)},
+      {"R", std::to_string(kRows)},
+      {"RW", std::to_string(2 * shape.headDim + 8)},
+      {"T", typeName},
+      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
+      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
+      {"CAUSAL", op.getCausal() ? "true" : "false"},
+      {"ON_NUMERATOR", onNumerator ? "true" : "false"},
+      {"SOFTMAX_KEYS", map == attn::FeatureMap::SoftmaxKeys ? "true" : "false"},
+      {"NORMALIZE",
+       map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
+      {"HAS_STATE", "false"},
+      {"E0", scaleSlot},
+      {"PHI8", x86FeatureMapBody(map)},
+      {"QUERY_FACTOR8", factorBody(map, /*key=*/false)},
+      {"KEY_FACTOR8", factorBody(map, /*key=*/true)},
+      {"WIDEN8", x86WidenBody(typeName)},
+      {"NARROW8", x86NarrowBody(typeName)}};
+  FailureOr<std::string> text = substitute(
+      loadTemplateWithBlocks({"x86/linear_attention_backward.mlir", kX86LinearBackwardTemplate},
+                             {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
+                              {"x86/linear_gemm.mlir", kX86LinearGemmTemplate},
+                              {"x86/exp2.mlir", kX86Exp2Template}}),
+      params, op);
+  if (failed(text))
+    return failure();
+  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
+  if (!kernel)
+    return op.emitError() << "the kernel template did not parse after substitution";
+  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
+  if (rope)
+    encodings.push_back(rope);
+  if (failed(expandHooks(*kernel, shape, encodings, std::nullopt)))
+    return failure();
+
+  // One item per (b, hkv). The tables are the RoPE's, per Q and K
+  // position; the rows scratch (2 d + 8 floats per query row) the runtime
+  // sizes per call.
+  bool staticShape = !ShapedType::isDynamic(shape.batch) &&
+                     !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
+  int64_t perQuery = rope ? rope.getScratchFloatsPerPosition(shape, false) : 0;
+  int64_t perKey = rope ? rope.getScratchFloatsPerPosition(shape, true) : 0;
+  int64_t tableFloats = staticShape ? tableScratchFloats(rope, shape) : 0;
+  Builder attrs(module.getContext());
+  NamedAttrList info;
+  info.append("items", attrs.getI64IntegerAttr(staticShape ? shape.batch * shape.kvHeads : 0));
+  info.append("scratch_floats", attrs.getI64IntegerAttr(tableFloats));
+  info.append("table_floats_per_query_position", attrs.getI64IntegerAttr(perQuery));
+  info.append("table_floats_per_key_position", attrs.getI64IntegerAttr(perKey));
+  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
+  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
+  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
+  info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
+  info.append("tile_n", attrs.getI64IntegerAttr(kRows));
+  spliceX86Kernel(module, read->func, read->signature, *kernel, info, typeName, typeName);
+  return success();
+}
