@@ -130,6 +130,17 @@ public:
   static Spec standaloneRopeScaleGradient(const ref::RopeConfig &rope, int64_t batch, int64_t heads,
                                           int64_t seq, int64_t headDim, DType dtype,
                                           bool positionsPerBatch, int64_t scaleRows);
+  /// attn.linear_attention (docs/linear-attention.md): q, k, v of `shape`
+  /// (b and the lengths may be kDynamicDim) and `dtype`, feature map
+  /// `featureMap` ("elu_plus_one", "relu", "identity", "softmax_keys"); with
+  /// a RoPE, its `placement` ("rope_before_feature_map" or
+  /// "rope_on_numerator") and query and key ids as two trailing arguments
+  /// ([s], or [b, s] with `positionsPerBatch`; [A, ...] for M-RoPE). The
+  /// compiler checks the names.
+  static Spec linearAttention(const std::string &featureMap, bool causal,
+                              const std::optional<ref::RopeConfig> &rope,
+                              const std::string &placement, const Shape &shape,
+                              DType dtype = DType::F32, bool positionsPerBatch = false);
   static Expected<Spec> fromText(std::string mlirText, std::string name = "<text>");
   /// The backward of a forward spec (docs/backward.md): its pe ops fused,
   /// then attn.attention_backward derived from the fused attention. Its

@@ -290,6 +290,38 @@ Spec Spec::standaloneRope(const ref::RopeConfig &rope, int64_t batch, int64_t he
   return Spec(out.str(), "<builder>");
 }
 
+Spec Spec::linearAttention(const std::string &featureMap, bool causal,
+                           const std::optional<ref::RopeConfig> &rope, const std::string &placement,
+                           const Shape &shape, DType dtype, bool positionsPerBatch) {
+  const char *t = elementText(dtype);
+  std::string q = tensor({shape.batch, shape.queryHeads, shape.querySeq, shape.headDim}, t);
+  std::string k = tensor({shape.batch, shape.kvHeads, shape.keySeq, shape.headDim}, t);
+  std::string v = tensor({shape.batch, shape.kvHeads, shape.keySeq, shape.valueDim}, t);
+  std::string o = tensor({shape.batch, shape.queryHeads, shape.querySeq, shape.valueDim}, t);
+  auto idsType = [&](int64_t seq) {
+    std::vector<int64_t> dims =
+        positionsPerBatch ? std::vector<int64_t>{shape.batch, seq} : std::vector<int64_t>{seq};
+    if (int64_t axes = rope ? ref::ropePositionAxes(*rope) : 0; axes > 0)
+      dims.insert(dims.begin(), axes);
+    return tensor(dims, "i64");
+  };
+  std::string qi = idsType(shape.querySeq), ki = idsType(shape.keySeq);
+  std::ostringstream out;
+  out << "func.func @linear(%q: " << q << ", %k: " << k << ", %v: " << v;
+  if (rope)
+    out << ", %qi: " << qi << ", %ki: " << ki;
+  out << ") -> " << o << " {\n  %o = attn.linear_attention %q, %k, %v feature_map(" << featureMap
+      << ")";
+  if (rope)
+    out << " query_positions(%qi : " << qi << ") key_positions(%ki : " << ki << ")";
+  if (causal)
+    out << " causal";
+  if (rope)
+    out << " encodings([#pe.rope" << ropeText(*rope) << "]) rope_placement(" << placement << ")";
+  out << " : " << q << ", " << k << ", " << v << " -> " << o << "\n  return %o : " << o << "\n}\n";
+  return Spec(out.str(), "<builder>");
+}
+
 Spec Spec::standaloneRopeScaleGradient(const ref::RopeConfig &rope, int64_t batch, int64_t heads,
                                        int64_t seq, int64_t headDim, DType dtype,
                                        bool positionsPerBatch, int64_t scaleRows) {

@@ -14,6 +14,7 @@ from ._backward import attention_backward
 from ._kernel import Kernel, cache, compile, stats, tune
 from ._standalone import (add_positions, embed, embedding_backward, rope, rope_backward,
                           rope_scale_gradient)
+from ._linear import linear_attention, linear_attention_backward
 from .hf import AttentionConfig, from_hf_config
 
 Error.__module__ = "pejit"  # shown as pejit.Error in tracebacks
@@ -21,4 +22,4 @@ Error.__module__ = "pejit"  # shown as pejit.Error in tracebacks
 __version__ = "0.3.0"
 __all__ = ["Error", "RopeConfig", "AlibiConfig", "T5Config", "ShawConfig", "AttentionConfig", "from_hf_config", "Kernel", "attention", "attention_source", "attention_backward",
            "compile", "tune", "stats", "cache", "host_target", "rope", "rope_backward", "rope_scale_gradient", "embed", "embedding_backward",
-           "add_positions"]
+           "add_positions", "linear_attention", "linear_attention_backward"]

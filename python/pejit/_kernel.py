@@ -31,8 +31,9 @@ def _release_runtime() -> None:
     """Drops the runtime and the kept kernels before the interpreter tears
     the extension down (their threads and JIT code go with them)."""
     global _runtime
-    from . import _attention, _backward, _standalone
+    from . import _attention, _backward, _linear, _standalone
     _attention._kernels.clear()
+    _linear._kernels.clear()
     _backward._kernels.clear()
     _standalone._kernels.clear()
     _attention._plans.clear()

@@ -281,6 +281,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, options: str,
 from ._torch_modules import (ALiBiAttention, Attention, LearnedFrequencyRoPEAttention,  # noqa
                              ScaledRoPEAttention, ShawAttention, T5Attention)
 from ._torch_standalone import rope_options  # noqa: E402,F401  (registers pejit::rope)
+from ._torch_linear import (LinearAttentionWithRoPE, linear_attention,  # noqa: E402,F401
+                            linear_options)
 from ._torch_positions import (DynamicPositionEncoding, Embedding,  # noqa: E402,F401
                                HybridPositionEncoding, LearnablePositionalEmbedding,
                                RotaryPositionEmbedding, SinusoidalPositionalEncoding)

@@ -155,6 +155,17 @@ void bindBuilder(nb::module_ &m) {
       },
       "spec"_a, "shape"_a);
   m.def(
+      "linear_attention_source",
+      [](const std::string &featureMap, bool causal, std::optional<ref::RopeConfig> rope,
+         const std::string &placement, const std::vector<std::optional<int64_t>> &dims,
+         const std::string &dtype, bool positionsPerBatch) {
+        return Spec::linearAttention(featureMap, causal, rope, placement, shapeOf(dims),
+                                     floatDtype(dtype), positionsPerBatch)
+            .source();
+      },
+      "feature_map"_a, "causal"_a, "rope"_a.none(), "placement"_a, "shape"_a, "dtype"_a,
+      "positions_per_batch"_a = false);
+  m.def(
       "rope_source",
       [](const ref::RopeConfig &rope, std::optional<int64_t> batch, int64_t heads,
          std::optional<int64_t> seq, int64_t headDim, const std::string &dtype,
