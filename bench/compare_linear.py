@@ -54,8 +54,8 @@ def linear_attention(q, k, v, cos, sin, chunk=64):
     dv = v.shape[-1]
     state = q.new_zeros(b, h, d, dv)
     norm = q.new_zeros(b, h, d)
-    out = torch.empty(b, h, s, dv)
-    mask = torch.ones(chunk, chunk).tril()
+    out = torch.empty(b, h, s, dv, dtype=q.dtype)
+    mask = torch.ones(chunk, chunk, dtype=q.dtype).tril()
     for c0 in range(0, s, chunk):
         c1 = min(c0 + chunk, s)
         m = mask[: c1 - c0, : c1 - c0]

@@ -53,6 +53,7 @@
 !SC = memref<${R}x${R}xf32>
 !OACC = memref<${R}x${DV}xf32>
 !STATE = memref<${D}x${DV}xf32>
+!STATE_T = memref<${DV}x${D}xf32>
 !MAT = memref<?x?xf32, strided<[?, 1], offset: ?>>
 !VEC = memref<${D}xf32>
 !RF = memref<${R}xf32>
@@ -140,19 +141,29 @@ func.func @pejit_linear_backward_item(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %
       }
     }
   }
-  scf.for %g = %c0 to %GROUP step %c1 {
-    %hg = arith.muli %kh, %GROUP : index
-    %h = arith.addi %hg, %g : index
-    func.call @forward_sweep(%q, %k, %v, %o, %do, %dq, %tables, %rows, %b, %kh, %h, %S, %z, %M,
+  %causal = arith.constant ${CAUSAL}
+  %true = arith.constant true
+  %full = arith.xori %causal, %true : i1
+  scf.if %full { // every row sees every key: the matmul form (linear_backward_blocks.mlir)
+    func.call @full_backward(%q, %k, %v, %o, %do, %dq, %dk, %dv, %tables, %b, %kh, %S, %z, %M,
                              %qnum, %qden, %knum, %kden, %dxt, %dxh, %vt, %gt)
-        : (!Q, !K, !V, !O, !O, !Q, !SCRATCH, !SCRATCH, index, index, index, !STATE, !VEC, !VEC,
-           !TILE, !TILE, !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
+        : (!Q, !K, !V, !O, !O, !Q, !K, !V, !SCRATCH, index, index, !STATE, !VEC, !VEC, !TILE,
+           !TILE, !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
+  } else {
+    scf.for %g = %c0 to %GROUP step %c1 {
+      %hg = arith.muli %kh, %GROUP : index
+      %h = arith.addi %hg, %g : index
+      func.call @forward_sweep(%q, %k, %v, %o, %do, %dq, %tables, %rows, %b, %kh, %h, %S, %z,
+                               %M, %qnum, %qden, %knum, %kden, %dxt, %dxh, %vt, %gt)
+          : (!Q, !K, !V, !O, !O, !Q, !SCRATCH, !SCRATCH, index, index, index, !STATE, !VEC,
+             !VEC, !TILE, !TILE, !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
+    }
+    // The reverse sweep reuses S as T and z as w.
+    func.call @reverse_sweep(%k, %v, %do, %dk, %dv, %tables, %rows, %b, %kh, %SQ, %S, %z, %M,
+                             %knum, %kden, %dxt, %dxh, %vt, %gt)
+        : (!K, !V, !O, !K, !V, !SCRATCH, !SCRATCH, index, index, index, !STATE, !VEC, !VEC,
+           !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
   }
-  // The reverse sweep reuses S as T and z as w.
-  func.call @reverse_sweep(%k, %v, %do, %dk, %dv, %tables, %rows, %b, %kh, %SQ, %S, %z, %M,
-                           %knum, %kden, %dxt, %dxh, %vt, %gt)
-      : (!K, !V, !O, !K, !V, !SCRATCH, !SCRATCH, index, index, index, !STATE, !VEC, !VEC, !TILE,
-         !TILE, !TILE, !TILE, !VT, !VT) -> ()
   return
 }
 

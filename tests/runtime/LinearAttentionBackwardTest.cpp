@@ -5,10 +5,10 @@
 // tests/unit/LinearAttentionGradTest.cpp). Fresh random inputs, NaN-poisoned
 // gradients; max |grad - ref| <= 1e-4 max |ref| in f32, 2e-2 in f16/bf16
 // (the reference on the rounded inputs). The matrix: every feature map,
-// no RoPE and both placements, causal and not, lengths 1, 7, 64 and 1000
-// (the kernel reads rows and keys 16 at a time, so tiles and the causal
-// prefix cross), GQA, sq < skv and sq > skv, a shape class; bitwise
-// determinism across thread counts.
+// no RoPE and both placements, causal and not, lengths 1, 7, 64, 150, 1000
+// (causal, the sweeps read rows and keys 16 at a time; not causal, the
+// matmul form takes chunks of 64: 150 crosses both), GQA, sq < skv and
+// sq > skv, a shape class; bitwise determinism across thread counts.
 #include "pejit/reference/LinearAttentionGrad.h"
 #include "pejit/reference/Rope.h"
 #include "tests/runtime/StandaloneHarness.h"
@@ -167,7 +167,7 @@ TEST(LinearAttentionBackward, EveryMapPlacementAndMaskAcrossTileBoundaries) {
   for (size_t m = 0; m < std::size(kMaps); ++m)
     for (size_t p = 0; p < std::size(placements); ++p)
       for (bool causal : {false, true})
-        for (int64_t length : {1, 7, 64, 1000}) {
+        for (int64_t length : {1, 7, 64, 150, 1000}) {
           if (std::string(kMaps[m]) == "softmax_keys" && p == 2)
             continue; // no denominator to keep unrotated (the verifier refuses it)
           // Length 1000 (the float64 reference is O(n^2) per head): causal,
@@ -211,38 +211,43 @@ TEST(LinearAttentionBackward, HalfInputsAndAShapeClass) {
       c.sq = c.skv = 40;
       expectCase(c);
     }
-  LinearCase c;
-  c.shapeClass = true;
-  c.causal = true;
-  c.placement = "rope_on_numerator";
-  for (int64_t length : {5, 70}) {
-    c.sq = c.skv = length;
-    expectCase(c);
+  // One kernel per `?` class, causal (the sweeps) and not (the matmuls).
+  for (bool causal : {true, false}) {
+    LinearCase c;
+    c.shapeClass = true;
+    c.causal = causal;
+    c.placement = "rope_on_numerator";
+    for (int64_t length : {5, 70, 130}) {
+      c.sq = c.skv = length;
+      expectCase(c);
+    }
   }
 }
 
 // Each item sums its own rows in a fixed order: 1 and 2 threads give the
 // same bits.
 TEST(LinearAttentionBackward, GradientsAreBitwiseIdenticalAcrossThreadCounts) {
-  LinearCase c;
-  c.causal = true;
-  c.placement = "rope_on_numerator";
-  c.batch = 2, c.sq = c.skv = 100;
-  std::vector<std::vector<float>> one, two;
-  RuntimeOptions options;
-  options.threads = 1;
-  Runtime single(options);
-  options.threads = 2;
-  Runtime pair(options);
-  // The same random inputs on both: the engine's state replayed.
-  const std::mt19937 saved = rng(nullptr);
-  runCase(c, single, &one, 1e-4);
-  rng(nullptr) = saved;
-  runCase(c, pair, &two, 1e-4);
-  ASSERT_EQ(one.size(), 3u);
-  for (size_t n = 0; n < 3; ++n)
-    EXPECT_EQ(std::memcmp(one[n].data(), two[n].data(), one[n].size() * sizeof(float)), 0)
-        << "gradient " << n;
+  for (bool causal : {true, false}) {
+    LinearCase c;
+    c.causal = causal;
+    c.placement = "rope_on_numerator";
+    c.batch = 2, c.sq = c.skv = 100;
+    std::vector<std::vector<float>> one, two;
+    RuntimeOptions options;
+    options.threads = 1;
+    Runtime single(options);
+    options.threads = 2;
+    Runtime pair(options);
+    // The same random inputs on both: the engine's state replayed.
+    const std::mt19937 saved = rng(nullptr);
+    runCase(c, single, &one, 1e-4);
+    rng(nullptr) = saved;
+    runCase(c, pair, &two, 1e-4);
+    ASSERT_EQ(one.size(), 3u);
+    for (size_t n = 0; n < 3; ++n)
+      EXPECT_EQ(std::memcmp(one[n].data(), two[n].data(), one[n].size() * sizeof(float)), 0)
+          << "gradient " << n << (causal ? " (causal)" : "");
+  }
 }
 
 } // namespace

@@ -16,6 +16,7 @@
 
 #include "templates/X86Exp2.inc"
 #include "templates/X86LinearBackward.inc"
+#include "templates/X86LinearBackwardBlocks.inc"
 #include "templates/X86LinearBlocks.inc"
 #include "templates/X86LinearGemm.inc"
 
@@ -24,8 +25,10 @@ using namespace pejit;
 
 namespace {
 
-/// Rows of Q (and keys) read into f32 at once.
-constexpr int64_t kRows = 16;
+/// Rows of Q (and keys) read into f32 at once. Not causal, the matmul
+/// form's chunks: 64 rows make each matmul long enough to run near the
+/// FMA peak. Causal, the row-by-row sweeps' tiles: 16.
+int64_t rowsPerTile(attn::LinearAttentionBackwardOp op) { return op.getCausal() ? 16 : 64; }
 
 /// S and T [d, dv] both live on the item's stack: at most 256 KB each.
 constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
@@ -79,7 +82,8 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
   pe::AttentionShape shape =
       attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
                      op.getKeyPositions(), rope, /*vectorWidth=*/8);
-  shape.queryTileRows = kRows;
+  const int64_t rows = rowsPerTile(op);
+  shape.queryTileRows = rows;
   if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
     return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
@@ -109,7 +113,7 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
       {"SKV", dimToString(shape.keySeq)},
       {"D", std::to_string(shape.headDim)},
       {"DV", std::to_string(shape.valueDim)},
-      {"R", std::to_string(kRows)},
+      {"R", std::to_string(rows)},
       {"RW", std::to_string(2 * shape.headDim + 8)},
       {"T", typeName},
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
@@ -128,7 +132,8 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
       {"NARROW8", x86NarrowBody(typeName)}};
   FailureOr<std::string> text = substitute(
       loadTemplateWithBlocks({"x86/linear_attention_backward.mlir", kX86LinearBackwardTemplate},
-                             {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
+                             {{"x86/linear_backward_blocks.mlir", kX86LinearBackwardBlocksTemplate},
+                              {"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
                               {"x86/linear_gemm.mlir", kX86LinearGemmTemplate},
                               {"x86/exp2.mlir", kX86Exp2Template}}),
       params, op);
@@ -161,7 +166,7 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
   info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
-  info.append("tile_n", attrs.getI64IntegerAttr(kRows));
+  info.append("tile_n", attrs.getI64IntegerAttr(rows));
   spliceX86Kernel(module, read->func, read->signature, *kernel, info, typeName, typeName);
   return success();
 }
