@@ -208,6 +208,16 @@ bool KernelSignature::ropeScaleGradient() const {
   return input && grad;
 }
 
+bool KernelSignature::scoreBiasGradient() const {
+  bool grad = false, attention = false;
+  for (const KernelArgument &argument : arguments) {
+    grad |= argument.role == ArgumentRole::OutputGradient;
+    attention |= argument.role == ArgumentRole::Query || argument.role == ArgumentRole::Key ||
+                 argument.role == ArgumentRole::TransformInput;
+  }
+  return grad && !attention;
+}
+
 bool KernelSignature::embeddingGradient() const {
   for (const KernelArgument &argument : arguments)
     if (argument.role == ArgumentRole::GradRows)

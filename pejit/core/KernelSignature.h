@@ -154,6 +154,9 @@ struct KernelSignature {
   bool ropeScaleGradient() const;
   /// A table gradient kernel (pe.embed_grad): it takes grad_rows.
   bool embeddingGradient() const;
+  /// A materialized bias's tensor gradient (pe.score_bias_grad): it takes
+  /// output_grad (dBias) and the tensor, no query.
+  bool scoreBiasGradient() const;
   /// A backward kernel (attn.attention_backward): it takes output_grad and
   /// writes dq, dk, dv (docs/backward.md).
   bool backward() const;

@@ -222,4 +222,17 @@ bool Interpreter::ropeScaleGrad(pe::RopeScaleGradOp op, int64_t seqLen, ref::Ten
   return true;
 }
 
+/// pe.score_bias_grad: the encoding's own reference adjoint (its files).
+bool Interpreter::scoreBiasGrad(pe::ScoreBiasGradOp op, ref::Tensor &result) {
+  auto encoding = mlir::cast<pe::PositionalEncodingAttrInterface>(op.getEncoding());
+  const ref::Tensor &dbias = tensor(op.getBiasGrad());
+  pe::ReferenceAttention context{dbias.dim(0), dbias.dim(1), dbias.dim(2), dbias.dim(3), {}};
+  for (mlir::Value operand : op.getEncodingOperands())
+    context.operands.push_back(&tensor(operand));
+  result = encoding.referenceScoreBiasGradient(context, dbias, 0);
+  if (result.data.empty())
+    return fail(op, "encoding " + str(op.getEncoding()) + " has no reference gradient");
+  return true;
+}
+
 } // namespace pejit::interp

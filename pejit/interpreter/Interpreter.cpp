@@ -164,6 +164,7 @@ bool Interpreter::evaluate(mlir::Operation &op, int64_t seqLen) {
                 .Case([&](pe::EmbedOp e) { return embed(e, result); })
                 .Case([&](pe::EmbedGradOp e) { return embedGrad(e, result); })
                 .Case([&](pe::RopeScaleGradOp g) { return ropeScaleGrad(g, seqLen, result); })
+                .Case([&](pe::ScoreBiasGradOp g) { return scoreBiasGrad(g, result); })
                 .Case([&](attn::LinearAttentionOp a) { return linearAttention(a, seqLen, result); })
                 .Case([&](attn::PagedKvOp p) {
                   auto table = values.find(p.getBlockTable());

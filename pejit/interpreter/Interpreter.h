@@ -82,6 +82,9 @@ public:
   bool embed(pe::EmbedOp op, ref::Tensor &result);
   bool embedGrad(pe::EmbedGradOp op, ref::Tensor &result);
   bool ropeScaleGrad(pe::RopeScaleGradOp op, int64_t seqLen, ref::Tensor &result);
+  /// pe.score_bias_grad: the encoding's reference adjoint
+  /// (referenceScoreBiasGradient) of dBias.
+  bool scoreBiasGrad(pe::ScoreBiasGradOp op, ref::Tensor &result);
 
   /// Evaluates one op into `values`; false (with `error`) if it cannot.
   bool evaluate(mlir::Operation &op, int64_t seqLen);

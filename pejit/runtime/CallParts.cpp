@@ -26,6 +26,14 @@ Expected<Shape> callShapeOf(const KernelDescription &kernel,
                            "view: call run with the output (its shape is [b, h, sq, skv])");
     return s;
   }
+  if (kernel.signature.scoreBiasGradient()) { // dBias [1|b, h, sq, skv]
+    const TensorView &dbias = *bound.outputGradient;
+    if (dbias.shape.size() != 4)
+      return Status::error("output_grad: expected dBias of rank 4 [1|b, h, sq, skv], got rank " +
+                           std::to_string(dbias.shape.size()));
+    return Shape{
+        dbias.shape[0], dbias.shape[1], dbias.shape[1], dbias.shape[2], dbias.shape[3], 8, 8};
+  }
   if (kernel.signature.embeddingGradient()) { // out [rows, d], as [1, 1, rows, d]
     Shape s = kernel.shape;
     s.batch = s.queryHeads = s.kvHeads = 1;

@@ -102,6 +102,8 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
     return runEmbeddingGradient(inputs, out);
   if (scaleGradItem_)
     return runRopeScaleGradient(inputs, out);
+  if (biasGradItem_)
+    return runScoreBiasGradient(inputs, out);
   if (backwardQuery_)
     return Status::error("this is a backward kernel (attn.attention_backward): call runBackward "
                          "with its gradients dq, dk, dv");

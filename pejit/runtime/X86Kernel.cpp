@@ -42,6 +42,9 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
         reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->scaleGradItem_ =
         reinterpret_cast<ScaleGradItemFn>(lookup("_mlir_ciface_pejit_scale_grad_item"));
+  } else if (artifact.signature.scoreBiasGradient()) { // pe.score_bias_grad: one item function
+    kernel->biasGradItem_ =
+        reinterpret_cast<BiasGradItemFn>(lookup("_mlir_ciface_pejit_bias_grad_item"));
   } else if (artifact.signature.linearBackward) { // a prologue and one item per (b, hkv)
     kernel->prologue_ = reinterpret_cast<PrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->linearBackwardItem_ =

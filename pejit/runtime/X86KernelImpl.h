@@ -96,6 +96,11 @@ using ScaleGradItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<
                                  MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<float, 1> *,
                                  MemRefDescriptor<float, 1> *, void *, int64_t);
 
+/// (dBias, encoding operand slot 0, partials, item): pejit_bias_grad_item of
+/// pe.score_bias_grad (templates/x86/score_bias_grad.mlir).
+using BiasGradItemFn = void (*)(MemRefDescriptor<float, 4> *, void *, MemRefDescriptor<float, 1> *,
+                                int64_t);
+
 /// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
 /// score bias (templates/x86/score_bias.mlir).
 using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *, void *,
@@ -186,6 +191,10 @@ private:
   /// A position scale gradient's item, and its run (X86RopeScaleGrad.cpp).
   ScaleGradItemFn scaleGradItem_ = nullptr;
   Status runRopeScaleGradient(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A materialized bias's tensor gradient's item, and its run
+  /// (pejit/runtime/X86BiasGrad.cpp).
+  BiasGradItemFn biasGradItem_ = nullptr;
+  Status runScoreBiasGradient(const std::vector<TensorView> &inputs, const TensorView &out) const;
   /// A materialized score bias's item, and its run (pejit/runtime/X86Bias.cpp).
   BiasItemFn biasItem_ = nullptr;
   /// A backward kernel's phases (docs/backward.md).

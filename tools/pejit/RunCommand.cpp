@@ -199,7 +199,8 @@ int runCommand(int argc, char **argv) {
     outShape = {shape.batch, shape.querySeq, shape.valueDim};
   if (kernel->signature().embeddingGradient()) // a table's [rows, d]
     outShape = {shape.querySeq, shape.valueDim};
-  if (kernel->signature().ropeScaleGradient()) // the scale's [1] or [b]
+  // The scale's [1] or [b]; a materialized bias's tensor's shape.
+  if (kernel->signature().ropeScaleGradient() || kernel->signature().scoreBiasGradient())
     for (const KernelArgument &argument : kernel->signature().arguments)
       if (argument.role == ArgumentRole::EncodingOperand)
         outShape = argument.shape;
@@ -222,12 +223,12 @@ int runCommand(int argc, char **argv) {
   if (narrowOut)
     out = npy::toFloat32(npy::Array{npyDtype(kernel->outputDtype()), outShape, out16});
   // Tiles are an attention kernel's; a standalone kernel has none.
-  std::string tiles = kernel->signature().standaloneTransform() ||
-                              kernel->signature().materializedBias ||
-                              kernel->signature().embeddingGradient()
-                          ? std::string("standalone kernel")
-                          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
-                                std::to_string(kernel->tiles().keyTile);
+  std::string tiles =
+      kernel->signature().standaloneTransform() || kernel->signature().materializedBias ||
+              kernel->signature().embeddingGradient() || kernel->signature().scoreBiasGradient()
+          ? std::string("standalone kernel")
+          : "tiles " + std::to_string(kernel->tiles().queryTile) + "x" +
+                std::to_string(kernel->tiles().keyTile);
   std::fprintf(stderr, "pejit: %s %.1f ms (%s), run %.3f ms\n",
                kernel->loadedFromDisk() ? "loaded from the disk cache in" : "compile",
                kernel->compileMilliseconds(), tiles.c_str(), runMs);

@@ -10,6 +10,12 @@
 // The backward carries the forward's operands and attributes; its
 // grad_operands are the encoding operands their encoding differentiates.
 //
+// A materialized score bias with a tensor (a pe.t5_bias on its own) gets
+// its tensor's gradient:
+//
+//   func @f(table) -> bias = pe.t5_bias table
+//   func @f_backward(table, dBias) -> d table = pe.score_bias_grad dBias
+//
 // A function computing one attn.linear_attention gets
 // attn.linear_attention_backward the same way (o and dO before the ids;
 // results dq, dk, dv); a carried state has no backward.
@@ -27,6 +33,7 @@
 #include "pejit/compiler/passes/Passes.h"
 #include "pejit/compiler/passes/StandaloneChain.h"
 #include "pejit/dialects/attn/AttnOps.h"
+#include "pejit/dialects/pe/PEOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -229,6 +236,63 @@ LogicalResult deriveLinearBackward(func::FuncOp func, attn::LinearAttentionOp op
   return success();
 }
 
+/// The one score-bias pe op of `func` when the function is that bias
+/// written out (a materialized pe.t5_bias) and its encoding has a tensor
+/// with a gradient; else null.
+pe::PositionalEncodingOpInterface materializedBiasOf(func::FuncOp func) {
+  pe::PositionalEncodingOpInterface found;
+  for (Operation &inner : func.getBody().getOps()) {
+    if (isa<func::ReturnOp>(inner))
+      continue;
+    auto op = dyn_cast<pe::PositionalEncodingOpInterface>(inner);
+    if (!op || found || op.getEncodingKind() != pe::EncodingKind::ScoreBias ||
+        op.getPositionalEncoding().isKeyTerm())
+      return nullptr;
+    found = op;
+  }
+  if (!found)
+    return nullptr;
+  pe::PositionalEncodingAttrInterface encoding = found.getPositionalEncoding();
+  auto operands = found.getEncodingOperands();
+  bool anyGradient = false;
+  for (unsigned n = 0; n < operands.size(); ++n)
+    anyGradient |= encoding.isDifferentiableOperand(n);
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  if (!anyGradient || returnOp.getOperands() != found->getResults() ||
+      !llvm::all_of(operands, [](Value v) { return isa<BlockArgument>(v); }))
+    return nullptr;
+  return found;
+}
+
+/// func @f(table...) -> bias becomes func @f_backward(table..., dBias) ->
+/// d table: pe.score_bias_grad with the bias's encoding.
+LogicalResult deriveBiasBackward(func::FuncOp func, pe::PositionalEncodingOpInterface op) {
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  std::string name = (func.getSymName() + "_backward").str();
+  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
+    return func.emitError() << "a function named '" << name << "' exists already";
+  SmallVector<Value> operands = op.getEncodingOperands();
+  if (operands.size() != 1)
+    return op->emitError() << "the backward of a materialized bias takes one tensor, "
+                           << op->getName() << " has " << operands.size();
+  Type biasType = op->getResult(0).getType();
+  auto tableType = cast<RankedTensorType>(operands[0].getType());
+  Type gradType = RankedTensorType::get(tableType.getShape(), builder.getF32Type());
+  SmallVector<Type> argumentTypes(func.getArgumentTypes());
+  argumentTypes.push_back(biasType);
+  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
+                                       builder.getFunctionType(argumentTypes, {gradType}));
+  Block *body = backward.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  Value table = body->getArgument(cast<BlockArgument>(operands[0]).getArgNumber());
+  auto grad =
+      pe::ScoreBiasGradOp::create(builder, op.getLoc(), gradType, body->getArguments().back(),
+                                  ValueRange{table}, op.getPositionalEncoding());
+  func::ReturnOp::create(builder, op.getLoc(), grad.getResult());
+  return success();
+}
+
 /// Whether `func` is a chain the pass derives a backward for: pe ops only
 /// (no pe.embed), one of them a QK transform with an adjoint.
 bool isDifferentiableChain(func::FuncOp func) {
@@ -293,6 +357,13 @@ struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> 
       }
       if (*linear)
         continue;
+      if (pe::PositionalEncodingOpInterface bias = materializedBiasOf(func)) {
+        if (failed(deriveBiasBackward(func, bias))) {
+          signalPassFailure();
+          return;
+        }
+        continue;
+      }
       FailureOr<attn::AttentionOp> op = attentionOf(func);
       if (failed(op) ||
           (*op && failed(deriveBackward(func, *op, operandGradients, scoreShapedGradients))) ||

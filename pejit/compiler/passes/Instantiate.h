@@ -54,6 +54,15 @@ bool isEmbeddingGradient(mlir::ModuleOp module);
 /// of templates/x86/embed_grad.mlir, a block of table rows per item.
 mlir::LogicalResult instantiateX86EmbedGrad(mlir::ModuleOp module);
 
+/// Whether the module computes pe.score_bias_grad (a materialized bias's
+/// tensor gradient).
+bool isScoreBiasGradient(mlir::ModuleOp module);
+
+/// Its form of instantiateX86Template: @pejit_bias_grad_item of
+/// templates/x86/score_bias_grad.mlir, partial gradients per item that the
+/// runtime adds in item order.
+mlir::LogicalResult instantiateX86ScoreBiasGrad(mlir::ModuleOp module);
+
 /// Whether the module's one function is one pe.rope_scale_grad returned:
 /// a standalone RoPE's position scale gradient.
 bool isRopeScaleGradient(mlir::ModuleOp module);

@@ -144,6 +144,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return instantiateX86ScoreBias(module);
   if (isEmbeddingGradient(module))
     return instantiateX86EmbedGrad(module);
+  if (isScoreBiasGradient(module))
+    return instantiateX86ScoreBiasGrad(module);
   if (isRopeScaleGradient(module))
     return instantiateX86RopeScaleGrad(module);
   if (isStandaloneTransform(module))

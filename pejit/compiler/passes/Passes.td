@@ -59,6 +59,10 @@ def DeriveBackward : Pass<"attn-derive-backward", "::mlir::ModuleOp"> {
     Additive ops (pe.sinusoidal, pe.learned) pass the gradient through;
     a chain of those alone gets no backward (dx = dy).
 
+    A function that writes out one score bias with a tensor (a
+    materialized pe.t5_bias) gets that tensor's gradient from dBias:
+    `func @f_backward(table, dBias) -> d table` (pe.score_bias_grad).
+
     A function whose body is one attn.linear_attention gets
     `attn.linear_attention_backward` (o and dO before the ids, results dq,
     dk, dv); a carried `state(...)` is an error (it has no backward).

@@ -238,7 +238,7 @@ def PE_T5BiasAttr : PE_EncodingAttr<"T5Bias", "t5_bias", ["isFusable", "readsPos
     "isDistanceOnly",
     "getNumEncodingOperands", "getEncodingOperandName", "isDifferentiableOperand", "hasOperandAdjoint", "emitScoreModAdjoint", "verifyEncodingOperand",
     "getQueryTileScratchFloats", "emitQueryTilePrologue", "emitScoreMod",
-    "referenceScoreBias"]> {
+    "referenceScoreBias", "referenceScoreBiasGradient"]> {
   let summary = "T5 bucketed relative position bias (Raffel et al. 2020)";
   let description = [{
     bias(h, i, j) = table[bucket(j - (i + skv - sq)), h], with T5's

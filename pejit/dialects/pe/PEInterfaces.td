@@ -69,6 +69,17 @@ def PE_PositionalEncodingAttrInterface
       (ins "const ::pejit::pe::ReferenceAttention &":$attention), "",
       "return ::pejit::ref::Tensor();">,
     InterfaceMethod<[{
+        The float64 reference of a score bias's operand gradient: encoding
+        operand `index`'s gradient (its shape) from the bias's gradient
+        `biasGrad` ([b, hq, sq, skv]), the adjoint of referenceScoreBias.
+        An empty tensor when the encoding has none (pe.score_bias_grad's
+        reference).
+      }],
+      "::pejit::ref::Tensor", "referenceScoreBiasGradient",
+      (ins "const ::pejit::pe::ReferenceAttention &":$attention,
+           "const ::pejit::ref::Tensor &":$biasGrad, "unsigned":$index), "",
+      "return ::pejit::ref::Tensor();">,
+    InterfaceMethod<[{
         The float64 reference of a QK transform: `x` ([b, h, s, d], Q or K)
         transformed at `positions` (`omitted`: the defaults), reading its
         encoding operands (`operands`, getNumEncodingOperands of them).

@@ -315,3 +315,44 @@ LogicalResult EmbedGradOp::verify() {
 
 #define GET_OP_CLASSES
 #include "pejit/dialects/pe/PEOps.cpp.inc"
+
+LogicalResult ScoreBiasGradOp::verify() {
+  auto encoding = dyn_cast<PositionalEncodingAttrInterface>(getEncoding());
+  if (!encoding || encoding.getEncodingKind() != EncodingKind::ScoreBias || encoding.isKeyTerm())
+    return emitOpError() << "encoding " << getEncoding()
+                         << " is not a score bias (pe.t5_bias's #pe.t5_bias<...>)";
+  if (!encoding.isDistanceOnly() || encoding.readsPositions())
+    return emitOpError() << "encoding " << getEncoding()
+                         << ": the kernel sums dBias along diagonals, so the bias must depend "
+                            "on the distance j - i alone";
+  if (getEncodingOperands().size() != encoding.getNumEncodingOperands())
+    return emitOpError() << "has " << getEncodingOperands().size() << " operands but "
+                         << getEncoding() << " reads " << encoding.getNumEncodingOperands();
+  if (getEncodingOperands().size() != 1 || !encoding.isDifferentiableOperand(0) ||
+      !encoding.hasOperandAdjoint(0))
+    return emitOpError() << "encoding " << getEncoding()
+                         << " has no tensor with a gradient (one operand with an adjoint)";
+  const DimLimit biasLimits[] = {
+      {"b", kMaxLength}, {"h", kMaxHeads}, {"sq", kMaxLength}, {"skv", kMaxLength}};
+  if (failed(requireRank(getOperation(), "bias_grad", getBiasGrad().getType(), 4,
+                         "[b, h, sq, skv]")) ||
+      failed(requireSizesWithinLimits(getOperation(), "bias_grad", getBiasGrad().getType(),
+                                      biasLimits)))
+    return failure();
+  auto operand = cast<RankedTensorType>(getEncodingOperands()[0].getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (result.getShape() != operand.getShape() || !result.getElementType().isF32())
+    return emitOpError() << "result must be f32 of the operand's shape "
+                         << RankedTensorType::get(operand.getShape(),
+                                                  Float32Type::get(getContext()))
+                         << ", got " << result;
+  auto emitError = [&]() { return emitOpError(); };
+  pe::AttentionShape sizes;
+  sizes.batch = dim(getBiasGrad(), 0);
+  sizes.queryHeads = dim(getBiasGrad(), 1);
+  if (failed(encoding.verifyEncodingOperand(0, operand, sizes, [&]() {
+        return emitOpError() << "operands #0 (" << encoding.getEncodingOperandName(0) << "): ";
+      })))
+    return failure();
+  return encoding.verifyForAttention(dim(getBiasGrad(), 1), ShapedType::kDynamic, emitError);
+}

@@ -259,4 +259,38 @@ def PE_EmbedGradOp : PE_Op<"embed_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def PE_ScoreBiasGradOp : PE_Op<"score_bias_grad", [Pure]> {
+  let summary = "a materialized score bias's table gradient from the bias's gradient";
+  let description = [{
+    The backward of a score-bias pe op written out on its own (a
+    materialized `pe.t5_bias`, docs/backward.md): given dBias, the gradient
+    of its output [1|b, h, sq, skv] (f32, f16 or bf16), and the op's own
+    tensor (`operands(...)`, e.g. T5's [num_buckets, h] table), the result
+    is that tensor's gradient (its shape, f32), by the encoding's score
+    adjoint hook at every score. For T5:
+
+    ```
+    d table[n, h] = sum over (b, i, j) with bucket(j - i) = n of dBias[b, h, i, j]
+    ```
+    The encoding must depend on the distance j - i alone (isDistanceOnly:
+    the kernel sums dBias along each diagonal first) and have one tensor
+    with an adjoint. Deterministic: partial tables per work item, summed in
+    item order in f64.
+
+    ```mlir
+    %dtable = pe.score_bias_grad %dbias operands(%table : tensor<32x8xf32>)
+        encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>)
+        : tensor<1x8x?x?xf32> -> tensor<32x8xf32>
+    ```
+  }];
+  let arguments = (ins PE_FloatTensor:$bias_grad, Variadic<PE_FloatTensor>:$encoding_operands,
+                       AnyAttr:$encoding);
+  let results = (outs PE_FloatTensor:$result);
+  let assemblyFormat = [{
+    $bias_grad (`operands` `(` $encoding_operands^ `:` type($encoding_operands) `)`)?
+    `encoding` `(` $encoding `)` attr-dict `:` type($bias_grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // PEJIT_PE_OPS_TD

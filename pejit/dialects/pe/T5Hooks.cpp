@@ -26,6 +26,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "pejit/reference/ScoreBias.h"
+#include "pejit/reference/ScoreBiasGrad.h"
 
 using namespace mlir;
 using namespace pejit::pe;
@@ -230,6 +231,13 @@ SmallVector<GradContribution> T5BiasAttr::emitScoreModAdjoint(OpBuilder &b, Loca
 pejit::ref::Tensor T5BiasAttr::referenceScoreBias(const ReferenceAttention &attention) const {
   return pejit::ref::t5Bias(*attention.operands[0], getBidirectional(), getNumBuckets(),
                             getMaxDistance(), attention.distance(readsPositions()));
+}
+
+pejit::ref::Tensor T5BiasAttr::referenceScoreBiasGradient(const ReferenceAttention &attention,
+                                                          const pejit::ref::Tensor &biasGrad,
+                                                          unsigned) const {
+  return pejit::ref::t5TableGradient(biasGrad, getBidirectional(), getNumBuckets(),
+                                     getMaxDistance(), attention.distance(readsPositions()));
 }
 
 // pe.t5_bias: the materialized [1|b, h, sq, skv] bias.

@@ -155,3 +155,15 @@ func.func @linear(%q: tensor<1x4x32x16xf32>, %k: tensor<1x2x32x16xf32>, %v: tens
   %o = attn.linear_attention %q, %k, %v feature_map(elu_plus_one) query_positions(%ids : tensor<32xi64>) key_positions(%ids : tensor<32xi64>) causal encodings([#pe.rope<layout = half, theta = 10000.0>]) rope_placement(rope_on_numerator) : tensor<1x4x32x16xf32>, tensor<1x2x32x16xf32>, tensor<1x2x32x8xf32> -> tensor<1x4x32x8xf32>
   return %o : tensor<1x4x32x8xf32>
 }
+
+// -----
+
+// A materialized T5 bias: its table's gradient from dBias (the bias's
+// type), d table[n, h] = sum over bucket(j - i) = n of dBias[b, h, i, j].
+// CHECK-LABEL: func.func @t5_bias_backward(
+// CHECK-SAME: %[[T:.*]]: tensor<32x8xf32>, %[[DB:.*]]: tensor<1x8x?x?xf32>) -> tensor<32x8xf32>
+// CHECK: pe.score_bias_grad %[[DB]] operands(%[[T]] : tensor<32x8xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>)
+func.func @t5_bias(%t: tensor<32x8xf32>) -> tensor<1x8x?x?xf32> {
+  %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+  return %b : tensor<1x8x?x?xf32>
+}

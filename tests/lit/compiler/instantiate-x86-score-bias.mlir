@@ -86,3 +86,21 @@ func.func @value(%t: tensor<9x12xf32>) -> tensor<13x21x12xf32> {
   %r = pe.relative_value %t <clip = 4> : tensor<9x12xf32> -> tensor<13x21x12xf32>
   return %r : tensor<13x21x12xf32>
 }
+
+// -----
+
+// pe.score_bias_grad (a materialized T5's table gradient): items of 64
+// rows sum dBias along diagonals, each diagonal's sum through T5's score
+// adjoint into the item's partial table:
+//   diag[c + nr - 1 - r] += dBias[b, h, i0 + r, j0 + c];  d table[bucket(j0 + t - q), h] += diag[t]
+// CHECK-LABEL: module attributes {pejit.kernel = {arguments = "output_grad:f32:1x4x?x?
+// CHECK-SAME: tile_m = 64 : i64
+// CHECK-LABEL: func.func @pejit_bias_grad_item
+// CHECK-NOT: attn.score_grad
+// CHECK: vector.load
+// CHECK: arith.addf
+// CHECK: memref.store
+func.func @t5_grad(%db: tensor<1x4x?x?xf32>, %t: tensor<32x4xf32>) -> tensor<32x4xf32> {
+  %0 = pe.score_bias_grad %db operands(%t : tensor<32x4xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>) : tensor<1x4x?x?xf32> -> tensor<32x4xf32>
+  return %0 : tensor<32x4xf32>
+}

@@ -717,3 +717,35 @@ func.func @rope_scale_grad_per_row_scale_shared_ids(%dy: tensor<2x2x8x64xf32>, %
   %0 = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x2x8x64xf32>, tensor<8xi64> -> tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @score_bias_grad_not_a_bias(%db: tensor<1x8x4x4xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'pe.score_bias_grad' op encoding #pe.rope<layout = half, theta = 10000.0> is not a score bias (pe.t5_bias's #pe.t5_bias<...>)}}
+  %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xf32>) encoding(#pe.rope<layout = half, theta = 10000.0>) : tensor<1x8x4x4xf32> -> tensor<32x8xf32>
+  return
+}
+
+// -----
+
+func.func @score_bias_grad_result(%db: tensor<1x8x4x4xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'pe.score_bias_grad' op result must be f32 of the operand's shape 'tensor<32x8xf32>', got 'tensor<32x4xf32>'}}
+  %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>) : tensor<1x8x4x4xf32> -> tensor<32x4xf32>
+  return
+}
+
+// -----
+
+func.func @score_bias_grad_heads(%db: tensor<1x4x4x4xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'pe.score_bias_grad' op operands #0 (t5_table): the T5 table must be [num_buckets = 32, hq = 4], got 'tensor<32x8xf32>'}}
+  %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>) : tensor<1x4x4x4xf32> -> tensor<32x8xf32>
+  return
+}
+
+// -----
+
+func.func @score_bias_grad_rank(%db: tensor<4x4x4xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'pe.score_bias_grad' op bias_grad must be [b, h, sq, skv] (rank 4), got 'tensor<4x4x4xf32>'}}
+  %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>) : tensor<4x4x4xf32> -> tensor<32x8xf32>
+  return
+}

@@ -182,3 +182,11 @@ func.func @rope_scale_grad(%dy: tensor<2x8x?x64xf32>, %x: tensor<2x8x?x64xf32>, 
   %0 = pe.rope_scale_grad %dy, %x, %pos scale(%s : tensor<2xf32>) <layout = half, theta = 10000.0, runtime_scale = true> : tensor<2x8x?x64xf32>, tensor<2x?xi64> -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// A materialized T5 bias's table gradient from dBias.
+// CHECK-LABEL: func.func @score_bias_grad
+func.func @score_bias_grad(%db: tensor<1x8x?x?xbf16>, %t: tensor<32x8xbf16>) -> tensor<32x8xf32> {
+  // CHECK: pe.score_bias_grad %{{.*}} operands(%{{.*}} : tensor<32x8xbf16>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>) : tensor<1x8x?x?xbf16> -> tensor<32x8xf32>
+  %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xbf16>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>) : tensor<1x8x?x?xbf16> -> tensor<32x8xf32>
+  return %0 : tensor<32x8xf32>
+}

@@ -60,6 +60,15 @@ Stage tiledStage(X86TileConfig tiles) {
                    state.module->lookupSymbol<mlir::func::FuncOp>("pejit_scale_grad_item")) {
       mlir::Type x = scaleGrad.getArgumentTypes()[0]; // x [b, h, s, d], as the forward's
       state.artifact.shape = kernelShape({x, x, x});
+    } else if (auto biasGrad =
+                   state.module->lookupSymbol<mlir::func::FuncOp>("pejit_bias_grad_item")) {
+      // dBias [o0, o1, o2, o3]: Shape{o0, o1, o1, o2, o3, 8, 8}, as the
+      // materialized bias's.
+      auto db = mlir::cast<mlir::MemRefType>(biasGrad.getArgumentTypes()[0]);
+      auto dim = [&](unsigned d) {
+        return mlir::ShapedType::isDynamic(db.getDimSize(d)) ? kDynamicDim : db.getDimSize(d);
+      };
+      state.artifact.shape = Shape{dim(0), dim(1), dim(1), dim(2), dim(3), 8, 8};
     } else if (auto grad =
                    state.module->lookupSymbol<mlir::func::FuncOp>("pejit_embed_grad_item")) {
       mlir::Type rows = grad.getArgumentTypes()[0]; // grad [b, 1, s, d]
