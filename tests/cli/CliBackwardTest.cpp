@@ -219,6 +219,35 @@ TEST(PejitRunBackward, AStandaloneRopeWritesAndChecksItsInputsGradient) {
   EXPECT_EQ(readTensor(grads + "/dx.npy").shape, (std::vector<int64_t>{1, 4, 24, 64}));
 }
 
+// Linear attention (softmax_keys, causal, RoPE): its derived backward writes
+// dq, dk, dv, each checked by a directional derivative of the interpreter.
+TEST(PejitRunBackward, ALinearAttentionWritesAndChecksItsGradients) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  const std::string t = "tensor<1x2x40x16xf32>";
+  writeText(dir.file("lin.mlir"),
+            "func.func @lin(%q: " + t + ", %k: " + t + ", %v: " + t +
+                ", %ids: tensor<40xi64>) -> " + t +
+                " {\n  %o = attn.linear_attention %q, %k, %v feature_map(softmax_keys) "
+                "query_positions(%ids : tensor<40xi64>) key_positions(%ids : tensor<40xi64>) "
+                "causal encodings([#pe.rope<layout = half, theta = 10000.0>]) "
+                "rope_placement(rope_before_feature_map) : " +
+                t + ", " + t + ", " + t + " -> " + t + "\n  return %o : " + t + "\n}\n");
+  for (const char *name : {"q", "k", "v", "do"})
+    writeTensor(dir.file(std::string(name) + ".npy"), randomTensor({1, 2, 40, 16}));
+  writeIds(dir.file("ids.npy"), consecutiveIds(0, 40), npy::DType::I64);
+  std::string grads = dir.path();
+  Result r = runPejit(dir, {"run", dir.file("lin.mlir"), "--input=@" + dir.file("q.npy"),
+                            "--input=@" + dir.file("k.npy"), "--input=@" + dir.file("v.npy"),
+                            "--input=@" + dir.file("ids.npy"), "--backward",
+                            "--grad-output=@" + dir.file("do.npy"), "--grads=" + grads, "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  for (const char *name : {"dq", "dk", "dv"}) {
+    EXPECT_TRUE(contains(r.out, std::string(name) + ": directional derivative")) << r.out;
+    EXPECT_EQ(readTensor(grads + "/" + name + ".npy").shape, (std::vector<int64_t>{1, 2, 40, 16}));
+  }
+}
+
 // A table's gradient (pe.embed_grad) runs and checks like any kernel: its
 // [rows, d] output against the float64 interpreter; a bad id is named.
 TEST(PejitRunBackward, ATableGradientRunsAndChecks) {
