@@ -19,14 +19,15 @@
 //   dq_i = (S_i dO_i) / Z_i   and the row's "dden" vector dZ_i = -a_i dq_i,
 // so dk_j = e_j (T_j v_j + w_j) with w_j = sum_{i sees j} dZ_i.
 //
-// Forward sweep, per head: rows in order, the state S, z grown key by key
-// up to each row's upto(i); each row writes its dq and keeps P_i (q~ or a),
-// W_i (dden q^ or dZ) and 1 / den_i in the rows scratch (2 D + 8 floats a
-// row). Reverse sweep, once per item: keys from the last, the rows that
-// see key j joining T and w (every head of the group, rows from the last)
-// before key j's dk and dv are formed. O((sq + skv) d dv) per head; S and
-// T live on the item's stack.
-//
+// Not causal, every row sees every key: five matmuls per chunk
+// (templates/x86/linear_backward_blocks.mlir). Causal, the masked matmul
+// form (linear_backward_causal.mlir, _causal_keys.mlir): per query head the
+// rows in chunks, S grown chunk by chunk, each row's dq written and its P_i
+// (q~ or a), W_i (dden q^ or dZ) and 1 / den_i kept in the rows scratch
+// (2 D + 8 floats a row); then keys from the last chunk, the rows that see
+// them joining T and w. O((sq + skv) d dv) per head; S and T live on the
+// item's stack.
+
 // Parameters, substituted as text before parsing
 // (pejit/compiler/passes/InstantiateX86LinearBackward.cpp):
 //   ${B} ${SQ} ${SKV}: sizes or `?`; ${HQ} ${HKV} ${GROUP} ${D} ${DV} ${R}
@@ -34,8 +35,9 @@
 //   ${CAUSAL} ${ON_NUMERATOR} ${SOFTMAX_KEYS} ${NORMALIZE}: true or false
 //   ${E0} the RoPE's operand (its runtime scale) or !UNUSED; ${RW} = 2 D + 8
 //   PHI8, QUERY_FACTOR8, KEY_FACTOR8, WIDEN8, NARROW8: function bodies
-// The forward's row loading (templates/x86/linear_blocks.mlir) and 2^x are
-// put in place of `// @pejit-blocks`.
+// Those forms' blocks, the forward's row loading
+// (templates/x86/linear_blocks.mlir), its @gemm and 2^x are put in place of
+// `// @pejit-blocks`.
 
 !Q = memref<${B}x${HQ}x${SQ}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
 !K = memref<${B}x${HKV}x${SKV}x${D}x${T}, strided<[?, ?, ?, 1], offset: ?>>
@@ -54,6 +56,7 @@
 !OACC = memref<${R}x${DV}xf32>
 !STATE = memref<${D}x${DV}xf32>
 !STATE_T = memref<${DV}x${D}xf32>
+!VTT = memref<${DV}x${R}xf32>
 !MAT = memref<?x?xf32, strided<[?, 1], offset: ?>>
 !VEC = memref<${D}xf32>
 !RF = memref<${R}xf32>
@@ -149,20 +152,11 @@ func.func @pejit_linear_backward_item(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %
                              %qnum, %qden, %knum, %kden, %dxt, %dxh, %vt, %gt)
         : (!Q, !K, !V, !O, !O, !Q, !K, !V, !SCRATCH, index, index, !STATE, !VEC, !VEC, !TILE,
            !TILE, !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
-  } else {
-    scf.for %g = %c0 to %GROUP step %c1 {
-      %hg = arith.muli %kh, %GROUP : index
-      %h = arith.addi %hg, %g : index
-      func.call @forward_sweep(%q, %k, %v, %o, %do, %dq, %tables, %rows, %b, %kh, %h, %S, %z,
-                               %M, %qnum, %qden, %knum, %kden, %dxt, %dxh, %vt, %gt)
-          : (!Q, !K, !V, !O, !O, !Q, !SCRATCH, !SCRATCH, index, index, index, !STATE, !VEC,
-             !VEC, !TILE, !TILE, !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
-    }
-    // The reverse sweep reuses S as T and z as w.
-    func.call @reverse_sweep(%k, %v, %do, %dk, %dv, %tables, %rows, %b, %kh, %SQ, %S, %z, %M,
-                             %knum, %kden, %dxt, %dxh, %vt, %gt)
-        : (!K, !V, !O, !K, !V, !SCRATCH, !SCRATCH, index, index, index, !STATE, !VEC, !VEC,
-           !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
+  } else { // causal: the masked matmul form (linear_backward_causal.mlir)
+    func.call @causal_backward(%q, %k, %v, %o, %do, %dq, %dk, %dv, %tables, %rows, %b, %kh, %M,
+                               %qnum, %qden, %knum, %kden, %dxt, %dxh, %vt, %gt)
+        : (!Q, !K, !V, !O, !O, !Q, !K, !V, !SCRATCH, !SCRATCH, index, index, !VEC, !TILE,
+           !TILE, !TILE, !TILE, !TILE, !TILE, !VT, !VT) -> ()
   }
   return
 }
@@ -196,245 +190,6 @@ func.func private @load_keys(%k: !K, %v: !V, %b: index, %kh: index, %j0: index, 
     }
   }
   func.call @load_values(%v, %b, %kh, %j0, %n, %vt) : (!V, index, index, index, index, !VT) -> ()
-  return
-}
-
-// One head's forward sweep: S, z from zero, rows in order; each row's dq
-// (a tile of R rows at a time, chained and written) and its P, W, 1/den.
-func.func private @forward_sweep(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %dq: !Q,
-                                 %tables: !SCRATCH, %rows: !SCRATCH, %b: index, %kh: index,
-                                 %h: index, %S: !STATE, %z: !VEC, %M: !VEC, %qnum: !TILE,
-                                 %qden: !TILE, %knum: !TILE, %kden: !TILE, %dqt: !TILE,
-                                 %dqh: !TILE, %vt: !VT, %gt: !VT) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c8 = arith.constant 8 : index
-  %R = arith.constant ${R} : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  %zero8 = arith.constant dense<0.0> : !V8
-  %SQ = memref.dim %q, %c2 : !Q
-  %SKV = memref.dim %k, %c2 : !K
-  %OFF = arith.subi %SKV, %SQ : index
-  scf.for %c = %c0 to %D step %c1 {
-    scf.for %e = %c0 to %DV step %c8 {
-      vector.store %zero8, %S[%c, %e] : !STATE, !V8
-    }
-  }
-  scf.for %c = %c0 to %D step %c8 {
-    vector.store %zero8, %z[%c] : !VEC, !V8
-  }
-  // The key tile holds keys [kc, kc + R); kc = SKV + R: none yet.
-  %none = arith.addi %SKV, %R : index
-  %state:2 = scf.for %i0 = %c0 to %SQ step %R iter_args(%seen0 = %c0, %kc0 = %none)
-      -> (index, index) {
-    %left = arith.subi %SQ, %i0 : index
-    %nq = arith.minui %left, %R : index
-    %qrows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1] : !Q to !ROWS
-    func.call @load_query_rows(%qrows, %nq, %i0, %b, %tables, %SQ, %SKV, %qnum, %qden)
-        : (!ROWS, index, index, index, !SCRATCH, index, index, !TILE, !TILE) -> ()
-    %after:2 = scf.for %r = %c0 to %nq step %c1 iter_args(%seen = %seen0, %kc = %kc0)
-        -> (index, index) {
-      %i = arith.addi %i0, %r : index
-      %u = func.call @upto(%i, %OFF, %SKV) : (index, index, index) -> index
-      %kc_next = scf.for %j = %seen to %u step %c1 iter_args(%kcj = %kc) -> index {
-        %below = arith.cmpi ult, %j, %kcj : index
-        %end = arith.addi %kcj, %R : index
-        %past = arith.cmpi uge, %j, %end : index
-        %reload = arith.ori %below, %past : i1
-        %kcl = scf.if %reload -> index {
-          %kleft = arith.subi %SKV, %j : index
-          %kn = arith.minui %kleft, %R : index
-          func.call @load_keys(%k, %v, %b, %kh, %j, %kn, %tables, %SQ, %SKV, %M, %knum, %kden,
-                               %vt)
-              : (!K, !V, index, index, index, index, !SCRATCH, index, index, !VEC, !TILE, !TILE,
-                 !VT) -> ()
-          scf.yield %j : index
-        } else {
-          scf.yield %kcj : index
-        }
-        %jj = arith.subi %j, %kcl : index
-        func.call @add_outer(%S, %knum, %jj, %vt, %jj) : (!STATE, !TILE, index, !VT, index) -> ()
-        scf.for %c = %c0 to %D step %c8 {
-          %z8 = vector.load %z[%c] : !VEC, !V8
-          %k8 = vector.load %kden[%jj, %c] : !TILE, !V8
-          %s8 = arith.addf %z8, %k8 : !V8
-          vector.store %s8, %z[%c] : !VEC, !V8
-        }
-        scf.yield %kcl : index
-      }
-      %visible = arith.cmpi ugt, %u, %c0 : index
-      func.call @query_row(%qnum, %qden, %r, %visible, %S, %z, %o, %do, %b, %h, %i, %gt, %dqt,
-                           %dqh, %rows)
-          : (!TILE, !TILE, index, i1, !STATE, !VEC, !O, !O, index, index, index, !VT, !TILE,
-             !TILE, !SCRATCH) -> ()
-      scf.yield %u, %kc_next : index, index
-    }
-    func.call @finish_query_rows(%qden, %dqt, %dqh, %nq, %i0, %b, %h, %tables, %SQ, %SKV, %dq)
-        : (!TILE, !TILE, !TILE, index, index, index, index, !SCRATCH, index, index, !Q) -> ()
-    scf.yield %after#0, %after#1 : index, index
-  }
-  return
-}
-
-// Row r of the query tile (row i of head h): dq~ into dqt[r], dq^ into
-// dqh[r], and its P, W, 1/den into the rows scratch.
-func.func private @query_row(%qnum: !TILE, %qden: !TILE, %r: index, %visible: i1, %S: !STATE,
-                             %z: !VEC, %o: !O, %do: !O, %b: index, %h: index, %i: index,
-                             %gt: !VT, %dqt: !TILE, %dqh: !TILE, %rows: !SCRATCH) {
-  %c0 = arith.constant 0 : index
-  %c8 = arith.constant 8 : index
-  %c2 = arith.constant 2 : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  %HQ = arith.constant ${HQ} : index
-  %RW = arith.constant ${RW} : index
-  %normalize = arith.constant ${NORMALIZE}
-  %softmax_keys = arith.constant ${SOFTMAX_KEYS}
-  %zero = arith.constant 0.0 : f32
-  %one = arith.constant 1.0 : f32
-  %zero8 = arith.constant dense<0.0> : !V8
-  %SQ = memref.dim %o, %c2 : !O
-  %bh = arith.muli %b, %HQ : index
-  %bhh = arith.addi %bh, %h : index
-  %row0 = arith.muli %bhh, %SQ : index
-  %row = arith.addi %row0, %i : index
-  %at = arith.muli %row, %RW : index
-  // den = q^ . z (1 without a denominator)
-  %den_acc = scf.for %c = %c0 to %D step %c8 iter_args(%acc = %zero8) -> !V8 {
-    %q8 = vector.load %qden[%r, %c] : !TILE, !V8
-    %z8 = vector.load %z[%c] : !VEC, !V8
-    %next = vector.fma %q8, %z8, %acc : !V8
-    scf.yield %next : !V8
-  }
-  %den_sum = vector.reduction <add>, %den_acc : !V8 into f32
-  %den = arith.select %normalize, %den_sum, %one : f32
-  %nonzero = arith.cmpf one, %den, %zero : f32
-  %valid = arith.andi %visible, %nonzero : i1
-  %inv = arith.divf %one, %den : f32
-  %rden = arith.select %valid, %inv, %zero : f32
-  %rden8 = vector.broadcast %rden : f32 to !V8
-  // g = dO / den into gt[r]; dden = -(g . o)
-  %go_acc = scf.for %e = %c0 to %DV step %c8 iter_args(%acc = %zero8) -> !V8 {
-    %do8 = vector.load %do[%b, %h, %i, %e] : !O, !IN8
-    %dow = func.call @widen8(%do8) : (!IN8) -> !V8
-    %g8 = arith.mulf %dow, %rden8 : !V8
-    vector.store %g8, %gt[%r, %e] : !VT, !V8
-    %o8 = vector.load %o[%b, %h, %i, %e] : !O, !IN8
-    %ow = func.call @widen8(%o8) : (!IN8) -> !V8
-    %next = vector.fma %g8, %ow, %acc : !V8
-    scf.yield %next : !V8
-  }
-  %go = vector.reduction <add>, %go_acc : !V8 into f32
-  %mgo = arith.negf %go : f32
-  %dden = arith.select %normalize, %mgo, %zero : f32
-  %dden8 = vector.broadcast %dden : f32 to !V8
-  func.call @state_dot(%S, %gt, %r, %dqt, %r) : (!STATE, !VT, index, !TILE, index) -> ()
-  %DW = arith.addi %at, %D : index
-  scf.for %c = %c0 to %D step %c8 {
-    %q8 = vector.load %qnum[%r, %c] : !TILE, !V8
-    %qh8 = vector.load %qden[%r, %c] : !TILE, !V8
-    %z8 = vector.load %z[%c] : !VEC, !V8
-    %t8 = vector.load %dqt[%r, %c] : !TILE, !V8
-    // softmax_keys: a = q / Z and dq = dq~ / Z where Z > 0, dZ = -a dq.
-    %some = arith.cmpf ogt, %z8, %zero8 : !V8
-    %qz = arith.divf %q8, %z8 : !V8
-    %a8 = arith.select %some, %qz, %zero8 : vector<8xi1>, !V8
-    %tz = arith.divf %t8, %z8 : !V8
-    %dqs = arith.select %some, %tz, %zero8 : vector<8xi1>, !V8
-    %ma = arith.negf %a8 : !V8
-    %dz8 = arith.mulf %ma, %dqs : !V8
-    // else: dq^ = dden z, P = q~, W = dden q^.
-    %dh8 = arith.mulf %dden8, %z8 : !V8
-    %w8 = arith.mulf %dden8, %qh8 : !V8
-    %t_out = arith.select %softmax_keys, %dqs, %t8 : !V8
-    %h_out = arith.select %softmax_keys, %zero8, %dh8 : !V8
-    %p_out = arith.select %softmax_keys, %a8, %q8 : !V8
-    %w_out = arith.select %softmax_keys, %dz8, %w8 : !V8
-    vector.store %t_out, %dqt[%r, %c] : !TILE, !V8
-    vector.store %h_out, %dqh[%r, %c] : !TILE, !V8
-    %pa = arith.addi %at, %c : index
-    vector.store %p_out, %rows[%pa] : !SCRATCH, !V8
-    %wa = arith.addi %DW, %c : index
-    vector.store %w_out, %rows[%wa] : !SCRATCH, !V8
-  }
-  %ra = arith.addi %DW, %D : index
-  memref.store %rden, %rows[%ra] : !SCRATCH
-  return
-}
-
-// out[r, c] = S[c, :] . x[xr, :] for every c: 8 channels at a time (8
-// independent sums, then one reduction each).
-func.func private @state_dot(%S: !STATE, %x: !VT, %xr: index, %out: !TILE, %r: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  %zero8 = arith.constant dense<0.0> : !V8
-  scf.for %c0b = %c0 to %D step %c8 {
-    %c1b = arith.addi %c0b, %c1 : index
-    %c2b = arith.addi %c1b, %c1 : index
-    %c3b = arith.addi %c2b, %c1 : index
-    %c4b = arith.addi %c3b, %c1 : index
-    %c5b = arith.addi %c4b, %c1 : index
-    %c6b = arith.addi %c5b, %c1 : index
-    %c7b = arith.addi %c6b, %c1 : index
-    %acc:8 = scf.for %e = %c0 to %DV step %c8
-        iter_args(%a0 = %zero8, %a1 = %zero8, %a2 = %zero8, %a3 = %zero8, %a4 = %zero8,
-                  %a5 = %zero8, %a6 = %zero8, %a7 = %zero8) -> (!V8, !V8, !V8, !V8, !V8, !V8,
-                                                                !V8, !V8) {
-      %x8 = vector.load %x[%xr, %e] : !VT, !V8
-      %s0 = vector.load %S[%c0b, %e] : !STATE, !V8
-      %s1 = vector.load %S[%c1b, %e] : !STATE, !V8
-      %s2 = vector.load %S[%c2b, %e] : !STATE, !V8
-      %s3 = vector.load %S[%c3b, %e] : !STATE, !V8
-      %s4 = vector.load %S[%c4b, %e] : !STATE, !V8
-      %s5 = vector.load %S[%c5b, %e] : !STATE, !V8
-      %s6 = vector.load %S[%c6b, %e] : !STATE, !V8
-      %s7 = vector.load %S[%c7b, %e] : !STATE, !V8
-      %n0 = vector.fma %s0, %x8, %a0 : !V8
-      %n1 = vector.fma %s1, %x8, %a1 : !V8
-      %n2 = vector.fma %s2, %x8, %a2 : !V8
-      %n3 = vector.fma %s3, %x8, %a3 : !V8
-      %n4 = vector.fma %s4, %x8, %a4 : !V8
-      %n5 = vector.fma %s5, %x8, %a5 : !V8
-      %n6 = vector.fma %s6, %x8, %a6 : !V8
-      %n7 = vector.fma %s7, %x8, %a7 : !V8
-      scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
-    }
-    %r0 = vector.reduction <add>, %acc#0 : !V8 into f32
-    %r1 = vector.reduction <add>, %acc#1 : !V8 into f32
-    %r2 = vector.reduction <add>, %acc#2 : !V8 into f32
-    %r3 = vector.reduction <add>, %acc#3 : !V8 into f32
-    %r4 = vector.reduction <add>, %acc#4 : !V8 into f32
-    %r5 = vector.reduction <add>, %acc#5 : !V8 into f32
-    %r6 = vector.reduction <add>, %acc#6 : !V8 into f32
-    %r7 = vector.reduction <add>, %acc#7 : !V8 into f32
-    %v0 = vector.from_elements %r0, %r1, %r2, %r3, %r4, %r5, %r6, %r7 : !V8
-    vector.store %v0, %out[%r, %c0b] : !TILE, !V8
-  }
-  return
-}
-
-// S[c, :] += x[xr, c] y[yr, :] for every c (a rank-1 update).
-func.func private @add_outer(%S: !STATE, %x: !TILE, %xr: index, %y: !VT, %yr: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  scf.for %c = %c0 to %D step %c1 {
-    %xs = memref.load %x[%xr, %c] : !TILE
-    %x8 = vector.broadcast %xs : f32 to !V8
-    scf.for %e = %c0 to %DV step %c8 {
-      %s8 = vector.load %S[%c, %e] : !STATE, !V8
-      %y8 = vector.load %y[%yr, %e] : !VT, !V8
-      %n8 = vector.fma %x8, %y8, %s8 : !V8
-      vector.store %n8, %S[%c, %e] : !STATE, !V8
-    }
-  }
   return
 }
 
@@ -475,158 +230,6 @@ func.func private @finish_query_rows(%qden: !TILE, %dqt: !TILE, %dqh: !TILE, %nq
       %n8 = func.call @narrow8(%d8) : (!V8) -> !OUT8
       vector.store %n8, %dq[%b, %h, %i, %c] : !Q, !OUT8
     }
-  }
-  return
-}
-
-// The reverse sweep: T (in S) and w (in z) from zero, keys from the last,
-// R at a time; before key j, every row of the group that sees it and has
-// not joined yet joins (rows from the last, heads in order).
-func.func private @reverse_sweep(%k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, %tables: !SCRATCH,
-                                 %rows: !SCRATCH, %b: index, %kh: index, %SQ: index,
-                                 %T: !STATE, %w: !VEC, %M: !VEC, %knum: !TILE, %kden: !TILE,
-                                 %dkt: !TILE, %dkh: !TILE, %vt: !VT, %dvt: !VT) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %c8 = arith.constant 8 : index
-  %R = arith.constant ${R} : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  %zero8 = arith.constant dense<0.0> : !V8
-  %SKV = memref.dim %k, %c2 : !K
-  %OFF = arith.subi %SKV, %SQ : index
-  scf.for %c = %c0 to %D step %c1 {
-    scf.for %e = %c0 to %DV step %c8 {
-      vector.store %zero8, %T[%c, %e] : !STATE, !V8
-    }
-  }
-  scf.for %c = %c0 to %D step %c8 {
-    vector.store %zero8, %w[%c] : !VEC, !V8
-  }
-  %R1 = arith.subi %R, %c1 : index
-  %skv_up = arith.addi %SKV, %R1 : index
-  %chunks = arith.divui %skv_up, %R : index
-  // Rows [0, pending) have not joined yet.
-  %final = scf.for %t = %c0 to %chunks step %c1 iter_args(%pending0 = %SQ) -> index {
-    %hi1 = arith.muli %t, %R : index
-    %hi = arith.subi %SKV, %hi1 : index
-    %lo0 = arith.subi %hi, %R : index
-    %neg = arith.cmpi slt, %lo0, %c0 : index
-    %lo = arith.select %neg, %c0, %lo0 : index
-    %n = arith.subi %hi, %lo : index
-    func.call @load_keys(%k, %v, %b, %kh, %lo, %n, %tables, %SQ, %SKV, %M, %knum, %kden, %vt)
-        : (!K, !V, index, index, index, index, !SCRATCH, index, index, !VEC, !TILE, !TILE, !VT)
-          -> ()
-    %pending_out = scf.for %s = %c0 to %n step %c1 iter_args(%pending = %pending0) -> index {
-      %n1 = arith.subi %n, %c1 : index
-      %jj = arith.subi %n1, %s : index
-      %j = arith.addi %lo, %jj : index
-      %joined = scf.while (%p = %pending) : (index) -> index {
-        %any = arith.cmpi ugt, %p, %c0 : index
-        %last = arith.subi %p, %c1 : index
-        %u = func.call @upto(%last, %OFF, %SKV) : (index, index, index) -> index
-        %sees = arith.cmpi ugt, %u, %j : index
-        %go = arith.andi %any, %sees : i1
-        scf.condition(%go) %p : index
-      } do {
-      ^bb0(%p: index):
-        %i = arith.subi %p, %c1 : index
-        func.call @join_row(%do, %rows, %b, %kh, %i, %SQ, %T, %w)
-            : (!O, !SCRATCH, index, index, index, index, !STATE, !VEC) -> ()
-        scf.yield %i : index
-      }
-      func.call @state_dot(%T, %vt, %jj, %dkt, %jj) : (!STATE, !VT, index, !TILE, index) -> ()
-      scf.for %c = %c0 to %D step %c8 {
-        %w8 = vector.load %w[%c] : !VEC, !V8
-        vector.store %w8, %dkh[%jj, %c] : !TILE, !V8
-      }
-      func.call @state_t_dot(%T, %knum, %jj, %dvt, %jj) : (!STATE, !TILE, index, !VT, index) -> ()
-      scf.yield %joined : index
-    }
-    func.call @finish_key_rows(%kden, %dkt, %dkh, %dvt, %n, %lo, %b, %kh, %tables, %SQ, %SKV,
-                               %dk, %dv)
-        : (!TILE, !TILE, !TILE, !VT, index, index, index, index, !SCRATCH, index, index, !K, !V)
-          -> ()
-    scf.yield %pending_out : index
-  }
-  return
-}
-
-// Row i of every head of KV head kh's group joins T and w:
-// T += P_i g_i^T (g_i = dO_i / den_i), w += W_i.
-func.func private @join_row(%do: !O, %rows: !SCRATCH, %b: index, %kh: index, %i: index,
-                            %SQ: index, %T: !STATE, %w: !VEC) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  %HQ = arith.constant ${HQ} : index
-  %GROUP = arith.constant ${GROUP} : index
-  %RW = arith.constant ${RW} : index
-  %zero = arith.constant 0.0 : f32
-  %g_row = memref.alloca() {alignment = 64 : i64} : memref<${DV}xf32>
-  scf.for %g = %c0 to %GROUP step %c1 {
-    %hg = arith.muli %kh, %GROUP : index
-    %h = arith.addi %hg, %g : index
-    %bh = arith.muli %b, %HQ : index
-    %bhh = arith.addi %bh, %h : index
-    %row0 = arith.muli %bhh, %SQ : index
-    %row = arith.addi %row0, %i : index
-    %at = arith.muli %row, %RW : index
-    %DW = arith.addi %at, %D : index
-    %ra = arith.addi %DW, %D : index
-    %rden = memref.load %rows[%ra] : !SCRATCH
-    %live = arith.cmpf one, %rden, %zero : f32
-    scf.if %live {
-      %rden8 = vector.broadcast %rden : f32 to !V8
-      scf.for %e = %c0 to %DV step %c8 {
-        %do8 = vector.load %do[%b, %h, %i, %e] : !O, !IN8
-        %dow = func.call @widen8(%do8) : (!IN8) -> !V8
-        %g8 = arith.mulf %dow, %rden8 : !V8
-        vector.store %g8, %g_row[%e] : memref<${DV}xf32>, !V8
-      }
-      scf.for %c = %c0 to %D step %c1 {
-        %pa = arith.addi %at, %c : index
-        %ps = memref.load %rows[%pa] : !SCRATCH
-        %p8 = vector.broadcast %ps : f32 to !V8
-        scf.for %e = %c0 to %DV step %c8 {
-          %t8 = vector.load %T[%c, %e] : !STATE, !V8
-          %g8 = vector.load %g_row[%e] : memref<${DV}xf32>, !V8
-          %n8 = vector.fma %p8, %g8, %t8 : !V8
-          vector.store %n8, %T[%c, %e] : !STATE, !V8
-        }
-      }
-      scf.for %c = %c0 to %D step %c8 {
-        %wa = arith.addi %DW, %c : index
-        %x8 = vector.load %rows[%wa] : !SCRATCH, !V8
-        %w8 = vector.load %w[%c] : !VEC, !V8
-        %s8 = arith.addf %w8, %x8 : !V8
-        vector.store %s8, %w[%c] : !VEC, !V8
-      }
-    }
-  }
-  return
-}
-
-// out[r, :] = sum_c x[xr, c] T[c, :] (T^T x), 32 columns at a time.
-func.func private @state_t_dot(%T: !STATE, %x: !TILE, %xr: index, %out: !VT, %r: index) {
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %D = arith.constant ${D} : index
-  %DV = arith.constant ${DV} : index
-  %zero8 = arith.constant dense<0.0> : !V8
-  scf.for %e = %c0 to %DV step %c8 {
-    %acc = scf.for %c = %c0 to %D step %c1 iter_args(%a = %zero8) -> !V8 {
-      %xs = memref.load %x[%xr, %c] : !TILE
-      %x8 = vector.broadcast %xs : f32 to !V8
-      %t8 = vector.load %T[%c, %e] : !STATE, !V8
-      %n8 = vector.fma %x8, %t8, %a : !V8
-      scf.yield %n8 : !V8
-    }
-    vector.store %acc, %out[%r, %e] : !VT, !V8
   }
   return
 }

@@ -6,9 +6,10 @@
 // gradients; max |grad - ref| <= 1e-4 max |ref| in f32, 2e-2 in f16/bf16
 // (the reference on the rounded inputs). The matrix: every feature map,
 // no RoPE and both placements, causal and not, lengths 1, 7, 64, 150, 1000
-// (causal, the sweeps read rows and keys 16 at a time; not causal, the
-// matmul form takes chunks of 64: 150 crosses both), GQA, sq < skv and
-// sq > skv, a shape class; bitwise determinism across thread counts.
+// (the matmul forms take chunks of 64 rows or keys, 16 when causal with a
+// chunk's own keys masked: 7, 150 and 1000 cross them), GQA, sq < skv and sq > skv, a
+// shape class, relu's zero denominators; bitwise determinism across thread
+// counts.
 #include "pejit/reference/LinearAttentionGrad.h"
 #include "pejit/reference/Rope.h"
 #include "tests/runtime/StandaloneHarness.h"
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 
 namespace pejit::testing {
 namespace {
@@ -75,6 +77,17 @@ ref::FeatureMap featureMapOf(const std::string &name) {
   return ref::FeatureMap::EluPlusOne;
 }
 
+/// A fresh random tensor of |x| + 0.05 in `dtype`, and its rounded values.
+std::pair<npy::Array, ref::Tensor> positiveInput(const std::vector<int64_t> &shape, DType dtype) {
+  ref::Tensor x = randomTensor(shape, rng(nullptr));
+  for (double &value : x.data)
+    value = std::fabs(value) + 0.05;
+  npy::Array bytes = npy::fromFloat32(toFloat(x), shape, npyDtype(dtype));
+  std::vector<float> rounded = npy::toFloat32(bytes);
+  x.data.assign(rounded.begin(), rounded.end());
+  return {std::move(bytes), std::move(x)};
+}
+
 /// max |got - want| / max(max |want|, floor). The floor: where every row
 /// sees one key, dq and dk vanish (a normalized map's out_i = v_0, and a
 /// softmax over one key is 1, whatever q and k): the float64 reference is
@@ -100,8 +113,14 @@ void runCase(const LinearCase &c, Runtime &runtime, std::vector<std::vector<floa
   ASSERT_TRUE(forward) << forward.error();
   Expected<X86Kernel> kernel = runtime.getX86Backward(*forward);
   ASSERT_TRUE(kernel) << kernel.error();
-  auto [q, qRef] = randomInput({c.batch, c.heads, c.sq, c.d}, c.dtype);
-  auto [k, kRef] = randomInput({c.batch, c.kvHeads, c.skv, c.d}, c.dtype);
+  // relu: |x| + 0.05, so that no denominator is near 0 (where the
+  // gradient, 1 / den, is as large as its rounding); its zero rows and
+  // kinks: ReluZeroDenominatorRowsGetZeroGradients.
+  const bool relu = c.map == "relu";
+  auto [q, qRef] = relu ? positiveInput({c.batch, c.heads, c.sq, c.d}, c.dtype)
+                        : randomInput({c.batch, c.heads, c.sq, c.d}, c.dtype);
+  auto [k, kRef] = relu ? positiveInput({c.batch, c.kvHeads, c.skv, c.d}, c.dtype)
+                        : randomInput({c.batch, c.kvHeads, c.skv, c.d}, c.dtype);
   auto [v, vRef] = randomInput({c.batch, c.kvHeads, c.skv, c.dv}, c.dtype);
   auto [dO, dORef] = randomInput({c.batch, c.heads, c.sq, c.dv}, c.dtype);
   std::mt19937 &engine = rng(nullptr);
@@ -221,6 +240,57 @@ TEST(LinearAttentionBackward, HalfInputsAndAShapeClass) {
       c.sq = c.skv = length;
       expectCase(c);
     }
+  }
+}
+
+// relu: a row whose features all vanish (q <= 0) has a zero denominator,
+// so a zero output and zero gradient, as a row that sees no key (causal,
+// sq > skv); both kinds beside ordinary rows, causal and not.
+TEST(LinearAttentionBackward, ReluZeroDenominatorRowsGetZeroGradients) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    Expected<Spec> forward = Spec::fromText(forwardSource([&] {
+      LinearCase c;
+      c.map = "relu", c.causal = causal, c.heads = c.kvHeads = 1, c.sq = 6, c.skv = 4;
+      return c;
+    }()));
+    ASSERT_TRUE(forward) << forward.error();
+    Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*forward);
+    ASSERT_TRUE(kernel) << kernel.error();
+    std::mt19937 &engine = rng(nullptr);
+    ref::Tensor q = randomTensor({1, 1, 6, 16}, engine), k = randomTensor({1, 1, 4, 16}, engine),
+                v = randomTensor({1, 1, 4, 16}, engine), dO = randomTensor({1, 1, 6, 16}, engine);
+    for (int64_t ch = 0; ch < 16; ++ch)
+      q.at(0, 0, 5, ch) = -0.5 - 0.01 * ch; // relu(q_5) = 0: a zero denominator
+    for (int64_t i = 0; i < 5; ++i)
+      q.at(0, 0, i, 0) = 0.5; // the other rows see keys through channel 0
+    for (int64_t j = 0; j < 4; ++j)
+      k.at(0, 0, j, 0) = 0.5;
+    ref::LinearAttentionOptions options;
+    options.map = ref::FeatureMap::Relu;
+    options.causal = causal; // causal: rows 0 and 1 see no key (sq - skv = 2)
+    options.algorithm = ref::LinearAttentionOptions::Algorithm::Direct;
+    ref::Tensor o = ref::linearAttention(q, k, v, options, nullptr);
+    ref::LinearAttentionGradients want =
+        ref::linearAttentionBackward(q, k, v, dO, options, nullptr, nullptr);
+    std::vector<float> qf = toFloat(q), kf = toFloat(k), vf = toFloat(v), of = toFloat(o),
+                       dOf = toFloat(dO);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> dq(qf.size(), nan), dk(kf.size(), nan), dv(vf.size(), nan);
+    Status status = kernel->runBackward({{qf.data(), DType::F32, q.shape, {}},
+                                         {kf.data(), DType::F32, k.shape, {}},
+                                         {vf.data(), DType::F32, v.shape, {}},
+                                         {of.data(), DType::F32, o.shape, {}},
+                                         {dOf.data(), DType::F32, dO.shape, {}}},
+                                        {{dq.data(), DType::F32, q.shape, {}},
+                                         {dk.data(), DType::F32, k.shape, {}},
+                                         {dv.data(), DType::F32, v.shape, {}}});
+    ASSERT_TRUE(status) << status.message();
+    for (int64_t ch = 0; ch < 16; ++ch)
+      EXPECT_EQ(dq[5 * 16 + ch], 0.0f) << "the zero-denominator row, channel " << ch;
+    EXPECT_LE(errorOf(dq, want.dq, 1e-3), 1e-4) << "dq";
+    EXPECT_LE(errorOf(dk, want.dk, 1e-3), 1e-4) << "dk";
+    EXPECT_LE(errorOf(dv, want.dv, 1e-3), 1e-4) << "dv";
   }
 }
 

@@ -17,6 +17,8 @@
 #include "templates/X86Exp2.inc"
 #include "templates/X86LinearBackward.inc"
 #include "templates/X86LinearBackwardBlocks.inc"
+#include "templates/X86LinearBackwardCausal.inc"
+#include "templates/X86LinearBackwardCausalKeys.inc"
 #include "templates/X86LinearBlocks.inc"
 #include "templates/X86LinearGemm.inc"
 
@@ -25,9 +27,10 @@ using namespace pejit;
 
 namespace {
 
-/// Rows of Q (and keys) read into f32 at once. Not causal, the matmul
-/// form's chunks: 64 rows make each matmul long enough to run near the
-/// FMA peak. Causal, the row-by-row sweeps' tiles: 16.
+/// Rows of Q (and keys) per chunk of the matmul forms. Not causal: 64, long
+/// enough matmuls to run near the FMA peak. Causal: 16, since a chunk's own
+/// keys cost masked matmuls that grow with the chunk (measured at s = 8192:
+/// 52 ms at 16, 61 at 8, 64 at 32, 66 at 64; bench/RESULTS.md).
 int64_t rowsPerTile(attn::LinearAttentionBackwardOp op) { return op.getCausal() ? 16 : 64; }
 
 /// S and T [d, dv] both live on the item's stack: at most 256 KB each.
@@ -131,11 +134,14 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
       {"WIDEN8", x86WidenBody(typeName)},
       {"NARROW8", x86NarrowBody(typeName)}};
   FailureOr<std::string> text = substitute(
-      loadTemplateWithBlocks({"x86/linear_attention_backward.mlir", kX86LinearBackwardTemplate},
-                             {{"x86/linear_backward_blocks.mlir", kX86LinearBackwardBlocksTemplate},
-                              {"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
-                              {"x86/linear_gemm.mlir", kX86LinearGemmTemplate},
-                              {"x86/exp2.mlir", kX86Exp2Template}}),
+      loadTemplateWithBlocks(
+          {"x86/linear_attention_backward.mlir", kX86LinearBackwardTemplate},
+          {{"x86/linear_backward_blocks.mlir", kX86LinearBackwardBlocksTemplate},
+           {"x86/linear_backward_causal.mlir", kX86LinearBackwardCausalTemplate},
+           {"x86/linear_backward_causal_keys.mlir", kX86LinearBackwardCausalKeysTemplate},
+           {"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
+           {"x86/linear_gemm.mlir", kX86LinearGemmTemplate},
+           {"x86/exp2.mlir", kX86Exp2Template}}),
       params, op);
   if (failed(text))
     return failure();

@@ -1,11 +1,11 @@
 // attn-instantiate-x86-template, linear attention backward form: one
 // attn.linear_attention_backward becomes templates/x86/linear_attention_backward.mlir's
-// kernel (docs/backward.md, "Linear attention"). One item per (b, hkv):
-// per query head a forward sweep (S, z grown key by key, each row's
-//   dq~_i = S_i g_i, dq^_i = dden_i z_i, g_i = dO_i / den_i, dden_i = -(g_i . o_i)
-// written as dq = phi'(q^) (dq~ + dq^) through the RoPE's adjoint), then
-// one reverse sweep over the keys from the last (T += q~_i g_i^T, w +=
-// dden_i q^_i for the rows that see key j; dk~_j = T v_j, dv_j = T^T k~_j).
+// kernel (docs/backward.md, "Linear attention"). One item per (b, hkv), in
+// chunks of 64 rows or keys, each step a matmul. Causal: per query head
+//   dQ~ = G St + mask(G V_own^T) K~_own,  dq = phi'(q^) (dq~ + dden z) through the RoPE's adjoint
+// (G the rows' dO / den, St the keys before the chunk), then keys from the last chunk
+//   dK~ = V T^T + mask(V G_part^T) P_part,  dV = K~ T + mask(K~ P_part^T) G_part
+// (T the rows that see the whole chunk). Not causal: no masks.
 // RUN: pejit-opt %s --split-input-file --attn-instantiate-x86-template | FileCheck %s
 
 // elu_plus_one, causal, RoPE on the numerator, GQA 4/2: two items, the
@@ -15,24 +15,26 @@
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NOT: attn.qk_prologue
 // CHECK-LABEL: func.func @pejit_linear_backward_item
-// CHECK: call @forward_sweep
-// CHECK: call @reverse_sweep
-// CHECK-LABEL: func.func private @forward_sweep
-// CHECK: call @add_outer
-// CHECK: call @query_row
-// CHECK: call @finish_query_rows
+// CHECK: call @full_backward
+// CHECK: call @causal_backward
 // CHECK-LABEL: func.func private @finish_query_rows
 // CHECK-NOT: attn.qk_transform
 // CHECK: call @query_factor8
-// CHECK-LABEL: func.func private @reverse_sweep
-// CHECK: scf.while
-// CHECK: call @join_row
-// CHECK: call @state_dot
-// CHECK: call @state_t_dot
-// CHECK: call @finish_key_rows
 // elu + 1's derivative read from its value: min(phi, 1).
 // CHECK-LABEL: func.func private @query_factor8
 // CHECK: arith.minimumf
+// CHECK-LABEL: func.func private @causal_queries
+// CHECK: call @join_keys
+// CHECK: call @causal_row
+// CHECK: call @gemm
+// CHECK: call @mask_scores
+// CHECK: call @gemm
+// CHECK: call @finish_query_rows
+// CHECK-LABEL: func.func private @causal_keys
+// CHECK: call @join_rows
+// CHECK: call @gemm
+// CHECK: call @mask_partial
+// CHECK: call @finish_key_rows
 func.func @f(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: tensor<1x2x?x8xf32>,
              %o: tensor<1x4x?x8xf32>, %do: tensor<1x4x?x8xf32>, %ids: tensor<?xi64>)
     -> (tensor<1x4x?x16xf32>, tensor<1x2x?x16xf32>, tensor<1x2x?x8xf32>) {
