@@ -4,8 +4,9 @@
 // one item per (b, hkv) on the pool: each writes the dq rows of its group's
 // heads and the dk, dv rows of its KV head, once, in a fixed order, so the
 // gradients are the same bit for bit at any thread count. Scratch: the
-// tables, then each query row's P, W and 1/den (2 d + 8 floats) that an
-// item's forward sweep writes and its reverse sweep reads.
+// tables, then, causal, each query row's P, W and 1/den (the description's
+// row_scratch_floats, 2 d + 8) that an item's query half writes and its
+// key half reads.
 #include "pejit/core/CallPlan.h"
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/X86KernelImpl.h"
@@ -42,7 +43,8 @@ Status X86KernelImpl::runLinearBackwardCall(const Shape &s, const BoundInputs &b
              {s.keySeq, 1}};
   const int64_t tableFloats = planCall(*this, s).tableFloats;
   const int64_t rowsAt = (tableFloats + 15) / 16 * 16;
-  const int64_t rowFloats = s.batch * s.queryHeads * s.querySeq * (2 * s.headDim + 8);
+  // rowScratchFloats per query row: causal, the template's RW = 2 d + 8.
+  const int64_t rowFloats = s.batch * s.queryHeads * s.querySeq * rowScratchFloats;
   const int64_t scratchFloats = rowsAt + rowFloats;
   ScratchBuffer scratch = takeScratch(scratchFloats);
   if (!scratch.data)

@@ -155,8 +155,7 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
     return failure();
 
   // One item per (b, hkv). The tables are the RoPE's, per Q and K
-  // position; the rows scratch (2 d + 8 floats per query row) the runtime
-  // sizes per call.
+  // position; the rows scratch the runtime sizes per call.
   bool staticShape = !ShapedType::isDynamic(shape.batch) &&
                      !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
   int64_t perQuery = rope ? rope.getScratchFloatsPerPosition(shape, false) : 0;
@@ -173,6 +172,10 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
   info.append("tile_n", attrs.getI64IntegerAttr(rows));
+  // Causal, each query row keeps P, W and 1/den (2 d + 8 floats, RW) for
+  // the key half; not causal, no row needs scratch (2: the floor).
+  info.append("row_scratch_floats",
+              attrs.getI64IntegerAttr(op.getCausal() ? 2 * shape.headDim + 8 : 2));
   spliceX86Kernel(module, read->func, read->signature, *kernel, info, typeName, typeName);
   return success();
 }
