@@ -12,6 +12,7 @@
 // counts.
 #include "pejit/reference/LinearAttentionGrad.h"
 #include "pejit/reference/Rope.h"
+#include "tests/runtime/GuardPages.h"
 #include "tests/runtime/StandaloneHarness.h"
 #include "tests/runtime/SuiteRuntime.h"
 
@@ -292,6 +293,61 @@ TEST(LinearAttentionBackward, ReluZeroDenominatorRowsGetZeroGradients) {
     EXPECT_LE(errorOf(dk, want.dk, 1e-3), 1e-4) << "dk";
     EXPECT_LE(errorOf(dv, want.dv, 1e-3), 1e-4) << "dv";
   }
+}
+
+// Every input (read-only) and every gradient ends right before an
+// inaccessible page: a kernel that reads or writes one element past a
+// tensor faults (AddressSanitizer does not see JIT code). Both forms, 16-bit
+// rows, lengths that end mid-chunk.
+TEST(LinearAttentionBackward, StaysWithinEveryTensorAgainstGuardPages) {
+  for (bool causal : {false, true})
+    for (DType dtype : {DType::F32, DType::BF16}) {
+      LinearCase c;
+      c.causal = causal;
+      c.dtype = dtype;
+      c.map = causal ? "elu_plus_one" : "softmax_keys";
+      c.placement = causal ? "rope_on_numerator" : "rope_before_feature_map";
+      c.sq = c.skv = 37;
+      SCOPED_TRACE(c.str());
+      Expected<Spec> forward = Spec::fromText(forwardSource(c));
+      ASSERT_TRUE(forward) << forward.error();
+      Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*forward);
+      ASSERT_TRUE(kernel) << kernel.error();
+      const size_t element = dtype == DType::F32 ? 4 : 2;
+      const std::vector<int64_t> qShape{1, c.heads, c.sq, c.d}, kShape{1, c.kvHeads, c.skv, c.d};
+      std::vector<std::pair<npy::Array, ref::Tensor>> drawn;
+      for (const std::vector<int64_t> &shape : {qShape, kShape, kShape, qShape, qShape})
+        drawn.push_back(randomInput(shape, dtype));
+      std::vector<GuardedBuffer> inputs;
+      std::vector<TensorView> views;
+      for (auto &[bytes, values] : drawn) {
+        inputs.emplace_back(bytes.bytes.size());
+        std::memcpy(inputs.back().data(), bytes.bytes.data(), bytes.bytes.size());
+        inputs.back().protectReadOnly();
+        views.push_back({inputs.back().data(), dtype, values.shape, {}});
+      }
+      std::vector<int64_t> ids(37);
+      for (int64_t n = 0; n < 37; ++n)
+        ids[n] = 3 * n;
+      GuardedBuffer qIds(37 * 8), kIds(37 * 8);
+      std::memcpy(qIds.data(), ids.data(), 37 * 8);
+      std::memcpy(kIds.data(), ids.data(), 37 * 8);
+      qIds.protectReadOnly();
+      kIds.protectReadOnly();
+      views.push_back({qIds.data(), DType::I64, {37}, {}});
+      views.push_back({kIds.data(), DType::I64, {37}, {}});
+      GuardedBuffer dq(37 * c.heads * c.d * element), dk(37 * c.kvHeads * c.d * element),
+          dv(37 * c.kvHeads * c.d * element);
+      Status status = kernel->runBackward(views, {{dq.data(), dtype, qShape, {}},
+                                                  {dk.data(), dtype, kShape, {}},
+                                                  {dv.data(), dtype, kShape, {}}});
+      ASSERT_TRUE(status) << status.message();
+      // The gradients are finite (every element written, none past the end).
+      npy::Array dkBytes{npyDtype(dtype), kShape,
+                         std::vector<uint8_t>(dk.as<uint8_t>(), dk.as<uint8_t>() + dk.bytes())};
+      for (float x : npy::toFloat32(dkBytes))
+        ASSERT_TRUE(std::isfinite(x));
+    }
 }
 
 // Each item sums its own rows in a fixed order: 1 and 2 threads give the

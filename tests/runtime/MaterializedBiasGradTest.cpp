@@ -9,6 +9,7 @@
 // keys and more), a batch of dBias rows, a `?` shape class, bitwise
 // determinism across thread counts, and an error that names a bad dBias.
 #include "pejit/reference/ScoreBiasGrad.h"
+#include "tests/runtime/GuardPages.h"
 #include "tests/runtime/StandaloneHarness.h"
 #include "tests/runtime/SuiteRuntime.h"
 
@@ -123,6 +124,35 @@ TEST(MaterializedBiasGrad, BitwiseIdenticalAcrossThreadCounts) {
   runCase(c, pair, two, error);
   ASSERT_EQ(error, "");
   EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0);
+}
+
+// dBias and the table (read-only) and the gradient end right before an
+// inaccessible page: the kernel touches nothing past them; bf16 dBias rows
+// of a length that ends mid-vector.
+TEST(MaterializedBiasGrad, StaysWithinEveryTensorAgainstGuardPages) {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    BiasGradCase c;
+    c.dtype = dtype;
+    c.sq = 67, c.skv = 77;
+    Expected<Spec> forward = Spec::fromText(t5Source(c));
+    ASSERT_TRUE(forward) << forward.error();
+    Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*forward);
+    ASSERT_TRUE(kernel) << kernel.error();
+    auto [table, tableRef] = randomInput({32, 4}, dtype);
+    auto [dbias, dbiasRef] = randomInput({1, 4, 67, 77}, dtype);
+    GuardedBuffer t(table.bytes.size()), db(dbias.bytes.size()), out(32 * 4 * 4);
+    std::memcpy(t.data(), table.bytes.data(), table.bytes.size());
+    std::memcpy(db.data(), dbias.bytes.data(), dbias.bytes.size());
+    t.protectReadOnly();
+    db.protectReadOnly();
+    Status status =
+        kernel->run({{t.data(), dtype, {32, 4}, {}}, {db.data(), dtype, {1, 4, 67, 77}, {}}},
+                    {out.data(), DType::F32, {32, 4}, {}});
+    ASSERT_TRUE(status) << status.message();
+    std::vector<float> got(out.as<float>(), out.as<float>() + 32 * 4);
+    ref::Tensor want = ref::t5TableGradient(dbiasRef, true, 32, 128, ref::RelativeDistance{67, 77});
+    EXPECT_LE(maxRelativeError(got, want), dtype == DType::F32 ? 1e-4 : 1e-2);
+  }
 }
 
 TEST(MaterializedBiasGrad, ADbiasOfTheWrongShapeIsAnErrorNamingIt) {
