@@ -38,16 +38,8 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
     return st;
   if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
     return st;
-  MemRefDescriptor<int64_t, 2> qp = {queryIds.data(),
-                                     queryIds.data(),
-                                     0,
-                                     {positionAxes * queryPositionRows, s.querySeq},
-                                     {s.querySeq, 1}},
-                               kp = {keyIds.data(),
-                                     keyIds.data(),
-                                     0,
-                                     {positionAxes * keyPositionRows, s.keySeq},
-                                     {s.keySeq, 1}};
+  Ids2 qp = idsDescriptor(queryIds, positionAxes * queryPositionRows, s.querySeq),
+       kp = idsDescriptor(keyIds, positionAxes * keyPositionRows, s.keySeq);
   // The tables' size by the forward's rule (CallPlan.h).
   const int64_t tableFloats = planCall(*this, s).tableFloats;
 

@@ -116,6 +116,10 @@ using BiasItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float
 /// as for ItemFn.
 using Desc4 = MemRefDescriptor<float, 4>;
 using Ids2 = MemRefDescriptor<int64_t, 2>;
+/// An i64 id table [rows, seq] (buildPositionTable's) as a descriptor.
+inline Ids2 idsDescriptor(std::vector<int64_t> &ids, int64_t rows, int64_t seq) {
+  return {ids.data(), ids.data(), 0, {rows, seq}, {seq, 1}};
+}
 using BackwardRowsFn = void (*)(Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *, Desc4 *,
                                 MemRefDescriptor<float, 1> *, Ids2 *, Ids2 *, void *, void *,
                                 void *, void *, int64_t);

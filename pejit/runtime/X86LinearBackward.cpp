@@ -31,16 +31,8 @@ Status X86KernelImpl::runLinearBackwardCall(const Shape &s, const BoundInputs &b
     return st;
   if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
     return st;
-  Ids2 qp = {queryIds.data(),
-             queryIds.data(),
-             0,
-             {positionAxes * queryPositionRows, s.querySeq},
-             {s.querySeq, 1}},
-       kp = {keyIds.data(),
-             keyIds.data(),
-             0,
-             {positionAxes * keyPositionRows, s.keySeq},
-             {s.keySeq, 1}};
+  Ids2 qp = idsDescriptor(queryIds, positionAxes * queryPositionRows, s.querySeq),
+       kp = idsDescriptor(keyIds, positionAxes * keyPositionRows, s.keySeq);
   const int64_t tableFloats = planCall(*this, s).tableFloats;
   const int64_t rowsAt = (tableFloats + 15) / 16 * 16;
   // rowScratchFloats per query row: causal, the template's RW = 2 d + 8.

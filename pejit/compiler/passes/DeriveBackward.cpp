@@ -97,24 +97,54 @@ FailureOr<attn::AttentionOp> attentionOf(func::FuncOp func) {
   return op;
 }
 
+/// A derived backward function `<name>_backward`, placed after the forward:
+/// the forward's arguments with `added` inserted where its trailing position
+/// ids start, so that those stay trailing (and optional at a run).
+struct DerivedFunction {
+  Block *body = nullptr;
+  unsigned idsAt = 0, added = 0;
+  /// The backward's argument for a forward argument (null for null).
+  Value mapped(Value forwardArgument) const {
+    if (!forwardArgument)
+      return Value();
+    unsigned number = cast<BlockArgument>(forwardArgument).getArgNumber();
+    return body->getArgument(number < idsAt ? number : number + added);
+  }
+  /// The inserted arguments, in order.
+  Value inserted(unsigned n) const { return body->getArgument(idsAt + n); }
+};
+
+FailureOr<DerivedFunction> createBackwardFunction(OpBuilder &builder, func::FuncOp func,
+                                                  Value queryIds, Value keyIds,
+                                                  ArrayRef<Type> added,
+                                                  ArrayRef<Type> resultTypes) {
+  DerivedFunction derived;
+  derived.idsAt = func.getNumArguments();
+  derived.added = added.size();
+  auto isIds = [&](Value arg) { return arg == queryIds || arg == keyIds; };
+  while (derived.idsAt > 0 && isIds(func.getArgument(derived.idsAt - 1)))
+    --derived.idsAt;
+  SmallVector<Type> argumentTypes(func.getArgumentTypes());
+  argumentTypes.insert(argumentTypes.begin() + derived.idsAt, added.begin(), added.end());
+  std::string name = (func.getSymName() + "_backward").str();
+  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
+    return func.emitError() << "a function named '" << name << "' exists already";
+  builder.setInsertionPointAfter(func);
+  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
+                                       builder.getFunctionType(argumentTypes, resultTypes));
+  derived.body = backward.addEntryBlock();
+  builder.setInsertionPointToStart(derived.body);
+  return derived;
+}
+
 LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool operandGradients,
                              bool scoreShapedGradients) {
   OpBuilder builder(func);
-  builder.setInsertionPointAfter(func);
   Location loc = op.getLoc();
   Type outputType = op.getResult().getType();
-  // The forward's trailing position ids start at argument `idsAt`.
-  unsigned numArguments = func.getNumArguments(), idsAt = numArguments;
-  auto isIds = [&](Value arg) {
-    return arg == op.getQueryPositions() || arg == op.getKeyPositions();
-  };
-  while (idsAt > 0 && isIds(func.getArgument(idsAt - 1)))
-    --idsAt;
-  SmallVector<Type> argumentTypes(func.getArgumentTypes());
   SmallVector<Type> added = {outputType, outputType}; // o, dO
   if (Value lse = op.getLse())
     added.push_back(lse.getType());
-  argumentTypes.insert(argumentTypes.begin() + idsAt, added.begin(), added.end());
   // Results: dq, dk, dv, then the differentiable encoding operands' (f32).
   SmallVector<Type> resultTypes = {op.getQuery().getType(), op.getKey().getType(),
                                    op.getValue().getType()};
@@ -128,31 +158,21 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
     auto type = cast<RankedTensorType>(operand.getType());
     resultTypes.push_back(RankedTensorType::get(type.getShape(), builder.getF32Type()));
   }
-  std::string name = (func.getSymName() + "_backward").str();
-  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
-    return func.emitError() << "a function named '" << name << "' exists already";
-  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
-                                       builder.getFunctionType(argumentTypes, resultTypes));
-  Block *body = backward.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-  // The forward's arguments map to the backward's, past o, dO (and lse)
-  // from idsAt.
-  auto mapped = [&](Value value) -> Value {
-    if (!value)
-      return Value();
-    unsigned number = cast<BlockArgument>(value).getArgNumber();
-    return body->getArgument(number < idsAt ? number : number + added.size());
-  };
+  FailureOr<DerivedFunction> derived = createBackwardFunction(
+      builder, func, op.getQueryPositions(), op.getKeyPositions(), added, resultTypes);
+  if (failed(derived))
+    return failure();
+  auto mapped = [&](Value value) { return derived->mapped(value); };
   SmallVector<Value> encodingOperands;
   for (Value operand : op.getEncodingOperands())
     encodingOperands.push_back(mapped(operand));
   auto grad = attn::AttentionBackwardOp::create(
       builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()), mapped(op.getValue()),
-      body->getArgument(idsAt), body->getArgument(idsAt + 1),
-      op.getLse() ? body->getArgument(idsAt + 2) : Value(), mapped(op.getQueryPositions()),
-      mapped(op.getKeyPositions()), mapped(op.getQuerySegments()), mapped(op.getKeySegments()),
-      mapped(op.getKeyLengths()), op.getScaleAttr(), op.getCausalAttr(), op.getWindowAttr(),
-      op.getWindowRightAttr(), op.getSoftcapAttr(), op.getEncodingsAttr(), encodingOperands,
+      derived->inserted(0), derived->inserted(1), op.getLse() ? derived->inserted(2) : Value(),
+      mapped(op.getQueryPositions()), mapped(op.getKeyPositions()), mapped(op.getQuerySegments()),
+      mapped(op.getKeySegments()), mapped(op.getKeyLengths()), op.getScaleAttr(),
+      op.getCausalAttr(), op.getWindowAttr(), op.getWindowRightAttr(), op.getSoftcapAttr(),
+      op.getEncodingsAttr(), encodingOperands,
       gradOperands.empty() ? DenseI64ArrayAttr() : builder.getDenseI64ArrayAttr(gradOperands));
   func::ReturnOp::create(builder, loc, grad.getResults());
   return success();
@@ -199,37 +219,21 @@ FailureOr<attn::LinearAttentionOp> linearAttentionOf(func::FuncOp func) {
 /// RoPE's runtime scale gets no gradient here yet.
 LogicalResult deriveLinearBackward(func::FuncOp func, attn::LinearAttentionOp op) {
   OpBuilder builder(func);
-  builder.setInsertionPointAfter(func);
-  unsigned idsAt = func.getNumArguments();
-  auto isIds = [&](Value arg) {
-    return arg == op.getQueryPositions() || arg == op.getKeyPositions();
-  };
-  while (idsAt > 0 && isIds(func.getArgument(idsAt - 1)))
-    --idsAt;
   Type outputType = op.getResult().getType();
-  SmallVector<Type> argumentTypes(func.getArgumentTypes());
-  argumentTypes.insert(argumentTypes.begin() + idsAt, {outputType, outputType});
   SmallVector<Type> resultTypes = {op.getQuery().getType(), op.getKey().getType(),
                                    op.getValue().getType()};
-  std::string name = (func.getSymName() + "_backward").str();
-  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
-    return func.emitError() << "a function named '" << name << "' exists already";
-  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
-                                       builder.getFunctionType(argumentTypes, resultTypes));
-  Block *body = backward.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-  auto mapped = [&](Value value) -> Value {
-    if (!value)
-      return Value();
-    unsigned number = cast<BlockArgument>(value).getArgNumber();
-    return body->getArgument(number < idsAt ? number : number + 2);
-  };
+  FailureOr<DerivedFunction> derived =
+      createBackwardFunction(builder, func, op.getQueryPositions(), op.getKeyPositions(),
+                             {outputType, outputType}, resultTypes);
+  if (failed(derived))
+    return failure();
+  auto mapped = [&](Value value) { return derived->mapped(value); };
   SmallVector<Value> encodingOperands;
   for (Value operand : op.getEncodingOperands())
     encodingOperands.push_back(mapped(operand));
   auto grad = attn::LinearAttentionBackwardOp::create(
       builder, op.getLoc(), resultTypes, mapped(op.getQuery()), mapped(op.getKey()),
-      mapped(op.getValue()), body->getArgument(idsAt), body->getArgument(idsAt + 1),
+      mapped(op.getValue()), derived->inserted(0), derived->inserted(1),
       mapped(op.getQueryPositions()), mapped(op.getKeyPositions()), encodingOperands,
       op.getFeatureMapAttr(), op.getCausalAttr(), op.getEncodingsAttr(), op.getRopePlacementAttr());
   func::ReturnOp::create(builder, op.getLoc(), grad.getResults());
@@ -268,27 +272,20 @@ pe::PositionalEncodingOpInterface materializedBiasOf(func::FuncOp func) {
 /// d table: pe.score_bias_grad with the bias's encoding.
 LogicalResult deriveBiasBackward(func::FuncOp func, pe::PositionalEncodingOpInterface op) {
   OpBuilder builder(func);
-  builder.setInsertionPointAfter(func);
-  std::string name = (func.getSymName() + "_backward").str();
-  if (SymbolTable::lookupSymbolIn(func->getParentOp(), name))
-    return func.emitError() << "a function named '" << name << "' exists already";
   SmallVector<Value> operands = op.getEncodingOperands();
   if (operands.size() != 1)
     return op->emitError() << "the backward of a materialized bias takes one tensor, "
                            << op->getName() << " has " << operands.size();
-  Type biasType = op->getResult(0).getType();
   auto tableType = cast<RankedTensorType>(operands[0].getType());
   Type gradType = RankedTensorType::get(tableType.getShape(), builder.getF32Type());
-  SmallVector<Type> argumentTypes(func.getArgumentTypes());
-  argumentTypes.push_back(biasType);
-  auto backward = func::FuncOp::create(builder, func.getLoc(), name,
-                                       builder.getFunctionType(argumentTypes, {gradType}));
-  Block *body = backward.addEntryBlock();
-  builder.setInsertionPointToStart(body);
-  Value table = body->getArgument(cast<BlockArgument>(operands[0]).getArgNumber());
-  auto grad =
-      pe::ScoreBiasGradOp::create(builder, op.getLoc(), gradType, body->getArguments().back(),
-                                  ValueRange{table}, op.getPositionalEncoding());
+  // No position ids: dBias goes last.
+  FailureOr<DerivedFunction> derived = createBackwardFunction(
+      builder, func, Value(), Value(), {op->getResult(0).getType()}, {gradType});
+  if (failed(derived))
+    return failure();
+  auto grad = pe::ScoreBiasGradOp::create(builder, op.getLoc(), gradType, derived->inserted(0),
+                                          ValueRange{derived->mapped(operands[0])},
+                                          op.getPositionalEncoding());
   func::ReturnOp::create(builder, op.getLoc(), grad.getResult());
   return success();
 }

@@ -9,11 +9,11 @@
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/LinearAttentionKernel.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
+#include "pejit/compiler/passes/X86LinearTemplate.h"
 #include "pejit/dialects/ShapeChecks.h"
 #include "pejit/dialects/attn/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Parser/Parser.h"
 
 #include "templates/X86Exp2.inc"
 #include "templates/X86LinearAttention.inc"
@@ -33,9 +33,6 @@ namespace {
 int64_t rowsPerTile(attn::LinearAttentionOp op) {
   return op.getCausal() || op.getState() ? 16 : 64;
 }
-
-/// The state S [d, dv] lives on the item's stack: at most 256 KB.
-constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
 
 } // namespace
 
@@ -138,17 +135,8 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
                      op.getKeyPositions(), rope, /*vectorWidth=*/8);
   int64_t rows = rowsPerTile(op);
   shape.queryTileRows = rows;
-  if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
-    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
-                          << shape.headDim << ", dv = " << shape.valueDim;
-  if (shape.headDim * shape.valueDim > kMaxStateFloats)
-    return op.emitError() << "the state d x dv = " << shape.headDim * shape.valueDim
-                          << " floats exceeds the item's stack bound of " << kMaxStateFloats
-                          << " (docs/limits.md)";
-  if (ShapedType::isDynamic(shape.queryPositionRows) ||
-      ShapedType::isDynamic(shape.keyPositionRows))
-    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
-                             "built yet: pass ids shared by the batch ([s]) or a static batch";
+  if (failed(checkX86LinearShape(op, shape, /*states=*/1)))
+    return failure();
   // The RoPE's own tensors (its runtime scale): slot 0.
   FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, read->operands, 1);
   if (failed(slots))
@@ -159,35 +147,16 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
   const char *outName = kernelElementTypeName(oType.getElementType());
   bool onNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
   attn::FeatureMap map = op.getFeatureMap();
-  std::map<std::string, std::string> params = {
-      {"B", dimToString(shape.batch)},
-      {"HQ", std::to_string(shape.queryHeads)},
-      {"HKV", std::to_string(shape.kvHeads)},
-      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", dimToString(shape.querySeq)},
-      {"SKV", dimToString(shape.keySeq)},
-      {"D", std::to_string(shape.headDim)},
-      {"DV", std::to_string(shape.valueDim)},
-      {"R", std::to_string(rows)},
-      {"T", inName},
-      {"OT", outName},
-      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
-      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
-      {"CAUSAL", op.getCausal() ? "true" : "false"},
-      {"ON_NUMERATOR", onNumerator ? "true" : "false"},
-      {"SOFTMAX_KEYS", map == attn::FeatureMap::SoftmaxKeys ? "true" : "false"},
-      {"NORMALIZE",
-       map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
-      {"HAS_STATE", op.getState() ? "true" : "false"},
-      {"DVS", std::to_string(shape.valueDim + 2)},
-      {"E0", scaleSlot},
-      {"E3", op.getState() ? stateType(shape) : "!UNUSED"},
-      {"STATE_VIEW", stateViewText(op.getState() != nullptr, shape)},
-      {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
-      {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
-      {"PHI8", x86FeatureMapBody(map)},
-      {"WIDEN8", x86WidenBody(inName)},
-      {"NARROW8", x86NarrowBody(outName)}};
+  std::map<std::string, std::string> params = x86LinearParams(
+      shape, X86LinearForm{map, op.getCausal(), onNumerator}, rows, inName, scaleSlot);
+  params.insert({{"OT", outName},
+                 {"HAS_STATE", op.getState() ? "true" : "false"},
+                 {"DVS", std::to_string(shape.valueDim + 2)},
+                 {"E3", op.getState() ? stateType(shape) : "!UNUSED"},
+                 {"STATE_VIEW", stateViewText(op.getState() != nullptr, shape)},
+                 {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
+                 {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
+                 {"NARROW8", x86NarrowBody(outName)}});
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"x86/linear_attention.mlir", kX86LinearAttentionTemplate},
                                         {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},
@@ -196,34 +165,8 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
                  params, op);
   if (failed(text))
     return failure();
-  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
-  if (!kernel)
-    return op.emitError() << "the kernel template did not parse after substitution";
-  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
-  if (rope)
-    encodings.push_back(rope);
-  if (failed(expandHooks(*kernel, shape, encodings, std::nullopt)))
-    return failure();
-
-  // One item per (b, hq): tile_m is the largest length, so the runtime's
-  // plan (b hq ceil(sq / tile_m)) gives that for every call. The tables
-  // are the RoPE's, per Q and K position.
-  bool staticShape = !ShapedType::isDynamic(shape.batch) &&
-                     !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
-  int64_t perQuery = rope ? rope.getScratchFloatsPerPosition(shape, false) : 0;
-  int64_t perKey = rope ? rope.getScratchFloatsPerPosition(shape, true) : 0;
-  int64_t tableFloats = staticShape ? tableScratchFloats(rope, shape) : 0;
-  Builder attrs(module.getContext());
-  NamedAttrList info;
-  info.append("items", attrs.getI64IntegerAttr(staticShape ? shape.batch * shape.queryHeads : 0));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(tableFloats));
-  info.append("table_floats_per_query_position", attrs.getI64IntegerAttr(perQuery));
-  info.append("table_floats_per_key_position", attrs.getI64IntegerAttr(perKey));
-  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
-  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
-  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
-  info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
-  info.append("tile_n", attrs.getI64IntegerAttr(rows));
-  spliceX86Kernel(module, func, signature, *kernel, info, inName, outName);
-  return success();
+  // One item per (b, hq): tile_m is the largest length, so it covers every
+  // query row.
+  return finishX86LinearKernel(module, op, func, signature, *text, shape, rope, shape.queryHeads,
+                               rows, NamedAttrList(), inName, outName);
 }

@@ -8,11 +8,11 @@
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/LinearAttentionKernel.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
+#include "pejit/compiler/passes/X86LinearTemplate.h"
 #include "pejit/dialects/ShapeChecks.h"
 #include "pejit/dialects/attn/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Parser/Parser.h"
 
 #include "templates/X86Exp2.inc"
 #include "templates/X86LinearBackward.inc"
@@ -32,9 +32,6 @@ namespace {
 /// keys cost masked matmuls that grow with the chunk (measured at s = 8192:
 /// 52 ms at 16, 61 at 8, 64 at 32, 66 at 64; bench/RESULTS.md).
 int64_t rowsPerTile(attn::LinearAttentionBackwardOp op) { return op.getCausal() ? 16 : 64; }
-
-/// S and T [d, dv] both live on the item's stack: at most 256 KB each.
-constexpr int64_t kMaxStateFloats = int64_t(1) << 16;
 
 /// The body of @query_factor8 (key = false) or @key_factor8: the feature
 /// map's derivative read from its value y (elu + 1: min(y, 1), since
@@ -87,52 +84,23 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
                      op.getKeyPositions(), rope, /*vectorWidth=*/8);
   const int64_t rows = rowsPerTile(op);
   shape.queryTileRows = rows;
-  if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
-    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 8 == 0, got d = "
-                          << shape.headDim << ", dv = " << shape.valueDim;
-  if (shape.headDim * shape.valueDim > kMaxStateFloats)
-    return op.emitError() << "the state d x dv = " << shape.headDim * shape.valueDim
-                          << " floats exceeds the item's stack bound of " << kMaxStateFloats
-                          << " (docs/limits.md)";
-  if (ShapedType::isDynamic(shape.queryPositionRows) ||
-      ShapedType::isDynamic(shape.keyPositionRows))
-    return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
-                             "built yet: pass ids shared by the batch ([s]) or a static batch";
+  if (failed(checkX86LinearShape(op, shape, /*states=*/2)))
+    return failure();
   SmallVector<Value> operands(op.getEncodingOperands());
   FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, operands, 1);
   if (failed(slots))
     return failure();
-  std::string scaleSlot = operands.empty() ? "!UNUSED" : (*slots)[0];
-
   const char *typeName = kernelElementTypeName(qType.getElementType());
   attn::FeatureMap map = op.getFeatureMap();
-  bool onNumerator = op.getRopePlacement() == attn::RopePlacement::OnNumerator;
-  std::map<std::string, std::string> params = {
-      {"B", dimToString(shape.batch)},
-      {"HQ", std::to_string(shape.queryHeads)},
-      {"HKV", std::to_string(shape.kvHeads)},
-      {"GROUP", std::to_string(shape.queryHeads / shape.kvHeads)},
-      {"SQ", dimToString(shape.querySeq)},
-      {"SKV", dimToString(shape.keySeq)},
-      {"D", std::to_string(shape.headDim)},
-      {"DV", std::to_string(shape.valueDim)},
-      {"R", std::to_string(rows)},
-      {"RW", std::to_string(2 * shape.headDim + 8)},
-      {"T", typeName},
-      {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
-      {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
-      {"CAUSAL", op.getCausal() ? "true" : "false"},
-      {"ON_NUMERATOR", onNumerator ? "true" : "false"},
-      {"SOFTMAX_KEYS", map == attn::FeatureMap::SoftmaxKeys ? "true" : "false"},
-      {"NORMALIZE",
-       map == attn::FeatureMap::EluPlusOne || map == attn::FeatureMap::Relu ? "true" : "false"},
-      {"HAS_STATE", "false"},
-      {"E0", scaleSlot},
-      {"PHI8", x86FeatureMapBody(map)},
-      {"QUERY_FACTOR8", factorBody(map, /*key=*/false)},
-      {"KEY_FACTOR8", factorBody(map, /*key=*/true)},
-      {"WIDEN8", x86WidenBody(typeName)},
-      {"NARROW8", x86NarrowBody(typeName)}};
+  X86LinearForm form{map, op.getCausal(),
+                     op.getRopePlacement() == attn::RopePlacement::OnNumerator};
+  std::map<std::string, std::string> params =
+      x86LinearParams(shape, form, rows, typeName, operands.empty() ? "!UNUSED" : (*slots)[0]);
+  params.insert({{"RW", std::to_string(2 * shape.headDim + 8)},
+                 {"HAS_STATE", "false"},
+                 {"QUERY_FACTOR8", factorBody(map, /*key=*/false)},
+                 {"KEY_FACTOR8", factorBody(map, /*key=*/true)},
+                 {"NARROW8", x86NarrowBody(typeName)}});
   FailureOr<std::string> text = substitute(
       loadTemplateWithBlocks(
           {"x86/linear_attention_backward.mlir", kX86LinearBackwardTemplate},
@@ -145,37 +113,13 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
       params, op);
   if (failed(text))
     return failure();
-  OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
-  if (!kernel)
-    return op.emitError() << "the kernel template did not parse after substitution";
-  SmallVector<pe::PositionalEncodingAttrInterface> encodings;
-  if (rope)
-    encodings.push_back(rope);
-  if (failed(expandHooks(*kernel, shape, encodings, std::nullopt)))
-    return failure();
-
-  // One item per (b, hkv). The tables are the RoPE's, per Q and K
-  // position; the rows scratch the runtime sizes per call.
-  bool staticShape = !ShapedType::isDynamic(shape.batch) &&
-                     !ShapedType::isDynamic(shape.querySeq) && !ShapedType::isDynamic(shape.keySeq);
-  int64_t perQuery = rope ? rope.getScratchFloatsPerPosition(shape, false) : 0;
-  int64_t perKey = rope ? rope.getScratchFloatsPerPosition(shape, true) : 0;
-  int64_t tableFloats = staticShape ? tableScratchFloats(rope, shape) : 0;
-  Builder attrs(module.getContext());
-  NamedAttrList info;
-  info.append("items", attrs.getI64IntegerAttr(staticShape ? shape.batch * shape.kvHeads : 0));
-  info.append("scratch_floats", attrs.getI64IntegerAttr(tableFloats));
-  info.append("table_floats_per_query_position", attrs.getI64IntegerAttr(perQuery));
-  info.append("table_floats_per_key_position", attrs.getI64IntegerAttr(perKey));
-  info.append("query_position_rows", attrs.getI64IntegerAttr(shape.queryPositionRows));
-  info.append("key_position_rows", attrs.getI64IntegerAttr(shape.keyPositionRows));
-  info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
-  info.append("tile_m", attrs.getI64IntegerAttr(limits::kMaxLength));
-  info.append("tile_n", attrs.getI64IntegerAttr(rows));
-  // Causal, each query row keeps P, W and 1/den (2 d + 8 floats, RW) for
-  // the key half; not causal, no row needs scratch (2: the floor).
-  info.append("row_scratch_floats",
-              attrs.getI64IntegerAttr(op.getCausal() ? 2 * shape.headDim + 8 : 2));
-  spliceX86Kernel(module, read->func, read->signature, *kernel, info, typeName, typeName);
-  return success();
+  // One item per (b, hkv). Causal, each query row keeps P, W and 1/den
+  // (2 d + 8 floats, RW) for the key half; not causal, no row needs
+  // scratch (2: the floor).
+  NamedAttrList extra;
+  extra.append(
+      "row_scratch_floats",
+      Builder(module.getContext()).getI64IntegerAttr(op.getCausal() ? 2 * shape.headDim + 8 : 2));
+  return finishX86LinearKernel(module, op, read->func, read->signature, *text, shape, rope,
+                               shape.kvHeads, rows, extra, typeName, typeName);
 }
