@@ -8,8 +8,9 @@
 // a matmul (@gemm):
 //
 // Per query head, rows in order (St = S^T, the keys before the chunk):
-//   lo = u(i0), hi = u(i0 + nq - 1): keys [seen, lo) join St first, the
-//   chunk's own keys [lo, hi) (fewer than R) are masked per row:
+//   hi = u(i0 + nq - 1), lo = max(seen, hi - R) <= u(i0): keys [seen, lo)
+//   join St first, the chunk's own keys [lo, hi) (at most R) are masked
+//   per row:
 //   dQ~ = G St + mask(G V_own^T) K~_own      row r keeps own keys t < u(i0 + r) - lo
 //   z_i = z_lo + sum of the own k^ the row sees (a running sum)
 // and each row's P, W, 1/den into the rows scratch, as the row-by-row form.
@@ -182,10 +183,14 @@ func.func private @causal_queries(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %dq: 
     %nq1 = arith.addi %nq, %c1 : index
     %nq2 = arith.divui %nq1, %c2 : index
     %M2 = arith.muli %nq2, %c2 : index
-    %lo = func.call @upto(%i0, %OFF, %SKV) : (index, index, index) -> index
     %last_row0 = arith.addi %i0, %nq : index
     %last_row = arith.subi %last_row0, %c1 : index
     %hi = func.call @upto(%last_row, %OFF, %SKV) : (index, index, index) -> index
+    // The chunk's own keys start at lo = max(seen, hi - R) <= u(i0): the
+    // keys since the last chunk (one, when sq = skv) join the masked part
+    // instead of a pass of their own, and there are at most R of them.
+    %hi_r = arith.subi %hi, %R : index
+    %lo = arith.maxsi %seen, %hi_r : index
     func.call @join_keys(%k, %v, %b, %kh, %seen, %lo, %tables, %SQ, %SKV, %M, %z, %St, %knum,
                          %kden, %vt, %vtt)
         : (!K, !V, index, index, index, index, !SCRATCH, index, index, !VEC, !VEC, !STATE_T,
