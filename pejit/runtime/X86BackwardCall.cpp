@@ -16,6 +16,24 @@
 
 namespace pejit {
 
+Status X86KernelImpl::buildBackwardIds(const Shape &s, const BoundInputs &bound,
+                                       const TensorView *queryIds, const TensorView *keyIds,
+                                       std::vector<int64_t> &queryTable,
+                                       std::vector<int64_t> &keyTable) const {
+  if (Status st =
+          buildPositionTable(queryIds, bound.queryPositionsName, queryPositionRows, s.querySeq,
+                             s.batch, s.keySeq - s.querySeq, queryTable, positionAxes, 0,
+                             "position", !signature.declaresQueryPositions());
+      !st)
+    return st;
+  if (Status st = buildPositionTable(keyIds, bound.keyPositionsName, keyPositionRows, s.keySeq,
+                                     s.batch, 0, keyTable, positionAxes, 0, "position",
+                                     !signature.declaresKeyPositions());
+      !st)
+    return st;
+  return checkPositionScale(signature, bound, {&queryTable, &keyTable});
+}
+
 Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInputs &bound,
                                       const BackwardOperandGrads &grads,
                                       std::vector<std::vector<double>> &sums) const {
@@ -25,18 +43,7 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
   const Shape &s = call.shape;
   const bool transformed = tableFloatsPerQueryPosition + tableFloatsPerKeyPosition > 0;
   std::vector<int64_t> queryIds, keyIds;
-  if (Status st =
-          buildPositionTable(call.queryIds, bound.queryPositionsName, queryPositionRows, s.querySeq,
-                             s.batch, s.keySeq - s.querySeq, queryIds, positionAxes, 0, "position",
-                             !signature.declaresQueryPositions());
-      !st)
-    return st;
-  if (Status st = buildPositionTable(call.keyIds, bound.keyPositionsName, keyPositionRows, s.keySeq,
-                                     s.batch, 0, keyIds, positionAxes, 0, "position",
-                                     !signature.declaresKeyPositions());
-      !st)
-    return st;
-  if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
+  if (Status st = buildBackwardIds(s, bound, call.queryIds, call.keyIds, queryIds, keyIds); !st)
     return st;
   Ids2 qp = idsDescriptor(queryIds, positionAxes * queryPositionRows, s.querySeq),
        kp = idsDescriptor(keyIds, positionAxes * keyPositionRows, s.keySeq);

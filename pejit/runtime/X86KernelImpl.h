@@ -236,6 +236,12 @@ private:
     /// Each one's index among the run's gradients (after dq, dk, dv).
     std::vector<size_t> outputs;
   };
+  /// A backward call's position id tables (the forward's rule: queries
+  /// from skv - sq, keys from 0 when not given; `queryIds`, `keyIds` the
+  /// call's ids or null), the runtime position scale checked against them.
+  Status buildBackwardIds(const Shape &s, const BoundInputs &bound, const TensorView *queryIds,
+                          const TensorView *keyIds, std::vector<int64_t> &queryTable,
+                          std::vector<int64_t> &keyTable) const;
   /// Runs `call`, adding each operand gradient's sum to `sums` (f64).
   Status runBackwardCall(const BackwardCall &call, const BoundInputs &bound,
                          const BackwardOperandGrads &grads,

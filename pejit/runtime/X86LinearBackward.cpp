@@ -19,17 +19,8 @@ Status X86KernelImpl::runLinearBackwardCall(const Shape &s, const BoundInputs &b
                                             const std::vector<TensorView> &gradients) const {
   std::vector<int64_t> queryIds, keyIds;
   if (Status st =
-          buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
-                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryIds, positionAxes, 0,
-                             "position", !signature.declaresQueryPositions());
+          buildBackwardIds(s, bound, bound.queryPositions, bound.keyPositions, queryIds, keyIds);
       !st)
-    return st;
-  if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
-                                     s.keySeq, s.batch, 0, keyIds, positionAxes, 0, "position",
-                                     !signature.declaresKeyPositions());
-      !st)
-    return st;
-  if (Status st = checkPositionScale(signature, bound, {&queryIds, &keyIds}); !st)
     return st;
   Ids2 qp = idsDescriptor(queryIds, positionAxes * queryPositionRows, s.querySeq),
        kp = idsDescriptor(keyIds, positionAxes * keyPositionRows, s.keySeq);

@@ -110,6 +110,12 @@ struct DerivedFunction {
     unsigned number = cast<BlockArgument>(forwardArgument).getArgNumber();
     return body->getArgument(number < idsAt ? number : number + added);
   }
+  SmallVector<Value> mapped(ValueRange forwardArguments) const {
+    SmallVector<Value> out;
+    for (Value value : forwardArguments)
+      out.push_back(mapped(value));
+    return out;
+  }
   /// The inserted arguments, in order.
   Value inserted(unsigned n) const { return body->getArgument(idsAt + n); }
 };
@@ -163,9 +169,7 @@ LogicalResult deriveBackward(func::FuncOp func, attn::AttentionOp op, bool opera
   if (failed(derived))
     return failure();
   auto mapped = [&](Value value) { return derived->mapped(value); };
-  SmallVector<Value> encodingOperands;
-  for (Value operand : op.getEncodingOperands())
-    encodingOperands.push_back(mapped(operand));
+  SmallVector<Value> encodingOperands = derived->mapped(op.getEncodingOperands());
   auto grad = attn::AttentionBackwardOp::create(
       builder, loc, resultTypes, mapped(op.getQuery()), mapped(op.getKey()), mapped(op.getValue()),
       derived->inserted(0), derived->inserted(1), op.getLse() ? derived->inserted(2) : Value(),
@@ -228,9 +232,7 @@ LogicalResult deriveLinearBackward(func::FuncOp func, attn::LinearAttentionOp op
   if (failed(derived))
     return failure();
   auto mapped = [&](Value value) { return derived->mapped(value); };
-  SmallVector<Value> encodingOperands;
-  for (Value operand : op.getEncodingOperands())
-    encodingOperands.push_back(mapped(operand));
+  SmallVector<Value> encodingOperands = derived->mapped(op.getEncodingOperands());
   auto grad = attn::LinearAttentionBackwardOp::create(
       builder, op.getLoc(), resultTypes, mapped(op.getQuery()), mapped(op.getKey()),
       mapped(op.getValue()), derived->inserted(0), derived->inserted(1),
