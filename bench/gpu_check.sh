@@ -2,18 +2,20 @@
 # The GPU check of pejit's nvidia kernels, in two halves.
 #
 #   bench/gpu_check.sh prepare   (here: compiler, no GPU) builds the light
-#       runner and compiles every case of bench/gpu/GpuCheckCases.h and
-#       bench/gpu/GpuSourceCases.h for sm_90 into a kernel bundle (cubin +
-#       PTX + meta; a source case adds fresh random inputs and its float64
-#       reference) under build/gpu_check/ (about 10 MiB; carry that folder
-#       to the GPU machine).
+#       runner and compiles every case of bench/gpu/GpuCheckCases.h,
+#       GpuSourceCases.h and GpuBackwardCases.h for sm_90 into a kernel
+#       bundle (cubin + PTX + meta; a source or backward case adds fresh
+#       random inputs and its float64 reference or gradients) under
+#       build/gpu_check/ (about 10 MiB; carry that folder to the GPU
+#       machine).
 #   bench/gpu_check.sh run       (GPU machine: CUDA driver, no LLVM) checks
 #       every bundled kernel against the float64 reference (bf16/f16
 #       tolerance 1e-2 relative; T5, Shaw a^K + a^V, bias tensors, M-RoPE,
-#       axial RoPE, relative_to = position among them), times fused RoPE + causal attention (bf16,
-#       b=4, h=32, d=128, s=1024/4096/8192), then times the PyTorch peer
-#       (RoPE + SDPA, and flash-attn if importable) in the same run.
-#       Under 8 minutes.
+#       axial RoPE, relative_to = position among them; the backward
+#       cases' dq, dk, dv at 2e-2 of each one's max), times fused RoPE +
+#       causal attention (bf16, b=4, h=32, d=128, s=1024/4096/8192), then
+#       times the PyTorch peer (RoPE + SDPA, and flash-attn if importable)
+#       in the same run. Under 8 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=build/gpu_check

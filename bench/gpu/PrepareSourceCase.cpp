@@ -5,11 +5,14 @@
 
 #include "pejit/core/KernelMeta.h"
 #include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/reference/AttentionGrad.h"
+#include "pejit/reference/ScoreBias.h"
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/npy/Npy.h"
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <random>
 
 namespace pejit::gpucheck {
@@ -144,6 +147,123 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
   std::vector<float> narrow(expected->data.begin(), expected->data.end());
   if (!writeBytes(sourceCaseFile(dir, c.name, "expected"), narrow.data(), narrow.size() * 4))
     return "cannot write " + sourceCaseFile(dir, c.name, "expected");
+  return "";
+}
+
+std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, const std::string &dir,
+                                const std::string &arch) {
+  Expected<Spec> forward = Spec::fromText(c.source, c.name);
+  if (!forward)
+    return forward.error();
+  Expected<Spec> backward = Spec::backwardOf(*forward, /*operandGradients=*/false);
+  if (!backward)
+    return backward.error();
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(*backward, arch);
+  if (!kernel)
+    return kernel.error();
+  NvidiaLaunch launch;
+  KernelDescription description;
+  if (Status status = readNvidiaMeta(kernel->launchMeta(), launch, description); !status)
+    return status.message();
+  std::ofstream(sourceCaseFile(dir, c.name, "ptx"), std::ios::binary) << kernel->ptx();
+  if (!kernel->cubin().empty())
+    std::ofstream(sourceCaseFile(dir, c.name, "cubin"), std::ios::binary) << kernel->cubin();
+  std::ofstream(sourceCaseFile(dir, c.name, "meta")) << kernel->launchMeta();
+  const Shape shape = shapeAtCall(description.shape, c.call);
+  if (shape.hasDynamicDims())
+    return "the kernel has `?` lengths: give the case its call's b, sq and skv";
+  if (!c.call.empty())
+    std::ofstream(sourceCaseFile(dir, c.name, "call"))
+        << shape.batch << " " << shape.querySeq << " " << shape.keySeq << "\n";
+
+  std::mt19937 engine(
+      static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  // Inputs by role, each rounded to its dtype first (what the GPU sees);
+  // O comes from the reference below.
+  std::map<ArgumentRole, ref::Tensor> inputs;
+  ref::Tensor table;
+  std::vector<int64_t> outputShape;
+  DType outputType = DType::F32;
+  int operand = 0;
+  for (KernelArgument arg : description.signature.arguments) {
+    if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
+      return "a backward case takes the default position ids, not an ids argument";
+    arg.shape = argumentDimsAt(arg, shape);
+    if (arg.role == ArgumentRole::Output) {
+      outputShape = arg.shape;
+      outputType = arg.dtype;
+      continue;
+    }
+    std::vector<float> values(count(arg.shape));
+    for (float &x : values)
+      x = dist(engine);
+    npy::Array stored = npy::fromFloat32(values, arg.shape, npyType(arg.dtype));
+    std::vector<float> seen = npy::toFloat32(stored);
+    ref::Tensor tensor(arg.shape, std::vector<double>(seen.begin(), seen.end()));
+    if (arg.role == ArgumentRole::EncodingOperand)
+      table = tensor;
+    else
+      inputs[arg.role] = tensor;
+    std::string part = sourceCasePart(arg.role, operand);
+    if (!writeBytes(sourceCaseFile(dir, c.name, part), stored.bytes.data(), stored.bytes.size()))
+      return "cannot write " + sourceCaseFile(dir, c.name, part);
+  }
+  std::vector<int64_t> queryTable, keyTable;
+  if (Status st = buildPositionTable(nullptr, "query positions", description.queryPositionRows,
+                                     shape.querySeq, shape.batch, shape.keySeq - shape.querySeq,
+                                     queryTable, description.positionAxes);
+      !st)
+    return st.message();
+  if (Status st =
+          buildPositionTable(nullptr, "key positions", description.keyPositionRows, shape.keySeq,
+                             shape.batch, 0, keyTable, description.positionAxes);
+      !st)
+    return st.message();
+  writeBytes(sourceCaseFile(dir, c.name, "query_positions"), queryTable.data(),
+             queryTable.size() * 8);
+  writeBytes(sourceCaseFile(dir, c.name, "key_positions"), keyTable.data(), keyTable.size() * 8);
+
+  // The float64 reference: rotate, attend, differentiate, rotate back.
+  const ref::Tensor &q = inputs[ArgumentRole::Query], &k = inputs[ArgumentRole::Key],
+                    &v = inputs[ArgumentRole::Value], &dOut = inputs[ArgumentRole::OutputGradient];
+  ref::PositionIds queryIds = ref::defaultQueryPositions(shape.querySeq, shape.keySeq);
+  ref::PositionIds keyIds = ref::defaultKeyPositions(shape.keySeq);
+  int64_t seqLen = ref::maxPositionPlusOne(queryIds, keyIds);
+  ref::Tensor qr = c.rope ? ref::applyRope(*c.rope, q, queryIds, seqLen) : q;
+  ref::Tensor kr = c.rope ? ref::applyRope(*c.rope, k, keyIds, seqLen) : k;
+  ref::AttentionOptions options;
+  options.causal = c.causal;
+  options.window = c.window;
+  options.softcap = c.softcap;
+  ref::Tensor bias;
+  if (c.alibiHeads)
+    bias = ref::alibiBias(*c.alibiHeads, 0, shape.queryHeads, ref::AlibiForm::Causal,
+                          shape.querySeq, shape.keySeq);
+  if (c.t5)
+    bias = ref::t5Bias(table, c.t5->bidirectional, c.t5->buckets, c.t5->maxDistance, shape.querySeq,
+                       shape.keySeq);
+  if (c.alibiHeads || c.t5)
+    options.bias = &bias;
+  ref::Tensor o = ref::attention(qr, kr, v, options);
+  ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dOut, options);
+  ref::Tensor dq =
+      c.rope ? ref::applyRopeBackward(*c.rope, q, want.dq, queryIds, seqLen).dx : want.dq;
+  ref::Tensor dk =
+      c.rope ? ref::applyRopeBackward(*c.rope, k, want.dk, keyIds, seqLen).dx : want.dk;
+  if (o.shape != outputShape)
+    return "the reference's O does not have the kernel's output shape";
+  npy::Array storedO = npy::fromFloat32(std::vector<float>(o.data.begin(), o.data.end()),
+                                        outputShape, npyType(outputType));
+  if (!writeBytes(sourceCaseFile(dir, c.name, "output"), storedO.bytes.data(),
+                  storedO.bytes.size()))
+    return "cannot write " + sourceCaseFile(dir, c.name, "output");
+  for (auto [tensor, part] :
+       {std::pair{&dq, "expected_dq"}, {&dk, "expected_dk"}, {&want.dv, "expected_dv"}}) {
+    std::vector<float> narrow(tensor->data.begin(), tensor->data.end());
+    if (!writeBytes(sourceCaseFile(dir, c.name, part), narrow.data(), narrow.size() * 4))
+      return "cannot write " + sourceCaseFile(dir, c.name, part);
+  }
   return "";
 }
 

@@ -1,7 +1,9 @@
-// The prepare half of the GPU check's source cases (GpuSourceCases.h).
+// The prepare half of the GPU check's source and backward cases
+// (GpuSourceCases.h, GpuBackwardCases.h).
 #ifndef PEJIT_BENCH_GPU_PREPARESOURCECASE_H
 #define PEJIT_BENCH_GPU_PREPARESOURCECASE_H
 
+#include "bench/gpu/GpuBackwardCases.h"
 #include "bench/gpu/GpuSourceCases.h"
 #include "pejit/runtime/Pejit.h"
 
@@ -14,6 +16,11 @@ namespace pejit::gpucheck {
 /// "" or the error.
 std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const std::string &dir,
                               const std::string &arch);
+
+/// The same for a backward case (GpuBackwardCases.h): the backward's
+/// kernel, the inputs, O and dO, and the float64 dq, dk, dv.
+std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, const std::string &dir,
+                                const std::string &arch);
 
 } // namespace pejit::gpucheck
 

@@ -4,8 +4,11 @@
 // tolerance 1e-2 of the reference's max |value|), then times the `timed`
 // cases with CUDA events. The source cases (GpuSourceCases.h) bring their
 // inputs and reference in the bundle; the runner binds them by the kernel
-// signature of NAME.meta. Prints one line per case and a Markdown table.
+// signature of NAME.meta, and so do the backward cases (GpuBackwardCases.h),
+// whose dq, dk and dv are each checked against their float64 gradient.
+// Prints one line per case and a Markdown table.
 //   gpu_check_runner BUNDLE_DIR [REPEATS=20]
+#include "bench/gpu/GpuBackwardCases.h"
 #include "bench/gpu/GpuCheckCases.h"
 #include "bench/gpu/GpuSourceCases.h"
 #include "pejit/core/KernelMeta.h"
@@ -13,6 +16,7 @@
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBias.h"
 #include "pejit/runtime/cuda/AttentionLaunch.h"
+#include "pejit/runtime/cuda/BackwardLaunch.h"
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +25,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -316,6 +321,126 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   return outcome;
 }
 
+/// A 16-bit value's float.
+float fromBits(uint16_t bits, DType type) {
+  return type == DType::BF16 ? fromBf16(bits) : fromF16(bits);
+}
+
+/// A backward case (GpuBackwardCases.h): q, k, v, the encoding operands, O
+/// and dO from the bundle, bound by NAME.meta's signature; dq, dk, dv
+/// poisoned with NaN first, each compared with its float64 gradient
+/// (the worst of the three is reported).
+Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase &c) {
+  Outcome outcome;
+  auto file = [&](const std::string &part) { return gpucheck::sourceCaseFile(dir, c.name, part); };
+  NvidiaLaunch launch;
+  KernelDescription description;
+  std::string meta = readFile(file("meta"));
+  if (Status status = readNvidiaMeta(meta, launch, description); meta.empty() || !status) {
+    outcome.error = meta.empty() ? "no " + c.name + ".meta in the bundle"
+                                 : c.name + ".meta: " + status.message();
+    return outcome;
+  }
+  std::string image = readFile(file("cubin"));
+  if (image.empty())
+    image = readFile(file("ptx"));
+  std::vector<int64_t> call;
+  {
+    std::istringstream lengths(readFile(file("call")));
+    for (int64_t value; lengths >> value;)
+      call.push_back(value);
+  }
+  const Shape s = gpucheck::shapeAtCall(description.shape, call);
+  if (s.hasDynamicDims()) {
+    outcome.error = c.name + ": a kernel with `?` lengths and no " + c.name + ".call";
+    return outcome;
+  }
+  std::map<ArgumentRole, std::vector<uint8_t>> tensors;
+  std::vector<std::vector<uint8_t>> operands;
+  DType inType = DType::F16;
+  int operand = 0;
+  for (KernelArgument arg : description.signature.arguments) {
+    if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
+      continue;
+    arg.shape = gpucheck::argumentDimsAt(arg, s);
+    std::string part = gpucheck::sourceCasePart(arg.role, operand);
+    std::vector<uint8_t> bytes = readBytes(file(part));
+    if (bytes.size() != denseBytes(arg.shape, arg.dtype)) {
+      outcome.error = c.name + "." + part + " holds " + std::to_string(bytes.size()) +
+                      " bytes, its argument " + arg.label() + " needs " +
+                      std::to_string(denseBytes(arg.shape, arg.dtype));
+      return outcome;
+    }
+    if (arg.role == ArgumentRole::Query)
+      inType = arg.dtype;
+    if (arg.role == ArgumentRole::EncodingOperand) {
+      for (unsigned slot : arg.slots) {
+        if (operands.size() <= slot)
+          operands.resize(slot + 1);
+        operands[slot] = bytes;
+      }
+    } else {
+      tensors[arg.role] = std::move(bytes);
+    }
+  }
+  auto table = [&](const std::string &part) {
+    std::vector<uint8_t> bytes = readBytes(file(part));
+    std::vector<int64_t> ids(bytes.size() / 8);
+    std::memcpy(ids.data(), bytes.data(), ids.size() * 8);
+    return ids;
+  };
+  std::vector<int64_t> qPos = table("query_positions"), kPos = table("key_positions");
+  // dq, dk, dv in the inputs' 16-bit type, NaN first.
+  size_t counts[3] = {static_cast<size_t>(s.batch * s.queryHeads * s.querySeq * s.headDim),
+                      static_cast<size_t>(s.batch * s.kvHeads * s.keySeq * s.headDim),
+                      static_cast<size_t>(s.batch * s.kvHeads * s.keySeq * s.valueDim)};
+  const char *parts[3] = {"expected_dq", "expected_dk", "expected_dv"};
+  std::vector<uint16_t> grads[3];
+  for (int g = 0; g < 3; ++g)
+    grads[g].assign(counts[g], inType == DType::BF16 ? 0x7fc0 : 0x7e00);
+  cuda::BackwardBuffers buffers;
+  auto in = [&](ArgumentRole role) {
+    std::vector<uint8_t> &bytes = tensors[role];
+    return std::pair<const void *, size_t>{bytes.data(), bytes.size()};
+  };
+  buffers.query = in(ArgumentRole::Query);
+  buffers.key = in(ArgumentRole::Key);
+  buffers.value = in(ArgumentRole::Value);
+  buffers.output = in(ArgumentRole::Output);
+  buffers.outputGrad = in(ArgumentRole::OutputGradient);
+  buffers.lse = {nullptr, 0};
+  buffers.queryPositions = &qPos;
+  buffers.keyPositions = &kPos;
+  for (const std::vector<uint8_t> &bytes : operands)
+    buffers.encodingOperands.push_back({bytes.data(), bytes.size()});
+  buffers.queryGrad = {grads[0].data(), counts[0] * 2};
+  buffers.keyGrad = {grads[1].data(), counts[1] * 2};
+  buffers.valueGrad = {grads[2].data(), counts[2] * 2};
+  if (cuda::Status st = cuda::runAttentionBackward(image, description, s, buffers); !st) {
+    outcome.error = st.error();
+    return outcome;
+  }
+  for (int g = 0; g < 3; ++g) {
+    std::vector<uint8_t> bytes = readBytes(file(parts[g]));
+    if (bytes.size() != counts[g] * 4) {
+      outcome.error = c.name + "." + parts[g] + " holds " + std::to_string(bytes.size()) +
+                      " bytes, the gradient has " + std::to_string(counts[g]) + " f32 values";
+      return outcome;
+    }
+    std::vector<float> expected(counts[g]);
+    std::memcpy(expected.data(), bytes.data(), bytes.size());
+    double maxRef = 0, maxErr = 0;
+    for (size_t i = 0; i < counts[g]; ++i) {
+      maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
+      double err = std::fabs(static_cast<double>(fromBits(grads[g][i], inType)) - expected[i]);
+      maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+    }
+    outcome.relError = std::max(outcome.relError, maxErr / std::max(maxRef, 1e-300));
+  }
+  outcome.ok = outcome.relError <= gpucheck::kBackwardTolerance;
+  return outcome;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -367,7 +492,18 @@ int main(int argc, char **argv) {
     std::fflush(stdout);
     failed += !r.error.empty() || !r.ok;
   }
+  for (const gpucheck::GpuBackwardCase &c : gpucheck::gpuBackwardCases()) {
+    Outcome r = runBackwardCase(dir, c);
+    if (!r.error.empty())
+      std::printf("FAIL %-34s %s\n", c.name.c_str(), r.error.c_str());
+    else
+      std::printf("%s %-34s max rel. error of dq, dk, dv %.2e (tolerance %.0e)\n",
+                  r.ok ? "ok  " : "FAIL", c.name.c_str(), r.relError, gpucheck::kBackwardTolerance);
+    std::fflush(stdout);
+    failed += !r.error.empty() || !r.ok;
+  }
   std::printf("\n%s\n%d of %zu cases failed\n", table.c_str(), failed,
-              gpucheck::gpuCases().size() + gpucheck::gpuSourceCases().size());
+              gpucheck::gpuCases().size() + gpucheck::gpuSourceCases().size() +
+                  gpucheck::gpuBackwardCases().size());
   return failed ? 1 : 0;
 }

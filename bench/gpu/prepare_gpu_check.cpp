@@ -1,7 +1,8 @@
 // bench/gpu_check.sh prepare: compiles every case of GpuCheckCases.h for the
 // GPU check machine (sm_90: H200) into a kernel bundle, one file set per
 // case: NAME.cubin (when ptxas is here), NAME.ptx, NAME.meta; the source
-// cases (GpuSourceCases.h) add their inputs and float64 reference. Usage:
+// cases (GpuSourceCases.h) add their inputs and float64 reference, the
+// backward cases (GpuBackwardCases.h) theirs and the float64 gradients. Usage:
 //   prepare_gpu_check OUT_DIR [ARCH]
 #include "bench/gpu/GpuCheckCases.h"
 #include "bench/gpu/PrepareSourceCase.h"
@@ -47,6 +48,16 @@ int main(int argc, char **argv) {
       continue;
     }
     std::printf("%-34s %s  kernel, inputs and float64 reference\n", c.name.c_str(), arch.c_str());
+  }
+  for (const pejit::gpucheck::GpuBackwardCase &c : pejit::gpucheck::gpuBackwardCases()) {
+    std::string error = pejit::gpucheck::prepareBackwardCase(runtime, c, out, arch);
+    if (!error.empty()) {
+      std::fprintf(stderr, "%s: %s\n", c.name.c_str(), error.c_str());
+      ++failures;
+      continue;
+    }
+    std::printf("%-34s %s  backward kernel, inputs and float64 gradients\n", c.name.c_str(),
+                arch.c_str());
   }
   return failures ? 1 : 0;
 }

@@ -56,7 +56,8 @@ struct NvidiaLaunch {
   std::vector<int64_t> combineGrid;
   /// The entry: pejit_attention, a standalone kernel's pejit_transform or
   /// pejit_embed (docs/standalone-kernels.md), or linear attention's
-  /// pejit_linear (docs/linear-attention.md); only attention splits.
+  /// pejit_linear (docs/linear-attention.md), or pejit_backward (the
+  /// attention backward's kernels, docs/backward.md); only attention splits.
   std::string kernel = "pejit_attention";
   bool attention() const { return kernel == "pejit_attention"; }
 };

@@ -87,7 +87,8 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
     } else if (key == "kernel") {
       ok = (line >> launch.kernel) &&
            (launch.kernel == "pejit_attention" || launch.kernel == "pejit_transform" ||
-            launch.kernel == "pejit_embed" || launch.kernel == "pejit_linear");
+            launch.kernel == "pejit_embed" || launch.kernel == "pejit_linear" ||
+            launch.kernel == "pejit_backward");
     } else if (key == "grid" || key == "block" || key == "combine") {
       std::vector<int64_t> &dims = key == "grid"    ? launch.grid
                                    : key == "block" ? launch.block

@@ -2,7 +2,8 @@
 // ("nvidia.meta" in the disk cache, NAME.meta in the GPU check bundle): one
 // "key values..." line per field.
 //   arch sm_90
-//   kernel pejit_embed   (pejit_transform, pejit_embed or pejit_linear; absent:
+//   kernel pejit_embed   (pejit_transform, pejit_embed, pejit_linear or
+//                         pejit_backward, the attention backward's kernels; absent:
 //                         pejit_attention)
 //   grid 8 32 1          (static kernels only)
 //   block 128 1 1

@@ -190,10 +190,21 @@ TEST(PejitCompileBackward, EveryStageOfTheDerivedBackwardAndItsFusedStageCompile
   Result tiled = runPejit(dir, {"compile", again, "--emit=tiled"});
   ASSERT_EQ(tiled.exitCode, 0) << tiled.err;
   EXPECT_TRUE(contains(tiled.out, "func.func @pejit_backward_q")) << tiled.out;
-  // The NVIDIA backward is not built: a usage error that says so.
-  Result nvidia = runPejit(dir, {"compile", mlir, "--backward", "--target=nvidia"});
-  EXPECT_EQ(nvidia.exitCode, 2);
-  EXPECT_TRUE(contains(nvidia.err, "NVIDIA backward is not built yet")) << nvidia.err;
+  // NVIDIA: f16/bf16 inputs only, an error that names the type; the bf16
+  // form of the same source (ids given) reaches the backward's gpu.module.
+  Result f32 = runPejit(dir, {"compile", mlir, "--backward", "--target=nvidia", "--emit=tiled"});
+  EXPECT_EQ(f32.exitCode, 1);
+  EXPECT_TRUE(contains(f32.err, "element type 'f32' is not supported by the nvidia backward"))
+      << f32.err;
+  std::string half = dir.file("half.mlir");
+  std::string source = kRopeAlibiSource;
+  for (size_t at = source.find("xf32>"); at != std::string::npos; at = source.find("xf32>"))
+    source.replace(at, 5, "xbf16>");
+  writeText(half, source);
+  Result nvidia = runPejit(dir, {"compile", half, "--backward", "--target=nvidia", "--emit=tiled"});
+  ASSERT_EQ(nvidia.exitCode, 0) << nvidia.err;
+  EXPECT_TRUE(contains(nvidia.out, "gpu.func @pejit_backward_kv")) << nvidia.out;
+  EXPECT_TRUE(contains(nvidia.out, "kernel = \"pejit_backward\"")) << nvidia.out;
 }
 
 // A standalone pe.rope's backward (its adjoint): dO in x's place, dx

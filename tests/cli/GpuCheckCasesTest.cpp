@@ -5,11 +5,13 @@
 // cases bring their inputs and reference in the bundle: preparing them
 // writes every part the runner reads, at the size the signature gives.
 #include "bench/gpu/GpuCheckCases.h"
+#include "bench/gpu/GpuBackwardCases.h"
 #include "bench/gpu/PrepareSourceCase.h"
 #include "pejit/compiler/backends/nvidia/NvidiaLowering.h"
 #include "pejit/core/KernelMeta.h"
 #include "pejit/core/NvidiaPlan.h"
 #include "pejit/interpreter/ReferenceInterpreter.h"
+#include "pejit/runtime/npy/Npy.h"
 #include "tests/cli/CliTestSupport.h"
 
 #include "gtest/gtest.h"
@@ -17,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 using namespace pejit;
@@ -116,6 +119,88 @@ TEST(GpuCheckCases, EverySourceCaseCompilesAndBundlesItsInputsAndReference) {
       maxAbs = std::max(maxAbs, std::fabs(static_cast<double>(x)));
     }
     EXPECT_GT(maxAbs, 0.05);
+  }
+}
+
+/// A bundle part's values, widened from its dtype.
+std::vector<double> bundleValues(const std::string &path, DType type, std::vector<int64_t> shape) {
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), {});
+  npy::Array array;
+  array.dtype = type == DType::BF16  ? npy::DType::BF16
+                : type == DType::F16 ? npy::DType::F16
+                                     : npy::DType::F32;
+  array.shape = std::move(shape);
+  array.bytes.assign(bytes.begin(), bytes.end());
+  if (static_cast<int64_t>(array.bytes.size()) != array.numel() * (type == DType::F32 ? 4 : 2))
+    return {};
+  std::vector<float> values = npy::toFloat32(array);
+  return std::vector<double>(values.begin(), values.end());
+}
+
+// The backward cases' reference is a recipe written again for
+// pejit/reference: the forward it implies must be the source's. The
+// interpreter on the bundled inputs gives the bundled O (up to its 16-bit
+// rounding), and every part the runner reads is there at its size, the
+// gradients finite and not all zero.
+TEST(GpuCheckCases, EveryBackwardCaseBundlesItsGradientsAndItsRecipeIsTheSourcesForward) {
+  if (findCudaToolkit().empty())
+    GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice here: the GPU lowering links libdevice";
+  clitest::TempDir dir;
+  Runtime runtime;
+  for (const GpuBackwardCase &c : gpuBackwardCases()) {
+    SCOPED_TRACE(c.name);
+    ASSERT_EQ(prepareBackwardCase(runtime, c, dir.path(), "sm_90"), "");
+    std::ifstream metaFile(sourceCaseFile(dir.path(), c.name, "meta"));
+    std::string meta((std::istreambuf_iterator<char>(metaFile)), {});
+    NvidiaLaunch launch;
+    KernelDescription description;
+    ASSERT_TRUE(readNvidiaMeta(meta, launch, description));
+    EXPECT_EQ(launch.kernel, "pejit_backward");
+    const Shape s = shapeAtCall(description.shape, c.call);
+    ASSERT_FALSE(s.hasDynamicDims());
+    std::vector<ReferenceArgument> forwardArguments;
+    std::vector<double> bundledOutput;
+    DType outputType = DType::F32;
+    int operand = 0;
+    for (KernelArgument arg : description.signature.arguments) {
+      arg.shape = argumentDimsAt(arg, s);
+      std::string part = sourceCasePart(arg.role, operand);
+      std::vector<double> values =
+          bundleValues(sourceCaseFile(dir.path(), c.name, part), arg.dtype, arg.shape);
+      ASSERT_FALSE(values.empty()) << part << " is missing or of the wrong size";
+      if (arg.role == ArgumentRole::Output) {
+        bundledOutput = values;
+        outputType = arg.dtype;
+      } else if (arg.role != ArgumentRole::OutputGradient)
+        forwardArguments.push_back(ref::Tensor(arg.shape, values));
+    }
+    Expected<ref::Tensor> interpreted = interpretReference(c.source, forwardArguments, c.name);
+    ASSERT_TRUE(interpreted) << interpreted.error();
+    ASSERT_EQ(interpreted->data.size(), bundledOutput.size());
+    double maxRef = 0, maxErr = 0;
+    for (size_t i = 0; i < bundledOutput.size(); ++i) {
+      maxRef = std::max(maxRef, std::fabs(interpreted->data[i]));
+      maxErr = std::max(maxErr, std::fabs(interpreted->data[i] - bundledOutput[i]));
+    }
+    // O is stored in the output's dtype: 16 bits round to 2^-9 relative.
+    double tolerance = outputType == DType::F32 ? 1e-6 : 4e-3;
+    EXPECT_LE(maxErr, tolerance * maxRef) << "the recipe's O differs from the source's";
+    std::vector<int64_t> shapes[3] = {{s.batch, s.queryHeads, s.querySeq, s.headDim},
+                                      {s.batch, s.kvHeads, s.keySeq, s.headDim},
+                                      {s.batch, s.kvHeads, s.keySeq, s.valueDim}};
+    const char *parts[3] = {"expected_dq", "expected_dk", "expected_dv"};
+    for (int g = 0; g < 3; ++g) {
+      std::vector<double> grad =
+          bundleValues(sourceCaseFile(dir.path(), c.name, parts[g]), DType::F32, shapes[g]);
+      ASSERT_FALSE(grad.empty()) << parts[g];
+      double maxAbs = 0;
+      for (double x : grad) {
+        ASSERT_TRUE(std::isfinite(x)) << parts[g];
+        maxAbs = std::max(maxAbs, std::fabs(x));
+      }
+      EXPECT_GT(maxAbs, 1e-3) << parts[g];
+    }
   }
 }
 

@@ -5,6 +5,10 @@
 #define PEJIT_COMPILER_PASSES_INSTANTIATE_H
 
 #include "pejit/compiler/Target.h"
+#include "pejit/core/KernelSignature.h"
+#include "pejit/dialects/attn/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -75,6 +79,18 @@ mlir::LogicalResult instantiateX86RopeScaleGrad(mlir::ModuleOp module);
 /// Whether the module computes attn.attention_backward.
 bool isAttentionBackward(mlir::ModuleOp module);
 
+/// The module's one function and its one attn.attention_backward (on the
+/// function's arguments, returned); an error naming what else is there.
+mlir::FailureOr<std::pair<mlir::func::FuncOp, attn::AttentionBackwardOp>>
+findAttentionBackward(mlir::ModuleOp module);
+
+/// The kernel arguments of a backward function, each bound to its role in
+/// `op` (q, k, v, o, dO, ids, lse, the encoding operands named by
+/// `operandNames`), appended to `signature`; shared by both targets.
+mlir::LogicalResult bindBackwardArguments(mlir::func::FuncOp func, attn::AttentionBackwardOp op,
+                                          llvm::ArrayRef<std::string> operandNames,
+                                          KernelSignature &signature);
+
 /// The backward form of instantiateX86Template: @pejit_backward_rows,
 /// @pejit_backward_kv and @pejit_backward_q of
 /// templates/x86/attention_backward.mlir (docs/backward.md).
@@ -102,6 +118,12 @@ mlir::LogicalResult instantiateX86LinearBackward(mlir::ModuleOp module);
 /// pejit_prologue, pejit_attention and (split-KV) pejit_combine.
 mlir::LogicalResult instantiateNvidiaTemplate(mlir::ModuleOp module,
                                               const NvidiaTileConfig &tiles = {});
+
+/// The backward form of instantiateNvidiaTemplate, which calls it for a
+/// module with attn.attention_backward: the kernels of
+/// templates/nvidia/mma_attention_backward.mlir (docs/backward.md,
+/// "NVIDIA"), launched in order by the runtime.
+mlir::LogicalResult instantiateNvidiaBackward(mlir::ModuleOp module);
 
 /// The standalone form of instantiateNvidiaTemplate, which calls it for a
 /// module of pe ops and no attention: @pejit_prologue and @pejit_transform

@@ -18,6 +18,7 @@
 
 #include "templates/NvidiaMmaAttention.inc"
 #include "templates/NvidiaMmaBlocks.inc"
+#include "templates/NvidiaMmaMath.inc"
 
 namespace pejit {
 #define GEN_PASS_DEF_INSTANTIATENVIDIATEMPLATE
@@ -41,8 +42,13 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
   if (isRopeScaleGradient(module))
     return module.emitError()
            << "pe.rope_scale_grad (a position scale's gradient) compiles for x86 only so far";
+  if (isLinearAttentionBackward(module))
+    return module.emitError()
+           << "attn.linear_attention_backward compiles for x86 only so far (docs/status.md)";
   if (isLinearAttention(module))
     return instantiateNvidiaLinearAttention(module);
+  if (isAttentionBackward(module))
+    return instantiateNvidiaBackward(module);
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();
@@ -123,17 +129,7 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       encodingOperandSlots(op, op.getEncodingOperands().size());
   if (failed(slots))
     return failure();
-  std::string encodingArgs, encodingNames, encodingTypes, callArgs, callTypes;
-  for (auto [n, type] : llvm::enumerate(*slots)) {
-    std::string name = "%e" + std::to_string(n);
-    encodingArgs += ", " + name + ": " + type;
-    encodingNames += (n ? ", " : "") + name;
-    encodingTypes += (n ? ", " : "") + type;
-    callArgs += ", " + name;
-    callTypes += ", " + type;
-  }
-  std::string encodingOperands =
-      slots->empty() ? "" : " operands(" + encodingNames + " : " + encodingTypes + ")";
+  EncodingArgumentTexts encodingText = encodingArgumentTexts(*slots);
   // Ids per batch row take their row count from the batch, which the hooks
   // get as a constant: with a `?` batch they must be shared ([s]).
   if (ShapedType::isDynamic(shape.queryPositionRows) ||
@@ -282,13 +278,14 @@ LogicalResult pejit::instantiateNvidiaTemplate(ModuleOp module, const NvidiaTile
       {"VALUE_TERM", valueTermBuckets > 0 ? "true" : "false"},
       {"VT_BUCKETS", std::to_string(std::max<int64_t>(valueTermBuckets, 1))},
       {"VT_FLOATS", std::to_string(std::max<int64_t>(valueTermFloats, 1))},
-      {"ENCODING_ARGS", encodingArgs},
-      {"ENCODING_CALL_ARGS", callArgs},
-      {"ENCODING_CALL_TYPES", callTypes},
-      {"ENCODING_OPERANDS", encodingOperands}};
+      {"ENCODING_ARGS", encodingText.args},
+      {"ENCODING_CALL_ARGS", encodingText.callArgs},
+      {"ENCODING_CALL_TYPES", encodingText.callTypes},
+      {"ENCODING_OPERANDS", encodingText.operands}};
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"nvidia/mma_attention.mlir", kNvidiaMmaAttentionTemplate},
-                                        {{"nvidia/mma_blocks.mlir", kNvidiaMmaBlocksTemplate}}),
+                                        {{"nvidia/mma_math.mlir", kNvidiaMmaMathTemplate},
+                                         {"nvidia/mma_blocks.mlir", kNvidiaMmaBlocksTemplate}}),
                  params, op);
   if (failed(text))
     return failure();

@@ -43,8 +43,11 @@ namespace {
 /// thousands of items, and a decode step's one row is one item.
 constexpr int64_t kRowsPerItem = 16, kKeysPerItem = 16;
 
+} // namespace
+
 /// The one attn.attention_backward of the module's one function.
-FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> findBackward(ModuleOp module) {
+FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>>
+pejit::findAttentionBackward(ModuleOp module) {
   auto funcs = llvm::to_vector(module.getOps<func::FuncOp>());
   if (funcs.size() != 1)
     return module.emitError() << "expected one function to compile, found " << funcs.size();
@@ -66,16 +69,76 @@ FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> findBackward(Modul
   return std::make_pair(func, op);
 }
 
-} // namespace
-
 bool pejit::isAttentionBackward(ModuleOp module) {
   bool found = false;
   module.walk([&](attn::AttentionBackwardOp) { found = true; });
   return found;
 }
 
+LogicalResult pejit::bindBackwardArguments(func::FuncOp func, attn::AttentionBackwardOp op,
+                                           ArrayRef<std::string> operandNames,
+                                           KernelSignature &signature) {
+  std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
+                                            {op.getKey(), ArgumentRole::Key},
+                                            {op.getValue(), ArgumentRole::Value},
+                                            {op.getOutput(), ArgumentRole::Output},
+                                            {op.getOutputGrad(), ArgumentRole::OutputGradient}};
+  std::pair<Value, ArgumentRole> positionRoles[] = {
+      {op.getQueryPositions(), ArgumentRole::QueryPositions},
+      {op.getKeyPositions(), ArgumentRole::KeyPositions},
+      {op.getQuerySegments(), ArgumentRole::QuerySegments},
+      {op.getKeySegments(), ArgumentRole::KeySegments},
+      {op.getKeyLengths(), ArgumentRole::KeyLengths},
+      {op.getLse(), ArgumentRole::LogSumExp}};
+  for (auto [value, role] : roles)
+    if (!isa<BlockArgument>(value))
+      return op.emitError() << "operand '" << argumentRoleName(role)
+                            << "' is computed in the function: the kernel reads it from an "
+                               "argument";
+  for (size_t a = 0; a < std::size(roles); ++a)
+    for (size_t b = 0; b < a; ++b)
+      if (roles[a].first == roles[b].first)
+        return op.emitError() << "'" << argumentRoleName(roles[a].second) << "' and '"
+                              << argumentRoleName(roles[b].second)
+                              << "' are one argument: the backward writes a gradient for each, "
+                                 "so each needs an argument of its own";
+  for (BlockArgument arg : func.getArguments()) {
+    KernelArgument argument;
+    bool bound = false;
+    for (auto [value, role] : roles)
+      if (value == arg && !bound) {
+        argument.role = role;
+        bound = true;
+      }
+    for (auto [value, role] : positionRoles)
+      if (value == arg && !bound) {
+        argument.role = role;
+        bound = true;
+      }
+    // One tensor of position ids for both Q and K (LLaMA's position_ids).
+    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
+      argument.role = ArgumentRole::Positions;
+    // Encoding operands in the slots the kernel reads them from.
+    for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
+      if (operand == arg && (!bound || argument.role == ArgumentRole::EncodingOperand)) {
+        argument.role = ArgumentRole::EncodingOperand;
+        if (argument.name.empty())
+          argument.name = operandNames[n];
+        argument.slots.push_back(static_cast<unsigned>(n));
+        bound = true;
+      }
+    if (!bound)
+      return func.emitError() << "argument #" << arg.getArgNumber()
+                              << " is not an operand of attn.attention_backward";
+    describeArgumentType(arg.getType(), argument);
+    signature.arguments.push_back(std::move(argument));
+  }
+  return success();
+}
+
 LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
-  FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> found = findBackward(module);
+  FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> found =
+      findAttentionBackward(module);
   if (failed(found))
     return failure();
   auto [func, op] = *found;
@@ -179,61 +242,8 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   KernelSignature signature;
   signature.operandGradients = operandGradients;
   signature.scoreShapedGradient = scoreShapedGradient;
-  std::pair<Value, ArgumentRole> roles[] = {{op.getQuery(), ArgumentRole::Query},
-                                            {op.getKey(), ArgumentRole::Key},
-                                            {op.getValue(), ArgumentRole::Value},
-                                            {op.getOutput(), ArgumentRole::Output},
-                                            {op.getOutputGrad(), ArgumentRole::OutputGradient}};
-  std::pair<Value, ArgumentRole> positionRoles[] = {
-      {op.getQueryPositions(), ArgumentRole::QueryPositions},
-      {op.getKeyPositions(), ArgumentRole::KeyPositions},
-      {op.getQuerySegments(), ArgumentRole::QuerySegments},
-      {op.getKeySegments(), ArgumentRole::KeySegments},
-      {op.getKeyLengths(), ArgumentRole::KeyLengths},
-      {op.getLse(), ArgumentRole::LogSumExp}};
-  for (auto [value, role] : roles)
-    if (!isa<BlockArgument>(value))
-      return op.emitError() << "operand '" << argumentRoleName(role)
-                            << "' is computed in the function: the kernel reads it from an "
-                               "argument";
-  for (size_t a = 0; a < std::size(roles); ++a)
-    for (size_t b = 0; b < a; ++b)
-      if (roles[a].first == roles[b].first)
-        return op.emitError() << "'" << argumentRoleName(roles[a].second) << "' and '"
-                              << argumentRoleName(roles[b].second)
-                              << "' are one argument: the backward writes a gradient for each, "
-                                 "so each needs an argument of its own";
-  for (BlockArgument arg : func.getArguments()) {
-    KernelArgument argument;
-    bool bound = false;
-    for (auto [value, role] : roles)
-      if (value == arg && !bound) {
-        argument.role = role;
-        bound = true;
-      }
-    for (auto [value, role] : positionRoles)
-      if (value == arg && !bound) {
-        argument.role = role;
-        bound = true;
-      }
-    // One tensor of position ids for both Q and K (LLaMA's position_ids).
-    if (arg == op.getQueryPositions() && arg == op.getKeyPositions())
-      argument.role = ArgumentRole::Positions;
-    // Encoding operands in the slots the kernel reads them from.
-    for (auto [n, operand] : llvm::enumerate(op.getEncodingOperands()))
-      if (operand == arg && (!bound || argument.role == ArgumentRole::EncodingOperand)) {
-        argument.role = ArgumentRole::EncodingOperand;
-        if (argument.name.empty())
-          argument.name = operandNames[n];
-        argument.slots.push_back(static_cast<unsigned>(n));
-        bound = true;
-      }
-    if (!bound)
-      return func.emitError() << "argument #" << arg.getArgNumber()
-                              << " is not an operand of attn.attention_backward";
-    describeArgumentType(arg.getType(), argument);
-    signature.arguments.push_back(std::move(argument));
-  }
+  if (failed(bindBackwardArguments(func, op, operandNames, signature)))
+    return failure();
 
   std::optional<int64_t> window = op.getWindow(), right = op.getWindowRight();
   std::optional<double> softcap;

@@ -387,3 +387,19 @@ int64_t queryTileScratchFloats(ArrayRef<pe::PositionalEncodingAttrInterface> enc
 }
 
 } // namespace pejit
+
+pejit::EncodingArgumentTexts pejit::encodingArgumentTexts(ArrayRef<std::string> slotTypes) {
+  EncodingArgumentTexts text;
+  std::string names, types;
+  for (auto [n, type] : llvm::enumerate(slotTypes)) {
+    std::string name = "%e" + std::to_string(n);
+    text.args += ", " + name + ": " + type;
+    names += (n ? ", " : "") + name;
+    types += (n ? ", " : "") + type;
+    text.callArgs += ", " + name;
+    text.callTypes += ", " + type;
+  }
+  if (!slotTypes.empty())
+    text.operands = " operands(" + names + " : " + types + ")";
+  return text;
+}

@@ -178,6 +178,15 @@ inline constexpr unsigned kMaxEncodingOperands = 4;
 /// The memref type of each encoding operand slot: the operand's static
 /// shape, contiguous, for used slots; memref<1xf32> for the rest. Fails
 /// (naming the operand) beyond kMaxEncodingOperands or on a dynamic shape.
+/// The texts the nvidia templates splice for the encoding operands, one
+/// bare pointer %eN per slot type: ", %e0: T0, ..." (kernel arguments),
+/// ", %e0, ..." and ", T0, ..." (a func.call's), and " operands(%e0, ... :
+/// T0, ...)" for the hook ops (empty without operands).
+struct EncodingArgumentTexts {
+  std::string args, callArgs, callTypes, operands;
+};
+EncodingArgumentTexts encodingArgumentTexts(llvm::ArrayRef<std::string> slotTypes);
+
 mlir::FailureOr<llvm::SmallVector<std::string>> encodingOperandSlots(attn::AttentionOp op,
                                                                      unsigned slots);
 /// The same for the operands of any op (a standalone kernel's pe op).

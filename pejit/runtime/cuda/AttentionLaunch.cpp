@@ -1,60 +1,12 @@
 // One attention call on the GPU (AttentionLaunch.h).
 #include "pejit/runtime/cuda/AttentionLaunch.h"
+#include "pejit/runtime/cuda/LaunchSupport.h"
 
 #include <algorithm>
-#include <array>
-#include <functional>
 
 namespace pejit::cuda {
 
 namespace {
-
-Status upload(const void *data, size_t bytes, std::vector<DeviceBuffer> &buffers) {
-  Result<DeviceBuffer> buffer = DeviceBuffer::allocate(std::max<size_t>(bytes, 4));
-  if (!buffer)
-    return Error{buffer.error()};
-  if (data && bytes)
-    if (Status copied = buffer->copyFromHost(data, bytes); !copied)
-      return copied;
-  buffers.push_back(std::move(*buffer));
-  return Status();
-}
-
-std::array<unsigned, 3> dims3(const std::vector<int64_t> &values) {
-  std::array<unsigned, 3> out{1, 1, 1};
-  for (size_t i = 0; i < 3 && i < values.size(); ++i)
-    out[i] = static_cast<unsigned>(values[i]);
-  return out;
-}
-
-/// Runs `once` (launches, no synchronization), synchronizes, then times
-/// `timedRepeats` more runs between CUDA events.
-Status runAndTime(const std::function<Status()> &once, const std::function<Status()> &download,
-                  int timedRepeats, std::vector<float> *timesMs) {
-  if (Status st = once(); !st)
-    return st;
-  if (Status st = synchronize(); !st)
-    return st;
-  if (Status st = download(); !st)
-    return st;
-  for (int r = 0; r < timedRepeats; ++r) {
-    Result<Timer> timer = Timer::create();
-    if (!timer)
-      return Error{timer.error()};
-    if (Status st = timer->start(nullptr); !st)
-      return st;
-    if (Status st = once(); !st)
-      return st;
-    if (Status st = timer->stop(nullptr); !st)
-      return st;
-    Result<float> ms = timer->elapsedMs();
-    if (!ms)
-      return Error{ms.error()};
-    if (timesMs)
-      timesMs->push_back(*ms);
-  }
-  return Status();
-}
 
 /// A standalone kernel (templates/nvidia/transform.mlir, embed.mlir): the
 /// prologue over the ids, then pejit_transform (x, o) or pejit_embed

@@ -1,0 +1,108 @@
+// The GPU check's backward cases (docs/backward.md, "NVIDIA"): a forward
+// source whose backward the prepare step derives (without the encodings'
+// operand gradients, which are x86's so far) and compiles, and the recipe
+// of its float64 reference, written again for pejit/reference (RoPE, ALiBi,
+// T5, the mask, softcap) as the x86 backward's tests write it. The bundle
+// holds, beside the kernel (NAME.ptx, .cubin, .meta, .call as a source
+// case's):
+//   NAME.query, .key, .value, .operand0   the inputs, in their dtypes
+//   NAME.output                           the forward's float64 O, rounded
+//   NAME.output_grad                      dO, fresh random values
+//   NAME.query_positions, .key_positions  the kernel's (default) tables
+//   NAME.expected_dq, _dk, _dv            the float64 gradients, as f32
+// Header-only, no LLVM.
+#ifndef PEJIT_BENCH_GPU_GPUBACKWARDCASES_H
+#define PEJIT_BENCH_GPU_GPUBACKWARDCASES_H
+
+#include "pejit/reference/Rope.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pejit::gpucheck {
+
+struct GpuBackwardCase {
+  std::string name;
+  std::string source;             ///< the forward: one func.func, f16/bf16 q, k, v, default ids
+  std::vector<int64_t> call = {}; ///< a `?` kernel's b, sq, skv; empty: static
+  // The reference's recipe: the forward's encodings and options again.
+  std::optional<ref::RopeConfig> rope = std::nullopt;
+  std::optional<int64_t> alibiHeads = std::nullopt; ///< ALiBi, causal form
+  struct T5 {
+    int64_t buckets, maxDistance;
+    bool bidirectional;
+  };
+  std::optional<T5> t5 = std::nullopt; ///< its table is operand0 [buckets, hq]
+  bool causal = false;
+  std::optional<int64_t> window = std::nullopt;
+  std::optional<double> softcap = std::nullopt;
+};
+
+/// 16-bit gradients: 2e-2 of each gradient's max |value| (P and dS are
+/// rounded to 16 bits for the tensor-core products, as in the forward).
+inline constexpr double kBackwardTolerance = 2e-2;
+
+inline std::vector<GpuBackwardCase> gpuBackwardCases() {
+  ref::RopeConfig half;
+  ref::RopeConfig interleaved;
+  interleaved.layout = ref::RopeLayout::Interleaved;
+  return {
+      // RoPE, causal, GQA 4/2, 130 rows (three row tiles, the last partial).
+      {"backward_rope_causal_gqa_bf16",
+       "func.func @backward_rope_causal_gqa_bf16(%q: tensor<2x4x130x64xbf16>, "
+       "%k: tensor<2x2x130x64xbf16>, %v: tensor<2x2x130x64xbf16>) -> tensor<2x4x130x64xbf16> {\n"
+       "  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, "
+       "theta = 10000.0>]) : tensor<2x4x130x64xbf16>, tensor<2x2x130x64xbf16>, "
+       "tensor<2x2x130x64xbf16> -> tensor<2x4x130x64xbf16>\n"
+       "  return %o : tensor<2x4x130x64xbf16>\n}\n",
+       {},
+       half,
+       std::nullopt,
+       std::nullopt,
+       true},
+      // ALiBi with a window and a softcap at d = 128 (16-row steps), sq <
+      // skv (a chunk after a cache), f32 output.
+      {"backward_alibi_window_softcap_f16",
+       "func.func @backward_alibi_window_softcap_f16(%q: tensor<1x4x96x128xf16>, "
+       "%k: tensor<1x4x160x128xf16>, %v: tensor<1x4x160x128xf16>) -> tensor<1x4x96x128xf32> {\n"
+       "  %o = attn.attention %q, %k, %v causal window(40) softcap(5.0) "
+       "encodings([#pe.alibi<num_heads = 4, form = causal>]) : tensor<1x4x96x128xf16>, "
+       "tensor<1x4x160x128xf16>, tensor<1x4x160x128xf16> -> tensor<1x4x96x128xf32>\n"
+       "  return %o : tensor<1x4x96x128xf32>\n}\n",
+       {},
+       std::nullopt,
+       4,
+       std::nullopt,
+       true,
+       40,
+       5.0},
+      // T5 (bidirectional, past max_distance) after interleaved RoPE, MQA,
+      // a shape class called at 1 x 150 x 150, not causal.
+      {"backward_t5_rope_class_bf16",
+       "func.func @backward_t5_rope_class_bf16(%q: tensor<?x4x?x64xbf16>, "
+       "%k: tensor<?x1x?x64xbf16>, %v: tensor<?x1x?x64xbf16>, %t: tensor<32x4xf32>) -> "
+       "tensor<?x4x?x64xf32> {\n"
+       "  %o = attn.attention %q, %k, %v encodings([#pe.rope<layout = interleaved, "
+       "theta = 10000.0>, #pe.t5_bias<num_buckets = 32, max_distance = 64, bidirectional = "
+       "true>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<?x4x?x64xbf16>, "
+       "tensor<?x1x?x64xbf16>, tensor<?x1x?x64xbf16> -> tensor<?x4x?x64xf32>\n"
+       "  return %o : tensor<?x4x?x64xf32>\n}\n",
+       {1, 150, 150},
+       interleaved,
+       std::nullopt,
+       GpuBackwardCase::T5{32, 64, true}},
+      // No encoding, d = 128 with dv = 64, not causal, 200 rows.
+      {"backward_plain_d128_dv64_f16",
+       "func.func @backward_plain_d128_dv64_f16(%q: tensor<1x2x200x128xf16>, "
+       "%k: tensor<1x2x200x128xf16>, %v: tensor<1x2x200x64xf16>) -> tensor<1x2x200x64xf16> {\n"
+       "  %o = attn.attention %q, %k, %v : tensor<1x2x200x128xf16>, tensor<1x2x200x128xf16>, "
+       "tensor<1x2x200x64xf16> -> tensor<1x2x200x64xf16>\n"
+       "  return %o : tensor<1x2x200x64xf16>\n}\n"},
+  };
+}
+
+} // namespace pejit::gpucheck
+
+#endif // PEJIT_BENCH_GPU_GPUBACKWARDCASES_H

@@ -1,0 +1,52 @@
+// Running the attention backward on the GPU (templates/nvidia/
+// mma_attention_backward.mlir, docs/backward.md "NVIDIA"): upload, the six
+// kernels in order, download dq, dk, dv. Light (no LLVM): the GPU check
+// runner uses it on a machine without a compiler.
+#ifndef PEJIT_RUNTIME_CUDA_BACKWARDLAUNCH_H
+#define PEJIT_RUNTIME_CUDA_BACKWARDLAUNCH_H
+
+#include "pejit/core/KernelArtifact.h"
+#include "pejit/runtime/cuda/CudaDriver.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pejit::cuda {
+
+/// Host buffers of one backward call, dense: q, k, v (the inputs' type T),
+/// o and dO (the forward output's type), lse [b, hq, sq] f32 (a training
+/// forward's; null: the rows phase recomputes it), position tables i64
+/// [rows, seq] (defaults filled in by the caller), the encoding operands
+/// in their slots; dq, dk, dv are written (T).
+struct BackwardBuffers {
+  std::pair<const void *, size_t> query, key, value, output, outputGrad, lse;
+  const std::vector<int64_t> *queryPositions = nullptr, *keyPositions = nullptr;
+  std::vector<std::pair<const void *, size_t>> encodingOperands;
+  std::pair<void *, size_t> queryGrad, keyGrad, valueGrad;
+};
+
+/// Where the call's floats go: the tables (the forward's rule), D and lse
+/// [2, b, hq, sq], dQ' [b, hq, sq, d] and dK' [b, hkv, skv, d] (f32).
+struct BackwardPlan {
+  int64_t tableFloats = 0, rowFloats = 0, queryGradFloats = 0, keyGradFloats = 0;
+  /// Blocks of 128 threads: rows and q [ceil(sq / 64), hq, b], kv
+  /// [ceil(skv / 64), hkv, b], transform and finish [ceil(max(sq, skv) /
+  /// 64), hq + hkv, b].
+  std::vector<int64_t> rowsGrid, keysGrid, sidesGrid;
+};
+
+/// The plan of a call of shape `call` (every dim known) to a backward
+/// kernel described by `kernel`.
+BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call);
+
+/// Runs the backward once (then `timedRepeats` more between CUDA events,
+/// their times in ms to `timesMs`) and downloads dq, dk, dv.
+Status runAttentionBackward(const std::string &image, const KernelDescription &kernel,
+                            const Shape &call, const BackwardBuffers &buffers, int timedRepeats = 0,
+                            std::vector<float> *timesMs = nullptr);
+
+} // namespace pejit::cuda
+
+#endif // PEJIT_RUNTIME_CUDA_BACKWARDLAUNCH_H

@@ -1,0 +1,66 @@
+// attn-instantiate-nvidia-template, backward form: one attn.attention_backward
+// becomes templates/nvidia/mma_attention_backward.mlir's kernels
+// (docs/backward.md, "NVIDIA"), each block writing outputs no other block
+// writes:
+//   rows:   D_i = dO_i . O_i, lse_i = log sum_j exp(s_ij)     ([2, b, hq, sq])
+//   kv:     dV = P^T dO, dK' = dE^T Q'  (P = exp(s - lse), dE = scale softcap' P (dP - D))
+//   q:      dQ' = dE K'
+//   finish: dq, dk = the QK transform's adjoint of dQ', dK', rounded to T
+// RUN: pejit-opt %s --split-input-file --attn-instantiate-nvidia-template | FileCheck %s
+
+// GQA 4/2, causal, softcap, RoPE, d = 64: W = 64-row steps; o and dO keep
+// the forward's f32 output type; the static grid is the rows phase's.
+// CHECK: module attributes {gpu.container_module, pejit.kernel = {arguments = "query:f16:1x4x100x64 key:f16:1x2x100x64 value:f16:1x2x100x64 output:f32:1x4x100x64 output_grad:f32:1x4x100x64"
+// CHECK-SAME: block = [128, 1, 1]
+// CHECK-SAME: grid = [2, 4, 1]
+// CHECK-SAME: kernel = "pejit_backward"
+// CHECK-SAME: tile_m = 64 : i64, tile_n = 64 : i64
+// CHECK-LABEL: func.func private @score_at
+// CHECK: math.tanh
+// CHECK-LABEL: gpu.func @pejit_prologue
+// CHECK-LABEL: gpu.func @pejit_backward_transform
+// CHECK-LABEL: gpu.func @pejit_backward_rows
+// CHECK: call @mma_nt_d
+// CHECK: call @score_at
+// CHECK: call @log_sum
+// CHECK-LABEL: gpu.func @pejit_backward_kv
+// CHECK: call @mma_nt_d
+// CHECK: call @mma_nt_v
+// CHECK: call @weights
+// CHECK: call @mma_pv_v
+// CHECK: call @mma_pv_d
+// CHECK-LABEL: gpu.func @pejit_backward_q
+// CHECK: call @mma_pv_d
+// CHECK-LABEL: gpu.func @pejit_backward_finish
+// CHECK-NOT: attn.
+// CHECK-NOT: func.func @causal_gqa_softcap_rope
+func.func @causal_gqa_softcap_rope(%q: tensor<1x4x100x64xf16>, %k: tensor<1x2x100x64xf16>, %v: tensor<1x2x100x64xf16>,
+                                   %o: tensor<1x4x100x64xf32>, %do: tensor<1x4x100x64xf32>)
+    -> (tensor<1x4x100x64xf16>, tensor<1x2x100x64xf16>, tensor<1x2x100x64xf16>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do causal softcap(30.0)
+      encodings([#pe.rope<layout = half, theta = 10000.0>])
+      : tensor<1x4x100x64xf16>, tensor<1x2x100x64xf16>, tensor<1x2x100x64xf16>, tensor<1x4x100x64xf32>, tensor<1x4x100x64xf32>
+      -> tensor<1x4x100x64xf16>, tensor<1x2x100x64xf16>, tensor<1x2x100x64xf16>
+  return %dq, %dk, %dv : tensor<1x4x100x64xf16>, tensor<1x2x100x64xf16>, tensor<1x2x100x64xf16>
+}
+
+// -----
+
+// A shape class at d = 128 with ALiBi: W = 16-row steps (the shared tiles
+// of 64 + 16 rows, 80 x 136, fit 48 KiB), no grid (the call plans it), the lengths
+// read from the i64 arguments.
+// CHECK: kernel = "pejit_backward"
+// CHECK-NOT: grid =
+// CHECK-SAME: tile_m = 64 : i64, tile_n = 16 : i64
+// CHECK-LABEL: gpu.func @pejit_backward_kv
+// CHECK-SAME: workgroup({{.*}}: memref<80x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: arith.index_cast %{{.*}} : i64 to index
+func.func @alibi_class(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>,
+                       %o: tensor<?x8x?x128xbf16>, %do: tensor<?x8x?x128xbf16>)
+    -> (tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>) {
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do causal
+      encodings([#pe.alibi<num_heads = 8, form = causal>])
+      : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+      -> tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+  return %dq, %dk, %dv : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
+}
