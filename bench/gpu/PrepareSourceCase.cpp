@@ -7,9 +7,11 @@
 #include "pejit/interpreter/ReferenceInterpreter.h"
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/ScoreBias.h"
+#include "pejit/reference/ScoreBiasGrad.h"
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/npy/Npy.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -155,7 +157,7 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   Expected<Spec> forward = Spec::fromText(c.source, c.name);
   if (!forward)
     return forward.error();
-  Expected<Spec> backward = Spec::backwardOf(*forward, /*operandGradients=*/false);
+  Expected<Spec> backward = Spec::backwardOf(*forward);
   if (!backward)
     return backward.error();
   Expected<NvidiaKernel> kernel = runtime.getNvidia(*backward, arch);
@@ -182,7 +184,7 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   // Inputs by role, each rounded to its dtype first (what the GPU sees);
   // O comes from the reference below.
   std::map<ArgumentRole, ref::Tensor> inputs;
-  ref::Tensor table;
+  std::map<std::string, ref::Tensor> operands; // by signature name
   std::vector<int64_t> outputShape;
   DType outputType = DType::F32;
   int operand = 0;
@@ -198,11 +200,21 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
     std::vector<float> values(count(arg.shape));
     for (float &x : values)
       x = dist(engine);
+    // Slopes near ALiBi's own and a position scale near 1: what training
+    // moves them to.
+    if (arg.name == "alibi_slopes") {
+      std::vector<double> slopes = ref::alibiSlopes(static_cast<int64_t>(values.size()));
+      for (size_t h = 0; h < values.size(); ++h)
+        values[h] = static_cast<float>(slopes[h] * (1.0 + 0.25 * values[h]));
+    }
+    if (arg.name == "rope_position_scale")
+      for (float &x : values)
+        x = 1.0f + 0.5f * x;
     npy::Array stored = npy::fromFloat32(values, arg.shape, npyType(arg.dtype));
     std::vector<float> seen = npy::toFloat32(stored);
     ref::Tensor tensor(arg.shape, std::vector<double>(seen.begin(), seen.end()));
     if (arg.role == ArgumentRole::EncodingOperand)
-      table = tensor;
+      operands[arg.name] = tensor;
     else
       inputs[arg.role] = tensor;
     std::string part = sourceCasePart(arg.role, operand);
@@ -230,8 +242,11 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   ref::PositionIds queryIds = ref::defaultQueryPositions(shape.querySeq, shape.keySeq);
   ref::PositionIds keyIds = ref::defaultKeyPositions(shape.keySeq);
   int64_t seqLen = ref::maxPositionPlusOne(queryIds, keyIds);
-  ref::Tensor qr = c.rope ? ref::applyRope(*c.rope, q, queryIds, seqLen) : q;
-  ref::Tensor kr = c.rope ? ref::applyRope(*c.rope, k, keyIds, seqLen) : k;
+  std::vector<double> scale;
+  if (c.ropeScale)
+    scale = operands["rope_position_scale"].data;
+  ref::Tensor qr = c.rope ? ref::applyRope(*c.rope, q, queryIds, seqLen, scale) : q;
+  ref::Tensor kr = c.rope ? ref::applyRope(*c.rope, k, keyIds, seqLen, scale) : k;
   ref::AttentionOptions options;
   options.causal = c.causal;
   options.window = c.window;
@@ -239,18 +254,35 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   ref::Tensor bias;
   if (c.alibiHeads)
     bias = ref::alibiBias(*c.alibiHeads, 0, shape.queryHeads, ref::AlibiForm::Causal,
-                          shape.querySeq, shape.keySeq);
+                          shape.querySeq, shape.keySeq,
+                          c.learnedSlopes ? operands["alibi_slopes"].data : std::vector<double>{});
   if (c.t5)
-    bias = ref::t5Bias(table, c.t5->bidirectional, c.t5->buckets, c.t5->maxDistance, shape.querySeq,
-                       shape.keySeq);
+    bias = ref::t5Bias(operands["t5_table"], c.t5->bidirectional, c.t5->buckets, c.t5->maxDistance,
+                       shape.querySeq, shape.keySeq);
   if (c.alibiHeads || c.t5)
     options.bias = &bias;
   ref::Tensor o = ref::attention(qr, kr, v, options);
   ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dOut, options);
-  ref::Tensor dq =
-      c.rope ? ref::applyRopeBackward(*c.rope, q, want.dq, queryIds, seqLen).dx : want.dq;
-  ref::Tensor dk =
-      c.rope ? ref::applyRopeBackward(*c.rope, k, want.dk, keyIds, seqLen).dx : want.dk;
+  ref::Tensor dq = want.dq, dk = want.dk;
+  // The operands' gradients, by the names the signature gives them.
+  std::map<std::string, ref::Tensor> operandGrads;
+  ref::RelativeDistance distance{shape.querySeq, shape.keySeq};
+  if (c.rope) {
+    ref::RopeGradients gq = ref::applyRopeBackward(*c.rope, q, want.dq, queryIds, seqLen, scale);
+    ref::RopeGradients gk = ref::applyRopeBackward(*c.rope, k, want.dk, keyIds, seqLen, scale);
+    dq = gq.dx;
+    dk = gk.dx;
+    if (c.ropeScale)
+      operandGrads["rope_position_scale"] =
+          ref::Tensor({1}, {gq.dPositionScale[0] + gk.dPositionScale[0]});
+  }
+  if (c.learnedSlopes)
+    operandGrads["alibi_slopes"] =
+        ref::Tensor({shape.queryHeads},
+                    ref::alibiSlopeGradient(want.dScores, ref::AlibiForm::Causal, distance));
+  if (c.t5)
+    operandGrads["t5_table"] = ref::t5TableGradient(want.dScores, c.t5->bidirectional,
+                                                    c.t5->buckets, c.t5->maxDistance, distance);
   if (o.shape != outputShape)
     return "the reference's O does not have the kernel's output shape";
   npy::Array storedO = npy::fromFloat32(std::vector<float>(o.data.begin(), o.data.end()),
@@ -258,8 +290,17 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   if (!writeBytes(sourceCaseFile(dir, c.name, "output"), storedO.bytes.data(),
                   storedO.bytes.size()))
     return "cannot write " + sourceCaseFile(dir, c.name, "output");
-  for (auto [tensor, part] :
-       {std::pair{&dq, "expected_dq"}, {&dk, "expected_dk"}, {&want.dv, "expected_dv"}}) {
+  std::vector<std::pair<const ref::Tensor *, std::string>> gradients = {
+      {&dq, "expected_dq"}, {&dk, "expected_dk"}, {&want.dv, "expected_dv"}};
+  for (unsigned slot : description.signature.operandGradients)
+    for (const KernelArgument &arg : description.signature.arguments)
+      if (arg.role == ArgumentRole::EncodingOperand &&
+          std::find(arg.slots.begin(), arg.slots.end(), slot) != arg.slots.end()) {
+        if (!operandGrads.count(arg.name))
+          return "the case's recipe has no gradient of " + arg.name;
+        gradients.push_back({&operandGrads[arg.name], "expected_d" + arg.name});
+      }
+  for (auto [tensor, part] : gradients) {
     std::vector<float> narrow(tensor->data.begin(), tensor->data.end());
     if (!writeBytes(sourceCaseFile(dir, c.name, part), narrow.data(), narrow.size() * 4))
       return "cannot write " + sourceCaseFile(dir, c.name, part);

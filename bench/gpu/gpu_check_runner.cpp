@@ -327,9 +327,9 @@ float fromBits(uint16_t bits, DType type) {
 }
 
 /// A backward case (GpuBackwardCases.h): q, k, v, the encoding operands, O
-/// and dO from the bundle, bound by NAME.meta's signature; dq, dk, dv
-/// poisoned with NaN first, each compared with its float64 gradient
-/// (the worst of the three is reported).
+/// and dO from the bundle, bound by NAME.meta's signature; dq, dk, dv and
+/// the operands' gradients poisoned with NaN first, each compared with its
+/// float64 gradient (the worst is reported).
 Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase &c) {
   Outcome outcome;
   auto file = [&](const std::string &part) { return gpucheck::sourceCaseFile(dir, c.name, part); };
@@ -416,6 +416,19 @@ Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase 
   buffers.queryGrad = {grads[0].data(), counts[0] * 2};
   buffers.keyGrad = {grads[1].data(), counts[1] * 2};
   buffers.valueGrad = {grads[2].data(), counts[2] * 2};
+  // The operands' gradients (f32, NaN first), in operand_grads order.
+  cuda::BackwardPlan plan = cuda::planBackward(description, s);
+  std::vector<std::string> operandParts;
+  for (unsigned slot : description.signature.operandGradients)
+    for (const KernelArgument &arg : description.signature.arguments)
+      if (arg.role == ArgumentRole::EncodingOperand &&
+          std::find(arg.slots.begin(), arg.slots.end(), slot) != arg.slots.end())
+        operandParts.push_back("expected_d" + arg.name);
+  std::vector<std::vector<float>> operandGrads;
+  for (int64_t n : plan.operandGradFloats)
+    operandGrads.emplace_back(static_cast<size_t>(n), std::numeric_limits<float>::quiet_NaN());
+  for (std::vector<float> &grad : operandGrads)
+    buffers.operandGrads.push_back({grad.data(), grad.size() * 4});
   if (cuda::Status st = cuda::runAttentionBackward(image, description, s, buffers); !st) {
     outcome.error = st.error();
     return outcome;
@@ -437,6 +450,27 @@ Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase 
     }
     outcome.relError = std::max(outcome.relError, maxErr / std::max(maxRef, 1e-300));
   }
+  for (size_t g = 0; g < operandGrads.size() && g < operandParts.size(); ++g) {
+    std::vector<uint8_t> bytes = readBytes(file(operandParts[g]));
+    if (bytes.size() != operandGrads[g].size() * 4) {
+      outcome.error = c.name + "." + operandParts[g] + " holds " + std::to_string(bytes.size()) +
+                      " bytes, the gradient has " + std::to_string(operandGrads[g].size()) +
+                      " f32 values";
+      return outcome;
+    }
+    std::vector<float> expected(operandGrads[g].size());
+    std::memcpy(expected.data(), bytes.data(), bytes.size());
+    double maxRef = 0, maxErr = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
+      double err = std::fabs(static_cast<double>(operandGrads[g][i]) - expected[i]);
+      maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+    }
+    outcome.relError = std::max(outcome.relError, maxErr / std::max(maxRef, 1e-300));
+  }
+  if (operandParts.size() != operandGrads.size())
+    outcome.error = c.name + ": the signature names " + std::to_string(operandParts.size()) +
+                    " operand gradients, the plan " + std::to_string(operandGrads.size());
   outcome.ok = outcome.relError <= gpucheck::kBackwardTolerance;
   return outcome;
 }

@@ -39,7 +39,8 @@
 // THREADS=128 T (f16|bf16) MMA OT (o and dO: f32, f16, bf16)
 // O_TO_T O_TO_F32 (bodies) CAUSAL HAS_WINDOW WINDOW
 // HAS_RIGHT RIGHT SCALE HAS_SOFTCAP SOFTCAP HAS_LSE
-// QPB KPB SCRATCHD; LENGTH_ARGS, PROLOGUE_VIEWS, BACKWARD_VIEWS,
+// QPB KPB SCRATCHD HAS_SCORE_GRADS HAS_TRANSFORM_GRADS GRAD_FLOATS
+// GRAD_OFFSETS (mma_backward_steps.mlir: the operand gradients); LENGTH_ARGS, PROLOGUE_VIEWS, BACKWARD_VIEWS,
 // POSITION_VIEWS, ENCODING_ARGS, ENCODING_OPERANDS, ENCODING_CALL_ARGS and
 // ENCODING_CALL_TYPES as the forward's (mma_attention.mlir).
 
@@ -55,6 +56,7 @@
 !FT = memref<64x${DP}xf32, #gpu.address_space<workgroup>>
 !ROW = memref<1x${D}x${T}, strided<[${DP}, 1], offset: ?>, #gpu.address_space<workgroup>>
 !FROW = memref<1x${D}xf32, strided<[${DP}, 1], offset: ?>, #gpu.address_space<workgroup>>
+!GROW = memref<1x${D}xf32, strided<[${D}, 1], offset: ?>>
 !SACC = memref<${W8}x4xf32>
 !DACC = memref<${D8}x4xf32>
 !VACC = memref<${DV8}x4xf32>
@@ -93,15 +95,15 @@ ${PROLOGUE_VIEWS}
 // else KV head y - HQ (k -> tk). Rows staged, transformed one per thread
 // in shared memory (as the forward transforms its tiles), written back.
 gpu.func @pejit_backward_transform(${BACKWARD_ARGS})
-    workgroup(%SDs: !SD {llvm.align = 16 : i64}) kernel {
+    workgroup(%FTs: !FT {llvm.align = 16 : i64}) kernel {
 ${BACKWARD_VIEWS}
-  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c64 = arith.constant 64 : index
   %THREADS = arith.constant ${THREADS} : index
   %HQ = arith.constant ${HQ} : index
   %HKV = arith.constant ${HKV} : index
   %D = arith.constant ${D} : index
+  %keep_f32 = arith.constant ${HAS_TRANSFORM_GRADS}
   %tid = gpu.thread_id x
   %bx = gpu.block_id x
   %y = gpu.block_id y
@@ -122,29 +124,36 @@ ${BACKWARD_VIEWS}
     %r1 = arith.addi %r0, %i0 : index
     %first = arith.muli %r1, %D : index
     scf.if %key {
-      func.call @stage_d(%SDs, %c0, %k_arg, %first, %valid, %valid, %tid)
-          : (!SD, index, !PT, index, index, index, index) -> ()
+      func.call @stage_t(%FTs, %k_arg, %first, %valid, %tid) : (!FT, !PT, index, index, index) -> ()
     } else {
-      func.call @stage_d(%SDs, %c0, %q_arg, %first, %valid, %valid, %tid)
-          : (!SD, index, !PT, index, index, index, index) -> ()
+      func.call @stage_t(%FTs, %q_arg, %first, %valid, %tid) : (!FT, !PT, index, index, index) -> ()
     }
     gpu.barrier
+    // In f32, then rounded to T: the forward's Q' and K' (it rotates its
+    // tiles in f32 and stores them in T); kept in f32 too for the
+    // transform's operand gradients.
     scf.for %r = %tid to %valid step %THREADS {
       %i = arith.addi %i0, %r : index
-      %row = memref.subview %SDs[%r, 0] [1, ${D}] [1, 1] : !SD to !ROW
+      %row = memref.subview %FTs[%r, 0] [1, ${D}] [1, 1] : !FT to !FROW
       scf.if %key {
-        attn.qk_transform %row, %c1, %i, %b, %scratch key lengths(%SQ, %SKV) : !ROW, !SCRATCH
+        attn.qk_transform %row, %c1, %i, %b, %scratch key lengths(%SQ, %SKV) : !FROW, !SCRATCH
       } else {
-        attn.qk_transform %row, %c1, %i, %b, %scratch lengths(%SQ, %SKV) : !ROW, !SCRATCH
+        attn.qk_transform %row, %c1, %i, %b, %scratch lengths(%SQ, %SKV) : !FROW, !SCRATCH
       }
     }
     gpu.barrier
     scf.if %key {
-      func.call @unstage_d(%SDs, %tk_arg, %first, %valid, %tid)
-          : (!SD, !PT, index, index, index) -> ()
+      func.call @unstage_f(%FTs, %tk_arg, %first, %valid, %tid) : (!FT, !PT, index, index, index) -> ()
+      scf.if %keep_f32 {
+        func.call @unstage_ff(%FTs, %tkf_arg, %first, %valid, %tid)
+            : (!FT, !PF, index, index, index) -> ()
+      }
     } else {
-      func.call @unstage_d(%SDs, %tq_arg, %first, %valid, %tid)
-          : (!SD, !PT, index, index, index) -> ()
+      func.call @unstage_f(%FTs, %tq_arg, %first, %valid, %tid) : (!FT, !PT, index, index, index) -> ()
+      scf.if %keep_f32 {
+        func.call @unstage_ff(%FTs, %tqf_arg, %first, %valid, %tid)
+            : (!FT, !PF, index, index, index) -> ()
+      }
     }
   }
   gpu.return
@@ -414,8 +423,8 @@ ${BACKWARD_VIEWS}
                                      %SKV${ENCODING_CALL_ARGS})
               : (f32, index, index, index, index, !PI, !PI, index, index${ENCODING_CALL_TYPES})
               -> (f32, f32)
-          %w:2 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
-              : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32)
+          %w:3 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
+              : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32, f32)
           memref.store %w#0, %Sacc[%n, %e] : !SACC
           memref.store %w#1, %Pacc[%n, %e] : !SACC
         } {pejit.unroll}
@@ -519,6 +528,23 @@ ${BACKWARD_VIEWS}
   func.call @stage_o(%SVs, %c0, %do_arg, %ofirst, %qvalid, %c64, %tid)
       : (!SV, index, !POT, index, index, index, index) -> ()
   func.call @zero_d(%dQ) : (!DACC) -> ()
+  // The score biases' operand gradients: this warp's own partial (slot),
+  // set to 0 here; the step loop's first barrier orders it before any add.
+  // Each score (b, h, i, j) is this phase's once, as each is the kv
+  // phase's; here the registers have room for the lanes' adds.
+  %has_grads = arith.constant ${HAS_SCORE_GRADS}
+  %parts:2 = func.call @partial_slots(%SQ, %SKV, %B) : (index, index, index) -> (index, index)
+  %q_tiles0 = arith.addi %SQ, %c64 : index
+  %q_tiles1 = arith.subi %q_tiles0, %c1 : index
+  %q_tiles = arith.divui %q_tiles1, %c64 : index
+  %blk0 = arith.muli %b, %HQ : index
+  %blk1 = arith.addi %blk0, %h : index
+  %blk2 = arith.muli %blk1, %q_tiles : index
+  %blk = arith.addi %blk2, %bx : index
+  %pbase = func.call @slot_base(%blk, %warp) : (index, index) -> index
+  scf.if %has_grads {
+    func.call @zero_slot(%part_arg, %parts#1, %pbase, %lane) : (!PF, index, index, index) -> ()
+  }
   %range:2 = func.call @key_steps(%i0, %SQ, %SKV) : (index, index, index) -> (index, index)
   %kbh0 = arith.muli %b, %HKV : index
   %kbh = arith.addi %kbh0, %hk : index
@@ -552,9 +578,15 @@ ${BACKWARD_VIEWS}
                                    %SKV${ENCODING_CALL_ARGS})
             : (f32, index, index, index, index, !PI, !PI, index, index${ENCODING_CALL_TYPES})
             -> (f32, f32)
-        %w:2 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
-            : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32)
+        %w:3 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
+            : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32, f32)
         memref.store %w#1, %Pacc[%n, %e] : !SACC
+        scf.if %has_grads {
+          func.call @score_grads(%w#2, %b, %h, %i, %j, %lane, %part_arg, %parts#1, %pbase,
+                                 %qpos_arg, %kpos_arg, %SQ, %SKV${ENCODING_CALL_ARGS})
+              : (f32, index, index, index, index, index, !PF, index, index, !PI, !PI, index,
+                 index${ENCODING_CALL_TYPES}) -> ()
+        }
       } {pejit.unroll}
     } {pejit.unroll}
     // dQ' += dE K' (the step's keys in SD [64, 64 + W)).
@@ -584,27 +616,46 @@ ${BACKWARD_VIEWS}
 }
 
 // Block (64-row tile x, head y, batch z), y as the transform's: the rows of
-// dQ' (gq) or dK' (gk) through the QK transform's adjoint in shared memory,
-// one row per thread, then rounded to T into dq or dk.
+// dQ' (gq) or dK' (gk) give the transform's operand gradients (into this
+// warp's partial, lane by lane), then go through its adjoint in shared
+// memory, one row per thread, and are rounded to T into dq or dk.
 gpu.func @pejit_backward_finish(${BACKWARD_ARGS})
     workgroup(%FTs: !FT {llvm.align = 16 : i64}) kernel {
 ${BACKWARD_VIEWS}
   %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c32 = arith.constant 32 : index
   %c64 = arith.constant 64 : index
   %THREADS = arith.constant ${THREADS} : index
   %HQ = arith.constant ${HQ} : index
   %HKV = arith.constant ${HKV} : index
   %D = arith.constant ${D} : index
+  %has_grads = arith.constant ${HAS_TRANSFORM_GRADS}
   %tid = gpu.thread_id x
   %bx = gpu.block_id x
   %y = gpu.block_id y
   %b = gpu.block_id z
+  %gx = gpu.grid_dim x
+  %warp = arith.divui %tid, %c32 : index
+  %lane = arith.remui %tid, %c32 : index
   %key = arith.cmpi uge, %y, %HQ : index
   %kh = arith.subi %y, %HQ : index
   %head = arith.select %key, %kh, %y : index
   %S = arith.select %key, %SKV, %SQ : index
   %H = arith.select %key, %HKV, %HQ : index
   %i0 = arith.muli %bx, %c64 : index
+  // This warp's partial: after the q blocks' (partial_slots).
+  %parts:2 = func.call @partial_slots(%SQ, %SKV, %B) : (index, index, index) -> (index, index)
+  %sides = arith.addi %HQ, %HKV : index
+  %blk0 = arith.muli %b, %sides : index
+  %blk1 = arith.addi %blk0, %y : index
+  %blk2 = arith.muli %blk1, %gx : index
+  %blk3 = arith.addi %blk2, %bx : index
+  %blk = arith.addi %blk3, %parts#0 : index
+  %pbase = func.call @slot_base(%blk, %warp) : (index, index) -> index
+  scf.if %has_grads {
+    func.call @zero_slot(%part_arg, %parts#1, %pbase, %lane) : (!PF, index, index, index) -> ()
+  }
   %any = arith.cmpi ult, %i0, %S : index
   scf.if %any {
     %left = arith.subi %S, %i0 : index
@@ -620,6 +671,13 @@ ${BACKWARD_VIEWS}
       func.call @stage_f(%FTs, %gq_arg, %first, %valid, %tid) : (!FT, !PF, index, index, index) -> ()
     }
     gpu.barrier
+    scf.if %has_grads {
+      func.call @transform_grads(%FTs, %tid, %valid, %i0, %first, %b, %key, %lane, %tqf_arg,
+                                 %tkf_arg, %part_arg, %parts#1, %pbase, %qpos_arg, %kpos_arg,
+                                 %SQ, %SKV${ENCODING_CALL_ARGS})
+          : (!FT, index, index, index, index, index, i1, index, !PF, !PF, !PF, index, index, !PI,
+             !PI, index, index${ENCODING_CALL_TYPES}) -> ()
+    }
     scf.for %r = %tid to %valid step %THREADS {
       %i = arith.addi %i0, %r : index
       %row = memref.subview %FTs[%r, 0] [1, ${D}] [1, 1] : !FT to !FROW

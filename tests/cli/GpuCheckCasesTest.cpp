@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -142,12 +143,13 @@ std::vector<double> bundleValues(const std::string &path, DType type, std::vecto
 // pejit/reference: the forward it implies must be the source's. The
 // interpreter on the bundled inputs gives the bundled O (up to its 16-bit
 // rounding), and every part the runner reads is there at its size, the
-// gradients finite and not all zero.
+// gradients (the operands' too) finite and not all zero.
 TEST(GpuCheckCases, EveryBackwardCaseBundlesItsGradientsAndItsRecipeIsTheSourcesForward) {
   if (findCudaToolkit().empty())
     GTEST_SKIP() << "no CUDA toolkit with nvvm/libdevice here: the GPU lowering links libdevice";
   clitest::TempDir dir;
   Runtime runtime;
+  int operandGradients = 0;
   for (const GpuBackwardCase &c : gpuBackwardCases()) {
     SCOPED_TRACE(c.name);
     ASSERT_EQ(prepareBackwardCase(runtime, c, dir.path(), "sm_90"), "");
@@ -201,7 +203,22 @@ TEST(GpuCheckCases, EveryBackwardCaseBundlesItsGradientsAndItsRecipeIsTheSources
       }
       EXPECT_GT(maxAbs, 1e-3) << parts[g];
     }
+    // Each operand gradient the kernel gives has its float64 reference.
+    for (unsigned slot : description.signature.operandGradients)
+      for (const KernelArgument &arg : description.signature.arguments)
+        if (arg.role == ArgumentRole::EncodingOperand &&
+            std::find(arg.slots.begin(), arg.slots.end(), slot) != arg.slots.end()) {
+          std::vector<double> grad = bundleValues(
+              sourceCaseFile(dir.path(), c.name, "expected_d" + arg.name), DType::F32, arg.shape);
+          ASSERT_FALSE(grad.empty()) << "expected_d" << arg.name;
+          double maxAbs = 0;
+          for (double x : grad)
+            maxAbs = std::max(maxAbs, std::fabs(x));
+          EXPECT_GT(maxAbs, 1e-3) << arg.name;
+          ++operandGradients;
+        }
   }
+  EXPECT_GE(operandGradients, 3) << "T5's table, ALiBi's slopes and the RoPE's scale";
 }
 
 TEST(GpuCheckCases, TheKernelMetaCarriesShapePositionsAndSignature) {

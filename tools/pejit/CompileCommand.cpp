@@ -90,9 +90,7 @@ int compileCommand(int argc, char **argv) {
   // --backward: the kernel of the backward derived from the forward, its
   // stages from its own (derived) source on.
   if (args.has("backward")) {
-    // The NVIDIA backward computes dq, dk, dv: the encodings' operand
-    // gradients are x86's so far (docs/status.md).
-    Expected<Spec> backward = Spec::backwardOf(*spec, /*operandGradients=*/!nvidia);
+    Expected<Spec> backward = Spec::backwardOf(*spec);
     if (!backward) {
       std::fprintf(stderr, "pejit: %s: --backward: %s\n", args.positional[0].c_str(),
                    backward.error().c_str());

@@ -11,8 +11,11 @@
 // f16/bf16 q, k, v (o and dO of the forward's output type), f32
 // accumulation, gradients in the inputs' type. It takes masks, windows,
 // GQA, softcap, a QK transform with an adjoint and the score biases by
-// index (ALiBi, T5, relative_to = position); the encodings' operand
-// gradients, bucketed terms (Shaw), segments and key lengths are errors
+// index (ALiBi, T5, relative_to = position), with the gradients of the
+// operands whose encoding gives an adjoint for them (T5's table, ALiBi's
+// learned slopes, the RoPE's position scale and inverse frequencies) in
+// per-warp partials, summed by the runtime in slot order; a bias tensor's
+// gradient, bucketed terms (Shaw), segments and key lengths are errors
 // that say so. Like the forward's instantiation, this file never names a
 // concrete encoding.
 #include "pejit/compiler/passes/Instantiate.h"
@@ -96,11 +99,6 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   if (op.getQuerySegments() || op.getKeySegments() || op.getKeyLengths())
     return op.emitError() << "the nvidia backward does not take segments or key_lengths yet "
                              "(docs/status.md): run each sequence as a call of its own";
-  if (op.getGradOperands() && !op.getGradOperands()->empty())
-    return op.emitError()
-           << "the nvidia backward does not compute encoding operand gradients yet "
-              "(grad_operands; docs/status.md): derive the backward without them (pejit compile "
-              "--backward does for nvidia), or compile it for x86";
 
   // What it takes: the score biases by index or position (dS passes
   // through them unchanged) and a QK transform with an adjoint.
@@ -140,22 +138,48 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
     return op.emitError() << "position ids per batch row ([b, s]) with a `?` batch are not "
                              "built yet: pass ids shared by the batch ([s]) or a static batch";
 
+  // The encoding operand gradients asked for: each operand's encoding
+  // gives its adjoint; its place in a warp's partial is the sum of the
+  // sizes before it (the runtime's rule too, BackwardLaunch.h).
+  SmallVector<int64_t> gradOffsets(std::max<size_t>(op.getEncodingOperands().size(), 1), -1);
+  int64_t gradFloats = 0;
+  bool scoreGrads = false, transformGrads = false;
+  KernelSignature signature;
+  for (int64_t slot : op.getGradOperands() ? *op.getGradOperands() : ArrayRef<int64_t>()) {
+    auto [encoding, local] = op.encodingOfOperand(slot);
+    if (!encoding.isDifferentiableOperand(local) || !encoding.hasOperandAdjoint(local) ||
+        encoding.hasScoreShapedGradient(local))
+      return op.emitError() << "the nvidia backward does not compute the gradient of "
+                            << encoding.getEncodingOperandName(local)
+                            << " yet (grad_operands; docs/status.md): derive the backward "
+                               "without it, or compile it for x86";
+    bool transform = encoding.getEncodingKind() == pe::EncodingKind::QKTransform;
+    transformGrads = transformGrads || transform;
+    scoreGrads = scoreGrads || !transform;
+    signature.operandGradients.push_back(static_cast<unsigned>(slot));
+    gradOffsets[slot] = gradFloats;
+    gradFloats += cast<RankedTensorType>(op.getEncodingOperands()[slot].getType()).getNumElements();
+  }
+  std::string offsetsText;
+  for (int64_t offset : gradOffsets)
+    offsetsText += (offsetsText.empty() ? "" : ", ") + std::to_string(offset);
+  if (failed(bindBackwardArguments(func, op, operandNames, signature)))
+    return failure();
+
   // The step W: 64 rows of the other side while the shared tiles (64 + W
-  // rows of D and of DV, 16-bit) fit, else 16 (d > 64: also what keeps
-  // dV, dK' and the two score tiles in registers).
+  // rows of D and of DV, 16-bit) fit, else 16. 16 also where d > 64 or an
+  // operand gradient is asked: what keeps dV, dK', the two score tiles
+  // and the lanes' gradient adds in registers (ptxas: no spills).
   auto sharedBytes = [&](int64_t w) {
     return (kBlockRows + w) * ((shape.headDim + 8) + (shape.valueDim + 8)) * 2;
   };
-  int64_t w = std::max(shape.headDim, shape.valueDim) <= 64 ? 64 : 16;
+  int64_t w = std::max(shape.headDim, shape.valueDim) <= 64 && gradFloats == 0 ? 64 : 16;
   if (sharedBytes(w) > kStaticSharedBytes ||
       kBlockRows * (shape.headDim + 8) * 4 > kStaticSharedBytes)
     return op.emitError() << "the nvidia backward needs " << sharedBytes(w)
                           << " bytes of shared memory at d = " << shape.headDim
                           << ", more than the " << kStaticSharedBytes << " a block has";
 
-  KernelSignature signature;
-  if (failed(bindBackwardArguments(func, op, operandNames, signature)))
-    return failure();
   FailureOr<SmallVector<std::string>> slots =
       encodingOperandSlots(op, op.getEncodingOperands(), op.getEncodingOperands().size());
   if (failed(slots))
@@ -218,8 +242,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   std::string backwardArgs = "%q_arg: !PT, %k_arg: !PT, %v_arg: !PT, %o_arg: !POT, "
                              "%do_arg: !POT, %dq_arg: !PT, %dk_arg: !PT, %dv_arg: !PT, "
                              "%tq_arg: !PT, %tk_arg: !PT, %scratch_arg: !PF, %rows_arg: !PF, "
-                             "%gq_arg: !PF, %gk_arg: !PF, %lse_arg: !PF, %qpos_arg: !PI, "
-                             "%kpos_arg: !PI, " +
+                             "%gq_arg: !PF, %gk_arg: !PF, %lse_arg: !PF, %part_arg: !PF, "
+                             "%tqf_arg: !PF, %tkf_arg: !PF, %qpos_arg: !PI, %kpos_arg: !PI, " +
                              lengthArgs + encodingText.args;
   std::optional<int64_t> window = op.getWindow(), right = op.getWindowRight();
   std::optional<double> softcap;
@@ -261,6 +285,10 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
       {"HAS_SOFTCAP", softcap ? "true" : "false"},
       {"SOFTCAP", formatFloat(softcap.value_or(1.0))},
       {"HAS_LSE", op.getLse() ? "true" : "false"},
+      {"HAS_SCORE_GRADS", scoreGrads ? "true" : "false"},
+      {"HAS_TRANSFORM_GRADS", transformGrads ? "true" : "false"},
+      {"GRAD_FLOATS", std::to_string(std::max<int64_t>(gradFloats, 1))},
+      {"GRAD_OFFSETS", "[" + offsetsText + "]"},
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"LENGTH_ARGS", lengthArgs},

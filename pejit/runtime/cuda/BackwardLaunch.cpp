@@ -3,6 +3,8 @@
 
 #include "pejit/runtime/cuda/LaunchSupport.h"
 
+#include <algorithm>
+
 namespace pejit::cuda {
 
 BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call) {
@@ -19,6 +21,22 @@ BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call) {
   plan.keysGrid = {tiles(call.keySeq), call.kvHeads, call.batch};
   plan.sidesGrid = {tiles(std::max(call.querySeq, call.keySeq)), call.queryHeads + call.kvHeads,
                     call.batch};
+  for (unsigned slot : kernel.signature.operandGradients)
+    for (const KernelArgument &arg : kernel.signature.arguments)
+      if (arg.role == ArgumentRole::EncodingOperand &&
+          std::find(arg.slots.begin(), arg.slots.end(), slot) != arg.slots.end()) {
+        int64_t n = 1;
+        for (int64_t dim : arg.shape)
+          n *= dim;
+        plan.operandGradFloats.push_back(n);
+        plan.slotFloats += n;
+        break;
+      }
+  if (plan.slotFloats > 0) {
+    int64_t blocks = plan.rowsGrid[0] * plan.rowsGrid[1] * plan.rowsGrid[2] +
+                     plan.sidesGrid[0] * plan.sidesGrid[1] * plan.sidesGrid[2];
+    plan.slots = 4 * blocks;
+  }
   return plan;
 }
 
@@ -31,22 +49,44 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   if (!host.queryPositions || !host.keyPositions)
     return Error{"the kernel takes position ids (defaults filled in): none were given"};
   BackwardPlan plan = planBackward(kernel, call);
+  if (plan.operandGradFloats.size() != host.operandGrads.size())
+    return Error{"the kernel gives " + std::to_string(plan.operandGradFloats.size()) +
+                 " operand gradients, the call has room for " +
+                 std::to_string(host.operandGrads.size())};
+  for (size_t g = 0; g < host.operandGrads.size(); ++g)
+    if (host.operandGrads[g].second != static_cast<size_t>(plan.operandGradFloats[g]) * 4)
+      return Error{"operand gradient " + std::to_string(g) + " has " +
+                   std::to_string(host.operandGrads[g].second) + " bytes, not " +
+                   std::to_string(plan.operandGradFloats[g] * 4)};
+  // The transform's operand gradients read Q' and K' in f32.
+  bool keepF32 = plan.slotFloats > 0;
   // The kernels' fixed arguments, in order (mma_attention_backward.mlir):
-  // q k v o dO dq dk dv tq tk scratch rows gq gk lse qpos kpos.
+  // q k v o dO dq dk dv tq tk scratch rows gq gk lse part tqf tkf qpos kpos.
   auto floats = [](int64_t n) {
     return std::pair<const void *, size_t>{nullptr, static_cast<size_t>(n) * 4};
   };
   std::pair<const void *, size_t> lse = host.lse.first ? host.lse : floats(1);
   std::vector<DeviceBuffer> buffers;
-  buffers.reserve(17);
+  buffers.reserve(20);
   for (auto [data, bytes] :
-       {host.query, host.key, host.value, host.output, host.outputGrad,
+       {host.query,
+        host.key,
+        host.value,
+        host.output,
+        host.outputGrad,
         std::pair<const void *, size_t>{nullptr, host.queryGrad.second},
         std::pair<const void *, size_t>{nullptr, host.keyGrad.second},
         std::pair<const void *, size_t>{nullptr, host.valueGrad.second},
         std::pair<const void *, size_t>{nullptr, host.query.second},
-        std::pair<const void *, size_t>{nullptr, host.key.second}, floats(plan.tableFloats),
-        floats(plan.rowFloats), floats(plan.queryGradFloats), floats(plan.keyGradFloats), lse,
+        std::pair<const void *, size_t>{nullptr, host.key.second},
+        floats(plan.tableFloats),
+        floats(plan.rowFloats),
+        floats(plan.queryGradFloats),
+        floats(plan.keyGradFloats),
+        lse,
+        floats(std::max<int64_t>(plan.slots * plan.slotFloats, 1)),
+        floats(keepF32 ? plan.queryGradFloats : 1),
+        floats(keepF32 ? plan.keyGradFloats : 1),
         std::pair<const void *, size_t>{host.queryPositions->data(),
                                         host.queryPositions->size() * 8},
         std::pair<const void *, size_t>{host.keyPositions->data(), host.keyPositions->size() * 8}})
@@ -66,7 +106,7 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   lengths(args);
   for (DeviceBuffer &operand : operandBuffers)
     args.pointer(operand);
-  prologueArgs.pointer(buffers[15]).pointer(buffers[16]).pointer(buffers[10]);
+  prologueArgs.pointer(buffers[18]).pointer(buffers[19]).pointer(buffers[10]);
   lengths(prologueArgs);
   for (DeviceBuffer &operand : operandBuffers)
     prologueArgs.pointer(operand);
@@ -105,7 +145,24 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
       return st;
     if (Status st = buffers[6].copyToHost(host.keyGrad.first, host.keyGrad.second); !st)
       return st;
-    return buffers[7].copyToHost(host.valueGrad.first, host.valueGrad.second);
+    if (Status st = buffers[7].copyToHost(host.valueGrad.first, host.valueGrad.second); !st)
+      return st;
+    if (plan.slotFloats == 0)
+      return Status();
+    std::vector<float> slots(static_cast<size_t>(plan.slots * plan.slotFloats));
+    if (Status st = buffers[15].copyToHost(slots.data(), slots.size() * 4); !st)
+      return st;
+    int64_t offset = 0;
+    for (size_t g = 0; g < host.operandGrads.size(); ++g) {
+      for (int64_t e = 0; e < plan.operandGradFloats[g]; ++e) {
+        double sum = 0;
+        for (int64_t slot = 0; slot < plan.slots; ++slot)
+          sum += slots[static_cast<size_t>(slot * plan.slotFloats + offset + e)];
+        host.operandGrads[g].first[e] = static_cast<float>(sum);
+      }
+      offset += plan.operandGradFloats[g];
+    }
+    return Status();
   };
   return runAndTime(once, download, timedRepeats, timesMs);
 }

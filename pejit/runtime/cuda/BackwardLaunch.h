@@ -19,18 +19,26 @@ namespace pejit::cuda {
 /// o and dO (the forward output's type), lse [b, hq, sq] f32 (a training
 /// forward's; null: the rows phase recomputes it), position tables i64
 /// [rows, seq] (defaults filled in by the caller), the encoding operands
-/// in their slots; dq, dk, dv are written (T).
+/// in their slots; dq, dk, dv are written (T), and the gradient of each
+/// operand the kernel differentiates (the signature's operand_grads, in
+/// that order; f32, the operand's shape).
 struct BackwardBuffers {
   std::pair<const void *, size_t> query, key, value, output, outputGrad, lse;
   const std::vector<int64_t> *queryPositions = nullptr, *keyPositions = nullptr;
   std::vector<std::pair<const void *, size_t>> encodingOperands;
   std::pair<void *, size_t> queryGrad, keyGrad, valueGrad;
+  std::vector<std::pair<float *, size_t>> operandGrads;
 };
 
 /// Where the call's floats go: the tables (the forward's rule), D and lse
 /// [2, b, hq, sq], dQ' [b, hq, sq, d] and dK' [b, hkv, skv, d] (f32).
 struct BackwardPlan {
   int64_t tableFloats = 0, rowFloats = 0, queryGradFloats = 0, keyGradFloats = 0;
+  /// The operand gradients: each one's floats (operand_grads order), their
+  /// sum (a warp's slot), and the slots, one per warp of the q blocks
+  /// then of the finish blocks (mma_backward_steps.mlir).
+  std::vector<int64_t> operandGradFloats;
+  int64_t slotFloats = 0, slots = 0;
   /// Blocks of 128 threads: rows and q [ceil(sq / 64), hq, b], kv
   /// [ceil(skv / 64), hkv, b], transform and finish [ceil(max(sq, skv) /
   /// 64), hq + hkv, b].
@@ -42,7 +50,8 @@ struct BackwardPlan {
 BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call);
 
 /// Runs the backward once (then `timedRepeats` more between CUDA events,
-/// their times in ms to `timesMs`) and downloads dq, dk, dv.
+/// their times in ms to `timesMs`) and downloads dq, dk, dv; each operand
+/// gradient is the sum of its part of every slot, in slot order, in f64.
 Status runAttentionBackward(const std::string &image, const KernelDescription &kernel,
                             const Shape &call, const BackwardBuffers &buffers, int timedRepeats = 0,
                             std::vector<float> *timesMs = nullptr);

@@ -10,10 +10,10 @@ func.func @f32_inputs(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: te
 
 // -----
 
-func.func @t5_table_gradient(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>, %o: tensor<1x4x8x64xbf16>, %do: tensor<1x4x8x64xbf16>, %t: tensor<32x4xf32>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<32x4xf32>) {
-  // expected-error @+1 {{the nvidia backward does not compute encoding operand gradients yet (grad_operands; docs/status.md)}}
-  %dq, %dk, %dv, %dt = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.t5_bias<num_buckets = 32, max_distance = 128>]) encoding_operands(%t : tensor<32x4xf32>) grad_operands([0]) : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<32x4xf32>
-  return %dq, %dk, %dv, %dt : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<32x4xf32>
+func.func @bias_tensor_gradient(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>, %o: tensor<1x4x8x64xbf16>, %do: tensor<1x4x8x64xbf16>, %bias: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>) {
+  // expected-error @+1 {{the nvidia backward does not compute the gradient of bias yet (grad_operands; docs/status.md)}}
+  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x4x8x8xf32>) grad_operands([0]) : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>
+  return %dq, %dk, %dv, %db : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>
 }
 
 // -----

@@ -64,3 +64,41 @@ func.func @alibi_class(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %
       -> tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
   return %dq, %dk, %dv : tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16>
 }
+
+// -----
+
+// T5's table and the RoPE's position scale with their gradients: the q
+// phase hands each score's dS to T5's adjoint, the finish phase each dQ'
+// and dK' row to the RoPE's, lane by lane into the warp's partial slot
+// (bar.warp.sync between lanes: one order, no atomics). An operand
+// gradient makes W = 16. The signature lists the gradients' slots.
+// CHECK: arguments = "operand_grads=0,1
+// CHECK-SAME: tile_m = 64 : i64, tile_n = 16 : i64
+// CHECK-LABEL: func.func private @score_grads
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: nvvm.bar.warp.sync
+// CHECK-LABEL: func.func private @transform_grads
+// CHECK: nvvm.bar.warp.sync
+// CHECK-LABEL: gpu.func @pejit_backward_kv
+// CHECK-NOT: call @score_grads
+// CHECK-LABEL: gpu.func @pejit_backward_q
+// CHECK: call @zero_slot
+// CHECK: call @score_grads
+// CHECK-LABEL: gpu.func @pejit_backward_finish
+// CHECK: call @transform_grads
+// CHECK-NOT: attn.
+func.func @t5_rope_scale_grads(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64xbf16>, %v: tensor<1x4x40x64xbf16>,
+                               %o: tensor<1x4x40x64xbf16>, %do: tensor<1x4x40x64xbf16>,
+                               %s: tensor<1xf32>, %t: tensor<32x4xf32>)
+    -> (tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1xf32>, tensor<32x4xf32>) {
+  %dq, %dk, %dv, %ds, %dt = attn.attention_backward %q, %k, %v, %o, %do causal
+      encodings([#pe.rope<layout = half, theta = 10000.0, runtime_scale = true>,
+                 #pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>])
+      encoding_operands(%s, %t : tensor<1xf32>, tensor<32x4xf32>) grad_operands([0, 1])
+      : tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>
+      -> tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1xf32>, tensor<32x4xf32>
+  return %dq, %dk, %dv, %ds, %dt : tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1xf32>, tensor<32x4xf32>
+}

@@ -1,9 +1,10 @@
 // ptxas -v on the attention backward (docs/backward.md, "NVIDIA") at its
-// largest head dim, d = dv = 128 (16-row steps): RoPE, T5 buckets, a window
-// and a softcap, f16, a shape class. Every kernel of the backward keeps
-// its register tiles (dV and dK' of 16 keys: 64 + 64 floats per lane) in
-// registers on sm_80 and sm_90: no stack frame, no spills. (The prologue
-// is the forward's RoPE tables: its stack frame is its local arrays.)
+// largest head dim, d = dv = 128 (16-row steps): RoPE, T5 buckets with the
+// table's gradient, a window and a softcap, f16, a shape class. Every
+// kernel of the backward keeps its register tiles (dV and dK' of 16 keys:
+// 64 + 64 floats per lane) in registers on sm_80 and sm_90: no stack
+// frame, no spills. (The prologue is the forward's RoPE tables: its stack
+// frame is its local arrays.)
 // REQUIRES: ptxas, libdevice
 // RUN: %pejit compile %s --backward --target=nvidia:sm_80 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefix=SM80
 // RUN: %pejit compile %s --backward --target=nvidia:sm_90 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90
