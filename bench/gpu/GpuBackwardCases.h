@@ -35,6 +35,9 @@ struct GpuBackwardCase {
   /// ALiBi's slopes are the operand alibi_slopes [hq]; the RoPE's position
   /// scale is the operand rope_position_scale [1].
   bool learnedSlopes = false, ropeScale = false;
+  /// The score biases measure distance by the ids (relative_to =
+  /// position); ids arguments are drawn as a source case's.
+  bool byPosition = false;
   struct T5 {
     int64_t buckets, maxDistance;
     bool bidirectional;
@@ -116,6 +119,25 @@ inline std::vector<GpuBackwardCase> gpuBackwardCases() {
   learned.alibiHeads = 4;
   learned.learnedSlopes = true;
   learned.causal = true;
+  // T5 and ALiBi measured by per-batch position ids (packed sequences),
+  // beside RoPE at the same ids, causal, GQA 4/2; the table's gradient.
+  GpuBackwardCase &byPosition =
+      add("backward_by_position_t5_alibi_rope_f16",
+          "func.func @backward_by_position_t5_alibi_rope_f16(%q: tensor<2x4x80x64xf16>, "
+          "%k: tensor<2x2x80x64xf16>, %v: tensor<2x2x80x64xf16>, %t: tensor<32x4xf32>, "
+          "%p: tensor<2x80xi64>) -> tensor<2x4x80x64xf16> {\n"
+          "  %o = attn.attention %q, %k, %v query_positions(%p : tensor<2x80xi64>) "
+          "key_positions(%p : tensor<2x80xi64>) causal encodings([#pe.rope<layout = half, theta "
+          "= 10000.0>, #pe.alibi<num_heads = 4, form = causal, relative_to = position>, "
+          "#pe.t5_bias<num_buckets = 32, max_distance = 64, bidirectional = false, relative_to = "
+          "position>]) encoding_operands(%t : tensor<32x4xf32>) : tensor<2x4x80x64xf16>, "
+          "tensor<2x2x80x64xf16>, tensor<2x2x80x64xf16> -> tensor<2x4x80x64xf16>\n"
+          "  return %o : tensor<2x4x80x64xf16>\n}\n");
+  byPosition.rope = half;
+  byPosition.alibiHeads = 4;
+  byPosition.t5 = GpuBackwardCase::T5{32, 64, false};
+  byPosition.byPosition = true;
+  byPosition.causal = true;
   // No encoding, d = 128 with dv = 64, not causal, 200 rows.
   add("backward_plain_d128_dv64_f16",
       "func.func @backward_plain_d128_dv64_f16(%q: tensor<1x2x200x128xf16>, "

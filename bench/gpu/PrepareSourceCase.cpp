@@ -188,10 +188,33 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   std::vector<int64_t> outputShape;
   DType outputType = DType::F32;
   int operand = 0;
+  // Given ids as a source case's: restarting every 50 (packed sequences),
+  // differing per batch row; the defaults otherwise.
+  std::vector<int64_t> queryIdData, keyIdData;
+  std::vector<int64_t> queryIdShape, keyIdShape;
+  TensorView queryIdView, keyIdView;
+  const TensorView *queryIds = nullptr, *keyIds = nullptr;
   for (KernelArgument arg : description.signature.arguments) {
-    if (arg.dtype == DType::I32 || arg.dtype == DType::I64)
-      return "a backward case takes the default position ids, not an ids argument";
     arg.shape = argumentDimsAt(arg, shape);
+    if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
+      int64_t seq = arg.shape.back(), n = count(arg.shape);
+      bool query = arg.readsQueryPositions();
+      std::vector<int64_t> &data = query ? queryIdData : keyIdData;
+      int64_t first = query ? shape.keySeq - shape.querySeq : 0;
+      data.resize(n);
+      for (int64_t e = 0; e < n; ++e)
+        data[e] = (first + e % seq) % 50 + 3 * (e / seq);
+      (query ? queryIdShape : keyIdShape) = arg.shape;
+      (query ? queryIdView : keyIdView) = TensorView{data.data(), DType::I64, arg.shape, {}};
+      (query ? queryIds : keyIds) = query ? &queryIdView : &keyIdView;
+      if (arg.readsQueryPositions() && arg.readsKeyPositions()) {
+        keyIdData = data;
+        keyIdShape = arg.shape;
+        keyIdView = TensorView{keyIdData.data(), DType::I64, arg.shape, {}};
+        keyIds = &keyIdView;
+      }
+      continue;
+    }
     if (arg.role == ArgumentRole::Output) {
       outputShape = arg.shape;
       outputType = arg.dtype;
@@ -222,13 +245,13 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
       return "cannot write " + sourceCaseFile(dir, c.name, part);
   }
   std::vector<int64_t> queryTable, keyTable;
-  if (Status st = buildPositionTable(nullptr, "query positions", description.queryPositionRows,
+  if (Status st = buildPositionTable(queryIds, "query positions", description.queryPositionRows,
                                      shape.querySeq, shape.batch, shape.keySeq - shape.querySeq,
                                      queryTable, description.positionAxes);
       !st)
     return st.message();
   if (Status st =
-          buildPositionTable(nullptr, "key positions", description.keyPositionRows, shape.keySeq,
+          buildPositionTable(keyIds, "key positions", description.keyPositionRows, shape.keySeq,
                              shape.batch, 0, keyTable, description.positionAxes);
       !st)
     return st.message();
@@ -239,26 +262,40 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   // The float64 reference: rotate, attend, differentiate, rotate back.
   const ref::Tensor &q = inputs[ArgumentRole::Query], &k = inputs[ArgumentRole::Key],
                     &v = inputs[ArgumentRole::Value], &dOut = inputs[ArgumentRole::OutputGradient];
-  ref::PositionIds queryIds = ref::defaultQueryPositions(shape.querySeq, shape.keySeq);
-  ref::PositionIds keyIds = ref::defaultKeyPositions(shape.keySeq);
-  int64_t seqLen = ref::maxPositionPlusOne(queryIds, keyIds);
+  ref::PositionIds queryPositions = queryIds
+                                        ? ref::PositionIds(queryIdShape, queryIdData)
+                                        : ref::defaultQueryPositions(shape.querySeq, shape.keySeq);
+  ref::PositionIds keyPositions =
+      keyIds ? ref::PositionIds(keyIdShape, keyIdData) : ref::defaultKeyPositions(shape.keySeq);
+  int64_t seqLen = ref::maxPositionPlusOne(queryPositions, keyPositions);
   std::vector<double> scale;
   if (c.ropeScale)
     scale = operands["rope_position_scale"].data;
-  ref::Tensor qr = c.rope ? ref::applyRope(*c.rope, q, queryIds, seqLen, scale) : q;
-  ref::Tensor kr = c.rope ? ref::applyRope(*c.rope, k, keyIds, seqLen, scale) : k;
+  ref::Tensor qr = c.rope ? ref::applyRope(*c.rope, q, queryPositions, seqLen, scale) : q;
+  ref::Tensor kr = c.rope ? ref::applyRope(*c.rope, k, keyPositions, seqLen, scale) : k;
+  // The score biases' distances: by index, or by the ids (relative_to =
+  // position).
+  ref::RelativeDistance distance{shape.querySeq, shape.keySeq};
+  if (c.byPosition) {
+    distance.queryPositions = &queryPositions;
+    distance.keyPositions = &keyPositions;
+  }
   ref::AttentionOptions options;
   options.causal = c.causal;
   options.window = c.window;
   options.softcap = c.softcap;
   ref::Tensor bias;
   if (c.alibiHeads)
-    bias = ref::alibiBias(*c.alibiHeads, 0, shape.queryHeads, ref::AlibiForm::Causal,
-                          shape.querySeq, shape.keySeq,
+    bias = ref::alibiBias(*c.alibiHeads, 0, shape.queryHeads, ref::AlibiForm::Causal, distance,
                           c.learnedSlopes ? operands["alibi_slopes"].data : std::vector<double>{});
-  if (c.t5)
-    bias = ref::t5Bias(operands["t5_table"], c.t5->bidirectional, c.t5->buckets, c.t5->maxDistance,
-                       shape.querySeq, shape.keySeq);
+  if (c.t5) { // added to ALiBi's when both are there (one distance, one shape)
+    ref::Tensor t5 = ref::t5Bias(operands["t5_table"], c.t5->bidirectional, c.t5->buckets,
+                                 c.t5->maxDistance, distance);
+    if (c.alibiHeads)
+      for (size_t e = 0; e < t5.data.size(); ++e)
+        t5.data[e] += bias.data[e];
+    bias = t5;
+  }
   if (c.alibiHeads || c.t5)
     options.bias = &bias;
   ref::Tensor o = ref::attention(qr, kr, v, options);
@@ -266,10 +303,11 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   ref::Tensor dq = want.dq, dk = want.dk;
   // The operands' gradients, by the names the signature gives them.
   std::map<std::string, ref::Tensor> operandGrads;
-  ref::RelativeDistance distance{shape.querySeq, shape.keySeq};
   if (c.rope) {
-    ref::RopeGradients gq = ref::applyRopeBackward(*c.rope, q, want.dq, queryIds, seqLen, scale);
-    ref::RopeGradients gk = ref::applyRopeBackward(*c.rope, k, want.dk, keyIds, seqLen, scale);
+    ref::RopeGradients gq =
+        ref::applyRopeBackward(*c.rope, q, want.dq, queryPositions, seqLen, scale);
+    ref::RopeGradients gk =
+        ref::applyRopeBackward(*c.rope, k, want.dk, keyPositions, seqLen, scale);
     dq = gq.dx;
     dk = gk.dx;
     if (c.ropeScale)

@@ -167,6 +167,20 @@ TEST(GpuCheckCases, EveryBackwardCaseBundlesItsGradientsAndItsRecipeIsTheSources
     int operand = 0;
     for (KernelArgument arg : description.signature.arguments) {
       arg.shape = argumentDimsAt(arg, s);
+      if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
+        // Given ids: the kernel's table of that side is them ([rows, s]).
+        std::string part = arg.readsQueryPositions() ? "query_positions" : "key_positions";
+        std::ifstream file(sourceCaseFile(dir.path(), c.name, part), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(file)), {});
+        std::vector<int64_t> ids(bytes.size() / 8);
+        std::memcpy(ids.data(), bytes.data(), ids.size() * 8);
+        int64_t count = 1;
+        for (int64_t dim : arg.shape)
+          count *= dim;
+        ASSERT_EQ(static_cast<int64_t>(ids.size()), count) << part;
+        forwardArguments.push_back(ref::PositionIds(arg.shape, ids));
+        continue;
+      }
       std::string part = sourceCasePart(arg.role, operand);
       std::vector<double> values =
           bundleValues(sourceCaseFile(dir.path(), c.name, part), arg.dtype, arg.shape);
