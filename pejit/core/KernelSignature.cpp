@@ -245,6 +245,8 @@ std::string KernelSignature::str() const {
     text += std::string(text.empty() ? "" : " ") + "lse";
   if (linearBackward)
     text += std::string(text.empty() ? "" : " ") + "linear_backward";
+  if (shawTermGradient)
+    text += std::string(text.empty() ? "" : " ") + "shaw_term_grad";
   if (scoreShapedGradient)
     text +=
         std::string(text.empty() ? "" : " ") + "score_grad=" + std::to_string(*scoreShapedGradient);
@@ -284,6 +286,10 @@ Expected<KernelSignature> KernelSignature::parse(const std::string &text) {
     }
     if (token == "lse") {
       signature.writesLse = true;
+      continue;
+    }
+    if (token == "shaw_term_grad") {
+      signature.shawTermGradient = true;
       continue;
     }
     if (token == "linear_backward") {

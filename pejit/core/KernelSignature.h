@@ -118,6 +118,9 @@ struct KernelSignature {
   /// item per (b, hkv) writes dq, dk, dv (docs/backward.md). In str() as
   /// the token "linear_backward".
   bool linearBackward = false;
+  /// A materialized Shaw term's gradients (pe.relative_term_grad): the
+  /// token "shaw_term_grad".
+  bool shawTermGradient = false;
 
   /// Arguments a run must be given (all but trailing position ids).
   size_t requiredInputs() const;

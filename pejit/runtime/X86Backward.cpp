@@ -18,6 +18,8 @@ namespace pejit {
 
 Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
                                   const std::vector<TensorView> &gradients) const {
+  if (keyTermGradItem_ || valueTermGradItem_)
+    return runShawTermGradient(inputs, gradients);
   if (!backwardQuery_ && !linearBackwardItem_)
     return Status::error("runBackward needs a backward kernel (a source with "
                          "attn.attention_backward); this one is a forward: call run");

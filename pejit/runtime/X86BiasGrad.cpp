@@ -53,13 +53,7 @@ Status X86KernelImpl::runScoreBiasGradient(const std::vector<TensorView> &inputs
     std::vector<int64_t> words = tableWords;
     biasGradItem_(&dc, words.data(), &pc, index);
   });
-  float *result = static_cast<float *>(out.data);
-  for (int64_t e = 0; e < floats; ++e) {
-    double sum = 0;
-    for (int64_t index = 0; index < items; ++index)
-      sum += partial[index * floats + e];
-    result[e] = static_cast<float>(sum);
-  }
+  sumPartialsInItemOrder(partial, items, floats, static_cast<float *>(out.data));
   return Status();
 }
 

@@ -107,6 +107,9 @@ Status X86KernelImpl::run(const std::vector<TensorView> &inputs, const TensorVie
   if (backwardQuery_)
     return Status::error("this is a backward kernel (attn.attention_backward): call runBackward "
                          "with its gradients dq, dk, dv");
+  if (keyTermGradItem_ || valueTermGradItem_)
+    return Status::error("this is a Shaw term's backward (pe.relative_term_grad): call "
+                         "runBackward with its gradients (dq and the table's, or the table's)");
   BoundInputs bound;
   if (Status st = bindInputs(signature, inputs, bound); !st)
     return st;

@@ -5,6 +5,8 @@
 #include "pejit/runtime/PagedKv.h"
 #include "pejit/runtime/Views.h"
 #include "pejit/runtime/X86KernelImpl.h"
+
+#include <algorithm>
 #include <array>
 
 #include "pejit/compiler/backends/x86/ObjectCode.h"
@@ -42,6 +44,16 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
         reinterpret_cast<TransformPrologueFn>(lookup("_mlir_ciface_pejit_prologue"));
     kernel->scaleGradItem_ =
         reinterpret_cast<ScaleGradItemFn>(lookup("_mlir_ciface_pejit_scale_grad_item"));
+  } else if (artifact.signature.shawTermGradient) { // pe.relative_term_grad: one item function
+    bool key = std::any_of(
+        artifact.signature.arguments.begin(), artifact.signature.arguments.end(),
+        [](const KernelArgument &argument) { return argument.role == ArgumentRole::Query; });
+    if (key)
+      kernel->keyTermGradItem_ =
+          reinterpret_cast<KeyTermGradItemFn>(lookup("_mlir_ciface_pejit_key_term_grad_item"));
+    else
+      kernel->valueTermGradItem_ =
+          reinterpret_cast<ValueTermGradItemFn>(lookup("_mlir_ciface_pejit_value_term_grad_item"));
   } else if (artifact.signature.scoreBiasGradient()) { // pe.score_bias_grad: one item function
     kernel->biasGradItem_ =
         reinterpret_cast<BiasGradItemFn>(lookup("_mlir_ciface_pejit_bias_grad_item"));

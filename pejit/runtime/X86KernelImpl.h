@@ -30,6 +30,19 @@ template <typename T, int Rank> struct MemRefDescriptor {
 /// A [b, h, s, d] view as the kernels' memref descriptor (X86Call.cpp).
 MemRefDescriptor<float, 4> describe4(const TensorView &view);
 
+/// out[e] = the sum over items, in item order in f64, of partial[item *
+/// floats + e], rounded once: a gradient from per-item partials that has
+/// the same bits at any thread count.
+inline void sumPartialsInItemOrder(const std::vector<float> &partial, int64_t items, int64_t floats,
+                                   float *out) {
+  for (int64_t e = 0; e < floats; ++e) {
+    double sum = 0;
+    for (int64_t item = 0; item < items; ++item)
+      sum += partial[item * floats + e];
+    out[e] = static_cast<float>(sum);
+  }
+}
+
 /// (query positions, key positions, scratch, first row, row step, encoding
 /// operand slots 0..3 as for ItemFn).
 using PrologueFn = void (*)(MemRefDescriptor<int64_t, 2> *, MemRefDescriptor<int64_t, 2> *,
@@ -100,6 +113,15 @@ using ScaleGradItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<
 /// pe.score_bias_grad (templates/x86/score_bias_grad.mlir).
 using BiasGradItemFn = void (*)(MemRefDescriptor<float, 4> *, void *, MemRefDescriptor<float, 1> *,
                                 int64_t);
+
+/// (dE, q, dq, table, partials, item) and (dR, table, partials, item):
+/// the items of pe.relative_term_grad (templates/x86/key_term_grad.mlir,
+/// value_term_grad.mlir).
+using KeyTermGradItemFn = void (*)(MemRefDescriptor<float, 4> *, MemRefDescriptor<float, 4> *,
+                                   MemRefDescriptor<float, 4> *, void *,
+                                   MemRefDescriptor<float, 1> *, int64_t);
+using ValueTermGradItemFn = void (*)(MemRefDescriptor<float, 4> *, void *,
+                                     MemRefDescriptor<float, 1> *, int64_t);
 
 /// (o, encoding operand slot 0, item): pejit_bias_item of a materialized
 /// score bias (templates/x86/score_bias.mlir).
@@ -199,6 +221,13 @@ private:
   /// (pejit/runtime/X86BiasGrad.cpp).
   BiasGradItemFn biasGradItem_ = nullptr;
   Status runScoreBiasGradient(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// A materialized Shaw term's gradients' item, and its run
+  /// (pejit/runtime/X86ShawTermGrad.cpp): runBackward's gradients are dq
+  /// and d a^K (the key term) or d a^V (the value term).
+  KeyTermGradItemFn keyTermGradItem_ = nullptr;
+  ValueTermGradItemFn valueTermGradItem_ = nullptr;
+  Status runShawTermGradient(const std::vector<TensorView> &inputs,
+                             const std::vector<TensorView> &gradients) const;
   /// A materialized score bias's item, and its run (pejit/runtime/X86Bias.cpp).
   BiasItemFn biasItem_ = nullptr;
   /// A backward kernel's phases (docs/backward.md).

@@ -305,4 +305,29 @@ TEST(PejitRunBackward, AMaterializedBiasTableGradientRunsAndChecks) {
   EXPECT_EQ(readTensor(dir.file("g.npy")).shape, (std::vector<int64_t>{32, 4}));
 }
 
+// A materialized Shaw key term's backward (pe.relative_term_grad): dq and
+// the table's gradient written, each checked by its directional derivative
+// against the float64 reference of the term.
+TEST(PejitRunBackward, AMaterializedShawKeyTermWritesAndChecksItsGradients) {
+  SCOPED_TRACE(seedTrace());
+  TempDir dir;
+  writeText(dir.file("term.mlir"),
+            "func.func @key(%q: tensor<1x4x30x32xf32>, %t: tensor<9x32xf32>) -> "
+            "tensor<1x4x30x50xf32> {\n  %e = pe.relative_key %q, %t <clip = 4> : "
+            "tensor<1x4x30x32xf32>, tensor<9x32xf32> -> tensor<1x4x30x50xf32>\n"
+            "  return %e : tensor<1x4x30x50xf32>\n}\n");
+  writeTensor(dir.file("q.npy"), randomTensor({1, 4, 30, 32}));
+  writeTensor(dir.file("t.npy"), randomTensor({9, 32}));
+  writeTensor(dir.file("de.npy"), randomTensor({1, 4, 30, 50}));
+  Result r =
+      runPejit(dir, {"run", dir.file("term.mlir"), "--input=@" + dir.file("q.npy"),
+                     "--input=@" + dir.file("t.npy"), "--backward",
+                     "--grad-output=@" + dir.file("de.npy"), "--grads=" + dir.path(), "--check"});
+  ASSERT_EQ(r.exitCode, 0) << r.err << r.out;
+  EXPECT_TRUE(contains(r.out, "dq: directional derivative")) << r.out;
+  EXPECT_TRUE(contains(r.out, "d_shaw_key_table: directional derivative")) << r.out;
+  EXPECT_EQ(readTensor(dir.file("dq.npy")).shape, (std::vector<int64_t>{1, 4, 30, 32}));
+  EXPECT_EQ(readTensor(dir.file("d_shaw_key_table.npy")).shape, (std::vector<int64_t>{9, 32}));
+}
+
 } // namespace

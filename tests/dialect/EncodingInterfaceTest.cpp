@@ -87,11 +87,11 @@ TEST_F(EncodingInterfaceTest, EveryPeOpReportsItsKindThroughTheInterface) {
 
   // pe ops that are not encodings: the token gather (pe.embed), which the
   // absolute embeddings add to, and the gradients of a table
-  // (pe.embed_grad), of a RoPE's position scale (pe.rope_scale_grad) and of
-  // a materialized bias's tensor (pe.score_bias_grad).
-  // They must not claim the interface.
+  // (pe.embed_grad), of a RoPE's position scale (pe.rope_scale_grad), of
+  // a materialized bias's tensor (pe.score_bias_grad) and of a materialized
+  // Shaw term (pe.relative_term_grad). They must not claim the interface.
   const std::set<std::string> notEncodings = {"pe.embed", "pe.embed_grad", "pe.rope_scale_grad",
-                                              "pe.score_bias_grad"};
+                                              "pe.score_bias_grad", "pe.relative_term_grad"};
   std::set<std::string> registeredOps, walkedOps;
   for (RegisteredOperationName op : context.getRegisteredOperations()) {
     if (op.getDialectNamespace() != "pe")

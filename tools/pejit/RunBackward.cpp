@@ -3,7 +3,9 @@
 // derives from the same spec takes the inputs, o and --grad-output's dO,
 // and writes dq, dk, dv and each differentiable encoding operand's
 // gradient to --grads=DIR as .npy files. A standalone pe.rope's backward
-// (its adjoint) takes dO in x's place and writes dx.
+// (its adjoint) takes dO in x's place and writes dx; a materialized Shaw
+// term's takes dO after the inputs and writes its table's gradient (and
+// the key term's dq).
 //
 // --check: the float64 reference interpreter has no backward, so each
 // gradient g of an input x is checked through its directional derivative:
@@ -89,9 +91,19 @@ int runBackward(const BackwardRunOptions &options, const Spec &spec,
   if (!callShape)
     return fail(options.file + ": " + callShape.error());
   const Shape &s = *callShape;
-  const std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
-  std::vector<float> o(s.batch * s.queryHeads * s.querySeq * s.valueDim,
-                       std::numeric_limits<float>::quiet_NaN());
+  // A materialized Shaw term's output is the term ([b, h, sq, skv], or
+  // [(h,) sq, skv, dv]): its shape is dO's, which the forward's run checks.
+  const bool shawTerm = backward->signature().shawTermGradient;
+  npy::Expected<npy::Array> dOArray = npy::readNpy(options.gradOutput);
+  if (!dOArray)
+    return fail("--grad-output=@" + options.gradOutput + ": " + dOArray.error);
+  const std::vector<int64_t> outShape =
+      shawTerm ? dOArray->shape
+               : std::vector<int64_t>{s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  int64_t outCount = 1;
+  for (int64_t dim : outShape)
+    outCount *= dim;
+  std::vector<float> o(outCount, std::numeric_limits<float>::quiet_NaN());
   // A training forward (an lse result) also writes lse, which its
   // backward reads.
   const bool training = forward->signature().writesLse;
@@ -105,9 +117,6 @@ int runBackward(const BackwardRunOptions &options, const Spec &spec,
     return fail(options.file + ": " + ran.message());
 
   // dO: float32 of the output's shape.
-  npy::Expected<npy::Array> dOArray = npy::readNpy(options.gradOutput);
-  if (!dOArray)
-    return fail("--grad-output=@" + options.gradOutput + ": " + dOArray.error);
   if (dOArray->shape != outShape)
     return fail("--grad-output=@" + options.gradOutput + ": shape " +
                 ref::shapeToString(dOArray->shape) + " is not the output's " +
@@ -134,6 +143,28 @@ int runBackward(const BackwardRunOptions &options, const Spec &spec,
     if (Status status = backward->run(
             adjointInputs, {gradients[0].data.data(), DType::F32, inputs[xAt].shape, {}});
         !status)
+      return fail(options.file + ": --backward: " + status.message());
+    backwardMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  } else if (shawTerm) {
+    // A materialized Shaw term's backward: the forward's inputs and dO;
+    // the query's gradient (the key term) and the table's.
+    std::vector<TensorView> backwardInputs(views.begin(), views.end());
+    backwardInputs.push_back({dO.data(), DType::F32, outShape, {}});
+    for (size_t i = 0; i < signature.arguments.size() && i < inputs.size(); ++i) {
+      if (signature.arguments[i].role == ArgumentRole::Query)
+        gradients.push_back({"dq", i, {}});
+      if (signature.arguments[i].role == ArgumentRole::EncodingOperand)
+        gradients.push_back({"d_" + signature.arguments[i].name, i, {}});
+    }
+    std::vector<TensorView> gradientViews;
+    for (Gradient &gradient : gradients) {
+      gradient.data.assign(inputs[gradient.input].floats.size(),
+                           std::numeric_limits<float>::quiet_NaN());
+      gradientViews.push_back({gradient.data.data(), DType::F32, inputs[gradient.input].shape, {}});
+    }
+    auto start = std::chrono::steady_clock::now();
+    if (Status status = backward->runBackward(backwardInputs, gradientViews); !status)
       return fail(options.file + ": --backward: " + status.message());
     backwardMs =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -16,6 +16,14 @@
 //   func @f(table) -> bias = pe.t5_bias table
 //   func @f_backward(table, dBias) -> d table = pe.score_bias_grad dBias
 //
+// and a materialized Shaw term its table's gradient (and the key term its
+// query's):
+//
+//   func @f(q, a^K) -> E = pe.relative_key q, a^K
+//   func @f_backward(q, a^K, dE) -> (dq, d a^K) = pe.relative_term_grad dE
+//   func @f(a^V) -> R = pe.relative_value a^V
+//   func @f_backward(a^V, dR) -> d a^V = pe.relative_term_grad dR
+//
 // A function computing one attn.linear_attention gets
 // attn.linear_attention_backward the same way (o and dO before the ids;
 // results dq, dk, dv); a carried state has no backward.
@@ -292,6 +300,63 @@ LogicalResult deriveBiasBackward(func::FuncOp func, pe::PositionalEncodingOpInte
   return success();
 }
 
+/// The one Shaw term pe op of `func` when the function is that term
+/// written out (a materialized pe.relative_key or pe.relative_value, its
+/// distances by index) on its arguments, returned; else null.
+pe::PositionalEncodingOpInterface materializedShawTermOf(func::FuncOp func) {
+  pe::PositionalEncodingOpInterface found;
+  for (Operation &inner : func.getBody().getOps()) {
+    if (isa<func::ReturnOp>(inner))
+      continue;
+    auto op = dyn_cast<pe::PositionalEncodingOpInterface>(inner);
+    if (!op || found)
+      return nullptr;
+    pe::PositionalEncodingAttrInterface encoding = op.getPositionalEncoding();
+    bool term = (encoding.isKeyTerm() && encoding.getKeyTermBuckets() > 0) ||
+                encoding.getValueTermBuckets() > 0;
+    if (!term || encoding.readsPositions())
+      return nullptr;
+    found = op;
+  }
+  if (!found)
+    return nullptr;
+  auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  if (returnOp.getOperands() != found->getResults() ||
+      !llvm::all_of(found->getOperands(), [](Value v) { return isa<BlockArgument>(v); }))
+    return nullptr;
+  return found;
+}
+
+/// func @f(q, a^K) -> E becomes func @f_backward(q, a^K, dE) -> (dq, d a^K),
+/// and func @f(a^V) -> R becomes func @f_backward(a^V, dR) -> d a^V:
+/// pe.relative_term_grad with the term's encoding. The operand that is not
+/// the table is the key term's query.
+LogicalResult deriveShawTermBackward(func::FuncOp func, pe::PositionalEncodingOpInterface op) {
+  OpBuilder builder(func);
+  SmallVector<Value> operands = op.getEncodingOperands();
+  if (operands.size() != 1)
+    return op->emitError() << "the backward of a materialized Shaw term takes one table, "
+                           << op->getName() << " has " << operands.size();
+  Value query;
+  for (Value operand : op->getOperands())
+    if (operand != operands[0])
+      query = operand;
+  auto tableType = cast<RankedTensorType>(operands[0].getType());
+  SmallVector<Type> resultTypes;
+  if (query)
+    resultTypes.push_back(query.getType());
+  resultTypes.push_back(RankedTensorType::get(tableType.getShape(), builder.getF32Type()));
+  FailureOr<DerivedFunction> derived = createBackwardFunction(
+      builder, func, Value(), Value(), {op->getResult(0).getType()}, resultTypes);
+  if (failed(derived))
+    return failure();
+  auto grad = pe::RelativeTermGradOp::create(
+      builder, op.getLoc(), resultTypes, derived->inserted(0), derived->mapped(query),
+      derived->mapped(operands[0]), op.getPositionalEncoding());
+  func::ReturnOp::create(builder, op.getLoc(), grad.getResults());
+  return success();
+}
+
 /// Whether `func` is a chain the pass derives a backward for: pe ops only
 /// (no pe.embed), one of them a QK transform with an adjoint.
 bool isDifferentiableChain(func::FuncOp func) {
@@ -358,6 +423,13 @@ struct DeriveBackwardPass : pejit::impl::DeriveBackwardBase<DeriveBackwardPass> 
         continue;
       if (pe::PositionalEncodingOpInterface bias = materializedBiasOf(func)) {
         if (failed(deriveBiasBackward(func, bias))) {
+          signalPassFailure();
+          return;
+        }
+        continue;
+      }
+      if (pe::PositionalEncodingOpInterface term = materializedShawTermOf(func)) {
+        if (failed(deriveShawTermBackward(func, term))) {
           signalPassFailure();
           return;
         }

@@ -67,6 +67,16 @@ bool isScoreBiasGradient(mlir::ModuleOp module);
 /// runtime adds in item order.
 mlir::LogicalResult instantiateX86ScoreBiasGrad(mlir::ModuleOp module);
 
+/// Whether the module computes pe.relative_term_grad (a materialized Shaw
+/// term's gradients).
+bool isRelativeTermGradient(mlir::ModuleOp module);
+
+/// Its form of instantiateX86Template: @pejit_key_term_grad_item of
+/// templates/x86/key_term_grad.mlir or @pejit_value_term_grad_item of
+/// templates/x86/value_term_grad.mlir, partial tables per item that the
+/// runtime adds in item order.
+mlir::LogicalResult instantiateX86RelativeTermGrad(mlir::ModuleOp module);
+
 /// Whether the module's one function is one pe.rope_scale_grad returned:
 /// a standalone RoPE's position scale gradient.
 bool isRopeScaleGradient(mlir::ModuleOp module);

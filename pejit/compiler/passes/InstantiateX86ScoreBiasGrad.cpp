@@ -26,13 +26,6 @@ namespace {
 /// a row of 512 + 64 diagonal sums on the stack serves 64 rows of dBias.
 constexpr int64_t kRows = 64, kKeys = 512;
 
-/// The body of @widen1: one element of `t` as f32.
-std::string widenOneBody(const std::string &t) {
-  if (t == "f32")
-    return "return %x : f32";
-  return "%w = arith.extf %x : " + t + " to f32\n  return %w : f32";
-}
-
 } // namespace
 
 bool pejit::isScoreBiasGradient(ModuleOp module) {
@@ -103,7 +96,7 @@ LogicalResult pejit::instantiateX86ScoreBiasGrad(ModuleOp module) {
                                                {"C", std::to_string(kKeys)},
                                                {"DIAG", std::to_string(kKeys + kRows + 8)},
                                                {"WIDEN8", x86WidenBody(typeName)},
-                                               {"WIDEN1", widenOneBody(typeName)}};
+                                               {"WIDEN1", x86WidenOneBody(typeName)}};
   FailureOr<std::string> text =
       substitute(loadTemplate("x86/score_bias_grad.mlir", kX86ScoreBiasGradTemplate), params, op);
   if (failed(text))

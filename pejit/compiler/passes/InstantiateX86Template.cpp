@@ -146,6 +146,8 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return instantiateX86EmbedGrad(module);
   if (isScoreBiasGradient(module))
     return instantiateX86ScoreBiasGrad(module);
+  if (isRelativeTermGradient(module))
+    return instantiateX86RelativeTermGrad(module);
   if (isRopeScaleGradient(module))
     return instantiateX86RopeScaleGrad(module);
   if (isStandaloneTransform(module))

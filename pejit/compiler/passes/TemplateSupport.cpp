@@ -217,6 +217,12 @@ std::string scalarConvertText(const std::string &from, const std::string &to) {
   return "%w = " + std::string(op) + " %v : " + from + " to " + to;
 }
 
+std::string x86WidenOneBody(const std::string &t) {
+  if (t == "f32")
+    return "return %x : f32";
+  return "%w = arith.extf %x : " + t + " to f32\n  return %w : f32";
+}
+
 std::string x86WidenBody(const std::string &t) {
   if (t == "f32")
     return "return %x : vector<8xf32>";

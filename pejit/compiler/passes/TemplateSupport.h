@@ -79,6 +79,10 @@ mlir::FailureOr<std::string> substitute(const std::string &text,
                                         const std::map<std::string, std::string> &params,
                                         mlir::Operation *op);
 
+/// The body of a @widen1 (one element of `t` as f32; a plain return for
+/// f32).
+std::string x86WidenOneBody(const std::string &t);
+
 /// The body of the x86 templates' @narrow8 (8 x f32 -> 8 x `t`, t = f32,
 /// f16 or bf16): a plain return for f32.
 std::string x86NarrowBody(const std::string &t);

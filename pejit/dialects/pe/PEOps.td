@@ -293,4 +293,6 @@ def PE_ScoreBiasGradOp : PE_Op<"score_bias_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+include "pejit/dialects/pe/RelativeTermGrad.td"
+
 #endif // PEJIT_PE_OPS_TD

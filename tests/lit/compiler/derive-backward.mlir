@@ -167,3 +167,25 @@ func.func @t5_bias(%t: tensor<32x8xf32>) -> tensor<1x8x?x?xf32> {
   %b = pe.t5_bias %t <num_buckets = 32, max_distance = 128> : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
   return %b : tensor<1x8x?x?xf32>
 }
+
+// -----
+
+// A materialized Shaw term: the key term's query and table gradients, the
+// value term's table gradient (pe.relative_term_grad, the term's gradient
+// after the forward's arguments).
+// CHECK-LABEL: func.func @shaw_key_backward(
+// CHECK-SAME: %[[Q:.*]]: tensor<1x4x20x32xbf16>, %[[T:.*]]: tensor<9x32xbf16>, %[[DE:.*]]: tensor<1x4x20x24xbf16>)
+// CHECK-SAME: -> (tensor<1x4x20x32xbf16>, tensor<9x32xf32>)
+// CHECK: pe.relative_term_grad %[[DE]] query(%[[Q]] : tensor<1x4x20x32xbf16>) table(%[[T]] : tensor<9x32xbf16>) encoding(#pe.relative_key<clip = 4>)
+func.func @shaw_key(%q: tensor<1x4x20x32xbf16>, %t: tensor<9x32xbf16>) -> tensor<1x4x20x24xbf16> {
+  %e = pe.relative_key %q, %t <clip = 4> : tensor<1x4x20x32xbf16>, tensor<9x32xbf16> -> tensor<1x4x20x24xbf16>
+  return %e : tensor<1x4x20x24xbf16>
+}
+
+// CHECK-LABEL: func.func @shaw_value_backward(
+// CHECK-SAME: %[[T:.*]]: tensor<4x9x16xf32>, %[[DR:.*]]: tensor<4x20x24x16xf32>) -> tensor<4x9x16xf32>
+// CHECK: pe.relative_term_grad %[[DR]] table(%[[T]] : tensor<4x9x16xf32>) encoding(#pe.relative_value<clip = 4>)
+func.func @shaw_value(%t: tensor<4x9x16xf32>) -> tensor<4x20x24x16xf32> {
+  %r = pe.relative_value %t <clip = 4> : tensor<4x9x16xf32> -> tensor<4x20x24x16xf32>
+  return %r : tensor<4x20x24x16xf32>
+}

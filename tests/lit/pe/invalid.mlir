@@ -749,3 +749,43 @@ func.func @score_bias_grad_rank(%db: tensor<4x4x4xf32>, %t: tensor<32x8xf32>) {
   %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>) : tensor<4x4x4xf32> -> tensor<32x8xf32>
   return
 }
+
+// -----
+
+func.func @relative_term_grad_not_a_term(%de: tensor<1x8x4x4xf32>, %t: tensor<32x8xf32>) {
+  // expected-error @+1 {{'pe.relative_term_grad' op encoding #pe.t5_bias<num_buckets = 32, max_distance = 128> is not a Shaw term (#pe.relative_key or #pe.relative_value)}}
+  %0 = pe.relative_term_grad %de table(%t : tensor<32x8xf32>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128>) : tensor<1x8x4x4xf32> -> tensor<32x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_grad_without_query(%de: tensor<1x8x4x4xf32>, %ak: tensor<9x64xf32>) {
+  // expected-error @+1 {{'pe.relative_term_grad' op the key term's backward takes query(...): dq needs q}}
+  %0 = pe.relative_term_grad %de table(%ak : tensor<9x64xf32>) encoding(#pe.relative_key<clip = 4>) : tensor<1x8x4x4xf32> -> tensor<9x64xf32>
+  return
+}
+
+// -----
+
+func.func @relative_key_grad_rows(%de: tensor<1x8x4x4xf32>, %q: tensor<1x8x5x64xf32>, %ak: tensor<9x64xf32>) {
+  // expected-error @+1 {{'pe.relative_term_grad' op query sq (dim 2) is 5 but term_grad's is 4}}
+  %0:2 = pe.relative_term_grad %de query(%q : tensor<1x8x5x64xf32>) table(%ak : tensor<9x64xf32>) encoding(#pe.relative_key<clip = 4>) : tensor<1x8x4x4xf32> -> tensor<1x8x5x64xf32>, tensor<9x64xf32>
+  return
+}
+
+// -----
+
+func.func @relative_value_grad_results(%dr: tensor<4x4x32xf32>, %av: tensor<9x32xf32>) {
+  // expected-error @+1 {{'pe.relative_term_grad' op results must be 'tensor<9x32xf32>' (the table's gradient in f32)}}
+  %0 = pe.relative_term_grad %dr table(%av : tensor<9x32xf32>) encoding(#pe.relative_value<clip = 4>) : tensor<4x4x32xf32> -> tensor<9x32xf16>
+  return
+}
+
+// -----
+
+func.func @relative_value_grad_table(%dr: tensor<4x4x32xf32>, %av: tensor<7x32xf32>) {
+  // expected-error @+1 {{'pe.relative_term_grad' op table (shaw_value_table): }}
+  %0 = pe.relative_term_grad %dr table(%av : tensor<7x32xf32>) encoding(#pe.relative_value<clip = 4>) : tensor<4x4x32xf32> -> tensor<7x32xf32>
+  return
+}

@@ -190,3 +190,14 @@ func.func @score_bias_grad(%db: tensor<1x8x?x?xbf16>, %t: tensor<32x8xbf16>) -> 
   %0 = pe.score_bias_grad %db operands(%t : tensor<32x8xbf16>) encoding(#pe.t5_bias<num_buckets = 32, max_distance = 128, bidirectional = false>) : tensor<1x8x?x?xbf16> -> tensor<32x8xf32>
   return %0 : tensor<32x8xf32>
 }
+
+// CHECK-LABEL: func.func @relative_term_grad
+func.func @relative_term_grad(%de: tensor<2x8x?x?xf32>, %q: tensor<2x8x?x64xbf16>, %ak: tensor<9x64xf32>,
+                              %dr: tensor<8x16x20x32xf16>, %av: tensor<8x9x32xf16>)
+    -> (tensor<2x8x?x64xbf16>, tensor<9x64xf32>, tensor<8x9x32xf32>) {
+  // CHECK: pe.relative_term_grad %{{.*}} query(%{{.*}} : tensor<2x8x?x64xbf16>) table(%{{.*}} : tensor<9x64xf32>) encoding(#pe.relative_key<clip = 4>) : tensor<2x8x?x?xf32> -> tensor<2x8x?x64xbf16>, tensor<9x64xf32>
+  %dq, %dk = pe.relative_term_grad %de query(%q : tensor<2x8x?x64xbf16>) table(%ak : tensor<9x64xf32>) encoding(#pe.relative_key<clip = 4>) : tensor<2x8x?x?xf32> -> tensor<2x8x?x64xbf16>, tensor<9x64xf32>
+  // CHECK: pe.relative_term_grad %{{.*}} table(%{{.*}} : tensor<8x9x32xf16>) encoding(#pe.relative_value<clip = 4>) : tensor<8x16x20x32xf16> -> tensor<8x9x32xf32>
+  %dv = pe.relative_term_grad %dr table(%av : tensor<8x9x32xf16>) encoding(#pe.relative_value<clip = 4>) : tensor<8x16x20x32xf16> -> tensor<8x9x32xf32>
+  return %dq, %dk, %dv : tensor<2x8x?x64xbf16>, tensor<9x64xf32>, tensor<8x9x32xf32>
+}

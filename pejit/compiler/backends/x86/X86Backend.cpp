@@ -69,6 +69,24 @@ Stage tiledStage(X86TileConfig tiles) {
         return mlir::ShapedType::isDynamic(db.getDimSize(d)) ? kDynamicDim : db.getDimSize(d);
       };
       state.artifact.shape = Shape{dim(0), dim(1), dim(1), dim(2), dim(3), 8, 8};
+    } else if (auto keyTerm =
+                   state.module->lookupSymbol<mlir::func::FuncOp>("pejit_key_term_grad_item")) {
+      // dE [b, h, sq, skv] and q [b, h, sq, d]: Shape{b, h, h, sq, skv, d, d}.
+      auto de = mlir::cast<mlir::MemRefType>(keyTerm.getArgumentTypes()[0]);
+      auto q = mlir::cast<mlir::MemRefType>(keyTerm.getArgumentTypes()[1]);
+      auto dim = [](mlir::MemRefType type, unsigned d) {
+        return mlir::ShapedType::isDynamic(type.getDimSize(d)) ? kDynamicDim : type.getDimSize(d);
+      };
+      state.artifact.shape =
+          Shape{dim(de, 0), dim(de, 1), dim(de, 1), dim(de, 2), dim(de, 3), dim(q, 3), dim(q, 3)};
+    } else if (auto valueTerm =
+                   state.module->lookupSymbol<mlir::func::FuncOp>("pejit_value_term_grad_item")) {
+      // dR [1|h, sq, skv, dv]: Shape{1, h, h, sq, skv, dv, dv}.
+      auto dr = mlir::cast<mlir::MemRefType>(valueTerm.getArgumentTypes()[0]);
+      auto dim = [&](unsigned d) {
+        return mlir::ShapedType::isDynamic(dr.getDimSize(d)) ? kDynamicDim : dr.getDimSize(d);
+      };
+      state.artifact.shape = Shape{1, dim(0), dim(0), dim(1), dim(2), dim(3), dim(3)};
     } else if (auto grad =
                    state.module->lookupSymbol<mlir::func::FuncOp>("pejit_embed_grad_item")) {
       mlir::Type rows = grad.getArgumentTypes()[0]; // grad [b, 1, s, d]
