@@ -38,6 +38,9 @@ struct GpuBackwardCase {
   /// The score biases measure distance by the ids (relative_to =
   /// position); ids arguments are drawn as a source case's.
   bool byPosition = false;
+  /// Shaw's terms with this clip: the key term (its table the operand
+  /// shaw_key_table) and the value term (shaw_value_table); 0: none.
+  int64_t shawKeyClip = 0, shawValueClip = 0;
   struct T5 {
     int64_t buckets, maxDistance;
     bool bidirectional;
@@ -138,6 +141,23 @@ inline std::vector<GpuBackwardCase> gpuBackwardCases() {
   byPosition.t5 = GpuBackwardCase::T5{32, 64, false};
   byPosition.byPosition = true;
   byPosition.causal = true;
+  // Shaw's key and value terms (shared tables) after RoPE, causal, GQA
+  // 4/2, 70 rows: dq through the key term too, and both tables' gradients.
+  GpuBackwardCase &shaw =
+      add("backward_shaw_key_value_rope_bf16",
+          "func.func @backward_shaw_key_value_rope_bf16(%q: tensor<1x4x70x64xbf16>, "
+          "%k: tensor<1x2x70x64xbf16>, %v: tensor<1x2x70x64xbf16>, %ak: tensor<17x64xbf16>, "
+          "%av: tensor<17x64xbf16>) -> tensor<1x4x70x64xbf16> {\n"
+          "  %o = attn.attention %q, %k, %v causal encodings([#pe.rope<layout = half, theta = "
+          "10000.0>, #pe.relative_key<clip = 8>, #pe.relative_value<clip = 8>]) "
+          "encoding_operands(%ak, %av : tensor<17x64xbf16>, tensor<17x64xbf16>) : "
+          "tensor<1x4x70x64xbf16>, tensor<1x2x70x64xbf16>, tensor<1x2x70x64xbf16> -> "
+          "tensor<1x4x70x64xbf16>\n"
+          "  return %o : tensor<1x4x70x64xbf16>\n}\n");
+  shaw.rope = half;
+  shaw.causal = true;
+  shaw.shawKeyClip = 8;
+  shaw.shawValueClip = 8;
   // No encoding, d = 128 with dv = 64, not causal, 200 rows.
   add("backward_plain_d128_dv64_f16",
       "func.func @backward_plain_d128_dv64_f16(%q: tensor<1x2x200x128xf16>, "

@@ -298,11 +298,34 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   }
   if (c.alibiHeads || c.t5)
     options.bias = &bias;
+  // Shaw's terms: the key term from the rotated q, the value term by bucket.
+  ref::Tensor keyTerm;
+  if (c.shawKeyClip > 0) {
+    keyTerm = ref::relativeKeyTerm(qr, operands["shaw_key_table"], c.shawKeyClip, distance);
+    options.keyTerm = &keyTerm;
+  }
+  if (c.shawValueClip > 0) {
+    options.bucketedValueTerm.rows = &operands["shaw_value_table"];
+    options.bucketedValueTerm.bucket = [&](int64_t, int64_t i, int64_t j) {
+      return ref::shawRelativeIndex(i, j, c.shawValueClip, shape.querySeq, shape.keySeq) +
+             c.shawValueClip;
+    };
+  }
   ref::Tensor o = ref::attention(qr, kr, v, options);
   ref::AttentionGradients want = ref::attentionBackward(qr, kr, v, dOut, options);
   ref::Tensor dq = want.dq, dk = want.dk;
-  // The operands' gradients, by the names the signature gives them.
   std::map<std::string, ref::Tensor> operandGrads;
+  if (c.shawKeyClip > 0) { // q reaches the loss through q . k and q . a^K
+    ref::RelativeKeyTermGradients keyGrads = ref::relativeKeyTermBackward(
+        qr, operands["shaw_key_table"], c.shawKeyClip, distance, want.dKeyTerm);
+    for (size_t n = 0; n < want.dq.data.size(); ++n)
+      want.dq.data[n] += keyGrads.dq.data[n];
+    dq = want.dq;
+    operandGrads["shaw_key_table"] = keyGrads.dKeyTable;
+  }
+  if (c.shawValueClip > 0)
+    operandGrads["shaw_value_table"] = want.dValueRows;
+  // The operands' gradients, by the names the signature gives them.
   if (c.rope) {
     ref::RopeGradients gq =
         ref::applyRopeBackward(*c.rope, q, want.dq, queryPositions, seqLen, scale);

@@ -54,6 +54,9 @@ std::string writeNvidiaMeta(const NvidiaLaunch &launch, const KernelDescription 
   out << "dtype " << dtypeName(description.inputDtype) << "\n";
   out << "out " << dtypeName(description.outputDtype) << "\n";
   out << "scratch " << description.scratchFloats << "\n";
+  // A backward's floats per row (D, lse and Shaw's terms); 2 is the default.
+  if (description.rowScratchFloats != 2)
+    out << "row_scratch " << description.rowScratchFloats << "\n";
   out << "splits " << launch.splits << " " << launch.partialOutputFloats << " "
       << launch.partialRowFloats << "\n";
   if (!launch.combineGrid.empty())
@@ -103,6 +106,8 @@ Status readNvidiaMeta(const std::string &text, NvidiaLaunch &launch,
         (key == "dtype" ? description.inputDtype : description.outputDtype) = *dtype;
     } else if (key == "scratch") {
       ok = readInts(line, &description.scratchFloats, 1) && description.scratchFloats >= 0;
+    } else if (key == "row_scratch") {
+      ok = readInts(line, &description.rowScratchFloats, 1) && description.rowScratchFloats >= 2;
     } else if (key == "splits") {
       int64_t values[3];
       ok = readInts(line, values, 3) && values[0] >= 0 && values[1] >= 0 && values[2] >= 0;

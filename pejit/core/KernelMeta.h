@@ -10,6 +10,8 @@
 //   dtype float16        (of q, k, v)
 //   out float32          (of the output)
 //   scratch 4096         (floats of the QK transform's tables; 0 for a class)
+//   row_scratch 20       (a backward's floats per row: D, lse and Shaw's
+//                         terms; absent: 2)
 //   splits 1 0 0         (splits, partial output floats, partial row floats;
 //                         a shape class: its fixed split count or 0, 0, 0)
 //   combine 1 1 1        (pejit_combine's grid; static attention kernels only)

@@ -39,8 +39,10 @@
 // THREADS=128 T (f16|bf16) MMA OT (o and dO: f32, f16, bf16)
 // O_TO_T O_TO_F32 (bodies) CAUSAL HAS_WINDOW WINDOW
 // HAS_RIGHT RIGHT SCALE HAS_SOFTCAP SOFTCAP HAS_LSE
-// QPB KPB SCRATCHD HAS_SCORE_GRADS HAS_TRANSFORM_GRADS GRAD_FLOATS
-// GRAD_OFFSETS (mma_backward_steps.mlir: the operand gradients); LENGTH_ARGS, PROLOGUE_VIEWS, BACKWARD_VIEWS,
+// QPB KPB SCRATCHD HAS_SCORE_GRADS HAS_TRANSFORM_GRADS HAS_TERM_GRADS
+// HAS_FINISH_GRADS KEEP_F32 GRAD_FLOATS GRAD_OFFSETS (mma_backward_steps.mlir:
+// the operand gradients) HAS_TERMS HAS_KEY_TERM HAS_VALUE_TERM NK NV NK2 TW
+// (mma_backward_terms.mlir: Shaw's terms); LENGTH_ARGS, PROLOGUE_VIEWS, BACKWARD_VIEWS,
 // POSITION_VIEWS, ENCODING_ARGS, ENCODING_OPERANDS, ENCODING_CALL_ARGS and
 // ENCODING_CALL_TYPES as the forward's (mma_attention.mlir).
 
@@ -103,7 +105,7 @@ ${BACKWARD_VIEWS}
   %HQ = arith.constant ${HQ} : index
   %HKV = arith.constant ${HKV} : index
   %D = arith.constant ${D} : index
-  %keep_f32 = arith.constant ${HAS_TRANSFORM_GRADS}
+  %keep_f32 = arith.constant ${KEEP_F32}
   %tid = gpu.thread_id x
   %bx = gpu.block_id x
   %y = gpu.block_id y
@@ -214,6 +216,17 @@ ${BACKWARD_VIEWS}
       memref.store %l, %rows[%c1, %b, %h, %i] : !RS
     }
   }
+  // Bucketed terms (Shaw): each row's QaK and dOaV before any score.
+  %has_terms = arith.constant ${HAS_TERMS}
+  scf.if %has_terms {
+    scf.for %r = %tid to %valid step %THREADS {
+      %i = arith.addi %i0, %r : index
+      func.call @fill_row_terms(%b, %h, %i, %tq_arg, %do_arg, %terms_arg, %B,
+                                %SQ${ENCODING_CALL_ARGS})
+          : (index, index, index, !PT, !POT, !PF, index, index${ENCODING_CALL_TYPES}) -> ()
+    }
+    gpu.barrier
+  }
   %true_c = arith.constant true
   %recompute = arith.xori %has_lse, %true_c : i1
   scf.if %recompute {
@@ -260,9 +273,10 @@ ${BACKWARD_VIEWS}
           %i = arith.select %hi, %i_hi, %i_lo : index
           %j = func.call @step_column(%j0, %n, %e, %quad_col) : (index, index, index, index) -> index
           %dot = memref.load %Sacc[%n, %e] : !SACC
-          %s:2 = func.call @score_at(%dot, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %SQ,
+          %s:2 = func.call @score_at(%dot, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %terms_arg, %B, %SQ,
                                      %SKV${ENCODING_CALL_ARGS})
-              : (f32, index, index, index, index, !PI, !PI, index, index${ENCODING_CALL_TYPES})
+              : (f32, index, index, index, index, !PI, !PI, !PF, index, index,
+                 index${ENCODING_CALL_TYPES})
               -> (f32, f32)
           memref.store %s#0, %Sacc[%n, %e] : !SACC
           %ml1 = arith.maximumf %ml, %s#0 : f32
@@ -418,10 +432,15 @@ ${BACKWARD_VIEWS}
           %i = func.call @step_column(%i0, %n, %e, %quad_col)
               : (index, index, index, index) -> index
           %dot = memref.load %Sacc[%n, %e] : !SACC
-          %dp = memref.load %Pacc[%n, %e] : !SACC
-          %s:2 = func.call @score_at(%dot, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %SQ,
+          %dp0 = memref.load %Pacc[%n, %e] : !SACC
+          %dp = func.call @value_dp(%dp0, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %terms_arg, %B,
+                                    %SQ, %SKV${ENCODING_CALL_ARGS})
+              : (f32, index, index, index, index, !PI, !PI, !PF, index, index,
+                 index${ENCODING_CALL_TYPES}) -> f32
+          %s:2 = func.call @score_at(%dot, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %terms_arg, %B, %SQ,
                                      %SKV${ENCODING_CALL_ARGS})
-              : (f32, index, index, index, index, !PI, !PI, index, index${ENCODING_CALL_TYPES})
+              : (f32, index, index, index, index, !PI, !PI, !PF, index, index,
+                 index${ENCODING_CALL_TYPES})
               -> (f32, f32)
           %w:3 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
               : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32, f32)
@@ -533,6 +552,7 @@ ${BACKWARD_VIEWS}
   // Each score (b, h, i, j) is this phase's once, as each is the kv
   // phase's; here the registers have room for the lanes' adds.
   %has_grads = arith.constant ${HAS_SCORE_GRADS}
+  %has_terms = arith.constant ${HAS_TERMS}
   %parts:2 = func.call @partial_slots(%SQ, %SKV, %B) : (index, index, index) -> (index, index)
   %q_tiles0 = arith.addi %SQ, %c64 : index
   %q_tiles1 = arith.subi %q_tiles0, %c1 : index
@@ -573,14 +593,25 @@ ${BACKWARD_VIEWS}
         %i = arith.select %hi, %i_hi, %i_lo : index
         %j = func.call @step_column(%j0, %n, %e, %quad_col) : (index, index, index, index) -> index
         %dot = memref.load %Sacc[%n, %e] : !SACC
-        %dp = memref.load %Pacc[%n, %e] : !SACC
-        %s:2 = func.call @score_at(%dot, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %SQ,
+        %dp0 = memref.load %Pacc[%n, %e] : !SACC
+        %dp = func.call @value_dp(%dp0, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %terms_arg, %B,
+                                  %SQ, %SKV${ENCODING_CALL_ARGS})
+            : (f32, index, index, index, index, !PI, !PI, !PF, index, index,
+               index${ENCODING_CALL_TYPES}) -> f32
+        %s:2 = func.call @score_at(%dot, %b, %h, %i, %j, %qpos_arg, %kpos_arg, %terms_arg, %B, %SQ,
                                    %SKV${ENCODING_CALL_ARGS})
-            : (f32, index, index, index, index, !PI, !PI, index, index${ENCODING_CALL_TYPES})
+            : (f32, index, index, index, index, !PI, !PI, !PF, index, index,
+                 index${ENCODING_CALL_TYPES})
             -> (f32, f32)
         %w:3 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
             : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32, f32)
         memref.store %w#1, %Pacc[%n, %e] : !SACC
+        scf.if %has_terms {
+          func.call @term_sums(%w#1, %w#0, %b, %h, %i, %j, %lane4, %qpos_arg, %kpos_arg,
+                               %terms_arg, %B, %SQ, %SKV${ENCODING_CALL_ARGS})
+              : (f32, f32, index, index, index, index, index, !PI, !PI, !PF, index, index,
+                 index${ENCODING_CALL_TYPES}) -> ()
+        }
         scf.if %has_grads {
           func.call @score_grads(%w#2, %b, %h, %i, %j, %lane, %part_arg, %parts#1, %pbase,
                                  %qpos_arg, %kpos_arg, %SQ, %SKV${ENCODING_CALL_ARGS})
@@ -630,7 +661,11 @@ ${BACKWARD_VIEWS}
   %HQ = arith.constant ${HQ} : index
   %HKV = arith.constant ${HKV} : index
   %D = arith.constant ${D} : index
-  %has_grads = arith.constant ${HAS_TRANSFORM_GRADS}
+  %has_grads = arith.constant ${HAS_FINISH_GRADS}
+  %has_transform_grads = arith.constant ${HAS_TRANSFORM_GRADS}
+  %has_key_term = arith.constant ${HAS_KEY_TERM}
+  %has_term_grads = arith.constant ${HAS_TERM_GRADS}
+  %true = arith.constant true
   %tid = gpu.thread_id x
   %bx = gpu.block_id x
   %y = gpu.block_id y
@@ -671,7 +706,26 @@ ${BACKWARD_VIEWS}
       func.call @stage_f(%FTs, %gq_arg, %first, %valid, %tid) : (!FT, !PF, index, index, index) -> ()
     }
     gpu.barrier
-    scf.if %has_grads {
+    // The query side: the key term's share of dQ', then the terms' table
+    // gradients (this thread's row, before the adjoint and the transform's
+    // operand gradients read it).
+    %query_side = arith.xori %key, %true : i1
+    %add_key = arith.andi %query_side, %has_key_term : i1
+    scf.if %add_key {
+      scf.for %r = %tid to %valid step %THREADS {
+        %i = arith.addi %i0, %r : index
+        func.call @key_term_dq(%FTs, %r, %b, %head, %i, %terms_arg, %B, %SQ${ENCODING_CALL_ARGS})
+            : (!FT, index, index, index, index, !PF, index, index${ENCODING_CALL_TYPES}) -> ()
+      }
+    }
+    %add_grads = arith.andi %query_side, %has_term_grads : i1
+    scf.if %add_grads {
+      func.call @term_grads(%tid, %valid, %i0, %b, %head, %lane, %tqf_arg, %do_arg, %terms_arg,
+                            %B, %SQ, %part_arg, %parts#1, %pbase${ENCODING_CALL_ARGS})
+          : (index, index, index, index, index, index, !PF, !POT, !PF, index, index, !PF, index,
+             index${ENCODING_CALL_TYPES}) -> ()
+    }
+    scf.if %has_transform_grads {
       func.call @transform_grads(%FTs, %tid, %valid, %i0, %first, %b, %key, %lane, %tqf_arg,
                                  %tkf_arg, %part_arg, %parts#1, %pbase, %qpos_arg, %kpos_arg,
                                  %SQ, %SKV${ENCODING_CALL_ARGS})

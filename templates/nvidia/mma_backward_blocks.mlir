@@ -361,14 +361,21 @@ func.func private @o_to_f32(%x: ${OT}) -> f32 {
   ${O_TO_F32}
 }
 
-// One score of row i and key j from its dot product q'_i . k'_j:
+// One score of row i and key j from its dot product q'_i . k'_j (and a key
+// term's q_i . a^K):
 //   s = softcap(scale dot) + biases (attn.score_mod),  -inf where masked
 // (j >= SKV, i >= SQ, causal j > i + OFF, windows), and the factor
 // dE / dS = scale softcap' (softcap' = 1 - tanh^2, or 1).
-func.func private @score_at(%dot: f32, %b: index, %h: index, %i: index, %j: index,
-                            %qpos_arg: !PI, %kpos_arg: !PI, %SQ: index,
-                            %SKV: index${ENCODING_ARGS}) -> (f32, f32) {
+func.func private @score_at(%dot0: f32, %b: index, %h: index, %i: index, %j: index,
+                            %qpos_arg: !PI, %kpos_arg: !PI, %terms_arg: !PF, %B: index,
+                            %SQ: index, %SKV: index${ENCODING_ARGS}) -> (f32, f32) {
 ${POSITION_VIEWS}
+  // A key term (Shaw's q_i . a^K[mk]) joins q'_i . k'_j before the scale.
+  %kt = func.call @key_term_at(%b, %h, %i, %j, %qpos_arg, %kpos_arg, %terms_arg, %B, %SQ,
+                               %SKV${ENCODING_CALL_ARGS})
+      : (index, index, index, index, !PI, !PI, !PF, index, index, index${ENCODING_CALL_TYPES})
+      -> f32
+  %dot = arith.addf %dot0, %kt : f32
   %true = arith.constant true
   %one = arith.constant 1.0 : f32
   %ninf = arith.constant 0xFF800000 : f32

@@ -243,6 +243,7 @@ TEST(GpuCheckCases, TheKernelMetaCarriesShapePositionsAndSignature) {
   description.keyPositionRows = 2;
   description.positionAxes = 1;
   description.inputDtype = description.outputDtype = DType::BF16;
+  description.rowScratchFloats = 38; // a backward's D, lse and Shaw's terms
   Expected<KernelSignature> signature = KernelSignature::parse(
       "query:bf16:2x4x70x128 key:bf16:2x4x130x128 value:bf16:2x4x130x128 "
       "encoding_operand=shaw_key_table:bf16:4x9x128 query_positions:i64:2x70");
@@ -253,6 +254,7 @@ TEST(GpuCheckCases, TheKernelMetaCarriesShapePositionsAndSignature) {
   KernelDescription read;
   ASSERT_TRUE(readNvidiaMeta(meta, readLaunch, read)) << meta;
   EXPECT_EQ(read.shape, description.shape);
+  EXPECT_EQ(read.rowScratchFloats, 38);
   EXPECT_EQ(read.queryPositionRows, 2);
   EXPECT_EQ(read.keyPositionRows, 2);
   EXPECT_EQ(read.signature.str(), signature->str());

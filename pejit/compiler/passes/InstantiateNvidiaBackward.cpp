@@ -11,12 +11,12 @@
 // f16/bf16 q, k, v (o and dO of the forward's output type), f32
 // accumulation, gradients in the inputs' type. It takes masks, windows,
 // GQA, softcap, a QK transform with an adjoint and the score biases by
-// index (ALiBi, T5, relative_to = position), with the gradients of the
-// operands whose encoding gives an adjoint for them (T5's table, ALiBi's
-// learned slopes, the RoPE's position scale and inverse frequencies) in
-// per-warp partials, summed by the runtime in slot order; a bias tensor's
-// gradient, bucketed terms (Shaw), segments and key lengths are errors
-// that say so. Like the forward's instantiation, this file never names a
+// index (ALiBi, T5, relative_to = position), Shaw's bucketed terms, with
+// the gradients of the operands whose encoding gives an adjoint for them
+// (T5's table, ALiBi's learned slopes, the RoPE's position scale and
+// inverse frequencies, Shaw's tables) in per-warp partials, summed by the
+// runtime in slot order; a bias tensor's gradient, segments and key
+// lengths are errors that say so. Like the forward's instantiation, this file never names a
 // concrete encoding.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/KernelViews.h"
@@ -30,6 +30,7 @@
 #include "templates/NvidiaMmaAttentionBackward.inc"
 #include "templates/NvidiaMmaBackwardBlocks.inc"
 #include "templates/NvidiaMmaBackwardSteps.inc"
+#include "templates/NvidiaMmaBackwardTerms.inc"
 #include "templates/NvidiaMmaMath.inc"
 
 using namespace mlir;
@@ -105,18 +106,21 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   SmallVector<pe::PositionalEncodingAttrInterface> encodings;
   pe::PositionalEncodingAttrInterface qkTransform;
   SmallVector<std::string> operandNames;
+  int64_t keyTerms = 0, valueTerms = 0; // buckets of Shaw's terms
   if (ArrayAttr attrs = op.getEncodingsAttr())
     for (Attribute attr : attrs) {
       auto encoding = cast<pe::PositionalEncodingAttrInterface>(attr);
       bool scoreBias = encoding.getEncodingKind() == pe::EncodingKind::ScoreBias &&
-                       !encoding.isKeyTerm() && encoding.getValueTermBuckets() == 0 &&
-                       !encoding.requiresQueryTileScratch();
+                       (!encoding.isKeyTerm() || encoding.getKeyTermBuckets() > 0);
       bool transform = encoding.getEncodingKind() == pe::EncodingKind::QKTransform &&
                        encoding.hasQKTransformAdjoint();
-      if (!scoreBias && !transform)
+      keyTerms += encoding.getKeyTermBuckets();
+      valueTerms += encoding.getValueTermBuckets();
+      if (!scoreBias && !transform && encoding.getValueTermBuckets() == 0)
         return op.emitError() << "the nvidia backward does not take " << attr
-                              << " yet (it takes RoPE and the score biases ALiBi and T5; "
-                                 "docs/status.md lists what each target takes)";
+                              << " yet (it takes RoPE, the score biases ALiBi, T5 and a bias "
+                                 "tensor, and Shaw's terms; docs/status.md lists what each "
+                                 "target takes)";
       if (transform)
         qkTransform = encoding;
       encodings.push_back(encoding);
@@ -143,7 +147,7 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   // sizes before it (the runtime's rule too, BackwardLaunch.h).
   SmallVector<int64_t> gradOffsets(std::max<size_t>(op.getEncodingOperands().size(), 1), -1);
   int64_t gradFloats = 0;
-  bool scoreGrads = false, transformGrads = false;
+  bool scoreGrads = false, transformGrads = false, termGrads = false, keyTableGrad = false;
   KernelSignature signature;
   for (int64_t slot : op.getGradOperands() ? *op.getGradOperands() : ArrayRef<int64_t>()) {
     auto [encoding, local] = op.encodingOfOperand(slot);
@@ -154,8 +158,11 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
                             << " yet (grad_operands; docs/status.md): derive the backward "
                                "without it, or compile it for x86";
     bool transform = encoding.getEncodingKind() == pe::EncodingKind::QKTransform;
+    bool term = encoding.getKeyTermBuckets() > 0 || encoding.getValueTermBuckets() > 0;
     transformGrads = transformGrads || transform;
-    scoreGrads = scoreGrads || !transform;
+    termGrads = termGrads || term;
+    keyTableGrad = keyTableGrad || encoding.getKeyTermBuckets() > 0;
+    scoreGrads = scoreGrads || (!transform && !term);
     signature.operandGradients.push_back(static_cast<unsigned>(slot));
     gradOffsets[slot] = gradFloats;
     gradFloats += cast<RankedTensorType>(op.getEncodingOperands()[slot].getType()).getNumElements();
@@ -243,7 +250,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
                              "%do_arg: !POT, %dq_arg: !PT, %dk_arg: !PT, %dv_arg: !PT, "
                              "%tq_arg: !PT, %tk_arg: !PT, %scratch_arg: !PF, %rows_arg: !PF, "
                              "%gq_arg: !PF, %gk_arg: !PF, %lse_arg: !PF, %part_arg: !PF, "
-                             "%tqf_arg: !PF, %tkf_arg: !PF, %qpos_arg: !PI, %kpos_arg: !PI, " +
+                             "%tqf_arg: !PF, %tkf_arg: !PF, %terms_arg: !PF, %qpos_arg: !PI, "
+                             "%kpos_arg: !PI, " +
                              lengthArgs + encodingText.args;
   std::optional<int64_t> window = op.getWindow(), right = op.getWindowRight();
   std::optional<double> softcap;
@@ -287,6 +295,16 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
       {"HAS_LSE", op.getLse() ? "true" : "false"},
       {"HAS_SCORE_GRADS", scoreGrads ? "true" : "false"},
       {"HAS_TRANSFORM_GRADS", transformGrads ? "true" : "false"},
+      {"HAS_TERM_GRADS", termGrads ? "true" : "false"},
+      {"HAS_FINISH_GRADS", transformGrads || termGrads ? "true" : "false"},
+      {"KEEP_F32", transformGrads || keyTableGrad ? "true" : "false"},
+      {"HAS_TERMS", keyTerms + valueTerms > 0 ? "true" : "false"},
+      {"HAS_KEY_TERM", keyTerms > 0 ? "true" : "false"},
+      {"HAS_VALUE_TERM", valueTerms > 0 ? "true" : "false"},
+      {"NK", std::to_string(keyTerms)},
+      {"NV", std::to_string(valueTerms)},
+      {"NK2", std::to_string(2 * keyTerms)},
+      {"TW", std::to_string(std::max<int64_t>(2 * keyTerms + 2 * valueTerms, 1))},
       {"GRAD_FLOATS", std::to_string(std::max<int64_t>(gradFloats, 1))},
       {"GRAD_OFFSETS", "[" + offsetsText + "]"},
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
@@ -305,7 +323,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
                      {"nvidia/mma_attention_backward.mlir", kNvidiaMmaAttentionBackwardTemplate},
                      {{"nvidia/mma_math.mlir", kNvidiaMmaMathTemplate},
                       {"nvidia/mma_backward_blocks.mlir", kNvidiaMmaBackwardBlocksTemplate},
-                      {"nvidia/mma_backward_steps.mlir", kNvidiaMmaBackwardStepsTemplate}}),
+                      {"nvidia/mma_backward_steps.mlir", kNvidiaMmaBackwardStepsTemplate},
+                      {"nvidia/mma_backward_terms.mlir", kNvidiaMmaBackwardTermsTemplate}}),
                  params, op);
   if (failed(text))
     return failure();
@@ -350,6 +369,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(kBlockRows));
   info.append("tile_n", attrs.getI64IntegerAttr(w));
+  // Per row: D and lse, then Shaw's terms (QaK, S, dOaV, T).
+  info.append("row_scratch_floats", attrs.getI64IntegerAttr(2 + 2 * keyTerms + 2 * valueTerms));
   info.append("function", attrs.getStringAttr(func.getSymName()));
   info.append("arguments", attrs.getStringAttr(signature.str()));
   FusedAttention spliced{func, nullptr, signature};

@@ -15,6 +15,7 @@ BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call) {
       kernel.tableFloatsPerQueryPosition * idRows(kernel.queryPositionRows) * call.querySeq +
       kernel.tableFloatsPerKeyPosition * idRows(kernel.keyPositionRows) * call.keySeq;
   plan.rowFloats = 2 * call.batch * call.queryHeads * call.querySeq;
+  plan.termFloats = (kernel.rowScratchFloats - 2) * call.batch * call.queryHeads * call.querySeq;
   plan.queryGradFloats = call.batch * call.queryHeads * call.querySeq * call.headDim;
   plan.keyGradFloats = call.batch * call.kvHeads * call.keySeq * call.headDim;
   plan.rowsGrid = {tiles(call.querySeq), call.queryHeads, call.batch};
@@ -61,13 +62,14 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   // The transform's operand gradients read Q' and K' in f32.
   bool keepF32 = plan.slotFloats > 0;
   // The kernels' fixed arguments, in order (mma_attention_backward.mlir):
-  // q k v o dO dq dk dv tq tk scratch rows gq gk lse part tqf tkf qpos kpos.
+  // q k v o dO dq dk dv tq tk scratch rows gq gk lse part tqf tkf terms
+  // qpos kpos.
   auto floats = [](int64_t n) {
     return std::pair<const void *, size_t>{nullptr, static_cast<size_t>(n) * 4};
   };
   std::pair<const void *, size_t> lse = host.lse.first ? host.lse : floats(1);
   std::vector<DeviceBuffer> buffers;
-  buffers.reserve(20);
+  buffers.reserve(21);
   for (auto [data, bytes] :
        {host.query,
         host.key,
@@ -87,6 +89,7 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
         floats(std::max<int64_t>(plan.slots * plan.slotFloats, 1)),
         floats(keepF32 ? plan.queryGradFloats : 1),
         floats(keepF32 ? plan.keyGradFloats : 1),
+        floats(std::max<int64_t>(plan.termFloats, 1)),
         std::pair<const void *, size_t>{host.queryPositions->data(),
                                         host.queryPositions->size() * 8},
         std::pair<const void *, size_t>{host.keyPositions->data(), host.keyPositions->size() * 8}})
@@ -106,7 +109,7 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   lengths(args);
   for (DeviceBuffer &operand : operandBuffers)
     args.pointer(operand);
-  prologueArgs.pointer(buffers[18]).pointer(buffers[19]).pointer(buffers[10]);
+  prologueArgs.pointer(buffers[19]).pointer(buffers[20]).pointer(buffers[10]);
   lengths(prologueArgs);
   for (DeviceBuffer &operand : operandBuffers)
     prologueArgs.pointer(operand);

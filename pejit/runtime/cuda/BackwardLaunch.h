@@ -31,9 +31,12 @@ struct BackwardBuffers {
 };
 
 /// Where the call's floats go: the tables (the forward's rule), D and lse
-/// [2, b, hq, sq], dQ' [b, hq, sq, d] and dK' [b, hkv, skv, d] (f32).
+/// [2, b, hq, sq], dQ' [b, hq, sq, d] and dK' [b, hkv, skv, d], Shaw's
+/// terms [b, hq, sq, TW] (f32).
 struct BackwardPlan {
   int64_t tableFloats = 0, rowFloats = 0, queryGradFloats = 0, keyGradFloats = 0;
+  /// Shaw's terms per row (QaK, S, dOaV, T): rowScratchFloats - 2 a row.
+  int64_t termFloats = 0;
   /// The operand gradients: each one's floats (operand_grads order), their
   /// sum (a warp's slot), and the slots, one per warp of the q blocks
   /// then of the finish blocks (mma_backward_steps.mlir).

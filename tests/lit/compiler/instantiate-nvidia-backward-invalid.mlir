@@ -18,14 +18,6 @@ func.func @bias_tensor_gradient(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xb
 
 // -----
 
-func.func @shaw_key_term(%q: tensor<1x4x8x64xf16>, %k: tensor<1x4x8x64xf16>, %v: tensor<1x4x8x64xf16>, %o: tensor<1x4x8x64xf16>, %do: tensor<1x4x8x64xf16>, %ak: tensor<9x64xf16>) -> (tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>) {
-  // expected-error @+1 {{the nvidia backward does not take #pe.relative_key<clip = 4> yet (it takes RoPE and the score biases ALiBi and T5}}
-  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.relative_key<clip = 4>]) encoding_operands(%ak : tensor<9x64xf16>) : tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16> -> tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>
-  return %dq, %dk, %dv : tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>
-}
-
-// -----
-
 func.func @head_dim_256(%q: tensor<1x4x8x256xf16>, %k: tensor<1x4x8x256xf16>, %v: tensor<1x4x8x256xf16>, %o: tensor<1x4x8x256xf16>, %do: tensor<1x4x8x256xf16>) -> (tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>) {
   // expected-error @+1 {{the nvidia backward needs d and dv multiples of 16 up to 128, got d = 256, dv = 256}}
   %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do : tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16> -> tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>

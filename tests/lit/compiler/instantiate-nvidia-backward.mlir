@@ -102,3 +102,38 @@ func.func @t5_rope_scale_grads(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64x
       -> tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1xf32>, tensor<32x4xf32>
   return %dq, %dk, %dv, %ds, %dt : tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1xf32>, tensor<32x4xf32>
 }
+
+// -----
+
+// Shaw's key and value terms with both tables' gradients: the rows phase
+// writes each row's QaK and dOaV (row_scratch: D, lse, then QaK, S, dOaV,
+// T: 2 + 4 x 9 floats), every score reads them, the q phase sums S and T
+// per row (a quad's 4 lanes in turn), the finish phase adds sum_m S a^K
+// to dQ' and the tables' gradients to the warp's slot.
+// CHECK: arguments = "operand_grads=0,1
+// CHECK-SAME: row_scratch_floats = 38 : i64
+// CHECK-LABEL: func.func private @fill_row_terms
+// CHECK-LABEL: func.func private @term_sums
+// CHECK: nvvm.bar.warp.sync
+// CHECK-LABEL: func.func private @term_grads
+// CHECK: nvvm.bar.warp.sync
+// CHECK-LABEL: gpu.func @pejit_backward_rows
+// CHECK: call @fill_row_terms
+// CHECK-LABEL: gpu.func @pejit_backward_q
+// CHECK: call @value_dp
+// CHECK: call @term_sums
+// CHECK-LABEL: gpu.func @pejit_backward_finish
+// CHECK: call @key_term_dq
+// CHECK: call @term_grads
+// CHECK-NOT: attn.
+func.func @shaw_key_value(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64xbf16>, %v: tensor<1x4x40x64xbf16>,
+                          %o: tensor<1x4x40x64xbf16>, %do: tensor<1x4x40x64xbf16>,
+                          %ak: tensor<9x64xbf16>, %av: tensor<9x64xbf16>)
+    -> (tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<9x64xf32>, tensor<9x64xf32>) {
+  %dq, %dk, %dv, %dak, %dav = attn.attention_backward %q, %k, %v, %o, %do causal
+      encodings([#pe.relative_key<clip = 4>, #pe.relative_value<clip = 4>])
+      encoding_operands(%ak, %av : tensor<9x64xbf16>, tensor<9x64xbf16>) grad_operands([0, 1])
+      : tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>
+      -> tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<9x64xf32>, tensor<9x64xf32>
+  return %dq, %dk, %dv, %dak, %dav : tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<9x64xf32>, tensor<9x64xf32>
+}
