@@ -41,6 +41,9 @@ struct GpuBackwardCase {
   /// Shaw's terms with this clip: the key term (its table the operand
   /// shaw_key_table) and the value term (shaw_value_table); 0: none.
   int64_t shawKeyClip = 0, shawValueClip = 0;
+  /// A bias tensor (the operand `bias`, [1|b, 1|h, sq, skv]) with its
+  /// gradient.
+  bool biasTensor = false;
   struct T5 {
     int64_t buckets, maxDistance;
     bool bidirectional;
@@ -158,6 +161,19 @@ inline std::vector<GpuBackwardCase> gpuBackwardCases() {
   shaw.causal = true;
   shaw.shawKeyClip = 8;
   shaw.shawValueClip = 8;
+  // A bias tensor shared by the batch, with its gradient (dS per score,
+  // summed over the batch), causal, sq < skv, batch 2.
+  GpuBackwardCase &bias =
+      add("backward_bias_tensor_grad_f16",
+          "func.func @backward_bias_tensor_grad_f16(%q: tensor<2x4x60x64xf16>, "
+          "%k: tensor<2x4x90x64xf16>, %v: tensor<2x4x90x64xf16>, %b: tensor<1x4x60x90xf32>) -> "
+          "tensor<2x4x60x64xf16> {\n"
+          "  %o = attn.attention %q, %k, %v bias(%b : tensor<1x4x60x90xf32>) causal : "
+          "tensor<2x4x60x64xf16>, tensor<2x4x90x64xf16>, tensor<2x4x90x64xf16> -> "
+          "tensor<2x4x60x64xf16>\n"
+          "  return %o : tensor<2x4x60x64xf16>\n}\n");
+  bias.biasTensor = true;
+  bias.causal = true;
   // No encoding, d = 128 with dv = 64, not causal, 200 rows.
   add("backward_plain_d128_dv64_f16",
       "func.func @backward_plain_d128_dv64_f16(%q: tensor<1x2x200x128xf16>, "

@@ -296,7 +296,9 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
         t5.data[e] += bias.data[e];
     bias = t5;
   }
-  if (c.alibiHeads || c.t5)
+  if (c.biasTensor)
+    bias = operands["bias"];
+  if (c.alibiHeads || c.t5 || c.biasTensor)
     options.bias = &bias;
   // Shaw's terms: the key term from the rotated q, the value term by bucket.
   ref::Tensor keyTerm;
@@ -325,6 +327,8 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   }
   if (c.shawValueClip > 0)
     operandGrads["shaw_value_table"] = want.dValueRows;
+  if (c.biasTensor)
+    operandGrads["bias"] = want.dBias;
   // The operands' gradients, by the names the signature gives them.
   if (c.rope) {
     ref::RopeGradients gq =

@@ -42,7 +42,8 @@
 // QPB KPB SCRATCHD HAS_SCORE_GRADS HAS_TRANSFORM_GRADS HAS_TERM_GRADS
 // HAS_FINISH_GRADS KEEP_F32 GRAD_FLOATS GRAD_OFFSETS (mma_backward_steps.mlir:
 // the operand gradients) HAS_TERMS HAS_KEY_TERM HAS_VALUE_TERM NK NV NK2 TW
-// (mma_backward_terms.mlir: Shaw's terms); LENGTH_ARGS, PROLOGUE_VIEWS, BACKWARD_VIEWS,
+// (mma_backward_terms.mlir: Shaw's terms) HAS_SCORE_GRAD (a bias tensor's
+// gradient: dS [B, HQ, SQ, SKV] f32, written by the q kernel); LENGTH_ARGS, PROLOGUE_VIEWS, BACKWARD_VIEWS,
 // POSITION_VIEWS, ENCODING_ARGS, ENCODING_OPERANDS, ENCODING_CALL_ARGS and
 // ENCODING_CALL_TYPES as the forward's (mma_attention.mlir).
 
@@ -553,6 +554,7 @@ ${BACKWARD_VIEWS}
   // phase's; here the registers have room for the lanes' adds.
   %has_grads = arith.constant ${HAS_SCORE_GRADS}
   %has_terms = arith.constant ${HAS_TERMS}
+  %has_dscore = arith.constant ${HAS_SCORE_GRAD}
   %parts:2 = func.call @partial_slots(%SQ, %SKV, %B) : (index, index, index) -> (index, index)
   %q_tiles0 = arith.addi %SQ, %c64 : index
   %q_tiles1 = arith.subi %q_tiles0, %c1 : index
@@ -606,6 +608,10 @@ ${BACKWARD_VIEWS}
         %w:3 = func.call @weights(%s#0, %s#1, %dp, %b, %h, %i, %rows_arg, %SQ, %B)
             : (f32, f32, f32, index, index, index, !PF, index, index) -> (f32, f32, f32)
         memref.store %w#1, %Pacc[%n, %e] : !SACC
+        scf.if %has_dscore {
+          func.call @store_dscore(%w#2, %b, %h, %i, %j, %ds_arg, %B, %SQ, %SKV)
+              : (f32, index, index, index, index, !PF, index, index, index) -> ()
+        }
         scf.if %has_terms {
           func.call @term_sums(%w#1, %w#0, %b, %h, %i, %j, %lane4, %qpos_arg, %kpos_arg,
                                %terms_arg, %B, %SQ, %SKV${ENCODING_CALL_ARGS})

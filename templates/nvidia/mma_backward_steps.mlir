@@ -424,3 +424,29 @@ func.func private @unstage_ff(%src: !FT, %dst_arg: !PF, %first: index, %valid: i
   }
   return
 }
+
+// A bias tensor's gradient: dS [B, HQ, SQ, SKV] f32, one score each (this
+// score's block and lane write it once; the runtime sums its broadcast
+// dims). Scores past the lengths are not written.
+func.func private @store_dscore(%ds: f32, %b: index, %h: index, %i: index, %j: index,
+                                %ds_arg: !PF, %B: index, %SQ: index, %SKV: index) {
+  %HQ = arith.constant ${HQ} : index
+  %row_in = arith.cmpi ult, %i, %SQ : index
+  %key_in = arith.cmpi ult, %j, %SKV : index
+  %in = arith.andi %row_in, %key_in : i1
+  scf.if %in {
+    %n0 = arith.muli %B, %HQ : index
+    %n1 = arith.muli %n0, %SQ : index
+    %n = arith.muli %n1, %SKV : index
+    %dscore = memref.reinterpret_cast %ds_arg to offset: [0], sizes: [%n], strides: [1]
+        : !PF to memref<?xf32>
+    %a0 = arith.muli %b, %HQ : index
+    %a1 = arith.addi %a0, %h : index
+    %a2 = arith.muli %a1, %SQ : index
+    %a3 = arith.addi %a2, %i : index
+    %a4 = arith.muli %a3, %SKV : index
+    %at = arith.addi %a4, %j : index
+    memref.store %ds, %dscore[%at] : memref<?xf32>
+  }
+  return
+}

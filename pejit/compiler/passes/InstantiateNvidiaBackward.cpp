@@ -15,9 +15,9 @@
 // the gradients of the operands whose encoding gives an adjoint for them
 // (T5's table, ALiBi's learned slopes, the RoPE's position scale and
 // inverse frequencies, Shaw's tables) in per-warp partials, summed by the
-// runtime in slot order; a bias tensor's gradient, segments and key
-// lengths are errors that say so. Like the forward's instantiation, this file never names a
-// concrete encoding.
+// runtime in slot order, and a bias tensor's (dS per score, reduced by the
+// runtime); segments and key lengths are errors that say so. Like the forward's instantiation, this
+// file never names a concrete encoding.
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/KernelViews.h"
 #include "pejit/compiler/passes/TemplateSupport.h"
@@ -151,12 +151,21 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   KernelSignature signature;
   for (int64_t slot : op.getGradOperands() ? *op.getGradOperands() : ArrayRef<int64_t>()) {
     auto [encoding, local] = op.encodingOfOperand(slot);
-    if (!encoding.isDifferentiableOperand(local) || !encoding.hasOperandAdjoint(local) ||
-        encoding.hasScoreShapedGradient(local))
+    if (!encoding.isDifferentiableOperand(local) || !encoding.hasOperandAdjoint(local))
       return op.emitError() << "the nvidia backward does not compute the gradient of "
                             << encoding.getEncodingOperandName(local)
                             << " yet (grad_operands; docs/status.md): derive the backward "
                                "without it, or compile it for x86";
+    // A bias tensor's gradient is dS itself: the q phase writes it per
+    // score (no partial), the runtime sums its broadcast dims.
+    if (encoding.hasScoreShapedGradient(local)) {
+      if (signature.scoreShapedGradient)
+        return op.emitError() << "grad_operands: two score-shaped gradients (bias tensors); the "
+                                 "nvidia backward writes one";
+      signature.scoreShapedGradient = static_cast<unsigned>(slot);
+      signature.operandGradients.push_back(static_cast<unsigned>(slot));
+      continue;
+    }
     bool transform = encoding.getEncodingKind() == pe::EncodingKind::QKTransform;
     bool term = encoding.getKeyTermBuckets() > 0 || encoding.getValueTermBuckets() > 0;
     transformGrads = transformGrads || transform;
@@ -180,7 +189,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
   auto sharedBytes = [&](int64_t w) {
     return (kBlockRows + w) * ((shape.headDim + 8) + (shape.valueDim + 8)) * 2;
   };
-  int64_t w = std::max(shape.headDim, shape.valueDim) <= 64 && gradFloats == 0 ? 64 : 16;
+  bool anyGradient = gradFloats > 0 || signature.scoreShapedGradient;
+  int64_t w = std::max(shape.headDim, shape.valueDim) <= 64 && !anyGradient ? 64 : 16;
   if (sharedBytes(w) > kStaticSharedBytes ||
       kBlockRows * (shape.headDim + 8) * 4 > kStaticSharedBytes)
     return op.emitError() << "the nvidia backward needs " << sharedBytes(w)
@@ -250,8 +260,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
                              "%do_arg: !POT, %dq_arg: !PT, %dk_arg: !PT, %dv_arg: !PT, "
                              "%tq_arg: !PT, %tk_arg: !PT, %scratch_arg: !PF, %rows_arg: !PF, "
                              "%gq_arg: !PF, %gk_arg: !PF, %lse_arg: !PF, %part_arg: !PF, "
-                             "%tqf_arg: !PF, %tkf_arg: !PF, %terms_arg: !PF, %qpos_arg: !PI, "
-                             "%kpos_arg: !PI, " +
+                             "%tqf_arg: !PF, %tkf_arg: !PF, %terms_arg: !PF, %ds_arg: !PF, "
+                             "%qpos_arg: !PI, %kpos_arg: !PI, " +
                              lengthArgs + encodingText.args;
   std::optional<int64_t> window = op.getWindow(), right = op.getWindowRight();
   std::optional<double> softcap;
@@ -299,6 +309,7 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
       {"HAS_FINISH_GRADS", transformGrads || termGrads ? "true" : "false"},
       {"KEEP_F32", transformGrads || keyTableGrad ? "true" : "false"},
       {"HAS_TERMS", keyTerms + valueTerms > 0 ? "true" : "false"},
+      {"HAS_SCORE_GRAD", signature.scoreShapedGradient ? "true" : "false"},
       {"HAS_KEY_TERM", keyTerms > 0 ? "true" : "false"},
       {"HAS_VALUE_TERM", valueTerms > 0 ? "true" : "false"},
       {"NK", std::to_string(keyTerms)},

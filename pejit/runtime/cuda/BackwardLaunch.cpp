@@ -29,8 +29,18 @@ BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call) {
         int64_t n = 1;
         for (int64_t dim : arg.shape)
           n *= dim;
+        if (kernel.signature.scoreShapedGradient == slot) {
+          plan.scoreShapedAt = static_cast<int64_t>(plan.operandGradFloats.size());
+          plan.dScoreFloats = call.batch * call.queryHeads * call.querySeq * call.keySeq;
+          if (arg.shape.size() == 4) {
+            plan.biasBatch = arg.shape[0] == 1 ? 1 : call.batch;
+            plan.biasHeads = arg.shape[1] == 1 ? 1 : call.queryHeads;
+          }
+          n = plan.biasBatch * plan.biasHeads * call.querySeq * call.keySeq;
+        } else {
+          plan.slotFloats += n;
+        }
         plan.operandGradFloats.push_back(n);
-        plan.slotFloats += n;
         break;
       }
   if (plan.slotFloats > 0) {
@@ -63,13 +73,13 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   bool keepF32 = plan.slotFloats > 0;
   // The kernels' fixed arguments, in order (mma_attention_backward.mlir):
   // q k v o dO dq dk dv tq tk scratch rows gq gk lse part tqf tkf terms
-  // qpos kpos.
+  // dscore qpos kpos.
   auto floats = [](int64_t n) {
     return std::pair<const void *, size_t>{nullptr, static_cast<size_t>(n) * 4};
   };
   std::pair<const void *, size_t> lse = host.lse.first ? host.lse : floats(1);
   std::vector<DeviceBuffer> buffers;
-  buffers.reserve(21);
+  buffers.reserve(22);
   for (auto [data, bytes] :
        {host.query,
         host.key,
@@ -90,6 +100,7 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
         floats(keepF32 ? plan.queryGradFloats : 1),
         floats(keepF32 ? plan.keyGradFloats : 1),
         floats(std::max<int64_t>(plan.termFloats, 1)),
+        floats(std::max<int64_t>(plan.dScoreFloats, 1)),
         std::pair<const void *, size_t>{host.queryPositions->data(),
                                         host.queryPositions->size() * 8},
         std::pair<const void *, size_t>{host.keyPositions->data(), host.keyPositions->size() * 8}})
@@ -109,7 +120,7 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   lengths(args);
   for (DeviceBuffer &operand : operandBuffers)
     args.pointer(operand);
-  prologueArgs.pointer(buffers[19]).pointer(buffers[20]).pointer(buffers[10]);
+  prologueArgs.pointer(buffers[20]).pointer(buffers[21]).pointer(buffers[10]);
   lengths(prologueArgs);
   for (DeviceBuffer &operand : operandBuffers)
     prologueArgs.pointer(operand);
@@ -150,6 +161,25 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
       return st;
     if (Status st = buffers[7].copyToHost(host.valueGrad.first, host.valueGrad.second); !st)
       return st;
+    if (plan.scoreShapedAt >= 0) {
+      // dS summed over the bias's broadcast dims ([1|b, 1|h, sq, skv]).
+      std::vector<float> dscore(static_cast<size_t>(plan.dScoreFloats));
+      if (Status st = buffers[19].copyToHost(dscore.data(), dscore.size() * 4); !st)
+        return st;
+      float *out = host.operandGrads[plan.scoreShapedAt].first;
+      int64_t plane = call.querySeq * call.keySeq;
+      std::vector<double> sums(static_cast<size_t>(plan.biasBatch * plan.biasHeads * plane), 0.0);
+      for (int64_t b = 0; b < call.batch; ++b)
+        for (int64_t h = 0; h < call.queryHeads; ++h) {
+          int64_t row =
+              (plan.biasBatch > 1 ? b : 0) * plan.biasHeads + (plan.biasHeads > 1 ? h : 0);
+          const float *from = dscore.data() + (b * call.queryHeads + h) * plane;
+          for (int64_t e = 0; e < plane; ++e)
+            sums[row * plane + e] += from[e];
+        }
+      for (size_t e = 0; e < sums.size(); ++e)
+        out[e] = static_cast<float>(sums[e]);
+    }
     if (plan.slotFloats == 0)
       return Status();
     std::vector<float> slots(static_cast<size_t>(plan.slots * plan.slotFloats));
@@ -157,6 +187,8 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
       return st;
     int64_t offset = 0;
     for (size_t g = 0; g < host.operandGrads.size(); ++g) {
+      if (static_cast<int64_t>(g) == plan.scoreShapedAt)
+        continue;
       for (int64_t e = 0; e < plan.operandGradFloats[g]; ++e) {
         double sum = 0;
         for (int64_t slot = 0; slot < plan.slots; ++slot)

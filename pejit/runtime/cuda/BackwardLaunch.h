@@ -42,6 +42,13 @@ struct BackwardPlan {
   /// then of the finish blocks (mma_backward_steps.mlir).
   std::vector<int64_t> operandGradFloats;
   int64_t slotFloats = 0, slots = 0;
+  /// A bias tensor's gradient (the signature's score_grad): its index in
+  /// operandGradFloats (-1: none), outside the slots; the kernel writes dS
+  /// [b, hq, sq, skv] (dScoreFloats), which the runtime sums over the
+  /// bias's broadcast dims.
+  int64_t scoreShapedAt = -1, dScoreFloats = 0;
+  /// The bias's dims 0 and 1 at the call: 1, or b and hq.
+  int64_t biasBatch = 1, biasHeads = 1;
   /// Blocks of 128 threads: rows and q [ceil(sq / 64), hq, b], kv
   /// [ceil(skv / 64), hkv, b], transform and finish [ceil(max(sq, skv) /
   /// 64), hq + hkv, b].
@@ -54,7 +61,8 @@ BackwardPlan planBackward(const KernelDescription &kernel, const Shape &call);
 
 /// Runs the backward once (then `timedRepeats` more between CUDA events,
 /// their times in ms to `timesMs`) and downloads dq, dk, dv; each operand
-/// gradient is the sum of its part of every slot, in slot order, in f64.
+/// gradient is the sum of its part of every slot, in slot order, in f64
+/// (a bias tensor's: dS summed over its broadcast dims, in f64).
 Status runAttentionBackward(const std::string &image, const KernelDescription &kernel,
                             const Shape &call, const BackwardBuffers &buffers, int timedRepeats = 0,
                             std::vector<float> *timesMs = nullptr);

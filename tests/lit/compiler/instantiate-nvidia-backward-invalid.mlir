@@ -10,14 +10,6 @@ func.func @f32_inputs(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: te
 
 // -----
 
-func.func @bias_tensor_gradient(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>, %o: tensor<1x4x8x64xbf16>, %do: tensor<1x4x8x64xbf16>, %bias: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>) {
-  // expected-error @+1 {{the nvidia backward does not compute the gradient of bias yet (grad_operands; docs/status.md)}}
-  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.bias_tensor]) encoding_operands(%bias : tensor<1x4x8x8xf32>) grad_operands([0]) : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>
-  return %dq, %dk, %dv, %db : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>
-}
-
-// -----
-
 func.func @head_dim_256(%q: tensor<1x4x8x256xf16>, %k: tensor<1x4x8x256xf16>, %v: tensor<1x4x8x256xf16>, %o: tensor<1x4x8x256xf16>, %do: tensor<1x4x8x256xf16>) -> (tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>) {
   // expected-error @+1 {{the nvidia backward needs d and dv multiples of 16 up to 128, got d = 256, dv = 256}}
   %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do : tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16> -> tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>, tensor<1x4x8x256xf16>

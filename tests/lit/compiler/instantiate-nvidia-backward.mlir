@@ -137,3 +137,22 @@ func.func @shaw_key_value(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64xbf16>
       -> tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<9x64xf32>, tensor<9x64xf32>
   return %dq, %dk, %dv, %dak, %dav : tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<1x4x40x64xbf16>, tensor<9x64xf32>, tensor<9x64xf32>
 }
+
+// -----
+
+// A bias tensor with its gradient: the q phase writes dS per score (each
+// once, no partial), the runtime sums it over the bias's broadcast dims.
+// CHECK: arguments = "score_grad=0 operand_grads=0
+// CHECK-LABEL: func.func private @store_dscore
+// CHECK: memref.store
+// CHECK-LABEL: gpu.func @pejit_backward_q
+// CHECK: call @store_dscore
+func.func @bias_gradient(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>,
+                         %o: tensor<1x4x8x64xbf16>, %do: tensor<1x4x8x64xbf16>, %bias: tensor<1x4x8x8xf32>)
+    -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>) {
+  %dq, %dk, %dv, %db = attn.attention_backward %q, %k, %v, %o, %do encodings([#pe.bias_tensor])
+      encoding_operands(%bias : tensor<1x4x8x8xf32>) grad_operands([0])
+      : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
+      -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>
+  return %dq, %dk, %dv, %db : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x8xf32>
+}
