@@ -46,7 +46,8 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
       outputDims{s.batch, s.queryHeads, s.querySeq, s.valueDim};
   // q, k, v, o, dO and dq, dk, dv: the kernel's element type (f32, f16,
   // bf16); the operand gradients f32.
-  const std::vector<DType> f32{DType::F32}, io{inputDtype};
+  // (o and dO: the forward's output type, the kernel's or f32).
+  const std::vector<DType> f32{DType::F32}, io{inputDtype}, out{outputDtype};
   std::pair<const TensorView *, std::pair<const char *, const std::vector<int64_t> *>> views[] = {
       {bound.query, {"query", &queryDims}},
       {bound.key, {"key", &keyDims}},
@@ -54,7 +55,9 @@ Status X86KernelImpl::runBackward(const std::vector<TensorView> &inputs,
       {bound.output, {"output", &outputDims}},
       {bound.outputGradient, {"output_grad", &outputDims}}};
   for (auto [view, what] : views)
-    if (Status st = checkView(*view, what.first, *what.second, io); !st)
+    if (Status st = checkView(*view, what.first, *what.second,
+                              view == bound.output || view == bound.outputGradient ? out : io);
+        !st)
       return st;
   // A training forward's lse [b, hq, sq] (f32).
   TensorView lse4;

@@ -108,12 +108,17 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
       at += aligned(s.batch * h * seq * c);
       return d;
     };
-    std::array<std::pair<MemRefDescriptor<float, 4>, MemRefDescriptor<float, 4>>, 5> widen = {
+    // o and dO of f32 (a 16-bit forward with an f32 result) are read as
+    // they are.
+    const bool widenOutput = outputDtype != DType::F32;
+    std::vector<std::pair<MemRefDescriptor<float, 4>, MemRefDescriptor<float, 4>>> widen = {
         std::pair{q, take(s.queryHeads, s.querySeq, s.headDim)},
         {k, take(s.kvHeads, s.keySeq, s.headDim)},
-        {v, take(s.kvHeads, s.keySeq, s.valueDim)},
-        {o, take(s.queryHeads, s.querySeq, s.valueDim)},
-        {dO, take(s.queryHeads, s.querySeq, s.valueDim)}};
+        {v, take(s.kvHeads, s.keySeq, s.valueDim)}};
+    if (widenOutput) {
+      widen.push_back({o, take(s.queryHeads, s.querySeq, s.valueDim)});
+      widen.push_back({dO, take(s.queryHeads, s.querySeq, s.valueDim)});
+    }
     std::vector<int64_t> first{0};
     for (auto &pair : widen)
       first.push_back(first.back() + items64(pair.first));
@@ -122,8 +127,9 @@ Status X86KernelImpl::runBackwardCall(const BackwardCall &call, const BoundInput
       MemRefDescriptor<float, 4> from = widen[n].first, to = widen[n].second;
       backwardWiden_(&from, &to, item - first[n]);
     });
-    q = widen[0].second, k = widen[1].second, v = widen[2].second, o = widen[3].second,
-    dO = widen[4].second;
+    q = widen[0].second, k = widen[1].second, v = widen[2].second;
+    if (widenOutput)
+      o = widen[3].second, dO = widen[4].second;
     dq = take(s.queryHeads, s.querySeq, s.headDim);
     dk = take(s.kvHeads, s.keySeq, s.headDim);
     dv = take(s.kvHeads, s.keySeq, s.valueDim);

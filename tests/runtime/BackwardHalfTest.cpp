@@ -5,8 +5,9 @@
 // float64 forward rounded as a 16-bit forward hands it over: max-norm
 // relative error <= 2e-2 (a 16-bit gradient alone is off by up to 2^-8
 // relative for bf16, 2^-11 for f16). NaN-poisoned outputs; plain, GQA,
-// RoPE, a shape class, Shaw's terms with their (f32) tables' gradients; a
-// dtype mismatch is an error naming it.
+// RoPE, a shape class, Shaw's terms with their (f32) tables' gradients, a
+// bf16 forward with an f32 result (o and dO read as f32); a dtype mismatch
+// is an error naming it.
 #include "pejit/reference/AttentionGrad.h"
 #include "pejit/reference/Rope.h"
 #include "pejit/reference/ScoreBiasGrad.h"
@@ -188,6 +189,59 @@ TEST(BackwardHalf, Bf16AndF16WithShawTerms) {
     c.shaw = true;
     expectHalfBackward(c);
   }
+}
+
+// A bf16 forward whose result is f32: its backward takes o and dO in f32
+// (read as they are, not rounded) and gives bf16 dq, dk, dv.
+TEST(BackwardHalf, Bf16InputsWithAnF32Result) {
+  uint32_t seed = 0;
+  std::mt19937 &engine = rng(&seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const char *source =
+      "func.func @f32_result(%q: tensor<1x4x37x32xbf16>, %k: tensor<1x2x45x32xbf16>, "
+      "%v: tensor<1x2x45x32xbf16>) -> tensor<1x4x37x32xf32> {\n"
+      "  %o = attn.attention %q, %k, %v causal : tensor<1x4x37x32xbf16>, tensor<1x2x45x32xbf16>, "
+      "tensor<1x2x45x32xbf16> -> tensor<1x4x37x32xf32>\n"
+      "  return %o : tensor<1x4x37x32xf32>\n}\n";
+  Expected<Spec> forward = Spec::fromText(source);
+  ASSERT_TRUE(forward) << forward.error();
+  Expected<X86Kernel> kernel = suiteRuntime().getX86Backward(*forward);
+  ASSERT_TRUE(kernel) << kernel.error();
+  EXPECT_EQ(kernel->outputDtype(), DType::F32);
+  ref::Tensor q = randomTensor({1, 4, 37, 32}, engine), k = randomTensor({1, 2, 45, 32}, engine),
+              v = randomTensor({1, 2, 45, 32}, engine), dOut = randomTensor({1, 4, 37, 32}, engine);
+  std::vector<uint16_t> qb = roundTo(DType::BF16, q), kb = roundTo(DType::BF16, k),
+                        vb = roundTo(DType::BF16, v);
+  ref::AttentionOptions options;
+  options.causal = true;
+  ref::Tensor o = ref::attention(q, k, v, options);
+  ref::AttentionGradients want = ref::attentionBackward(q, k, v, dOut, options);
+  std::vector<float> of = toFloat(o), dOf = toFloat(dOut);
+  std::vector<uint16_t> dq(qb.size(), 0xffff), dk(kb.size(), 0xffff), dv(vb.size(), 0xffff);
+  Status status = kernel->runBackward({{qb.data(), DType::BF16, q.shape, {}},
+                                       {kb.data(), DType::BF16, k.shape, {}},
+                                       {vb.data(), DType::BF16, v.shape, {}},
+                                       {of.data(), DType::F32, o.shape, {}},
+                                       {dOf.data(), DType::F32, dOut.shape, {}}},
+                                      {{dq.data(), DType::BF16, q.shape, {}},
+                                       {dk.data(), DType::BF16, k.shape, {}},
+                                       {dv.data(), DType::BF16, v.shape, {}}});
+  ASSERT_TRUE(status) << status.message();
+  EXPECT_LE(gradientError(widen(DType::BF16, dq), want.dq), kTolerance) << "dq";
+  EXPECT_LE(gradientError(widen(DType::BF16, dk), want.dk), kTolerance) << "dk";
+  EXPECT_LE(gradientError(widen(DType::BF16, dv), want.dv), kTolerance) << "dv";
+  // o in bf16 where the kernel reads f32: an error naming it.
+  std::vector<uint16_t> ob = roundTo(DType::BF16, o);
+  Status mismatch = kernel->runBackward({{qb.data(), DType::BF16, q.shape, {}},
+                                         {kb.data(), DType::BF16, k.shape, {}},
+                                         {vb.data(), DType::BF16, v.shape, {}},
+                                         {ob.data(), DType::BF16, o.shape, {}},
+                                         {dOf.data(), DType::F32, dOut.shape, {}}},
+                                        {{dq.data(), DType::BF16, q.shape, {}},
+                                         {dk.data(), DType::BF16, k.shape, {}},
+                                         {dv.data(), DType::BF16, v.shape, {}}});
+  EXPECT_FALSE(mismatch);
+  EXPECT_NE(mismatch.message().find("output"), std::string::npos) << mismatch.message();
 }
 
 } // namespace

@@ -8,7 +8,8 @@
 //   dQ = dE K;  dK = dE^T Q;  dV = P^T dO   (dK, dV summed over a KV head's group)
 //
 // This form takes f32, f16 or bf16 tensors (16-bit ones widened into f32
-// scratch, the gradients narrowed back), masks, windows, GQA, softcap, a QK
+// scratch, the gradients narrowed back; o and dO may be f32 beside 16-bit
+// q, k, v), masks, windows, GQA, softcap, a QK
 // transform with an adjoint (RoPE: the phases read Q' and K', and dQ', dK'
 // rows go through its adjoint as written) and the score biases by index
 // (ALiBi, T5, a bias tensor: dS passes through an additive bias
@@ -215,11 +216,20 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   // dq, dk, dv narrowed back (@pejit_backward_widen / _narrow).
   auto qType = cast<RankedTensorType>(op.getQuery().getType());
   const char *elementType = kernelElementTypeName(qType.getElementType());
-  for (Value value : {op.getKey(), op.getValue(), op.getOutput(), op.getOutputGrad()})
+  for (Value value : {op.getKey(), op.getValue()})
     if (cast<RankedTensorType>(value.getType()).getElementType() != qType.getElementType())
-      return op.emitError() << "the x86 backward takes q, k, v, o and dO of one element type, got "
+      return op.emitError() << "the x86 backward takes q, k and v of one element type, got "
                             << qType.getElementType() << " and "
                             << cast<RankedTensorType>(value.getType()).getElementType();
+  // o and dO: the forward's output type, q's or f32 (a 16-bit forward
+  // with an f32 result): the phases read f32 o and dO as they are.
+  Type outElement = cast<RankedTensorType>(op.getOutput().getType()).getElementType();
+  Type gradElement = cast<RankedTensorType>(op.getOutputGrad().getType()).getElementType();
+  if (gradElement != outElement || (outElement != qType.getElementType() && !outElement.isF32()))
+    return op.emitError() << "the x86 backward takes o and dO of one element type, q's ("
+                          << qType.getElementType() << ") or f32, got " << outElement << " and "
+                          << gradElement;
+  const char *outType = kernelElementTypeName(outElement);
   pe::AttentionShape shape =
       attentionShape(op.getQuery(), op.getKey(), op.getValue(), op.getQueryPositions(),
                      op.getKeyPositions(), qkTransform, 8);
@@ -342,6 +352,6 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kKeysPerItem));
-  spliceX86Kernel(module, func, signature, *kernel, info, elementType, elementType);
+  spliceX86Kernel(module, func, signature, *kernel, info, elementType, outType);
   return success();
 }

@@ -10,9 +10,9 @@ func.func @bias_gradient_key_lengths(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x?x
 
 // -----
 
-func.func @mixed_element_types(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) {
-  // expected-error @+1 {{the x86 backward takes q, k, v, o and dO of one element type, got 'bf16' and 'f32'}}
-  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
+func.func @mixed_element_types(%q: tensor<1x4x8x64xbf16>, %k: tensor<1x4x8x64xbf16>, %v: tensor<1x4x8x64xbf16>, %o: tensor<1x4x8x64xf16>, %do: tensor<1x4x8x64xf16>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) {
+  // expected-error @+1 {{the x86 backward takes o and dO of one element type, q's ('bf16') or f32, got 'f16' and 'f16'}}
+  %dq, %dk, %dv = attn.attention_backward %q, %k, %v, %o, %do : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16> -> tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
   return %dq, %dk, %dv : tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>
 }
 
