@@ -122,11 +122,10 @@ void setNvidiaPartLauncherForTesting(NvidiaPartLauncher launcher) {
 Status NvidiaKernelImpl::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   if (launch.kernel == "pejit_linear")
     return runLinear(inputs, out);
-  // The backward writes three gradients: its launches are
-  // cuda::runAttentionBackward's (the GPU check's runner calls it).
+  // The backward writes several gradients: NvidiaKernel::runBackward.
   if (launch.kernel == "pejit_backward")
-    return Status::error("nvidia run: the attention backward's kernel is not run through "
-                         "NvidiaKernel::run yet (docs/status.md); bench/gpu_check.sh runs it");
+    return Status::error("nvidia run: this is the attention backward: call runBackward with its "
+                         "gradients dq, dk, dv");
   if (!launch.attention())
     return runStandalone(inputs, out);
   auto fail = [](const std::string &what) { return Status::error("nvidia run: " + what); };

@@ -79,5 +79,9 @@ const std::string &NvidiaKernel::launchMeta() const {
 Status NvidiaKernel::run(const std::vector<TensorView> &inputs, const TensorView &out) const {
   return impl_->run(inputs, out);
 }
+Status NvidiaKernel::runBackward(const std::vector<TensorView> &inputs,
+                                 const std::vector<TensorView> &gradients) const {
+  return impl_->runBackward(inputs, gradients);
+}
 
 } // namespace pejit

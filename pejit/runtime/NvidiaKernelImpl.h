@@ -31,6 +31,10 @@ public:
   /// run for linear attention (launch.kernel pejit_linear): one launch, the
   /// carried state read and written back.
   Status runLinear(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// The attention backward's run (launch.kernel pejit_backward,
+  /// NvidiaBackward.cpp): dq, dk, dv and the operand gradients.
+  Status runBackward(const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &gradients) const;
   Expected<std::string> stage(const std::string &name) const;
 
   KernelArtifact artifact; ///< what the disk cache stores

@@ -279,6 +279,13 @@ public:
   /// needs a CUDA driver and a device of this architecture or newer, and
   /// without them it is an error saying so.
   Status run(const std::vector<TensorView> &inputs, const TensorView &out) const;
+  /// The attention backward's run (a kernel of Spec::backwardOf, docs/
+  /// backward.md "NVIDIA"): inputs as the backward's signature orders them
+  /// (q, k, v, the encoding operands, o, dO, [lse,] ids); gradients dq, dk,
+  /// dv (q's type) and each operand's asked for (f32), dense. Checked as
+  /// run's; then it needs a CUDA driver and a device.
+  Status runBackward(const std::vector<TensorView> &inputs,
+                     const std::vector<TensorView> &gradients) const;
 
 private:
   friend class Runtime;
