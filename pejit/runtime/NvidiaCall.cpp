@@ -106,6 +106,19 @@ Status checkDevice(const std::string &arch) {
   return Status();
 }
 
+Status callPositionTables(const NvidiaKernelImpl &kernel, const BoundInputs &bound, const Shape &s,
+                          std::vector<int64_t> &queryIds, std::vector<int64_t> &keyIds) {
+  if (Status st = buildPositionTable(bound.queryPositions, bound.queryPositionsName,
+                                     kernel.queryPositionRows, s.querySeq, s.batch,
+                                     s.keySeq - s.querySeq, queryIds, kernel.positionAxes, 0,
+                                     "position", !kernel.signature.declaresQueryPositions());
+      !st)
+    return st;
+  return buildPositionTable(bound.keyPositions, bound.keyPositionsName, kernel.keyPositionRows,
+                            s.keySeq, s.batch, 0, keyIds, kernel.positionAxes, 0, "position",
+                            !kernel.signature.declaresKeyPositions());
+}
+
 /// One launch through the test launcher, or the driver.
 cuda::Status launchPart(const cuda::AttentionKernelImage &image,
                         const cuda::AttentionBuffers &buffers) {

@@ -41,16 +41,7 @@ Status NvidiaKernelImpl::runLinear(const std::vector<TensorView> &inputs,
       return fail(st.message());
   // The ids: the user's, or the defaults (keys from 0, queries from skv - sq).
   std::vector<int64_t> queryIds, keyIds;
-  if (Status st =
-          buildPositionTable(bound.queryPositions, bound.queryPositionsName, queryPositionRows,
-                             s.querySeq, s.batch, s.keySeq - s.querySeq, queryIds, positionAxes, 0,
-                             "position", !signature.declaresQueryPositions());
-      !st)
-    return fail(st.message());
-  if (Status st = buildPositionTable(bound.keyPositions, bound.keyPositionsName, keyPositionRows,
-                                     s.keySeq, s.batch, 0, keyIds, positionAxes, 0, "position",
-                                     !signature.declaresKeyPositions());
-      !st)
+  if (Status st = callPositionTables(*this, bound, s, queryIds, keyIds); !st)
     return fail(st.message());
   if (Status st = checkDevice(launch.arch); !st)
     return fail(st.message());

@@ -5,6 +5,7 @@
 #define PEJIT_RUNTIME_NVIDIAPARTS_H
 
 #include "pejit/runtime/NvidiaKernelImpl.h"
+#include "pejit/runtime/Views.h"
 
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ void unpackRows(const std::vector<char> &dense, const TensorView &view, int64_t 
 /// machine without one still reports bad inputs as such); nothing to check
 /// under a test launcher.
 Status checkDevice(const std::string &arch);
+
+/// A whole call's position tables (i64 [rows, seq]) for `kernel`: the
+/// user's ids, or the defaults (keys from 0, queries from skv - sq).
+Status callPositionTables(const NvidiaKernelImpl &kernel, const BoundInputs &bound,
+                          const Shape &call, std::vector<int64_t> &queryIds,
+                          std::vector<int64_t> &keyIds);
 
 /// One launch through the test launcher, or the driver.
 cuda::Status launchPart(const cuda::AttentionKernelImage &image,
