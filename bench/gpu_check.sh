@@ -6,7 +6,7 @@
 #       GpuSourceCases.h and GpuBackwardCases.h for sm_90 into a kernel
 #       bundle (cubin + PTX + meta; a source or backward case adds fresh
 #       random inputs and its float64 reference or gradients) under
-#       build/gpu_check/ (about 10 MiB; carry that folder to the GPU
+#       build/gpu_check/ (about 35 MiB; carry that folder to the GPU
 #       machine).
 #   bench/gpu_check.sh run       (GPU machine: CUDA driver, no LLVM) checks
 #       every bundled kernel against the float64 reference (bf16/f16
