@@ -64,8 +64,7 @@ Status runStandalone(const AttentionKernelImage &kernel, const AttentionBuffers 
   auto once = [&]() -> Status {
     if (kernel.scratchFloats > 0) {
       size_t positions = host.queryPositions->size();
-      unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
-      if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)
+      if (Status st = launchPrologue(*prologue, positions, prologueArgs); !st)
         return st;
     }
     return launch(*entry, dims3(kernel.grid), dims3(kernel.block), 0, args);
@@ -130,8 +129,7 @@ Status runLinear(const AttentionKernelImage &kernel, const AttentionBuffers &hos
   auto once = [&]() -> Status {
     if (kernel.scratchFloats > 0) {
       size_t positions = std::max(host.queryPositions->size(), host.keyPositions->size());
-      unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
-      if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)
+      if (Status st = launchPrologue(*prologue, positions, prologueArgs); !st)
         return st;
     }
     return launch(*entry, dims3(kernel.grid), dims3(kernel.block), 0, args);
@@ -219,8 +217,7 @@ Status runAttention(const AttentionKernelImage &kernel, const AttentionBuffers &
       for (DeviceBuffer &operand : operandBuffers) // a RoPE's runtime scale
         prologueArgs.pointer(operand);
       size_t positions = std::max(host.queryPositions->size(), host.keyPositions->size());
-      unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
-      if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)
+      if (Status st = launchPrologue(*prologue, positions, prologueArgs); !st)
         return st;
     }
     if (Status st = launch(*attention, dims3(kernel.grid), dims3(kernel.block), 0, args); !st)

@@ -145,8 +145,7 @@ Status runAttentionBackward(const std::string &image, const KernelDescription &k
   auto once = [&]() -> Status {
     if (plan.tableFloats > 0) {
       size_t positions = std::max(host.queryPositions->size(), host.keyPositions->size());
-      unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
-      if (Status st = launch(*prologue, {blocks, 1, 1}, {128, 1, 1}, 0, prologueArgs); !st)
+      if (Status st = launchPrologue(*prologue, positions, prologueArgs); !st)
         return st;
     }
     for (size_t p = 0; p < entries.size(); ++p)

@@ -63,6 +63,13 @@ inline Status runAndTime(const std::function<Status()> &once,
   return Status();
 }
 
+/// pejit_prologue over `positions` position rows: 128 threads a block, at
+/// most 1024 blocks (its rows loop strides over the grid).
+inline Status launchPrologue(const Function &prologue, size_t positions, KernelArgs &args) {
+  unsigned blocks = static_cast<unsigned>(std::min<size_t>((positions + 127) / 128, 1024));
+  return launch(prologue, {blocks, 1, 1}, {128, 1, 1}, 0, args);
+}
+
 } // namespace pejit::cuda
 
 #endif // PEJIT_RUNTIME_CUDA_LAUNCHSUPPORT_H
