@@ -45,6 +45,80 @@ int64_t count(const std::vector<int64_t> &shape) {
   return n;
 }
 
+/// Compiles `spec` for `arch` and writes NAME.ptx, NAME.cubin (when ptxas
+/// is here), NAME.meta and, for a shape class, NAME.call; the kernel's
+/// description and the call's shape come out. Returns "" or the error.
+std::string writeKernel(Runtime &runtime, const Spec &spec, const std::string &arch,
+                        const std::string &dir, const std::string &name,
+                        const std::vector<int64_t> &call, KernelDescription &description,
+                        Shape &shape) {
+  Expected<NvidiaKernel> kernel = runtime.getNvidia(spec, arch);
+  if (!kernel)
+    return kernel.error();
+  NvidiaLaunch launch;
+  if (Status status = readNvidiaMeta(kernel->launchMeta(), launch, description); !status)
+    return status.message();
+  std::ofstream(sourceCaseFile(dir, name, "ptx"), std::ios::binary) << kernel->ptx();
+  if (!kernel->cubin().empty())
+    std::ofstream(sourceCaseFile(dir, name, "cubin"), std::ios::binary) << kernel->cubin();
+  std::ofstream(sourceCaseFile(dir, name, "meta")) << kernel->launchMeta();
+  // A shape class's inputs at the case's call (NAME.call says which).
+  shape = shapeAtCall(description.shape, call);
+  if (shape.hasDynamicDims())
+    return "the kernel has `?` lengths: give the case its call's b, sq and skv";
+  if (!call.empty())
+    std::ofstream(sourceCaseFile(dir, name, "call"))
+        << shape.batch << " " << shape.querySeq << " " << shape.keySeq << "\n";
+  return "";
+}
+
+/// Position ids of shape `shape` ([.., seq]) from `first`: restarting
+/// every 50 (packed sequences) and differing per batch row and axis, so
+/// relative_to = position and M-RoPE read real ids.
+std::vector<int64_t> drawIds(const std::vector<int64_t> &shape, int64_t first) {
+  int64_t seq = shape.back(), n = count(shape);
+  std::vector<int64_t> ids(n);
+  for (int64_t e = 0; e < n; ++e)
+    ids[e] = (first + e % seq) % 50 + 3 * (e / seq);
+  return ids;
+}
+
+/// The kernel's position tables, the defaults where the ids are null
+/// (queries at skv - sq + i), as NAME.query_positions and .key_positions.
+std::string writePositionTables(const KernelDescription &description, const Shape &shape,
+                                const TensorView *queryIds, const TensorView *keyIds,
+                                const std::string &dir, const std::string &name) {
+  std::vector<int64_t> queryTable, keyTable;
+  if (Status st = buildPositionTable(queryIds, "query positions", description.queryPositionRows,
+                                     shape.querySeq, shape.batch, shape.keySeq - shape.querySeq,
+                                     queryTable, description.positionAxes);
+      !st)
+    return st.message();
+  if (Status st =
+          buildPositionTable(keyIds, "key positions", description.keyPositionRows, shape.keySeq,
+                             shape.batch, 0, keyTable, description.positionAxes);
+      !st)
+    return st.message();
+  if (!writeBytes(sourceCaseFile(dir, name, "query_positions"), queryTable.data(),
+                  queryTable.size() * 8) ||
+      !writeBytes(sourceCaseFile(dir, name, "key_positions"), keyTable.data(), keyTable.size() * 8))
+    return "cannot write " + name + "'s position tables";
+  return "";
+}
+
+/// `values` rounded to `dtype` (what the GPU sees), written as NAME.part;
+/// `seen` is what was written, in float64.
+std::string writeInput(const std::vector<float> &values, const std::vector<int64_t> &shape,
+                       DType dtype, const std::string &dir, const std::string &name,
+                       const std::string &part, ref::Tensor &seen) {
+  npy::Array stored = npy::fromFloat32(values, shape, npyType(dtype));
+  std::vector<float> rounded = npy::toFloat32(stored);
+  seen = ref::Tensor(shape, std::vector<double>(rounded.begin(), rounded.end()));
+  if (!writeBytes(sourceCaseFile(dir, name, part), stored.bytes.data(), stored.bytes.size()))
+    return "cannot write " + sourceCaseFile(dir, name, part);
+  return "";
+}
+
 } // namespace
 
 std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const std::string &dir,
@@ -52,28 +126,16 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
   Expected<Spec> spec = Spec::fromText(c.source, c.name);
   if (!spec)
     return spec.error();
-  Expected<NvidiaKernel> kernel = runtime.getNvidia(*spec, arch);
-  if (!kernel)
-    return kernel.error();
-  NvidiaLaunch launch;
   KernelDescription description;
-  if (Status status = readNvidiaMeta(kernel->launchMeta(), launch, description); !status)
-    return status.message();
-  std::ofstream(sourceCaseFile(dir, c.name, "ptx"), std::ios::binary) << kernel->ptx();
-  if (!kernel->cubin().empty())
-    std::ofstream(sourceCaseFile(dir, c.name, "cubin"), std::ios::binary) << kernel->cubin();
-  std::ofstream(sourceCaseFile(dir, c.name, "meta")) << kernel->launchMeta();
+  Shape shape;
+  if (std::string error =
+          writeKernel(runtime, *spec, arch, dir, c.name, c.call, description, shape);
+      !error.empty())
+    return error;
 
   std::mt19937 engine(
       static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  // A shape class's inputs at the case's call (NAME.call says which).
-  const Shape shape = shapeAtCall(description.shape, c.call);
-  if (shape.hasDynamicDims())
-    return "the kernel has `?` lengths: give the case its call's b, sq and skv";
-  if (!c.call.empty())
-    std::ofstream(sourceCaseFile(dir, c.name, "call"))
-        << shape.batch << " " << shape.querySeq << " " << shape.keySeq << "\n";
   std::vector<ReferenceArgument> reference;
   // Position ids: restarting every 50 (packed sequences) and differing per
   // batch row and axis, so relative_to = position and M-RoPE read real ids.
@@ -101,11 +163,8 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
       continue;
     }
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
-      int64_t seq = arg.shape.back();
       int64_t first = arg.role == ArgumentRole::QueryPositions ? shape.keySeq - shape.querySeq : 0;
-      ids[a].resize(n);
-      for (int64_t e = 0; e < n; ++e)
-        ids[a][e] = (first + e % seq) % 50 + 3 * (e / seq);
+      ids[a] = drawIds(arg.shape, first);
       reference.push_back(ref::PositionIds(arg.shape, ids[a]));
       // The ids are passed as i64 whatever the argument's integer type.
       idViews[a] = TensorView{ids[a].data(), DType::I64, arg.shape, {}};
@@ -120,28 +179,16 @@ std::string prepareSourceCase(Runtime &runtime, const GpuSourceCase &c, const st
     std::vector<float> values(n);
     for (float &x : values)
       x = dist(engine);
-    npy::Array stored = npy::fromFloat32(values, arg.shape, npyType(arg.dtype));
-    std::vector<float> seen = npy::toFloat32(stored); // what the GPU sees
-    reference.push_back(ref::Tensor(arg.shape, std::vector<double>(seen.begin(), seen.end())));
-    std::string part = sourceCasePart(arg.role, operand);
-    if (!writeBytes(sourceCaseFile(dir, c.name, part), stored.bytes.data(), stored.bytes.size()))
-      return "cannot write " + sourceCaseFile(dir, c.name, part);
+    ref::Tensor seen;
+    if (std::string error = writeInput(values, arg.shape, arg.dtype, dir, c.name,
+                                       sourceCasePart(arg.role, operand), seen);
+        !error.empty())
+      return error;
+    reference.push_back(std::move(seen));
   }
-  // The kernel's tables, the defaults included (queries at skv - sq + i).
-  std::vector<int64_t> queryTable, keyTable;
-  if (Status st = buildPositionTable(queryIds, "query positions", description.queryPositionRows,
-                                     shape.querySeq, shape.batch, shape.keySeq - shape.querySeq,
-                                     queryTable, description.positionAxes);
-      !st)
-    return st.message();
-  if (Status st =
-          buildPositionTable(keyIds, "key positions", description.keyPositionRows, shape.keySeq,
-                             shape.batch, 0, keyTable, description.positionAxes);
-      !st)
-    return st.message();
-  writeBytes(sourceCaseFile(dir, c.name, "query_positions"), queryTable.data(),
-             queryTable.size() * 8);
-  writeBytes(sourceCaseFile(dir, c.name, "key_positions"), keyTable.data(), keyTable.size() * 8);
+  if (std::string error = writePositionTables(description, shape, queryIds, keyIds, dir, c.name);
+      !error.empty())
+    return error;
 
   Expected<ref::Tensor> expected = interpretReference(c.source, reference, c.name);
   if (!expected)
@@ -160,23 +207,12 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   Expected<Spec> backward = Spec::backwardOf(*forward);
   if (!backward)
     return backward.error();
-  Expected<NvidiaKernel> kernel = runtime.getNvidia(*backward, arch);
-  if (!kernel)
-    return kernel.error();
-  NvidiaLaunch launch;
   KernelDescription description;
-  if (Status status = readNvidiaMeta(kernel->launchMeta(), launch, description); !status)
-    return status.message();
-  std::ofstream(sourceCaseFile(dir, c.name, "ptx"), std::ios::binary) << kernel->ptx();
-  if (!kernel->cubin().empty())
-    std::ofstream(sourceCaseFile(dir, c.name, "cubin"), std::ios::binary) << kernel->cubin();
-  std::ofstream(sourceCaseFile(dir, c.name, "meta")) << kernel->launchMeta();
-  const Shape shape = shapeAtCall(description.shape, c.call);
-  if (shape.hasDynamicDims())
-    return "the kernel has `?` lengths: give the case its call's b, sq and skv";
-  if (!c.call.empty())
-    std::ofstream(sourceCaseFile(dir, c.name, "call"))
-        << shape.batch << " " << shape.querySeq << " " << shape.keySeq << "\n";
+  Shape shape;
+  if (std::string error =
+          writeKernel(runtime, *backward, arch, dir, c.name, c.call, description, shape);
+      !error.empty())
+    return error;
 
   std::mt19937 engine(
       static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
@@ -197,13 +233,9 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
   for (KernelArgument arg : description.signature.arguments) {
     arg.shape = argumentDimsAt(arg, shape);
     if (arg.dtype == DType::I32 || arg.dtype == DType::I64) {
-      int64_t seq = arg.shape.back(), n = count(arg.shape);
       bool query = arg.readsQueryPositions();
       std::vector<int64_t> &data = query ? queryIdData : keyIdData;
-      int64_t first = query ? shape.keySeq - shape.querySeq : 0;
-      data.resize(n);
-      for (int64_t e = 0; e < n; ++e)
-        data[e] = (first + e % seq) % 50 + 3 * (e / seq);
+      data = drawIds(arg.shape, query ? shape.keySeq - shape.querySeq : 0);
       (query ? queryIdShape : keyIdShape) = arg.shape;
       (query ? queryIdView : keyIdView) = TensorView{data.data(), DType::I64, arg.shape, {}};
       (query ? queryIds : keyIds) = query ? &queryIdView : &keyIdView;
@@ -233,31 +265,16 @@ std::string prepareBackwardCase(Runtime &runtime, const GpuBackwardCase &c, cons
     if (arg.name == "rope_position_scale")
       for (float &x : values)
         x = 1.0f + 0.5f * x;
-    npy::Array stored = npy::fromFloat32(values, arg.shape, npyType(arg.dtype));
-    std::vector<float> seen = npy::toFloat32(stored);
-    ref::Tensor tensor(arg.shape, std::vector<double>(seen.begin(), seen.end()));
-    if (arg.role == ArgumentRole::EncodingOperand)
-      operands[arg.name] = tensor;
-    else
-      inputs[arg.role] = tensor;
-    std::string part = sourceCasePart(arg.role, operand);
-    if (!writeBytes(sourceCaseFile(dir, c.name, part), stored.bytes.data(), stored.bytes.size()))
-      return "cannot write " + sourceCaseFile(dir, c.name, part);
+    ref::Tensor &tensor =
+        arg.role == ArgumentRole::EncodingOperand ? operands[arg.name] : inputs[arg.role];
+    if (std::string error = writeInput(values, arg.shape, arg.dtype, dir, c.name,
+                                       sourceCasePart(arg.role, operand), tensor);
+        !error.empty())
+      return error;
   }
-  std::vector<int64_t> queryTable, keyTable;
-  if (Status st = buildPositionTable(queryIds, "query positions", description.queryPositionRows,
-                                     shape.querySeq, shape.batch, shape.keySeq - shape.querySeq,
-                                     queryTable, description.positionAxes);
-      !st)
-    return st.message();
-  if (Status st =
-          buildPositionTable(keyIds, "key positions", description.keyPositionRows, shape.keySeq,
-                             shape.batch, 0, keyTable, description.positionAxes);
-      !st)
-    return st.message();
-  writeBytes(sourceCaseFile(dir, c.name, "query_positions"), queryTable.data(),
-             queryTable.size() * 8);
-  writeBytes(sourceCaseFile(dir, c.name, "key_positions"), keyTable.data(), keyTable.size() * 8);
+  if (std::string error = writePositionTables(description, shape, queryIds, keyIds, dir, c.name);
+      !error.empty())
+    return error;
 
   // The float64 reference: rotate, attend, differentiate, rotate back.
   const ref::Tensor &q = inputs[ArgumentRole::Query], &k = inputs[ArgumentRole::Key],

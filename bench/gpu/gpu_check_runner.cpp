@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -179,6 +180,48 @@ std::vector<uint8_t> readBytes(const std::string &path) {
   return std::vector<uint8_t>(text.begin(), text.end());
 }
 
+/// A bundled kernel: its launch and description (NAME.meta), its image
+/// (NAME.cubin, else NAME.ptx) and the call's shape (a shape class's at the
+/// lengths of NAME.call). Returns "" or the error.
+std::string loadBundledKernel(const std::string &dir, const std::string &name, NvidiaLaunch &launch,
+                              KernelDescription &description, std::string &image, Shape &shape) {
+  auto file = [&](const std::string &part) { return gpucheck::sourceCaseFile(dir, name, part); };
+  std::string meta = readFile(file("meta"));
+  if (Status status = readNvidiaMeta(meta, launch, description); meta.empty() || !status)
+    return meta.empty() ? "no " + name + ".meta in the bundle"
+                        : name + ".meta: " + status.message();
+  image = readFile(file("cubin"));
+  if (image.empty())
+    image = readFile(file("ptx"));
+  std::vector<int64_t> call;
+  std::istringstream lengths(readFile(file("call")));
+  for (int64_t value; lengths >> value;)
+    call.push_back(value);
+  shape = gpucheck::shapeAtCall(description.shape, call);
+  if (shape.hasDynamicDims())
+    return name + ": a kernel with `?` lengths and no " + name + ".call";
+  return "";
+}
+
+/// A bundled i64 table (the kernel's position ids).
+std::vector<int64_t> readIds(const std::string &path) {
+  std::vector<uint8_t> bytes = readBytes(path);
+  std::vector<int64_t> ids(bytes.size() / 8);
+  std::memcpy(ids.data(), bytes.data(), ids.size() * 8);
+  return ids;
+}
+
+/// max |got(i) - expected[i]| / max |expected[i]|; a NaN counts as infinite.
+double relativeError(const std::function<double(size_t)> &got, const std::vector<float> &expected) {
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
+    double err = std::fabs(got(i) - expected[i]);
+    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+  }
+  return maxErr / std::max(maxRef, 1e-300);
+}
+
 /// A source case: its inputs and float64 reference from the bundle, bound
 /// by the signature in NAME.meta; the output poisoned with NaN first.
 Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) {
@@ -186,25 +229,11 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
   auto file = [&](const std::string &part) { return gpucheck::sourceCaseFile(dir, c.name, part); };
   NvidiaLaunch launch;
   KernelDescription description;
-  std::string meta = readFile(file("meta"));
-  if (Status status = readNvidiaMeta(meta, launch, description); meta.empty() || !status) {
-    outcome.error = meta.empty() ? "no " + c.name + ".meta in the bundle"
-                                 : c.name + ".meta: " + status.message();
-    return outcome;
-  }
-  std::string image = readFile(file("cubin"));
-  if (image.empty())
-    image = readFile(file("ptx"));
-  // A shape class's case: its inputs are at the lengths of NAME.call.
-  std::vector<int64_t> call;
-  {
-    std::istringstream lengths(readFile(file("call")));
-    for (int64_t value; lengths >> value;)
-      call.push_back(value);
-  }
-  const Shape s = gpucheck::shapeAtCall(description.shape, call);
-  if (s.hasDynamicDims()) {
-    outcome.error = c.name + ": a kernel with `?` lengths and no " + c.name + ".call";
+  std::string image;
+  Shape s;
+  if (std::string error = loadBundledKernel(dir, c.name, launch, description, image, s);
+      !error.empty()) {
+    outcome.error = error;
     return outcome;
   }
   // Each input file must hold exactly its argument's bytes.
@@ -248,13 +277,8 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
         operands[slot] = bytes;
       }
   }
-  auto table = [&](const std::string &part) {
-    std::vector<uint8_t> bytes = readBytes(file(part));
-    std::vector<int64_t> ids(bytes.size() / 8);
-    std::memcpy(ids.data(), bytes.data(), ids.size() * 8);
-    return ids;
-  };
-  std::vector<int64_t> qPos = table("query_positions"), kPos = table("key_positions");
+  std::vector<int64_t> qPos = readIds(file("query_positions")),
+                       kPos = readIds(file("key_positions"));
   std::vector<uint8_t> expectedBytes = readBytes(file("expected"));
   size_t n = static_cast<size_t>(s.batch * s.queryHeads * s.querySeq * s.valueDim);
   if (expectedBytes.size() != n * 4) {
@@ -302,21 +326,18 @@ Outcome runSourceCase(const std::string &dir, const gpucheck::GpuSourceCase &c) 
     outcome.error = st.error();
     return outcome;
   }
-  double maxRef = 0, maxErr = 0;
-  for (size_t i = 0; i < n; ++i) {
-    float got;
-    if (outType == DType::F32) {
-      std::memcpy(&got, &out[i * 4], 4);
-    } else {
-      uint16_t bits;
-      std::memcpy(&bits, &out[i * 2], 2);
-      got = outType == DType::BF16 ? fromBf16(bits) : fromF16(bits);
-    }
-    maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
-    double err = std::fabs(static_cast<double>(got) - expected[i]);
-    maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-  }
-  outcome.relError = maxErr / std::max(maxRef, 1e-300);
+  outcome.relError = relativeError(
+      [&](size_t i) -> double {
+        if (outType == DType::F32) {
+          float got;
+          std::memcpy(&got, &out[i * 4], 4);
+          return got;
+        }
+        uint16_t bits;
+        std::memcpy(&bits, &out[i * 2], 2);
+        return outType == DType::BF16 ? fromBf16(bits) : fromF16(bits);
+      },
+      expected);
   outcome.ok = outcome.relError <= 1e-2;
   return outcome;
 }
@@ -335,24 +356,11 @@ Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase 
   auto file = [&](const std::string &part) { return gpucheck::sourceCaseFile(dir, c.name, part); };
   NvidiaLaunch launch;
   KernelDescription description;
-  std::string meta = readFile(file("meta"));
-  if (Status status = readNvidiaMeta(meta, launch, description); meta.empty() || !status) {
-    outcome.error = meta.empty() ? "no " + c.name + ".meta in the bundle"
-                                 : c.name + ".meta: " + status.message();
-    return outcome;
-  }
-  std::string image = readFile(file("cubin"));
-  if (image.empty())
-    image = readFile(file("ptx"));
-  std::vector<int64_t> call;
-  {
-    std::istringstream lengths(readFile(file("call")));
-    for (int64_t value; lengths >> value;)
-      call.push_back(value);
-  }
-  const Shape s = gpucheck::shapeAtCall(description.shape, call);
-  if (s.hasDynamicDims()) {
-    outcome.error = c.name + ": a kernel with `?` lengths and no " + c.name + ".call";
+  std::string image;
+  Shape s;
+  if (std::string error = loadBundledKernel(dir, c.name, launch, description, image, s);
+      !error.empty()) {
+    outcome.error = error;
     return outcome;
   }
   std::map<ArgumentRole, std::vector<uint8_t>> tensors;
@@ -383,13 +391,8 @@ Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase 
       tensors[arg.role] = std::move(bytes);
     }
   }
-  auto table = [&](const std::string &part) {
-    std::vector<uint8_t> bytes = readBytes(file(part));
-    std::vector<int64_t> ids(bytes.size() / 8);
-    std::memcpy(ids.data(), bytes.data(), ids.size() * 8);
-    return ids;
-  };
-  std::vector<int64_t> qPos = table("query_positions"), kPos = table("key_positions");
+  std::vector<int64_t> qPos = readIds(file("query_positions")),
+                       kPos = readIds(file("key_positions"));
   // dq, dk, dv in the inputs' 16-bit type, NaN first.
   size_t counts[3] = {static_cast<size_t>(s.batch * s.queryHeads * s.querySeq * s.headDim),
                       static_cast<size_t>(s.batch * s.kvHeads * s.keySeq * s.headDim),
@@ -442,13 +445,8 @@ Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase 
     }
     std::vector<float> expected(counts[g]);
     std::memcpy(expected.data(), bytes.data(), bytes.size());
-    double maxRef = 0, maxErr = 0;
-    for (size_t i = 0; i < counts[g]; ++i) {
-      maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
-      double err = std::fabs(static_cast<double>(fromBits(grads[g][i], inType)) - expected[i]);
-      maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-    }
-    outcome.relError = std::max(outcome.relError, maxErr / std::max(maxRef, 1e-300));
+    double rel = relativeError([&](size_t i) { return fromBits(grads[g][i], inType); }, expected);
+    outcome.relError = std::max(outcome.relError, rel);
   }
   for (size_t g = 0; g < operandGrads.size() && g < operandParts.size(); ++g) {
     std::vector<uint8_t> bytes = readBytes(file(operandParts[g]));
@@ -460,13 +458,8 @@ Outcome runBackwardCase(const std::string &dir, const gpucheck::GpuBackwardCase 
     }
     std::vector<float> expected(operandGrads[g].size());
     std::memcpy(expected.data(), bytes.data(), bytes.size());
-    double maxRef = 0, maxErr = 0;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      maxRef = std::max(maxRef, std::fabs(static_cast<double>(expected[i])));
-      double err = std::fabs(static_cast<double>(operandGrads[g][i]) - expected[i]);
-      maxErr = std::max(maxErr, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
-    }
-    outcome.relError = std::max(outcome.relError, maxErr / std::max(maxRef, 1e-300));
+    double rel = relativeError([&](size_t i) { return operandGrads[g][i]; }, expected);
+    outcome.relError = std::max(outcome.relError, rel);
   }
   if (operandParts.size() != operandGrads.size())
     outcome.error = c.name + ": the signature names " + std::to_string(operandParts.size()) +
