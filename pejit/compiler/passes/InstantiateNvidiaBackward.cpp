@@ -29,6 +29,7 @@
 
 #include "templates/NvidiaMmaAttentionBackward.inc"
 #include "templates/NvidiaMmaBackwardBlocks.inc"
+#include "templates/NvidiaMmaBackwardRowwise.inc"
 #include "templates/NvidiaMmaBackwardSteps.inc"
 #include "templates/NvidiaMmaBackwardTerms.inc"
 #include "templates/NvidiaMmaMath.inc"
@@ -335,7 +336,8 @@ LogicalResult pejit::instantiateNvidiaBackward(ModuleOp module) {
                      {{"nvidia/mma_math.mlir", kNvidiaMmaMathTemplate},
                       {"nvidia/mma_backward_blocks.mlir", kNvidiaMmaBackwardBlocksTemplate},
                       {"nvidia/mma_backward_steps.mlir", kNvidiaMmaBackwardStepsTemplate},
-                      {"nvidia/mma_backward_terms.mlir", kNvidiaMmaBackwardTermsTemplate}}),
+                      {"nvidia/mma_backward_terms.mlir", kNvidiaMmaBackwardTermsTemplate},
+                      {"nvidia/mma_backward_rowwise.mlir", kNvidiaMmaBackwardRowwiseTemplate}}),
                  params, op);
   if (failed(text))
     return failure();

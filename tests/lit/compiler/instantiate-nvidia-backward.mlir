@@ -17,8 +17,9 @@
 // CHECK-SAME: tile_m = 64 : i64, tile_n = 64 : i64
 // CHECK-LABEL: func.func private @score_at
 // CHECK: math.tanh
-// CHECK-LABEL: gpu.func @pejit_prologue
 // CHECK-LABEL: gpu.func @pejit_backward_transform
+// CHECK-LABEL: gpu.func @pejit_backward_finish
+// CHECK-LABEL: gpu.func @pejit_prologue
 // CHECK-LABEL: gpu.func @pejit_backward_rows
 // CHECK: call @mma_nt_d
 // CHECK: call @score_at
@@ -31,7 +32,6 @@
 // CHECK: call @mma_pv_d
 // CHECK-LABEL: gpu.func @pejit_backward_q
 // CHECK: call @mma_pv_d
-// CHECK-LABEL: gpu.func @pejit_backward_finish
 // CHECK-NOT: attn.
 // CHECK-NOT: func.func @causal_gqa_softcap_rope
 func.func @causal_gqa_softcap_rope(%q: tensor<1x4x100x64xf16>, %k: tensor<1x2x100x64xf16>, %v: tensor<1x2x100x64xf16>,
@@ -82,13 +82,13 @@ func.func @alibi_class(%q: tensor<?x8x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %
 // CHECK: nvvm.bar.warp.sync
 // CHECK-LABEL: func.func private @transform_grads
 // CHECK: nvvm.bar.warp.sync
+// CHECK-LABEL: gpu.func @pejit_backward_finish
+// CHECK: call @transform_grads
 // CHECK-LABEL: gpu.func @pejit_backward_kv
 // CHECK-NOT: call @score_grads
 // CHECK-LABEL: gpu.func @pejit_backward_q
 // CHECK: call @zero_slot
 // CHECK: call @score_grads
-// CHECK-LABEL: gpu.func @pejit_backward_finish
-// CHECK: call @transform_grads
 // CHECK-NOT: attn.
 func.func @t5_rope_scale_grads(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64xbf16>, %v: tensor<1x4x40x64xbf16>,
                                %o: tensor<1x4x40x64xbf16>, %do: tensor<1x4x40x64xbf16>,
@@ -117,14 +117,14 @@ func.func @t5_rope_scale_grads(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64x
 // CHECK: nvvm.bar.warp.sync
 // CHECK-LABEL: func.func private @term_grads
 // CHECK: nvvm.bar.warp.sync
+// CHECK-LABEL: gpu.func @pejit_backward_finish
+// CHECK: call @key_term_dq
+// CHECK: call @term_grads
 // CHECK-LABEL: gpu.func @pejit_backward_rows
 // CHECK: call @fill_row_terms
 // CHECK-LABEL: gpu.func @pejit_backward_q
 // CHECK: call @value_dp
 // CHECK: call @term_sums
-// CHECK-LABEL: gpu.func @pejit_backward_finish
-// CHECK: call @key_term_dq
-// CHECK: call @term_grads
 // CHECK-NOT: attn.
 func.func @shaw_key_value(%q: tensor<1x4x40x64xbf16>, %k: tensor<1x4x40x64xbf16>, %v: tensor<1x4x40x64xbf16>,
                           %o: tensor<1x4x40x64xbf16>, %do: tensor<1x4x40x64xbf16>,

@@ -7,21 +7,21 @@
 // RUN: %pejit compile %s --backward --target=nvidia:sm_80 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefix=SM80
 // RUN: %pejit compile %s --backward --target=nvidia:sm_90 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90
 
-// SM80: Function properties for pejit_backward_finish
-// SM80-NEXT: 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_backward_q
 // SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_backward_kv
 // SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_backward_rows
 // SM80-NEXT: 0 bytes spill stores, 0 bytes spill loads
-// SM90: Function properties for pejit_backward_finish
-// SM90-NEXT: 0 bytes spill stores, 0 bytes spill loads
+// SM80: Function properties for pejit_backward_finish
+// SM80-NEXT: 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_backward_q
 // SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_backward_kv
 // SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_backward_rows
+// SM90-NEXT: 0 bytes spill stores, 0 bytes spill loads
+// SM90: Function properties for pejit_backward_finish
 // SM90-NEXT: 0 bytes spill stores, 0 bytes spill loads
 func.func @shaw_rope(%q: tensor<1x8x?x128xf16>, %k: tensor<1x2x?x128xf16>,
                      %v: tensor<1x2x?x128xf16>, %ak: tensor<8x9x128xf16>,

@@ -9,30 +9,30 @@
 // RUN: %pejit compile %s --backward --target=nvidia:sm_80 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefix=SM80
 // RUN: %pejit compile %s --backward --target=nvidia:sm_90 --emit=ptx 2>&1 >/dev/null | FileCheck %s --check-prefix=SM90
 
-// SM80: Function properties for pejit_backward_finish
-// SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_backward_q
 // SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_backward_kv
 // SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_backward_rows
 // SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// SM80: Function properties for pejit_backward_transform
-// SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM80: Function properties for pejit_prologue
 // SM80-NEXT: 0 bytes spill stores, 0 bytes spill loads
-// SM90: Function properties for pejit_backward_finish
-// SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SM80: Function properties for pejit_backward_finish
+// SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SM80: Function properties for pejit_backward_transform
+// SM80-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_backward_q
 // SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_backward_kv
 // SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_backward_rows
 // SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-// SM90: Function properties for pejit_backward_transform
-// SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 // SM90: Function properties for pejit_prologue
 // SM90-NEXT: 0 bytes spill stores, 0 bytes spill loads
+// SM90: Function properties for pejit_backward_finish
+// SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+// SM90: Function properties for pejit_backward_transform
+// SM90-NEXT: 0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 func.func @t5_rope_window_softcap(%q: tensor<?x8x?x128xf16>, %k: tensor<?x2x?x128xf16>,
                                   %v: tensor<?x2x?x128xf16>, %t: tensor<32x8xf32>)
     -> tensor<?x8x?x128xf32> {
