@@ -222,6 +222,9 @@ void readKernelInfo(mlir::ModuleOp module, KernelDescription &description) {
   description.positionLimit = kernelInfoInt(info, "position_limit");
   description.inputDtype = dtypeField(info, "dtype");
   description.outputDtype = dtypeField(info, "out_dtype");
+  if (auto isa = info.getAs<mlir::StringAttr>("isa"))
+    description.isa = isa.str();
+  description.lanes = kernelInfoInt(info, "lanes");
   // Written by the instantiation from the function it compiled: parses.
   Expected<KernelSignature> signature =
       KernelSignature::parse(info.getAs<mlir::StringAttr>("arguments").str());

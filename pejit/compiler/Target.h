@@ -6,6 +6,8 @@
 #ifndef PEJIT_COMPILER_TARGET_H
 #define PEJIT_COMPILER_TARGET_H
 
+#include "pejit/compiler/X86Isa.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,6 +19,8 @@ namespace pejit {
 struct X86TileConfig {
   int64_t queryTile = 144;
   int64_t keyTile = 96;
+  /// The ISA family (docs/isa.md); nullopt: PEJIT_X86_ISA, else the host's best.
+  std::optional<X86Isa> isa;
 };
 
 /// Tiles of the nvidia template: queryTile = 16 x warps per block (16, 32,

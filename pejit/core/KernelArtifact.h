@@ -43,6 +43,10 @@ struct KernelDescription {
   /// entries, which had no such table.
   int64_t rowScratchFloats = 2;
   DType inputDtype = DType::F32, outputDtype = DType::F32; // of q/k/v and of the output
+  /// x86: the ISA family the code is for (docs/isa.md: avx2, avx512, ...)
+  /// and the f32 lanes of its vectors; empty and 0 for nvidia.
+  std::string isa;
+  int64_t lanes = 0;
 };
 
 /// How an nvidia kernel is launched: kept as the artifact's "nvidia.meta"

@@ -217,6 +217,10 @@ public:
   bool loadedFromDisk() const;
   /// The tile config the kernel was compiled with.
   X86TileConfig tiles() const;
+  /// The ISA family its code is for (docs/isa.md), and the f32 lanes of
+  /// its vectors: the family's, or 8 where the kernel has no wider form.
+  X86Isa isa() const;
+  int64_t lanes() const;
   DType dtype() const;       ///< of query, key and value (f32, f16 or bf16)
   DType outputDtype() const; ///< of the output, as the IR's result says
   /// Identity of the compiled code (equal for the same cache entry).

@@ -4,6 +4,7 @@
 // for one key share a future, so the kernel is compiled once per process;
 // across processes a lock file per key does the same (DiskCache.h).
 #include "pejit/compiler/backends/nvidia/NvidiaBackend.h"
+#include "pejit/compiler/backends/x86/HostIsa.h"
 #include "pejit/compiler/backends/x86/X86Backend.h"
 #include "pejit/runtime/NvidiaKernelImpl.h"
 #include "pejit/runtime/Tuner.h"
@@ -176,7 +177,11 @@ namespace {
 /// The tuned config's key: like a kernel key, without the tile config.
 std::string tuneKey(const Spec &spec) {
   static const std::string host = Runtime::hostTarget();
-  return compilerFingerprint() + "|" + host + "|" + spec.source();
+  // Tuned per family: an unknown or missing PEJIT_X86_ISA fails the compile
+  // that follows, with the reason.
+  Expected<X86Isa> isa = resolveX86Isa();
+  std::string family = isa ? x86IsaName(*isa) : "?";
+  return compilerFingerprint() + "|" + host + "|isa=" + family + "|" + spec.source();
 }
 } // namespace
 
@@ -228,9 +233,16 @@ Expected<X86Kernel> Runtime::getX86(const Spec &spec, std::optional<X86TileConfi
   return kernelOf(fallback);
 }
 
-Compiled Runtime::Impl::get(const Spec &spec, const X86TileConfig &tiles) {
+Compiled Runtime::Impl::get(const Spec &spec, const X86TileConfig &requested) {
   static const std::string host = hostTarget();
-  std::string key = compilerFingerprint() + "|" + host +
+  // The family is part of the key: kernels of two families (PEJIT_X86_ISA)
+  // never share an entry.
+  Expected<X86Isa> isa = resolveX86Isa(requested.isa);
+  if (!isa)
+    return Compiled::error(isa.error());
+  X86TileConfig tiles = requested;
+  tiles.isa = *isa;
+  std::string key = compilerFingerprint() + "|" + host + "|isa=" + x86IsaName(*isa) +
                     "|tile=" + std::to_string(tiles.queryTile) + "x" +
                     std::to_string(tiles.keyTile) + "|" + spec.source();
   std::promise<Compiled> promise;

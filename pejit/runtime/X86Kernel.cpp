@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 
+#include "pejit/compiler/backends/x86/HostIsa.h"
 #include "pejit/compiler/backends/x86/ObjectCode.h"
 #include "pejit/compiler/backends/x86/X86Backend.h"
 
@@ -26,6 +27,15 @@ Expected<std::shared_ptr<X86KernelImpl>> X86KernelImpl::load(KernelArtifact arti
     return Result::error("the kernel's description has no tile sizes (tile_m " +
                          std::to_string(artifact.queryTile) + ", tile_n " +
                          std::to_string(artifact.keyTile) + "): its calls cannot be planned");
+  // Code for a family this host lacks (a cache directory shared with
+  // another kind of host) would fault on its first instruction: refused
+  // before a byte of it is mapped.
+  std::string isaError;
+  std::optional<X86Isa> isa = parseX86Isa(artifact.isa, &isaError);
+  if (!isa)
+    return Result::error("the kernel's description names no x86 ISA family: " + isaError);
+  if (std::string problem = x86IsaProblemOnHost(*isa); !problem.empty())
+    return Result::error("the kernel was compiled for another host: " + problem);
   Expected<std::unique_ptr<LoadedObject>> object = LoadedObject::load(artifact.objects);
   if (!object)
     return Result::error(object.error());
@@ -179,6 +189,8 @@ Expected<Shape> X86Kernel::callShape(const std::vector<TensorView> &inputs) cons
 double X86Kernel::compileMilliseconds() const { return impl_->compileMs; }
 
 bool X86Kernel::loadedFromDisk() const { return impl_->fromDisk; }
+X86Isa X86Kernel::isa() const { return parseX86Isa(impl_->isa).value_or(X86Isa::Avx2); }
+int64_t X86Kernel::lanes() const { return impl_->lanes; }
 
 X86TileConfig X86Kernel::tiles() const { return impl_->tiles; }
 DType X86Kernel::dtype() const { return impl_->inputDtype; }

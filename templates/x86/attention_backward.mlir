@@ -31,7 +31,7 @@
 // The vectors run along the rows (rows, q) or the keys (kv) of a tile kept
 // transposed on the item's stack ([D, 8]), so a score, dP and each
 // accumulator update are D (or DV) FMAs of 8 lanes with no horizontal sum,
-// and exp is @exp2_v8. Lanes a mask hides, or past the tile's end, take
+// and exp is @exp2_vec. Lanes a mask hides, or past the tile's end, take
 // P = 0 (a select, so no inf or NaN of theirs reaches a gradient).
 //
 // Parameters, substituted as text before parsing (attn-instantiate-x86-template):

@@ -36,11 +36,11 @@ func.func private @visible8(%i: !I8, %j: !I8, %OFF: index, %valid: vector<8xi1>)
   return %v : vector<8xi1>
 }
 
-// exp(x) on 8 lanes through @exp2_v8 (x <= 0 here: s - lse, s - max).
+// exp(x) on 8 lanes through @exp2_vec (x <= 0 here: s - lse, s - max).
 func.func private @exp_v8(%x: !V8) -> !V8 {
   %log2e = arith.constant dense<1.44269504088896> : !V8
   %y = arith.mulf %x, %log2e : !V8
-  %e = func.call @exp2_v8(%y) : (!V8) -> !V8
+  %e = func.call @exp2_vec(%y) : (!V8) -> !V8
   return %e : !V8
 }
 

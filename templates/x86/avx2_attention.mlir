@@ -1,9 +1,10 @@
-// x86 AVX2 flash-attention forward template (f32, 8-lane vectors).
+// x86 flash-attention forward template (f32 tiles, vectors of L lanes: 8 in
+// the avx2 ISA family, 16 in avx512; docs/isa.md).
 //
 // One work item = (batch b, query head h, query tile qt); the runtime runs
 // items on all cores. Per item:
 //   Qs = qk_transform(Q[b, h, i0 : i0+BM])  read and rotated in one pass
-//   Qt = transpose(Qs) * scale           [D, BM]: 8 query rows per vector
+//   Qt = transpose(Qs) * scale           [D, BM]: L query rows per vector
 //   for each KV tile that the causal/window mask does not hide entirely:
 //     Ks = qk_transform(K[b, h / GROUP, j0 : j0+BN])   likewise, or a tile
 //                                          of the key cache (K rotated once
@@ -22,7 +23,7 @@
 // (bench/RESULTS.md, session 4).
 // Keeping the score tile transposed makes the softmax reductions plain
 // elementwise vector ops, which the backend lowers well.
-// @pejit_prepare, @exp2_v8, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
+// @pejit_prepare, @exp2_vec, @pejit_pv_tile, @transpose_scaled, @key_cache_tile,
 // @load_key_tile, @kv_value_rows and @narrow8 live in avx2_blocks.mlir, the
 // tile functions in avx2_tiles.mlir, the one-row ones in avx2_rows.mlir and
 // the grouped decode item (@pejit_decode_item, which the runtime calls for
@@ -36,6 +37,8 @@
 //   at a static shape) and derives NQT = ceil(SQ / BM), OFF = SKV - SQ and
 //   NKT = ceil(SKV / BN) from them; hook ops get them as lengths(...).
 //   ${BM} (multiple of 48) ${BN} (multiple of 6)  D % 8 == 0, DV % 16 == 0
+//   L (8 or 16), L2 = 2 L, LM1 = L - 1, IOTA = [0, ..., L - 1]: the lanes;
+//   at 16, D % 16 == 0 and DV % 32 == 0
 //   ${CAUSAL} ${HAS_WINDOW} (true|false) ${WINDOW}
 //   ${HAS_RIGHT} ${RIGHT}: the right window (keys j <= i + OFF + RIGHT;
 //   never with CAUSAL, which hides more)
@@ -84,8 +87,8 @@
 !VROWS = memref<?x${DV}xf32, strided<[?, 1], offset: ?>>
 // A rotated K tile as S reads it: the Ks tile, or a tile of the key cache.
 !KTILE = memref<${BN}x${D}xf32, strided<[${D}, 1], offset: ?>>
-!V8 = vector<8xf32>
-!OUT8 = vector<8x${OT}>
+!VF = vector<${L}xf32>
+!VOUT = vector<${L}x${OT}>
 
 // Once per call, before any item, as `step` calls on all cores: call
 // `first` fills the position rows first, first + step, ... (pejit.cold: run
@@ -115,10 +118,8 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
   %c4 = arith.constant 4 : index
   %c5 = arith.constant 5 : index
   %c6 = arith.constant 6 : index
-  %c7 = arith.constant 7 : index
-  %c8 = arith.constant 8 : index
-  %c15 = arith.constant 15 : index
-  %c16 = arith.constant 16 : index
+  %cLm1 = arith.constant ${LM1} : index
+  %cL = arith.constant ${L} : index
   %c24 = arith.constant 24 : index
   %BM = arith.constant ${BM} : index
   %BN = arith.constant ${BN} : index
@@ -146,10 +147,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
   %VT_FLOATS = arith.constant ${VT_FLOATS} : index
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
-  %zv = arith.constant dense<0.0> : !V8
-  %ninf = arith.constant dense<0xFF800000> : !V8
-  %log2e = arith.constant dense<1.44269504088896> : !V8
-  %iota32 = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : vector<8xi32>
+  %zv = arith.constant dense<0.0> : !VF
+  %ninf = arith.constant dense<0xFF800000> : !VF
+  %log2e = arith.constant dense<1.44269504088896> : !VF
+  %iota32 = arith.constant dense<${IOTA}> : vector<${L}xi32>
   %cm1 = arith.constant -1 : index
   %true = arith.constant true
 
@@ -169,9 +170,9 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
   %full_q = arith.cmpi eq, %nq, %BM : index
 
   // A partial last tile only computes its rows, rounded up to the blocks.
-  %nq15 = arith.addi %nq, %c15 : index
-  %nq_b16 = arith.divui %nq15, %c16 : index
-  %nq16 = arith.muli %nq_b16, %c16 : index
+  %nql0 = arith.addi %nq, %cLm1 : index
+  %nql_b = arith.divui %nql0, %cL : index
+  %nql = arith.muli %nql_b, %cL : index
   %nq5 = arith.addi %nq, %c5 : index
   %nq_b6 = arith.divui %nq5, %c6 : index
   %nq6 = arith.muli %nq_b6, %c6 : index
@@ -180,7 +181,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
   // softmax) cover 8 lanes, not 16; P . V's 6-row blocks read no more.
   %one_row = arith.cmpi eq, %nq, %c1 : index
   %few_rows = arith.cmpi ule, %nq, %c6 : index
-  %nqv = arith.select %few_rows, %c8, %nq16 : index
+  %nqv = arith.select %few_rows, %cL, %nql : index
   // V is read where it is for full tiles and single rows (f32).
   %view_v = arith.ori %full_q, %one_row : i1
   // K may be read in place: ${K_IN_PLACE} (f32, not transformed) and rows
@@ -211,18 +212,18 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
   attn.query_tile_prologue %TS, batch %b, head %h, start %i0, rows %nq
       operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) query(%Qs : memref<${BM}x${D}xf32>)
       : memref<${TILE_SCRATCH}xf32>
-  scf.for %r = %c0 to %BM step %c8 {
-    vector.store %ninf, %M[%r] : memref<${BM}xf32>, !V8
-    vector.store %zv, %L[%r] : memref<${BM}xf32>, !V8
+  scf.for %r = %c0 to %BM step %cL {
+    vector.store %ninf, %M[%r] : memref<${BM}xf32>, !VF
+    vector.store %zv, %L[%r] : memref<${BM}xf32>, !VF
   }
   scf.if %value_term {
-    scf.for %r = %c0 to %VT_FLOATS step %c8 {
-      vector.store %zv, %VT[%r] : memref<${VT_FLOATS}xf32>, !V8
+    scf.for %r = %c0 to %VT_FLOATS step %cL {
+      vector.store %zv, %VT[%r] : memref<${VT_FLOATS}xf32>, !VF
     }
   }
   scf.for %r = %c0 to %BM step %c1 {
-    scf.for %d = %c0 to %DV step %c8 {
-      vector.store %zv, %Os[%r, %d] : memref<${BM}x${DV}xf32>, !V8
+    scf.for %d = %c0 to %DV step %cL {
+      vector.store %zv, %Os[%r, %d] : memref<${BM}x${DV}xf32>, !VF
     }
   }
 
@@ -292,7 +293,7 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
       func.call @pejit_s_row(%St, %Qs, %Kt)
           : (memref<${BN}x${BM}xf32>, memref<${BM}x${D}xf32>, !KTILE) -> ()
     } else {
-      func.call @pejit_s_tile(%St, %Qt, %Kt, %nq16, %diag_row)
+      func.call @pejit_s_tile(%St, %Qt, %Kt, %nql, %diag_row)
           : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !KTILE, index, index) -> ()
     }
 
@@ -300,22 +301,22 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
     // fused score biases (hooks). Skipped when there is neither.
     scf.if %score_mod {
       %i0_i = arith.index_cast %i0 : index to i32
-      %i0_v = vector.broadcast %i0_i : i32 to vector<8xi32>
-      %q_base = arith.addi %i0_v, %iota32 : vector<8xi32>
+      %i0_v = vector.broadcast %i0_i : i32 to vector<${L}xi32>
+      %q_base = arith.addi %i0_v, %iota32 : vector<${L}xi32>
       scf.for %jr = %c0 to %BN step %c1 {
         %j = arith.addi %j0, %jr : index
         %j_i = arith.index_cast %j : index to i32
-        %k_idx = vector.broadcast %j_i : i32 to vector<8xi32>
-        scf.for %iv = %c0 to %nqv step %c8 {
+        %k_idx = vector.broadcast %j_i : i32 to vector<${L}xi32>
+        scf.for %iv = %c0 to %nqv step %cL {
           %iv_i = arith.index_cast %iv : index to i32
-          %iv_v = vector.broadcast %iv_i : i32 to vector<8xi32>
-          %q_idx = arith.addi %q_base, %iv_v : vector<8xi32>
-          %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+          %iv_v = vector.broadcast %iv_i : i32 to vector<${L}xi32>
+          %q_idx = arith.addi %q_base, %iv_v : vector<${L}xi32>
+          %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
           %s_mod = attn.score_mod %s, batch %b, head %h, query %q_idx, key %k_idx
               consecutive_queries operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
               tile(%TS : memref<${TILE_SCRATCH}xf32>, %i0) positions(%qpos, %kpos : !QPOS, !KPOS)
-              lengths(%SQ, %SKV) : !V8, vector<8xi32>
-          vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+              lengths(%SQ, %SKV) : !VF, vector<${L}xi32>
+          vector.store %s_mod, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
         }
       }
     }
@@ -369,14 +370,14 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
         %hi3 = arith.minsi %hi2, %SQ : index
         %lo_i = arith.index_cast %lo3 : index to i32
         %hi_i = arith.index_cast %hi3 : index to i32
-        %lo_v = vector.broadcast %lo_i : i32 to vector<8xi32>
-        %hi_v = vector.broadcast %hi_i : i32 to vector<8xi32>
+        %lo_v = vector.broadcast %lo_i : i32 to vector<${L}xi32>
+        %hi_v = vector.broadcast %hi_i : i32 to vector<${L}xi32>
         // Per 8 rows: all see key j -> untouched; none does -> a plain store
         // of -inf; only a vector across a bound is blended (LLVM turns that
         // load-select-store into vmaskmovps, slow on AMD: keep it rare).
-        scf.for %iv = %c0 to %nqv step %c8 {
+        scf.for %iv = %c0 to %nqv step %cL {
           %ib = arith.addi %i0, %iv : index
-          %ib_last = arith.addi %ib, %c7 : index
+          %ib_last = arith.addi %ib, %cLm1 : index
           %all_after = arith.cmpi sge, %ib, %lo3 : index
           %all_before = arith.cmpi sle, %ib_last, %hi3 : index
           %all_see = arith.andi %all_after, %all_before : i1
@@ -386,17 +387,17 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
           %needs_store = arith.xori %all_see, %true : i1
           scf.if %needs_store {
             scf.if %none_sees {
-              vector.store %ninf, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+              vector.store %ninf, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
             } else {
               %ib_i = arith.index_cast %ib : index to i32
-              %ibv = vector.broadcast %ib_i : i32 to vector<8xi32>
-              %rows = arith.addi %ibv, %iota32 : vector<8xi32>
-              %after = arith.cmpi sge, %rows, %lo_v : vector<8xi32>
-              %before = arith.cmpi sle, %rows, %hi_v : vector<8xi32>
-              %ok = arith.andi %after, %before : vector<8xi1>
-              %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
-              %sm = arith.select %ok, %s, %ninf : vector<8xi1>, !V8
-              vector.store %sm, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+              %ibv = vector.broadcast %ib_i : i32 to vector<${L}xi32>
+              %rows = arith.addi %ibv, %iota32 : vector<${L}xi32>
+              %after = arith.cmpi sge, %rows, %lo_v : vector<${L}xi32>
+              %before = arith.cmpi sle, %rows, %hi_v : vector<${L}xi32>
+              %ok = arith.andi %after, %before : vector<${L}xi1>
+              %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
+              %sm = arith.select %ok, %s, %ninf : vector<${L}xi1>, !VF
+              vector.store %sm, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
             }
           }
         }
@@ -409,38 +410,38 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
     // exponent is exactly 0 at any magnitude: fma(s, log2e, -m' log2e) lost
     // m' log2e's low bits once |m'| was large (1e9 and up: whole rows of P
     // underflowed to 0, and the output with them).
-    scf.for %iv = %c0 to %nqv step %c8 {
-      %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !V8
-      %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
-        %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
+    scf.for %iv = %c0 to %nqv step %cL {
+      %m_old = vector.load %M[%iv] : memref<${BM}xf32>, !VF
+      %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!VF) {
+        %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
         // One vmaxps: a NaN score is left out of the max (it still reaches
         // P, l and O through exp2, which keeps NaN).
-        %grows = arith.cmpf olt, %mx, %s : !V8
-        %mx1 = arith.select %grows, %s, %mx : vector<8xi1>, !V8
-        scf.yield %mx1 : !V8
+        %grows = arith.cmpf olt, %mx, %s : !VF
+        %mx1 = arith.select %grows, %s, %mx : vector<${L}xi1>, !VF
+        scf.yield %mx1 : !VF
       }
-      %m_grows = arith.cmpf olt, %m_old, %m_tile : !V8
-      %m_new = arith.select %m_grows, %m_tile, %m_old : vector<8xi1>, !V8
+      %m_grows = arith.cmpf olt, %m_old, %m_tile : !VF
+      %m_new = arith.select %m_grows, %m_tile, %m_old : vector<${L}xi1>, !VF
       // All keys masked so far: subtract 0 instead of -inf (no NaN).
-      %none = arith.cmpf oeq, %m_new, %ninf : !V8
-      %m_safe = arith.select %none, %zv, %m_new : vector<8xi1>, !V8
-      %m_step = arith.subf %m_old, %m_safe : !V8
-      %alpha_arg = arith.mulf %m_step, %log2e : !V8
-      %alpha = func.call @exp2_v8(%alpha_arg) : (!V8) -> !V8
-      %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!V8) {
-        %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
-        %sd = arith.subf %s, %m_safe : !V8
-        %e = arith.mulf %sd, %log2e : !V8
-        %p = func.call @exp2_v8(%e) : (!V8) -> !V8
-        vector.store %p, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !V8
-        %sum1 = arith.addf %sum, %p : !V8
-        scf.yield %sum1 : !V8
+      %none = arith.cmpf oeq, %m_new, %ninf : !VF
+      %m_safe = arith.select %none, %zv, %m_new : vector<${L}xi1>, !VF
+      %m_step = arith.subf %m_old, %m_safe : !VF
+      %alpha_arg = arith.mulf %m_step, %log2e : !VF
+      %alpha = func.call @exp2_vec(%alpha_arg) : (!VF) -> !VF
+      %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!VF) {
+        %s = vector.load %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
+        %sd = arith.subf %s, %m_safe : !VF
+        %e = arith.mulf %sd, %log2e : !VF
+        %p = func.call @exp2_vec(%e) : (!VF) -> !VF
+        vector.store %p, %St[%jr, %iv] : memref<${BN}x${BM}xf32>, !VF
+        %sum1 = arith.addf %sum, %p : !VF
+        scf.yield %sum1 : !VF
       }
-      %l_old = vector.load %L[%iv] : memref<${BM}xf32>, !V8
-      %l_new = math.fma %l_old, %alpha, %l_tile : !V8
-      vector.store %l_new, %L[%iv] : memref<${BM}xf32>, !V8
-      vector.store %m_new, %M[%iv] : memref<${BM}xf32>, !V8
-      vector.store %alpha, %A[%iv] : memref<${BM}xf32>, !V8
+      %l_old = vector.load %L[%iv] : memref<${BM}xf32>, !VF
+      %l_new = math.fma %l_old, %alpha, %l_tile : !VF
+      vector.store %l_new, %L[%iv] : memref<${BM}xf32>, !VF
+      vector.store %m_new, %M[%iv] : memref<${BM}xf32>, !VF
+      vector.store %alpha, %A[%iv] : memref<${BM}xf32>, !VF
     }
 
     // The value term's per-bucket sums, rescaled as Os is.
@@ -476,13 +477,13 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
     %empty = arith.cmpf oeq, %l, %zero : f32
     %inv0 = arith.divf %one, %l : f32
     %inv = arith.select %empty, %zero, %inv0 : f32
-    %invv = vector.broadcast %inv : f32 to !V8
+    %invv = vector.broadcast %inv : f32 to !VF
     %i = arith.addi %i0, %r : index
-    scf.for %d = %c0 to %DV step %c8 {
-      %x = vector.load %Os[%r, %d] : memref<${BM}x${DV}xf32>, !V8
-      %y = arith.mulf %x, %invv : !V8
-      %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
-      vector.store %yt, %o[%b, %h, %i, %d] : !O, !OUT8
+    scf.for %d = %c0 to %DV step %cL {
+      %x = vector.load %Os[%r, %d] : memref<${BM}x${DV}xf32>, !VF
+      %y = arith.mulf %x, %invv : !VF
+      %yt = func.call @narrow_lanes(%y) : (!VF) -> !VOUT
+      vector.store %yt, %o[%b, %h, %i, %d] : !O, !VOUT
     }
   }
   // A training forward's lse_i = m_i + log l_i (-inf for a row that saw no

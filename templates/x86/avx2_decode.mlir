@@ -30,7 +30,7 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
@@ -41,9 +41,9 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %score_mod = arith.constant ${SCORE_MOD}
   %zero = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
-  %zv = arith.constant dense<0.0> : !V8
-  %ninf = arith.constant dense<0xFF800000> : !V8
-  %log2e = arith.constant dense<1.44269504088896> : !V8
+  %zv = arith.constant dense<0.0> : !VF
+  %ninf = arith.constant dense<0xFF800000> : !VF
+  %log2e = arith.constant dense<1.44269504088896> : !VF
   %zero_i = arith.constant 0 : i32
   %SQ = memref.dim %q, %c2 : !Q
   %SKV = memref.dim %k, %c2 : !K
@@ -71,8 +71,8 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
         : memref<${BM}x${D}xf32> to memref<1x${D}xf32, strided<[${D}, 1], offset: ?>>
     attn.qk_transform %q_tile from %q_row, %c1, %c0, %b, %scratch lengths(%SQ, %SKV)
         : memref<1x${D}xf32, strided<[${D}, 1], offset: ?>> from !QROWS, !SCRATCH
-    scf.for %d = %c0 to %DV step %c8 {
-      vector.store %zv, %Os[%g, %d] : memref<${BM}x${DV}xf32>, !V8
+    scf.for %d = %c0 to %DV step %cL {
+      vector.store %zv, %Os[%g, %d] : memref<${BM}x${DV}xf32>, !VF
     }
   }
 
@@ -99,7 +99,7 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %true = arith.constant true
 
   %stats:2 = scf.for %jt = %jt_begin to %jt_end step %c1 iter_args(%m = %ninf, %l = %zv)
-      -> (!V8, !V8) {
+      -> (!VF, !VF) {
     %j0 = arith.muli %jt, %BN : index
     %k_left = arith.subi %SKV, %j0 : index
     %nk = arith.minui %k_left, %BN : index
@@ -143,34 +143,34 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
       %seen = arith.andi %inside, %after : i1
       %hidden = arith.xori %seen, %true : i1
       scf.if %hidden {
-        vector.store %ninf, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !V8
+        vector.store %ninf, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
       }
     }
     // The online softmax down the keys, the heads in lanes (as @pejit_item).
-    %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!V8) {
-      %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !V8
-      %grows = arith.cmpf olt, %mx, %s : !V8
-      %mx1 = arith.select %grows, %s, %mx : vector<8xi1>, !V8
-      scf.yield %mx1 : !V8
+    %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!VF) {
+      %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+      %grows = arith.cmpf olt, %mx, %s : !VF
+      %mx1 = arith.select %grows, %s, %mx : vector<${L}xi1>, !VF
+      scf.yield %mx1 : !VF
     }
-    %m_grows = arith.cmpf olt, %m, %m_tile : !V8
-    %m_new = arith.select %m_grows, %m_tile, %m : vector<8xi1>, !V8
-    %none = arith.cmpf oeq, %m_new, %ninf : !V8
-    %m_safe = arith.select %none, %zv, %m_new : vector<8xi1>, !V8
-    %m_step = arith.subf %m, %m_safe : !V8
-    %alpha_arg = arith.mulf %m_step, %log2e : !V8
-    %alpha = func.call @exp2_v8(%alpha_arg) : (!V8) -> !V8
-    %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!V8) {
-      %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !V8
-      %sd = arith.subf %s, %m_safe : !V8
-      %e = arith.mulf %sd, %log2e : !V8
-      %p = func.call @exp2_v8(%e) : (!V8) -> !V8
-      vector.store %p, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !V8
-      %sum1 = arith.addf %sum, %p : !V8
-      scf.yield %sum1 : !V8
+    %m_grows = arith.cmpf olt, %m, %m_tile : !VF
+    %m_new = arith.select %m_grows, %m_tile, %m : vector<${L}xi1>, !VF
+    %none = arith.cmpf oeq, %m_new, %ninf : !VF
+    %m_safe = arith.select %none, %zv, %m_new : vector<${L}xi1>, !VF
+    %m_step = arith.subf %m, %m_safe : !VF
+    %alpha_arg = arith.mulf %m_step, %log2e : !VF
+    %alpha = func.call @exp2_vec(%alpha_arg) : (!VF) -> !VF
+    %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!VF) {
+      %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+      %sd = arith.subf %s, %m_safe : !VF
+      %e = arith.mulf %sd, %log2e : !VF
+      %p = func.call @exp2_vec(%e) : (!VF) -> !VF
+      vector.store %p, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+      %sum1 = arith.addf %sum, %p : !VF
+      scf.yield %sum1 : !VF
     }
-    %l_new = math.fma %l, %alpha, %l_tile : !V8
-    vector.store %alpha, %A[%c0] : memref<${BM}xf32>, !V8
+    %l_new = math.fma %l, %alpha, %l_tile : !VF
+    vector.store %alpha, %A[%c0] : memref<${BM}xf32>, !VF
     // P . V over the keys the row sees: from the window's first on (P is 0
     // before it, and 0 * a NaN or inf in V would still reach the row).
     %seen_from0 = arith.subi %kv_begin, %j0 : index
@@ -179,16 +179,16 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     func.call @pejit_pv_heads(%Os, %St, %v_rows, %A, %seen_from, %nk)
         : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
            index, index) -> ()
-    scf.yield %m_new, %l_new : !V8, !V8
+    scf.yield %m_new, %l_new : !VF, !VF
   }
 
-  %L = memref.alloca() {alignment = 64 : i64} : memref<8xf32>
-  vector.store %stats#1, %L[%c0] : memref<8xf32>, !V8
+  %L = memref.alloca() {alignment = 64 : i64} : memref<${L}xf32>
+  vector.store %stats#1, %L[%c0] : memref<${L}xf32>, !VF
   %split = arith.cmpi ugt, %parts, %c1 : index
   scf.if %split {
     // Os[g], m and l of this part, for @pejit_decode_combine.
-    %M = memref.alloca() {alignment = 64 : i64} : memref<8xf32>
-    vector.store %stats#0, %M[%c0] : memref<8xf32>, !V8
+    %M = memref.alloca() {alignment = 64 : i64} : memref<${L}xf32>
+    vector.store %stats#0, %M[%c0] : memref<${L}xf32>, !VF
     %row_floats = arith.addi %DV, %c2 : index
     %bp0 = arith.muli %bhk, %parts : index
     %bp = arith.addi %bp0, %part : index
@@ -196,13 +196,13 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
     scf.for %g = %c0 to %GROUP step %c1 {
       %r = arith.addi %first_row, %g : index
       %at = arith.muli %r, %row_floats : index
-      scf.for %d = %c0 to %DV step %c8 {
-        %x = vector.load %Os[%g, %d] : memref<${BM}x${DV}xf32>, !V8
+      scf.for %d = %c0 to %DV step %cL {
+        %x = vector.load %Os[%g, %d] : memref<${BM}x${DV}xf32>, !VF
         %at_d = arith.addi %at, %d : index
-        vector.store %x, %partials[%at_d] : !SCRATCH, !V8
+        vector.store %x, %partials[%at_d] : !SCRATCH, !VF
       }
-      %mg = memref.load %M[%g] : memref<8xf32>
-      %lg = memref.load %L[%g] : memref<8xf32>
+      %mg = memref.load %M[%g] : memref<${L}xf32>
+      %lg = memref.load %L[%g] : memref<${L}xf32>
       %at_m = arith.addi %at, %DV : index
       %at_l = arith.addi %at_m, %c1 : index
       memref.store %mg, %partials[%at_m] : !SCRATCH
@@ -212,16 +212,16 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   // O = Os / l per head; a head that saw no key (l = 0) is 0.
   scf.for %g = %c0 to %GROUP step %c1 {
     %h = arith.addi %h0, %g : index
-    %lg = memref.load %L[%g] : memref<8xf32>
+    %lg = memref.load %L[%g] : memref<${L}xf32>
     %empty = arith.cmpf oeq, %lg, %zero : f32
     %inv0 = arith.divf %one, %lg : f32
     %inv = arith.select %empty, %zero, %inv0 : f32
-    %invv = vector.broadcast %inv : f32 to !V8
-    scf.for %d = %c0 to %DV step %c8 {
-      %x = vector.load %Os[%g, %d] : memref<${BM}x${DV}xf32>, !V8
-      %y = arith.mulf %x, %invv : !V8
-      %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
-      vector.store %yt, %o[%b, %h, %c0, %d] : !O, !OUT8
+    %invv = vector.broadcast %inv : f32 to !VF
+    scf.for %d = %c0 to %DV step %cL {
+      %x = vector.load %Os[%g, %d] : memref<${BM}x${DV}xf32>, !VF
+      %y = arith.mulf %x, %invv : !VF
+      %yt = func.call @narrow_lanes(%y) : (!VF) -> !VOUT
+      vector.store %yt, %o[%b, %h, %c0, %d] : !O, !VOUT
     }
   }
   }
@@ -237,7 +237,7 @@ func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %part
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %DV = arith.constant ${DV} : index
   %HKV = arith.constant ${HKV} : index
   %GROUP = arith.constant ${GROUP} : index
@@ -245,7 +245,7 @@ func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %part
   %one = arith.constant 1.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
   %log2e = arith.constant 1.44269504088896 : f32
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   %hk = arith.remui %item, %HKV : index
   %b = arith.divui %item, %HKV : index
   %row_floats = arith.addi %DV, %c2 : index
@@ -263,8 +263,8 @@ func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %part
       %mx1 = arith.maximumf %mx, %m : f32
       scf.yield %mx1 : f32
     }
-    scf.for %d = %c0 to %DV step %c8 {
-      vector.store %zv, %acc[%d] : memref<${DV}xf32>, !V8
+    scf.for %d = %c0 to %DV step %cL {
+      vector.store %zv, %acc[%d] : memref<${DV}xf32>, !VF
     }
     %lsum = scf.for %p = %c0 to %parts step %c1 iter_args(%ls = %zero) -> (f32) {
       %bp = arith.addi %first_part, %p : index
@@ -280,13 +280,13 @@ func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %part
       %arg = arith.mulf %diff, %log2e : f32
       %w0 = math.exp2 %arg : f32
       %w = arith.select %empty, %zero, %w0 : f32
-      %wv = vector.broadcast %w : f32 to !V8
-      scf.for %d = %c0 to %DV step %c8 {
+      %wv = vector.broadcast %w : f32 to !VF
+      scf.for %d = %c0 to %DV step %cL {
         %at_d = arith.addi %at, %d : index
-        %x = vector.load %partials[%at_d] : !SCRATCH, !V8
-        %a = vector.load %acc[%d] : memref<${DV}xf32>, !V8
-        %a1 = vector.fma %wv, %x, %a : !V8
-        vector.store %a1, %acc[%d] : memref<${DV}xf32>, !V8
+        %x = vector.load %partials[%at_d] : !SCRATCH, !VF
+        %a = vector.load %acc[%d] : memref<${DV}xf32>, !VF
+        %a1 = vector.fma %wv, %x, %a : !VF
+        vector.store %a1, %acc[%d] : memref<${DV}xf32>, !VF
       }
       %lw = arith.mulf %l, %w : f32
       %ls1 = arith.addf %ls, %lw : f32
@@ -295,14 +295,14 @@ func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %part
     %none = arith.cmpf oeq, %lsum, %zero : f32
     %inv0 = arith.divf %one, %lsum : f32
     %inv = arith.select %none, %zero, %inv0 : f32
-    %invv = vector.broadcast %inv : f32 to !V8
+    %invv = vector.broadcast %inv : f32 to !VF
     %h0 = arith.muli %hk, %GROUP : index
     %h = arith.addi %h0, %g : index
-    scf.for %d = %c0 to %DV step %c8 {
-      %a = vector.load %acc[%d] : memref<${DV}xf32>, !V8
-      %y = arith.mulf %a, %invv : !V8
-      %yt = func.call @narrow8(%y) : (!V8) -> !OUT8
-      vector.store %yt, %o[%b, %h, %c0, %d] : !O, !OUT8
+    scf.for %d = %c0 to %DV step %cL {
+      %a = vector.load %acc[%d] : memref<${DV}xf32>, !VF
+      %y = arith.mulf %a, %invv : !VF
+      %yt = func.call @narrow_lanes(%y) : (!VF) -> !VOUT
+      vector.store %yt, %o[%b, %h, %c0, %d] : !O, !VOUT
     }
   }
   return
@@ -318,14 +318,14 @@ func.func @pejit_s_heads(%St: memref<${BN}x${BM}xf32>, %Qs: memref<${BM}x${D}xf3
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
   %c4 = arith.constant 4 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
   %GROUP = arith.constant ${GROUP} : index
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   %scale = arith.constant ${SCALE} : f32
   scf.for %jr = %c0 to %BN step %c1 {
-    vector.store %zv, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !V8
+    vector.store %zv, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
   }
   %BN4 = arith.divui %BN, %c4 : index
   %jr_4end = arith.muli %BN4, %c4 : index
@@ -334,37 +334,37 @@ func.func @pejit_s_heads(%St: memref<${BN}x${BM}xf32>, %Qs: memref<${BM}x${D}xf3
       %jr1 = arith.addi %jr, %c1 : index
       %jr2 = arith.addi %jr, %c2 : index
       %jr3 = arith.addi %jr, %c3 : index
-      %acc:4 = scf.for %d = %c0 to %D step %c8
-          iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv) -> (!V8, !V8, !V8, !V8) {
-        %q = vector.load %Qs[%g, %d] : memref<${BM}x${D}xf32>, !V8
-        %k0 = vector.load %Kt[%jr, %d] : !KTILE, !V8
-        %k1 = vector.load %Kt[%jr1, %d] : !KTILE, !V8
-        %k2 = vector.load %Kt[%jr2, %d] : !KTILE, !V8
-        %k3 = vector.load %Kt[%jr3, %d] : !KTILE, !V8
-        %b0 = vector.fma %k0, %q, %a0 : !V8
-        %b1 = vector.fma %k1, %q, %a1 : !V8
-        %b2 = vector.fma %k2, %q, %a2 : !V8
-        %b3 = vector.fma %k3, %q, %a3 : !V8
-        scf.yield %b0, %b1, %b2, %b3 : !V8, !V8, !V8, !V8
+      %acc:4 = scf.for %d = %c0 to %D step %cL
+          iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv) -> (!VF, !VF, !VF, !VF) {
+        %q = vector.load %Qs[%g, %d] : memref<${BM}x${D}xf32>, !VF
+        %k0 = vector.load %Kt[%jr, %d] : !KTILE, !VF
+        %k1 = vector.load %Kt[%jr1, %d] : !KTILE, !VF
+        %k2 = vector.load %Kt[%jr2, %d] : !KTILE, !VF
+        %k3 = vector.load %Kt[%jr3, %d] : !KTILE, !VF
+        %b0 = vector.fma %k0, %q, %a0 : !VF
+        %b1 = vector.fma %k1, %q, %a1 : !VF
+        %b2 = vector.fma %k2, %q, %a2 : !VF
+        %b3 = vector.fma %k3, %q, %a3 : !VF
+        scf.yield %b0, %b1, %b2, %b3 : !VF, !VF, !VF, !VF
       }
       func.call @pejit_store_head_score(%St, %jr, %g, %acc#0, %scale)
-          : (memref<${BN}x${BM}xf32>, index, index, !V8, f32) -> ()
+          : (memref<${BN}x${BM}xf32>, index, index, !VF, f32) -> ()
       func.call @pejit_store_head_score(%St, %jr1, %g, %acc#1, %scale)
-          : (memref<${BN}x${BM}xf32>, index, index, !V8, f32) -> ()
+          : (memref<${BN}x${BM}xf32>, index, index, !VF, f32) -> ()
       func.call @pejit_store_head_score(%St, %jr2, %g, %acc#2, %scale)
-          : (memref<${BN}x${BM}xf32>, index, index, !V8, f32) -> ()
+          : (memref<${BN}x${BM}xf32>, index, index, !VF, f32) -> ()
       func.call @pejit_store_head_score(%St, %jr3, %g, %acc#3, %scale)
-          : (memref<${BN}x${BM}xf32>, index, index, !V8, f32) -> ()
+          : (memref<${BN}x${BM}xf32>, index, index, !VF, f32) -> ()
     }
     scf.for %jr = %jr_4end to %BN step %c1 {
-      %acc = scf.for %d = %c0 to %D step %c8 iter_args(%a = %zv) -> (!V8) {
-        %q = vector.load %Qs[%g, %d] : memref<${BM}x${D}xf32>, !V8
-        %k = vector.load %Kt[%jr, %d] : !KTILE, !V8
-        %b = vector.fma %k, %q, %a : !V8
-        scf.yield %b : !V8
+      %acc = scf.for %d = %c0 to %D step %cL iter_args(%a = %zv) -> (!VF) {
+        %q = vector.load %Qs[%g, %d] : memref<${BM}x${D}xf32>, !VF
+        %k = vector.load %Kt[%jr, %d] : !KTILE, !VF
+        %b = vector.fma %k, %q, %a : !VF
+        scf.yield %b : !VF
       }
       func.call @pejit_store_head_score(%St, %jr, %g, %acc, %scale)
-          : (memref<${BN}x${BM}xf32>, index, index, !V8, f32) -> ()
+          : (memref<${BN}x${BM}xf32>, index, index, !VF, f32) -> ()
     }
   }
   return
@@ -372,8 +372,8 @@ func.func @pejit_s_heads(%St: memref<${BN}x${BM}xf32>, %Qs: memref<${BM}x${D}xf3
 
 // St[jr, g] = scale * sum(partial).
 func.func private @pejit_store_head_score(%St: memref<${BN}x${BM}xf32>, %jr: index, %g: index,
-                                          %partial: !V8, %scale: f32) {
-  %dot = vector.reduction <add>, %partial fastmath<reassoc> : !V8 into f32
+                                          %partial: !VF, %scale: f32) {
+  %dot = vector.reduction <add>, %partial fastmath<reassoc> : !VF into f32
   %s = arith.mulf %dot, %scale : f32
   memref.store %s, %St[%jr, %g] : memref<${BN}x${BM}xf32>
   return
@@ -387,16 +387,16 @@ func.func @pejit_pv_heads(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}x
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %DV = arith.constant ${DV} : index
   %GROUP = arith.constant ${GROUP} : index
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   // The tile's sums from 0 in Ts, added to Os * alpha once at the end
   // (blocked summation: one rounding of the running output per tile).
   %Ts = memref.alloca() {alignment = 64 : i64} : memref<${GROUP}x${DV}xf32>
   scf.for %g = %c0 to %GROUP step %c1 {
-    scf.for %dc = %c0 to %DV step %c8 {
-      vector.store %zv, %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
+    scf.for %dc = %c0 to %DV step %cL {
+      vector.store %zv, %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !VF
     }
   }
   // Per key and head: P broadcast once, then its row of V (L1 after the
@@ -404,23 +404,23 @@ func.func @pejit_pv_heads(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}x
   scf.for %j = %j_begin to %nk step %c1 {
     scf.for %g = %c0 to %GROUP step %c1 {
       %ps = memref.load %St[%j, %g] : memref<${BN}x${BM}xf32>
-      %p = vector.broadcast %ps : f32 to !V8
-      scf.for %dc = %c0 to %DV step %c8 {
-        %v = vector.load %Vr[%j, %dc] : !VROWS, !V8
-        %t = vector.load %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
-        %t_new = vector.fma %p, %v, %t : !V8
-        vector.store %t_new, %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
+      %p = vector.broadcast %ps : f32 to !VF
+      scf.for %dc = %c0 to %DV step %cL {
+        %v = vector.load %Vr[%j, %dc] : !VROWS, !VF
+        %t = vector.load %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !VF
+        %t_new = vector.fma %p, %v, %t : !VF
+        vector.store %t_new, %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !VF
       }
     }
   }
   scf.for %g = %c0 to %GROUP step %c1 {
     %alpha_s = memref.load %A[%g] : memref<${BM}xf32>
-    %alpha = vector.broadcast %alpha_s : f32 to !V8
-    scf.for %dc = %c0 to %DV step %c8 {
-      %o = vector.load %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %t = vector.load %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !V8
-      %o_new = vector.fma %o, %alpha, %t : !V8
-      vector.store %o_new, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !V8
+    %alpha = vector.broadcast %alpha_s : f32 to !VF
+    scf.for %dc = %c0 to %DV step %cL {
+      %o = vector.load %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %t = vector.load %Ts[%g, %dc] : memref<${GROUP}x${DV}xf32>, !VF
+      %o_new = vector.fma %o, %alpha, %t : !VF
+      vector.store %o_new, %Os[%g, %dc] : memref<${BM}x${DV}xf32>, !VF
     }
   }
   return

@@ -22,10 +22,10 @@ func.func @pejit_s_row(%St: memref<${BN}x${BM}xf32>, %Qs: memref<${BM}x${D}xf32>
   %c2 = arith.constant 2 : index
   %c3 = arith.constant 3 : index
   %c4 = arith.constant 4 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   %scale = arith.constant ${SCALE} : f32
   // 4 key rows per trip, the rest (BN % 4, BN being a multiple of 6) one by one.
   %BN4 = arith.divui %BN, %c4 : index
@@ -34,50 +34,50 @@ func.func @pejit_s_row(%St: memref<${BN}x${BM}xf32>, %Qs: memref<${BM}x${D}xf32>
     %jr1 = arith.addi %jr, %c1 : index
     %jr2 = arith.addi %jr, %c2 : index
     %jr3 = arith.addi %jr, %c3 : index
-    %acc:4 = scf.for %d = %c0 to %D step %c8
-        iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv) -> (!V8, !V8, !V8, !V8) {
-      %q = vector.load %Qs[%c0, %d] : memref<${BM}x${D}xf32>, !V8
-      %k0 = vector.load %Kt[%jr, %d] : !KTILE, !V8
-      %k1 = vector.load %Kt[%jr1, %d] : !KTILE, !V8
-      %k2 = vector.load %Kt[%jr2, %d] : !KTILE, !V8
-      %k3 = vector.load %Kt[%jr3, %d] : !KTILE, !V8
-      %b0 = vector.fma %k0, %q, %a0 : !V8
-      %b1 = vector.fma %k1, %q, %a1 : !V8
-      %b2 = vector.fma %k2, %q, %a2 : !V8
-      %b3 = vector.fma %k3, %q, %a3 : !V8
-      scf.yield %b0, %b1, %b2, %b3 : !V8, !V8, !V8, !V8
+    %acc:4 = scf.for %d = %c0 to %D step %cL
+        iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv) -> (!VF, !VF, !VF, !VF) {
+      %q = vector.load %Qs[%c0, %d] : memref<${BM}x${D}xf32>, !VF
+      %k0 = vector.load %Kt[%jr, %d] : !KTILE, !VF
+      %k1 = vector.load %Kt[%jr1, %d] : !KTILE, !VF
+      %k2 = vector.load %Kt[%jr2, %d] : !KTILE, !VF
+      %k3 = vector.load %Kt[%jr3, %d] : !KTILE, !VF
+      %b0 = vector.fma %k0, %q, %a0 : !VF
+      %b1 = vector.fma %k1, %q, %a1 : !VF
+      %b2 = vector.fma %k2, %q, %a2 : !VF
+      %b3 = vector.fma %k3, %q, %a3 : !VF
+      scf.yield %b0, %b1, %b2, %b3 : !VF, !VF, !VF, !VF
     }
     func.call @pejit_store_score(%St, %jr, %acc#0, %scale)
-        : (memref<${BN}x${BM}xf32>, index, !V8, f32) -> ()
+        : (memref<${BN}x${BM}xf32>, index, !VF, f32) -> ()
     func.call @pejit_store_score(%St, %jr1, %acc#1, %scale)
-        : (memref<${BN}x${BM}xf32>, index, !V8, f32) -> ()
+        : (memref<${BN}x${BM}xf32>, index, !VF, f32) -> ()
     func.call @pejit_store_score(%St, %jr2, %acc#2, %scale)
-        : (memref<${BN}x${BM}xf32>, index, !V8, f32) -> ()
+        : (memref<${BN}x${BM}xf32>, index, !VF, f32) -> ()
     func.call @pejit_store_score(%St, %jr3, %acc#3, %scale)
-        : (memref<${BN}x${BM}xf32>, index, !V8, f32) -> ()
+        : (memref<${BN}x${BM}xf32>, index, !VF, f32) -> ()
   }
   scf.for %jr = %jr_4end to %BN step %c1 {
-    %acc = scf.for %d = %c0 to %D step %c8 iter_args(%a = %zv) -> (!V8) {
-      %q = vector.load %Qs[%c0, %d] : memref<${BM}x${D}xf32>, !V8
-      %k = vector.load %Kt[%jr, %d] : !KTILE, !V8
-      %b = vector.fma %k, %q, %a : !V8
-      scf.yield %b : !V8
+    %acc = scf.for %d = %c0 to %D step %cL iter_args(%a = %zv) -> (!VF) {
+      %q = vector.load %Qs[%c0, %d] : memref<${BM}x${D}xf32>, !VF
+      %k = vector.load %Kt[%jr, %d] : !KTILE, !VF
+      %b = vector.fma %k, %q, %a : !VF
+      scf.yield %b : !VF
     }
     func.call @pejit_store_score(%St, %jr, %acc, %scale)
-        : (memref<${BN}x${BM}xf32>, index, !V8, f32) -> ()
+        : (memref<${BN}x${BM}xf32>, index, !VF, f32) -> ()
   }
   return
 }
 
 // St[jr, 0 : 8] = (scale * sum(partial), 0, ..., 0).
-func.func private @pejit_store_score(%St: memref<${BN}x${BM}xf32>, %jr: index, %partial: !V8,
+func.func private @pejit_store_score(%St: memref<${BN}x${BM}xf32>, %jr: index, %partial: !VF,
                                      %scale: f32) {
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   %c0 = arith.constant 0 : index
-  %dot = vector.reduction <add>, %partial fastmath<reassoc> : !V8 into f32
+  %dot = vector.reduction <add>, %partial fastmath<reassoc> : !VF into f32
   %s = arith.mulf %dot, %scale : f32
-  %row = vector.insert %s, %zv [0] : f32 into !V8
-  vector.store %row, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !V8
+  %row = vector.insert %s, %zv [0] : f32 into !VF
+  vector.store %row, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
   return
 }
 
@@ -91,7 +91,7 @@ func.func @pejit_pv_row(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf3
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %DV = arith.constant ${DV} : index
   // Only the keys the row sees (@pv_key_ranges' lo0 <= j <= hi0): P is 0
   // at the others, and 0 * a NaN or inf in V would still reach the row.
@@ -104,27 +104,27 @@ func.func @pejit_pv_row(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf3
   // The tile's P V summed from 0 in Ts, then Os = Os * alpha + Ts once
   // (blocked summation: one rounding of the running output per tile).
   %Ts = memref.alloca() {alignment = 64 : i64} : memref<${DV}xf32>
-  %zv = arith.constant dense<0.0> : !V8
-  scf.for %dc = %c0 to %DV step %c8 {
-    vector.store %zv, %Ts[%dc] : memref<${DV}xf32>, !V8
+  %zv = arith.constant dense<0.0> : !VF
+  scf.for %dc = %c0 to %DV step %cL {
+    vector.store %zv, %Ts[%dc] : memref<${DV}xf32>, !VF
   }
   scf.for %j = %j_begin to %j_end step %c1 {
     %ps = memref.load %St[%j, %c0] : memref<${BN}x${BM}xf32>
-    %p = vector.broadcast %ps : f32 to !V8
-    scf.for %dc = %c0 to %DV step %c8 {
-      %v = vector.load %Vr[%j, %dc] : !VROWS, !V8
-      %t = vector.load %Ts[%dc] : memref<${DV}xf32>, !V8
-      %t_new = vector.fma %p, %v, %t : !V8
-      vector.store %t_new, %Ts[%dc] : memref<${DV}xf32>, !V8
+    %p = vector.broadcast %ps : f32 to !VF
+    scf.for %dc = %c0 to %DV step %cL {
+      %v = vector.load %Vr[%j, %dc] : !VROWS, !VF
+      %t = vector.load %Ts[%dc] : memref<${DV}xf32>, !VF
+      %t_new = vector.fma %p, %v, %t : !VF
+      vector.store %t_new, %Ts[%dc] : memref<${DV}xf32>, !VF
     }
   }
   %alpha_s = memref.load %A[%c0] : memref<${BM}xf32>
-  %alpha = vector.broadcast %alpha_s : f32 to !V8
-  scf.for %dc = %c0 to %DV step %c8 {
-    %o = vector.load %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
-    %t = vector.load %Ts[%dc] : memref<${DV}xf32>, !V8
-    %o_new = vector.fma %o, %alpha, %t : !V8
-    vector.store %o_new, %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !V8
+  %alpha = vector.broadcast %alpha_s : f32 to !VF
+  scf.for %dc = %c0 to %DV step %cL {
+    %o = vector.load %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !VF
+    %t = vector.load %Ts[%dc] : memref<${DV}xf32>, !VF
+    %o_new = vector.fma %o, %alpha, %t : !VF
+    vector.store %o_new, %Os[%c0, %dc] : memref<${BM}x${DV}xf32>, !VF
   }
   return
 }

@@ -19,10 +19,10 @@ func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
     attributes {passthrough = ["noinline"], pejit.cold} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %BM = arith.constant ${BM} : index
   %D = arith.constant ${D} : index
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   %q_rows = memref.subview %q[%b, %h, %i0, 0] [1, 1, %nq, ${D}] [1, 1, 1, 1]
       : !Q to !QROWS
   %c2 = arith.constant 2 : index
@@ -30,27 +30,29 @@ func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
   attn.qk_transform %Qs from %q_rows, %nq, %i0, %b, %scratch lengths(%sq, %skv)
       : memref<${BM}x${D}xf32> from !QROWS, !SCRATCH
   scf.for %r = %nq to %BM step %c1 {
-    scf.for %d = %c0 to %D step %c8 {
-      vector.store %zv, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !V8
+    scf.for %d = %c0 to %D step %cL {
+      vector.store %zv, %Qs[%r, %d] : memref<${BM}x${D}xf32>, !VF
     }
   }
   func.call @transpose_scaled(%Qs, %Qt) : (memref<${BM}x${D}xf32>, memref<${D}x${BM}xf32>) -> ()
   return
 }
 
-// St = Ks . Qt for one KV tile (Kt: Ks or a key cache tile), in 6 x 16
-// blocks: 12 accumulators, 2 loads of Qt and 6 broadcasts of Kt per step of
-// d, 4 steps per loop trip (unrolled by pejit-unroll-annotated-loops: 5-9%
-// faster than 1 or 2 steps per trip on Zen 3, bench/RESULTS.md session 5).
-// The 16-query column block of Qt (8 KB for D = 128) stays in L1 while all
-// key rows stream past it. Columns [0, nq16) of the tile; under a causal
-// mask, column r sees key row jr iff jr <= r + diag_row, and key rows past
-// the last one a 16-column block sees are skipped (the item's mask sets
-// them to -inf). A function of its own (never inlined) so the backend
-// compiles it in parallel with the rest of the kernel
+// St = Ks . Qt for one KV tile (Kt: Ks or a key cache tile), in blocks of
+// 6 keys x 2 vectors of queries: 12 accumulators, 2 loads of Qt and 6
+// broadcasts of Kt per step of d, 4 steps per loop trip (unrolled by
+// pejit-unroll-annotated-loops: 5-9% faster than 1 or 2 steps per trip on
+// Zen 3, bench/RESULTS.md session 5). The 2-vector column block of Qt
+// (8 KB for D = 128 at 8 lanes) stays in L1 while all key rows stream past
+// it. Columns [0, nql) of the tile (nql a whole number of vectors; an odd
+// last vector takes blocks of 6 keys x 1 vector); under a causal mask,
+// column r sees key row jr iff jr <= r + diag_row, and key rows past the
+// last one a column block sees are skipped (the item's mask sets them to
+// -inf). A function of its own (never inlined) so the backend compiles it
+// in parallel with the rest of the kernel
 // (pejit/compiler/backends/x86/ParallelCodegen.cpp).
 func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32>, %Kt: !KTILE,
-                        %nq16: index, %diag_row: index)
+                        %nql: index, %diag_row: index)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -59,22 +61,15 @@ func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32
   %c4 = arith.constant 4 : index
   %c5 = arith.constant 5 : index
   %c6 = arith.constant 6 : index
-  %c8 = arith.constant 8 : index
-  %c16 = arith.constant 16 : index
-  %BN = arith.constant ${BN} : index
+  %cL = arith.constant ${L} : index
+  %c2L = arith.constant ${L2} : index
   %D = arith.constant ${D} : index
-  %causal = arith.constant ${CAUSAL}
-  %zv = arith.constant dense<0.0> : !V8
-  scf.for %ic = %c0 to %nq16 step %c16 {
-    %ic1 = arith.addi %ic, %c8 : index
-    %seen0 = arith.addi %diag_row, %ic : index
-    %seen = arith.addi %seen0, %c16 : index
-    %seen_up0 = arith.addi %seen, %c5 : index
-    %seen_up1 = arith.divsi %seen_up0, %c6 : index
-    %seen_up = arith.muli %seen_up1, %c6 : index
-    %seen_lo = arith.maxsi %seen_up, %c0 : index
-    %seen_hi = arith.minsi %seen_lo, %BN : index
-    %jr_end = arith.select %causal, %seen_hi, %BN : index
+  %zv = arith.constant dense<0.0> : !VF
+  %npair0 = arith.divui %nql, %c2L : index
+  %npair = arith.muli %npair0, %c2L : index
+  scf.for %ic = %c0 to %npair step %c2L {
+    %ic1 = arith.addi %ic, %cL : index
+    %jr_end = func.call @s_rows_seen(%diag_row, %ic, %c2L) : (index, index, index) -> index
     scf.for %jr = %c0 to %jr_end step %c6 {
       %jr1 = arith.addi %jr, %c1 : index
       %jr2 = arith.addi %jr, %c2 : index
@@ -84,51 +79,113 @@ func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32
       %acc:12 = scf.for %d = %c0 to %D step %c1
           iter_args(%a00 = %zv, %a01 = %zv, %a10 = %zv, %a11 = %zv, %a20 = %zv, %a21 = %zv,
                     %a30 = %zv, %a31 = %zv, %a40 = %zv, %a41 = %zv, %a50 = %zv, %a51 = %zv)
-          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-        %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !V8
-        %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !V8
+          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
+        %q0 = vector.load %Qt[%d, %ic] : memref<${D}x${BM}xf32>, !VF
+        %q1 = vector.load %Qt[%d, %ic1] : memref<${D}x${BM}xf32>, !VF
         %k0s = memref.load %Kt[%jr, %d] : !KTILE
         %k1s = memref.load %Kt[%jr1, %d] : !KTILE
         %k2s = memref.load %Kt[%jr2, %d] : !KTILE
         %k3s = memref.load %Kt[%jr3, %d] : !KTILE
         %k4s = memref.load %Kt[%jr4, %d] : !KTILE
         %k5s = memref.load %Kt[%jr5, %d] : !KTILE
-        %k0 = vector.broadcast %k0s : f32 to !V8
-        %k1 = vector.broadcast %k1s : f32 to !V8
-        %k2 = vector.broadcast %k2s : f32 to !V8
-        %k3 = vector.broadcast %k3s : f32 to !V8
-        %k4 = vector.broadcast %k4s : f32 to !V8
-        %k5 = vector.broadcast %k5s : f32 to !V8
-        %b00 = vector.fma %k0, %q0, %a00 : !V8
-        %b01 = vector.fma %k0, %q1, %a01 : !V8
-        %b10 = vector.fma %k1, %q0, %a10 : !V8
-        %b11 = vector.fma %k1, %q1, %a11 : !V8
-        %b20 = vector.fma %k2, %q0, %a20 : !V8
-        %b21 = vector.fma %k2, %q1, %a21 : !V8
-        %b30 = vector.fma %k3, %q0, %a30 : !V8
-        %b31 = vector.fma %k3, %q1, %a31 : !V8
-        %b40 = vector.fma %k4, %q0, %a40 : !V8
-        %b41 = vector.fma %k4, %q1, %a41 : !V8
-        %b50 = vector.fma %k5, %q0, %a50 : !V8
-        %b51 = vector.fma %k5, %q1, %a51 : !V8
+        %k0 = vector.broadcast %k0s : f32 to !VF
+        %k1 = vector.broadcast %k1s : f32 to !VF
+        %k2 = vector.broadcast %k2s : f32 to !VF
+        %k3 = vector.broadcast %k3s : f32 to !VF
+        %k4 = vector.broadcast %k4s : f32 to !VF
+        %k5 = vector.broadcast %k5s : f32 to !VF
+        %b00 = vector.fma %k0, %q0, %a00 : !VF
+        %b01 = vector.fma %k0, %q1, %a01 : !VF
+        %b10 = vector.fma %k1, %q0, %a10 : !VF
+        %b11 = vector.fma %k1, %q1, %a11 : !VF
+        %b20 = vector.fma %k2, %q0, %a20 : !VF
+        %b21 = vector.fma %k2, %q1, %a21 : !VF
+        %b30 = vector.fma %k3, %q0, %a30 : !VF
+        %b31 = vector.fma %k3, %q1, %a31 : !VF
+        %b40 = vector.fma %k4, %q0, %a40 : !VF
+        %b41 = vector.fma %k4, %q1, %a41 : !VF
+        %b50 = vector.fma %k5, %q0, %a50 : !VF
+        %b51 = vector.fma %k5, %q1, %a51 : !VF
         scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
-            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+            : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
       } {pejit.unroll_factor = 4 : i64}
-      vector.store %acc#0, %St[%jr, %ic] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#1, %St[%jr, %ic1] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#2, %St[%jr1, %ic] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#3, %St[%jr1, %ic1] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#4, %St[%jr2, %ic] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#5, %St[%jr2, %ic1] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#6, %St[%jr3, %ic] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#7, %St[%jr3, %ic1] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#8, %St[%jr4, %ic] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#9, %St[%jr4, %ic1] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#10, %St[%jr5, %ic] : memref<${BN}x${BM}xf32>, !V8
-      vector.store %acc#11, %St[%jr5, %ic1] : memref<${BN}x${BM}xf32>, !V8
+      vector.store %acc#0, %St[%jr, %ic] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#1, %St[%jr, %ic1] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#2, %St[%jr1, %ic] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#3, %St[%jr1, %ic1] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#4, %St[%jr2, %ic] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#5, %St[%jr2, %ic1] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#6, %St[%jr3, %ic] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#7, %St[%jr3, %ic1] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#8, %St[%jr4, %ic] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#9, %St[%jr4, %ic1] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#10, %St[%jr5, %ic] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#11, %St[%jr5, %ic1] : memref<${BN}x${BM}xf32>, !VF
+    }
+  }
+  %odd = arith.cmpi ult, %npair, %nql : index
+  scf.if %odd {
+    %jr_end = func.call @s_rows_seen(%diag_row, %npair, %cL) : (index, index, index) -> index
+    scf.for %jr = %c0 to %jr_end step %c6 {
+      %jr1 = arith.addi %jr, %c1 : index
+      %jr2 = arith.addi %jr, %c2 : index
+      %jr3 = arith.addi %jr, %c3 : index
+      %jr4 = arith.addi %jr, %c4 : index
+      %jr5 = arith.addi %jr, %c5 : index
+      %acc:6 = scf.for %d = %c0 to %D step %c1
+          iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv, %a4 = %zv, %a5 = %zv)
+          -> (!VF, !VF, !VF, !VF, !VF, !VF) {
+        %q = vector.load %Qt[%d, %npair] : memref<${D}x${BM}xf32>, !VF
+        %k0s = memref.load %Kt[%jr, %d] : !KTILE
+        %k1s = memref.load %Kt[%jr1, %d] : !KTILE
+        %k2s = memref.load %Kt[%jr2, %d] : !KTILE
+        %k3s = memref.load %Kt[%jr3, %d] : !KTILE
+        %k4s = memref.load %Kt[%jr4, %d] : !KTILE
+        %k5s = memref.load %Kt[%jr5, %d] : !KTILE
+        %k0 = vector.broadcast %k0s : f32 to !VF
+        %k1 = vector.broadcast %k1s : f32 to !VF
+        %k2 = vector.broadcast %k2s : f32 to !VF
+        %k3 = vector.broadcast %k3s : f32 to !VF
+        %k4 = vector.broadcast %k4s : f32 to !VF
+        %k5 = vector.broadcast %k5s : f32 to !VF
+        %b0 = vector.fma %k0, %q, %a0 : !VF
+        %b1 = vector.fma %k1, %q, %a1 : !VF
+        %b2 = vector.fma %k2, %q, %a2 : !VF
+        %b3 = vector.fma %k3, %q, %a3 : !VF
+        %b4 = vector.fma %k4, %q, %a4 : !VF
+        %b5 = vector.fma %k5, %q, %a5 : !VF
+        scf.yield %b0, %b1, %b2, %b3, %b4, %b5 : !VF, !VF, !VF, !VF, !VF, !VF
+      } {pejit.unroll_factor = 4 : i64}
+      vector.store %acc#0, %St[%jr, %npair] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#1, %St[%jr1, %npair] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#2, %St[%jr2, %npair] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#3, %St[%jr3, %npair] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#4, %St[%jr4, %npair] : memref<${BN}x${BM}xf32>, !VF
+      vector.store %acc#5, %St[%jr5, %npair] : memref<${BN}x${BM}xf32>, !VF
     }
   }
   return
+}
+
+// Key rows [0, end) of the tile that a block of `width` query columns from
+// column ic sees, rounded up to the 6-row blocks: under a causal mask, the
+// rows up to the block's last column's diagonal (ic + width - 1 + diag_row),
+// else all BN.
+func.func private @s_rows_seen(%diag_row: index, %ic: index, %width: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c5 = arith.constant 5 : index
+  %c6 = arith.constant 6 : index
+  %BN = arith.constant ${BN} : index
+  %causal = arith.constant ${CAUSAL}
+  %seen0 = arith.addi %diag_row, %ic : index
+  %seen = arith.addi %seen0, %width : index
+  %seen_up0 = arith.addi %seen, %c5 : index
+  %seen_up1 = arith.divsi %seen_up0, %c6 : index
+  %seen_up = arith.muli %seen_up1, %c6 : index
+  %seen_lo = arith.maxsi %seen_up, %c0 : index
+  %seen_hi = arith.minsi %seen_lo, %BN : index
+  %jr_end = arith.select %causal, %seen_hi, %BN : index
+  return %jr_end : index
 }
 
 // Os = Os * alpha + P^T . V for one KV tile, in 6 x 16 blocks: the tile's
@@ -145,7 +202,7 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
                          %kcache: !KCACHE, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
                          %hk: index)
     attributes {passthrough = ["noinline"]} {
-  %zv8 = arith.constant dense<0.0> : !V8
+  %zv8 = arith.constant dense<0.0> : !VF
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -153,8 +210,9 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
   %c4 = arith.constant 4 : index
   %c5 = arith.constant 5 : index
   %c6 = arith.constant 6 : index
-  %c8 = arith.constant 8 : index
-  %c16 = arith.constant 16 : index
+  %cL = arith.constant ${L} : index
+  %c2L = arith.constant ${L2} : index
+  %cline = arith.constant 16 : index
   %BN = arith.constant ${BN} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
@@ -177,18 +235,18 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
     %row_base = arith.addi %pv_base, %ir : index
     %lo0, %hi0, %ja, %jb, %jc, %jd = func.call @pv_key_ranges(%row_base, %nk)
         : (index, index) -> (index, index, index, index, index, index)
-    scf.for %dc = %c0 to %DV step %c16 {
-      %dc1 = arith.addi %dc, %c8 : index
+    scf.for %dc = %c0 to %DV step %c2L {
+      %dc1 = arith.addi %dc, %cL : index
       // Rows [r0, r1) of the next KV tile: spread over all P . V blocks
       // (one prefetch per 64-byte line), overlapping the FMAs.
       %blocks_r = arith.divui %nq6, %c6 : index
-      %blocks_c = arith.divui %DV, %c16 : index
+      %blocks_c = arith.divui %DV, %c2L : index
       %blocks = arith.muli %blocks_r, %blocks_c : index
       %rows_per0 = arith.addi %BN, %blocks : index
       %rows_per1 = arith.subi %rows_per0, %c1 : index
       %rows_per = arith.divui %rows_per1, %blocks : index
       %blk_r = arith.divui %ir, %c6 : index
-      %blk_c = arith.divui %dc, %c16 : index
+      %blk_c = arith.divui %dc, %c2L : index
       %blk0 = arith.muli %blk_r, %blocks_c : index
       %blk = arith.addi %blk0, %blk_c : index
       %pr0a = arith.muli %blk, %rows_per : index
@@ -204,21 +262,21 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
         %kn = func.call @key_cache_tile(%kcache, %b, %hk, %jtn, %nkt)
             : (!KCACHE, index, index, index, index) -> !KTILE
         scf.for %pr = %pr0 to %pr1 step %c1 {
-          scf.for %d = %c0 to %D step %c16 {
+          scf.for %d = %c0 to %D step %cline {
             memref.prefetch %kn[%pr, %d], read, locality<2>, data : !KTILE
           }
         }
       } else {
         scf.for %pr = %pr0 to %pr1 step %c1 {
           %pj = arith.addi %jn, %pr : index
-          scf.for %d = %c0 to %D step %c16 {
+          scf.for %d = %c0 to %D step %cline {
             memref.prefetch %k[%b, %hk, %pj, %d], read, locality<2>, data : !K
           }
         }
       }
       scf.for %pr = %pr0 to %pr1 step %c1 {
         %pj = arith.addi %jn, %pr : index
-        scf.for %d = %c0 to %DV step %c16 {
+        scf.for %d = %c0 to %DV step %cline {
           memref.prefetch %v[%b, %hk, %pj, %d], read, locality<2>, data : !V
         }
       }
@@ -227,98 +285,98 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
       // per tile, not one per key; docs/limits.md states the bound).
       %e:12 = func.call @pv_edge_keys(%St, %Vr, %ir, %dc, %ja, %jb, %lo0, %hi0, %zv8, %zv8, %zv8,
                                       %zv8, %zv8, %zv8, %zv8, %zv8, %zv8, %zv8, %zv8, %zv8)
-          : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !V8, !V8,
-             !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
-          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
+          : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !VF, !VF,
+             !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
+          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
       %acc:12 = scf.for %j = %jb to %jc step %c1
           iter_args(%a00 = %e#0, %a01 = %e#1, %a10 = %e#2, %a11 = %e#3, %a20 = %e#4, %a21 = %e#5,
                     %a30 = %e#6, %a31 = %e#7, %a40 = %e#8, %a41 = %e#9, %a50 = %e#10,
                     %a51 = %e#11)
-          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-        %v0 = vector.load %Vr[%j, %dc] : !VROWS, !V8
-        %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !V8
+          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
+        %v0 = vector.load %Vr[%j, %dc] : !VROWS, !VF
+        %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !VF
         %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
         %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
         %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>
         %p3s = memref.load %St[%j, %ir3] : memref<${BN}x${BM}xf32>
         %p4s = memref.load %St[%j, %ir4] : memref<${BN}x${BM}xf32>
         %p5s = memref.load %St[%j, %ir5] : memref<${BN}x${BM}xf32>
-        %p0 = vector.broadcast %p0s : f32 to !V8
-        %p1 = vector.broadcast %p1s : f32 to !V8
-        %p2 = vector.broadcast %p2s : f32 to !V8
-        %p3 = vector.broadcast %p3s : f32 to !V8
-        %p4 = vector.broadcast %p4s : f32 to !V8
-        %p5 = vector.broadcast %p5s : f32 to !V8
-        %b00 = vector.fma %p0, %v0, %a00 : !V8
-        %b01 = vector.fma %p0, %v1, %a01 : !V8
-        %b10 = vector.fma %p1, %v0, %a10 : !V8
-        %b11 = vector.fma %p1, %v1, %a11 : !V8
-        %b20 = vector.fma %p2, %v0, %a20 : !V8
-        %b21 = vector.fma %p2, %v1, %a21 : !V8
-        %b30 = vector.fma %p3, %v0, %a30 : !V8
-        %b31 = vector.fma %p3, %v1, %a31 : !V8
-        %b40 = vector.fma %p4, %v0, %a40 : !V8
-        %b41 = vector.fma %p4, %v1, %a41 : !V8
-        %b50 = vector.fma %p5, %v0, %a50 : !V8
-        %b51 = vector.fma %p5, %v1, %a51 : !V8
+        %p0 = vector.broadcast %p0s : f32 to !VF
+        %p1 = vector.broadcast %p1s : f32 to !VF
+        %p2 = vector.broadcast %p2s : f32 to !VF
+        %p3 = vector.broadcast %p3s : f32 to !VF
+        %p4 = vector.broadcast %p4s : f32 to !VF
+        %p5 = vector.broadcast %p5s : f32 to !VF
+        %b00 = vector.fma %p0, %v0, %a00 : !VF
+        %b01 = vector.fma %p0, %v1, %a01 : !VF
+        %b10 = vector.fma %p1, %v0, %a10 : !VF
+        %b11 = vector.fma %p1, %v1, %a11 : !VF
+        %b20 = vector.fma %p2, %v0, %a20 : !VF
+        %b21 = vector.fma %p2, %v1, %a21 : !VF
+        %b30 = vector.fma %p3, %v0, %a30 : !VF
+        %b31 = vector.fma %p3, %v1, %a31 : !VF
+        %b40 = vector.fma %p4, %v0, %a40 : !VF
+        %b41 = vector.fma %p4, %v1, %a41 : !VF
+        %b50 = vector.fma %p5, %v0, %a50 : !VF
+        %b51 = vector.fma %p5, %v1, %a51 : !VF
         scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
-            : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+            : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
       } {pejit.unroll_factor = 4 : i64}
       %f:12 = func.call @pv_edge_keys(%St, %Vr, %ir, %dc, %jc, %jd, %lo0, %hi0, %acc#0, %acc#1,
                                       %acc#2, %acc#3, %acc#4, %acc#5, %acc#6, %acc#7, %acc#8,
                                       %acc#9, %acc#10, %acc#11)
-          : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !V8, !V8,
-             !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
-          -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8)
+          : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !VF, !VF,
+             !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
+          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
       // Os = Os * alpha + this tile's P V, row by row.
       %al0s = memref.load %A[%ir] : memref<${BM}xf32>
-      %al0 = vector.broadcast %al0s : f32 to !V8
-      %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %w00 = vector.fma %o00, %al0, %f#0 : !V8
-      vector.store %w00, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %w01 = vector.fma %o01, %al0, %f#1 : !V8
-      vector.store %w01, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al0 = vector.broadcast %al0s : f32 to !VF
+      %o00 = vector.load %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %w00 = vector.fma %o00, %al0, %f#0 : !VF
+      vector.store %w00, %Os[%ir, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %o01 = vector.load %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !VF
+      %w01 = vector.fma %o01, %al0, %f#1 : !VF
+      vector.store %w01, %Os[%ir, %dc1] : memref<${BM}x${DV}xf32>, !VF
       %al1s = memref.load %A[%ir1] : memref<${BM}xf32>
-      %al1 = vector.broadcast %al1s : f32 to !V8
-      %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %w10 = vector.fma %o10, %al1, %f#2 : !V8
-      vector.store %w10, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %w11 = vector.fma %o11, %al1, %f#3 : !V8
-      vector.store %w11, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al1 = vector.broadcast %al1s : f32 to !VF
+      %o10 = vector.load %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %w10 = vector.fma %o10, %al1, %f#2 : !VF
+      vector.store %w10, %Os[%ir1, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %o11 = vector.load %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !VF
+      %w11 = vector.fma %o11, %al1, %f#3 : !VF
+      vector.store %w11, %Os[%ir1, %dc1] : memref<${BM}x${DV}xf32>, !VF
       %al2s = memref.load %A[%ir2] : memref<${BM}xf32>
-      %al2 = vector.broadcast %al2s : f32 to !V8
-      %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %w20 = vector.fma %o20, %al2, %f#4 : !V8
-      vector.store %w20, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %w21 = vector.fma %o21, %al2, %f#5 : !V8
-      vector.store %w21, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al2 = vector.broadcast %al2s : f32 to !VF
+      %o20 = vector.load %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %w20 = vector.fma %o20, %al2, %f#4 : !VF
+      vector.store %w20, %Os[%ir2, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %o21 = vector.load %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !VF
+      %w21 = vector.fma %o21, %al2, %f#5 : !VF
+      vector.store %w21, %Os[%ir2, %dc1] : memref<${BM}x${DV}xf32>, !VF
       %al3s = memref.load %A[%ir3] : memref<${BM}xf32>
-      %al3 = vector.broadcast %al3s : f32 to !V8
-      %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %w30 = vector.fma %o30, %al3, %f#6 : !V8
-      vector.store %w30, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %w31 = vector.fma %o31, %al3, %f#7 : !V8
-      vector.store %w31, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al3 = vector.broadcast %al3s : f32 to !VF
+      %o30 = vector.load %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %w30 = vector.fma %o30, %al3, %f#6 : !VF
+      vector.store %w30, %Os[%ir3, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %o31 = vector.load %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !VF
+      %w31 = vector.fma %o31, %al3, %f#7 : !VF
+      vector.store %w31, %Os[%ir3, %dc1] : memref<${BM}x${DV}xf32>, !VF
       %al4s = memref.load %A[%ir4] : memref<${BM}xf32>
-      %al4 = vector.broadcast %al4s : f32 to !V8
-      %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %w40 = vector.fma %o40, %al4, %f#8 : !V8
-      vector.store %w40, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %w41 = vector.fma %o41, %al4, %f#9 : !V8
-      vector.store %w41, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al4 = vector.broadcast %al4s : f32 to !VF
+      %o40 = vector.load %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %w40 = vector.fma %o40, %al4, %f#8 : !VF
+      vector.store %w40, %Os[%ir4, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %o41 = vector.load %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !VF
+      %w41 = vector.fma %o41, %al4, %f#9 : !VF
+      vector.store %w41, %Os[%ir4, %dc1] : memref<${BM}x${DV}xf32>, !VF
       %al5s = memref.load %A[%ir5] : memref<${BM}xf32>
-      %al5 = vector.broadcast %al5s : f32 to !V8
-      %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %w50 = vector.fma %o50, %al5, %f#10 : !V8
-      vector.store %w50, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !V8
-      %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
-      %w51 = vector.fma %o51, %al5, %f#11 : !V8
-      vector.store %w51, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !V8
+      %al5 = vector.broadcast %al5s : f32 to !VF
+      %o50 = vector.load %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %w50 = vector.fma %o50, %al5, %f#10 : !VF
+      vector.store %w50, %Os[%ir5, %dc] : memref<${BM}x${DV}xf32>, !VF
+      %o51 = vector.load %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !VF
+      %w51 = vector.fma %o51, %al5, %f#11 : !VF
+      vector.store %w51, %Os[%ir5, %dc1] : memref<${BM}x${DV}xf32>, !VF
     }
   }
   return
@@ -377,67 +435,67 @@ func.func private @pv_key_ranges(%row_base: index, %nk: index)
 // it was (a select, not a multiply by P = 0: V may hold NaN or inf there).
 func.func private @pv_edge_keys(%St: memref<${BN}x${BM}xf32>, %Vr: !VROWS, %ir: index,
                                 %dc: index, %ja: index, %jb: index, %lo0: index, %hi0: index,
-                                %s00: !V8, %s01: !V8, %s10: !V8, %s11: !V8, %s20: !V8,
-                                %s21: !V8, %s30: !V8, %s31: !V8, %s40: !V8, %s41: !V8,
-                                %s50: !V8, %s51: !V8)
-    -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+                                %s00: !VF, %s01: !VF, %s10: !VF, %s11: !VF, %s20: !VF,
+                                %s21: !VF, %s30: !VF, %s31: !VF, %s40: !VF, %s41: !VF,
+                                %s50: !VF, %s51: !VF)
+    -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %t0 = arith.constant 0 : index
   %t1 = arith.constant 1 : index
   %t2 = arith.constant 2 : index
   %t3 = arith.constant 3 : index
   %t4 = arith.constant 4 : index
   %t5 = arith.constant 5 : index
-  %dc1 = arith.addi %dc, %c8 : index
+  %dc1 = arith.addi %dc, %cL : index
   %acc:12 = scf.for %j = %ja to %jb step %c1
       iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
                 %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
-      -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-    %v0 = vector.load %Vr[%j, %dc] : !VROWS, !V8
-    %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !V8
+      -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
+    %v0 = vector.load %Vr[%j, %dc] : !VROWS, !VF
+    %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !VF
     // Row t sees key j iff lo0 <= j - t <= hi0.
     %r0:2 = func.call @pv_edge_row(%St, %j, %ir, %t0, %lo0, %hi0, %v0, %v1, %a00, %a01)
-        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
-        -> (!V8, !V8)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !VF, !VF, !VF, !VF)
+        -> (!VF, !VF)
     %r1:2 = func.call @pv_edge_row(%St, %j, %ir, %t1, %lo0, %hi0, %v0, %v1, %a10, %a11)
-        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
-        -> (!V8, !V8)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !VF, !VF, !VF, !VF)
+        -> (!VF, !VF)
     %r2:2 = func.call @pv_edge_row(%St, %j, %ir, %t2, %lo0, %hi0, %v0, %v1, %a20, %a21)
-        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
-        -> (!V8, !V8)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !VF, !VF, !VF, !VF)
+        -> (!VF, !VF)
     %r3:2 = func.call @pv_edge_row(%St, %j, %ir, %t3, %lo0, %hi0, %v0, %v1, %a30, %a31)
-        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
-        -> (!V8, !V8)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !VF, !VF, !VF, !VF)
+        -> (!VF, !VF)
     %r4:2 = func.call @pv_edge_row(%St, %j, %ir, %t4, %lo0, %hi0, %v0, %v1, %a40, %a41)
-        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
-        -> (!V8, !V8)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !VF, !VF, !VF, !VF)
+        -> (!VF, !VF)
     %r5:2 = func.call @pv_edge_row(%St, %j, %ir, %t5, %lo0, %hi0, %v0, %v1, %a50, %a51)
-        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !V8, !V8, !V8, !V8)
-        -> (!V8, !V8)
+        : (memref<${BN}x${BM}xf32>, index, index, index, index, index, !VF, !VF, !VF, !VF)
+        -> (!VF, !VF)
     scf.yield %r0#0, %r0#1, %r1#0, %r1#1, %r2#0, %r2#1, %r3#0, %r3#1, %r4#0, %r4#1, %r5#0, %r5#1
-        : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+        : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
   }
   return %acc#0, %acc#1, %acc#2, %acc#3, %acc#4, %acc#5, %acc#6, %acc#7, %acc#8, %acc#9,
-         %acc#10, %acc#11 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+         %acc#10, %acc#11 : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
 }
 
 // One row of @pv_edge_keys: (acc0, acc1) + P[j, ir + t] (v0, v1) if row
 // ir + t sees key j (lo0 <= j - t <= hi0), else (acc0, acc1).
 func.func private @pv_edge_row(%St: memref<${BN}x${BM}xf32>, %j: index, %ir: index, %t: index,
-                               %lo0: index, %hi0: index, %v0: !V8, %v1: !V8, %a0: !V8,
-                               %a1: !V8) -> (!V8, !V8) {
+                               %lo0: index, %hi0: index, %v0: !VF, %v1: !VF, %a0: !VF,
+                               %a1: !VF) -> (!VF, !VF) {
   %row = arith.addi %ir, %t : index
   %ps = memref.load %St[%j, %row] : memref<${BN}x${BM}xf32>
-  %p = vector.broadcast %ps : f32 to !V8
-  %b0 = vector.fma %p, %v0, %a0 : !V8
-  %b1 = vector.fma %p, %v1, %a1 : !V8
+  %p = vector.broadcast %ps : f32 to !VF
+  %b0 = vector.fma %p, %v0, %a0 : !VF
+  %b1 = vector.fma %p, %v1, %a1 : !VF
   %jt = arith.subi %j, %t : index
   %after = arith.cmpi sge, %jt, %lo0 : index
   %before = arith.cmpi sle, %jt, %hi0 : index
   %sees = arith.andi %after, %before : i1
-  %o0 = arith.select %sees, %b0, %a0 : !V8
-  %o1 = arith.select %sees, %b1, %a1 : !V8
-  return %o0, %o1 : !V8, !V8
+  %o0 = arith.select %sees, %b0, %a0 : !VF
+  %o1 = arith.select %sees, %b1, %a1 : !VF
+  return %o0, %o1 : !VF, !VF
 }
 

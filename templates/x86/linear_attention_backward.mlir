@@ -183,7 +183,7 @@ func.func private @load_keys(%k: !K, %v: !V, %b: index, %kh: index, %j0: index, 
         %m8 = vector.load %M[%c] : !VEC, !V8
         %d8 = arith.subf %k8, %m8 : !V8
         %x8 = arith.mulf %d8, %log2e : !V8
-        %e8 = func.call @exp2_v8(%x8) : (!V8) -> !V8
+        %e8 = func.call @exp2_vec(%x8) : (!V8) -> !V8
         vector.store %e8, %knum[%j, %c] : !TILE, !V8
         vector.store %e8, %kden[%j, %c] : !TILE, !V8
       }

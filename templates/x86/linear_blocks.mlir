@@ -152,7 +152,7 @@ func.func private @prepare_keys(%num: !TILE, %den: !TILE, %n: index, %S: !STATE,
       }
       %d_old = arith.subf %m_old, %m_new : !V8
       %d_old2 = arith.mulf %d_old, %log2e : !V8
-      %a8 = func.call @exp2_v8(%d_old2) : (!V8) -> !V8
+      %a8 = func.call @exp2_vec(%d_old2) : (!V8) -> !V8
       %z_new = arith.mulf %z_old, %a8 : !V8
       vector.store %z_new, %z[%c] : !VEC, !V8
       vector.store %m_new, %m[%c] : !VEC, !V8
@@ -161,7 +161,7 @@ func.func private @prepare_keys(%num: !TILE, %den: !TILE, %n: index, %S: !STATE,
         %k8 = vector.load %num[%j, %c] : !TILE, !V8
         %d_key = arith.subf %k8, %m_new : !V8
         %d_key2 = arith.mulf %d_key, %log2e : !V8
-        %w8 = func.call @exp2_v8(%d_key2) : (!V8) -> !V8
+        %w8 = func.call @exp2_vec(%d_key2) : (!V8) -> !V8
         vector.store %w8, %den[%j, %c] : !TILE, !V8
       }
     }

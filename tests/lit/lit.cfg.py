@@ -30,3 +30,15 @@ if not toolkits:
     toolkits = ["/usr/local/cuda"]
 if any(os.path.isdir(os.path.join(t, "nvvm", "libdevice")) for t in toolkits):
     config.available_features.add("libdevice")
+# The host's x86 ISA families (docs/isa.md): tests of their instructions.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu_flags = set(cpuinfo.read().split())
+except OSError:
+    cpu_flags = set()
+if "avx512f" in cpu_flags:
+    config.available_features.add("x86-avx512")
+# Kernels in the avx2 family unless a test asks for another: the checks do
+# not depend on the host's CPU (tests/lit/compiler/instantiate-x86-isa.mlir
+# and tools/compile-isa-asm.mlir check the other families).
+config.environment["PEJIT_X86_ISA"] = "avx2"

@@ -3,6 +3,7 @@
 // are refused; a stuck lock holder makes others wait with a message, then
 // compile themselves; crashed writers' temporaries are removed at the next
 // start; zero-size specs never reach the cache.
+#include "pejit/compiler/backends/x86/HostIsa.h"
 #include "pejit/runtime/Pejit.h"
 #include "pejit/runtime/cache/DiskCache.h"
 #include "pejit/runtime/npy/Npy.h"
@@ -237,6 +238,7 @@ TEST_F(CacheFaults, StuckLockHolderTimesOut) {
 TEST_F(CacheFaults, RuntimeCompilesPastAStuckLock) {
   setenv("PEJIT_CACHE_LOCK_TIMEOUT", "0.3", 1);
   std::string key = compilerFingerprint() + "|" + Runtime::hostTarget() +
+                    "|isa=" + x86IsaName(*resolveX86Isa()) +
                     "|tile=" + std::to_string(X86TileConfig{}.queryTile) + "x" +
                     std::to_string(X86TileConfig{}.keyTile) + "|" + ropeSpec().source();
   int fd = ::open((dir / (fnv1aHex(key) + ".lock")).c_str(), O_RDWR | O_CREAT, 0644);

@@ -3,6 +3,7 @@
 // with a warning; a crashed writer leaves nothing that loads; concurrent
 // writers leave one whole entry; eviction keeps the size limit.
 #include "pejit/runtime/cache/DiskCache.h"
+#include "pejit/compiler/backends/x86/HostIsa.h"
 #include "pejit/runtime/Pejit.h"
 
 #include "gtest/gtest.h"
@@ -167,6 +168,35 @@ TEST_F(DiskCacheTest, DamagedEntriesAreRebuiltWithAWarning) {
                          fs::resize_file(e / "kernel.1.o", fs::file_size(e / "kernel.1.o") - 1);
                        }});
   }
+  // A meta naming an ISA family this host lacks, as a cache directory
+  // shared with another kind of host could hold: refused before its code is
+  // mapped (docs/isa.md), whatever the key says.
+  auto forgeIsa = [](const std::string &isa) {
+    return [isa](const fs::path &e) {
+      std::ifstream in(e / "meta");
+      std::string line, text;
+      bool found = false;
+      while (std::getline(in, line)) {
+        if (line.rfind("checksum ", 0) == 0)
+          continue; // written again below, as a writer would
+        found = found || line.rfind("isa ", 0) == 0;
+        text += (line.rfind("isa ", 0) == 0 ? "isa " + isa + " 16" : line) + "\n";
+      }
+      in.close();
+      ASSERT_TRUE(found) << "the meta has no isa line";
+      std::ofstream(e / "meta", std::ios::trunc) << text << "checksum " << fnv1aHex(text) << "\n";
+    };
+  };
+  damages.push_back({"names no x86 ISA family", forgeIsa("sse9")});
+  std::optional<X86Isa> foreign;
+  for (X86Isa isa : allX86Isas())
+    if (!foreign && !x86IsaMissingFlag(isa, hostHasCpuFeature).empty())
+      foreign = isa;
+  if (foreign)
+    damages.push_back({"which this host", forgeIsa(x86IsaName(*foreign))});
+  else
+    std::printf("note: this host has every x86 ISA family's flags; the foreign-family meta "
+                "is checked on hosts that lack one\n");
   for (const Damage &damage : damages) {
     SCOPED_TRACE(damage.problem);
     fs::path stored = entry();

@@ -285,6 +285,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"T", elementType},
       {"WIDEN8", x86WidenBody(elementType)},
       {"NARROW8", x86NarrowBody(elementType)},
+      {"L", "8"}, // exp2.mlir's lanes
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},

@@ -44,7 +44,7 @@ std::string pejit::x86FeatureMapBody(attn::FeatureMap map) {
            "  %positive = arith.cmpf ogt, %x, %zero : vector<8xf32>\n"
            "  %log2e = arith.constant dense<1.44269504088896341> : vector<8xf32>\n"
            "  %x2 = arith.mulf %x, %log2e : vector<8xf32>\n"
-           "  %e = func.call @exp2_v8(%x2) : (vector<8xf32>) -> vector<8xf32>\n"
+           "  %e = func.call @exp2_vec(%x2) : (vector<8xf32>) -> vector<8xf32>\n"
            "  %p = arith.addf %x, %one : vector<8xf32>\n"
            "  %y = arith.select %positive, %p, %e : vector<8xi1>, vector<8xf32>\n"
            "  return %y : vector<8xf32>";
@@ -156,7 +156,8 @@ LogicalResult pejit::instantiateX86LinearAttention(ModuleOp module) {
                  {"STATE_VIEW", stateViewText(op.getState() != nullptr, shape)},
                  {"STATE_IN", op.getState() ? stateCopyBody(/*in=*/true, map) : ""},
                  {"STATE_OUT", op.getState() ? stateCopyBody(/*in=*/false, map) : ""},
-                 {"NARROW8", x86NarrowBody(outName)}});
+                 {"NARROW8", x86NarrowBody(outName)},
+                 {"L", "8"}}); // exp2.mlir's lanes
   FailureOr<std::string> text =
       substitute(loadTemplateWithBlocks({"x86/linear_attention.mlir", kX86LinearAttentionTemplate},
                                         {{"x86/linear_blocks.mlir", kX86LinearBlocksTemplate},

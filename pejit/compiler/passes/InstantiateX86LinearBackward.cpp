@@ -100,7 +100,8 @@ LogicalResult pejit::instantiateX86LinearBackward(ModuleOp module) {
                  {"HAS_STATE", "false"},
                  {"QUERY_FACTOR8", factorBody(map, /*key=*/false)},
                  {"KEY_FACTOR8", factorBody(map, /*key=*/true)},
-                 {"NARROW8", x86NarrowBody(typeName)}});
+                 {"NARROW8", x86NarrowBody(typeName)},
+                 {"L", "8"}}); // exp2.mlir's lanes
   FailureOr<std::string> text = substitute(
       loadTemplateWithBlocks(
           {"x86/linear_attention_backward.mlir", kX86LinearBackwardTemplate},

@@ -4,6 +4,7 @@
 // result is parsed, and its hook ops are expanded by the fused encodings
 // through PositionalEncodingAttrInterface; this file never names a concrete
 // encoding.
+#include "pejit/compiler/backends/x86/HostIsa.h"
 #include "pejit/compiler/backends/x86/X86TileRules.h"
 #include "pejit/compiler/passes/Instantiate.h"
 #include "pejit/compiler/passes/Passes.h"
@@ -53,29 +54,33 @@ enum class ValueRows { View, Copy, ViewForFullTiles };
 /// 16-column slices down the rows: with a full Q tile the FMAs hide that, in
 /// decode (one query row per item, bound by reading K and V) the row-by-row
 /// copy was ~17% faster.
-std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile, ValueRows mode) {
-  std::string dv = std::to_string(valueDim);
+std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTile, ValueRows mode,
+                          int64_t lanes) {
+  std::string dv = std::to_string(valueDim), n = std::to_string(lanes);
   std::string view = "%rows = memref.subview %v[%b, %hk, %j0, 0] [1, 1, %nk, " + dv +
                      "] [1, 1, 1, 1] : !V to !VROWS\n";
   if (mode == ValueRows::View)
     return view + "  return %rows : !VROWS";
   std::string tile = "memref<" + std::to_string(keyTile) + "x" + dv + "xf32>";
   std::string widened = t == "f32" ? "%x" : "%w";
-  std::string widen =
-      t == "f32" ? "" : "      %w = arith.extf %x : vector<8x" + t + "> to vector<8xf32>\n";
+  std::string widen = t == "f32" ? ""
+                                 : "      %w = arith.extf %x : vector<" + n + "x" + t +
+                                       "> to vector<" + n + "xf32>\n";
   std::string copy = "%c0 = arith.constant 0 : index\n"
                      "  %c1 = arith.constant 1 : index\n"
-                     "  %c8 = arith.constant 8 : index\n"
+                     "  %lanes = arith.constant " +
+                     n +
+                     " : index\n"
                      "  %dv = arith.constant " +
                      dv +
                      " : index\n"
                      "  scf.for %r = %c0 to %nk step %c1 {\n"
                      "    %j = arith.addi %j0, %r : index\n"
-                     "    scf.for %d = %c0 to %dv step %c8 {\n"
-                     "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<8x" +
-                     t + ">\n" + widen + "      vector.store " + widened +
-                     ", %Vs[%r, %d] : " + tile +
-                     ", vector<8xf32>\n"
+                     "    scf.for %d = %c0 to %dv step %lanes {\n"
+                     "      %x = vector.load %v[%b, %hk, %j, %d] : !V, vector<" +
+                     n + "x" + t + ">\n" + widen + "      vector.store " + widened +
+                     ", %Vs[%r, %d] : " + tile + ", vector<" + n +
+                     "xf32>\n"
                      "    }\n"
                      "  }\n"
                      "  %rows = memref.cast %Vs : " +
@@ -86,6 +91,14 @@ std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTil
          "  scf.yield %rows : !VROWS\n} else {\n  " + copy +
          "  scf.yield %rows : !VROWS\n}\n  return %picked : !VROWS";
 }
+/// [0, 1, ..., lanes - 1], a dense vector constant's values.
+std::string laneIota(int64_t lanes) {
+  std::string text = "[";
+  for (int64_t i = 0; i < lanes; ++i)
+    text += (i ? ", " : "") + std::to_string(i);
+  return text + "]";
+}
+
 /// The body of @key_rows_in_place for f32 K: the tile at K's element
 /// offset + b s0 + hk s1 + j0 s2, `keyTile` rows `headDim` apart.
 std::string keyRowsInPlaceBody(int64_t keyTile, int64_t headDim) {
@@ -107,13 +120,16 @@ std::string keyRowsInPlaceBody(int64_t keyTile, int64_t headDim) {
 
 } // namespace
 
-/// The body of @narrow8 (8 x f32 -> 8 x OT): a plain return for f32.
-std::string pejit::x86NarrowBody(const std::string &t) {
+/// The body of @narrow8 (lanes x f32 -> lanes x OT): a plain return for f32.
+std::string pejit::x86NarrowBody(const std::string &t, int64_t lanes) {
+  const std::string n = std::to_string(lanes);
   if (t == "f32")
-    return "return %x : vector<8xf32>";
+    return "return %x : vector<" + n + "xf32>";
   if (t == "f16") // vcvtps2ph (F16C)
-    return "%n = arith.truncf %x : vector<8xf32> to vector<8xf16>\n"
-           "  return %n : vector<8xf16>";
+    return "%n = arith.truncf %x : vector<" + n + "xf32> to vector<" + n +
+           "xf16>\n"
+           "  return %n : vector<" +
+           n + "xf16>";
   // bf16 = the high half of the f32 bits, rounded to nearest even:
   // (bits + 0x7fff + ((bits >> 16) & 1)) >> 16; a NaN becomes the quiet NaN
   // 0x7fc0 first (as f32: rounding could carry a NaN's payload into inf).
@@ -121,24 +137,57 @@ std::string pejit::x86NarrowBody(const std::string &t) {
   // AVX512-BF16. The NaN select is on f32 lanes: on the i32 bits LLVM sank
   // it past the truncation and did it lane by lane (8 cmovs and 8 scalar
   // stores per vector; bench/RESULTS.md, session 19).
-  return "%qnan = arith.constant dense<0x7FC00000> : vector<8xf32>\n"
-         "  %nan = arith.cmpf uno, %x, %x : vector<8xf32>\n"
-         "  %xq = arith.select %nan, %qnan, %x : vector<8xi1>, vector<8xf32>\n"
-         "  %bits = arith.bitcast %xq : vector<8xf32> to vector<8xi32>\n"
-         "  %c16 = arith.constant dense<16> : vector<8xi32>\n"
-         "  %c1 = arith.constant dense<1> : vector<8xi32>\n"
-         "  %bias = arith.constant dense<32767> : vector<8xi32>\n"
-         "  %hi = arith.shrui %bits, %c16 : vector<8xi32>\n"
-         "  %lsb = arith.andi %hi, %c1 : vector<8xi32>\n"
-         "  %up = arith.addi %bits, %bias : vector<8xi32>\n"
-         "  %rounded = arith.addi %up, %lsb : vector<8xi32>\n"
-         "  %top = arith.shrui %rounded, %c16 : vector<8xi32>\n"
-         "  %half = arith.trunci %top : vector<8xi32> to vector<8xi16>\n"
-         "  %n = arith.bitcast %half : vector<8xi16> to vector<8xbf16>\n"
-         "  return %n : vector<8xbf16>";
+  return "%qnan = arith.constant dense<0x7FC00000> : vector<" + n +
+         "xf32>\n"
+         "  %nan = arith.cmpf uno, %x, %x : vector<" +
+         n +
+         "xf32>\n"
+         "  %xq = arith.select %nan, %qnan, %x : vector<" +
+         n + "xi1>, vector<" + n +
+         "xf32>\n"
+         "  %bits = arith.bitcast %xq : vector<" +
+         n + "xf32> to vector<" + n +
+         "xi32>\n"
+         "  %c16 = arith.constant dense<16> : vector<" +
+         n +
+         "xi32>\n"
+         "  %c1 = arith.constant dense<1> : vector<" +
+         n +
+         "xi32>\n"
+         "  %bias = arith.constant dense<32767> : vector<" +
+         n +
+         "xi32>\n"
+         "  %hi = arith.shrui %bits, %c16 : vector<" +
+         n +
+         "xi32>\n"
+         "  %lsb = arith.andi %hi, %c1 : vector<" +
+         n +
+         "xi32>\n"
+         "  %up = arith.addi %bits, %bias : vector<" +
+         n +
+         "xi32>\n"
+         "  %rounded = arith.addi %up, %lsb : vector<" +
+         n +
+         "xi32>\n"
+         "  %top = arith.shrui %rounded, %c16 : vector<" +
+         n +
+         "xi32>\n"
+         "  %half = arith.trunci %top : vector<" +
+         n + "xi32> to vector<" + n +
+         "xi16>\n"
+         "  %n = arith.bitcast %half : vector<" +
+         n + "xi16> to vector<" + n +
+         "xbf16>\n"
+         "  return %n : vector<" +
+         n + "xbf16>";
 }
 
-LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig &tiles) {
+namespace {
+LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X86Isa isa);
+
+/// The kernel of the module's one function, at 8 lanes or (the forward
+/// attention, where its rules allow) the family's.
+LogicalResult instantiateKernel(ModuleOp module, const X86TileConfig &tiles, X86Isa isa) {
   // A pe.rope on its own: the standalone transform kernel.
   if (isMaterializedBias(module))
     return instantiateX86ScoreBias(module);
@@ -158,6 +207,32 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
     return instantiateX86LinearAttention(module);
   if (isAttentionBackward(module))
     return instantiateX86Backward(module);
+  return instantiateForward(module, tiles, isa);
+}
+} // namespace
+
+LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig &tiles) {
+  Expected<X86Isa> isa = resolveX86Isa(tiles.isa);
+  if (!isa)
+    return module.emitError() << isa.error();
+  if (failed(instantiateKernel(module, tiles, *isa)))
+    return failure();
+  // Every kind says its family and lanes (8 unless it chose more), and its
+  // code is generated for the family (HostIsa.h).
+  Builder attrs(module.getContext());
+  NamedAttrList info(module->getAttrOfType<DictionaryAttr>(kKernelInfoAttr));
+  info.set("target", attrs.getStringAttr(std::string("x86-") + x86IsaName(*isa)));
+  info.set("isa", attrs.getStringAttr(x86IsaName(*isa)));
+  if (!info.get("lanes"))
+    info.set("lanes", attrs.getI64IntegerAttr(8));
+  module->setAttr(kKernelInfoAttr, attrs.getDictionaryAttr(info));
+  module->setAttr(kX86IsaAttr, attrs.getStringAttr(x86IsaName(*isa)));
+  return success();
+}
+
+namespace {
+/// The forward attention: templates/x86/avx2_attention.mlir and its blocks.
+LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X86Isa isa) {
   FailureOr<FusedAttention> found = findFusedAttention(module);
   if (failed(found))
     return failure();
@@ -171,8 +246,13 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   shape.queryTileRows = tiles.queryTile;
   shape.hasQueryTileScratch = true;
   if (shape.headDim % 8 != 0 || shape.valueDim % 16 != 0)
-    return op.emitError() << "the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
+    return op.emitError() << "the x86 kernel needs d % 8 == 0 and dv % 16 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
+  // The family's lanes where its blocks divide the shape: rows of d in
+  // whole vectors, P . V's column blocks of two vectors in dv. Else 8.
+  const int64_t lanes =
+      x86IsaLanes(isa) == 16 && shape.headDim % 16 == 0 && shape.valueDim % 32 == 0 ? 16 : 8;
+  shape.vectorWidth = lanes;
   if (std::string problem =
           x86TileProblem(tiles.queryTile, tiles.keyTile, shape.headDim, shape.valueDim);
       !problem.empty())
@@ -266,6 +346,10 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"D", std::to_string(shape.headDim)},
       {"DV", std::to_string(shape.valueDim)},
       {"BM", std::to_string(tiles.queryTile)},
+      {"L", std::to_string(lanes)},
+      {"L2", std::to_string(2 * lanes)},
+      {"LM1", std::to_string(lanes - 1)},
+      {"IOTA", laneIota(lanes)},
       {"BN", std::to_string(tiles.keyTile)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
@@ -293,9 +377,9 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
       {"KCACHE", lengthsAreCalls ? std::string("?")
                                  : std::to_string(std::max<int64_t>(plan.keyCacheFloats, 1))},
       {"KTILE_FLOATS", std::to_string(tiles.keyTile * shape.headDim)},
-      {"VALUE_ROWS",
-       valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile, valueRows)},
-      {"NARROW8", x86NarrowBody(kernelElementTypeName(outType))},
+      {"VALUE_ROWS", valueRowsBody(kernelElementTypeName(inType), shape.valueDim, tiles.keyTile,
+                                   valueRows, lanes)},
+      {"NARROW8", x86NarrowBody(kernelElementTypeName(outType), lanes)},
       // K read in place by one-row items: f32 K that no QK transform changes.
       {"K_IN_PLACE", keyInPlace ? "true" : "false"},
       {"KEY_ROWS_IN_PLACE", keyInPlace ? keyRowsInPlaceBody(tiles.keyTile, shape.headDim)
@@ -338,6 +422,7 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));
   info.append("tile_n", attrs.getI64IntegerAttr(tiles.keyTile));
+  info.append("lanes", attrs.getI64IntegerAttr(lanes));
   info.append("target", attrs.getStringAttr("x86-avx2"));
   info.append("dtype", attrs.getStringAttr(kernelElementTypeName(inType)));
   info.append("out_dtype", attrs.getStringAttr(kernelElementTypeName(outType)));
@@ -348,12 +433,20 @@ LogicalResult pejit::instantiateX86Template(ModuleOp module, const X86TileConfig
   return success();
 }
 
-namespace {
 struct InstantiateX86TemplatePass
     : pejit::impl::InstantiateX86TemplateBase<InstantiateX86TemplatePass> {
   using Base::Base;
   void runOnOperation() override {
-    if (failed(instantiateX86Template(getOperation(), X86TileConfig{tileM, tileN})))
+    X86TileConfig tiles{tileM, tileN, std::nullopt};
+    if (!isa.empty()) {
+      std::string error;
+      tiles.isa = parseX86Isa(isa, &error);
+      if (!tiles.isa) {
+        getOperation().emitError() << error;
+        return signalPassFailure();
+      }
+    }
+    if (failed(instantiateX86Template(getOperation(), tiles)))
       signalPassFailure();
   }
 };

@@ -95,6 +95,9 @@ def InstantiateX86Template : Pass<"attn-instantiate-x86-template", "::mlir::Modu
            "query rows per work item (multiple of 48)">,
     Option<"tileN", "tile-n", "int64_t", /*default=*/"96",
            "keys per KV tile (multiple of 6)">,
+    Option<"isa", "isa", "std::string", /*default=*/"\"\"",
+           "x86 ISA family (avx2, avx512, avx512_bf16, amx); empty: "
+           "PEJIT_X86_ISA, else the host's best (docs/isa.md)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

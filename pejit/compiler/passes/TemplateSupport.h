@@ -85,7 +85,7 @@ std::string x86WidenOneBody(const std::string &t);
 
 /// The body of the x86 templates' @narrow8 (8 x f32 -> 8 x `t`, t = f32,
 /// f16 or bf16): a plain return for f32.
-std::string x86NarrowBody(const std::string &t);
+std::string x86NarrowBody(const std::string &t, int64_t lanes = 8);
 
 /// `%w = ...` as one `to` element from `%v`, one `from` element (f32, f16,
 /// bf16): an extf, a truncf, or a bitcast for the same type. The nvidia

@@ -292,6 +292,9 @@ std::optional<KernelArtifact> DiskCache::load(const std::string &key) {
     artifact.positionAxes = 1;
   if (!(rows >> artifact.positionLimit) || artifact.positionLimit < 0) // none: any id
     artifact.positionLimit = 0;
+  // The x86 ISA family (the loader checks the host has its flags).
+  std::istringstream isa(meta->fields["isa"]);
+  isa >> artifact.isa >> artifact.lanes;
   std::istringstream dtypes(meta->fields["dtypes"]);
   std::string inName = "float32", outName = "float32";
   dtypes >> inName >> outName;
@@ -370,6 +373,8 @@ void DiskCache::store(const std::string &key, const std::string &summary,
           std::to_string(artifact.tableFloatsPerKeyPosition) + " " +
           std::to_string(artifact.decodeGroup) + " " + std::to_string(artifact.rowScratchFloats) +
           "\n";
+  if (!artifact.isa.empty())
+    meta += "isa " + artifact.isa + " " + std::to_string(artifact.lanes) + "\n";
   meta += "dtypes " + std::string(dtypeName(artifact.inputDtype)) + " " +
           dtypeName(artifact.outputDtype) + "\n";
   meta += "position-rows " + std::to_string(artifact.queryPositionRows) + " " +

@@ -14,7 +14,7 @@
 // CHECK-SAME: tile_m = 16 : i64, tile_n = 16 : i64
 // CHECK-LABEL: func.func private @score8
 // CHECK: math.tanh %{{.*}} : vector<8xf32>
-// CHECK-LABEL: func.func private @exp2_v8
+// CHECK-LABEL: func.func private @exp2_vec
 // CHECK-LABEL: func.func @pejit_backward_rows
 // CHECK: math.log %{{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func @pejit_backward_kv

@@ -29,7 +29,7 @@
 // CHECK: call @emit_rows
 // CHECK: call @add_keys
 // CHECK-LABEL: func.func private @phi8
-// CHECK: call @exp2_v8
+// CHECK: call @exp2_vec
 // CHECK: arith.select
 // CHECK-LABEL: func.func private @load_query_rows
 // CHECK-NOT: attn.qk_transform
@@ -64,8 +64,8 @@ func.func @linear_rope(%q: tensor<1x4x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: t
 // CHECK: memref.alloca() {alignment = 64 : i64} : memref<64x16xf32>
 // CHECK-LABEL: func.func private @prepare_keys
 // CHECK: arith.maximumf
-// CHECK: call @exp2_v8
-// CHECK: call @exp2_v8
+// CHECK: call @exp2_vec
+// CHECK: call @exp2_vec
 // CHECK-LABEL: func.func private @row_factors
 // CHECK: arith.divf
 func.func @linear_softmax_keys(%q: tensor<2x2x64x16xbf16>, %k: tensor<2x2x64x16xbf16>, %v: tensor<2x2x64x16xbf16>) -> tensor<2x2x64x16xbf16> {

@@ -45,7 +45,7 @@ func.func @double_precision(%q: tensor<1x2x8x64xf64>, %k: tensor<1x2x8x64xf64>, 
 // -----
 
 func.func @head_dim(%q: tensor<1x2x8x36xf32>, %k: tensor<1x2x8x36xf32>, %v: tensor<1x2x8x36xf32>) -> tensor<1x2x8x36xf32> {
-  // expected-error @+1 {{the AVX2 kernel needs d % 8 == 0 and dv % 16 == 0, got d = 36, dv = 36}}
+  // expected-error @+1 {{the x86 kernel needs d % 8 == 0 and dv % 16 == 0, got d = 36, dv = 36}}
   %o = attn.attention %q, %k, %v : tensor<1x2x8x36xf32>, tensor<1x2x8x36xf32>, tensor<1x2x8x36xf32> -> tensor<1x2x8x36xf32>
   return %o : tensor<1x2x8x36xf32>
 }

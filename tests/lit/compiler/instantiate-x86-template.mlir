@@ -18,7 +18,7 @@
 // The call plan's rule (pejit/core/CallPlan.h): 64 table floats (a cos
 // and a sin per frequency) per position of Q and of K; K tiles of 96 rows
 // may be cached.
-// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", decode_group = 0 : i64, dtype = "f32", function = "rope_alibi", items = 4 : i64, key_cache_tile = 96 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x100x64 key:f32:1x4x100x64 value:f32:1x4x100x64 positions:i64:100", decode_group = 0 : i64, dtype = "f32", function = "rope_alibi", isa = "avx2", items = 4 : i64, key_cache_tile = 96 : i64, key_position_rows = 1 : i64, lanes = 8 : i64, out_dtype = "f32", position_axes = 1 : i64, prepare_jobs = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 12800 : i64, table_floats_per_key_position = 64 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 144 : i64, tile_n = 96 : i64}, pejit.x86_isa = "avx2"}
 // The prologue runs once per call (pejit.cold: compiled without loop
 // strength reduction); the items run per (b, h, Q tile).
 // CHECK-LABEL: func.func @pejit_prologue
@@ -136,7 +136,7 @@ func.func @rope_long(%q: tensor<1x2x300x64xf32>, %k: tensor<1x1x300x64xf32>, %v:
 
 // No encodings: the hooks expand to nothing; softcap becomes tanh on the
 // score tile. Interleaved RoPE would swap pairs; here there is none.
-// CHECK: pejit.kernel = {arguments = "query:f32:1x2x10x64 key:f32:1x1x20x64 value:f32:1x1x20x64", decode_group = 2 : i64, dtype = "f32", function = "plain", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
+// CHECK: pejit.kernel = {arguments = "query:f32:1x2x10x64 key:f32:1x1x20x64 value:f32:1x1x20x64", decode_group = 2 : i64, dtype = "f32", function = "plain", isa = "avx2", items = 2 : i64, {{.*}}scratch_floats = 0 : i64
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-NEXT: return
 // CHECK-LABEL: func.func @pejit_item
@@ -175,7 +175,7 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // CHECK-LABEL: func.func @pejit_item
 // CHECK: call @pejit_query_tile(%arg0,
 // CHECK: func.call @load_key_tile(%arg1,
-// CHECK: call @narrow8({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
+// CHECK: call @narrow_lanes({{.*}}) : (vector<8xf32>) -> vector<8xbf16>
 // CHECK-LABEL: func.func private @kv_value_rows
 // CHECK: vector.load %arg0[{{.*}}] : memref<1x2x40x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
 // CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
@@ -183,7 +183,7 @@ func.func @interleaved(%q: tensor<1x1x8x64xf32>, %k: tensor<1x1x8x64xf32>, %v: t
 // CHECK: memref.cast %arg1 : memref<96x64xf32> to memref<?x64xf32, strided<[?, 1], offset: ?>>
 // Narrowing to bf16: a NaN becomes the quiet NaN as f32 (a select on f32
 // lanes, which LLVM keeps vectorized), then (bits + 0x7fff + lsb) >> 16.
-// CHECK-LABEL: func.func private @narrow8
+// CHECK-LABEL: func.func private @narrow_lanes
 // CHECK: %[[QNAN:.*]] = arith.constant dense<0x7FC00000> : vector<8xf32>
 // CHECK: %[[NAN:.*]] = arith.cmpf uno
 // CHECK: arith.select %[[NAN]], %[[QNAN]], %{{.*}} : vector<8xi1>, vector<8xf32>

@@ -10,7 +10,7 @@
 
 // A shape class: items = b h ceil(s / 16), planned per call (0 here); a
 // cos and a sin per frequency (2 x 32) per position.
-// CHECK: module attributes {pejit.kernel = {arguments = "transform_input:f32:?x8x?x64 transform_positions:i64:?", dtype = "f32", function = "rotate", items = 0 : i64, key_position_rows = 1 : i64, out_dtype = "f32", position_axes = 1 : i64, position_limit = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 0 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 16 : i64, tile_n = 16 : i64}}
+// CHECK: module attributes {pejit.kernel = {arguments = "transform_input:f32:?x8x?x64 transform_positions:i64:?", dtype = "f32", function = "rotate", isa = "avx2", items = 0 : i64, key_position_rows = 1 : i64, lanes = 8 : i64, out_dtype = "f32", position_axes = 1 : i64, position_limit = 0 : i64, query_position_rows = 1 : i64, scratch_floats = 0 : i64, table_floats_per_query_position = 64 : i64, target = "x86-avx2", tile_m = 16 : i64, tile_n = 16 : i64}, pejit.x86_isa = "avx2"}
 // CHECK-LABEL: func.func @pejit_prologue
 // CHECK-SAME: (%{{.*}}: memref<1x?xi64>, %{{.*}}: memref<1x0xi64>, %{{.*}}: memref<?xf32>, %{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<1xf32>)
 // CHECK-NOT: attn.qk_prologue
@@ -182,7 +182,7 @@ func.func @rotate_back(%dy: tensor<?x8x?x64xbf16>, %pos: tensor<?xi64>) -> tenso
 // A table's gradient, pe.embed_grad: one item per 16 table rows, each row
 // summed over its entries (the rows the runtime sorted by id) in order:
 //   out[v, :] = scale * sum over (b, t) with id(b, t) = v of dy[b, t, :]
-// CHECK: module attributes {pejit.kernel = {arguments = "grad_rows:bf16:?x?x64 grad_ids:i64:?", dtype = "bf16", function = "table_grad", items = 32 : i64, out_dtype = "f32", position_limit = 512 : i64
+// CHECK: module attributes {pejit.kernel = {arguments = "grad_rows:bf16:?x?x64 grad_ids:i64:?", dtype = "bf16", function = "table_grad", isa = "avx2", items = 32 : i64, lanes = 8 : i64, out_dtype = "f32", position_limit = 512 : i64
 // CHECK-LABEL: func.func @pejit_embed_grad_item
 // CHECK-SAME: memref<?x1x?x64xbf16, strided<[?, ?, ?, 1], offset: ?>>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<512x64xf32, strided<[?, 1], offset: ?>>
 // CHECK: scf.for
@@ -202,7 +202,7 @@ func.func @table_grad(%dy: tensor<?x?x64xbf16>, %pos: tensor<?xi64>) -> tensor<5
 // A bf16 token table's gradient in bf16 (summed in f32, rounded once at the
 // store); plain stores even past 2^22 elements (the gradient's tensor is
 // freshly mapped in training, where non-temporal stores are slower).
-// CHECK: module attributes {pejit.kernel = {arguments = "grad_rows:bf16:?x?x768 grad_ids:i64:?x?", dtype = "bf16", function = "token_grad", items = 2000 : i64, out_dtype = "bf16"
+// CHECK: module attributes {pejit.kernel = {arguments = "grad_rows:bf16:?x?x768 grad_ids:i64:?x?", dtype = "bf16", function = "token_grad", isa = "avx2", items = 2000 : i64, lanes = 8 : i64, out_dtype = "bf16"
 // CHECK-LABEL: func.func @pejit_embed_grad_item
 // CHECK: %[[N:.*]] = func.call @narrow8(%{{.*}}) : (vector<8xf32>) -> vector<8xbf16>
 // CHECK-NOT: nontemporal

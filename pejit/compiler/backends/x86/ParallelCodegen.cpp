@@ -1,6 +1,7 @@
 // Lowering and compiling a kernel's codegen parts at once; see
 // ParallelCodegen.h.
 #include "pejit/compiler/backends/x86/ParallelCodegen.h"
+#include "pejit/compiler/backends/x86/HostIsa.h"
 
 #include "pejit/compiler/Pipelines.h"
 
@@ -121,6 +122,7 @@ Expected<std::vector<std::string>> compileParts(std::vector<CodegenPart> parts, 
     std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
     if (!machine)
       return fail("jit: cannot create a target machine for the host CPU");
+    applyX86Isa(part, *llvmModule, *machine);
     double translated = watch.elapsed();
     if (Status status = optimizeKernel(*llvmModule, *machine); !status)
       return fail(status.message());

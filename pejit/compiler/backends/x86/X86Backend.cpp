@@ -2,6 +2,7 @@
 #include "pejit/compiler/backends/x86/X86Backend.h"
 
 #include "pejit/compiler/Pipelines.h"
+#include "pejit/compiler/backends/x86/HostIsa.h"
 #include "pejit/compiler/backends/x86/ObjectCode.h"
 #include "pejit/compiler/backends/x86/ParallelCodegen.h"
 #include "pejit/compiler/passes/Instantiate.h"
@@ -25,7 +26,7 @@ namespace {
 Stage tiledStage(X86TileConfig tiles) {
   Stage stage;
   stage.name = "tiled";
-  stage.summary = "attn-instantiate-x86-template: the AVX2 kernel, hooks expanded";
+  stage.summary = "attn-instantiate-x86-template: the kernel of the ISA family, hooks expanded";
   stage.run = [tiles](CompileState &state) {
     if (mlir::failed(instantiateX86Template(*state.module, tiles)))
       return mlir::failure();
@@ -168,6 +169,7 @@ Expected<std::string> translateLLVMDialect(const std::string &llvmDialect, bool 
   std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine();
   if (!llvmModule || !machine)
     return Expected<std::string>::error(diagnostics.take(stage));
+  applyX86Isa(*module, *llvmModule, *machine);
   if (Status status = optimizeKernel(*llvmModule, *machine); !status)
     return Expected<std::string>::error("llvm-ir: " + status.message());
   std::string text;

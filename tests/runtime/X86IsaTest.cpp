@@ -1,0 +1,130 @@
+// The x86 ISA families (docs/isa.md): names, the flags each needs, the
+// host's best, PEJIT_X86_ISA and its errors, and one kernel compiled for
+// every family the host has, each against the float64 reference.
+#include "pejit/compiler/backends/x86/HostIsa.h"
+#include "tests/runtime/SuiteRuntime.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+#include <set>
+
+using namespace pejit;
+using namespace pejit::testing;
+
+namespace {
+
+/// Sets PEJIT_X86_ISA for one scope, then restores what was there.
+class ScopedIsaVariable {
+public:
+  explicit ScopedIsaVariable(const char *value) {
+    if (const char *old = std::getenv("PEJIT_X86_ISA"))
+      saved_ = old;
+    if (value)
+      setenv("PEJIT_X86_ISA", value, 1);
+    else
+      unsetenv("PEJIT_X86_ISA");
+  }
+  ~ScopedIsaVariable() {
+    if (saved_)
+      setenv("PEJIT_X86_ISA", saved_->c_str(), 1);
+    else
+      unsetenv("PEJIT_X86_ISA");
+  }
+
+private:
+  std::optional<std::string> saved_;
+};
+
+std::function<bool(const std::string &)> hostWith(std::set<std::string> flags) {
+  return [flags](const std::string &flag) { return flags.count(flag) > 0; };
+}
+
+TEST(X86Isa, NamesParseBackAndUnknownNamesAreNamed) {
+  for (X86Isa isa : allX86Isas())
+    EXPECT_EQ(parseX86Isa(x86IsaName(isa)), isa);
+  std::string error;
+  EXPECT_FALSE(parseX86Isa("avx1024", &error));
+  EXPECT_NE(error.find("'avx1024'"), std::string::npos) << error;
+  EXPECT_NE(error.find("avx512_bf16"), std::string::npos) << error;
+}
+
+TEST(X86Isa, TheBestBuiltFamilyIsPickedAndMissingFlagsAreNamed) {
+  auto zen3 = hostWith({"avx2", "fma"});
+  auto skylake = hostWith({"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq"});
+  auto zen4 =
+      hostWith({"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512bf16"});
+  EXPECT_EQ(bestX86Isa(zen3), X86Isa::Avx2);
+  EXPECT_EQ(bestX86Isa(skylake), X86Isa::Avx512);
+  EXPECT_EQ(bestX86Isa(zen4),
+            x86IsaBuilt(X86Isa::Avx512Bf16) ? X86Isa::Avx512Bf16 : X86Isa::Avx512);
+  EXPECT_EQ(x86IsaMissingFlag(X86Isa::Avx512, zen3), "avx512f");
+  EXPECT_EQ(x86IsaMissingFlag(X86Isa::Avx512Bf16, skylake), "avx512bf16");
+  EXPECT_EQ(x86IsaMissingFlag(X86Isa::Amx, zen4), "amx-tile");
+  EXPECT_EQ(x86IsaMissingFlag(X86Isa::Avx512, skylake), "");
+  EXPECT_EQ(x86IsaLanes(X86Isa::Avx2), 8);
+  EXPECT_EQ(x86IsaLanes(X86Isa::Avx512), 16);
+}
+
+TEST(X86Isa, TheVariableForcesAFamilyAndEveryBadValueIsAClearError) {
+  {
+    ScopedIsaVariable forced("avx2");
+    Expected<X86Isa> isa = resolveX86Isa();
+    ASSERT_TRUE(isa) << isa.error();
+    EXPECT_EQ(*isa, X86Isa::Avx2);
+  }
+  {
+    ScopedIsaVariable forced("avx1024");
+    Expected<X86Isa> isa = resolveX86Isa();
+    ASSERT_FALSE(isa);
+    EXPECT_NE(isa.error().find("PEJIT_X86_ISA"), std::string::npos) << isa.error();
+  }
+  for (X86Isa family : allX86Isas()) {
+    ScopedIsaVariable forced(x86IsaName(family));
+    Expected<X86Isa> isa = resolveX86Isa();
+    std::string missing = x86IsaMissingFlag(family, hostHasCpuFeature);
+    if (!x86IsaBuilt(family)) {
+      ASSERT_FALSE(isa);
+      EXPECT_NE(isa.error().find("no kernels yet"), std::string::npos) << isa.error();
+    } else if (!missing.empty()) {
+      ASSERT_FALSE(isa);
+      EXPECT_NE(isa.error().find("needs the CPU flag " + missing), std::string::npos)
+          << isa.error();
+    } else {
+      ASSERT_TRUE(isa) << isa.error();
+      EXPECT_EQ(*isa, family);
+    }
+  }
+}
+
+// One fused kernel per family the host has (RoPE, causal, GQA, a partial
+// last query tile), each checked against the float64 reference, and each
+// with the family and lanes it says. The numerics matrix runs under each
+// family through scripts/test.sh (PEJIT_X86_ISA per run).
+TEST(X86Isa, EveryFamilyTheHostHasComputesTheSameAttention) {
+  const Shape shape{2, 4, 2, 77, 131, 64, 64};
+  for (X86Isa family : allX86Isas()) {
+    if (!x86IsaBuilt(family))
+      continue;
+    if (std::string problem = x86IsaProblemOnHost(family); !problem.empty()) {
+      std::printf("note: skipped: %s\n", problem.c_str());
+      continue;
+    }
+    SCOPED_TRACE(x86IsaName(family));
+    Case c;
+    c.spec.rope = ref::RopeConfig{};
+    c.spec.causal = true;
+    c.shape = shape;
+    c.tiles.isa = family;
+    Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, shape), c.tiles);
+    ASSERT_TRUE(kernel) << kernel.error();
+    EXPECT_EQ(kernel->isa(), family);
+    EXPECT_EQ(kernel->lanes(), x86IsaLanes(family));
+    Expected<std::string> tiled = kernel->ir("tiled");
+    ASSERT_TRUE(tiled) << tiled.error();
+    EXPECT_NE(tiled->find(std::string("isa = \"") + x86IsaName(family) + "\""), std::string::npos);
+    expectMatches(c);
+  }
+}
+
+} // namespace
