@@ -146,6 +146,8 @@ int runAttentionBench(int argc, char **argv) {
       return runStandaloneBench(argc, argv);
     else if (arg == "--backward")
       return runBackwardBench(argc, argv);
+    else if (arg == "--isa")
+      return runIsaBench(argc, argv);
     else {
       std::fprintf(stderr,
                    "pejit bench: unknown argument '%s'\n"

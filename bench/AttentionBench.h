@@ -29,6 +29,9 @@ int runRopeBench(int argc, char **argv);
 int runStandaloneBench(int argc, char **argv);
 /// `pejit bench --backward` (BackwardBench.cpp).
 int runBackwardBench(int argc, char **argv);
+/// `pejit bench --isa`: the forward in every x86 ISA family the host has, f32
+/// and bf16 (bench/IsaBench.cpp).
+int runIsaBench(int argc, char **argv);
 /// `pejit bench --linear`: linear attention with fused RoPE against softmax
 /// attention with fused RoPE at s = 2048, 8192, 32768 (LinearBench.cpp).
 int runLinearBench(int argc, char **argv);

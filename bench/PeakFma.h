@@ -20,9 +20,18 @@
 
 namespace pejit::bench {
 
-enum class FmaIsa { Avx2, Avx512 };
+/// Avx512Bf16: vdpbf16ps, two bf16 products per f32 lane (4 FLOPs per lane
+/// per instruction): the ceiling of kernels that multiply in bf16.
+enum class FmaIsa { Avx2, Avx512, Avx512Bf16 };
 
-inline const char *fmaIsaName(FmaIsa isa) { return isa == FmaIsa::Avx512 ? "avx512" : "avx2"; }
+inline const char *fmaIsaName(FmaIsa isa) {
+  return isa == FmaIsa::Avx512Bf16 ? "avx512_bf16" : isa == FmaIsa::Avx512 ? "avx512" : "avx2";
+}
+
+inline bool hasBf16Dot() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+}
 
 inline FmaIsa detectFmaIsa() {
   __builtin_cpu_init();
@@ -88,12 +97,42 @@ __attribute__((target("avx512f"), noinline)) inline float fmaLoopAvx512(std::int
   return total;
 }
 
+// acc += a[2l] b[2l] + a[2l+1] b[2l+1]: the products 1e-8 each, so 24
+// chains stay far from overflow at any iteration count.
+__attribute__((target("avx512f,avx512bf16"), noinline)) inline float
+dotLoopAvx512Bf16(std::int64_t iters) {
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-4f), _mm512_set1_ps(1e-4f));
+  const __m512bh b = a;
+  __m512 acc[kAvx512Chains];
+  for (int c = 0; c < kAvx512Chains; ++c)
+    acc[c] = _mm512_set1_ps(0.001f * static_cast<float>(c));
+  for (std::int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 24
+    for (int c = 0; c < kAvx512Chains; ++c)
+      acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
+  }
+  __m512 sum = acc[0];
+  for (int c = 1; c < kAvx512Chains; ++c)
+    sum = _mm512_add_ps(sum, acc[c]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float l : lanes)
+    total += l;
+  return total;
+}
+
 inline float runFmaLoop(FmaIsa isa, std::int64_t iters) {
+  if (isa == FmaIsa::Avx512Bf16)
+    return dotLoopAvx512Bf16(iters);
   return isa == FmaIsa::Avx512 ? fmaLoopAvx512(iters) : fmaLoopAvx2(iters);
 }
 
-// FLOPs of one loop iteration: chains x lanes x 2 (an FMA is a mul and an add).
+// FLOPs of one loop iteration: chains x lanes x 2 (an FMA is a mul and an
+// add), x 4 for a bf16 dot (two of each).
 inline double flopsPerIter(FmaIsa isa) {
+  if (isa == FmaIsa::Avx512Bf16)
+    return kAvx512Chains * 16 * 4.0;
   return isa == FmaIsa::Avx512 ? kAvx512Chains * 16 * 2.0 : kAvx2Chains * 8 * 2.0;
 }
 

@@ -1,6 +1,6 @@
 // pejit-peak-fma: this machine's fp32 FMA peak on 1 thread and on N threads.
 //
-//   pejit-peak-fma [N] [--json] [--isa=avx2|avx512] [--repeats=R]
+//   pejit-peak-fma [N] [--json] [--isa=avx2|avx512|avx512_bf16] [--repeats=R]
 //
 // N defaults to the number of hardware threads. --isa=avx2 forces the 256-bit
 // kernel on an AVX-512 machine (to see what a ymm-only kernel can reach).
@@ -15,7 +15,8 @@
 namespace {
 
 int usage(const char *argv0) {
-  std::fprintf(stderr, "usage: %s [N] [--json] [--isa=avx2|avx512] [--repeats=R]\n", argv0);
+  std::fprintf(stderr, "usage: %s [N] [--json] [--isa=avx2|avx512|avx512_bf16] [--repeats=R]\n",
+               argv0);
   return 2;
 }
 
@@ -42,6 +43,12 @@ int main(int argc, char **argv) {
         return 1;
       }
       isa = FmaIsa::Avx512;
+    } else if (arg == "--isa=avx512_bf16") {
+      if (!hasBf16Dot()) {
+        std::fprintf(stderr, "this CPU has no AVX-512-BF16\n");
+        return 1;
+      }
+      isa = FmaIsa::Avx512Bf16;
     } else if (arg.rfind("--repeats=", 0) == 0) {
       repeats = std::atoi(arg.c_str() + std::strlen("--repeats="));
       if (repeats < 1)

@@ -75,6 +75,13 @@ if grep -qw avx512f /proc/cpuinfo; then
   PEJIT_X86_ISA=avx2 run_binary "$BUILD_DIR/tests/runtime/pejit-runtime-tests" \
     "pejit-runtime-tests (PEJIT_X86_ISA=avx2)"
 fi
+# avx512_bf16 differs from avx512 in 16-bit kernels only (bf16 products):
+# their suites once more in it, whichever family the host prefers.
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  PEJIT_X86_ISA=avx512_bf16 GTEST_FILTER='*Half*:*Bf16*:*bf16*:*Sixteen*:X86Isa.*' \
+    run_binary "$BUILD_DIR/tests/runtime/pejit-runtime-tests" \
+    "pejit-runtime-tests 16-bit suites (PEJIT_X86_ISA=avx512_bf16)"
+fi
 
 # Python: the pejit package installed into its venv (scripts/python.sh),
 # then pytest on tests/python. PEJIT_SKIP_PYTHON=1 (the sanitizer lane: an

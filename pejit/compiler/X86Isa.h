@@ -83,14 +83,18 @@ inline std::string x86IsaMissingFlag(X86Isa isa,
 }
 
 /// Whether pejit has kernels for the family yet (docs/status.md).
-inline bool x86IsaBuilt(X86Isa isa) { return isa == X86Isa::Avx2 || isa == X86Isa::Avx512; }
+inline bool x86IsaBuilt(X86Isa isa) { return isa != X86Isa::Amx; }
 
 /// The best built family whose flags the host has (avx2 as the floor:
-/// pejit's x86 backend needs AVX2 and FMA).
-inline X86Isa bestX86Isa(const std::function<bool(const std::string &)> &hostHas) {
+/// pejit's x86 backend needs AVX2 and FMA). avx512_bf16 only where its
+/// bf16 products are faster than f32 FMAs (`bf16ProductsFaster`, measured:
+/// some cores run vdpbf16ps at half the FMA rate, docs/isa.md).
+inline X86Isa bestX86Isa(const std::function<bool(const std::string &)> &hostHas,
+                         bool bf16ProductsFaster = true) {
   X86Isa best = X86Isa::Avx2;
   for (X86Isa isa : allX86Isas())
-    if (x86IsaBuilt(isa) && x86IsaMissingFlag(isa, hostHas).empty())
+    if (x86IsaBuilt(isa) && x86IsaMissingFlag(isa, hostHas).empty() &&
+        (isa != X86Isa::Avx512Bf16 || bf16ProductsFaster))
       best = isa;
   return best;
 }

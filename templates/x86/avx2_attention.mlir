@@ -88,6 +88,14 @@
 // A rotated K tile as S reads it: the Ks tile, or a tile of the key cache.
 !KTILE = memref<${BN}x${D}xf32, strided<[${D}, 1], offset: ?>>
 !VF = vector<${L}xf32>
+// The bf16 products' packed pairs (avx512_bf16, docs/isa.md), two bf16 in
+// each i32: Q' scaled, pairs along d [D/2, BM]; K' pairs along d [BN, D/2];
+// V pairs of keys [BN/2, DV]; P pairs of keys [BN/2, BM]. One row or
+// column where the kernel multiplies in f32.
+!QTP = memref<${QTP_ROWS}x${BM}xi32>
+!KB = memref<${BN}x${KB_COLS}xi32>
+!VP = memref<${VP_ROWS}x${DV}xi32>
+!PP = memref<${VP_ROWS}x${BM}xi32>
 !VOUT = vector<${L}x${OT}>
 
 // Once per call, before any item, as `step` calls on all cores: call
@@ -202,6 +210,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
   %A = memref.alloca() {alignment = 64 : i64} : memref<${BM}xf32>
   %TS = memref.alloca() {alignment = 64 : i64} : memref<${TILE_SCRATCH}xf32>
   %VT = memref.alloca() {alignment = 64 : i64} : memref<${VT_FLOATS}xf32>
+  %QtP = memref.alloca() {alignment = 64 : i64} : !QTP
+  %KB = memref.alloca() {alignment = 64 : i64} : !KB
+  %VP = memref.alloca() {alignment = 64 : i64} : !VP
+  %PP = memref.alloca() {alignment = 64 : i64} : !PP
 
   // Q tile: Qs (rotated) and Qt = transpose(Qs) * scale
   // (@pejit_query_tile); running max -inf, sum 0, output 0.
@@ -293,8 +305,11 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
       func.call @pejit_s_row(%St, %Qs, %Kt)
           : (memref<${BN}x${BM}xf32>, memref<${BM}x${D}xf32>, !KTILE) -> ()
     } else {
-      func.call @pejit_s_tile(%St, %Qt, %Kt, %nql, %diag_row)
-          : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !KTILE, index, index) -> ()
+      // The bf16 form packs Q' on its first tile (once per item).
+      %pack_q = arith.cmpi eq, %jt, %jt_begin : index
+      func.call @${S_TILE}(%St, %Qt, %QtP, %Kt, %KB, %nql, %diag_row, %pack_q)
+          : (memref<${BN}x${BM}xf32>, memref<${D}x${BM}xf32>, !QTP, !KTILE, !KB, index, index,
+             i1) -> ()
     }
 
     // score_mod, pointwise on 8 query rows per vector: softcap and the
@@ -458,10 +473,10 @@ func.func @pejit_item(%q: !Q, %k: !K, %v: !V, %o: !O, %lse: !LSE, %scratch: !SCR
           : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
              index, index) -> ()
     } else {
-      func.call @pejit_pv_tile(%Os, %St, %v_rows, %A, %k, %v, %kcache, %nq6, %nk, %diag_row,
-                               %jn, %b, %hk)
-          : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>, !K,
-             !V, !KCACHE, index, index, index, index, index, index) -> ()
+      func.call @pejit_pv_tile(%Os, %St, %v_rows, %VP, %PP, %A, %k, %v, %kcache, %nq6, %nk,
+                               %diag_row, %jn, %b, %hk)
+          : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, !VP, !PP,
+             memref<${BM}xf32>, !K, !V, !KCACHE, index, index, index, index, index, index) -> ()
     }
   }
 

@@ -51,8 +51,10 @@ func.func @pejit_query_tile(%q: !Q, %Qs: memref<${BM}x${D}xf32>, %Qt: memref<${D
 // -inf). A function of its own (never inlined) so the backend compiles it
 // in parallel with the rest of the kernel
 // (pejit/compiler/backends/x86/ParallelCodegen.cpp).
-func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32>, %Kt: !KTILE,
-                        %nql: index, %diag_row: index)
+// (QtP, KB and pack_q are the bf16 tile's, @pejit_s_tile_bf16: the item calls
+// either one with the same arguments.)
+func.func @pejit_s_tile(%St: memref<${BN}x${BM}xf32>, %Qt: memref<${D}x${BM}xf32>, %QtP: !QTP,
+                        %Kt: !KTILE, %KB: !KB, %nql: index, %diag_row: index, %pack_q: i1)
     attributes {passthrough = ["noinline"]} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -198,10 +200,12 @@ func.func private @s_rows_seen(%diag_row: index, %ic: index, %width: index) -> i
 // A function of its own (never inlined) so the backend compiles it in
 // parallel with the rest of the kernel (pejit/compiler/backends/x86/ParallelCodegen.cpp).
 func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf32>,
-                         %Vr: !VROWS, %A: memref<${BM}xf32>, %k: !K, %v: !V,
+                         %Vr: !VROWS, %VP: !VP, %PP: !PP, %A: memref<${BM}xf32>, %k: !K, %v: !V,
                          %kcache: !KCACHE, %nq6: index, %nk: index, %pv_base: index, %jn: index, %b: index,
                          %hk: index)
     attributes {passthrough = ["noinline"]} {
+  func.call @${PV_PACK}(%St, %Vr, %VP, %PP, %nk)
+      : (memref<${BN}x${BM}xf32>, !VROWS, !VP, !PP, index) -> ()
   %zv8 = arith.constant dense<0.0> : !VF
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -288,40 +292,12 @@ func.func @pejit_pv_tile(%Os: memref<${BM}x${DV}xf32>, %St: memref<${BN}x${BM}xf
           : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !VF, !VF,
              !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
           -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
-      %acc:12 = scf.for %j = %jb to %jc step %c1
-          iter_args(%a00 = %e#0, %a01 = %e#1, %a10 = %e#2, %a11 = %e#3, %a20 = %e#4, %a21 = %e#5,
-                    %a30 = %e#6, %a31 = %e#7, %a40 = %e#8, %a41 = %e#9, %a50 = %e#10,
-                    %a51 = %e#11)
-          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
-        %v0 = vector.load %Vr[%j, %dc] : !VROWS, !VF
-        %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !VF
-        %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
-        %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
-        %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>
-        %p3s = memref.load %St[%j, %ir3] : memref<${BN}x${BM}xf32>
-        %p4s = memref.load %St[%j, %ir4] : memref<${BN}x${BM}xf32>
-        %p5s = memref.load %St[%j, %ir5] : memref<${BN}x${BM}xf32>
-        %p0 = vector.broadcast %p0s : f32 to !VF
-        %p1 = vector.broadcast %p1s : f32 to !VF
-        %p2 = vector.broadcast %p2s : f32 to !VF
-        %p3 = vector.broadcast %p3s : f32 to !VF
-        %p4 = vector.broadcast %p4s : f32 to !VF
-        %p5 = vector.broadcast %p5s : f32 to !VF
-        %b00 = vector.fma %p0, %v0, %a00 : !VF
-        %b01 = vector.fma %p0, %v1, %a01 : !VF
-        %b10 = vector.fma %p1, %v0, %a10 : !VF
-        %b11 = vector.fma %p1, %v1, %a11 : !VF
-        %b20 = vector.fma %p2, %v0, %a20 : !VF
-        %b21 = vector.fma %p2, %v1, %a21 : !VF
-        %b30 = vector.fma %p3, %v0, %a30 : !VF
-        %b31 = vector.fma %p3, %v1, %a31 : !VF
-        %b40 = vector.fma %p4, %v0, %a40 : !VF
-        %b41 = vector.fma %p4, %v1, %a41 : !VF
-        %b50 = vector.fma %p5, %v0, %a50 : !VF
-        %b51 = vector.fma %p5, %v1, %a51 : !VF
-        scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
-            : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
-      } {pejit.unroll_factor = 4 : i64}
+      %acc:12 = func.call @${PV_PLAIN}(%St, %Vr, %VP, %PP, %ir, %dc, %jb, %jc, %lo0, %hi0, %e#0,
+                                       %e#1, %e#2, %e#3, %e#4, %e#5, %e#6, %e#7, %e#8, %e#9,
+                                       %e#10, %e#11)
+          : (memref<${BN}x${BM}xf32>, !VROWS, !VP, !PP, index, index, index, index, index, index,
+             !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
+          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
       %f:12 = func.call @pv_edge_keys(%St, %Vr, %ir, %dc, %jc, %jd, %lo0, %hi0, %acc#0, %acc#1,
                                       %acc#2, %acc#3, %acc#4, %acc#5, %acc#6, %acc#7, %acc#8,
                                       %acc#9, %acc#10, %acc#11)
@@ -428,6 +404,68 @@ func.func private @pv_key_ranges(%row_base: index, %nk: index)
   %c = arith.maxsi %b, %hi_all : index
   %d = arith.maxsi %c, %hi_any : index
   return %lo0, %hi0, %a, %b, %c, %d : index, index, index, index, index, index
+}
+
+// Keys [jb, jc) of a 6-row block of P . V that all its rows see:
+// acc_t += P[j, ir + t] V[j], 2 loads of V and 6 broadcasts of P per key,
+// 4 keys per loop trip (like S's loop over d). (VP, PP, lo0 and hi0 are
+// the bf16 form's, @pv_plain_keys_bf16.)
+func.func private @pv_plain_keys(%St: memref<${BN}x${BM}xf32>, %Vr: !VROWS, %VP: !VP, %PP: !PP,
+                                 %ir: index, %dc: index, %jb: index, %jc: index, %lo0: index,
+                                 %hi0: index, %s00: !VF, %s01: !VF, %s10: !VF, %s11: !VF,
+                                 %s20: !VF, %s21: !VF, %s30: !VF, %s31: !VF, %s40: !VF,
+                                 %s41: !VF, %s50: !VF, %s51: !VF)
+    -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
+  %c1 = arith.constant 1 : index
+  %cL = arith.constant ${L} : index
+  %dc1 = arith.addi %dc, %cL : index
+  %ir1 = arith.addi %ir, %c1 : index
+  %ir2 = arith.addi %ir1, %c1 : index
+  %ir3 = arith.addi %ir2, %c1 : index
+  %ir4 = arith.addi %ir3, %c1 : index
+  %ir5 = arith.addi %ir4, %c1 : index
+  %acc:12 = scf.for %j = %jb to %jc step %c1
+  iter_args(%a00 = %s00, %a01 = %s01, %a10 = %s10, %a11 = %s11, %a20 = %s20, %a21 = %s21,
+            %a30 = %s30, %a31 = %s31, %a40 = %s40, %a41 = %s41, %a50 = %s50, %a51 = %s51)
+      -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
+    %v0 = vector.load %Vr[%j, %dc] : !VROWS, !VF
+    %v1 = vector.load %Vr[%j, %dc1] : !VROWS, !VF
+    %p0s = memref.load %St[%j, %ir] : memref<${BN}x${BM}xf32>
+    %p1s = memref.load %St[%j, %ir1] : memref<${BN}x${BM}xf32>
+    %p2s = memref.load %St[%j, %ir2] : memref<${BN}x${BM}xf32>
+    %p3s = memref.load %St[%j, %ir3] : memref<${BN}x${BM}xf32>
+    %p4s = memref.load %St[%j, %ir4] : memref<${BN}x${BM}xf32>
+    %p5s = memref.load %St[%j, %ir5] : memref<${BN}x${BM}xf32>
+    %p0 = vector.broadcast %p0s : f32 to !VF
+    %p1 = vector.broadcast %p1s : f32 to !VF
+    %p2 = vector.broadcast %p2s : f32 to !VF
+    %p3 = vector.broadcast %p3s : f32 to !VF
+    %p4 = vector.broadcast %p4s : f32 to !VF
+    %p5 = vector.broadcast %p5s : f32 to !VF
+    %b00 = vector.fma %p0, %v0, %a00 : !VF
+    %b01 = vector.fma %p0, %v1, %a01 : !VF
+    %b10 = vector.fma %p1, %v0, %a10 : !VF
+    %b11 = vector.fma %p1, %v1, %a11 : !VF
+    %b20 = vector.fma %p2, %v0, %a20 : !VF
+    %b21 = vector.fma %p2, %v1, %a21 : !VF
+    %b30 = vector.fma %p3, %v0, %a30 : !VF
+    %b31 = vector.fma %p3, %v1, %a31 : !VF
+    %b40 = vector.fma %p4, %v0, %a40 : !VF
+    %b41 = vector.fma %p4, %v1, %a41 : !VF
+    %b50 = vector.fma %p5, %v0, %a50 : !VF
+    %b51 = vector.fma %p5, %v1, %a51 : !VF
+    scf.yield %b00, %b01, %b10, %b11, %b20, %b21, %b30, %b31, %b40, %b41, %b50, %b51
+        : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
+  } {pejit.unroll_factor = 4 : i64}
+  return %acc#0, %acc#1, %acc#2, %acc#3, %acc#4, %acc#5, %acc#6, %acc#7, %acc#8, %acc#9,
+         %acc#10, %acc#11 : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
+}
+
+// The bf16 packing of P and V before the tile's P . V: nothing in the f32
+// form (@pv_pack_bf16 is the bf16 one).
+func.func private @pv_pack_none(%St: memref<${BN}x${BM}xf32>, %Vr: !VROWS, %VP: !VP, %PP: !PP,
+                                %nk: index) {
+  return
 }
 
 // Keys [ja, jb) of a 6-row block of P . V that only some of its rows see:

@@ -38,6 +38,8 @@ except OSError:
     cpu_flags = set()
 if "avx512f" in cpu_flags:
     config.available_features.add("x86-avx512")
+if "avx512_bf16" in cpu_flags:
+    config.available_features.add("x86-avx512-bf16")
 # Kernels in the avx2 family unless a test asks for another: the checks do
 # not depend on the host's CPU (tests/lit/compiler/instantiate-x86-isa.mlir
 # and tools/compile-isa-asm.mlir check the other families).

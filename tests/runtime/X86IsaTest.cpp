@@ -6,7 +6,9 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 using namespace pejit;
@@ -58,6 +60,7 @@ TEST(X86Isa, TheBestBuiltFamilyIsPickedAndMissingFlagsAreNamed) {
   EXPECT_EQ(bestX86Isa(skylake), X86Isa::Avx512);
   EXPECT_EQ(bestX86Isa(zen4),
             x86IsaBuilt(X86Isa::Avx512Bf16) ? X86Isa::Avx512Bf16 : X86Isa::Avx512);
+  EXPECT_EQ(bestX86Isa(zen4, /*bf16ProductsFaster=*/false), X86Isa::Avx512);
   EXPECT_EQ(x86IsaMissingFlag(X86Isa::Avx512, zen3), "avx512f");
   EXPECT_EQ(x86IsaMissingFlag(X86Isa::Avx512Bf16, skylake), "avx512bf16");
   EXPECT_EQ(x86IsaMissingFlag(X86Isa::Amx, zen4), "amx-tile");
@@ -124,6 +127,85 @@ TEST(X86Isa, EveryFamilyTheHostHasComputesTheSameAttention) {
     ASSERT_TRUE(tiled) << tiled.error();
     EXPECT_NE(tiled->find(std::string("isa = \"") + x86IsaName(family) + "\""), std::string::npos);
     expectMatches(c);
+  }
+}
+
+} // namespace
+
+namespace {
+
+uint16_t bf16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+float bf16Value(uint16_t half) {
+  uint32_t bits = static_cast<uint32_t>(half) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+// bf16 inputs in every family the host has: in avx512_bf16 with bf16
+// products (Q' scale, K' and P rounded to bf16, vdpbf16ps), else f32
+// products. RoPE, causal and a window, GQA, key counts that make odd first
+// and last keys of P . V's pair loop, a partial query tile; each against
+// the float64 reference on the same bf16 values, at 2e-2 of max |ref|
+// (docs/semantics.md: the bf16 products' error, and the bf16 output's).
+TEST(X86Isa, Bf16InputsInEveryFamilyMatchTheReference) {
+  for (X86Isa family : allX86Isas()) {
+    if (!x86IsaBuilt(family) || !x86IsaProblemOnHost(family).empty())
+      continue;
+    SCOPED_TRACE(x86IsaName(family));
+    for (bool window : {false, true}) {
+      Case c;
+      c.spec.rope = ref::RopeConfig{};
+      c.spec.causal = true;
+      if (window)
+        c.spec.window = 37;
+      c.spec.dtype = DType::BF16;
+      c.shape = Shape{1, 4, 2, 101, 163, 64, 64};
+      c.tiles.isa = family;
+      const Shape &s = c.shape;
+      Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, s), c.tiles);
+      ASSERT_TRUE(kernel) << kernel.error();
+      Expected<std::string> tiled = kernel->ir("tiled");
+      ASSERT_TRUE(tiled) << tiled.error();
+      bool bf16Products = tiled->find("products = \"bf16\"") != std::string::npos;
+      EXPECT_EQ(bf16Products, family == X86Isa::Avx512Bf16);
+
+      uint32_t seed = 0;
+      std::mt19937 &engine = rng(&seed);
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      ref::Tensor q = randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine);
+      ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine);
+      ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
+      std::vector<std::vector<uint16_t>> halves;
+      for (ref::Tensor *t : {&q, &k, &v}) {
+        halves.emplace_back();
+        for (double &x : t->data) {
+          halves.back().push_back(bf16Bits(static_cast<float>(x)));
+          x = bf16Value(halves.back().back()); // the reference sees the bf16 values
+        }
+      }
+      std::vector<uint16_t> out(s.batch * s.queryHeads * s.querySeq * s.valueDim, 0x7fc0);
+      Status status = kernel->run({{halves[0].data(), DType::BF16, q.shape, {}},
+                                   {halves[1].data(), DType::BF16, k.shape, {}},
+                                   {halves[2].data(), DType::BF16, v.shape, {}}},
+                                  {out.data(), DType::BF16, {1, 4, 101, 64}, {}});
+      ASSERT_TRUE(status) << status.message();
+      std::string error;
+      ref::Tensor expected = referenceOutput(c, q, k, v, {}, {}, {}, error);
+      ASSERT_EQ(error, "");
+      double maxRef = 0, maxErr = 0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+        double got = bf16Value(out[i]);
+        maxErr = std::max(maxErr, std::isnan(got) ? INFINITY : std::fabs(got - expected.data[i]));
+      }
+      EXPECT_LE(maxErr / maxRef, 2e-2) << "window " << window;
+    }
   }
 }
 

@@ -121,6 +121,11 @@ const char *kBenchUsage = R"(  bench [--json] [--repeats=N] [--quick] [--cases=N
       The attention backward (docs/backward.md) and its forward, causal,
       f32, b=1, 16 heads, d=128, s=512 to 2048: ms, GFLOP/s (the backward
       counted as 2.5x the forward's FLOPs) and % of the FMA peak.
+  bench --isa [--repeats=N]
+      The forward in every x86 ISA family the host has (docs/isa.md), f32
+      and bf16: causal prefill s=2048 and 4096 (16 heads), decode over 2k
+      and 32k keys (32/8 heads), d=128, RoPE: ms, GFLOP/s, GB/s, % of the
+      family's measured peak (prefill) or read bandwidth (decode).
 )";
 
 const char *kTuneUsage =
@@ -160,7 +165,8 @@ const char *kFooter = R"(
 
 environment: PEJIT_CACHE_DIR, PEJIT_CACHE_MAX_MB (default 1024),
   PEJIT_DISABLE_CACHE=1, PEJIT_DUMP_IR=DIR, PEJIT_NUM_THREADS,
-  PEJIT_TEMPLATE_DIR, PEJIT_TIMING=1, PEJIT_PERF=1 (README has the list)
+  PEJIT_TEMPLATE_DIR, PEJIT_TIMING=1, PEJIT_PERF=1,
+  PEJIT_X86_ISA=avx2|avx512|avx512_bf16 (docs/isa.md; README has the list)
 
 exit codes: 0 success, 1 error (compile, inputs, --check failed), 2 usage
 )";

@@ -31,6 +31,7 @@
 #include "templates/X86Avx2Decode.inc"
 #include "templates/X86Avx2Rows.inc"
 #include "templates/X86Avx2Tiles.inc"
+#include "templates/X86Avx512Bf16Tiles.inc"
 #include "templates/X86Exp2.inc"
 
 namespace pejit {
@@ -253,6 +254,10 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
   const int64_t lanes =
       x86IsaLanes(isa) == 16 && shape.headDim % 16 == 0 && shape.valueDim % 32 == 0 ? 16 : 8;
   shape.vectorWidth = lanes;
+  // Q K^T and P V as bf16 pairs (vdpbf16ps): bf16 inputs at 16 lanes, rows
+  // of d in whole 32-element pairs of vectors.
+  const bool bf16Products =
+      isa == X86Isa::Avx512Bf16 && lanes == 16 && inType.isBF16() && shape.headDim % 32 == 0;
   if (std::string problem =
           x86TileProblem(tiles.queryTile, tiles.keyTile, shape.headDim, shape.valueDim);
       !problem.empty())
@@ -350,6 +355,12 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
       {"L2", std::to_string(2 * lanes)},
       {"LM1", std::to_string(lanes - 1)},
       {"IOTA", laneIota(lanes)},
+      {"S_TILE", bf16Products ? "pejit_s_tile_bf16" : "pejit_s_tile"},
+      {"PV_PACK", bf16Products ? "pv_pack_bf16" : "pv_pack_none"},
+      {"PV_PLAIN", bf16Products ? "pv_plain_keys_bf16" : "pv_plain_keys"},
+      {"QTP_ROWS", std::to_string(bf16Products ? shape.headDim / 2 : 1)},
+      {"KB_COLS", std::to_string(bf16Products ? shape.headDim / 2 : 1)},
+      {"VP_ROWS", std::to_string(bf16Products ? tiles.keyTile / 2 : 1)},
       {"BN", std::to_string(tiles.keyTile)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
@@ -384,14 +395,18 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
       {"K_IN_PLACE", keyInPlace ? "true" : "false"},
       {"KEY_ROWS_IN_PLACE", keyInPlace ? keyRowsInPlaceBody(tiles.keyTile, shape.headDim)
                                        : std::string("return %fallback : !KTILE")}};
-  FailureOr<std::string> text =
-      substitute(loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate},
-                                        {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
-                                         {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate},
-                                         {"x86/avx2_rows.mlir", kX86Avx2RowsTemplate},
-                                         {"x86/avx2_decode.mlir", kX86Avx2DecodeTemplate},
-                                         {"x86/exp2.mlir", kX86Exp2Template}}),
-                 params, op);
+  std::vector<TemplateFile> blocks = {{"x86/avx2_blocks.mlir", kX86Avx2BlocksTemplate},
+                                      {"x86/avx2_tiles.mlir", kX86Avx2TilesTemplate},
+                                      {"x86/avx2_rows.mlir", kX86Avx2RowsTemplate},
+                                      {"x86/avx2_decode.mlir", kX86Avx2DecodeTemplate},
+                                      {"x86/exp2.mlir", kX86Exp2Template}};
+  // Only where the family has the instructions (they would not compile in
+  // another), and used.
+  if (bf16Products)
+    blocks.push_back({"x86/avx512_bf16_tiles.mlir", kX86Avx512Bf16TilesTemplate});
+  FailureOr<std::string> text = substitute(
+      loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate}, blocks),
+      params, op);
   if (failed(text))
     return failure();
   OwningOpRef<ModuleOp> kernel = parseSourceString<ModuleOp>(*text, module.getContext());
@@ -423,6 +438,7 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
   info.append("tile_m", attrs.getI64IntegerAttr(tiles.queryTile));
   info.append("tile_n", attrs.getI64IntegerAttr(tiles.keyTile));
   info.append("lanes", attrs.getI64IntegerAttr(lanes));
+  info.append("products", attrs.getStringAttr(bf16Products ? "bf16" : "f32"));
   info.append("target", attrs.getStringAttr("x86-avx2"));
   info.append("dtype", attrs.getStringAttr(kernelElementTypeName(inType)));
   info.append("out_dtype", attrs.getStringAttr(kernelElementTypeName(outType)));

@@ -34,6 +34,12 @@ bool hostHasCpuFeature(const std::string &feature);
 /// unknown name, a family not built yet, or the CPU flag the host lacks.
 Expected<X86Isa> resolveX86Isa(std::optional<X86Isa> requested = std::nullopt);
 
+/// Whether this host's bf16 dot products (vdpbf16ps) outrun its f32 FMAs,
+/// FLOP for FLOP: timed once per process (~10 ms) on register-resident
+/// chains; false without AVX-512-BF16. The best family is avx512_bf16 only
+/// then (some cores issue vdpbf16ps at half the FMA rate: bench/RESULTS.md).
+bool bf16ProductsFasterOnHost();
+
 /// Why a kernel compiled for `isa` cannot run here (the CPU flag the host
 /// lacks); empty when it can.
 std::string x86IsaProblemOnHost(X86Isa isa);
