@@ -3,18 +3,18 @@
 // disjoint outputs, so no atomics and no reduction whose order depends on
 // the thread count (bitwise-identical gradients at any thread count).
 //
-//   rows  item (b, h, query tile of BM rows), 8 rows per vector:
+//   rows  item (b, h, query tile of BM rows), L rows per vector:
 //           D_i = dO_i . O_i;  lse_i = log sum_j exp(s_ij) over the keys i sees
 //           (-inf when none), both into scratch [D | lse], B HQ SQ floats each;
 //           a training forward's lse, when given, is copied instead
-//   kv    item (b, hk, key tile of BN keys), 8 keys per vector: for each
+//   kv    item (b, hk, key tile of BN keys), L keys per vector: for each
 //         query head h of the group and each row i that sees a key of them:
 //             p = exp(s_ij - lse_i); dP = dO_i . v_j; dS = p (dP - D_i)
 //             dE = scale * softcap' * dS
 //             dv_j += p dO_i;  dk_j += dE q_i
 //             partial += the score biases' adjoints of dS (a T5 table's)
 //             dscore[b, h, i, j] = dS (a bias tensor's gradient, when asked)
-//   q     item (b, h, query tile), 8 rows per vector, for each key j they see:
+//   q     item (b, h, query tile), L rows per vector, for each key j they see:
 //           dq_i += dE_ij k_j      (P, dP and dS recomputed)
 // with s_ij = softcap(scale q_i . k_j) + bias_ij and softcap' = 1 - tanh^2
 // (or 1). The fused score biases (ALiBi, T5, a bias tensor) enter through
@@ -29,15 +29,17 @@
 // dq_i += sum_m S_i[m] a^K[m], d a^K[m] += S_i[m] q_i, d a^V[m] += T_i[m] dO_i.
 //
 // The vectors run along the rows (rows, q) or the keys (kv) of a tile kept
-// transposed on the item's stack ([D, 8]), so a score, dP and each
-// accumulator update are D (or DV) FMAs of 8 lanes with no horizontal sum,
+// transposed on the item's stack ([D, L]), so a score, dP and each
+// accumulator update are D (or DV) FMAs of L lanes with no horizontal sum,
 // and exp is @exp2_vec. Lanes a mask hides, or past the tile's end, take
 // P = 0 (a select, so no inf or NaN of theirs reaches a gradient).
 //
 // Parameters, substituted as text before parsing (attn-instantiate-x86-template):
 //   ${B} ${HQ} ${HKV} ${GROUP}=HQ/HKV ${D} ${DV} (D, DV multiples of 8)
 //   ${SQ} ${SKV}: the lengths, or `?` for a shape class (read with memref.dim)
-//   ${BM} query rows per rows/q item, ${BN} keys per kv item (multiples of 8)
+//   ${BM} query rows per rows/q item, ${BN} keys per kv item (multiples of L)
+//   L (8, or 16 where D and DV are multiples of 16), LM1 = L - 1, IOTA =
+//   [0, ..., L - 1]: the lanes (docs/isa.md)
 //   ${CAUSAL} ${HAS_WINDOW} ${WINDOW} ${HAS_RIGHT} ${RIGHT}: the mask
 //   ${SCALE} ${HAS_SOFTCAP} ${SOFTCAP}
 //   ${E0} .. ${E3}: the memref types of the encoding operand slots (an
@@ -72,15 +74,18 @@
 // The scores' gradient dS [b, hq, sq, skv] (0 rows: not asked for).
 !DS = memref<?x${HQ}x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>
 !SCRATCH = memref<?xf32>
+// Vectors of L lanes (8 in avx2, 16 in the AVX-512 families), and the
+// 8-lane ones of the 16-bit widening and narrowing (attention_backward_prepare.mlir).
+!VF = vector<${L}xf32>
+!VI = vector<${L}xi32>
 !V8 = vector<8xf32>
-!I8 = vector<8xi32>
 // Tiles transposed on the item's stack, [D, 8] or [DV, 8]: 8 rows (or
 // keys) per vector; and any [b, h, s, c] tensor as the helpers read it.
-!TD = memref<?x8xf32>
-!TV = memref<?x8xf32>
+!TD = memref<?x${L}xf32>
+!TV = memref<?x${L}xf32>
 !ROWS = memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>
 // A chunk's weights (P or dE) of up to 64 rows or keys, 8 lanes each.
-!W = memref<64x8xf32>
+!W = memref<64x${L}xf32>
 !E0 = ${E0}
 !E1 = ${E1}
 !E2 = ${E2}
@@ -120,17 +125,17 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in:
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c7 = arith.constant 7 : index
-  %c8 = arith.constant 8 : index
+  %cLm1 = arith.constant ${LM1} : index
+  %cL = arith.constant ${L} : index
   %GROUP = arith.constant ${GROUP} : index
   %HQ = arith.constant ${HQ} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
-  %ninfv = arith.constant dense<0xFF800000> : !V8
-  %zv = arith.constant dense<0.0> : !V8
-  %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : !I8
+  %ninfv = arith.constant dense<0xFF800000> : !VF
+  %zv = arith.constant dense<0.0> : !VF
+  %iota = arith.constant dense<${IOTA}> : !VI
   %true = arith.constant true
   %B = memref.dim %q, %c0 : !Q
   %SQ = memref.dim %q, %c2 : !Q
@@ -152,13 +157,13 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in:
       -> ()
   // D_i = dO_i . O_i, one row at a time.
   scf.for %i = %i0 to %i1 step %c1 {
-    %acc = scf.for %c = %c0 to %DV step %c8 iter_args(%a = %zv) -> (!V8) {
-      %x = vector.load %do[%b, %h, %i, %c] : !O, !V8
-      %y = vector.load %o[%b, %h, %i, %c] : !O, !V8
-      %n = math.fma %x, %y, %a : !V8
-      scf.yield %n : !V8
+    %acc = scf.for %c = %c0 to %DV step %cL iter_args(%a = %zv) -> (!VF) {
+      %x = vector.load %do[%b, %h, %i, %c] : !O, !VF
+      %y = vector.load %o[%b, %h, %i, %c] : !O, !VF
+      %n = math.fma %x, %y, %a : !VF
+      scf.yield %n : !VF
     }
-    %d = vector.reduction <add>, %acc : !V8 into f32
+    %d = vector.reduction <add>, %acc : !VF into f32
     %row = arith.addi %head, %i : index
     memref.store %d, %scratch[%row] : !SCRATCH
   }
@@ -177,59 +182,59 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in:
   // sees: m' = max(m, s), l' = l e^(m - m') + e^(s - m').
   %Qt = memref.alloca(%D) {alignment = 64 : i64} : !TD
   %r_end = arith.select %recompute, %i1, %i0 : index
-  scf.for %r0 = %i0 to %r_end step %c8 {
+  scf.for %r0 = %i0 to %r_end step %cL {
     func.call @rows_t(%qa, %Qt, %D, %b, %h, %r0, %i1)
         : (!ROWS, !TD, index, index, index, index, index) -> ()
-    %last0 = arith.addi %r0, %c7 : index
+    %last0 = arith.addi %r0, %cLm1 : index
     %i1m = arith.subi %i1, %c1 : index
     %last = arith.minui %last0, %i1m : index
     %lo, %unused = func.call @key_range(%r0, %SQ, %SKV) : (index, index, index) -> (index, index)
     %unused2, %hi = func.call @key_range(%last, %SQ, %SKV) : (index, index, index) -> (index, index)
     %r0i = arith.index_cast %r0 : index to i32
-    %r0v = vector.broadcast %r0i : i32 to !I8
-    %qi = arith.addi %r0v, %iota : !I8
+    %r0v = vector.broadcast %r0i : i32 to !VI
+    %qi = arith.addi %r0v, %iota : !VI
     %i1i = arith.index_cast %i1 : index to i32
-    %i1v = vector.broadcast %i1i : i32 to !I8
-    %valid = arith.cmpi slt, %qi, %i1v : !I8
-    %ml:2 = scf.for %j = %lo to %hi step %c1 iter_args(%m = %ninfv, %l = %zv) -> (!V8, !V8) {
+    %i1v = vector.broadcast %i1i : i32 to !VI
+    %valid = arith.cmpi slt, %qi, %i1v : !VI
+    %ml:2 = scf.for %j = %lo to %hi step %c1 iter_args(%m = %ninfv, %l = %zv) -> (!VF, !VF) {
       %dot = func.call @tile_dot(%Qt, %ka, %D, %b, %hk, %j)
-          : (!TD, !ROWS, index, index, index, index) -> !V8
+          : (!TD, !ROWS, index, index, index, index) -> !VF
       %ji = arith.index_cast %j : index to i32
-      %kj = vector.broadcast %ji : i32 to !I8
+      %kj = vector.broadcast %ji : i32 to !VI
       %kterm, %vterm, %mk, %mv = func.call @terms8(%scratch, %ROWS, %head, %b, %h, %qi, %kj, %SQ, %SKV,
                                              %e0, %e1, %e2, %e3, %qpos, %kpos)
-          : (!SCRATCH, index, index, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3,
-             !QPOS, !KPOS) -> (!V8, !V8, !I8, !I8)
-      %dotk = arith.addf %dot, %kterm : !V8
+          : (!SCRATCH, index, index, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3,
+             !QPOS, !KPOS) -> (!VF, !VF, !VI, !VI)
+      %dotk = arith.addf %dot, %kterm : !VF
       %s0, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
                                   %kpos)
-          : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
-          -> (!V8, !V8)
+          : (!VF, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
+          -> (!VF, !VF)
       %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
-          : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
-      %s = arith.select %vis, %s0, %ninfv : vector<8xi1>, !V8
-      %mn = arith.maximumf %m, %s : !V8
+          : (!VI, !VI, index, vector<${L}xi1>) -> vector<${L}xi1>
+      %s = arith.select %vis, %s0, %ninfv : vector<${L}xi1>, !VF
+      %mn = arith.maximumf %m, %s : !VF
       // A lane with no score yet (mn = -inf) keeps l = 0.
-      %none = arith.cmpf oeq, %mn, %ninfv : !V8
-      %d1 = arith.subf %m, %mn : !V8
-      %d1s = arith.select %none, %zv, %d1 : vector<8xi1>, !V8
-      %x1 = func.call @exp_v8(%d1s) : (!V8) -> !V8
-      %l1 = arith.mulf %l, %x1 : !V8
-      %d2 = arith.subf %s, %mn : !V8
-      %d2s = arith.select %none, %ninfv, %d2 : vector<8xi1>, !V8
-      %x2 = func.call @exp_v8(%d2s) : (!V8) -> !V8
-      %l2 = arith.addf %l1, %x2 : !V8
-      scf.yield %mn, %l2 : !V8, !V8
+      %none = arith.cmpf oeq, %mn, %ninfv : !VF
+      %d1 = arith.subf %m, %mn : !VF
+      %d1s = arith.select %none, %zv, %d1 : vector<${L}xi1>, !VF
+      %x1 = func.call @exp_v8(%d1s) : (!VF) -> !VF
+      %l1 = arith.mulf %l, %x1 : !VF
+      %d2 = arith.subf %s, %mn : !VF
+      %d2s = arith.select %none, %ninfv, %d2 : vector<${L}xi1>, !VF
+      %x2 = func.call @exp_v8(%d2s) : (!VF) -> !VF
+      %l2 = arith.addf %l1, %x2 : !VF
+      scf.yield %mn, %l2 : !VF, !VF
     }
-    %log = math.log %ml#1 : !V8
-    %lse0 = arith.addf %ml#0, %log : !V8
-    %empty = arith.cmpf oeq, %ml#1, %zv : !V8
-    %lse = arith.select %empty, %ninfv, %lse0 : vector<8xi1>, !V8
-    scf.for %l = %c0 to %c8 step %c1 {
+    %log = math.log %ml#1 : !VF
+    %lse0 = arith.addf %ml#0, %log : !VF
+    %empty = arith.cmpf oeq, %ml#1, %zv : !VF
+    %lse = arith.select %empty, %ninfv, %lse0 : vector<${L}xi1>, !VF
+    scf.for %l = %c0 to %cL step %c1 {
       %r = arith.addi %r0, %l : index
       %in = arith.cmpi ult, %r, %i1 : index
       scf.if %in {
-        %x = vector.extract %lse[%l] : f32 from !V8
+        %x = vector.extract %lse[%l] : f32 from !VF
         %row = arith.addi %head, %r : index
         %lrow = arith.addi %ROWS, %row : index
         memref.store %x, %scratch[%lrow] : !SCRATCH
@@ -246,18 +251,18 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c7 = arith.constant 7 : index
-  %c8 = arith.constant 8 : index
+  %cLm1 = arith.constant ${LM1} : index
+  %cL = arith.constant ${L} : index
   %BN = arith.constant ${BN} : index
   %HQ = arith.constant ${HQ} : index
   %HKV = arith.constant ${HKV} : index
   %GROUP = arith.constant ${GROUP} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
-  %scale = arith.constant dense<${SCALE}> : !V8
-  %zv = arith.constant dense<0.0> : !V8
+  %scale = arith.constant dense<${SCALE}> : !VF
+  %zv = arith.constant dense<0.0> : !VF
   %ninf = arith.constant 0xFF800000 : f32
-  %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : !I8
+  %iota = arith.constant dense<${IOTA}> : !VI
   %B = memref.dim %q, %c0 : !Q
   %SQ = memref.dim %q, %c2 : !Q
   %SKV = memref.dim %k, %c2 : !K
@@ -301,29 +306,29 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
   %DEw = memref.alloca() {alignment = 64 : i64} : !W
   %c64 = arith.constant 64 : index
   // 8 keys per vector: keys g0 .. g0 + 7 of the tile, transposed.
-  scf.for %g0 = %j0 to %j1 step %c8 {
+  scf.for %g0 = %j0 to %j1 step %cL {
     func.call @rows_t(%ka, %Kt, %D, %b, %hk, %g0, %j1)
         : (!ROWS, !TD, index, index, index, index, index) -> ()
     func.call @rows_t(%va, %Vt, %DV, %b, %hk, %g0, %j1)
         : (!ROWS, !TV, index, index, index, index, index) -> ()
     scf.for %c = %c0 to %D step %c1 {
-      vector.store %zv, %dKt[%c, %c0] : !TD, !V8
+      vector.store %zv, %dKt[%c, %c0] : !TD, !VF
     }
     scf.for %c = %c0 to %DV step %c1 {
-      vector.store %zv, %dVt[%c, %c0] : !TV, !V8
+      vector.store %zv, %dVt[%c, %c0] : !TV, !VF
     }
-    %last0 = arith.addi %g0, %c7 : index
+    %last0 = arith.addi %g0, %cLm1 : index
     %j1m = arith.subi %j1, %c1 : index
     %last = arith.minui %last0, %j1m : index
     %ilo, %unused = func.call @query_range(%g0, %SQ, %SKV) : (index, index, index) -> (index, index)
     %unused2, %ihi = func.call @query_range(%last, %SQ, %SKV)
         : (index, index, index) -> (index, index)
     %g0i = arith.index_cast %g0 : index to i32
-    %g0v = vector.broadcast %g0i : i32 to !I8
-    %kj = arith.addi %g0v, %iota : !I8
+    %g0v = vector.broadcast %g0i : i32 to !VI
+    %kj = arith.addi %g0v, %iota : !VI
     %j1i = arith.index_cast %j1 : index to i32
-    %j1v = vector.broadcast %j1i : i32 to !I8
-    %valid = arith.cmpi slt, %kj, %j1v : !I8
+    %j1v = vector.broadcast %j1i : i32 to !VI
+    %valid = arith.cmpi slt, %kj, %j1v : !VI
     scf.for %g = %c0 to %GROUP step %c1 {
       %h = arith.addi %h0, %g : index
       %head = func.call @row_index(%b, %h, %c0, %SQ) : (index, index, index, index) -> index
@@ -340,47 +345,47 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
           %dr = memref.load %scratch[%row] : !SCRATCH
           %lse = memref.load %scratch[%lrow] : !SCRATCH
           %ii = arith.index_cast %i : index to i32
-          %qi = vector.broadcast %ii : i32 to !I8
+          %qi = vector.broadcast %ii : i32 to !VI
           %dot = func.call @tile_dot(%Kt, %qa, %D, %b, %h, %i)
-          : (!TD, !ROWS, index, index, index, index) -> !V8
+          : (!TD, !ROWS, index, index, index, index) -> !VF
           %kterm, %vterm, %mk, %mv = func.call @terms8(%scratch, %ROWS, %head, %b, %h, %qi, %kj, %SQ,
                                                  %SKV, %e0, %e1, %e2, %e3, %qpos, %kpos)
-              : (!SCRATCH, index, index, index, index, !I8, !I8, index, index, !E0, !E1, !E2,
-                 !E3, !QPOS, !KPOS) -> (!V8, !V8, !I8, !I8)
-          %dotk = arith.addf %dot, %kterm : !V8
+              : (!SCRATCH, index, index, index, index, !VI, !VI, index, index, !E0, !E1, !E2,
+                 !E3, !QPOS, !KPOS) -> (!VF, !VF, !VI, !VI)
+          %dotk = arith.addf %dot, %kterm : !VF
           %s, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3,
                                      %qpos, %kpos)
-              : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
-              -> (!V8, !V8)
+              : (!VF, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
+              -> (!VF, !VF)
           %vis0 = func.call @visible8(%qi, %kj, %OFF, %valid)
-              : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
+              : (!VI, !VI, index, vector<${L}xi1>) -> vector<${L}xi1>
           // A row whose every score is -inf (a -inf bias) has lse = -inf: P 0.
           %seen = arith.cmpf one, %lse, %ninf : f32
-          %seenv = vector.broadcast %seen : i1 to vector<8xi1>
-          %vis = arith.andi %vis0, %seenv : vector<8xi1>
-          %lsev = vector.broadcast %lse : f32 to !V8
-          %sl = arith.subf %s, %lsev : !V8
-          %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
-          %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
+          %seenv = vector.broadcast %seen : i1 to vector<${L}xi1>
+          %vis = arith.andi %vis0, %seenv : vector<${L}xi1>
+          %lsev = vector.broadcast %lse : f32 to !VF
+          %sl = arith.subf %s, %lsev : !VF
+          %p0 = func.call @exp_v8(%sl) : (!VF) -> !VF
+          %p = arith.select %vis, %p0, %zv : vector<${L}xi1>, !VF
           %dp0 = func.call @tile_dot(%Vt, %doa, %DV, %b, %h, %i)
-          : (!TV, !ROWS, index, index, index, index) -> !V8
-          %dp = arith.addf %dp0, %vterm : !V8
-          %drv = vector.broadcast %dr : f32 to !V8
-          %dpd = arith.subf %dp, %drv : !V8
-          %ds = arith.mulf %p, %dpd : !V8
-          %dsf = arith.mulf %ds, %f : !V8
-          %de = arith.mulf %dsf, %scale : !V8
+          : (!TV, !ROWS, index, index, index, index) -> !VF
+          %dp = arith.addf %dp0, %vterm : !VF
+          %drv = vector.broadcast %dr : f32 to !VF
+          %dpd = arith.subf %dp, %drv : !VF
+          %ds = arith.mulf %p, %dpd : !VF
+          %dsf = arith.mulf %ds, %f : !VF
+          %de = arith.mulf %dsf, %scale : !VF
           // A bias tensor's gradient: dS of the tile's keys of row i.
           scf.if %has_score_grad {
             vector.maskedstore %dscore[%b, %h, %i, %g0], %valid, %ds
-                : !DS, vector<8xi1>, !V8
+                : !DS, vector<${L}xi1>, !VF
           }
           scf.if %has_grads {
-            scf.for %l = %c0 to %c8 step %c1 {
+            scf.for %l = %c0 to %cL step %c1 {
               %jl = arith.addi %g0, %l : index
               %in = arith.cmpi ult, %jl, %j1 : index
               scf.if %in {
-                %dsl = vector.extract %ds[%l] : f32 from !V8
+                %dsl = vector.extract %ds[%l] : f32 from !VF
                 %kji = arith.index_cast %jl : index to i32
                 attn.score_grad %dsl, batch %b, head %h, query %ii, key %kji
                     operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
@@ -389,8 +394,8 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
               }
             }
           }
-          vector.store %p, %Pw[%ii0, %c0] : !W, !V8
-          vector.store %de, %DEw[%ii0, %c0] : !W, !V8
+          vector.store %p, %Pw[%ii0, %c0] : !W, !VF
+          vector.store %de, %DEw[%ii0, %c0] : !W, !VF
         }
         func.call @accumulate(%dVt, %Pw, %ni, %doa, %DV, %b, %h, %ic)
             : (!TV, !W, index, !ROWS, index, index, index, index) -> ()
@@ -399,7 +404,7 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
       }
     }
     // The keys' rows of dk and dv, back from the transposed accumulators.
-    scf.for %l = %c0 to %c8 step %c1 {
+    scf.for %l = %c0 to %cL step %c1 {
       %jl = arith.addi %g0, %l : index
       %in = arith.cmpi ult, %jl, %j1 : index
       scf.if %in {
@@ -416,7 +421,7 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
     // dK' -> dk through the QK transform's adjoint (nothing without one),
     // its operand gradients (RoPE's position scale) from dK' and K' first.
     %gn0 = arith.subi %j1, %g0 : index
-    %gn = arith.minui %gn0, %c8 : index
+    %gn = arith.minui %gn0, %cL : index
     %dk_rows = memref.subview %dk[%b, %hk, %g0, 0] [1, 1, %gn, ${D}] [1, 1, 1, 1] : !K to !TILE
     %k_rows = memref.subview %k[%b, %hk, %g0, 0] [1, 1, %gn, ${D}] [1, 1, 1, 1] : !K to !TILE
     attn.qk_transform_grad %dk_rows, %k_rows, %gn, %g0, %b key positions(%kpos : !KPOS)
@@ -435,18 +440,18 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c7 = arith.constant 7 : index
-  %c8 = arith.constant 8 : index
+  %cLm1 = arith.constant ${LM1} : index
+  %cL = arith.constant ${L} : index
   %HQ = arith.constant ${HQ} : index
   %GROUP = arith.constant ${GROUP} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
-  %scale = arith.constant dense<${SCALE}> : !V8
-  %zv = arith.constant dense<0.0> : !V8
-  %ninfv = arith.constant dense<0xFF800000> : !V8
+  %scale = arith.constant dense<${SCALE}> : !VF
+  %zv = arith.constant dense<0.0> : !VF
+  %ninfv = arith.constant dense<0xFF800000> : !VF
   %zero = arith.constant 0.0 : f32
   %ninf = arith.constant 0xFF800000 : f32
-  %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : !I8
+  %iota = arith.constant dense<${IOTA}> : !VI
   %B = memref.dim %q, %c0 : !Q
   %SQ = memref.dim %q, %c2 : !Q
   %SKV = memref.dim %k, %c2 : !K
@@ -497,37 +502,37 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
   %Sk = memref.alloca(%NK1) {alignment = 64 : i64} : !TD
   %Tv = memref.alloca(%NV1) {alignment = 64 : i64} : !TD
   // 8 rows per vector: rows r0 .. r0 + 7, transposed.
-  scf.for %r0 = %i0 to %i1 step %c8 {
+  scf.for %r0 = %i0 to %i1 step %cL {
     func.call @rows_t(%qa, %Qt, %D, %b, %h, %r0, %i1)
         : (!ROWS, !TD, index, index, index, index, index) -> ()
     func.call @rows_t(%doa, %dOt, %DV, %b, %h, %r0, %i1)
         : (!ROWS, !TV, index, index, index, index, index) -> ()
     scf.for %c = %c0 to %D step %c1 {
-      vector.store %zv, %dQt[%c, %c0] : !TD, !V8
+      vector.store %zv, %dQt[%c, %c0] : !TD, !VF
     }
     scf.for %m = %c0 to %NK1 step %c1 {
-      vector.store %zv, %Sk[%m, %c0] : !TD, !V8
+      vector.store %zv, %Sk[%m, %c0] : !TD, !VF
     }
     scf.for %m = %c0 to %NV1 step %c1 {
-      vector.store %zv, %Tv[%m, %c0] : !TD, !V8
+      vector.store %zv, %Tv[%m, %c0] : !TD, !VF
     }
     %dr = func.call @row_values(%scratch, %head, %r0, %i1, %zero)
-        : (!SCRATCH, index, index, index, f32) -> !V8
+        : (!SCRATCH, index, index, index, f32) -> !VF
     %lse = func.call @row_values(%scratch, %lhead, %r0, %i1, %ninf)
-        : (!SCRATCH, index, index, index, f32) -> !V8
-    %seen = arith.cmpf one, %lse, %ninfv : !V8
-    %last0 = arith.addi %r0, %c7 : index
+        : (!SCRATCH, index, index, index, f32) -> !VF
+    %seen = arith.cmpf one, %lse, %ninfv : !VF
+    %last0 = arith.addi %r0, %cLm1 : index
     %i1m = arith.subi %i1, %c1 : index
     %last = arith.minui %last0, %i1m : index
     %lo, %unused = func.call @key_range(%r0, %SQ, %SKV) : (index, index, index) -> (index, index)
     %unused2, %hi = func.call @key_range(%last, %SQ, %SKV) : (index, index, index) -> (index, index)
     %r0i = arith.index_cast %r0 : index to i32
-    %r0v = vector.broadcast %r0i : i32 to !I8
-    %qi = arith.addi %r0v, %iota : !I8
+    %r0v = vector.broadcast %r0i : i32 to !VI
+    %qi = arith.addi %r0v, %iota : !VI
     %i1i = arith.index_cast %i1 : index to i32
-    %i1v = vector.broadcast %i1i : i32 to !I8
-    %valid0 = arith.cmpi slt, %qi, %i1v : !I8
-    %valid = arith.andi %valid0, %seen : vector<8xi1>
+    %i1v = vector.broadcast %i1i : i32 to !VI
+    %valid0 = arith.cmpi slt, %qi, %i1v : !VI
+    %valid = arith.andi %valid0, %seen : vector<${L}xi1>
     // Keys in chunks of 64: dE of the chunk first, then dQ^T += dE^T K.
     scf.for %jc = %lo to %hi step %c64 {
       %jc_end0 = arith.addi %jc, %c64 : index
@@ -536,36 +541,36 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
       scf.for %jj = %c0 to %nj step %c1 {
         %j = arith.addi %jc, %jj : index
         %dot = func.call @tile_dot(%Qt, %ka, %D, %b, %hk, %j)
-          : (!TD, !ROWS, index, index, index, index) -> !V8
+          : (!TD, !ROWS, index, index, index, index) -> !VF
         %ji = arith.index_cast %j : index to i32
-        %kj = vector.broadcast %ji : i32 to !I8
+        %kj = vector.broadcast %ji : i32 to !VI
         %kterm, %vterm, %mk, %mv = func.call @terms8(%scratch, %ROWS, %head, %b, %h, %qi, %kj, %SQ,
                                                %SKV, %e0, %e1, %e2, %e3, %qpos, %kpos)
-            : (!SCRATCH, index, index, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3,
-               !QPOS, !KPOS) -> (!V8, !V8, !I8, !I8)
-        %dotk = arith.addf %dot, %kterm : !V8
+            : (!SCRATCH, index, index, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3,
+               !QPOS, !KPOS) -> (!VF, !VF, !VI, !VI)
+        %dotk = arith.addf %dot, %kterm : !VF
         %s, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
                                    %kpos)
-            : (!V8, index, index, !I8, !I8, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
-            -> (!V8, !V8)
+            : (!VF, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
+            -> (!VF, !VF)
         %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
-            : (!I8, !I8, index, vector<8xi1>) -> vector<8xi1>
-        %sl = arith.subf %s, %lse : !V8
-        %p0 = func.call @exp_v8(%sl) : (!V8) -> !V8
-        %p = arith.select %vis, %p0, %zv : vector<8xi1>, !V8
+            : (!VI, !VI, index, vector<${L}xi1>) -> vector<${L}xi1>
+        %sl = arith.subf %s, %lse : !VF
+        %p0 = func.call @exp_v8(%sl) : (!VF) -> !VF
+        %p = arith.select %vis, %p0, %zv : vector<${L}xi1>, !VF
         %dp0 = func.call @tile_dot(%dOt, %va, %DV, %b, %hk, %j)
-          : (!TV, !ROWS, index, index, index, index) -> !V8
-        %dp = arith.addf %dp0, %vterm : !V8
-        %dpd = arith.subf %dp, %dr : !V8
-        %ds = arith.mulf %p, %dpd : !V8
-        %dsf = arith.mulf %ds, %f : !V8
-        %de = arith.mulf %dsf, %scale : !V8
-        vector.store %de, %DEw[%jj, %c0] : !W, !V8
+          : (!TV, !ROWS, index, index, index, index) -> !VF
+        %dp = arith.addf %dp0, %vterm : !VF
+        %dpd = arith.subf %dp, %dr : !VF
+        %ds = arith.mulf %p, %dpd : !VF
+        %dsf = arith.mulf %ds, %f : !VF
+        %de = arith.mulf %dsf, %scale : !VF
+        vector.store %de, %DEw[%jj, %c0] : !W, !VF
         scf.if %has_key {
-          func.call @bucket_add8(%Sk, %mk, %de) : (!TD, !I8, !V8) -> ()
+          func.call @bucket_add8(%Sk, %mk, %de) : (!TD, !VI, !VF) -> ()
         }
         scf.if %has_value {
-          func.call @bucket_add8(%Tv, %mv, %p) : (!TD, !I8, !V8) -> ()
+          func.call @bucket_add8(%Tv, %mv, %p) : (!TD, !VI, !VF) -> ()
         }
       }
       func.call @accumulate(%dQt, %DEw, %nj, %ka, %D, %b, %hk, %jc)
@@ -574,14 +579,14 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
     // The key term's part of dQ': dQ'^T[c, :] += S[m, :] a^K[m, c].
     scf.if %has_key {
       scf.for %m = %c0 to %NK step %c1 {
-        %sv = vector.load %Sk[%m, %c0] : !TD, !V8
+        %sv = vector.load %Sk[%m, %c0] : !TD, !VF
         scf.for %c = %c0 to %D step %c1 {
           %a = attn.value_term_row key batch %b, head %h, bucket %m, channel %c
               operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : f32
-          %av = vector.broadcast %a : f32 to !V8
-          %old = vector.load %dQt[%c, %c0] : !TD, !V8
-          %new = math.fma %sv, %av, %old : !V8
-          vector.store %new, %dQt[%c, %c0] : !TD, !V8
+          %av = vector.broadcast %a : f32 to !VF
+          %old = vector.load %dQt[%c, %c0] : !TD, !VF
+          %new = math.fma %sv, %av, %old : !VF
+          vector.store %new, %dQt[%c, %c0] : !TD, !VF
         }
       }
     }
@@ -592,7 +597,7 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
           : (!ROWS, !ROWS, !TD, !TD, !SCRATCH, index, index, index, index, index, !E0, !E1, !E2,
              !E3) -> ()
     }
-    scf.for %l = %c0 to %c8 step %c1 {
+    scf.for %l = %c0 to %cL step %c1 {
       %r = arith.addi %r0, %l : index
       %in = arith.cmpi ult, %r, %i1 : index
       scf.if %in {
@@ -605,7 +610,7 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
     // dQ' -> dq through the QK transform's adjoint (nothing without one),
     // its operand gradients (RoPE's position scale) from dQ' and Q' first.
     %rn0 = arith.subi %i1, %r0 : index
-    %rn = arith.minui %rn0, %c8 : index
+    %rn = arith.minui %rn0, %cL : index
     %dq_rows = memref.subview %dq[%b, %h, %r0, 0] [1, 1, %rn, ${D}] [1, 1, 1, 1] : !Q to !TILE
     %q_rows = memref.subview %q[%b, %h, %r0, 0] [1, 1, %rn, ${D}] [1, 1, 1, 1] : !Q to !TILE
     attn.qk_transform_grad %dq_rows, %q_rows, %rn, %r0, %b positions(%qpos : !QPOS)

@@ -9,67 +9,67 @@
 // lanes of (i, j) pairs: causal j <= i + OFF, a right window
 // j <= i + OFF + RIGHT, a left window j >= i + OFF - WINDOW; and `valid`
 // (lanes inside the tile).
-func.func private @visible8(%i: !I8, %j: !I8, %OFF: index, %valid: vector<8xi1>)
-    -> vector<8xi1> {
+func.func private @visible8(%i: !VI, %j: !VI, %OFF: index, %valid: vector<${L}xi1>)
+    -> vector<${L}xi1> {
   %causal = arith.constant ${CAUSAL}
   %has_right = arith.constant ${HAS_RIGHT}
   %has_window = arith.constant ${HAS_WINDOW}
   %RIGHT = arith.constant ${RIGHT} : i32
   %WINDOW = arith.constant ${WINDOW} : i32
   %off = arith.index_cast %OFF : index to i32
-  %offv = vector.broadcast %off : i32 to !I8
-  %aligned = arith.addi %i, %offv : !I8
-  %before = arith.cmpi sle, %j, %aligned : !I8
-  %rightv = vector.broadcast %RIGHT : i32 to !I8
-  %right_end = arith.addi %aligned, %rightv : !I8
-  %in_right = arith.cmpi sle, %j, %right_end : !I8
-  %windowv = vector.broadcast %WINDOW : i32 to !I8
-  %left_end = arith.subi %aligned, %windowv : !I8
-  %in_left = arith.cmpi sge, %j, %left_end : !I8
-  %true = arith.constant dense<true> : vector<8xi1>
-  %c_ok = arith.select %causal, %before, %true : vector<8xi1>
-  %r_ok = arith.select %has_right, %in_right, %true : vector<8xi1>
-  %w_ok = arith.select %has_window, %in_left, %true : vector<8xi1>
-  %a = arith.andi %c_ok, %r_ok : vector<8xi1>
-  %b = arith.andi %a, %w_ok : vector<8xi1>
-  %v = arith.andi %b, %valid : vector<8xi1>
-  return %v : vector<8xi1>
+  %offv = vector.broadcast %off : i32 to !VI
+  %aligned = arith.addi %i, %offv : !VI
+  %before = arith.cmpi sle, %j, %aligned : !VI
+  %rightv = vector.broadcast %RIGHT : i32 to !VI
+  %right_end = arith.addi %aligned, %rightv : !VI
+  %in_right = arith.cmpi sle, %j, %right_end : !VI
+  %windowv = vector.broadcast %WINDOW : i32 to !VI
+  %left_end = arith.subi %aligned, %windowv : !VI
+  %in_left = arith.cmpi sge, %j, %left_end : !VI
+  %true = arith.constant dense<true> : vector<${L}xi1>
+  %c_ok = arith.select %causal, %before, %true : vector<${L}xi1>
+  %r_ok = arith.select %has_right, %in_right, %true : vector<${L}xi1>
+  %w_ok = arith.select %has_window, %in_left, %true : vector<${L}xi1>
+  %a = arith.andi %c_ok, %r_ok : vector<${L}xi1>
+  %b = arith.andi %a, %w_ok : vector<${L}xi1>
+  %v = arith.andi %b, %valid : vector<${L}xi1>
+  return %v : vector<${L}xi1>
 }
 
 // exp(x) on 8 lanes through @exp2_vec (x <= 0 here: s - lse, s - max).
-func.func private @exp_v8(%x: !V8) -> !V8 {
-  %log2e = arith.constant dense<1.44269504088896> : !V8
-  %y = arith.mulf %x, %log2e : !V8
-  %e = func.call @exp2_vec(%y) : (!V8) -> !V8
-  return %e : !V8
+func.func private @exp_v8(%x: !VF) -> !VF {
+  %log2e = arith.constant dense<1.44269504088896> : !VF
+  %y = arith.mulf %x, %log2e : !VF
+  %e = func.call @exp2_vec(%y) : (!VF) -> !VF
+  return %e : !VF
 }
 
 // The scores of 8 lanes from their dot products: s = softcap(scale dot) +
 // bias (the fused score biases, attn.score_mod), and softcap' = 1 - tanh^2
 // (1 without a softcap).
-func.func private @score8(%dot: !V8, %b: index, %h: index, %qi: !I8, %kj: !I8, %SQ: index,
+func.func private @score8(%dot: !VF, %b: index, %h: index, %qi: !VI, %kj: !VI, %SQ: index,
                           %SKV: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %qpos: !QPOS,
                           %kpos: !KPOS)
-    -> (!V8, !V8) {
-  %scale = arith.constant dense<${SCALE}> : !V8
-  %one = arith.constant dense<1.0> : !V8
-  %s0 = arith.mulf %dot, %scale : !V8
+    -> (!VF, !VF) {
+  %scale = arith.constant dense<${SCALE}> : !VF
+  %one = arith.constant dense<1.0> : !VF
+  %s0 = arith.mulf %dot, %scale : !VF
   %has_softcap = arith.constant ${HAS_SOFTCAP}
-  %r:2 = scf.if %has_softcap -> (!V8, !V8) {
-    %cap = arith.constant dense<${SOFTCAP}> : !V8
-    %x = arith.divf %s0, %cap : !V8
-    %t = math.tanh %x : !V8
-    %s = arith.mulf %t, %cap : !V8
-    %tt = arith.mulf %t, %t : !V8
-    %f = arith.subf %one, %tt : !V8
-    scf.yield %s, %f : !V8, !V8
+  %r:2 = scf.if %has_softcap -> (!VF, !VF) {
+    %cap = arith.constant dense<${SOFTCAP}> : !VF
+    %x = arith.divf %s0, %cap : !VF
+    %t = math.tanh %x : !VF
+    %s = arith.mulf %t, %cap : !VF
+    %tt = arith.mulf %t, %t : !VF
+    %f = arith.subf %one, %tt : !VF
+    scf.yield %s, %f : !VF, !VF
   } else {
-    scf.yield %s0, %one : !V8, !V8
+    scf.yield %s0, %one : !VF, !VF
   }
   %biased = attn.score_mod %r#0, batch %b, head %h, query %qi, key %kj
       operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
-      lengths(%SQ, %SKV) : !V8, !I8
-  return %biased, %r#1 : !V8, !V8
+      lengths(%SQ, %SKV) : !VF, !VI
+  return %biased, %r#1 : !VF, !VF
 }
 
 // The keys [lo, hi) row i sees (the mask of @visible8 solved for j).
@@ -155,9 +155,9 @@ func.func private @rows_t(%x: !ROWS, %t: !TD, %n: index, %b: index, %h: index, %
                           %end: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %zero = arith.constant 0.0 : f32
-  scf.for %l = %c0 to %c8 step %c1 {
+  scf.for %l = %c0 to %cL step %c1 {
     %r = arith.addi %r0, %l : index
     %in = arith.cmpi ult, %r, %end : index
     scf.for %c = %c0 to %n step %c1 {
@@ -177,7 +177,7 @@ func.func private @rows_t(%x: !ROWS, %t: !TD, %n: index, %b: index, %h: index, %
 // against channels [0, N) of one row of x (Q, K, V or dO), broadcast. Eight accumulators, summed
 // in a fixed tree at the end: one chain of FMAs would wait on each FMA's
 // latency (4 cycles) and run at a quarter of the FMA ports' rate.
-func.func private @tile_dot(%t: !TD, %x: !ROWS, %N: index, %b: index, %h: index, %r: index) -> !V8 {
+func.func private @tile_dot(%t: !TD, %x: !ROWS, %N: index, %b: index, %h: index, %r: index) -> !VF {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -187,58 +187,58 @@ func.func private @tile_dot(%t: !TD, %x: !ROWS, %N: index, %b: index, %h: index,
   %c6 = arith.constant 6 : index
   %c7 = arith.constant 7 : index
   %c8 = arith.constant 8 : index
-  %zv = arith.constant dense<0.0> : !V8
-  %acc:8 = scf.for %c = %c0 to %N step %c8 iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv, %a4 = %zv, %a5 = %zv, %a6 = %zv, %a7 = %zv) -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
+  %zv = arith.constant dense<0.0> : !VF
+  %acc:8 = scf.for %c = %c0 to %N step %c8 iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv, %a4 = %zv, %a5 = %zv, %a6 = %zv, %a7 = %zv) -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
     %i0 = arith.addi %c, %c0 : index
-    %col0 = vector.load %t[%i0, %c0] : !TD, !V8
+    %col0 = vector.load %t[%i0, %c0] : !TD, !VF
     %x0 = memref.load %x[%b, %h, %r, %i0] : !ROWS
-    %xv0 = vector.broadcast %x0 : f32 to !V8
-    %n0 = math.fma %col0, %xv0, %a0 : !V8
+    %xv0 = vector.broadcast %x0 : f32 to !VF
+    %n0 = math.fma %col0, %xv0, %a0 : !VF
     %i1 = arith.addi %c, %c1 : index
-    %col1 = vector.load %t[%i1, %c0] : !TD, !V8
+    %col1 = vector.load %t[%i1, %c0] : !TD, !VF
     %x1 = memref.load %x[%b, %h, %r, %i1] : !ROWS
-    %xv1 = vector.broadcast %x1 : f32 to !V8
-    %n1 = math.fma %col1, %xv1, %a1 : !V8
+    %xv1 = vector.broadcast %x1 : f32 to !VF
+    %n1 = math.fma %col1, %xv1, %a1 : !VF
     %i2 = arith.addi %c, %c2 : index
-    %col2 = vector.load %t[%i2, %c0] : !TD, !V8
+    %col2 = vector.load %t[%i2, %c0] : !TD, !VF
     %x2 = memref.load %x[%b, %h, %r, %i2] : !ROWS
-    %xv2 = vector.broadcast %x2 : f32 to !V8
-    %n2 = math.fma %col2, %xv2, %a2 : !V8
+    %xv2 = vector.broadcast %x2 : f32 to !VF
+    %n2 = math.fma %col2, %xv2, %a2 : !VF
     %i3 = arith.addi %c, %c3 : index
-    %col3 = vector.load %t[%i3, %c0] : !TD, !V8
+    %col3 = vector.load %t[%i3, %c0] : !TD, !VF
     %x3 = memref.load %x[%b, %h, %r, %i3] : !ROWS
-    %xv3 = vector.broadcast %x3 : f32 to !V8
-    %n3 = math.fma %col3, %xv3, %a3 : !V8
+    %xv3 = vector.broadcast %x3 : f32 to !VF
+    %n3 = math.fma %col3, %xv3, %a3 : !VF
     %i4 = arith.addi %c, %c4 : index
-    %col4 = vector.load %t[%i4, %c0] : !TD, !V8
+    %col4 = vector.load %t[%i4, %c0] : !TD, !VF
     %x4 = memref.load %x[%b, %h, %r, %i4] : !ROWS
-    %xv4 = vector.broadcast %x4 : f32 to !V8
-    %n4 = math.fma %col4, %xv4, %a4 : !V8
+    %xv4 = vector.broadcast %x4 : f32 to !VF
+    %n4 = math.fma %col4, %xv4, %a4 : !VF
     %i5 = arith.addi %c, %c5 : index
-    %col5 = vector.load %t[%i5, %c0] : !TD, !V8
+    %col5 = vector.load %t[%i5, %c0] : !TD, !VF
     %x5 = memref.load %x[%b, %h, %r, %i5] : !ROWS
-    %xv5 = vector.broadcast %x5 : f32 to !V8
-    %n5 = math.fma %col5, %xv5, %a5 : !V8
+    %xv5 = vector.broadcast %x5 : f32 to !VF
+    %n5 = math.fma %col5, %xv5, %a5 : !VF
     %i6 = arith.addi %c, %c6 : index
-    %col6 = vector.load %t[%i6, %c0] : !TD, !V8
+    %col6 = vector.load %t[%i6, %c0] : !TD, !VF
     %x6 = memref.load %x[%b, %h, %r, %i6] : !ROWS
-    %xv6 = vector.broadcast %x6 : f32 to !V8
-    %n6 = math.fma %col6, %xv6, %a6 : !V8
+    %xv6 = vector.broadcast %x6 : f32 to !VF
+    %n6 = math.fma %col6, %xv6, %a6 : !VF
     %i7 = arith.addi %c, %c7 : index
-    %col7 = vector.load %t[%i7, %c0] : !TD, !V8
+    %col7 = vector.load %t[%i7, %c0] : !TD, !VF
     %x7 = memref.load %x[%b, %h, %r, %i7] : !ROWS
-    %xv7 = vector.broadcast %x7 : f32 to !V8
-    %n7 = math.fma %col7, %xv7, %a7 : !V8
-    scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+    %xv7 = vector.broadcast %x7 : f32 to !VF
+    %n7 = math.fma %col7, %xv7, %a7 : !VF
+    scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
   }
-  %s01 = arith.addf %acc#0, %acc#1 : !V8
-  %s23 = arith.addf %acc#2, %acc#3 : !V8
-  %s45 = arith.addf %acc#4, %acc#5 : !V8
-  %s67 = arith.addf %acc#6, %acc#7 : !V8
-  %s03 = arith.addf %s01, %s23 : !V8
-  %s47 = arith.addf %s45, %s67 : !V8
-  %s = arith.addf %s03, %s47 : !V8
-  return %s : !V8
+  %s01 = arith.addf %acc#0, %acc#1 : !VF
+  %s23 = arith.addf %acc#2, %acc#3 : !VF
+  %s45 = arith.addf %acc#4, %acc#5 : !VF
+  %s67 = arith.addf %acc#6, %acc#7 : !VF
+  %s03 = arith.addf %s01, %s23 : !VF
+  %s47 = arith.addf %s45, %s67 : !VF
+  %s = arith.addf %s03, %s47 : !VF
+  return %s : !VF
 }
 
 // acc[c, :] += sum_{r < n} w[r, :] x[r0 + r, c]: a chunk's weights (P or
@@ -257,58 +257,58 @@ func.func private @accumulate(%acc: !TD, %w: !W, %n: index, %x: !ROWS, %N: index
   %c7 = arith.constant 7 : index
   %c8 = arith.constant 8 : index
   scf.for %cb = %c0 to %N step %c8 {
-    %a0 = vector.load %acc[%cb, %c0] : !TD, !V8
+    %a0 = vector.load %acc[%cb, %c0] : !TD, !VF
     %cb1 = arith.addi %cb, %c1 : index
-    %a1 = vector.load %acc[%cb1, %c0] : !TD, !V8
+    %a1 = vector.load %acc[%cb1, %c0] : !TD, !VF
     %cb2 = arith.addi %cb, %c2 : index
-    %a2 = vector.load %acc[%cb2, %c0] : !TD, !V8
+    %a2 = vector.load %acc[%cb2, %c0] : !TD, !VF
     %cb3 = arith.addi %cb, %c3 : index
-    %a3 = vector.load %acc[%cb3, %c0] : !TD, !V8
+    %a3 = vector.load %acc[%cb3, %c0] : !TD, !VF
     %cb4 = arith.addi %cb, %c4 : index
-    %a4 = vector.load %acc[%cb4, %c0] : !TD, !V8
+    %a4 = vector.load %acc[%cb4, %c0] : !TD, !VF
     %cb5 = arith.addi %cb, %c5 : index
-    %a5 = vector.load %acc[%cb5, %c0] : !TD, !V8
+    %a5 = vector.load %acc[%cb5, %c0] : !TD, !VF
     %cb6 = arith.addi %cb, %c6 : index
-    %a6 = vector.load %acc[%cb6, %c0] : !TD, !V8
+    %a6 = vector.load %acc[%cb6, %c0] : !TD, !VF
     %cb7 = arith.addi %cb, %c7 : index
-    %a7 = vector.load %acc[%cb7, %c0] : !TD, !V8
-    %r:8 = scf.for %rr = %c0 to %n step %c1 iter_args(%s0 = %a0, %s1 = %a1, %s2 = %a2, %s3 = %a3, %s4 = %a4, %s5 = %a5, %s6 = %a6, %s7 = %a7) -> (!V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8) {
-      %wv = vector.load %w[%rr, %c0] : !W, !V8
+    %a7 = vector.load %acc[%cb7, %c0] : !TD, !VF
+    %r:8 = scf.for %rr = %c0 to %n step %c1 iter_args(%s0 = %a0, %s1 = %a1, %s2 = %a2, %s3 = %a3, %s4 = %a4, %s5 = %a5, %s6 = %a6, %s7 = %a7) -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
+      %wv = vector.load %w[%rr, %c0] : !W, !VF
       %row = arith.addi %r0, %rr : index
       %x0 = memref.load %x[%b, %h, %row, %cb] : !ROWS
-      %xv0 = vector.broadcast %x0 : f32 to !V8
-      %n0 = math.fma %wv, %xv0, %s0 : !V8
+      %xv0 = vector.broadcast %x0 : f32 to !VF
+      %n0 = math.fma %wv, %xv0, %s0 : !VF
       %x1 = memref.load %x[%b, %h, %row, %cb1] : !ROWS
-      %xv1 = vector.broadcast %x1 : f32 to !V8
-      %n1 = math.fma %wv, %xv1, %s1 : !V8
+      %xv1 = vector.broadcast %x1 : f32 to !VF
+      %n1 = math.fma %wv, %xv1, %s1 : !VF
       %x2 = memref.load %x[%b, %h, %row, %cb2] : !ROWS
-      %xv2 = vector.broadcast %x2 : f32 to !V8
-      %n2 = math.fma %wv, %xv2, %s2 : !V8
+      %xv2 = vector.broadcast %x2 : f32 to !VF
+      %n2 = math.fma %wv, %xv2, %s2 : !VF
       %x3 = memref.load %x[%b, %h, %row, %cb3] : !ROWS
-      %xv3 = vector.broadcast %x3 : f32 to !V8
-      %n3 = math.fma %wv, %xv3, %s3 : !V8
+      %xv3 = vector.broadcast %x3 : f32 to !VF
+      %n3 = math.fma %wv, %xv3, %s3 : !VF
       %x4 = memref.load %x[%b, %h, %row, %cb4] : !ROWS
-      %xv4 = vector.broadcast %x4 : f32 to !V8
-      %n4 = math.fma %wv, %xv4, %s4 : !V8
+      %xv4 = vector.broadcast %x4 : f32 to !VF
+      %n4 = math.fma %wv, %xv4, %s4 : !VF
       %x5 = memref.load %x[%b, %h, %row, %cb5] : !ROWS
-      %xv5 = vector.broadcast %x5 : f32 to !V8
-      %n5 = math.fma %wv, %xv5, %s5 : !V8
+      %xv5 = vector.broadcast %x5 : f32 to !VF
+      %n5 = math.fma %wv, %xv5, %s5 : !VF
       %x6 = memref.load %x[%b, %h, %row, %cb6] : !ROWS
-      %xv6 = vector.broadcast %x6 : f32 to !V8
-      %n6 = math.fma %wv, %xv6, %s6 : !V8
+      %xv6 = vector.broadcast %x6 : f32 to !VF
+      %n6 = math.fma %wv, %xv6, %s6 : !VF
       %x7 = memref.load %x[%b, %h, %row, %cb7] : !ROWS
-      %xv7 = vector.broadcast %x7 : f32 to !V8
-      %n7 = math.fma %wv, %xv7, %s7 : !V8
-      scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !V8, !V8, !V8, !V8, !V8, !V8, !V8, !V8
+      %xv7 = vector.broadcast %x7 : f32 to !VF
+      %n7 = math.fma %wv, %xv7, %s7 : !VF
+      scf.yield %n0, %n1, %n2, %n3, %n4, %n5, %n6, %n7 : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
     }
-    vector.store %r#0, %acc[%cb, %c0] : !TD, !V8
-    vector.store %r#1, %acc[%cb1, %c0] : !TD, !V8
-    vector.store %r#2, %acc[%cb2, %c0] : !TD, !V8
-    vector.store %r#3, %acc[%cb3, %c0] : !TD, !V8
-    vector.store %r#4, %acc[%cb4, %c0] : !TD, !V8
-    vector.store %r#5, %acc[%cb5, %c0] : !TD, !V8
-    vector.store %r#6, %acc[%cb6, %c0] : !TD, !V8
-    vector.store %r#7, %acc[%cb7, %c0] : !TD, !V8
+    vector.store %r#0, %acc[%cb, %c0] : !TD, !VF
+    vector.store %r#1, %acc[%cb1, %c0] : !TD, !VF
+    vector.store %r#2, %acc[%cb2, %c0] : !TD, !VF
+    vector.store %r#3, %acc[%cb3, %c0] : !TD, !VF
+    vector.store %r#4, %acc[%cb4, %c0] : !TD, !VF
+    vector.store %r#5, %acc[%cb5, %c0] : !TD, !VF
+    vector.store %r#6, %acc[%cb6, %c0] : !TD, !VF
+    vector.store %r#7, %acc[%cb7, %c0] : !TD, !VF
   }
   return
 }
@@ -316,23 +316,23 @@ func.func private @accumulate(%acc: !TD, %w: !W, %n: index, %x: !ROWS, %N: index
 // 8 lanes of the scratch's [D | lse] rows (b, h, r0 + l), rows past `end`
 // read as `pad`.
 func.func private @row_values(%scratch: !SCRATCH, %first: index, %r0: index, %end: index,
-                              %pad: f32) -> !V8 {
+                              %pad: f32) -> !VF {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %init = vector.broadcast %pad : f32 to !V8
-  %v = scf.for %l = %c0 to %c8 step %c1 iter_args(%acc = %init) -> (!V8) {
+  %cL = arith.constant ${L} : index
+  %init = vector.broadcast %pad : f32 to !VF
+  %v = scf.for %l = %c0 to %cL step %c1 iter_args(%acc = %init) -> (!VF) {
     %r = arith.addi %r0, %l : index
     %in = arith.cmpi ult, %r, %end : index
-    %next = scf.if %in -> !V8 {
+    %next = scf.if %in -> !VF {
       %at = arith.addi %first, %r : index
       %x = memref.load %scratch[%at] : !SCRATCH
-      %w = vector.insert %x, %acc[%l] : f32 into !V8
-      scf.yield %w : !V8
+      %w = vector.insert %x, %acc[%l] : f32 into !VF
+      scf.yield %w : !VF
     } else {
-      scf.yield %acc : !V8
+      scf.yield %acc : !VF
     }
-    scf.yield %next : !V8
+    scf.yield %next : !VF
   }
-  return %v : !V8
+  return %v : !VF
 }

@@ -11,30 +11,30 @@
 // row_index(b, h, 0) and TF floats a row (the key term's buckets, then the
 // value term's). Rows past the sequence (padding lanes, masked later) read
 // its last row.
-func.func private @row_terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %qi: !I8, %m: !I8,
-                              %first: index, %SQ: index) -> !V8 {
+func.func private @row_terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %qi: !VI, %m: !VI,
+                              %first: index, %SQ: index) -> !VF {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %TF = arith.constant ${TERM_FLOATS} : index
   %TFi = arith.constant ${TERM_FLOATS} : i32
-  %zi = arith.constant dense<0> : !I8
+  %zi = arith.constant dense<0> : !VI
   %rows2 = arith.muli %ROWS, %c2 : index
   %hb = arith.muli %head, %TF : index
   %base0 = arith.addi %rows2, %hb : index
   %base = arith.addi %base0, %first : index
   %last = arith.subi %SQ, %c1 : index
   %lasti = arith.index_cast %last : index to i32
-  %lastv = vector.broadcast %lasti : i32 to !I8
-  %q0 = arith.maxsi %qi, %zi : !I8
-  %q1 = arith.minsi %q0, %lastv : !I8
-  %tfv = vector.broadcast %TFi : i32 to !I8
-  %o0 = arith.muli %q1, %tfv : !I8
-  %off = arith.addi %o0, %m : !I8
-  %all = arith.constant dense<true> : vector<8xi1>
-  %pass = arith.constant dense<0.0> : !V8
+  %lastv = vector.broadcast %lasti : i32 to !VI
+  %q0 = arith.maxsi %qi, %zi : !VI
+  %q1 = arith.minsi %q0, %lastv : !VI
+  %tfv = vector.broadcast %TFi : i32 to !VI
+  %o0 = arith.muli %q1, %tfv : !VI
+  %off = arith.addi %o0, %m : !VI
+  %all = arith.constant dense<true> : vector<${L}xi1>
+  %pass = arith.constant dense<0.0> : !VF
   %x = vector.gather %scratch[%base] [%off], %all, %pass
-      : !SCRATCH, !I8, vector<8xi1>, !V8 into !V8
-  return %x : !V8
+      : !SCRATCH, !VI, vector<${L}xi1>, !VF into !VF
+  return %x : !VF
 }
 
 // The bucketed terms of 8 scores (Shaw, docs/backward.md): the key term
@@ -42,36 +42,36 @@ func.func private @row_terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %q
 // dO_i . a^V[mv] added to dP, and their buckets mk, mv. Without a term,
 // -0.0 (x + -0.0 folds to x) and bucket 0.
 func.func private @terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %b: index, %h: index,
-                          %qi: !I8, %kj: !I8, %SQ: index, %SKV: index, %e0: !E0, %e1: !E1,
+                          %qi: !VI, %kj: !VI, %SQ: index, %SKV: index, %e0: !E0, %e1: !E1,
                           %e2: !E2, %e3: !E3, %qpos: !QPOS, %kpos: !KPOS)
-    -> (!V8, !V8, !I8, !I8) {
+    -> (!VF, !VF, !VI, !VI) {
   %c0 = arith.constant 0 : index
   %NK = arith.constant ${KEY_TERMS} : index
-  %nz = arith.constant dense<-0.0> : !V8
-  %zi = arith.constant dense<0> : !I8
+  %nz = arith.constant dense<-0.0> : !VF
+  %zi = arith.constant dense<0> : !VI
   %has_key = arith.constant ${HAS_KEY_TERM}
   %has_value = arith.constant ${HAS_VALUE_TERM}
-  %kt:2 = scf.if %has_key -> (!V8, !I8) {
+  %kt:2 = scf.if %has_key -> (!VF, !VI) {
     %m = attn.value_term_bucket key batch %b, head %h, query %qi, key %kj
         operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
-        lengths(%SQ, %SKV) : !I8
+        lengths(%SQ, %SKV) : !VI
     %x = func.call @row_terms8(%scratch, %ROWS, %head, %qi, %m, %c0, %SQ)
-        : (!SCRATCH, index, index, !I8, !I8, index, index) -> !V8
-    scf.yield %x, %m : !V8, !I8
+        : (!SCRATCH, index, index, !VI, !VI, index, index) -> !VF
+    scf.yield %x, %m : !VF, !VI
   } else {
-    scf.yield %nz, %zi : !V8, !I8
+    scf.yield %nz, %zi : !VF, !VI
   }
-  %vt:2 = scf.if %has_value -> (!V8, !I8) {
+  %vt:2 = scf.if %has_value -> (!VF, !VI) {
     %m = attn.value_term_bucket batch %b, head %h, query %qi, key %kj
         operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
-        lengths(%SQ, %SKV) : !I8
+        lengths(%SQ, %SKV) : !VI
     %x = func.call @row_terms8(%scratch, %ROWS, %head, %qi, %m, %NK, %SQ)
-        : (!SCRATCH, index, index, !I8, !I8, index, index) -> !V8
-    scf.yield %x, %m : !V8, !I8
+        : (!SCRATCH, index, index, !VI, !VI, index, index) -> !VF
+    scf.yield %x, %m : !VF, !VI
   } else {
-    scf.yield %nz, %zi : !V8, !I8
+    scf.yield %nz, %zi : !VF, !VI
   }
-  return %kt#0, %vt#0, %kt#1, %vt#1 : !V8, !V8, !I8, !I8
+  return %kt#0, %vt#0, %kt#1, %vt#1 : !VF, !VF, !VI, !VI
 }
 
 // The rows phase's term table for rows [i0, i1) of (b, h) (docs/backward.md):
@@ -83,13 +83,13 @@ func.func private @fill_row_terms(%q: !ROWS, %do: !ROWS, %scratch: !SCRATCH, %RO
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
   %TF = arith.constant ${TERM_FLOATS} : index
   %NK = arith.constant ${KEY_TERMS} : index
   %NV = arith.constant ${VALUE_TERMS} : index
-  %zv = arith.constant dense<0.0> : !V8
+  %zv = arith.constant dense<0.0> : !VF
   %has_key = arith.constant ${HAS_KEY_TERM}
   %has_value = arith.constant ${HAS_VALUE_TERM}
   %rows2 = arith.muli %ROWS, %c2 : index
@@ -99,28 +99,28 @@ func.func private @fill_row_terms(%q: !ROWS, %do: !ROWS, %scratch: !SCRATCH, %RO
     %rt = arith.addi %rows2, %rt0 : index
     scf.if %has_key {
       scf.for %m = %c0 to %NK step %c1 {
-        %acc = scf.for %c = %c0 to %D step %c8 iter_args(%a = %zv) -> (!V8) {
-          %x = vector.load %q[%b, %h, %i, %c] : !ROWS, !V8
+        %acc = scf.for %c = %c0 to %D step %cL iter_args(%a = %zv) -> (!VF) {
+          %x = vector.load %q[%b, %h, %i, %c] : !ROWS, !VF
           %y = attn.value_term_row key batch %b, head %h, bucket %m, channel %c
-              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !V8
-          %n = math.fma %x, %y, %a : !V8
-          scf.yield %n : !V8
+              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !VF
+          %n = math.fma %x, %y, %a : !VF
+          scf.yield %n : !VF
         }
-        %d = vector.reduction <add>, %acc : !V8 into f32
+        %d = vector.reduction <add>, %acc : !VF into f32
         %at = arith.addi %rt, %m : index
         memref.store %d, %scratch[%at] : !SCRATCH
       }
     }
     scf.if %has_value {
       scf.for %m = %c0 to %NV step %c1 {
-        %acc = scf.for %c = %c0 to %DV step %c8 iter_args(%a = %zv) -> (!V8) {
-          %x = vector.load %do[%b, %h, %i, %c] : !ROWS, !V8
+        %acc = scf.for %c = %c0 to %DV step %cL iter_args(%a = %zv) -> (!VF) {
+          %x = vector.load %do[%b, %h, %i, %c] : !ROWS, !VF
           %y = attn.value_term_row batch %b, head %h, bucket %m, channel %c
-              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !V8
-          %n = math.fma %x, %y, %a : !V8
-          scf.yield %n : !V8
+              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) : !VF
+          %n = math.fma %x, %y, %a : !VF
+          scf.yield %n : !VF
         }
-        %d = vector.reduction <add>, %acc : !V8 into f32
+        %d = vector.reduction <add>, %acc : !VF into f32
         %at0 = arith.addi %rt, %NK : index
         %at = arith.addi %at0, %m : index
         memref.store %d, %scratch[%at] : !SCRATCH
@@ -133,17 +133,17 @@ func.func private @fill_row_terms(%q: !ROWS, %do: !ROWS, %scratch: !SCRATCH, %RO
 // Adds w (8 lanes, one per row) into acc[m[l], l]: a q phase's per-bucket
 // sums S (dE by key bucket) and T (P by value bucket). Lanes write distinct
 // elements (their own column).
-func.func private @bucket_add8(%acc: !TD, %m: !I8, %w: !V8) {
+func.func private @bucket_add8(%acc: !TD, %m: !VI, %w: !VF) {
   %c0 = arith.constant 0 : index
-  %eight = arith.constant dense<8> : !I8
-  %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : !I8
-  %all = arith.constant dense<true> : vector<8xi1>
-  %pass = arith.constant dense<0.0> : !V8
-  %o0 = arith.muli %m, %eight : !I8
-  %off = arith.addi %o0, %iota : !I8
-  %old = vector.gather %acc[%c0, %c0] [%off], %all, %pass : !TD, !I8, vector<8xi1>, !V8 into !V8
-  %new = arith.addf %old, %w : !V8
-  vector.scatter %acc[%c0, %c0] [%off], %all, %new : !TD, !I8, vector<8xi1>, !V8
+  %lanes = arith.constant dense<${L}> : !VI
+  %iota = arith.constant dense<${IOTA}> : !VI
+  %all = arith.constant dense<true> : vector<${L}xi1>
+  %pass = arith.constant dense<0.0> : !VF
+  %o0 = arith.muli %m, %lanes : !VI
+  %off = arith.addi %o0, %iota : !VI
+  %old = vector.gather %acc[%c0, %c0] [%off], %all, %pass : !TD, !VI, vector<${L}xi1>, !VF into !VF
+  %new = arith.addf %old, %w : !VF
+  vector.scatter %acc[%c0, %c0] [%off], %all, %new : !TD, !VI, vector<${L}xi1>, !VF
   return
 }
 
@@ -156,40 +156,40 @@ func.func private @term_row_grads(%q: !ROWS, %do: !ROWS, %S: !TD, %T: !TD, %scra
                                   %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
+  %cL = arith.constant ${L} : index
   %D = arith.constant ${D} : index
   %DV = arith.constant ${DV} : index
   %NK = arith.constant ${KEY_TERMS} : index
   %NV = arith.constant ${VALUE_TERMS} : index
   %has_key = arith.constant ${HAS_KEY_TERM}
   %has_value = arith.constant ${HAS_VALUE_TERM}
-  scf.for %l = %c0 to %c8 step %c1 {
+  scf.for %l = %c0 to %cL step %c1 {
     %r = arith.addi %r0, %l : index
     %in = arith.cmpi ult, %r, %end : index
     scf.if %in {
       scf.if %has_key {
         scf.for %m = %c0 to %NK step %c1 {
           %s = memref.load %S[%m, %l] : !TD
-          %sv = vector.broadcast %s : f32 to !V8
-          scf.for %c = %c0 to %D step %c8 {
-            %x = vector.load %q[%b, %h, %r, %c] : !ROWS, !V8
-            %g = arith.mulf %x, %sv : !V8
+          %sv = vector.broadcast %s : f32 to !VF
+          scf.for %c = %c0 to %D step %cL {
+            %x = vector.load %q[%b, %h, %r, %c] : !ROWS, !VF
+            %g = arith.mulf %x, %sv : !VF
             attn.term_row_grad key %g, batch %b, head %h, bucket %m, channel %c
                 operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
-                partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS} : !V8
+                partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS} : !VF
           }
         }
       }
       scf.if %has_value {
         scf.for %m = %c0 to %NV step %c1 {
           %t = memref.load %T[%m, %l] : !TD
-          %tv = vector.broadcast %t : f32 to !V8
-          scf.for %c = %c0 to %DV step %c8 {
-            %x = vector.load %do[%b, %h, %r, %c] : !ROWS, !V8
-            %g = arith.mulf %x, %tv : !V8
+          %tv = vector.broadcast %t : f32 to !VF
+          scf.for %c = %c0 to %DV step %cL {
+            %x = vector.load %do[%b, %h, %r, %c] : !ROWS, !VF
+            %g = arith.mulf %x, %tv : !VF
             attn.term_row_grad %g, batch %b, head %h, bucket %m, channel %c
                 operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
-                partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS} : !V8
+                partial(%scratch : !SCRATCH, %pbase) offsets ${GRAD_OFFSETS} : !VF
           }
         }
       }

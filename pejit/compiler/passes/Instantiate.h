@@ -104,7 +104,7 @@ mlir::LogicalResult bindBackwardArguments(mlir::func::FuncOp func, attn::Attenti
 /// The backward form of instantiateX86Template: @pejit_backward_rows,
 /// @pejit_backward_kv and @pejit_backward_q of
 /// templates/x86/attention_backward.mlir (docs/backward.md).
-mlir::LogicalResult instantiateX86Backward(mlir::ModuleOp module);
+mlir::LogicalResult instantiateX86Backward(mlir::ModuleOp module, int64_t lanes = 8);
 
 /// Whether the module computes attn.linear_attention.
 bool isLinearAttention(mlir::ModuleOp module);

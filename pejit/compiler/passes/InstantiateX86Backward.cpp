@@ -137,7 +137,7 @@ LogicalResult pejit::bindBackwardArguments(func::FuncOp func, attn::AttentionBac
   return success();
 }
 
-LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
+LogicalResult pejit::instantiateX86Backward(ModuleOp module, int64_t familyLanes) {
   FailureOr<std::pair<func::FuncOp, attn::AttentionBackwardOp>> found =
       findAttentionBackward(module);
   if (failed(found))
@@ -240,6 +240,11 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   if (shape.headDim % 8 != 0 || shape.valueDim % 8 != 0)
     return op.emitError() << "the x86 backward needs d % 8 == 0 and dv % 8 == 0, got d = "
                           << shape.headDim << ", dv = " << shape.valueDim;
+  // The family's lanes where d and dv are whole vectors of them (the row
+  // phases' dot products run along the channels), else 8.
+  const int64_t lanes =
+      familyLanes == 16 && shape.headDim % 16 == 0 && shape.valueDim % 16 == 0 ? 16 : 8;
+  shape.vectorWidth = lanes;
 
   FailureOr<SmallVector<std::string>> slots = encodingOperandSlots(op, op.getEncodingOperands(), 4);
   if (failed(slots))
@@ -285,7 +290,9 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
       {"T", elementType},
       {"WIDEN8", x86WidenBody(elementType)},
       {"NARROW8", x86NarrowBody(elementType)},
-      {"L", "8"}, // exp2.mlir's lanes
+      {"L", std::to_string(lanes)},
+      {"LM1", std::to_string(lanes - 1)},
+      {"IOTA", x86LaneIota(lanes)},
       {"QPB", std::to_string(shape.positionAxes * shape.queryPositionRows)},
       {"KPB", std::to_string(shape.positionAxes * shape.keyPositionRows)},
       {"HAS_GRADS", gradFloats > 0 ? "true" : "false"},
@@ -353,6 +360,7 @@ LogicalResult pejit::instantiateX86Backward(ModuleOp module) {
   info.append("position_axes", attrs.getI64IntegerAttr(shape.positionAxes));
   info.append("tile_m", attrs.getI64IntegerAttr(kRowsPerItem));
   info.append("tile_n", attrs.getI64IntegerAttr(kKeysPerItem));
+  info.append("lanes", attrs.getI64IntegerAttr(lanes));
   spliceX86Kernel(module, func, signature, *kernel, info, elementType, outType);
   return success();
 }

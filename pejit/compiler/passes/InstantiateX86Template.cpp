@@ -92,14 +92,6 @@ std::string valueRowsBody(const std::string &t, int64_t valueDim, int64_t keyTil
          "  scf.yield %rows : !VROWS\n} else {\n  " + copy +
          "  scf.yield %rows : !VROWS\n}\n  return %picked : !VROWS";
 }
-/// [0, 1, ..., lanes - 1], a dense vector constant's values.
-std::string laneIota(int64_t lanes) {
-  std::string text = "[";
-  for (int64_t i = 0; i < lanes; ++i)
-    text += (i ? ", " : "") + std::to_string(i);
-  return text + "]";
-}
-
 /// The body of @key_rows_in_place for f32 K: the tile at K's element
 /// offset + b s0 + hk s1 + j0 s2, `keyTile` rows `headDim` apart.
 std::string keyRowsInPlaceBody(int64_t keyTile, int64_t headDim) {
@@ -207,7 +199,7 @@ LogicalResult instantiateKernel(ModuleOp module, const X86TileConfig &tiles, X86
   if (isLinearAttention(module))
     return instantiateX86LinearAttention(module);
   if (isAttentionBackward(module))
-    return instantiateX86Backward(module);
+    return instantiateX86Backward(module, x86IsaLanes(isa));
   return instantiateForward(module, tiles, isa);
 }
 } // namespace
@@ -354,7 +346,7 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
       {"L", std::to_string(lanes)},
       {"L2", std::to_string(2 * lanes)},
       {"LM1", std::to_string(lanes - 1)},
-      {"IOTA", laneIota(lanes)},
+      {"IOTA", x86LaneIota(lanes)},
       {"S_TILE", bf16Products ? "pejit_s_tile_bf16" : "pejit_s_tile"},
       {"PV_PACK", bf16Products ? "pv_pack_bf16" : "pv_pack_none"},
       {"PV_PLAIN", bf16Products ? "pv_plain_keys_bf16" : "pv_plain_keys"},

@@ -409,3 +409,10 @@ pejit::EncodingArgumentTexts pejit::encodingArgumentTexts(ArrayRef<std::string> 
     text.operands = " operands(" + names + " : " + types + ")";
   return text;
 }
+
+std::string pejit::x86LaneIota(int64_t lanes) {
+  std::string text = "[";
+  for (int64_t i = 0; i < lanes; ++i)
+    text += (i ? ", " : "") + std::to_string(i);
+  return text + "]";
+}

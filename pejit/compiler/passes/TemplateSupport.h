@@ -87,6 +87,10 @@ std::string x86WidenOneBody(const std::string &t);
 /// f16 or bf16): a plain return for f32.
 std::string x86NarrowBody(const std::string &t, int64_t lanes = 8);
 
+/// [0, 1, ..., lanes - 1]: the values of a dense vector constant (the x86
+/// templates' ${IOTA}).
+std::string x86LaneIota(int64_t lanes);
+
 /// `%w = ...` as one `to` element from `%v`, one `from` element (f32, f16,
 /// bf16): an extf, a truncf, or a bitcast for the same type. The nvidia
 /// kernels' per-element loads and stores.
