@@ -73,6 +73,20 @@ __attribute__((target("avx2,fma"), noinline)) inline float fmaLoopAvx2(std::int6
   return total;
 }
 
+// The sum of every lane of the 24 zmm chains. A plain store + scalar sum:
+// GCC 12's _mm512_reduce_add_ps trips -Wuninitialized inside its own header.
+__attribute__((target("avx512f"))) inline float sumChains512(const __m512 *acc) {
+  __m512 sum = acc[0];
+  for (int c = 1; c < kAvx512Chains; ++c)
+    sum = _mm512_add_ps(sum, acc[c]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sum);
+  float total = 0.0f;
+  for (float l : lanes)
+    total += l;
+  return total;
+}
+
 __attribute__((target("avx512f"), noinline)) inline float fmaLoopAvx512(std::int64_t iters) {
   const __m512 a = _mm512_set1_ps(kMul);
   const __m512 b = _mm512_set1_ps(kAdd);
@@ -84,17 +98,7 @@ __attribute__((target("avx512f"), noinline)) inline float fmaLoopAvx512(std::int
     for (int c = 0; c < kAvx512Chains; ++c)
       acc[c] = _mm512_fmadd_ps(acc[c], a, b);
   }
-  __m512 sum = acc[0];
-  for (int c = 1; c < kAvx512Chains; ++c)
-    sum = _mm512_add_ps(sum, acc[c]);
-  // Plain store + scalar sum: GCC 12's _mm512_reduce_add_ps trips
-  // -Wuninitialized inside its own header.
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float l : lanes)
-    total += l;
-  return total;
+  return sumChains512(acc);
 }
 
 // acc += a[2l] b[2l] + a[2l+1] b[2l+1]: the products 1e-8 each, so 24
@@ -111,15 +115,7 @@ dotLoopAvx512Bf16(std::int64_t iters) {
     for (int c = 0; c < kAvx512Chains; ++c)
       acc[c] = _mm512_dpbf16_ps(acc[c], a, b);
   }
-  __m512 sum = acc[0];
-  for (int c = 1; c < kAvx512Chains; ++c)
-    sum = _mm512_add_ps(sum, acc[c]);
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, sum);
-  float total = 0.0f;
-  for (float l : lanes)
-    total += l;
-  return total;
+  return sumChains512(acc);
 }
 
 inline float runFmaLoop(FmaIsa isa, std::int64_t iters) {

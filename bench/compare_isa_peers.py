@@ -28,10 +28,9 @@ size. Reported: the median of --repeats runs after a warm-up, ms and GFLOP/s
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from bench_timing import median_ms
 
 D, THETA = 128, 10000.0
 CASES = [  # name, heads, kv heads, sq, skv, causal
@@ -71,16 +70,6 @@ def attention_f64(q, k, v, causal):
 
 def relative_error(got, want):
     return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-
-
-def median_ms(run, repeats):
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def torch_case(torch, heads, kv_heads, sq, skv, causal, dtype):

@@ -35,7 +35,7 @@ bool hostHasCpuFeature(const std::string &feature);
 Expected<X86Isa> resolveX86Isa(std::optional<X86Isa> requested = std::nullopt);
 
 /// Whether this host's bf16 dot products (vdpbf16ps) outrun its f32 FMAs,
-/// FLOP for FLOP: timed once per process (~10 ms) on register-resident
+/// FLOP for FLOP: timed once per process (~2 ms) on register-resident
 /// chains; false without AVX-512-BF16. The best family is avx512_bf16 only
 /// then (some cores issue vdpbf16ps at half the FMA rate: bench/RESULTS.md).
 bool bf16ProductsFasterOnHost();
