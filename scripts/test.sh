@@ -62,7 +62,7 @@ run_binary() { # BINARY [LABEL]: its shards, counted into the totals
   echo "$label: $p passed, $f failed, $s skipped ($((SECONDS - started)) s)"
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then
-    echo "$label exited $rc"; tail -5 "${logs[@]}"; failed=$((failed + 1))
+    echo "$label exited $rc"; tail -n 5 "${logs[@]}"; failed=$((failed + 1))
   fi
   rm -f "${logs[@]}"
 }

@@ -382,6 +382,10 @@ public:
   Expected<TuneReport> tune(const Spec &spec, TuneOptions options = {});
   /// The host CPU name and features that are part of every x86 kernel key.
   static std::string hostTarget();
+  /// The tiles an x86 kernel gets when none are asked for and none are
+  /// tuned: 144 x 96 in the avx2 family, 144 x 48 in the AVX-512 ones
+  /// (PEJIT_X86_ISA's, else the host's best; bench/RESULTS.md 2026-12-06).
+  static X86TileConfig defaultX86Tiles();
   /// The stages of `target`'s stage table that have text (what ir() and
   /// `pejit compile --emit` accept), in order, with one-line summaries.
   static std::vector<StageInfo> stages(const Target &target);

@@ -33,7 +33,7 @@ std::vector<X86TileConfig> candidateTiles(const Shape &shape, int64_t l2Bytes) {
       tiles.push_back({m, n});
     }
   if (tiles.empty())
-    tiles.push_back(X86TileConfig{});
+    tiles.push_back(Runtime::defaultX86Tiles());
   return tiles;
 }
 
@@ -123,7 +123,7 @@ std::vector<std::pair<int64_t, int64_t>> representativeLengths(const Shape &kern
 Expected<TuneReport> tuneCandidates(Runtime &runtime, const Spec &spec, TuneOptions &options) {
   // The shape is known once one kernel exists; the default config is one
   // of the candidates anyway.
-  Expected<X86Kernel> probe = runtime.getX86(spec, X86TileConfig{});
+  Expected<X86Kernel> probe = runtime.getX86(spec, Runtime::defaultX86Tiles());
   if (!probe)
     return Expected<TuneReport>::error(probe.error());
   // The call shapes to time: the kernel's own, or for a shape class the

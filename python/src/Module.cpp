@@ -308,7 +308,7 @@ NB_MODULE(_pejit, m) {
             if (parsed->kind == Target::Kind::X86) {
               std::optional<X86TileConfig> tiles;
               if (queryTile || keyTile) {
-                tiles = X86TileConfig{};
+                tiles = Runtime::defaultX86Tiles();
                 tiles->queryTile = queryTile.value_or(tiles->queryTile);
                 tiles->keyTile = keyTile.value_or(tiles->keyTile);
               }

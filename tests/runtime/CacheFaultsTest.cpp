@@ -239,8 +239,8 @@ TEST_F(CacheFaults, RuntimeCompilesPastAStuckLock) {
   setenv("PEJIT_CACHE_LOCK_TIMEOUT", "0.3", 1);
   std::string key = compilerFingerprint() + "|" + Runtime::hostTarget() +
                     "|isa=" + x86IsaName(*resolveX86Isa()) +
-                    "|tile=" + std::to_string(X86TileConfig{}.queryTile) + "x" +
-                    std::to_string(X86TileConfig{}.keyTile) + "|" + ropeSpec().source();
+                    "|tile=" + std::to_string(Runtime::defaultX86Tiles().queryTile) + "x" +
+                    std::to_string(Runtime::defaultX86Tiles().keyTile) + "|" + ropeSpec().source();
   int fd = ::open((dir / (fnv1aHex(key) + ".lock")).c_str(), O_RDWR | O_CREAT, 0644);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::flock(fd, LOCK_EX), 0);

@@ -83,7 +83,8 @@ TEST(Runtime, EightThreadsAskingForOneKeyCompileOnce) {
 TEST(Runtime, ConcurrentRunsOfOneKernelKeepTheirScratchApart) {
   Runtime runtime;
   Shape shape{1, 2, 2, 300, 300, 64, 64};
-  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec(shape));
+  // 144 x 96 tiles: K's 300 rows are 4 key tiles per head, 8 jobs.
+  Expected<X86Kernel> kernel = runtime.getX86(ropeSpec(shape), X86TileConfig{});
   ASSERT_TRUE(kernel) << kernel.error();
   ASSERT_NE(kernel->ir("tiled")->find("prepare_jobs = 8 : i64"), std::string::npos);
   size_t n = 2 * 300 * 64;
