@@ -44,6 +44,7 @@ export PEJIT_TEST_SHARDS=${PEJIT_TEST_SHARDS:-2}
 # of their cases here, the seed printed: the plain lane runs them all, and
 # every runtime check they reach, their other cases reach too.
 export PEJIT_TEST_SAMPLE=${PEJIT_TEST_SAMPLE:-0.34}
+export PEJIT_SKIP_ISA_RERUNS=${PEJIT_SKIP_ISA_RERUNS:-1}
 export PEJIT_TEST_TIMEOUT=${PEJIT_TEST_TIMEOUT:-2700}
 # The Python lane runs in the plain lane only: an ASan-built extension
 # would need the ASan runtime preloaded into the interpreter.
