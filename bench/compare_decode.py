@@ -124,34 +124,37 @@ def torch_decode(rng, repeats, dtype_name="float32"):
         return median_step(step, repeats), err
 
 
-def gqa_model(onnx, helper, batch=1, capacity=CAPACITY):
-    """GroupQueryAttention decode (one new token per batch row) with rotary,
-    past and present caches of `capacity` keys, as a serialized model."""
+def gqa_model(onnx, helper, batch=1, capacity=CAPACITY, heads=HQ, kv_heads=HKV, tokens=1):
+    """GroupQueryAttention with rotary (`tokens` new ones per batch row, 1
+    for decode), past and present caches of `capacity` keys, as a
+    serialized model."""
     T = onnx.TensorProto
     node = helper.make_node(
         "GroupQueryAttention",
         ["query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
          "cos_cache", "sin_cache"],
         ["output", "present_key", "present_value"],
-        domain="com.microsoft", num_heads=HQ, kv_num_heads=HKV, do_rotary=1,
+        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads, do_rotary=1,
         rotary_interleaved=0, scale=1.0 / np.sqrt(D))
+    info = helper.make_tensor_value_info
+    cache = [batch, kv_heads, capacity, D]
     inputs = [
-        helper.make_tensor_value_info("query", T.FLOAT, [batch, 1, HQ * D]),
-        helper.make_tensor_value_info("key", T.FLOAT, [batch, 1, HKV * D]),
-        helper.make_tensor_value_info("value", T.FLOAT, [batch, 1, HKV * D]),
-        helper.make_tensor_value_info("past_key", T.FLOAT, [batch, HKV, capacity, D]),
-        helper.make_tensor_value_info("past_value", T.FLOAT, [batch, HKV, capacity, D]),
-        helper.make_tensor_value_info("seqlens_k", T.INT32, [batch]),
-        helper.make_tensor_value_info("total_sequence_length", T.INT32, []),
-        helper.make_tensor_value_info("cos_cache", T.FLOAT, [capacity, D // 2]),
-        helper.make_tensor_value_info("sin_cache", T.FLOAT, [capacity, D // 2]),
+        info("query", T.FLOAT, [batch, tokens, heads * D]),
+        info("key", T.FLOAT, [batch, tokens, kv_heads * D]),
+        info("value", T.FLOAT, [batch, tokens, kv_heads * D]),
+        info("past_key", T.FLOAT, cache),
+        info("past_value", T.FLOAT, cache),
+        info("seqlens_k", T.INT32, [batch]),
+        info("total_sequence_length", T.INT32, []),
+        info("cos_cache", T.FLOAT, [capacity, D // 2]),
+        info("sin_cache", T.FLOAT, [capacity, D // 2]),
     ]
     outputs = [
-        helper.make_tensor_value_info("output", T.FLOAT, [batch, 1, HQ * D]),
-        helper.make_tensor_value_info("present_key", T.FLOAT, [batch, HKV, capacity, D]),
-        helper.make_tensor_value_info("present_value", T.FLOAT, [batch, HKV, capacity, D]),
+        info("output", T.FLOAT, [batch, tokens, heads * D]),
+        info("present_key", T.FLOAT, cache),
+        info("present_value", T.FLOAT, cache),
     ]
-    graph = helper.make_graph([node], "gqa_decode", inputs, outputs)
+    graph = helper.make_graph([node], "gqa", inputs, outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("com.microsoft", 1)])
     return model.SerializeToString()

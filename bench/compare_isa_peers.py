@@ -31,6 +31,8 @@ import argparse
 
 import numpy as np
 from bench_timing import median_ms
+# GroupQueryAttention with rotary; D = 128 there too.
+from compare_decode import gqa_model
 
 D, THETA = 128, 10000.0
 CASES = [  # name, heads, kv heads, sq, skv, causal
@@ -106,46 +108,14 @@ def torch_case(torch, heads, kv_heads, sq, skv, causal, dtype):
     return run, reference
 
 
-def gqa_model(onnx, helper, heads, kv_heads, sq, capacity):
-    """GroupQueryAttention with rotary: sq new tokens, a cache of capacity."""
-    T = onnx.TensorProto
-    node = helper.make_node(
-        "GroupQueryAttention",
-        ["query", "key", "value", "past_key", "past_value", "seqlens_k", "total_sequence_length",
-         "cos_cache", "sin_cache"],
-        ["output", "present_key", "present_value"],
-        domain="com.microsoft", num_heads=heads, kv_num_heads=kv_heads, do_rotary=1,
-        rotary_interleaved=0, scale=1.0 / np.sqrt(D))
-    info = helper.make_tensor_value_info
-    inputs = [
-        info("query", T.FLOAT, [1, sq, heads * D]),
-        info("key", T.FLOAT, [1, sq, kv_heads * D]),
-        info("value", T.FLOAT, [1, sq, kv_heads * D]),
-        info("past_key", T.FLOAT, [1, kv_heads, capacity, D]),
-        info("past_value", T.FLOAT, [1, kv_heads, capacity, D]),
-        info("seqlens_k", T.INT32, [1]),
-        info("total_sequence_length", T.INT32, []),
-        info("cos_cache", T.FLOAT, [capacity, D // 2]),
-        info("sin_cache", T.FLOAT, [capacity, D // 2]),
-    ]
-    outputs = [
-        info("output", T.FLOAT, [1, sq, heads * D]),
-        info("present_key", T.FLOAT, [1, kv_heads, capacity, D]),
-        info("present_value", T.FLOAT, [1, kv_heads, capacity, D]),
-    ]
-    graph = helper.make_graph([node], "gqa", inputs, outputs)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
-    return model.SerializeToString()
-
-
 def ort_case(ort, onnx, helper, threads, heads, kv_heads, sq, skv, causal):
     """ONNX Runtime's run of one case: sq new tokens after skv - sq cached
     ones (always causal, as GroupQueryAttention is)."""
     rng = np.random.default_rng(2)
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
-    session = ort.InferenceSession(gqa_model(onnx, helper, heads, kv_heads, sq, skv), options,
+    session = ort.InferenceSession(gqa_model(onnx, helper, capacity=skv, heads=heads,
+                                             kv_heads=kv_heads, tokens=sq), options,
                                    providers=["CPUExecutionProvider"])
     past = skv - sq
     cache_k = np.zeros((1, kv_heads, skv, D), dtype=np.float32)

@@ -206,11 +206,11 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in:
           : (!SCRATCH, index, index, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3,
              !QPOS, !KPOS) -> (!VF, !VF, !VI, !VI)
       %dotk = arith.addf %dot, %kterm : !VF
-      %s0, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
+      %s0, %f = func.call @score(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
                                   %kpos)
           : (!VF, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
           -> (!VF, !VF)
-      %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
+      %vis = func.call @visible(%qi, %kj, %OFF, %valid)
           : (!VI, !VI, index, vector<${L}xi1>) -> vector<${L}xi1>
       %s = arith.select %vis, %s0, %ninfv : vector<${L}xi1>, !VF
       %mn = arith.maximumf %m, %s : !VF
@@ -218,11 +218,11 @@ func.func @pejit_backward_rows(%q: !Q, %k: !K, %v: !V, %o: !O, %do: !O, %lse_in:
       %none = arith.cmpf oeq, %mn, %ninfv : !VF
       %d1 = arith.subf %m, %mn : !VF
       %d1s = arith.select %none, %zv, %d1 : vector<${L}xi1>, !VF
-      %x1 = func.call @exp_v8(%d1s) : (!VF) -> !VF
+      %x1 = func.call @exp_lanes(%d1s) : (!VF) -> !VF
       %l1 = arith.mulf %l, %x1 : !VF
       %d2 = arith.subf %s, %mn : !VF
       %d2s = arith.select %none, %ninfv, %d2 : vector<${L}xi1>, !VF
-      %x2 = func.call @exp_v8(%d2s) : (!VF) -> !VF
+      %x2 = func.call @exp_lanes(%d2s) : (!VF) -> !VF
       %l2 = arith.addf %l1, %x2 : !VF
       scf.yield %mn, %l2 : !VF, !VF
     }
@@ -353,11 +353,11 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
               : (!SCRATCH, index, index, index, index, !VI, !VI, index, index, !E0, !E1, !E2,
                  !E3, !QPOS, !KPOS) -> (!VF, !VF, !VI, !VI)
           %dotk = arith.addf %dot, %kterm : !VF
-          %s, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3,
+          %s, %f = func.call @score(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3,
                                      %qpos, %kpos)
               : (!VF, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
               -> (!VF, !VF)
-          %vis0 = func.call @visible8(%qi, %kj, %OFF, %valid)
+          %vis0 = func.call @visible(%qi, %kj, %OFF, %valid)
               : (!VI, !VI, index, vector<${L}xi1>) -> vector<${L}xi1>
           // A row whose every score is -inf (a -inf bias) has lse = -inf: P 0.
           %seen = arith.cmpf one, %lse, %ninf : f32
@@ -365,7 +365,7 @@ func.func @pejit_backward_kv(%q: !Q, %k: !K, %v: !V, %do: !O, %dk: !K, %dv: !V, 
           %vis = arith.andi %vis0, %seenv : vector<${L}xi1>
           %lsev = vector.broadcast %lse : f32 to !VF
           %sl = arith.subf %s, %lsev : !VF
-          %p0 = func.call @exp_v8(%sl) : (!VF) -> !VF
+          %p0 = func.call @exp_lanes(%sl) : (!VF) -> !VF
           %p = arith.select %vis, %p0, %zv : vector<${L}xi1>, !VF
           %dp0 = func.call @tile_dot(%Vt, %doa, %DV, %b, %h, %i)
           : (!TV, !ROWS, index, index, index, index) -> !VF
@@ -549,14 +549,14 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
             : (!SCRATCH, index, index, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3,
                !QPOS, !KPOS) -> (!VF, !VF, !VI, !VI)
         %dotk = arith.addf %dot, %kterm : !VF
-        %s, %f = func.call @score8(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
+        %s, %f = func.call @score(%dotk, %b, %h, %qi, %kj, %SQ, %SKV, %e0, %e1, %e2, %e3, %qpos,
                                    %kpos)
             : (!VF, index, index, !VI, !VI, index, index, !E0, !E1, !E2, !E3, !QPOS, !KPOS)
             -> (!VF, !VF)
-        %vis = func.call @visible8(%qi, %kj, %OFF, %valid)
+        %vis = func.call @visible(%qi, %kj, %OFF, %valid)
             : (!VI, !VI, index, vector<${L}xi1>) -> vector<${L}xi1>
         %sl = arith.subf %s, %lse : !VF
-        %p0 = func.call @exp_v8(%sl) : (!VF) -> !VF
+        %p0 = func.call @exp_lanes(%sl) : (!VF) -> !VF
         %p = arith.select %vis, %p0, %zv : vector<${L}xi1>, !VF
         %dp0 = func.call @tile_dot(%dOt, %va, %DV, %b, %hk, %j)
           : (!TV, !ROWS, index, index, index, index) -> !VF
@@ -567,10 +567,10 @@ func.func @pejit_backward_q(%q: !Q, %k: !K, %v: !V, %do: !O, %dq: !Q, %scratch: 
         %de = arith.mulf %dsf, %scale : !VF
         vector.store %de, %DEw[%jj, %c0] : !W, !VF
         scf.if %has_key {
-          func.call @bucket_add8(%Sk, %mk, %de) : (!TD, !VI, !VF) -> ()
+          func.call @bucket_add(%Sk, %mk, %de) : (!TD, !VI, !VF) -> ()
         }
         scf.if %has_value {
-          func.call @bucket_add8(%Tv, %mv, %p) : (!TD, !VI, !VF) -> ()
+          func.call @bucket_add(%Tv, %mv, %p) : (!TD, !VI, !VF) -> ()
         }
       }
       func.call @accumulate(%dQt, %DEw, %nj, %ka, %D, %b, %hk, %jc)

@@ -1,5 +1,5 @@
 // The x86 backward's helpers (templates/x86/attention_backward.mlir, whose
-// type aliases and parameters they use): the mask on 8 lanes, the key and
+// type aliases and parameters they use): the mask on L lanes, the key and
 // row ranges a mask leaves, an item's rows, 8-lane exp, scores with the
 // score hooks, tiles transposed on the stack, their dot products and the
 // chunked accumulation of dQ, dK, dV. Put in place of the kernel's
@@ -9,7 +9,7 @@
 // lanes of (i, j) pairs: causal j <= i + OFF, a right window
 // j <= i + OFF + RIGHT, a left window j >= i + OFF - WINDOW; and `valid`
 // (lanes inside the tile).
-func.func private @visible8(%i: !VI, %j: !VI, %OFF: index, %valid: vector<${L}xi1>)
+func.func private @visible(%i: !VI, %j: !VI, %OFF: index, %valid: vector<${L}xi1>)
     -> vector<${L}xi1> {
   %causal = arith.constant ${CAUSAL}
   %has_right = arith.constant ${HAS_RIGHT}
@@ -36,18 +36,18 @@ func.func private @visible8(%i: !VI, %j: !VI, %OFF: index, %valid: vector<${L}xi
   return %v : vector<${L}xi1>
 }
 
-// exp(x) on 8 lanes through @exp2_vec (x <= 0 here: s - lse, s - max).
-func.func private @exp_v8(%x: !VF) -> !VF {
+// exp(x) on L lanes through @exp2_vec (x <= 0 here: s - lse, s - max).
+func.func private @exp_lanes(%x: !VF) -> !VF {
   %log2e = arith.constant dense<1.44269504088896> : !VF
   %y = arith.mulf %x, %log2e : !VF
   %e = func.call @exp2_vec(%y) : (!VF) -> !VF
   return %e : !VF
 }
 
-// The scores of 8 lanes from their dot products: s = softcap(scale dot) +
+// The scores of L lanes from their dot products: s = softcap(scale dot) +
 // bias (the fused score biases, attn.score_mod), and softcap' = 1 - tanh^2
 // (1 without a softcap).
-func.func private @score8(%dot: !VF, %b: index, %h: index, %qi: !VI, %kj: !VI, %SQ: index,
+func.func private @score(%dot: !VF, %b: index, %h: index, %qi: !VI, %kj: !VI, %SQ: index,
                           %SKV: index, %e0: !E0, %e1: !E1, %e2: !E2, %e3: !E3, %qpos: !QPOS,
                           %kpos: !KPOS)
     -> (!VF, !VF) {
@@ -72,7 +72,7 @@ func.func private @score8(%dot: !VF, %b: index, %h: index, %qi: !VI, %kj: !VI, %
   return %biased, %r#1 : !VF, !VF
 }
 
-// The keys [lo, hi) row i sees (the mask of @visible8 solved for j).
+// The keys [lo, hi) row i sees (the mask of @visible solved for j).
 func.func private @key_range(%i: index, %SQ: index, %SKV: index) -> (index, index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -149,7 +149,7 @@ func.func private @row_index(%b: index, %h: index, %i: index, %SQ: index) -> ind
   return %r : index
 }
 
-// 8 rows r0 .. r0 + 7 of x (Q, K, V or dO; rows past `end` as zeros), its
+// L rows r0 .. r0 + L - 1 of x (Q, K, V or dO; rows past `end` as zeros), its
 // channels [0, n), transposed: T[c, l].
 func.func private @rows_t(%x: !ROWS, %t: !TD, %n: index, %b: index, %h: index, %r0: index,
                           %end: index) {
@@ -173,7 +173,7 @@ func.func private @rows_t(%x: !ROWS, %t: !TD, %n: index, %b: index, %h: index, %
   return
 }
 
-// sum_c T[c, :] * x[c] on 8 lanes: 8 rows (or keys) of a transposed tile
+// sum_c T[c, :] * x[c] on L lanes: L rows (or keys) of a transposed tile
 // against channels [0, N) of one row of x (Q, K, V or dO), broadcast. Eight accumulators, summed
 // in a fixed tree at the end: one chain of FMAs would wait on each FMA's
 // latency (4 cycles) and run at a quarter of the FMA ports' rate.
@@ -242,7 +242,7 @@ func.func private @tile_dot(%t: !TD, %x: !ROWS, %N: index, %b: index, %h: index,
 }
 
 // acc[c, :] += sum_{r < n} w[r, :] x[r0 + r, c]: a chunk's weights (P or
-// dE, 8 lanes per row) times its rows of x (Q, K or dO; channels [0, N)), 8 channels at a time
+// dE, L lanes per row) times its rows of x (Q, K or dO; channels [0, N)), 8 channels at a time
 // in registers: per row, one load of w and 8 broadcasts for 8 FMAs, and
 // the accumulator tile read and written once per chunk.
 func.func private @accumulate(%acc: !TD, %w: !W, %n: index, %x: !ROWS, %N: index, %b: index,
@@ -313,7 +313,7 @@ func.func private @accumulate(%acc: !TD, %w: !W, %n: index, %x: !ROWS, %N: index
   return
 }
 
-// 8 lanes of the scratch's [D | lse] rows (b, h, r0 + l), rows past `end`
+// L lanes of the scratch's [D | lse] rows (b, h, r0 + l), rows past `end`
 // read as `pad`.
 func.func private @row_values(%scratch: !SCRATCH, %first: index, %r0: index, %end: index,
                               %pad: f32) -> !VF {

@@ -6,12 +6,12 @@
 // attention_backward_blocks.mlir is. Without a term every call sits in an
 // scf.if on a false constant, and folds away.
 
-// 8 lanes of the rows phase's term table (docs/backward.md): entry m of rows
+// L lanes of the rows phase's term table (docs/backward.md): entry m of rows
 // i of (b, h) is scratch[2 ROWS + (head + i) TF + first + m], with head =
 // row_index(b, h, 0) and TF floats a row (the key term's buckets, then the
 // value term's). Rows past the sequence (padding lanes, masked later) read
 // its last row.
-func.func private @row_terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %qi: !VI, %m: !VI,
+func.func private @row_terms(%scratch: !SCRATCH, %ROWS: index, %head: index, %qi: !VI, %m: !VI,
                               %first: index, %SQ: index) -> !VF {
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -55,7 +55,7 @@ func.func private @terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %b: in
     %m = attn.value_term_bucket key batch %b, head %h, query %qi, key %kj
         operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
         lengths(%SQ, %SKV) : !VI
-    %x = func.call @row_terms8(%scratch, %ROWS, %head, %qi, %m, %c0, %SQ)
+    %x = func.call @row_terms(%scratch, %ROWS, %head, %qi, %m, %c0, %SQ)
         : (!SCRATCH, index, index, !VI, !VI, index, index) -> !VF
     scf.yield %x, %m : !VF, !VI
   } else {
@@ -65,7 +65,7 @@ func.func private @terms8(%scratch: !SCRATCH, %ROWS: index, %head: index, %b: in
     %m = attn.value_term_bucket batch %b, head %h, query %qi, key %kj
         operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3) positions(%qpos, %kpos : !QPOS, !KPOS)
         lengths(%SQ, %SKV) : !VI
-    %x = func.call @row_terms8(%scratch, %ROWS, %head, %qi, %m, %NK, %SQ)
+    %x = func.call @row_terms(%scratch, %ROWS, %head, %qi, %m, %NK, %SQ)
         : (!SCRATCH, index, index, !VI, !VI, index, index) -> !VF
     scf.yield %x, %m : !VF, !VI
   } else {
@@ -130,10 +130,10 @@ func.func private @fill_row_terms(%q: !ROWS, %do: !ROWS, %scratch: !SCRATCH, %RO
   return
 }
 
-// Adds w (8 lanes, one per row) into acc[m[l], l]: a q phase's per-bucket
+// Adds w (L lanes, one per row) into acc[m[l], l]: a q phase's per-bucket
 // sums S (dE by key bucket) and T (P by value bucket). Lanes write distinct
 // elements (their own column).
-func.func private @bucket_add8(%acc: !TD, %m: !VI, %w: !VF) {
+func.func private @bucket_add(%acc: !TD, %m: !VI, %w: !VF) {
   %c0 = arith.constant 0 : index
   %lanes = arith.constant dense<${L}> : !VI
   %iota = arith.constant dense<${IOTA}> : !VI

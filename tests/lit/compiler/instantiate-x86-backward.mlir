@@ -12,13 +12,13 @@
 // CHECK-SAME: items = 12 : i64
 // CHECK-SAME: scratch_floats = 320 : i64
 // CHECK-SAME: tile_m = 16 : i64, tile_n = 16 : i64
-// CHECK-LABEL: func.func private @score8
+// CHECK-LABEL: func.func private @score
 // CHECK: math.tanh %{{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func private @exp2_vec
 // CHECK-LABEL: func.func @pejit_backward_rows
 // CHECK: math.log %{{.*}} : vector<8xf32>
 // CHECK-LABEL: func.func @pejit_backward_kv
-// CHECK: func.call @exp_v8
+// CHECK: func.call @exp_lanes
 // CHECK: func.call @accumulate(
 // CHECK: func.call @accumulate(
 // CHECK-LABEL: func.func @pejit_backward_q
@@ -55,11 +55,11 @@ func.func @shape_class(%q: tensor<1x2x?x16xf32>, %k: tensor<1x2x?x16xf32>, %v: t
 // -----
 
 // A fused score bias (T5, its table an encoding operand): the score hook
-// is expanded in @score8, 8 lanes at a time (the per-score bucket, the
+// is expanded in @score, L lanes at a time (the per-score bucket, the
 // table read by a gather), after the softcap; dS passes through the
 // additive bias unchanged.
 // CHECK: module attributes {pejit.kernel = {arguments = "query:f32:1x4x16x16 key:f32:1x4x16x16 value:f32:1x4x16x16 encoding_operand=t5_table:f32:32x4 output:f32:1x4x16x16 output_grad:f32:1x4x16x16"
-// CHECK-LABEL: func.func private @score8
+// CHECK-LABEL: func.func private @score
 // CHECK-SAME: memref<32x4xf32>
 // CHECK-NOT: attn.score_mod
 // CHECK: vector.gather %{{.*}} : memref<32x4xf32>
@@ -146,7 +146,7 @@ func.func @rope_scale(%q: tensor<1x2x24x16xf32>, %k: tensor<1x2x24x16xf32>, %v: 
 // adjoint adds dS * distance to slope_h's entry of the kv item's partial
 // buffer:  d slope_h += dS_ij ((j) - (i + skv - sq)).
 // CHECK: module attributes {pejit.kernel = {arguments = "operand_grads=0 query:f32:1x4x16x16 key:f32:1x4x16x16 value:f32:1x4x16x16 encoding_operand=alibi_slopes:f32:4 output:f32:1x4x16x16 output_grad:f32:1x4x16x16"
-// CHECK-LABEL: func.func private @score8
+// CHECK-LABEL: func.func private @score
 // CHECK: memref.load %{{.*}} : memref<4xf32>
 // CHECK: math.fma
 // CHECK-LABEL: func.func @pejit_backward_kv
@@ -201,15 +201,15 @@ func.func @bf16(%q: tensor<1x2x16x16xbf16>, %k: tensor<1x2x16x16xbf16>, %v: tens
 // (576 + 2304) partial floats.
 // CHECK-LABEL: module attributes {pejit.kernel = {arguments = "operand_grads=0,1
 // CHECK-SAME: row_scratch_floats = 20 : i64, scratch_floats = 23680 : i64
-// CHECK-LABEL: func.func private @row_terms8
+// CHECK-LABEL: func.func private @row_terms
 // CHECK: vector.gather %{{.*}} : memref<?xf32>, vector<8xi32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
 // CHECK-LABEL: func.func private @terms8
-// CHECK: call @row_terms8
-// CHECK: call @row_terms8
+// CHECK: call @row_terms
+// CHECK: call @row_terms
 // CHECK-LABEL: func.func private @fill_row_terms
 // CHECK: vector.load %{{.*}} : memref<9x64xf32>, vector<8xf32>
 // CHECK: vector.load %{{.*}} : memref<4x9x64xf32>, vector<8xf32>
-// CHECK-LABEL: func.func private @bucket_add8
+// CHECK-LABEL: func.func private @bucket_add
 // CHECK: vector.scatter
 // CHECK-LABEL: func.func private @term_row_grads
 // CHECK: vector.load %{{.*}} : memref<?xf32>, vector<8xf32>
@@ -222,8 +222,8 @@ func.func @bf16(%q: tensor<1x2x16x16xbf16>, %k: tensor<1x2x16x16xbf16>, %v: tens
 // CHECK: call @terms8
 // CHECK-LABEL: func.func @pejit_backward_q
 // CHECK: call @terms8
-// CHECK: call @bucket_add8
-// CHECK: call @bucket_add8
+// CHECK: call @bucket_add
+// CHECK: call @bucket_add
 // CHECK: call @term_row_grads
 func.func @shaw_key_value(%q: tensor<1x4x8x64xf32>, %k: tensor<1x4x8x64xf32>, %v: tensor<1x4x8x64xf32>, %o: tensor<1x4x8x64xf32>, %do: tensor<1x4x8x64xf32>, %ak: tensor<9x64xf32>, %av: tensor<4x9x64xf32>) -> (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<9x64xf32>, tensor<4x9x64xf32>) {
   %dq, %dk, %dv, %dak, %dav = attn.attention_backward %q, %k, %v, %o, %do causal
