@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# bible-kjv: the PE lab's corpus, the public-domain King James text (docs/lab.md).
 PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
-          clang-format-22 libfmt-dev libgtest-dev ccache ninja-build cmake python3 python3-venv python3-dev)
+          clang-format-22 libfmt-dev libgtest-dev ccache ninja-build cmake python3 python3-venv python3-dev
+          bible-kjv)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,7 @@
-// `pejit import-hf` and `pejit diagnose`: commands written in Python (the
-// pejit package reads HF config.json files), run through `python -m pejit`
-// so that the one CLI has them. $PEJIT_PYTHON names the interpreter (a
-// venv's python); the default is python3 on PATH.
+// `pejit import-hf`, `pejit diagnose` and `pejit lab`: commands written in
+// Python (the pejit package reads HF config.json files; the lab trains with
+// torch), run through `python -m pejit` so that the one CLI has them. $PEJIT_PYTHON names the
+// interpreter (a venv's python); the default is python3 on PATH.
 #include "tools/pejit/Commands.h"
 
 #include <cerrno>

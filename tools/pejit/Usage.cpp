@@ -158,6 +158,18 @@ const char *kDiagnoseUsage =
       wavelengths before and after scaling, the angle error in f32 and bf16
       at the longest position, rotation in the model dtype, what pejit
       fuses. Python, like import-hf.
+  diagnose CHECKPOINT.pt [--steps=N]
+      A lab checkpoint (docs/lab.md): where perplexity climbs past the
+      training length; for RoPE, the angle error at the longest evaluated
+      position and pre-rotated against rotate-at-read KV-cached decoding
+      over N steps (default 1000).
+)";
+
+const char *kLabUsage = R"(  lab [--quick] [--encodings=all|quick|A,B] [--out=DIR] [...]
+      The PE lab (docs/lab.md): a small byte-level model per positional
+      encoding, trained through pejit, evaluated at 1x-16x its training
+      length; writes results.json, table.md, perplexity.png. `python -m
+      pejit.lab --help` lists every option. Python, with torch.
 )";
 
 const char *kFooter = R"(
@@ -188,6 +200,8 @@ std::string commandUsage(const std::string &command) {
     return kImportHfUsage;
   if (command == "diagnose")
     return kDiagnoseUsage;
+  if (command == "lab")
+    return kLabUsage;
   return "";
 }
 
@@ -195,7 +209,7 @@ const std::string &usageText() {
   static const std::string text = [] {
     std::string all = kHeader;
     for (const char *command :
-         {"compile", "run", "bench", "tune", "cache", "import-hf", "diagnose"})
+         {"compile", "run", "bench", "tune", "cache", "import-hf", "diagnose", "lab"})
       all += commandUsage(command) + "\n";
     all.pop_back();
     return all + kFooter;

@@ -37,7 +37,7 @@ int main(int argc, char **argv) {
     return tuneCommand(argc, argv);
   if (command == "cache")
     return cacheCommand(argc, argv);
-  if (command == "import-hf" || command == "diagnose")
+  if (command == "import-hf" || command == "diagnose" || command == "lab")
     return pythonCommand(argc, argv);
   return usageError("unknown command '" + command + "'");
 }
