@@ -20,10 +20,10 @@ WARMUP_STEPS_UNTIMED = 3  # the first steps compile kernels; not timed
 
 @dataclass
 class TrainConfig:
-    steps: int = 300
+    steps: int = 600
     batch: int = 16
     lr: float = 2e-3
-    warmup: int = 20
+    warmup: int = 30
     weight_decay: float = 0.01
     clip: float = 1.0
     seed: int = 0
