@@ -117,6 +117,12 @@ def test_quick_lab_trains_evaluates_and_writes_its_outputs(quick_run):
     import matplotlib.image
     image = matplotlib.image.imread(out / "perplexity.png")
     assert image.shape[0] > 200 and image.shape[1] > 200
+    # --render writes the table and plot again from results.json alone.
+    (out / "table.md").unlink()
+    (out / "perplexity.png").unlink()
+    rendered = _lab("lab", "--render", str(out / "results.json"))
+    assert rendered.returncode == 0, rendered.stderr
+    assert (out / "table.md").read_text() == table and (out / "perplexity.png").exists()
     reference = json.loads((out / "results.json").read_text())["encodings"]["rope"]
     a, b = reference["train"]["losses"], reference["torch"]["train"]["losses"]
     assert len(a) == len(b)

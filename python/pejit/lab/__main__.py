@@ -43,6 +43,9 @@ def parser(prog: str) -> argparse.ArgumentParser:
                    help="the encoding also trained fully in plain torch (default rope)")
     p.add_argument("--eval-windows", type=int, default=None,
                    help="test windows of 16x the training length (default 8, quick 2)")
+    p.add_argument("--render", metavar="RESULTS.json", default=None,
+                   help="train nothing: write table.md and perplexity.png again from a run's "
+                   "results.json, into its folder")
     return p
 
 
@@ -76,6 +79,8 @@ def main(argv=None, prog: str = "python -m pejit.lab") -> int:
     from .report import markdown, write
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser(prog).parse_args(argv)
+    if args.render:
+        return _render(Path(args.render))
     try:
         lab = config_from(args, argv)
         encodings = parse(args.encodings or ("quick" if args.quick else "all"))
@@ -86,6 +91,20 @@ def main(argv=None, prog: str = "python -m pejit.lab") -> int:
         paths = write(results, Path(lab.out))
     except (ValueError, RuntimeError) as e:
         print(f"pejit lab: error: {e}", file=sys.stderr)
+        return 1
+    print(markdown(results))
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+def _render(path: Path) -> int:
+    import json
+    from .report import markdown, write
+    try:
+        results = json.loads(path.read_text())
+        paths = write(results, path.parent)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"pejit lab: error: --render {path}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     print(markdown(results))
     print("wrote " + ", ".join(str(p) for p in paths.values()))

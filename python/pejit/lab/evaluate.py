@@ -36,9 +36,7 @@ def _window_losses(model, windows: np.ndarray, batch_tokens: int) -> torch.Tenso
 
 def perplexities(model, tokens: np.ndarray, length: int, batch_tokens: int = 8192,
                  tick: Optional[Callable[[], None]] = None) -> dict:
-    """{"nonoverlapping": ppl, "sliding": ppl, "position_nll": [length]} at
-    windows of `length` (position_nll: mean NLL at each window position,
-    non-overlapping windows, for `pejit diagnose`)."""
+    """{"nonoverlapping": ppl, "sliding": ppl} at windows of `length`."""
     n = (tokens.size - 1) // length
     if n < 1:
         raise ValueError(f"the test split has {tokens.size} bytes, fewer than one window of "
@@ -57,5 +55,4 @@ def perplexities(model, tokens: np.ndarray, length: int, batch_tokens: int = 819
     if tick:
         tick()
     return {"nonoverlapping": math.exp(losses.mean().item()),
-            "sliding": math.exp(scored.mean().item()),
-            "position_nll": losses.mean(0).tolist()}
+            "sliding": math.exp(scored.mean().item())}

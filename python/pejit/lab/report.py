@@ -112,27 +112,47 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
     context = results["model"]["context"]
     multiples = results["multiples"]
-    figure, axes = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
+    lengths = [m * context for m in multiples]
+    entries = _ordered(results)
+    colours = plt.get_cmap("tab20")
+    every = [_ppl(e, m, mode) for _, e in entries for m in multiples
+             for mode in ("nonoverlapping", "sliding")]
+    spread = max(every) / min(every)
+    figure, axes = plt.subplots(1, 2, figsize=(14, 6.5), sharey=True)
     for axis, mode in zip(axes, ("nonoverlapping", "sliding")):
-        for name, entry in _ordered(results):
+        for i, (name, entry) in enumerate(entries):
             values = [_ppl(entry, m, mode) for m in multiples]
-            style = "--" if "train" not in entry else "-"
-            axis.plot([m * context for m in multiples], values, style, marker="o",
-                      label=entry["label"])
+            axis.plot(lengths, values, "--" if "train" not in entry else "-",
+                      marker="os^vD<>p"[i % 8], color=colours(i % 20), label=entry["label"])
         axis.axvline(context, color="grey", linestyle=":", label=f"training length {context}")
         axis.set_xscale("log", base=2)
-        axis.set_yscale("log")
+        axis.set_xticks(lengths, [str(n) for n in lengths])
+        if spread > 4:  # a wide range reads better in log scale, with plain numbers
+            axis.set_yscale("log")
+            axis.yaxis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5)))
+            axis.yaxis.set_major_formatter(ScalarFormatter())
+            axis.yaxis.set_minor_formatter(NullFormatter())
+        axis.grid(True, which="major", alpha=0.3)
         axis.set_xlabel("evaluation length (bytes)")
         axis.set_title(f"{mode} windows")
-    axes[0].set_ylabel("perplexity per byte")
-    axes[1].legend(fontsize=7, loc="upper left")
-    figure.suptitle(f"pejit lab: {results['corpus']['name']}, trained at {context}, "
-                    f"{results['machine']['cpu']}, {results['date']}")
-    figure.tight_layout()
+    axes[0].set_ylabel("perplexity per byte" + (" (log scale)" if spread > 4 else ""))
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    figure.suptitle(f"pejit lab: {results['corpus']['name']}, trained at {context} bytes; "
+                    f"{results['machine']['cpu']}, {results['date']}, {results['commit']}")
+    figure.tight_layout(rect=(0, 0.13, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Writes `path` whole or not at all (a failed run leaves the old file)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
 
 
 def write(results: dict, out: Path) -> dict:
@@ -142,7 +162,9 @@ def write(results: dict, out: Path) -> dict:
              "plot": out / "perplexity.png"}
     text = json.dumps(results, indent=1, allow_nan=True)
     json.loads(text)  # readable back
-    paths["json"].write_text(text)
-    paths["table"].write_text(markdown(results))
-    plot(results, paths["plot"])
+    _replace(paths["json"], text)
+    _replace(paths["table"], markdown(results))
+    partial = out / "perplexity.partial.png"
+    plot(results, partial)
+    partial.replace(paths["plot"])
     return paths

@@ -118,12 +118,15 @@ def machine() -> dict:
 
 
 def _commit() -> str:
-    try:
-        here = Path(__file__).resolve().parent
-        return subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    """The pejit checkout's commit: the package's folder when it runs from
+    a clone, else the working directory's (an installed package has none)."""
+    for folder in (Path(__file__).resolve().parent, Path.cwd()):
+        try:
+            return subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            continue
+    return "unknown"
 
 
 def run(lab: LabConfig, encodings: List[Encoding]) -> dict:
