@@ -135,6 +135,24 @@ TEST(ShapeClass, T5AndWindowAtEveryLength) {
   expectOneKernelAtEveryLength(window, shapeClass(8, 1, 64)); // grouped decode: 8 heads a lane each
 }
 
+// The grouped decode item's P . V runs in blocks of 4 vectors of V's
+// columns, then one vector at a time: dv = 48 (8 lanes: a block and 2 more
+// vectors) and dv = 96 (16 lanes in the AVX-512 families: a block and 2
+// more), GQA 4/2, decode steps over short and long caches.
+TEST(ShapeClass, GroupedDecodeAtValueWidthsPastTheColumnBlocks) {
+  AttentionSpec spec;
+  spec.rope = ref::RopeConfig{};
+  spec.causal = true;
+  for (int64_t dv : {48, 96}) {
+    SCOPED_TRACE("dv = " + std::to_string(dv));
+    Shape cls{1, 4, 2, kDynamicDim, kDynamicDim, 64, dv};
+    std::vector<Shape> calls;
+    for (int64_t skv : {1, 7, 300, 1000})
+      calls.push_back({1, 4, 2, 1, skv, 64, dv});
+    expectOneKernelForCalls(spec, cls, calls);
+  }
+}
+
 // A `?` batch too: one kernel at b in {1, 2, 3} with the lengths; RoPE on
 // ids shared by the batch, GQA 4/2 (decode steps grouped per (b, hk)).
 TEST(ShapeClass, DynamicBatchAtEveryLength) {
