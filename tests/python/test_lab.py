@@ -76,6 +76,8 @@ def _lab(*args, **kwargs):
 def test_bad_options_are_errors_naming_them(tmp_path):
     result = _lab("lab", "--context", "33", "--out", str(tmp_path))
     assert result.returncode == 1 and "--context: expected an even length" in result.stderr
+    result = _lab("lab", "--eval-windows", "0", "--out", str(tmp_path))
+    assert result.returncode == 1 and "--eval-windows: expected a positive count" in result.stderr
     result = _lab("lab", "--encodings", "alibi", "--out", str(tmp_path))
     assert result.returncode == 1 and "--reference: 'rope'" in result.stderr
     bogus = tmp_path / "bogus.pt"

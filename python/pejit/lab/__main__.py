@@ -66,6 +66,10 @@ def config_from(args, argv) -> LabConfig:
                          f"head dim, got {model.d_model} and {model.heads}")
     if model.context % 2:
         raise ValueError(f"--context: expected an even length, got {model.context}")
+    for name in ("torch_steps", "eval_windows"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')}: expected a positive count, got {value}")
     model.max_eval = 16 * model.context
     training.warmup = min(training.warmup, training.steps)
     return LabConfig(
