@@ -23,7 +23,8 @@ import torch
 
 from ..diagnose import angle_errors
 from . import corpus as corpus_module
-from .model import THETA, LanguageModel, ModelConfig
+from .evaluate import window_losses
+from .model import THETA, LanguageModel, ModelConfig, inverse_frequencies
 
 CLIMB = 0.05  # a bin's loss this far above the in-range loss is a climb
 
@@ -51,15 +52,8 @@ def climb(model: LanguageModel, test: np.ndarray, windows: int = 32) -> List[str
     n = min(windows, (test.size - 1) // length)
     if n < 1:
         return [f"perplexity: the test split is shorter than one window of {length}"]
-    nll = torch.zeros(length)
-    with torch.no_grad():
-        for i in range(0, n, 8):
-            batch = torch.from_numpy(np.stack([test[j * length:j * length + length + 1]
-                                               for j in range(i, min(n, i + 8))]).astype(np.int64))
-            logits = model(batch[:, :-1])
-            nll += torch.nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:],
-                                                     reduction="none").sum(0)
-    nll /= n
+    rows = np.stack([test[j * length:j * length + length + 1] for j in range(n)])
+    nll = window_losses(model, rows, batch_tokens=8 * length).mean(0)
     half = max(1, context // 2)
     reference = nll[context - half:context].mean().item()
     lines = [f"perplexity by position ({n} test windows of {length} bytes; reference: positions "
@@ -83,8 +77,7 @@ def climb(model: LanguageModel, test: np.ndarray, windows: int = 32) -> List[str
 
 
 def _frequencies(model: LanguageModel) -> np.ndarray:
-    dh = model.config.head_dim
-    inv = THETA ** (-np.arange(0, dh, 2, dtype=np.float64) / dh)
+    inv = inverse_frequencies(model.config.head_dim).numpy()
     scale = getattr(model.blocks[0].attn, "rope_scale", None)
     return inv * (1.0 if scale is None else float(scale.detach()[0]))
 
@@ -104,8 +97,7 @@ def angles(model: LanguageModel) -> List[str]:
 def _decode(model: LanguageModel, prompt: np.ndarray, steps: int, pre_rotated: bool,
             dtype: torch.dtype) -> List[int]:
     """Greedy bytes after `prompt`, one token per step through a KV cache."""
-    from pejit.torch import attention, options
-    from pejit.torch import rope_options
+    from pejit.torch import attention, options, rope_options
     cfg = model.config
     rope = {"theta": THETA}
     plain, rotating = options(), options(rope=rope)

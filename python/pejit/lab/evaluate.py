@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 
-def _window_losses(model, windows: np.ndarray, batch_tokens: int) -> torch.Tensor:
+def window_losses(model, windows: np.ndarray, batch_tokens: int) -> torch.Tensor:
     """Per-byte NLL [n, length] of windows [n, length + 1]."""
     length = windows.shape[1] - 1
     per_batch = max(1, batch_tokens // length)
@@ -43,13 +43,13 @@ def perplexities(model, tokens: np.ndarray, length: int, batch_tokens: int = 819
                          f"{length}")
     starts = np.arange(n) * length
     windows = np.stack([tokens[s:s + length + 1] for s in starts])
-    losses = _window_losses(model, windows, batch_tokens)
+    losses = window_losses(model, windows, batch_tokens)
     if tick:
         tick()
     stride = max(1, length // 2)
     last = n * length - length
     slide_starts = np.arange(0, last + 1, stride)
-    slide = _window_losses(model, np.stack([tokens[s:s + length + 1] for s in slide_starts]),
+    slide = window_losses(model, np.stack([tokens[s:s + length + 1] for s in slide_starts]),
                            batch_tokens)
     scored = torch.cat([slide[0], slide[1:, length - stride:].reshape(-1)])
     if tick:

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import pejit.torch  # noqa: F401  (registers torch.ops.pejit.*)
+from pejit._torch_modules import _paper_slopes
 from pejit.torch import attention, linear_options, options
 
 from .encodings import ENCODINGS, Encoding, rope_config
@@ -47,10 +48,10 @@ class ModelConfig:
         return asdict(self)
 
 
-def alibi_slopes(heads: int) -> torch.Tensor:
-    """The ALiBi paper's slopes for a power-of-two head count."""
-    start = 2.0 ** (-8.0 / heads)
-    return torch.tensor([start ** (h + 1) for h in range(heads)], dtype=torch.float32)
+def inverse_frequencies(width: int) -> torch.Tensor:
+    """THETA^(-2i / width) for i < width / 2, float64: RoPE's over a head,
+    the sinusoidal encoding's over d_model."""
+    return THETA ** (-torch.arange(0, width, 2, dtype=torch.float64) / width)
 
 
 def t5_buckets(rel: torch.Tensor, num_buckets: int, max_distance: int) -> torch.Tensor:
@@ -89,7 +90,8 @@ class PositionalAttention(torch.nn.Module):
         if kind == "rope_scale":
             self.rope_scale = torch.nn.Parameter(torch.ones(1))
         if kind == "alibi":
-            self.register_buffer("alibi_slopes", alibi_slopes(h), persistent=False)
+            slopes = torch.tensor(_paper_slopes(h), dtype=torch.float32)
+            self.register_buffer("alibi_slopes", slopes, persistent=False)
         self.eval_length = config.context
         self._options = {}
 
@@ -137,8 +139,7 @@ class PositionalAttention(torch.nn.Module):
         pos = torch.arange(s)
         rel = pos[None, :] - pos[:, None]  # j - i
         if kind in ("rope", "rope_scale", "linear"):
-            inv_freq = THETA ** (-torch.arange(0, dh, 2, dtype=torch.float32) / dh)
-            angle = pos[:, None].float() * inv_freq[None, :]
+            angle = pos[:, None].float() * inverse_frequencies(dh).float()[None, :]
             if kind == "rope_scale":
                 angle = angle * self.rope_scale
         if kind == "linear":
@@ -244,8 +245,7 @@ class LanguageModel(torch.nn.Module):
         s, d = x.shape[1], x.shape[2]
         if self.backend == "pejit":
             return torch.ops.pejit.sinusoidal_positions(x, torch.arange(s), THETA)
-        angle = (torch.arange(s, dtype=torch.float64)[:, None] *
-                 THETA ** (-torch.arange(0, d, 2, dtype=torch.float64) / d))
+        angle = torch.arange(s, dtype=torch.float64)[:, None] * inverse_frequencies(d)
         table = torch.stack([angle.sin(), angle.cos()], -1).reshape(s, d).float()
         return x + table
 

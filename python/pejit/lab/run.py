@@ -12,7 +12,7 @@ import platform
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List
 
@@ -39,7 +39,6 @@ class LabConfig:
     reference: str = "rope"  # the encoding also trained fully in plain torch
     eval_windows: int = 8  # windows of 16x per evaluation (sets the test bytes)
     command: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def _job(kind: str, lab: dict, name: str, result_path: str) -> None:
