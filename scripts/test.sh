@@ -57,7 +57,9 @@ run_binary() { # BINARY [LABEL]: its shards, counted into the totals
   for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
   cat "${logs[@]}" | grep -E "^\[  (FAILED|SKIPPED) |Failure|error|^fuzz: " | head -40
   p=$(cat "${logs[@]}" | grep -E "^\[  PASSED  \] [0-9]+ test" | awk '{print $4}' | sum)
-  f=$(cat "${logs[@]}" | grep -E "^\[  FAILED  \] [0-9]+ test" | awk '{print $4}' | sum)
+  # --gtest_brief prints one "[  FAILED  ] Suite.Test (N ms)" line per
+  # failed test and no "N tests failed" total.
+  f=$(cat "${logs[@]}" | grep -cE "^\[  FAILED  \] [A-Za-z0-9_/]+\.[^ ]+ \(")
   s=$(cat "${logs[@]}" | grep -E "^\[  SKIPPED \] [0-9]+ test" | awk '{print $4}' | sum)
   echo "$label: $p passed, $f failed, $s skipped ($((SECONDS - started)) s)"
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))

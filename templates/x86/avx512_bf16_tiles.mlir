@@ -241,7 +241,9 @@ func.func private @pv_plain_keys_bf16(%St: memref<${BN}x${BM}xf32>, %Vr: !VROWS,
   %p0 = arith.divui %jb2, %c2 : index
   %npairs = arith.divui %span, %c2 : index
   %p1 = arith.addi %p0, %npairs : index
-  %jc2 = arith.muli %p1, %c2 : index
+  // Not p1 * 2: jb2 is odd when it was clamped to an odd jc (no pairs).
+  %pairs_len = arith.muli %npairs, %c2 : index
+  %jc2 = arith.addi %jb2, %pairs_len : index
   %h:12 = func.call @pv_edge_keys(%St, %Vr, %ir, %dc, %jb, %jb2, %lo0, %hi0, %s00, %s01, %s10,
                                   %s11, %s20, %s21, %s30, %s31, %s40, %s41, %s50, %s51)
       : (memref<${BN}x${BM}xf32>, !VROWS, index, index, index, index, index, index, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF)
