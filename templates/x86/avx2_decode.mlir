@@ -98,88 +98,100 @@ func.func @pejit_decode_item(%q: !Q, %k: !K, %v: !V, %o: !O, %scratch: !SCRATCH,
   %k_in_place_ok = arith.andi %k_in_place_allowed, %k_rows_dense : i1
   %true = arith.constant true
 
+  // bf16 products (avx512_bf16_decode.mlir) read K and V as they are.
+  %decode_bf16 = arith.constant ${DECODE_BF16}
   %stats:2 = scf.for %jt = %jt_begin to %jt_end step %c1 iter_args(%m = %ninf, %l = %zv)
       -> (!VF, !VF) {
     %j0 = arith.muli %jt, %BN : index
     %k_left = arith.subi %SKV, %j0 : index
     %nk = arith.minui %k_left, %BN : index
-    %tile = memref.cast %Ks : memref<${BN}x${D}xf32> to !KTILE
-    %full_k = arith.cmpi eq, %nk, %BN : index
-    %in_place = arith.andi %k_in_place_ok, %full_k : i1
-    %Kt = scf.if %in_place -> !KTILE {
-      %view = func.call @key_rows_in_place(%k, %tile, %b, %hk, %j0)
-          : (!K, !KTILE, index, index, index) -> !KTILE
-      scf.yield %view : !KTILE
-    } else {
-      func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt, %SQ)
-          : (!K, !KTILE, !SCRATCH, index, index, index, index) -> ()
-      scf.yield %tile : !KTILE
-    }
-    %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk, %true)
-        : (!V, memref<${BN}x${DV}xf32>, index, index, index, index, i1) -> !VROWS
-    func.call @pejit_s_heads(%St, %Qs, %Kt)
-        : (memref<${BN}x${BM}xf32>, memref<${BM}x${D}xf32>, !KTILE) -> ()
-
-    // score_mod per (key, head), as scalars: each lane is another head.
-    scf.if %score_mod {
-      scf.for %jr = %c0 to %nk step %c1 {
-        %j = arith.addi %j0, %jr : index
-        %j_i = arith.index_cast %j : index to i32
-        scf.for %g = %c0 to %GROUP step %c1 {
-          %h = arith.addi %h0, %g : index
-          %s = memref.load %St[%jr, %g] : memref<${BN}x${BM}xf32>
-          %s_mod = attn.score_mod %s, batch %b, head %h, query %zero_i, key %j_i
-              operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
-              positions(%qpos, %kpos : !QPOS, !KPOS) lengths(%SQ, %SKV) : f32, i32
-          memref.store %s_mod, %St[%jr, %g] : memref<${BN}x${BM}xf32>
-        }
-      }
-    }
-    // Mask: keys past skv (tile padding) and before the window.
-    scf.for %jr = %c0 to %BN step %c1 {
-      %j = arith.addi %j0, %jr : index
-      %inside = arith.cmpi ult, %j, %SKV : index
-      %after = arith.cmpi sge, %j, %kv_begin : index
-      %seen = arith.andi %inside, %after : i1
-      %hidden = arith.xori %seen, %true : i1
-      scf.if %hidden {
-        vector.store %ninf, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
-      }
-    }
-    // The online softmax down the keys, the heads in lanes (as @pejit_item).
-    %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!VF) {
-      %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
-      %grows = arith.cmpf olt, %mx, %s : !VF
-      %mx1 = arith.select %grows, %s, %mx : vector<${L}xi1>, !VF
-      scf.yield %mx1 : !VF
-    }
-    %m_grows = arith.cmpf olt, %m, %m_tile : !VF
-    %m_new = arith.select %m_grows, %m_tile, %m : vector<${L}xi1>, !VF
-    %none = arith.cmpf oeq, %m_new, %ninf : !VF
-    %m_safe = arith.select %none, %zv, %m_new : vector<${L}xi1>, !VF
-    %m_step = arith.subf %m, %m_safe : !VF
-    %alpha_arg = arith.mulf %m_step, %log2e : !VF
-    %alpha = func.call @exp2_vec(%alpha_arg) : (!VF) -> !VF
-    %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!VF) {
-      %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
-      %sd = arith.subf %s, %m_safe : !VF
-      %e = arith.mulf %sd, %log2e : !VF
-      %p = func.call @exp2_vec(%e) : (!VF) -> !VF
-      vector.store %p, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
-      %sum1 = arith.addf %sum, %p : !VF
-      scf.yield %sum1 : !VF
-    }
-    %l_new = math.fma %l, %alpha, %l_tile : !VF
-    vector.store %alpha, %A[%c0] : memref<${BM}xf32>, !VF
-    // P . V over the keys the row sees: from the window's first on (P is 0
-    // before it, and 0 * a NaN or inf in V would still reach the row).
+    // P . V starts at the window's first key (P is 0 before it, and 0 *
+    // a NaN or inf in V would still reach the row).
     %seen_from0 = arith.subi %kv_begin, %j0 : index
     %seen_from1 = arith.maxsi %seen_from0, %c0 : index
     %seen_from = arith.minsi %seen_from1, %nk : index
-    func.call @pejit_pv_heads(%Os, %St, %v_rows, %A, %seen_from, %nk)
-        : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
-           index, index) -> ()
-    scf.yield %m_new, %l_new : !VF, !VF
+    %tile_stats:2 = scf.if %decode_bf16 -> (!VF, !VF) {
+      %r:2 = func.call @${DECODE_TILE}(%k, %v, %Qs, %Os, %e0, %e1, %e2, %e3, %qpos, %kpos, %b,
+                                       %hk, %j0, %nk, %seen_from, %SQ, %m, %l)
+          : (!K, !V, memref<${BM}x${D}xf32>, memref<${BM}x${DV}xf32>, !E0, !E1, !E2, !E3, !QPOS,
+             !KPOS, index, index, index, index, index, index, !VF, !VF) -> (!VF, !VF)
+      scf.yield %r#0, %r#1 : !VF, !VF
+    } else {
+      %tile = memref.cast %Ks : memref<${BN}x${D}xf32> to !KTILE
+      %full_k = arith.cmpi eq, %nk, %BN : index
+      %in_place = arith.andi %k_in_place_ok, %full_k : i1
+      %Kt = scf.if %in_place -> !KTILE {
+        %view = func.call @key_rows_in_place(%k, %tile, %b, %hk, %j0)
+            : (!K, !KTILE, index, index, index) -> !KTILE
+        scf.yield %view : !KTILE
+      } else {
+        func.call @load_key_tile(%k, %tile, %scratch, %b, %hk, %jt, %SQ)
+            : (!K, !KTILE, !SCRATCH, index, index, index, index) -> ()
+        scf.yield %tile : !KTILE
+      }
+      %v_rows = func.call @kv_value_rows(%v, %Vs, %b, %hk, %j0, %nk, %true)
+          : (!V, memref<${BN}x${DV}xf32>, index, index, index, index, i1) -> !VROWS
+      func.call @pejit_s_heads(%St, %Qs, %Kt)
+          : (memref<${BN}x${BM}xf32>, memref<${BM}x${D}xf32>, !KTILE) -> ()
+
+      // score_mod per (key, head), as scalars: each lane is another head.
+      scf.if %score_mod {
+        scf.for %jr = %c0 to %nk step %c1 {
+          %j = arith.addi %j0, %jr : index
+          %j_i = arith.index_cast %j : index to i32
+          scf.for %g = %c0 to %GROUP step %c1 {
+            %h = arith.addi %h0, %g : index
+            %s = memref.load %St[%jr, %g] : memref<${BN}x${BM}xf32>
+            %s_mod = attn.score_mod %s, batch %b, head %h, query %zero_i, key %j_i
+                operands(%e0, %e1, %e2, %e3 : !E0, !E1, !E2, !E3)
+                positions(%qpos, %kpos : !QPOS, !KPOS) lengths(%SQ, %SKV) : f32, i32
+            memref.store %s_mod, %St[%jr, %g] : memref<${BN}x${BM}xf32>
+          }
+        }
+      }
+      // Mask: keys past skv (tile padding) and before the window.
+      scf.for %jr = %c0 to %BN step %c1 {
+        %j = arith.addi %j0, %jr : index
+        %inside = arith.cmpi ult, %j, %SKV : index
+        %after = arith.cmpi sge, %j, %kv_begin : index
+        %seen = arith.andi %inside, %after : i1
+        %hidden = arith.xori %seen, %true : i1
+        scf.if %hidden {
+          vector.store %ninf, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+        }
+      }
+      // The online softmax down the keys, the heads in lanes (as @pejit_item).
+      %m_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%mx = %ninf) -> (!VF) {
+        %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+        %grows = arith.cmpf olt, %mx, %s : !VF
+        %mx1 = arith.select %grows, %s, %mx : vector<${L}xi1>, !VF
+        scf.yield %mx1 : !VF
+      }
+      %m_grows = arith.cmpf olt, %m, %m_tile : !VF
+      %m_new = arith.select %m_grows, %m_tile, %m : vector<${L}xi1>, !VF
+      %none = arith.cmpf oeq, %m_new, %ninf : !VF
+      %m_safe = arith.select %none, %zv, %m_new : vector<${L}xi1>, !VF
+      %m_step = arith.subf %m, %m_safe : !VF
+      %alpha_arg = arith.mulf %m_step, %log2e : !VF
+      %alpha = func.call @exp2_vec(%alpha_arg) : (!VF) -> !VF
+      %l_tile = scf.for %jr = %c0 to %BN step %c1 iter_args(%sum = %zv) -> (!VF) {
+        %s = vector.load %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+        %sd = arith.subf %s, %m_safe : !VF
+        %e = arith.mulf %sd, %log2e : !VF
+        %p = func.call @exp2_vec(%e) : (!VF) -> !VF
+        vector.store %p, %St[%jr, %c0] : memref<${BN}x${BM}xf32>, !VF
+        %sum1 = arith.addf %sum, %p : !VF
+        scf.yield %sum1 : !VF
+      }
+      %l_new = math.fma %l, %alpha, %l_tile : !VF
+      vector.store %alpha, %A[%c0] : memref<${BM}xf32>, !VF
+      // P . V over the keys the row sees, from seen_from on.
+      func.call @pejit_pv_heads(%Os, %St, %v_rows, %A, %seen_from, %nk)
+          : (memref<${BM}x${DV}xf32>, memref<${BN}x${BM}xf32>, !VROWS, memref<${BM}xf32>,
+             index, index) -> ()
+      scf.yield %m_new, %l_new : !VF, !VF
+    }
+    scf.yield %tile_stats#0, %tile_stats#1 : !VF, !VF
   }
 
   %L = memref.alloca() {alignment = 64 : i64} : memref<${L}xf32>
@@ -306,6 +318,17 @@ func.func @pejit_decode_combine(%o: !O, %partials: !SCRATCH, %item: index, %part
     }
   }
   return
+}
+
+// The bf16 products' decode tile (@pejit_decode_tile_bf16 in
+// avx512_bf16_decode.mlir) where the kernel multiplies in f32: never called.
+func.func private @pejit_decode_tile_none(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
+                                          %Os: memref<${BM}x${DV}xf32>, %e0: !E0, %e1: !E1,
+                                          %e2: !E2, %e3: !E3, %qpos: !QPOS, %kpos: !KPOS,
+                                          %b: index, %hk: index, %j0: index, %nk: index,
+                                          %seen_from: index, %sq: index, %m: !VF, %l: !VF)
+    -> (!VF, !VF) {
+  return %m, %l : !VF, !VF
 }
 
 // St[jr, 0 : 8] = (scale Kt[jr] . Qs[g] for g < GROUP, then 0): per head,

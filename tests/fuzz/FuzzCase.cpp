@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <random>
 
@@ -379,11 +380,14 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
     maxErr = std::max(maxErr, std::isnan(err) ? INFINITY : err);
   }
   double relative = maxErr / std::max(maxRef, 1e-30);
+  // docs/semantics.md "Data types": 1e-4 for f32, 1e-2 for f16/bf16, and
+  // 2e-2 for bf16 inputs in avx512_bf16 (Q', K' and P rounded to bf16).
   bool half = kernel->dtype() != DType::F32 || narrowOut;
-  double tolerance = half ? 1e-2 : 1e-4;
-  std::string measured = "relative error " + std::to_string(relative) + " (tolerance " +
-                         (half ? "1e-2" : "1e-4") + ")";
-  if (!(relative <= tolerance))
+  bool bf16Products = kernel->dtype() == DType::BF16 && kernel->isa() == X86Isa::Avx512Bf16;
+  const char *tolerance = bf16Products ? "2e-2" : half ? "1e-2" : "1e-4";
+  std::string measured =
+      "relative error " + std::to_string(relative) + " (tolerance " + tolerance + ")";
+  if (!(relative <= std::atof(tolerance)))
     return {Verdict::WrongResult, measured};
   return {Verdict::Checked, measured};
 }

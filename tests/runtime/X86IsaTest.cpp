@@ -2,10 +2,12 @@
 // host's best, PEJIT_X86_ISA and its errors, and one kernel compiled for
 // every family the host has, each against the float64 reference.
 #include "pejit/compiler/backends/x86/HostIsa.h"
+#include "tests/runtime/GuardPages.h"
 #include "tests/runtime/SuiteRuntime.h"
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +150,48 @@ float bf16Value(uint16_t half) {
   return x;
 }
 
+/// Runs `kernel` (case c, bf16 inputs and output) on fresh random bf16
+/// values, each input and the output placed against an inaccessible page,
+/// the output poisoned with NaNs; returns max |out - ref| / max |ref|
+/// against the float64 reference on the same bf16 values.
+double bf16RelativeError(const Case &c, X86Kernel &kernel) {
+  uint32_t seed = 0;
+  std::mt19937 &engine = rng(&seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const Shape &s = c.shape;
+  ref::Tensor q = randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine);
+  ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine);
+  ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
+  std::vector<GuardedBuffer> buffers;
+  for (ref::Tensor *t : {&q, &k, &v}) {
+    buffers.emplace_back(t->data.size() * 2);
+    uint16_t *half = buffers.back().as<uint16_t>();
+    for (size_t i = 0; i < t->data.size(); ++i) {
+      half[i] = bf16Bits(static_cast<float>(t->data[i]));
+      t->data[i] = bf16Value(half[i]); // the reference sees the bf16 values
+    }
+  }
+  std::vector<int64_t> outShape = {s.batch, s.queryHeads, s.querySeq, s.valueDim};
+  size_t outCount = s.batch * s.queryHeads * s.querySeq * s.valueDim;
+  GuardedBuffer out(outCount * 2);
+  std::fill_n(out.as<uint16_t>(), outCount, uint16_t(0x7fc0));
+  Status status = kernel.run({{buffers[0].data(), DType::BF16, q.shape, {}},
+                              {buffers[1].data(), DType::BF16, k.shape, {}},
+                              {buffers[2].data(), DType::BF16, v.shape, {}}},
+                             {out.data(), DType::BF16, outShape, {}});
+  EXPECT_TRUE(status) << status.message();
+  std::string error;
+  ref::Tensor expected = referenceOutput(c, q, k, v, {}, {}, {}, error);
+  EXPECT_EQ(error, "");
+  double maxRef = 0, maxErr = 0;
+  for (size_t i = 0; i < outCount; ++i) {
+    maxRef = std::max(maxRef, std::fabs(expected.data[i]));
+    double got = bf16Value(out.as<uint16_t>()[i]);
+    maxErr = std::max(maxErr, std::isnan(got) ? INFINITY : std::fabs(got - expected.data[i]));
+  }
+  return maxErr / std::max(maxRef, 1e-30);
+}
+
 // bf16 inputs in every family the host has: in avx512_bf16 with bf16
 // products (Q' scale, K' and P rounded to bf16, vdpbf16ps), else f32
 // products. RoPE, causal with and without a window, GQA, key counts that
@@ -171,44 +215,65 @@ TEST(X86Isa, Bf16InputsInEveryFamilyMatchTheReference) {
       c.spec.dtype = DType::BF16;
       c.shape = Shape{1, 4, 2, 101, 163, 64, 64};
       c.tiles.isa = family;
-      const Shape &s = c.shape;
-      Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, s), c.tiles);
+      Expected<X86Kernel> kernel =
+          suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
       ASSERT_TRUE(kernel) << kernel.error();
       Expected<std::string> tiled = kernel->ir("tiled");
       ASSERT_TRUE(tiled) << tiled.error();
       bool bf16Products = tiled->find("products = \"bf16\"") != std::string::npos;
       EXPECT_EQ(bf16Products, family == X86Isa::Avx512Bf16);
+      EXPECT_LE(bf16RelativeError(c, *kernel), 2e-2)
+          << "window " << (window ? std::to_string(*window) : "none");
+    }
+  }
+}
 
-      uint32_t seed = 0;
-      std::mt19937 &engine = rng(&seed);
-      SCOPED_TRACE("seed " + std::to_string(seed));
-      ref::Tensor q = randomTensor({s.batch, s.queryHeads, s.querySeq, s.headDim}, engine);
-      ref::Tensor k = randomTensor({s.batch, s.kvHeads, s.keySeq, s.headDim}, engine);
-      ref::Tensor v = randomTensor({s.batch, s.kvHeads, s.keySeq, s.valueDim}, engine);
-      std::vector<std::vector<uint16_t>> halves;
-      for (ref::Tensor *t : {&q, &k, &v}) {
-        halves.emplace_back();
-        for (double &x : t->data) {
-          halves.back().push_back(bf16Bits(static_cast<float>(x)));
-          x = bf16Value(halves.back().back()); // the reference sees the bf16 values
-        }
-      }
-      std::vector<uint16_t> out(s.batch * s.queryHeads * s.querySeq * s.valueDim, 0x7fc0);
-      Status status = kernel->run({{halves[0].data(), DType::BF16, q.shape, {}},
-                                   {halves[1].data(), DType::BF16, k.shape, {}},
-                                   {halves[2].data(), DType::BF16, v.shape, {}}},
-                                  {out.data(), DType::BF16, {1, 4, 101, 64}, {}});
-      ASSERT_TRUE(status) << status.message();
-      std::string error;
-      ref::Tensor expected = referenceOutput(c, q, k, v, {}, {}, {}, error);
-      ASSERT_EQ(error, "");
-      double maxRef = 0, maxErr = 0;
-      for (size_t i = 0; i < out.size(); ++i) {
-        maxRef = std::max(maxRef, std::fabs(expected.data[i]));
-        double got = bf16Value(out[i]);
-        maxErr = std::max(maxErr, std::isnan(got) ? INFINITY : std::fabs(got - expected.data[i]));
-      }
-      EXPECT_LE(maxErr / maxRef, 2e-2) << "window " << (window ? std::to_string(*window) : "none");
+// Grouped decode steps (sq = 1) with bf16 inputs in every family the host
+// has. In avx512_bf16, where no QK transform changes K (here RoPE on the
+// query only: the cache holds K rotated), the step reads K and V as bf16
+// with keys in lanes (@pejit_decode_tile_bf16); elsewhere it widens them.
+// Groups of 2, 4, 6 and 8 heads (a second block of 4), head dims 32 to
+// 128, 1 key to several key tiles (partial last tiles, odd key counts),
+// windows (0, and one starting mid-tile), ALiBi and a softcap (the score
+// hooks per head and key), a batch. 2e-2 of max |ref|, as above.
+TEST(X86Isa, Bf16GroupedDecodeInEveryFamilyMatchesTheReference) {
+  struct DecodeCase {
+    Shape shape;
+    std::optional<int64_t> window;
+    bool alibi = false;
+    std::optional<double> softcap;
+  };
+  const std::vector<DecodeCase> cases = {
+      {{1, 32, 8, 1, 2048, 128, 128}}, {{1, 8, 4, 1, 37, 64, 32}},
+      {{2, 12, 2, 1, 77, 32, 64}, 10}, {{1, 16, 2, 1, 301, 64, 64}, std::nullopt, true, 5.0},
+      {{1, 8, 2, 1, 130, 64, 64}, 0},  {{1, 28, 4, 1, 333, 128, 128}, 150},
+      {{1, 4, 2, 1, 1, 64, 64}},
+  };
+  for (X86Isa family : allX86Isas()) {
+    if (!x86IsaBuilt(family) || !x86IsaProblemOnHost(family).empty())
+      continue;
+    SCOPED_TRACE(x86IsaName(family));
+    for (const DecodeCase &d : cases) {
+      SCOPED_TRACE(d.shape.str());
+      Case c;
+      c.spec.rope = ref::RopeConfig{};
+      c.spec.ropeOnKey = false;
+      c.spec.causal = true;
+      c.spec.window = d.window;
+      c.spec.softcap = d.softcap;
+      if (d.alibi)
+        c.spec.alibi = AlibiSpec{d.shape.queryHeads};
+      c.spec.dtype = DType::BF16;
+      c.shape = d.shape;
+      c.tiles.isa = family;
+      Expected<X86Kernel> kernel =
+          suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
+      ASSERT_TRUE(kernel) << kernel.error();
+      Expected<std::string> tiled = kernel->ir("tiled");
+      ASSERT_TRUE(tiled) << tiled.error();
+      bool bf16Tile = tiled->find("call @pejit_decode_tile_bf16") != std::string::npos;
+      EXPECT_EQ(bf16Tile, family == X86Isa::Avx512Bf16);
+      EXPECT_LE(bf16RelativeError(c, *kernel), 2e-2);
     }
   }
 }

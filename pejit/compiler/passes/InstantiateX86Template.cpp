@@ -31,6 +31,7 @@
 #include "templates/X86Avx2Decode.inc"
 #include "templates/X86Avx2Rows.inc"
 #include "templates/X86Avx2Tiles.inc"
+#include "templates/X86Avx512Bf16Decode.inc"
 #include "templates/X86Avx512Bf16Tiles.inc"
 #include "templates/X86Exp2.inc"
 
@@ -353,6 +354,13 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
       {"QTP_ROWS", std::to_string(bf16Products ? shape.headDim / 2 : 1)},
       {"KB_COLS", std::to_string(bf16Products ? shape.headDim / 2 : 1)},
       {"VP_ROWS", std::to_string(bf16Products ? tiles.keyTile / 2 : 1)},
+      // The grouped decode's tile with bf16 products reads K as it is: only
+      // where no QK transform changes K (avx512_bf16_decode.mlir).
+      {"DECODE_TILE",
+       bf16Products && !transformsKey ? "pejit_decode_tile_bf16" : "pejit_decode_tile_none"},
+      {"DECODE_BF16", bf16Products && !transformsKey ? "true" : "false"},
+      {"DH", std::to_string(shape.headDim / 2)},
+      {"BN32", std::to_string((tiles.keyTile + 31) / 32 * 32)},
       {"BN", std::to_string(tiles.keyTile)},
       {"CAUSAL", op.getCausal() ? "true" : "false"},
       {"HAS_WINDOW", window ? "true" : "false"},
@@ -394,8 +402,10 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
                                       {"x86/exp2.mlir", kX86Exp2Template}};
   // Only where the family has the instructions (they would not compile in
   // another), and used.
-  if (bf16Products)
+  if (bf16Products) {
     blocks.push_back({"x86/avx512_bf16_tiles.mlir", kX86Avx512Bf16TilesTemplate});
+    blocks.push_back({"x86/avx512_bf16_decode.mlir", kX86Avx512Bf16DecodeTemplate});
+  }
   FailureOr<std::string> text = substitute(
       loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate}, blocks),
       params, op);
