@@ -2,70 +2,29 @@
 // @pejit_decode_item calls @pejit_decode_tile_bf16 for each key tile in
 // place of its f32 tile when the inputs are bf16 and no QK transform
 // changes K (the cache holds K as the products read it). Put after
-// avx512_bf16_tiles.mlir, whose @dot_bf16 it uses.
+// avx512_bf16_tiles.mlir (@dot_bf16), with avx512_bf16_decode_blocks.mlir.
 //
-// Keys, not heads, are the lanes, and K and V are read where they are, as
-// bf16, never widened:
-//   S[g, j] = bf16(scale Q'[g]) . K[j]      16 keys per vector: a 16 x 16
-//     block of K's (d, d+1) pairs is transposed in registers, then one
+// Keys, not heads, are the lanes, and K and V stay bf16, never widened:
+//   Kc, Vc = the tile's rows of K and V, copied in row order; rows no head
+//     sees are zeros (0 times an inf or NaN there would reach the row)
+//   S[g, j] = bf16(scale Q'[g]) . Kc[j]     16 keys per vector: a 16 x 16
+//     block of Kc's (d, d+1) pairs is transposed in registers, then one
 //     vdpbf16ps per pair of d and head against Q's pair, broadcast
 //   score_mod per (head, key) as scalars; keys outside [seen_from, nk) -inf
 //   the online softmax per head down its keys (m, l, alpha per head)
-//   Os[g] = Os[g] alpha_g + sum_j bf16(P[g, j]) V[j]   pairs of keys: one
-//     vdpbf16ps per (pair, head, 16 columns) against V's rows interleaved
+//   Os[g] = Os[g] alpha_g + sum_j bf16(P[g, j]) Vc[j]   (@pv_heads_bf16)
+// Its blocks (the copies, the transpose, P . V) are avx512_bf16_decode_blocks.mlir.
 // The rounding is the prefill's (docs/semantics.md): Q' scaled, and P, are
 // rounded to bf16; K and V are the input's own bf16 values.
-// Rows past the last key are never read: a key block's rows are clamped to
-// skv - 1 (their scores are masked), and V rows of keys no head sees enter
-// P . V as zeros (0 times an inf or NaN there would reach the row).
-
-// acc_g + t . QP[hb + g, p] for the 4 heads of block hb: t holds pair p of
-// 16 keys, one key per lane.
-func.func private @heads_dot_bf16(%QP: memref<8x${D}xi32>, %hb: index, %p: index,
-                                  %t: vector<16xi32>, %a0: !VF, %a1: !VF, %a2: !VF, %a3: !VF)
-    -> (!VF, !VF, !VF, !VF) {
-  %c1 = arith.constant 1 : index
-  %x = vector.bitcast %t : vector<16xi32> to vector<32xbf16>
-  %h1 = arith.addi %hb, %c1 : index
-  %h2 = arith.addi %h1, %c1 : index
-  %h3 = arith.addi %h2, %c1 : index
-  %w0 = func.call @broadcast_pair_qp(%QP, %hb, %p) : (memref<8x${D}xi32>, index, index) -> vector<32xbf16>
-  %w1 = func.call @broadcast_pair_qp(%QP, %h1, %p) : (memref<8x${D}xi32>, index, index) -> vector<32xbf16>
-  %w2 = func.call @broadcast_pair_qp(%QP, %h2, %p) : (memref<8x${D}xi32>, index, index) -> vector<32xbf16>
-  %w3 = func.call @broadcast_pair_qp(%QP, %h3, %p) : (memref<8x${D}xi32>, index, index) -> vector<32xbf16>
-  %r0 = func.call @dot_bf16(%a0, %x, %w0) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-  %r1 = func.call @dot_bf16(%a1, %x, %w1) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-  %r2 = func.call @dot_bf16(%a2, %x, %w2) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-  %r3 = func.call @dot_bf16(%a3, %x, %w3) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-  return %r0, %r1, %r2, %r3 : !VF, !VF, !VF, !VF
-}
-
-// QP[g, p]: one pair, in every lane.
-func.func private @broadcast_pair_qp(%QP: memref<8x${D}xi32>, %g: index, %p: index)
-    -> vector<32xbf16> {
-  %w = memref.load %QP[%g, %p] : memref<8x${D}xi32>
-  %v = vector.broadcast %w : i32 to vector<16xi32>
-  %x = vector.bitcast %v : vector<16xi32> to vector<32xbf16>
-  return %x : vector<32xbf16>
-}
-
-// Row r of a 16-key block of K, pairs pc .. pc + 15: key j0 + r, clamped to
-// the last key (a clamped row's scores are masked).
-func.func private @key_pairs(%k: !K, %b: index, %hk: index, %j0: index, %r: index,
-                             %last: index, %pc: index) -> vector<16xi32> {
-  %c2 = arith.constant 2 : index
-  %j1 = arith.addi %j0, %r : index
-  %j = arith.minui %j1, %last : index
-  %d = arith.muli %pc, %c2 : index
-  %x = vector.load %k[%b, %hk, %j, %d] : !K, vector<32xbf16>
-  %w = vector.bitcast %x : vector<32xbf16> to vector<16xi32>
-  return %w : vector<16xi32>
-}
+// Why the copy: the products read K and V in 64-byte pieces of 16 or 32
+// rows at a time; from memory those reads ran at a third of the read
+// bandwidth (bench/RESULTS.md, session 31). Read in row order, the
+// hardware prefetcher follows them, and the products then read the copies
+// from L1.
 
 // One key tile [j0, j0 + nk) of the grouped decode (@pejit_decode_item),
-// keys seen from seen_from on (tile-relative), with bf16 products: updates
-// Os and returns the heads' running max and sum (heads in lanes, as the
-// item keeps them).
+// keys seen from seen_from on (tile-relative): updates Os and returns the
+// heads' running max and sum (heads in lanes, as the item keeps them).
 func.func @pejit_decode_tile_bf16(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
                                   %Os: memref<${BM}x${DV}xf32>, %e0: !E0, %e1: !E1, %e2: !E2,
                                   %e3: !E3, %qpos: !QPOS, %kpos: !KPOS, %b: index, %hk: index,
@@ -92,7 +51,6 @@ func.func @pejit_decode_tile_bf16(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
   %c32 = arith.constant 32 : index
   %D = arith.constant ${D} : index
   %DH = arith.constant ${DH} : index
-  %DV = arith.constant ${DV} : index
   %GROUP = arith.constant ${GROUP} : index
   %BN32 = arith.constant ${BN32} : index
   %score_mod = arith.constant ${SCORE_MOD}
@@ -108,8 +66,9 @@ func.func @pejit_decode_tile_bf16(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
   %iota = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xi32>
   %scale32 = vector.broadcast %scale : f32 to vector<32xf32>
   %SKV = memref.dim %k, %c2 : !K
-  %last = arith.subi %SKV, %c1 : index
   %h0 = arith.muli %hk, %GROUP : index
+  %Kc = memref.alloca() {alignment = 64 : i64} : memref<${BN32}x${D}xbf16>
+  %Vc = memref.alloca() {alignment = 64 : i64} : memref<${BN32}x${DV}xbf16>
   %QP = memref.alloca() {alignment = 64 : i64} : memref<8x${D}xi32>
   %S2 = memref.alloca() {alignment = 64 : i64} : memref<8x${BN32}xf32>
   %PP = memref.alloca() {alignment = 64 : i64} : memref<8x${BN32}xi32>
@@ -119,6 +78,24 @@ func.func @pejit_decode_tile_bf16(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
   vector.store %m, %Mb[%c0] : memref<16xf32>, !VF
   vector.store %l, %Lb[%c0] : memref<16xf32>, !VF
   vector.store %zv, %Ab[%c0] : memref<16xf32>, !VF
+
+  // Kc: rows [kb_begin, nk) (the 16-key blocks S reads, from the one
+  // seen_from is in), zeros up to the next block. Vc: rows [seen_from, nk),
+  // zeros in the pairs P . V reads around them.
+  %kb_first = arith.divui %seen_from, %c16 : index
+  %kb_begin = arith.muli %kb_first, %c16 : index
+  %nk15 = arith.addi %nk, %c15 : index
+  %nk16_0 = arith.divui %nk15, %c16 : index
+  %nk16 = arith.muli %nk16_0, %c16 : index
+  %p_lo = arith.divui %seen_from, %c2 : index
+  %nk1 = arith.addi %nk, %c1 : index
+  %p_hi = arith.divui %nk1, %c2 : index
+  %v_lo = arith.muli %p_lo, %c2 : index
+  %v_hi = arith.muli %p_hi, %c2 : index
+  func.call @copy_rows_k(%k, %Kc, %b, %hk, %j0, %kb_begin, %nk, %nk16)
+      : (!K, memref<${BN32}x${D}xbf16>, index, index, index, index, index, index) -> ()
+  func.call @copy_rows_v(%v, %Vc, %b, %hk, %j0, %v_lo, %seen_from, %nk, %v_hi)
+      : (!V, memref<${BN32}x${DV}xbf16>, index, index, index, index, index, index, index) -> ()
 
   // QP[g] = bf16(scale Q'[g]) in pairs along d; heads past GROUP are 0.
   scf.for %g = %c0 to %c8 step %c1 {
@@ -138,50 +115,47 @@ func.func @pejit_decode_tile_bf16(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
     }
   }
 
-  // S2[g, kb .. kb + 15] for the 16-key blocks from the one seen_from is in:
-  // per 16 pairs of d, the block's rows transposed (pair p of key kb + r in
-  // lane r of t_p), then 4 heads x 16 vdpbf16ps, even and odd pairs in
-  // separate sums (8 chains hide the instruction's latency).
-  %kb_first = arith.divui %seen_from, %c16 : index
-  %kb_begin = arith.muli %kb_first, %c16 : index
+  // S2[g, kb .. kb + 15] per 16-key block: per 16 pairs of d, the block's
+  // rows transposed (pair p of key kb + r in lane r of t_p), then 4 heads x
+  // 16 vdpbf16ps, even and odd pairs in separate sums (8 chains hide the
+  // instruction's latency).
   scf.for %hb = %c0 to %GROUP step %c4 {
     scf.for %kb = %kb_begin to %nk step %c16 {
-      %jb = arith.addi %j0, %kb : index
       %acc:8 = scf.for %pc = %c0 to %DH step %c16
           iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv, %a4 = %zv, %a5 = %zv, %a6 = %zv, %a7 = %zv)
           -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
-        %x0 = func.call @key_pairs(%k, %b, %hk, %jb, %c0, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x1 = func.call @key_pairs(%k, %b, %hk, %jb, %c1, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x2 = func.call @key_pairs(%k, %b, %hk, %jb, %c2, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x3 = func.call @key_pairs(%k, %b, %hk, %jb, %c3, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x4 = func.call @key_pairs(%k, %b, %hk, %jb, %c4, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x5 = func.call @key_pairs(%k, %b, %hk, %jb, %c5, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x6 = func.call @key_pairs(%k, %b, %hk, %jb, %c6, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x7 = func.call @key_pairs(%k, %b, %hk, %jb, %c7, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x8 = func.call @key_pairs(%k, %b, %hk, %jb, %c8, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x9 = func.call @key_pairs(%k, %b, %hk, %jb, %c9, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x10 = func.call @key_pairs(%k, %b, %hk, %jb, %c10, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x11 = func.call @key_pairs(%k, %b, %hk, %jb, %c11, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x12 = func.call @key_pairs(%k, %b, %hk, %jb, %c12, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x13 = func.call @key_pairs(%k, %b, %hk, %jb, %c13, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x14 = func.call @key_pairs(%k, %b, %hk, %jb, %c14, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
-        %x15 = func.call @key_pairs(%k, %b, %hk, %jb, %c15, %last, %pc)
-            : (!K, index, index, index, index, index, index) -> vector<16xi32>
+        %r0 = arith.addi %kb, %c0 : index
+        %x0 = func.call @key_pairs(%Kc, %r0, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r1 = arith.addi %kb, %c1 : index
+        %x1 = func.call @key_pairs(%Kc, %r1, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r2 = arith.addi %kb, %c2 : index
+        %x2 = func.call @key_pairs(%Kc, %r2, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r3 = arith.addi %kb, %c3 : index
+        %x3 = func.call @key_pairs(%Kc, %r3, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r4 = arith.addi %kb, %c4 : index
+        %x4 = func.call @key_pairs(%Kc, %r4, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r5 = arith.addi %kb, %c5 : index
+        %x5 = func.call @key_pairs(%Kc, %r5, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r6 = arith.addi %kb, %c6 : index
+        %x6 = func.call @key_pairs(%Kc, %r6, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r7 = arith.addi %kb, %c7 : index
+        %x7 = func.call @key_pairs(%Kc, %r7, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r8 = arith.addi %kb, %c8 : index
+        %x8 = func.call @key_pairs(%Kc, %r8, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r9 = arith.addi %kb, %c9 : index
+        %x9 = func.call @key_pairs(%Kc, %r9, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r10 = arith.addi %kb, %c10 : index
+        %x10 = func.call @key_pairs(%Kc, %r10, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r11 = arith.addi %kb, %c11 : index
+        %x11 = func.call @key_pairs(%Kc, %r11, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r12 = arith.addi %kb, %c12 : index
+        %x12 = func.call @key_pairs(%Kc, %r12, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r13 = arith.addi %kb, %c13 : index
+        %x13 = func.call @key_pairs(%Kc, %r13, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r14 = arith.addi %kb, %c14 : index
+        %x14 = func.call @key_pairs(%Kc, %r14, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
+        %r15 = arith.addi %kb, %c15 : index
+        %x15 = func.call @key_pairs(%Kc, %r15, %pc) : (memref<${BN32}x${D}xbf16>, index, index) -> vector<16xi32>
         %t:16 = func.call @transpose16x16_i32(%x0, %x1, %x2, %x3, %x4, %x5, %x6, %x7, %x8, %x9, %x10, %x11, %x12, %x13, %x14, %x15)
             : (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
             -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>)
@@ -342,186 +316,13 @@ func.func @pejit_decode_tile_bf16(%k: !K, %v: !V, %Qs: memref<${BM}x${D}xf32>,
     }
   }
 
-  // Os[g] = Os[g] alpha_g + P[g] . V, per 4 heads and 32 columns of V: per
-  // pair of keys, their two rows interleaved (pairs along keys), 8
-  // vdpbf16ps. The tile's sum starts from 0 and joins Os once (blocked
-  // summation, as the f32 tile).
-  %p_lo = arith.divui %seen_from, %c2 : index
-  %nk1 = arith.addi %nk, %c1 : index
-  %p_hi = arith.divui %nk1, %c2 : index
+  // Os[g] = Os[g] alpha_g + P[g] . V (@pv_heads_bf16), per 4 heads.
   scf.for %hb = %c0 to %GROUP step %c4 {
-    %hb1 = arith.addi %hb, %c1 : index
-    %hb2 = arith.addi %hb, %c2 : index
-    %hb3 = arith.addi %hb, %c3 : index
-    scf.for %cb = %c0 to %DV step %c32 {
-      %acc:8 = scf.for %p = %p_lo to %p_hi step %c1
-          iter_args(%a0 = %zv, %a1 = %zv, %a2 = %zv, %a3 = %zv, %a4 = %zv, %a5 = %zv, %a6 = %zv, %a7 = %zv)
-          -> (!VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF) {
-        %x:2 = func.call @value_pairs(%v, %b, %hk, %j0, %p, %seen_from, %nk, %last, %cb)
-            : (!V, index, index, index, index, index, index, index, index)
-            -> (vector<32xbf16>, vector<32xbf16>)
-        %w0 = func.call @broadcast_pair_pp(%PP, %hb, %p) : (memref<8x${BN32}xi32>, index, index) -> vector<32xbf16>
-        %w1 = func.call @broadcast_pair_pp(%PP, %hb1, %p) : (memref<8x${BN32}xi32>, index, index) -> vector<32xbf16>
-        %w2 = func.call @broadcast_pair_pp(%PP, %hb2, %p) : (memref<8x${BN32}xi32>, index, index) -> vector<32xbf16>
-        %w3 = func.call @broadcast_pair_pp(%PP, %hb3, %p) : (memref<8x${BN32}xi32>, index, index) -> vector<32xbf16>
-        %b0 = func.call @dot_bf16(%a0, %w0, %x#0) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b1 = func.call @dot_bf16(%a1, %w0, %x#1) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b2 = func.call @dot_bf16(%a2, %w1, %x#0) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b3 = func.call @dot_bf16(%a3, %w1, %x#1) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b4 = func.call @dot_bf16(%a4, %w2, %x#0) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b5 = func.call @dot_bf16(%a5, %w2, %x#1) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b6 = func.call @dot_bf16(%a6, %w3, %x#0) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        %b7 = func.call @dot_bf16(%a7, %w3, %x#1) : (!VF, vector<32xbf16>, vector<32xbf16>) -> !VF
-        scf.yield %b0, %b1, %b2, %b3, %b4, %b5, %b6, %b7 : !VF, !VF, !VF, !VF, !VF, !VF, !VF, !VF
-      } {pejit.unroll_factor = 2 : i64}
-      %cb16 = arith.addi %cb, %c16 : index
-      %al0s = memref.load %Ab[%hb] : memref<16xf32>
-      %al0 = vector.broadcast %al0s : f32 to !VF
-      %o00 = vector.load %Os[%hb, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %n00 = vector.fma %o00, %al0, %acc#0 : !VF
-      vector.store %n00, %Os[%hb, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %o01 = vector.load %Os[%hb, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %n01 = vector.fma %o01, %al0, %acc#1 : !VF
-      vector.store %n01, %Os[%hb, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %al1s = memref.load %Ab[%hb1] : memref<16xf32>
-      %al1 = vector.broadcast %al1s : f32 to !VF
-      %o10 = vector.load %Os[%hb1, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %n10 = vector.fma %o10, %al1, %acc#2 : !VF
-      vector.store %n10, %Os[%hb1, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %o11 = vector.load %Os[%hb1, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %n11 = vector.fma %o11, %al1, %acc#3 : !VF
-      vector.store %n11, %Os[%hb1, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %al2s = memref.load %Ab[%hb2] : memref<16xf32>
-      %al2 = vector.broadcast %al2s : f32 to !VF
-      %o20 = vector.load %Os[%hb2, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %n20 = vector.fma %o20, %al2, %acc#4 : !VF
-      vector.store %n20, %Os[%hb2, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %o21 = vector.load %Os[%hb2, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %n21 = vector.fma %o21, %al2, %acc#5 : !VF
-      vector.store %n21, %Os[%hb2, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %al3s = memref.load %Ab[%hb3] : memref<16xf32>
-      %al3 = vector.broadcast %al3s : f32 to !VF
-      %o30 = vector.load %Os[%hb3, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %n30 = vector.fma %o30, %al3, %acc#6 : !VF
-      vector.store %n30, %Os[%hb3, %cb] : memref<${BM}x${DV}xf32>, !VF
-      %o31 = vector.load %Os[%hb3, %cb16] : memref<${BM}x${DV}xf32>, !VF
-      %n31 = vector.fma %o31, %al3, %acc#7 : !VF
-      vector.store %n31, %Os[%hb3, %cb16] : memref<${BM}x${DV}xf32>, !VF
-    }
+    func.call @pv_heads_bf16(%Vc, %PP, %Ab, %Os, %p_lo, %p_hi, %hb)
+        : (memref<${BN32}x${DV}xbf16>, memref<8x${BN32}xi32>, memref<16xf32>,
+           memref<${BM}x${DV}xf32>, index, index, index) -> ()
   }
   %m_out = vector.load %Mb[%c0] : memref<16xf32>, !VF
   %l_out = vector.load %Lb[%c0] : memref<16xf32>, !VF
   return %m_out, %l_out : !VF, !VF
-}
-
-// PP[g, p]: one pair of keys' probabilities, in every lane.
-func.func private @broadcast_pair_pp(%PP: memref<8x${BN32}xi32>, %g: index, %p: index)
-    -> vector<32xbf16> {
-  %w = memref.load %PP[%g, %p] : memref<8x${BN32}xi32>
-  %v = vector.broadcast %w : i32 to vector<16xi32>
-  %x = vector.bitcast %v : vector<16xi32> to vector<32xbf16>
-  return %x : vector<32xbf16>
-}
-
-// Keys j0 + 2p and j0 + 2p + 1's rows of V, columns cb .. cb + 31,
-// interleaved into pairs of keys: (V[2p, c], V[2p + 1, c]) for c < cb + 16,
-// then for the next 16 columns. A key outside [seen_from, nk) is zeros.
-func.func private @value_pairs(%v: !V, %b: index, %hk: index, %j0: index, %p: index,
-                               %seen_from: index, %nk: index, %last: index, %cb: index)
-    -> (vector<32xbf16>, vector<32xbf16>) {
-  %c1 = arith.constant 1 : index
-  %c2 = arith.constant 2 : index
-  %zh = arith.constant dense<0> : vector<32xi16>
-  %ja0 = arith.muli %p, %c2 : index
-  %jb0 = arith.addi %ja0, %c1 : index
-  %ja1 = arith.addi %j0, %ja0 : index
-  %jb1 = arith.addi %ja1, %c1 : index
-  %ja = arith.minui %ja1, %last : index
-  %jb = arith.minui %jb1, %last : index
-  %va0 = vector.load %v[%b, %hk, %ja, %cb] : !V, vector<32xbf16>
-  %vb0 = vector.load %v[%b, %hk, %jb, %cb] : !V, vector<32xbf16>
-  %va1 = vector.bitcast %va0 : vector<32xbf16> to vector<32xi16>
-  %vb1 = vector.bitcast %vb0 : vector<32xbf16> to vector<32xi16>
-  %a_seen = arith.cmpi uge, %ja0, %seen_from : index
-  %b_seen = arith.cmpi ult, %jb0, %nk : index
-  %va = arith.select %a_seen, %va1, %zh : vector<32xi16>
-  %vb = arith.select %b_seen, %vb1, %zh : vector<32xi16>
-  %x0 = vector.shuffle %va, %vb [0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39, 8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47] : vector<32xi16>, vector<32xi16>
-  %x1 = vector.shuffle %va, %vb [16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63] : vector<32xi16>, vector<32xi16>
-  %y0 = vector.bitcast %x0 : vector<32xi16> to vector<32xbf16>
-  %y1 = vector.bitcast %x1 : vector<32xi16> to vector<32xbf16>
-  return %y0, %y1 : vector<32xbf16>, vector<32xbf16>
-}
-
-
-// A 16 x 16 block of i32 transposed in registers: y_c[r] = x_r[c]. Unpacks
-// of 32 and 64 bits within 128-bit blocks, then two exchanges of blocks
-// (64 shuffles).
-func.func private @transpose16x16_i32(%x0: vector<16xi32>, %x1: vector<16xi32>, %x2: vector<16xi32>, %x3: vector<16xi32>, %x4: vector<16xi32>, %x5: vector<16xi32>, %x6: vector<16xi32>, %x7: vector<16xi32>, %x8: vector<16xi32>, %x9: vector<16xi32>, %x10: vector<16xi32>, %x11: vector<16xi32>, %x12: vector<16xi32>, %x13: vector<16xi32>, %x14: vector<16xi32>, %x15: vector<16xi32>)
-    -> (vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>) {
-  %a0 = vector.shuffle %x0, %x1 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a1 = vector.shuffle %x0, %x1 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a2 = vector.shuffle %x2, %x3 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a3 = vector.shuffle %x2, %x3 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a4 = vector.shuffle %x4, %x5 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a5 = vector.shuffle %x4, %x5 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a6 = vector.shuffle %x6, %x7 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a7 = vector.shuffle %x6, %x7 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a8 = vector.shuffle %x8, %x9 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a9 = vector.shuffle %x8, %x9 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a10 = vector.shuffle %x10, %x11 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a11 = vector.shuffle %x10, %x11 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a12 = vector.shuffle %x12, %x13 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a13 = vector.shuffle %x12, %x13 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %a14 = vector.shuffle %x14, %x15 [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xi32>, vector<16xi32>
-  %a15 = vector.shuffle %x14, %x15 [2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31] : vector<16xi32>, vector<16xi32>
-  %b0 = vector.shuffle %a0, %a2 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b1 = vector.shuffle %a0, %a2 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b2 = vector.shuffle %a1, %a3 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b3 = vector.shuffle %a1, %a3 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b4 = vector.shuffle %a4, %a6 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b5 = vector.shuffle %a4, %a6 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b6 = vector.shuffle %a5, %a7 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b7 = vector.shuffle %a5, %a7 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b8 = vector.shuffle %a8, %a10 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b9 = vector.shuffle %a8, %a10 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b10 = vector.shuffle %a9, %a11 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b11 = vector.shuffle %a9, %a11 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b12 = vector.shuffle %a12, %a14 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b13 = vector.shuffle %a12, %a14 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %b14 = vector.shuffle %a13, %a15 [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29] : vector<16xi32>, vector<16xi32>
-  %b15 = vector.shuffle %a13, %a15 [2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31] : vector<16xi32>, vector<16xi32>
-  %e0 = vector.shuffle %b0, %b4 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %f0 = vector.shuffle %b0, %b4 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %g0 = vector.shuffle %b8, %b12 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %h0 = vector.shuffle %b8, %b12 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %e1 = vector.shuffle %b1, %b5 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %f1 = vector.shuffle %b1, %b5 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %g1 = vector.shuffle %b9, %b13 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %h1 = vector.shuffle %b9, %b13 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %e2 = vector.shuffle %b2, %b6 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %f2 = vector.shuffle %b2, %b6 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %g2 = vector.shuffle %b10, %b14 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %h2 = vector.shuffle %b10, %b14 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %e3 = vector.shuffle %b3, %b7 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %f3 = vector.shuffle %b3, %b7 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %g3 = vector.shuffle %b11, %b15 [0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27] : vector<16xi32>, vector<16xi32>
-  %h3 = vector.shuffle %b11, %b15 [4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y0 = vector.shuffle %e0, %g0 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y1 = vector.shuffle %e1, %g1 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y2 = vector.shuffle %e2, %g2 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y3 = vector.shuffle %e3, %g3 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y4 = vector.shuffle %f0, %h0 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y5 = vector.shuffle %f1, %h1 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y6 = vector.shuffle %f2, %h2 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y7 = vector.shuffle %f3, %h3 [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
-  %y8 = vector.shuffle %e0, %g0 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y9 = vector.shuffle %e1, %g1 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y10 = vector.shuffle %e2, %g2 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y11 = vector.shuffle %e3, %g3 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y12 = vector.shuffle %f0, %h0 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y13 = vector.shuffle %f1, %h1 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y14 = vector.shuffle %f2, %h2 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  %y15 = vector.shuffle %f3, %h3 [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi32>, vector<16xi32>
-  return %y0, %y1, %y2, %y3, %y4, %y5, %y6, %y7, %y8, %y9, %y10, %y11, %y12, %y13, %y14, %y15 : vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>, vector<16xi32>
 }

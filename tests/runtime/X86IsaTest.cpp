@@ -233,7 +233,8 @@ TEST(X86Isa, Bf16InputsInEveryFamilyMatchTheReference) {
 // query only: the cache holds K rotated), the step reads K and V as bf16
 // with keys in lanes (@pejit_decode_tile_bf16); elsewhere it widens them.
 // Groups of 2, 4, 6 and 8 heads (a second block of 4), head dims 32 to
-// 128, 1 key to several key tiles (partial last tiles, odd key counts),
+// 128, value widths 32 to 128 (96: a pass of 64 columns and one of 32),
+// 1 key to several key tiles (partial last tiles, odd key counts),
 // windows (0, and one starting mid-tile), ALiBi and a softcap (the score
 // hooks per head and key), a batch. 2e-2 of max |ref|, as above.
 TEST(X86Isa, Bf16GroupedDecodeInEveryFamilyMatchesTheReference) {
@@ -247,7 +248,7 @@ TEST(X86Isa, Bf16GroupedDecodeInEveryFamilyMatchesTheReference) {
       {{1, 32, 8, 1, 2048, 128, 128}}, {{1, 8, 4, 1, 37, 64, 32}},
       {{2, 12, 2, 1, 77, 32, 64}, 10}, {{1, 16, 2, 1, 301, 64, 64}, std::nullopt, true, 5.0},
       {{1, 8, 2, 1, 130, 64, 64}, 0},  {{1, 28, 4, 1, 333, 128, 128}, 150},
-      {{1, 4, 2, 1, 1, 64, 64}},
+      {{1, 4, 2, 1, 1, 64, 64}},       {{1, 8, 2, 1, 150, 64, 96}, 33},
   };
   for (X86Isa family : allX86Isas()) {
     if (!x86IsaBuilt(family) || !x86IsaProblemOnHost(family).empty())

@@ -32,6 +32,7 @@
 #include "templates/X86Avx2Rows.inc"
 #include "templates/X86Avx2Tiles.inc"
 #include "templates/X86Avx512Bf16Decode.inc"
+#include "templates/X86Avx512Bf16DecodeBlocks.inc"
 #include "templates/X86Avx512Bf16Tiles.inc"
 #include "templates/X86Exp2.inc"
 
@@ -405,6 +406,7 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
   if (bf16Products) {
     blocks.push_back({"x86/avx512_bf16_tiles.mlir", kX86Avx512Bf16TilesTemplate});
     blocks.push_back({"x86/avx512_bf16_decode.mlir", kX86Avx512Bf16DecodeTemplate});
+    blocks.push_back({"x86/avx512_bf16_decode_blocks.mlir", kX86Avx512Bf16DecodeBlocksTemplate});
   }
   FailureOr<std::string> text = substitute(
       loadTemplateWithBlocks({"x86/avx2_attention.mlir", kX86Avx2AttentionTemplate}, blocks),
