@@ -19,6 +19,7 @@ enum class Verdict {
   Compiled,        ///< compiled; too big to run and check here
   Checked,         ///< ran and matched the float64 reference
   Bounded,         ///< ran; ill-conditioned (huge scores), so checked against bounds
+  Overflows,       ///< ran; its scores pass f32's range before any softcap: no result to check
   RoundtripFailure,
   WrongResult,
 };
