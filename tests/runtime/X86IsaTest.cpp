@@ -192,6 +192,22 @@ double bf16RelativeError(const Case &c, X86Kernel &kernel) {
   return maxErr / std::max(maxRef, 1e-30);
 }
 
+/// Compiles case c (bf16, c.tiles.isa set), expects its tiled IR to hold
+/// `marker` exactly in avx512_bf16 (the bf16 products' code), and returns
+/// bf16RelativeError (infinity when it did not compile).
+double bf16CaseError(const Case &c, const std::string &marker) {
+  Expected<X86Kernel> kernel = suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
+  EXPECT_TRUE(kernel) << kernel.error();
+  if (!kernel)
+    return INFINITY;
+  Expected<std::string> tiled = kernel->ir("tiled");
+  EXPECT_TRUE(tiled) << tiled.error();
+  if (!tiled)
+    return INFINITY;
+  EXPECT_EQ(tiled->find(marker) != std::string::npos, c.tiles.isa == X86Isa::Avx512Bf16) << marker;
+  return bf16RelativeError(c, *kernel);
+}
+
 // bf16 inputs in every family the host has: in avx512_bf16 with bf16
 // products (Q' scale, K' and P rounded to bf16, vdpbf16ps), else f32
 // products. RoPE, causal with and without a window, GQA, key counts that
@@ -215,14 +231,7 @@ TEST(X86Isa, Bf16InputsInEveryFamilyMatchTheReference) {
       c.spec.dtype = DType::BF16;
       c.shape = Shape{1, 4, 2, 101, 163, 64, 64};
       c.tiles.isa = family;
-      Expected<X86Kernel> kernel =
-          suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
-      ASSERT_TRUE(kernel) << kernel.error();
-      Expected<std::string> tiled = kernel->ir("tiled");
-      ASSERT_TRUE(tiled) << tiled.error();
-      bool bf16Products = tiled->find("products = \"bf16\"") != std::string::npos;
-      EXPECT_EQ(bf16Products, family == X86Isa::Avx512Bf16);
-      EXPECT_LE(bf16RelativeError(c, *kernel), 2e-2)
+      EXPECT_LE(bf16CaseError(c, "products = \"bf16\""), 2e-2)
           << "window " << (window ? std::to_string(*window) : "none");
     }
   }
@@ -267,14 +276,7 @@ TEST(X86Isa, Bf16GroupedDecodeInEveryFamilyMatchesTheReference) {
       c.spec.dtype = DType::BF16;
       c.shape = d.shape;
       c.tiles.isa = family;
-      Expected<X86Kernel> kernel =
-          suiteRuntime().getX86(Spec::fromBuilder(c.spec, c.shape), c.tiles);
-      ASSERT_TRUE(kernel) << kernel.error();
-      Expected<std::string> tiled = kernel->ir("tiled");
-      ASSERT_TRUE(tiled) << tiled.error();
-      bool bf16Tile = tiled->find("call @pejit_decode_tile_bf16") != std::string::npos;
-      EXPECT_EQ(bf16Tile, family == X86Isa::Avx512Bf16);
-      EXPECT_LE(bf16RelativeError(c, *kernel), 2e-2);
+      EXPECT_LE(bf16CaseError(c, "call @pejit_decode_tile_bf16"), 2e-2);
     }
   }
 }
