@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <random>
 
@@ -155,8 +154,8 @@ double scoreMagnitude(mlir::ModuleOp module, double &raw) {
             consider(item);
       }
     });
-    double dot = std::fabs(op.getEffectiveScale()) * 2.0 * factor * factor * d;
-    raw = std::max(raw, dot);
+    double dot = op.getEffectiveScale() * 2.0 * factor * factor * d;
+    raw = std::max(raw, std::fabs(dot));
     if (mlir::FloatAttr softcap = op.getSoftcapAttr())
       dot = std::min(dot, softcap.getValueAsDouble());
     double lengths = byPosition ? 4294967296.0 : length(q) + length(k);
@@ -399,10 +398,10 @@ CaseResult runCase(const std::string &text, uint64_t inputSeed) {
   // 2e-2 for bf16 inputs in avx512_bf16 (Q', K' and P rounded to bf16).
   bool half = kernel->dtype() != DType::F32 || narrowOut;
   bool bf16Products = kernel->dtype() == DType::BF16 && kernel->isa() == X86Isa::Avx512Bf16;
-  const char *tolerance = bf16Products ? "2e-2" : half ? "1e-2" : "1e-4";
-  std::string measured =
-      "relative error " + std::to_string(relative) + " (tolerance " + tolerance + ")";
-  if (!(relative <= std::atof(tolerance)))
+  double tolerance = bf16Products ? 2e-2 : half ? 1e-2 : 1e-4;
+  char measured[80];
+  std::snprintf(measured, sizeof measured, "relative error %f (tolerance %g)", relative, tolerance);
+  if (!(relative <= tolerance))
     return {Verdict::WrongResult, measured};
   return {Verdict::Checked, measured};
 }

@@ -333,6 +333,9 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
                         : fillsTiles    ? ValueRows::View
                                         : ValueRows::ViewForFullTiles;
   bool keyInPlace = inType.isF32() && !transformsKey;
+  // The grouped decode's tile with bf16 products reads K as it is: only
+  // where no QK transform changes K (avx512_bf16_decode.mlir).
+  bool bf16Decode = bf16Products && !transformsKey;
   std::optional<int64_t> window = effectiveWindow(op, shape.keySeq);
   std::optional<int64_t> right = effectiveRightWindow(op, shape.querySeq);
   std::map<std::string, std::string> params = {
@@ -355,11 +358,8 @@ LogicalResult instantiateForward(ModuleOp module, const X86TileConfig &tiles, X8
       {"QTP_ROWS", std::to_string(bf16Products ? shape.headDim / 2 : 1)},
       {"KB_COLS", std::to_string(bf16Products ? shape.headDim / 2 : 1)},
       {"VP_ROWS", std::to_string(bf16Products ? tiles.keyTile / 2 : 1)},
-      // The grouped decode's tile with bf16 products reads K as it is: only
-      // where no QK transform changes K (avx512_bf16_decode.mlir).
-      {"DECODE_TILE",
-       bf16Products && !transformsKey ? "pejit_decode_tile_bf16" : "pejit_decode_tile_none"},
-      {"DECODE_BF16", bf16Products && !transformsKey ? "true" : "false"},
+      {"DECODE_TILE", bf16Decode ? "pejit_decode_tile_bf16" : "pejit_decode_tile_none"},
+      {"DECODE_BF16", bf16Decode ? "true" : "false"},
       {"DH", std::to_string(shape.headDim / 2)},
       {"BN32", std::to_string((tiles.keyTile + 31) / 32 * 32)},
       {"BN", std::to_string(tiles.keyTile)},
